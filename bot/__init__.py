@@ -1,0 +1,1 @@
+"""The Slack surface and the process entry point."""

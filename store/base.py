@@ -1,0 +1,158 @@
+"""The one interface the runtime calls. Every backend implements `Store`.
+
+Writes that must land together go through `commit(Batch)`: one transaction holding a
+checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit
+events. The narrower methods are conveniences over the same transaction rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from store.records import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    Effect,
+    EffectOutcome,
+    Fact,
+    Page,
+    Run,
+    RunState,
+    RunStatus,
+)
+
+DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """One atomic write for one run.
+
+    - `owner`: when set, the write is refused with `LeaseLost` unless this worker holds the lease.
+    - `checkpoint`: its seq must be exactly one past the latest (compare-and-set on history).
+    - `finish`: started effects that ended; refused with `Conflict` if not `started`.
+    - `start`: effects about to execute. An effect whose idempotency key already `completed`
+      in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
+    - `request`: approvals to create. One whose key was already declined in the lineage is not
+      created; the earlier decision is returned in `Committed.prior_decisions`.
+    """
+
+    run_id: str
+    owner: str | None = None
+    checkpoint: Checkpoint | None = None
+    finish: Sequence[EffectOutcome] = ()
+    start: Sequence[Effect] = ()
+    request: Sequence[Approval] = ()
+    pages: Sequence[Page] = ()
+    events: Sequence[AuditEvent] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    preempted: dict[str, Effect] = field(default_factory=dict)
+    prior_decisions: dict[str, Approval] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Store(Protocol):
+    url: str
+    protected_facts: frozenset[str]
+
+    async def close(self) -> None: ...
+
+    # runs
+    async def create_run(self, run: Run, snapshot: Checkpoint) -> None: ...
+    async def get_run(self, run_id: str) -> Run: ...
+    async def list_runs(
+        self, status: RunStatus | None = None, *, limit: int = 100
+    ) -> list[Run]: ...
+    async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None: ...
+    async def prune_runs(self, finished_before: datetime) -> int: ...
+
+    # history
+    async def commit(self, batch: Batch) -> Committed: ...
+    async def load_state(
+        self, run_id: str, *, seq: int | None = None, step: int | None = None
+    ) -> RunState: ...
+    async def history(self, run_id: str) -> list[Checkpoint]: ...
+
+    # effects
+    async def get_effect(self, run_id: str, call_id: str) -> Effect: ...
+    async def list_effects(self, run_id: str) -> list[Effect]: ...
+    async def find_effect(self, lineage_id: str, idempotency_key: str) -> Effect | None: ...
+
+    # approvals
+    async def create_approval(self, approval: Approval) -> None: ...
+    async def get_approval(self, approval_id: str) -> Approval: ...
+    async def list_approvals(
+        self,
+        *,
+        run_id: str | None = None,
+        state: ApprovalState | None = None,
+        limit: int = 1000,
+    ) -> list[Approval]: ...
+    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int: ...
+    async def decide_approval(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        not_before: datetime | None = None,
+        event: AuditEvent | None = None,
+    ) -> Approval: ...
+    async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
+    async def next_due_at(self) -> datetime | None: ...
+    async def record_reminder(
+        self,
+        approval_id: str,
+        *,
+        reminders_sent: int,
+        next_reminder_at: datetime | None,
+        escalated: bool,
+    ) -> bool: ...
+    async def extend_deadline(
+        self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
+    ) -> bool: ...
+    async def set_approval_message(
+        self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None: ...
+
+    async def set_callback_status(self, approval_id: str, status: str) -> None: ...
+    async def undelivered_callbacks(self) -> list[Approval]: ...
+
+    # facts
+    async def put_fact(self, fact: Fact) -> None: ...
+    async def get_fact(self, key: str) -> Fact: ...
+    async def list_facts(self) -> list[Fact]: ...
+    async def forget_source(self, source: str) -> int: ...
+    async def load_facts(self, facts: Sequence[Fact]) -> int: ...
+
+    # pages
+    async def get_page(self, page_id: str) -> Page: ...
+    async def list_pages(self, *, open_only: bool = True) -> list[Page]: ...
+    async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page: ...
+    async def set_page_message(
+        self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None: ...
+
+    # audit
+    async def record_event(self, event: AuditEvent) -> None: ...
+    async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]: ...
+
+    # leases
+    async def acquire_lease(
+        self, run_id: str, owner: str, *, until: datetime, now: datetime
+    ) -> bool: ...
+    async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool: ...
+    async def release_lease(self, run_id: str, owner: str) -> None: ...
+    async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]: ...

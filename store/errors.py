@@ -1,0 +1,63 @@
+"""Errors raised by the store.
+
+StoreError
+ ├── NotFound            a run, approval, effect or page id that does not exist
+ ├── Conflict            a write lost a race: the row changed under it
+ │    ├── AlreadyExists  an id that is already taken
+ │    ├── AlreadyDecided an approval that is no longer pending
+ │    └── LeaseLost      another worker holds the run's lease
+ ├── ProtectedFact       a write to a key the fact store protects
+ ├── SchemaTooNew        a database written by a newer Signoff
+ ├── UnsupportedURL      a database URL whose scheme no backend handles
+ └── DatabaseError       the driver failed (I/O, corruption, locked too long)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StoreError(Exception):
+    """The store failed."""
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        self.details = details
+        for name, value in details.items():
+            setattr(self, name, value)
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class NotFound(StoreError):
+    """No such record."""
+
+
+class Conflict(StoreError):
+    """The record changed under this write."""
+
+
+class AlreadyExists(Conflict):
+    """A record with this id already exists."""
+
+
+class AlreadyDecided(Conflict):
+    """The approval was already decided; a decision never changes."""
+
+
+class LeaseLost(Conflict):
+    """Another worker holds this run's lease."""
+
+
+class ProtectedFact(StoreError):
+    """This fact key is protected and cannot be written."""
+
+
+class SchemaTooNew(StoreError):
+    """The database was written by a newer version of Signoff."""
+
+
+class UnsupportedURL(StoreError):
+    """No store backend handles this database URL."""
+
+
+class DatabaseError(StoreError):
+    """The database driver failed."""

@@ -1,0 +1,266 @@
+"""The durable records: immutable pydantic models, one per table.
+
+Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    WAITING_APPROVAL = "waiting_approval"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset({RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED})
+
+
+class EffectStatus(StrEnum):
+    STARTED = "started"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    IN_DOUBT = "in_doubt"
+
+
+class Reversibility(StrEnum):
+    READ = "read"
+    REVERSIBLE = "reversible"
+    IRREVERSIBLE = "irreversible"
+
+
+class ApprovalState(StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DECLINED = "declined"
+
+
+class Delivery(StrEnum):
+    """Whether the human-facing message (Slack post, callback) went out."""
+
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolCall(Record):
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(Record):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+MESSAGES = TypeAdapter(tuple[Message, ...])
+
+
+class Usage(Record):
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            steps=self.steps + other.steps,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cost=round(self.cost + other.cost, 10),
+        )
+
+
+class Budget(Record):
+    """Limits on a run's total usage; None means unlimited."""
+
+    max_steps: int | None = Field(default=None, ge=0)
+    max_input_tokens: int | None = Field(default=None, ge=0)
+    max_output_tokens: int | None = Field(default=None, ge=0)
+    max_cost: float | None = Field(default=None, ge=0)
+
+
+class Run(Record):
+    id: str
+    agent: str
+    task: str
+    status: RunStatus = RunStatus.RUNNING
+    step: int = 0
+    budget: Budget = Budget()
+    usage: Usage = Usage()
+    stop_reason: str | None = None
+    error: str | None = None
+    requested_by: str | None = None
+    lineage_id: str
+    parent_id: str | None = None
+    fork_step: int | None = None
+    dry_run: bool = False
+    lease_owner: str | None = None
+    lease_expires_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Checkpoint(Record):
+    """One append to a run's history.
+
+    `messages` holds what was appended since the previous checkpoint; in a snapshot it holds
+    the whole transcript (the first checkpoint of a run, a fork, a rollback).
+    """
+
+    run_id: str
+    seq: int = Field(ge=0)
+    step: int = Field(ge=0)
+    snapshot: bool = False
+    status: RunStatus
+    usage: Usage = Usage()
+    stop_reason: str | None = None
+    error: str | None = None
+    messages: tuple[Message, ...] = ()
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class RunState(Record):
+    """A run's state as of one checkpoint, rebuilt from the history."""
+
+    run_id: str
+    seq: int
+    step: int
+    status: RunStatus
+    usage: Usage
+    stop_reason: str | None = None
+    error: str | None = None
+    messages: tuple[Message, ...] = ()
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """The open decision: the last assistant turn's tool calls that have no result yet."""
+        return pending_calls(self.messages)
+
+
+def pending_calls(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == "tool" and message.tool_call_id:
+            answered.add(message.tool_call_id)
+        elif message.role == "assistant":
+            return tuple(c for c in message.tool_calls if c.id not in answered)
+    return ()
+
+
+class Effect(Record):
+    """One tool execution in the ledger. `started` is written before the tool runs."""
+
+    run_id: str
+    call_id: str
+    lineage_id: str
+    step: int
+    tool: str
+    args: dict[str, Any]
+    idempotency_key: str
+    reversibility: Reversibility
+    compensator: str | None = None
+    status: EffectStatus = EffectStatus.STARTED
+    result: Any = None
+    error: str | None = None
+    approval_id: str | None = None
+    compensates: str | None = None
+    compensated_by: str | None = None
+    started_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class EffectOutcome(Record):
+    """How a started effect ended."""
+
+    run_id: str
+    call_id: str
+    status: Literal[EffectStatus.COMPLETED, EffectStatus.FAILED, EffectStatus.IN_DOUBT]
+    result: Any = None
+    error: str | None = None
+    finished_at: datetime = Field(default_factory=utcnow)
+
+
+class Approval(Record):
+    id: str
+    tool: str
+    args: dict[str, Any]
+    policy: str = "default"
+    state: ApprovalState = ApprovalState.PENDING
+    run_id: str | None = None
+    call_id: str | None = None
+    lineage_id: str | None = None
+    idempotency_key: str | None = None
+    approved_args: dict[str, Any] | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    requested_by: str | None = None
+    required_approvals: int = Field(default=1, ge=1)
+    deadline: datetime | None = None
+    next_reminder_at: datetime | None = None
+    reminders_sent: int = 0
+    escalated: bool = False
+    channel: str | None = None
+    message_ts: str | None = None
+    delivery: Delivery = Delivery.PENDING
+    callback_url: str | None = None
+    callback_status: Delivery | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Fact(Record):
+    key: str = Field(min_length=1)
+    value: Any
+    source: str
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+FACTS = TypeAdapter(list[Fact])
+
+
+class Page(Record):
+    """An effect a human must handle: no compensator, in doubt, or a failed compensation."""
+
+    id: str
+    reason: str
+    run_id: str | None = None
+    call_id: str | None = None
+    tool: str | None = None
+    detail: str = ""
+    channel: str | None = None
+    message_ts: str | None = None
+    delivery: Delivery = Delivery.PENDING
+    acknowledged_by: str | None = None
+    acknowledged_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AuditEvent(Record):
+    action: str
+    actor: str
+    run_id: str | None = None
+    approval_id: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+    at: datetime = Field(default_factory=utcnow)
+    id: int | None = None

@@ -1,0 +1,281 @@
+"""Records to column values and back, the same for every SQL dialect.
+
+Times become epoch seconds; structured values become compact JSON text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from store.records import (
+    MESSAGES,
+    Approval,
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    Effect,
+    Fact,
+    Message,
+    Page,
+    Run,
+    RunState,
+    Usage,
+)
+
+Row = Mapping[str, Any]
+
+
+def ts(value: datetime | None) -> float | None:
+    return None if value is None else value.timestamp()
+
+
+def dt(value: float | None) -> datetime | None:
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def maybe_dumps(value: Any) -> str | None:
+    return None if value is None else dumps(value)
+
+
+def maybe_loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def messages_json(messages: tuple[Message, ...]) -> str:
+    return MESSAGES.dump_json(messages, exclude_defaults=True).decode()
+
+
+def join_messages(chunks: Iterable[str]) -> tuple[Message, ...]:
+    """Parse several JSON arrays of messages as one, in a single pass."""
+    inner = [chunk[1:-1] for chunk in chunks if len(chunk) > 2]
+    return MESSAGES.validate_json("[" + ",".join(inner) + "]")
+
+
+def run_params(run: Run) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "agent": run.agent,
+        "task": run.task,
+        "status": run.status.value,
+        "budget": run.budget.model_dump_json(exclude_defaults=True),
+        "requested_by": run.requested_by,
+        "lineage_id": run.lineage_id,
+        "parent_id": run.parent_id,
+        "fork_step": run.fork_step,
+        "dry_run": run.dry_run,
+        "created_at": ts(run.created_at),
+        "updated_at": ts(run.updated_at),
+    }
+
+
+def run_from_row(row: Row) -> Run:
+    return Run(
+        id=row["id"],
+        agent=row["agent"],
+        task=row["task"],
+        status=row["status"],
+        step=row["step"],
+        budget=Budget.model_validate_json(row["budget"]),
+        usage=_usage(row),
+        stop_reason=row["stop_reason"],
+        error=row["error"],
+        requested_by=row["requested_by"],
+        lineage_id=row["lineage_id"],
+        parent_id=row["parent_id"],
+        fork_step=row["fork_step"],
+        dry_run=bool(row["dry_run"]),
+        lease_owner=row["lease_owner"],
+        lease_expires_at=dt(row["lease_expires_at"]),
+        created_at=dt(row["created_at"]),
+        updated_at=dt(row["updated_at"]),
+    )
+
+
+def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
+    return {
+        "run_id": cp.run_id,
+        "seq": cp.seq,
+        "step": cp.step,
+        "snapshot": cp.snapshot,
+        "status": cp.status.value,
+        "steps": cp.usage.steps,
+        "input_tokens": cp.usage.input_tokens,
+        "output_tokens": cp.usage.output_tokens,
+        "cost": cp.usage.cost,
+        "stop_reason": cp.stop_reason,
+        "error": cp.error,
+        "created_at": ts(cp.created_at),
+        "messages": messages_json(cp.messages),
+    }
+
+
+def checkpoint_from_row(row: Row) -> Checkpoint:
+    return Checkpoint(
+        run_id=row["run_id"],
+        seq=row["seq"],
+        step=row["step"],
+        snapshot=bool(row["snapshot"]),
+        status=row["status"],
+        usage=_usage(row),
+        stop_reason=row["stop_reason"],
+        error=row["error"],
+        messages=MESSAGES.validate_json(row["messages"]),
+        created_at=dt(row["created_at"]),
+    )
+
+
+def state_from_rows(run_id: str, rows: list[Row]) -> RunState:
+    """Rebuild a state from a snapshot row followed by the deltas after it."""
+    last = rows[-1]
+    return RunState(
+        run_id=run_id,
+        seq=last["seq"],
+        step=last["step"],
+        status=last["status"],
+        usage=_usage(last),
+        stop_reason=last["stop_reason"],
+        error=last["error"],
+        messages=join_messages(row["messages"] for row in rows),
+    )
+
+
+def _usage(row: Row) -> Usage:
+    return Usage(
+        steps=row["steps"],
+        input_tokens=row["input_tokens"],
+        output_tokens=row["output_tokens"],
+        cost=row["cost"],
+    )
+
+
+def effect_params(effect: Effect) -> dict[str, Any]:
+    return {
+        "run_id": effect.run_id,
+        "call_id": effect.call_id,
+        "lineage_id": effect.lineage_id,
+        "step": effect.step,
+        "tool": effect.tool,
+        "reversibility": effect.reversibility.value,
+        "compensator": effect.compensator,
+        "idempotency_key": effect.idempotency_key,
+        "approval_id": effect.approval_id,
+        "compensates": effect.compensates,
+        "started_at": ts(effect.started_at),
+        "args": dumps(effect.args),
+    }
+
+
+def effect_from_row(row: Row) -> Effect:
+    return Effect(
+        run_id=row["run_id"],
+        call_id=row["call_id"],
+        lineage_id=row["lineage_id"],
+        step=row["step"],
+        tool=row["tool"],
+        args=json.loads(row["args"]),
+        idempotency_key=row["idempotency_key"],
+        reversibility=row["reversibility"],
+        compensator=row["compensator"],
+        status=row["status"],
+        result=maybe_loads(row["result"]),
+        error=row["error"],
+        approval_id=row["approval_id"],
+        compensates=row["compensates"],
+        compensated_by=row["compensated_by"],
+        started_at=dt(row["started_at"]),
+        finished_at=dt(row["finished_at"]),
+    )
+
+
+def approval_params(approval: Approval) -> dict[str, Any]:
+    values = approval.model_dump()
+    values.update(
+        args=dumps(approval.args),
+        approved_args=maybe_dumps(approval.approved_args),
+        state=approval.state.value,
+        delivery=approval.delivery.value,
+        callback_status=approval.callback_status and approval.callback_status.value,
+        decided_at=ts(approval.decided_at),
+        deadline=ts(approval.deadline),
+        next_reminder_at=ts(approval.next_reminder_at),
+        created_at=ts(approval.created_at),
+    )
+    return values
+
+
+def approval_from_row(row: Row) -> Approval:
+    values = dict(row)
+    values.update(
+        args=json.loads(row["args"]),
+        approved_args=maybe_loads(row["approved_args"]),
+        escalated=bool(row["escalated"]),
+        decided_at=dt(row["decided_at"]),
+        deadline=dt(row["deadline"]),
+        next_reminder_at=dt(row["next_reminder_at"]),
+        created_at=dt(row["created_at"]),
+    )
+    return Approval.model_validate(values)
+
+
+def fact_params(fact: Fact) -> dict[str, Any]:
+    return {
+        "key": fact.key,
+        "value": dumps(fact.value),
+        "source": fact.source,
+        "updated_at": ts(fact.updated_at),
+    }
+
+
+def fact_from_row(row: Row) -> Fact:
+    return Fact(
+        key=row["key"],
+        value=json.loads(row["value"]),
+        source=row["source"],
+        updated_at=dt(row["updated_at"]),
+    )
+
+
+def page_params(page: Page) -> dict[str, Any]:
+    values = page.model_dump()
+    values.update(
+        delivery=page.delivery.value,
+        acknowledged_at=ts(page.acknowledged_at),
+        created_at=ts(page.created_at),
+    )
+    return values
+
+
+def page_from_row(row: Row) -> Page:
+    values = dict(row)
+    values.update(acknowledged_at=dt(row["acknowledged_at"]), created_at=dt(row["created_at"]))
+    return Page.model_validate(values)
+
+
+def event_params(event: AuditEvent) -> dict[str, Any]:
+    return {
+        "at": ts(event.at),
+        "actor": event.actor,
+        "action": event.action,
+        "run_id": event.run_id,
+        "approval_id": event.approval_id,
+        "detail": dumps(event.detail),
+    }
+
+
+def event_from_row(row: Row) -> AuditEvent:
+    return AuditEvent(
+        id=row["id"],
+        at=dt(row["at"]),
+        actor=row["actor"],
+        action=row["action"],
+        run_id=row["run_id"],
+        approval_id=row["approval_id"],
+        detail=json.loads(row["detail"]),
+    )

@@ -1,0 +1,301 @@
+-- SQLite queries of the Signoff store. Parameters are named; times are epoch seconds.
+
+-- schema_table_exists --
+-- Whether the migrations table exists yet.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'signoff_schema'
+
+-- record_migration --
+-- Record one applied migration.
+INSERT INTO signoff_schema (version, name, applied_at) VALUES (:version, :name, :applied_at)
+
+-- schema_version --
+-- The newest applied migration, or 0 on an empty database.
+SELECT coalesce(max(version), 0) FROM signoff_schema
+
+-- create_schema_table --
+-- The table that records applied migrations.
+CREATE TABLE IF NOT EXISTS signoff_schema (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+
+-- insert_run --
+-- Create a run.
+INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
+                  fork_step, dry_run, created_at, updated_at)
+VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :parent_id,
+        :fork_step, :dry_run, :created_at, :updated_at)
+
+-- get_run --
+-- A run with the step and usage of its latest checkpoint.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM runs r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+WHERE r.id = :id
+
+-- list_runs --
+-- Runs, newest first, optionally of one status.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM runs r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+WHERE :status IS NULL OR r.status = :status
+ORDER BY r.created_at DESC, r.id
+LIMIT :limit
+
+-- run_lease_owner --
+-- Who holds a run's lease (fencing check inside a write).
+SELECT lease_owner FROM runs WHERE id = :id
+
+-- set_run_status --
+-- Mirror the latest checkpoint's status onto the run row, for listing by status.
+UPDATE runs SET status = :status, updated_at = :updated_at
+WHERE id = :id AND status <> :status
+
+-- set_run_budget --
+-- Change a run's limits (usage is untouched: a resumed run never gets a fresh allowance).
+UPDATE runs SET budget = :budget, updated_at = :updated_at WHERE id = :id
+
+-- prune_runs --
+-- Delete finished runs last touched before a time; their history cascades.
+DELETE FROM runs
+WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < :before
+
+-- latest_seq --
+-- The newest checkpoint seq of a run.
+SELECT max(seq) FROM checkpoints WHERE run_id = :run_id
+
+-- insert_checkpoint --
+-- Append one checkpoint.
+INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
+                         output_tokens, cost, stop_reason, error, created_at, messages)
+VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output_tokens,
+        :cost, :stop_reason, :error, :created_at, :messages)
+
+-- seq_at_step --
+-- The last checkpoint seq of a step: the state the run had when that step was over.
+SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step
+
+-- load_state --
+-- The checkpoints that rebuild the state at a seq: the last snapshot up to it, and the rest.
+SELECT seq, step, status, steps, input_tokens, output_tokens, cost, stop_reason, error,
+       messages
+FROM checkpoints
+WHERE run_id = :run_id AND seq <= :seq
+  AND seq >= (SELECT max(seq) FROM checkpoints
+              WHERE run_id = :run_id AND snapshot = 1 AND seq <= :seq)
+ORDER BY seq
+
+-- history --
+-- Every checkpoint of a run, oldest first.
+SELECT run_id, seq, step, snapshot, status, steps, input_tokens, output_tokens, cost,
+       stop_reason, error, created_at, messages
+FROM checkpoints WHERE run_id = :run_id ORDER BY seq
+
+-- insert_effect --
+-- Record an effect as started, before its tool runs.
+INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
+                     idempotency_key, status, approval_id, compensates, started_at, args)
+VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
+        :idempotency_key, 'started', :approval_id, :compensates, :started_at, :args)
+
+-- finish_effect --
+-- Record how a started (or in-doubt, being retried) effect ended.
+UPDATE effects SET status = :status, result = :result, error = :error,
+                   finished_at = :finished_at
+WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
+
+-- mark_compensated --
+-- When a compensating effect completes, point the effect it undid at it.
+UPDATE effects SET compensated_by = :call_id
+WHERE run_id = :run_id
+  AND call_id = (SELECT compensates FROM effects WHERE run_id = :run_id AND call_id = :call_id)
+
+-- completed_effect_by_key --
+-- The completed effect with this idempotency key in a lineage, if any.
+SELECT * FROM effects
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
+  AND status = 'completed'
+ORDER BY id LIMIT 1
+
+-- get_effect --
+-- One effect.
+SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
+
+-- list_effects --
+-- A run's effects in the order they started.
+SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
+
+-- insert_approval --
+-- Create an approval.
+INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args,
+                       approved_args, policy, state, decided_by, decided_at, reason,
+                       requested_by, required_approvals, deadline, next_reminder_at,
+                       reminders_sent, escalated, channel, message_ts, delivery, callback_url,
+                       callback_status, created_at)
+VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
+        :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
+        :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
+        :channel, :message_ts, :delivery, :callback_url, :callback_status, :created_at)
+
+-- declined_approval_by_key --
+-- The declined approval with this idempotency key in a lineage, if any.
+SELECT * FROM approvals
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
+ORDER BY created_at LIMIT 1
+
+-- get_approval --
+-- One approval.
+SELECT * FROM approvals WHERE id = :id
+
+-- list_approvals --
+-- Approvals, oldest first, filtered by run and/or state.
+SELECT * FROM approvals
+WHERE (:run_id IS NULL OR run_id = :run_id) AND (:state IS NULL OR state = :state)
+ORDER BY created_at, id
+LIMIT :limit
+
+-- decide_approval --
+-- Compare-and-set: decide an approval that is still pending.
+UPDATE approvals
+SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
+    approved_args = :approved_args
+WHERE id = :id AND state = 'pending'
+  AND (:not_before IS NULL OR deadline <= :not_before)
+
+-- insert_vote --
+-- One approver's vote; a second vote by the same user is ignored.
+INSERT INTO approval_votes (approval_id, user_id, at) VALUES (:approval_id, :user_id, :at)
+ON CONFLICT DO NOTHING
+
+-- count_votes --
+-- How many distinct approvers voted for an approval.
+SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
+
+-- due_approvals --
+-- Pending approvals whose deadline or next reminder has come.
+SELECT * FROM approvals WHERE state = 'pending' AND deadline <= :now
+UNION
+SELECT * FROM approvals WHERE state = 'pending' AND next_reminder_at <= :now
+ORDER BY created_at
+LIMIT :limit
+
+-- next_due_at --
+-- The earliest deadline or reminder among pending approvals.
+SELECT min(at) FROM (
+    SELECT min(deadline) AS at FROM approvals WHERE state = 'pending'
+    UNION ALL
+    SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'
+)
+
+-- record_reminder --
+-- Compare-and-set on the reminder count: one reminder is recorded once.
+UPDATE approvals
+SET reminders_sent = :reminders_sent, next_reminder_at = :next_reminder_at,
+    escalated = :escalated
+WHERE id = :id AND state = 'pending' AND reminders_sent = :reminders_sent - 1
+
+-- extend_deadline --
+-- Compare-and-set on the deadline: move it once, for approvals that escalate and wait.
+UPDATE approvals SET deadline = :deadline, escalated = 1
+WHERE id = :id AND state = 'pending' AND deadline IS :expected
+
+-- set_approval_message --
+-- Where the approval was posted, and whether that worked.
+UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = :delivery
+WHERE id = :id
+
+-- set_callback_status --
+-- Whether the decision reached the approval's callback URL.
+UPDATE approvals SET callback_status = :callback_status WHERE id = :id
+
+-- undelivered_callbacks --
+-- Decided approvals whose callback has not been delivered yet.
+SELECT * FROM approvals
+WHERE state <> 'pending' AND callback_url IS NOT NULL AND callback_status = 'pending'
+ORDER BY decided_at
+
+-- upsert_fact --
+-- Write a fact.
+INSERT INTO facts (key, value, source, updated_at) VALUES (:key, :value, :source, :updated_at)
+ON CONFLICT (key) DO UPDATE
+SET value = excluded.value, source = excluded.source, updated_at = excluded.updated_at
+
+-- get_fact --
+-- One fact.
+SELECT * FROM facts WHERE key = :key
+
+-- list_facts --
+-- Every fact, by key.
+SELECT * FROM facts ORDER BY key
+
+-- delete_facts_by_source --
+-- Forget everything learned from one source.
+DELETE FROM facts WHERE source = :source
+
+-- insert_page --
+-- Page a human about an effect; a page with the same id already exists at most once.
+INSERT INTO pages (id, run_id, call_id, tool, reason, detail, channel, message_ts, delivery,
+                   acknowledged_by, acknowledged_at, created_at)
+VALUES (:id, :run_id, :call_id, :tool, :reason, :detail, :channel, :message_ts, :delivery,
+        :acknowledged_by, :acknowledged_at, :created_at)
+ON CONFLICT (id) DO NOTHING
+
+-- get_page --
+-- One page.
+SELECT * FROM pages WHERE id = :id
+
+-- list_pages --
+-- Pages, oldest first, optionally only those nobody acknowledged.
+SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY created_at, id
+
+-- acknowledge_page --
+-- Compare-and-set: acknowledge a page once.
+UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
+WHERE id = :id AND acknowledged_by IS NULL
+
+-- set_page_message --
+-- Where the page was posted, and whether that worked.
+UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = :delivery
+WHERE id = :id
+
+-- insert_event --
+-- Append an audit event.
+INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
+
+-- list_events --
+-- Audit events in order, optionally of one run.
+SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
+
+-- acquire_lease --
+-- Take a run's lease if it is free, expired, or already ours.
+UPDATE runs SET lease_owner = :owner, lease_expires_at = :until
+WHERE id = :id
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+
+-- renew_lease --
+-- Extend a lease we hold.
+UPDATE runs SET lease_expires_at = :until WHERE id = :id AND lease_owner = :owner
+
+-- release_lease --
+-- Give up a lease we hold.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND lease_owner = :owner
+
+-- runs_to_recover --
+-- Runs that should be moving but nobody drives: running without a live lease (or leased to
+-- this worker before a restart), and parked runs whose approvals are all decided.
+SELECT id FROM runs
+WHERE status = 'running'
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+UNION
+SELECT id FROM runs r
+WHERE status = 'waiting_approval'
+  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.state = 'pending')

@@ -1,0 +1,589 @@
+"""The SQLite backend: the embedded default.
+
+One writer thread with group commit (`store.writer`), WAL, `synchronous=FULL` by default,
+`BEGIN IMMEDIATE` and a busy timeout; reads go through an aiosqlite connection and never
+hold a lock while rows are handed back. An in-memory database has one connection, so its
+reads go through the writer.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any, Literal, TypeVar
+
+import aiosqlite
+
+from store import errors, migration, queries, rows
+from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
+from store.records import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    Effect,
+    Fact,
+    Page,
+    Reversibility,
+    Run,
+    RunState,
+    RunStatus,
+)
+from store.writer import GroupCommitWriter
+
+T = TypeVar("T")
+Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
+Q = queries.load("sqlite")
+DIALECT = "sqlite"
+LATEST_SEQ = 2**62
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Map sqlite3 errors to store errors, once, for every call."""
+    try:
+        yield
+    except sqlite3.IntegrityError as exc:
+        text = str(exc)
+        if "FOREIGN KEY" in text:
+            raise errors.NotFound("the record this write refers to does not exist") from exc
+        if "UNIQUE" in text or "PRIMARY KEY" in text:
+            raise errors.AlreadyExists(f"already exists ({text})") from exc
+        raise errors.Conflict(text) from exc
+    except sqlite3.Error as exc:
+        raise errors.DatabaseError(f"sqlite: {exc}") from exc
+
+
+class SqliteStore:
+    def __init__(
+        self,
+        path: str,
+        *,
+        synchronous: Synchronous = "FULL",
+        busy_timeout_ms: int = 10_000,
+        protected_facts: frozenset[str] = DEFAULT_PROTECTED_FACTS,
+    ) -> None:
+        if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+            raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
+        self.path = path
+        self.url = "sqlite://:memory:" if path == ":memory:" else f"sqlite:///{path}"
+        self.protected_facts = protected_facts
+        self._synchronous = synchronous
+        self._busy_timeout_ms = busy_timeout_ms
+        self._writer = GroupCommitWriter(self._connect)
+        self._reader: aiosqlite.Connection | None = None
+
+    async def open(self, *, migrate: bool = True) -> SqliteStore:
+        with translate_errors():
+            await self._writer.start()
+            version = await self._writer.run_alone(_schema_version)
+            if version > migration.latest_version(DIALECT):
+                await self.close()
+                raise errors.SchemaTooNew(
+                    f"{self.path} has schema version {version}, newer than this Signoff "
+                    f"understands ({migration.latest_version(DIALECT)}); upgrade Signoff",
+                    found=version,
+                    supported=migration.latest_version(DIALECT),
+                )
+            if migrate:
+                await self.migrate()
+            if self.path != ":memory:":
+                self._reader = await aiosqlite.connect(self.path)
+                self._reader.row_factory = sqlite3.Row
+                await self._reader.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+                await self._reader.execute("PRAGMA query_only = ON")
+        return self
+
+    async def migrate(self) -> tuple[int, int]:
+        """Apply pending migrations; return (version before, version after)."""
+        with translate_errors():
+            return await self._writer.run_alone(_apply_migrations)
+
+    async def schema_version(self) -> int:
+        with translate_errors():
+            return await self._writer.run_alone(_schema_version)
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+        await self._writer.close()
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        if self.path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        with translate_errors():
+            return await self._writer.run(job)
+
+    async def _read(self, name: str, params: dict[str, Any]) -> list[sqlite3.Row]:
+        sql = Q[name]
+        with translate_errors():
+            if self._reader is None:
+                return await self._writer.run(lambda conn: conn.execute(sql, params).fetchall())
+            return list(await self._reader.execute_fetchall(sql, params))
+
+    async def _read_one(self, name: str, params: dict[str, Any], what: str) -> sqlite3.Row:
+        found = await self._read(name, params)
+        if not found:
+            raise errors.NotFound(f"no {what}", **params)
+        return found[0]
+
+    # runs
+
+    async def create_run(self, run: Run, snapshot: Checkpoint) -> None:
+        run_params, cp_params = rows.run_params(run), rows.checkpoint_params(snapshot)
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(Q["insert_run"], run_params)
+            conn.execute(Q["insert_checkpoint"], cp_params)
+
+        try:
+            await self._write(job)
+        except errors.AlreadyExists as exc:
+            raise errors.AlreadyExists(f"run {run.id!r} already exists", run_id=run.id) from exc
+
+    async def get_run(self, run_id: str) -> Run:
+        row = await self._read_one("get_run", {"id": run_id}, f"run {run_id!r}")
+        return rows.run_from_row(row)
+
+    async def list_runs(self, status: RunStatus | None = None, *, limit: int = 100) -> list[Run]:
+        found = await self._read("list_runs", {"status": status, "limit": limit})
+        return [rows.run_from_row(row) for row in found]
+
+    async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None:
+        params = {
+            "id": run_id,
+            "budget": budget.model_dump_json(exclude_defaults=True),
+            "updated_at": rows.ts(at),
+        }
+        await self._write(_update_one("set_run_budget", params, "run"))
+
+    async def prune_runs(self, finished_before: datetime) -> int:
+        before = rows.ts(finished_before)
+        return await self._write(
+            lambda conn: conn.execute(Q["prune_runs"], {"before": before}).rowcount
+        )
+
+    # history
+
+    async def commit(self, batch: Batch) -> Committed:
+        return await self._write(_commit_job(batch))
+
+    async def load_state(
+        self, run_id: str, *, seq: int | None = None, step: int | None = None
+    ) -> RunState:
+        if step is not None:
+            found = await self._read("seq_at_step", {"run_id": run_id, "step": step})
+            seq = found[0][0] if found else None
+            if seq is None:
+                raise errors.NotFound(f"run {run_id!r} has no step {step}", run_id=run_id)
+        params = {"run_id": run_id, "seq": LATEST_SEQ if seq is None else seq}
+        found = await self._read("load_state", params)
+        if not found or (seq is not None and found[-1]["seq"] != seq):
+            at = "" if seq is None else f" at seq {seq}"
+            raise errors.NotFound(f"no state for run {run_id!r}{at}", run_id=run_id)
+        return rows.state_from_rows(run_id, found)
+
+    async def history(self, run_id: str) -> list[Checkpoint]:
+        found = await self._read("history", {"run_id": run_id})
+        if not found:
+            raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
+        return [rows.checkpoint_from_row(row) for row in found]
+
+    # effects
+
+    async def get_effect(self, run_id: str, call_id: str) -> Effect:
+        params = {"run_id": run_id, "call_id": call_id}
+        return rows.effect_from_row(await self._read_one("get_effect", params, "effect"))
+
+    async def list_effects(self, run_id: str) -> list[Effect]:
+        found = await self._read("list_effects", {"run_id": run_id})
+        return [rows.effect_from_row(row) for row in found]
+
+    async def find_effect(self, lineage_id: str, idempotency_key: str) -> Effect | None:
+        params = {"lineage_id": lineage_id, "idempotency_key": idempotency_key}
+        found = await self._read("completed_effect_by_key", params)
+        return rows.effect_from_row(found[0]) if found else None
+
+    # approvals
+
+    async def create_approval(self, approval: Approval) -> None:
+        params = rows.approval_params(approval)
+        await self._write(lambda conn: conn.execute(Q["insert_approval"], params))
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        row = await self._read_one("get_approval", {"id": approval_id}, "approval")
+        return rows.approval_from_row(row)
+
+    async def list_approvals(
+        self,
+        *,
+        run_id: str | None = None,
+        state: ApprovalState | None = None,
+        limit: int = 1000,
+    ) -> list[Approval]:
+        params = {"run_id": run_id, "state": state, "limit": limit}
+        return [rows.approval_from_row(row) for row in await self._read("list_approvals", params)]
+
+    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
+        params = {"approval_id": approval_id, "user_id": user_id, "at": rows.ts(at)}
+
+        def job(conn: sqlite3.Connection) -> int:
+            state = conn.execute(Q["get_approval"], {"id": approval_id}).fetchone()
+            if state is None:
+                raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+            if state["state"] != ApprovalState.PENDING:
+                raise _already_decided(rows.approval_from_row(state))
+            conn.execute(Q["insert_vote"], params)
+            return conn.execute(Q["count_votes"], params).fetchone()[0]
+
+        return await self._write(job)
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        not_before: datetime | None = None,
+        event: AuditEvent | None = None,
+    ) -> Approval:
+        if state == ApprovalState.PENDING:
+            raise ValueError("a decision is approved or declined, never pending")
+        params = {
+            "id": approval_id,
+            "state": ApprovalState(state).value,
+            "decided_by": by,
+            "decided_at": rows.ts(at),
+            "reason": reason,
+            "approved_args": rows.maybe_dumps(approved_args),
+            "not_before": rows.ts(not_before),
+        }
+        event_params = rows.event_params(event) if event else None
+
+        def job(conn: sqlite3.Connection) -> Approval:
+            changed = conn.execute(Q["decide_approval"], params).rowcount
+            row = conn.execute(Q["get_approval"], {"id": approval_id}).fetchone()
+            if row is None:
+                raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+            approval = rows.approval_from_row(row)
+            if not changed:
+                if approval.state == ApprovalState.PENDING:
+                    raise errors.Conflict(
+                        f"approval {approval_id!r} is not due yet", approval_id=approval_id
+                    )
+                raise _already_decided(approval)
+            if event_params:
+                conn.execute(Q["insert_event"], event_params)
+            return approval
+
+        return await self._write(job)
+
+    async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]:
+        found = await self._read("due_approvals", {"now": rows.ts(now), "limit": limit})
+        return [rows.approval_from_row(row) for row in found]
+
+    async def next_due_at(self) -> datetime | None:
+        found = await self._read("next_due_at", {})
+        return rows.dt(found[0][0]) if found else None
+
+    async def record_reminder(
+        self,
+        approval_id: str,
+        *,
+        reminders_sent: int,
+        next_reminder_at: datetime | None,
+        escalated: bool,
+    ) -> bool:
+        params = {
+            "id": approval_id,
+            "reminders_sent": reminders_sent,
+            "next_reminder_at": rows.ts(next_reminder_at),
+            "escalated": escalated,
+        }
+        return await self._write(lambda c: c.execute(Q["record_reminder"], params).rowcount == 1)
+
+    async def extend_deadline(
+        self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
+    ) -> bool:
+        params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
+        return await self._write(lambda c: c.execute(Q["extend_deadline"], params).rowcount == 1)
+
+    async def set_approval_message(
+        self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None:
+        params = {"id": approval_id, "channel": channel, "message_ts": ts, "delivery": delivery}
+        await self._write(_update_one("set_approval_message", params, "approval"))
+
+    async def set_callback_status(self, approval_id: str, status: str) -> None:
+        params = {"id": approval_id, "callback_status": status}
+        await self._write(_update_one("set_callback_status", params, "approval"))
+
+    async def undelivered_callbacks(self) -> list[Approval]:
+        return [rows.approval_from_row(r) for r in await self._read("undelivered_callbacks", {})]
+
+    # facts
+
+    async def put_fact(self, fact: Fact) -> None:
+        self._refuse_protected([fact.key])
+        params = rows.fact_params(fact)
+        await self._write(lambda conn: conn.execute(Q["upsert_fact"], params))
+
+    async def get_fact(self, key: str) -> Fact:
+        return rows.fact_from_row(await self._read_one("get_fact", {"key": key}, "fact"))
+
+    async def list_facts(self) -> list[Fact]:
+        return [rows.fact_from_row(row) for row in await self._read("list_facts", {})]
+
+    async def forget_source(self, source: str) -> int:
+        params = {"source": source}
+        return await self._write(
+            lambda conn: conn.execute(Q["delete_facts_by_source"], params).rowcount
+        )
+
+    async def load_facts(self, facts: Sequence[Fact]) -> int:
+        self._refuse_protected([fact.key for fact in facts])
+        params = [rows.fact_params(fact) for fact in facts]
+        await self._write(lambda conn: conn.executemany(Q["upsert_fact"], params))
+        return len(params)
+
+    def _refuse_protected(self, keys: Sequence[str]) -> None:
+        refused = sorted(set(keys) & self.protected_facts)
+        if refused:
+            raise errors.ProtectedFact(
+                f"fact key(s) {', '.join(refused)} are protected and cannot be written",
+                keys=refused,
+            )
+
+    # pages
+
+    async def get_page(self, page_id: str) -> Page:
+        return rows.page_from_row(await self._read_one("get_page", {"id": page_id}, "page"))
+
+    async def list_pages(self, *, open_only: bool = True) -> list[Page]:
+        found = await self._read("list_pages", {"open_only": open_only})
+        return [rows.page_from_row(row) for row in found]
+
+    async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page:
+        params = {"id": page_id, "by": by, "at": rows.ts(at)}
+
+        def job(conn: sqlite3.Connection) -> Page:
+            changed = conn.execute(Q["acknowledge_page"], params).rowcount
+            row = conn.execute(Q["get_page"], {"id": page_id}).fetchone()
+            if row is None:
+                raise errors.NotFound(f"no page {page_id!r}", page_id=page_id)
+            page = rows.page_from_row(row)
+            if not changed:
+                raise errors.Conflict(
+                    f"page {page_id!r} was already acknowledged by {page.acknowledged_by}",
+                    page=page,
+                )
+            return page
+
+        return await self._write(job)
+
+    async def set_page_message(
+        self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None:
+        params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
+        await self._write(_update_one("set_page_message", params, "page"))
+
+    # audit
+
+    async def record_event(self, event: AuditEvent) -> None:
+        params = rows.event_params(event)
+        await self._write(lambda conn: conn.execute(Q["insert_event"], params))
+
+    async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
+        found = await self._read("list_events", {"run_id": run_id})
+        return [rows.event_from_row(row) for row in found]
+
+    # leases
+
+    async def acquire_lease(
+        self, run_id: str, owner: str, *, until: datetime, now: datetime
+    ) -> bool:
+        params = {"id": run_id, "owner": owner, "until": rows.ts(until), "now": rows.ts(now)}
+        return await self._write(lambda c: c.execute(Q["acquire_lease"], params).rowcount == 1)
+
+    async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool:
+        params = {"id": run_id, "owner": owner, "until": rows.ts(until)}
+        return await self._write(lambda c: c.execute(Q["renew_lease"], params).rowcount == 1)
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        params = {"id": run_id, "owner": owner}
+        await self._write(lambda conn: conn.execute(Q["release_lease"], params))
+
+    async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]:
+        found = await self._read("runs_to_recover", {"now": rows.ts(now), "owner": owner})
+        return [row[0] for row in found]
+
+
+def _already_decided(approval: Approval) -> errors.AlreadyDecided:
+    return errors.AlreadyDecided(
+        f"approval {approval.id!r} was already {approval.state.value} by {approval.decided_by}",
+        approval=approval,
+    )
+
+
+def _update_one(
+    name: str, params: dict[str, Any], what: str
+) -> Callable[[sqlite3.Connection], None]:
+    def job(conn: sqlite3.Connection) -> None:
+        if conn.execute(Q[name], params).rowcount != 1:
+            raise errors.NotFound(f"no {what} {params['id']!r}", id=params["id"])
+
+    return job
+
+
+def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
+    """Build the transaction body for a Batch; parameters are prepared before the writer runs."""
+    run_id = batch.run_id
+    cp = rows.checkpoint_params(batch.checkpoint) if batch.checkpoint else None
+    finish = [
+        {
+            "run_id": o.run_id,
+            "call_id": o.call_id,
+            "status": o.status.value,
+            "result": rows.maybe_dumps(o.result),
+            "error": o.error,
+            "finished_at": rows.ts(o.finished_at),
+        }
+        for o in batch.finish
+    ]
+    start = [(e, rows.effect_params(e)) for e in batch.start]
+    request = [(a, rows.approval_params(a)) for a in batch.request]
+    pages = [rows.page_params(p) for p in batch.pages]
+    events = [rows.event_params(e) for e in batch.events]
+
+    def job(conn: sqlite3.Connection) -> Committed:
+        if batch.owner is not None:
+            _check_lease(conn, run_id, batch.owner)
+        if cp is not None:
+            _append_checkpoint(conn, cp)
+        for params in finish:
+            _finish_effect(conn, params)
+        committed = Committed()
+        for effect, params in start:
+            prior = _completed_by_key(conn, effect)
+            if prior is not None:
+                committed.preempted[effect.call_id] = prior
+            else:
+                conn.execute(Q["insert_effect"], params)
+        for approval, params in request:
+            prior = _declined_by_key(conn, approval)
+            if prior is not None:
+                committed.prior_decisions[approval.call_id or approval.id] = prior
+            else:
+                conn.execute(Q["insert_approval"], params)
+        for params in pages:
+            conn.execute(Q["insert_page"], params)
+        for params in events:
+            conn.execute(Q["insert_event"], params)
+        return committed
+
+    return job
+
+
+def _check_lease(conn: sqlite3.Connection, run_id: str, owner: str) -> None:
+    row = conn.execute(Q["run_lease_owner"], {"id": run_id}).fetchone()
+    if row is None:
+        raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
+    if row[0] != owner:
+        raise errors.LeaseLost(
+            f"run {run_id!r} is leased to {row[0]!r}, not {owner!r}", run_id=run_id, holder=row[0]
+        )
+
+
+def _append_checkpoint(conn: sqlite3.Connection, cp: dict[str, Any]) -> None:
+    latest = conn.execute(Q["latest_seq"], cp).fetchone()[0]
+    if latest is None:
+        raise errors.NotFound(f"no run {cp['run_id']!r}", run_id=cp["run_id"])
+    if cp["seq"] != latest + 1:
+        raise errors.Conflict(
+            f"run {cp['run_id']!r} is at seq {latest}; cannot append seq {cp['seq']}",
+            run_id=cp["run_id"],
+            latest_seq=latest,
+        )
+    conn.execute(Q["insert_checkpoint"], cp)
+    conn.execute(
+        Q["set_run_status"],
+        {"id": cp["run_id"], "status": cp["status"], "updated_at": cp["created_at"]},
+    )
+
+
+def _finish_effect(conn: sqlite3.Connection, params: dict[str, Any]) -> None:
+    if conn.execute(Q["finish_effect"], params).rowcount != 1:
+        raise errors.Conflict(
+            f"effect {params['call_id']!r} of run {params['run_id']!r} is not in flight",
+            run_id=params["run_id"],
+            call_id=params["call_id"],
+        )
+    if params["status"] == "completed":
+        conn.execute(Q["mark_compensated"], params)
+
+
+def _completed_by_key(conn: sqlite3.Connection, effect: Effect) -> Effect | None:
+    if effect.reversibility == Reversibility.READ:
+        return None
+    params = {"lineage_id": effect.lineage_id, "idempotency_key": effect.idempotency_key}
+    row = conn.execute(Q["completed_effect_by_key"], params).fetchone()
+    return rows.effect_from_row(row) if row else None
+
+
+def _declined_by_key(conn: sqlite3.Connection, approval: Approval) -> Approval | None:
+    if approval.lineage_id is None or approval.idempotency_key is None:
+        return None
+    params = {"lineage_id": approval.lineage_id, "idempotency_key": approval.idempotency_key}
+    row = conn.execute(Q["declined_approval_by_key"], params).fetchone()
+    return rows.approval_from_row(row) if row else None
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(Q["schema_table_exists"]).fetchone()[0]
+    return conn.execute(Q["schema_version"]).fetchone()[0] if exists else 0
+
+
+def _apply_migrations(conn: sqlite3.Connection) -> tuple[int, int]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(Q["create_schema_table"])
+        before = conn.execute(Q["schema_version"]).fetchone()[0]
+        for step in migration.pending(DIALECT, before):
+            for statement in _statements(step.sql):
+                conn.execute(statement)
+            params = {"version": step.version, "name": step.name, "applied_at": time.time()}
+            conn.execute(Q["record_migration"], params)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return before, max(before, migration.latest_version(DIALECT))
+
+
+def _statements(script: str) -> Iterator[str]:
+    buffer = ""
+    for line in script.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            yield buffer
+            buffer = ""
+    if buffer.strip() and not all(
+        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
+    ):
+        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:80]}")
