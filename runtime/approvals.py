@@ -1,0 +1,288 @@
+"""The approval desk: creating approvals under their policy, deciding them (DESIGN rules 4, 9),
+and the time-driven work the scheduler triggers: reminders, escalation, expiry.
+
+Every state change is a compare-and-set in the store, so a decision, a reminder or an expiry
+that is attempted twice, or by two processes at once, happens once.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from runtime import errors
+from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
+from runtime.tools import ToolArgumentError
+from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
+from store import errors as store_errors
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.approvals")
+
+Decision = Literal["approved", "declined"]
+
+
+class ApprovalDesk:
+    def __init__(self, rt: Runtime, policies: Policies, directory: Directory) -> None:
+        self.rt = rt
+        self.store: Store = rt.store
+        self.policies = policies
+        self.directory = directory
+
+    # creating
+
+    def new_approval(
+        self,
+        *,
+        tool: str,
+        args: dict[str, Any],
+        run: Run | None = None,
+        call_id: str | None = None,
+        idempotency_key: str | None = None,
+        requested_by: str | None = None,
+        policy: str | None = None,
+        callback_url: str | None = None,
+    ) -> Approval:
+        """A pending approval with its deadline and first reminder set from the policy."""
+        name, rules = self._policy(policy or tool)
+        now = self.rt.clock()
+        return Approval(
+            id=f"ap_{uuid.uuid4().hex[:20]}",
+            tool=tool,
+            args=args,
+            policy=name,
+            run_id=run.id if run else None,
+            call_id=call_id,
+            lineage_id=run.lineage_id if run else None,
+            idempotency_key=idempotency_key,
+            requested_by=run.requested_by if run else requested_by,
+            required_approvals=rules.required_approvals,
+            deadline=now + rules.timeout if rules.timeout else None,
+            next_reminder_at=now + rules.remind_every if _reminds(rules) else None,
+            channel=rules.channel,
+            callback_url=callback_url,
+            callback_status=Delivery.PENDING if callback_url else None,
+            created_at=now,
+        )
+
+    def new_page(
+        self, *, run_id: str | None, call_id: str | None, tool: str | None, reason: str, detail: str
+    ) -> Page:
+        """A page whose id is fixed by what it is about, so paging twice pages once."""
+        return Page(
+            id=f"pg_{run_id}_{call_id}_{reason}",
+            run_id=run_id,
+            call_id=call_id,
+            tool=tool,
+            reason=reason,
+            detail=detail,
+            created_at=self.rt.clock(),
+        )
+
+    def _policy(self, tool: str) -> tuple[str, Policy]:
+        return self.policies.for_tool(tool)
+
+    # deciding
+
+    async def decide(
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        by: str,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> Approval:
+        """Record a human's decision; returns the approval (still pending while a quorum forms)."""
+        if decision not in ("approved", "declined"):
+            raise errors.InvalidRequest(f"a decision is 'approved' or 'declined', not {decision!r}")
+        if not by:
+            raise errors.InvalidRequest("a decision needs the deciding user's id")
+        approval = await self.get(approval_id)
+        _, policy = self._policy(approval.policy)
+        await self._check_decider(approval, policy, decision, by)
+        approved_args = None
+        if args is not None:
+            if decision != "approved":
+                raise errors.EditRefused("arguments can only be edited when approving")
+            approved_args = await self._check_edit(approval, policy, args)
+        if decision == "approved" and approval.required_approvals > 1:
+            votes = await self._vote(approval, by)
+            if votes < approval.required_approvals:
+                return approval
+        return await self.settle(
+            approval, ApprovalState(decision), by=by, reason=reason, approved_args=approved_args
+        )
+
+    async def get(self, approval_id: str) -> Approval:
+        try:
+            return await self.store.get_approval(approval_id)
+        except store_errors.NotFound:
+            raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
+
+    async def _check_decider(
+        self, approval: Approval, policy: Policy, decision: Decision, by: str
+    ) -> None:
+        if approval.state != ApprovalState.PENDING:
+            raise errors.AlreadyDecided(_decided_text(approval), approval=approval)
+        if not await may_decide(policy, by, self.directory, escalated=approval.escalated):
+            raise errors.NotAnApprover(
+                f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
+            )
+        if (
+            decision == "approved"
+            and by == approval.requested_by
+            and not policy.allow_self_approval
+        ):
+            raise errors.SelfApproval(
+                f"{by} requested this action and policy {approval.policy!r} forbids self-approval"
+            )
+
+    async def _check_edit(
+        self, approval: Approval, policy: Policy, args: dict[str, Any]
+    ) -> dict[str, Any]:
+        if not policy.allow_edit:
+            raise errors.EditRefused(f"policy {approval.policy!r} does not allow editing arguments")
+        tool = await self.rt.tool_for(approval)
+        if tool is None:
+            return args
+        try:
+            return tool.validate(args)
+        except ToolArgumentError as exc:
+            raise errors.EditRefused(str(exc)) from None
+
+    async def _vote(self, approval: Approval, by: str) -> int:
+        try:
+            votes = await self.store.add_vote(approval.id, by, self.rt.clock())
+        except store_errors.AlreadyDecided as exc:
+            raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
+        await self.store.record_event(
+            AuditEvent(
+                action="vote",
+                actor=by,
+                run_id=approval.run_id,
+                approval_id=approval.id,
+                detail={"votes": votes, "required": approval.required_approvals},
+                at=self.rt.clock(),
+            )
+        )
+        return votes
+
+    async def settle(
+        self,
+        approval: Approval,
+        state: ApprovalState,
+        *,
+        by: str,
+        reason: str | None,
+        approved_args: dict[str, Any] | None = None,
+        not_before: datetime | None = None,
+    ) -> Approval:
+        """Compare-and-set the decision with its audit event, tell the notifier, resume."""
+        now = self.rt.clock()
+        event = AuditEvent(
+            action=f"approval_{state.value}",
+            actor=by,
+            run_id=approval.run_id,
+            approval_id=approval.id,
+            at=now,
+            detail={
+                "reason": reason,
+                "tool": approval.tool,
+                **({"approved_args": approved_args} if approved_args else {}),
+            },
+        )
+        try:
+            decided = await self.store.decide_approval(
+                approval.id,
+                state,
+                by=by,
+                at=now,
+                reason=reason,
+                approved_args=approved_args,
+                not_before=not_before,
+                event=event,
+            )
+        except store_errors.AlreadyDecided as exc:
+            raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
+        run = await self.rt.find_run(decided.run_id)
+        await self.rt.announce_decision(decided, run)
+        if run is not None:
+            await self.rt.resume_after_decision(run.id)
+        return decided
+
+    # timed work (the scheduler calls these)
+
+    async def tick(self, now: datetime) -> datetime | None:
+        """Expire, remind and escalate whatever is due; return when the next thing falls due."""
+        while True:
+            due = await self.store.due_approvals(now)
+            for approval in due:
+                await self._due(approval, now)
+            if len(due) < 500:
+                return await self.store.next_due_at()
+
+    async def _due(self, approval: Approval, now: datetime) -> None:
+        _, policy = self._policy(approval.policy)
+        try:
+            if approval.deadline is not None and approval.deadline <= now:
+                await self._deadline_passed(approval, policy, now)
+            elif approval.next_reminder_at is not None and approval.next_reminder_at <= now:
+                await self._remind(approval, policy, now)
+        except (errors.AlreadyDecided, store_errors.Conflict):
+            log.info("approval %s changed while its timer fired; nothing to do", approval.id)
+
+    async def _deadline_passed(self, approval: Approval, policy: Policy, now: datetime) -> None:
+        if policy.on_timeout == "escalate":
+            if await self.store.extend_deadline(
+                approval.id, deadline=None, expected=approval.deadline
+            ):
+                escalated = approval.model_copy(update={"escalated": True, "deadline": None})
+                await self.rt.announce_reminder(escalated, escalated=True)
+            return
+        await self.settle(
+            approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
+        )
+
+    async def _remind(self, approval: Approval, policy: Policy, now: datetime) -> None:
+        sent = approval.reminders_sent + 1
+        escalate = sent > policy.max_reminders
+        if escalate and (approval.escalated or not policy.escalate_to):
+            await self.store.record_reminder(
+                approval.id,
+                reminders_sent=sent,
+                next_reminder_at=None,
+                escalated=approval.escalated,
+            )
+            return
+        more = policy.remind_every is not None and (
+            sent < policy.max_reminders or (not escalate and bool(policy.escalate_to))
+        )
+        next_at = now + policy.remind_every if more and policy.remind_every else None
+        recorded = await self.store.record_reminder(
+            approval.id,
+            reminders_sent=sent,
+            next_reminder_at=next_at,
+            escalated=approval.escalated or escalate,
+        )
+        if recorded:
+            current = approval.model_copy(
+                update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
+            )
+            await self.rt.announce_reminder(current, escalated=escalate)
+
+
+def _reminds(policy: Policy) -> bool:
+    return policy.remind_every is not None and (
+        policy.max_reminders > 0 or bool(policy.escalate_to)
+    )
+
+
+def _decided_text(approval: Approval) -> str:
+    by = approval.decided_by or "?"
+    state = approval.state.value
+    return f"approval {approval.id} was already {state} by {by}; a decision never changes"

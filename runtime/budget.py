@@ -1,0 +1,37 @@
+"""Budgets: why a run must stop before its next model call, if it must."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from store import Budget, Usage
+
+
+class StopReason(StrEnum):
+    ANSWERED = "answered"
+    STEP_BUDGET = "step_budget"
+    TOKEN_BUDGET = "token_budget"
+    COST_BUDGET = "cost_budget"
+    WAITING_APPROVAL = "waiting_approval"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+    IN_DOUBT = "in_doubt"
+    ROLLED_BACK = "rolled_back"
+
+
+BUDGET_REASONS = frozenset(
+    {StopReason.STEP_BUDGET, StopReason.TOKEN_BUDGET, StopReason.COST_BUDGET}
+)
+
+
+def exhausted(budget: Budget, usage: Usage) -> StopReason | None:
+    """The budget that is used up, or None while there is room for another step."""
+    if budget.max_steps is not None and usage.steps >= budget.max_steps:
+        return StopReason.STEP_BUDGET
+    if budget.max_input_tokens is not None and usage.input_tokens >= budget.max_input_tokens:
+        return StopReason.TOKEN_BUDGET
+    if budget.max_output_tokens is not None and usage.output_tokens >= budget.max_output_tokens:
+        return StopReason.TOKEN_BUDGET
+    if budget.max_cost is not None and usage.cost >= budget.max_cost:
+        return StopReason.COST_BUDGET
+    return None

@@ -1,0 +1,471 @@
+"""Driving one run while holding its lease: the checkpointed agent loop (DESIGN rules 1, 2, 5).
+
+Every write is one `Batch` that appends a checkpoint, so the history is also the lock: a
+write built on a stale seq is refused. The assistant reply is made durable in the same
+transaction that starts its first effect; each effect's result is recorded with the tool
+message in the transaction that starts the next one, or before the next model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from runtime import results
+from runtime.budget import StopReason, exhausted
+from runtime.keys import idempotency_key
+from runtime.model import RateLimited, Reply
+from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
+from store import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Committed,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    Message,
+    Page,
+    Run,
+    RunState,
+    RunStatus,
+    ToolCall,
+    Usage,
+    errors,
+)
+from store.records import pending_calls
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.driver")
+
+MAX_RATE_LIMIT_RETRIES = 5
+MAX_RETRY_AFTER = 60.0
+
+
+class Stopped(Exception):
+    """The run was changed by someone else (cancelled, taken over); stop driving it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """One tool call, checked: which tool, validated args, its key, or why it cannot run."""
+
+    call: ToolCall
+    tool: Tool | None = None
+    args: dict[str, Any] | None = None
+    key: str | None = None
+    problem: str | None = None
+
+    @property
+    def needs_approval(self) -> bool:
+        return self.problem is None and self.tool is not None and self.tool.requires_approval
+
+
+class Driver:
+    def __init__(self, rt: Runtime, run: Run, agent: Agent, state: RunState) -> None:
+        self.rt = rt
+        self.store = rt.store
+        self.run = run
+        self.agent = agent
+        self.seq = state.seq
+        self.step = state.step
+        self.usage = state.usage
+        self.status = state.status
+        self.messages: list[Message] = list(state.messages)
+        self.unsaved: list[Message] = []
+        self.finished: list[EffectOutcome] = []
+        self.events: list[AuditEvent] = []
+        self.ended = False
+
+    # the loop
+
+    async def drive(self) -> bool:
+        """Drive until the run finishes, parks or is taken away; True if this driver ended it."""
+        try:
+            calls = pending_calls(self.messages)
+            if calls and not await self._settle(calls, fresh=False):
+                return self.ended
+            while (reply := await self._next_reply()) is not None:
+                if not reply.tool_calls:
+                    await self._stop(RunStatus.DONE, StopReason.ANSWERED)
+                    break
+                if not await self._settle(reply.tool_calls, fresh=True):
+                    break
+        except Stopped:
+            log.info("run %s changed under its driver; stopped driving it", self.run.id)
+        return self.ended
+
+    async def _next_reply(self) -> Reply | None:
+        """Ask the model for the next step, unless the budget is spent. None when stopped."""
+        reason = exhausted(self.run.budget, self.usage)
+        if reason is not None:
+            await self._stop(RunStatus.FAILED, reason)
+            return None
+        if self.unsaved or self.finished:
+            await self._commit()
+        reply = await self._ask_model()
+        if reply is not None:
+            self.step += 1
+            self.usage = self.usage + reply.usage + Usage(steps=1)
+            self.unsaved.append(
+                Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+            )
+        return reply
+
+    async def _ask_model(self) -> Reply | None:
+        transcript = self.messages + self.unsaved
+        for attempt in range(MAX_RATE_LIMIT_RETRIES + 1):
+            try:
+                return await self.agent.model.complete(transcript, self.agent.specs)
+            except RateLimited as exc:
+                if attempt == MAX_RATE_LIMIT_RETRIES:
+                    await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc}")
+                    return None
+                await asyncio.sleep(min(exc.retry_after, MAX_RETRY_AFTER))
+            except Exception as exc:
+                log.exception("model call failed in run %s", self.run.id)
+                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc!r}")
+                return None
+        return None
+
+    # tool calls
+
+    async def _settle(self, calls: Sequence[ToolCall], *, fresh: bool) -> bool:
+        """Resolve each open call in order. False if the run parked or stopped.
+
+        Calls of a reply just received (`fresh`) have nothing written for them yet; calls
+        found open in a loaded state may have effects or approvals from before.
+        """
+        plans = [self._plan(call) for call in calls]
+        ids = [p.call.id for p in plans]
+        effects = {} if fresh else await self._known_effects(ids)
+        approvals = {} if fresh else await self._known_approvals(ids)
+        prior = await self._request_approvals(plans, effects, approvals)
+        for plan in plans:
+            call = plan.call
+            if plan.problem is not None or plan.tool is None:
+                self.unsaved.append(results.error(call.id, call.name, plan.problem or "?"))
+            elif call.id in effects:
+                if not await self._resume_effect(plan, effects[call.id]):
+                    return False
+            elif call.id in prior:
+                self.unsaved.append(self._prior_result(plan, prior[call.id]))
+            elif plan.needs_approval:
+                approval = approvals[call.id]
+                if approval.state == ApprovalState.PENDING:
+                    await self._park()
+                    return False
+                if approval.state == ApprovalState.DECLINED:
+                    self.unsaved.append(results.declined(call.id, call.name, approval))
+                else:
+                    args = approval.approved_args or plan.args or {}
+                    if not await self._execute(plan, args, approval_id=approval.id):
+                        return False
+            elif not await self._execute(plan, plan.args or {}):
+                return False
+        return True
+
+    def _plan(self, call: ToolCall) -> Plan:
+        tool = self.agent.tools.get(call.name)
+        if tool is None:
+            known = ", ".join(self.agent.tools) or "none"
+            return Plan(call, problem=f"unknown tool {call.name!r}; the tools are: {known}")
+        try:
+            args = tool.validate(call.arguments)
+        except ToolArgumentError as exc:
+            return Plan(call, tool, problem=str(exc))
+        business_id = tool.business_id(args)
+        key = idempotency_key(self.run.lineage_id, tool.name, args, business_id)
+        return Plan(call, tool, args, key)
+
+    async def _known_effects(self, ids: list[str]) -> dict[str, Effect]:
+        found = {}
+        for call_id in ids:
+            with contextlib.suppress(errors.NotFound):
+                found[call_id] = await self.store.get_effect(self.run.id, call_id)
+        return found
+
+    async def _known_approvals(self, ids: list[str]) -> dict[str, Approval]:
+        wanted = set(ids)
+        return {
+            a.call_id: a
+            for a in await self.store.list_approvals(run_id=self.run.id)
+            if a.call_id in wanted
+        }
+
+    async def _request_approvals(
+        self,
+        plans: list[Plan],
+        effects: dict[str, Effect],
+        approvals: dict[str, Approval],
+    ) -> dict[str, Effect | Approval]:
+        """Create approvals for every call that needs one, in one transaction, and notify."""
+        wanted = [
+            self._new_approval(p)
+            for p in plans
+            if p.needs_approval and p.call.id not in approvals and p.call.id not in effects
+        ]
+        if not wanted:
+            return {}
+        committed = await self._commit(request=wanted)
+        prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
+        created = [a for a in wanted if a.call_id not in prior]
+        approvals.update({a.call_id: a for a in created if a.call_id})
+        run = self._run_now()
+        for approval in created:
+            await self.rt.announce_approval(approval, run)
+        return prior
+
+    def _new_approval(self, plan: Plan) -> Approval:
+        assert plan.tool is not None
+        return self.rt.desk.new_approval(
+            tool=plan.tool.name,
+            args=plan.args or {},
+            run=self.run,
+            call_id=plan.call.id,
+            idempotency_key=plan.key,
+        )
+
+    def _prior_result(self, plan: Plan, prior: Effect | Approval) -> Message:
+        call = plan.call
+        if isinstance(prior, Approval):
+            return results.declined(call.id, call.name, prior)
+        return results.result(call.id, call.name, prior.result)
+
+    async def _execute(
+        self, plan: Plan, args: dict[str, Any], *, approval_id: str | None = None
+    ) -> bool:
+        tool, call = plan.tool, plan.call
+        assert tool is not None
+        assert plan.key is not None
+        if self.run.dry_run and tool.mutating:
+            self.unsaved.append(results.dry_run(call.id, tool.name, args))
+            self.events.append(self._event("dry_run_call", tool=tool.name, args=args))
+            return True
+        effect = Effect(
+            run_id=self.run.id,
+            call_id=call.id,
+            lineage_id=self.run.lineage_id,
+            step=self.step,
+            tool=tool.name,
+            args=args,
+            idempotency_key=plan.key,
+            reversibility=tool.effect,
+            compensator=tool.compensate,
+            approval_id=approval_id,
+            started_at=self.rt.clock(),
+        )
+        committed = await self._commit(start=[effect])
+        if call.id in committed.preempted:
+            self.unsaved.append(
+                results.result(call.id, tool.name, committed.preempted[call.id].result)
+            )
+            return True
+        return await self._run_tool(tool, effect, attempt=1)
+
+    async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
+        ctx = self._context(tool, effect, attempt)
+        try:
+            value = await tool.invoke(effect.args, ctx)
+        except ToolTimeout as exc:
+            if not tool.mutating:
+                return self._record(effect, EffectStatus.FAILED, error=str(exc))
+            return await self._in_doubt(tool, effect, str(exc), attempt)
+        except Exception as exc:
+            log.info("tool %s failed in run %s: %r", tool.name, self.run.id, exc)
+            return self._record(effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        return self._record(effect, EffectStatus.COMPLETED, value=value)
+
+    def _record(
+        self, effect: Effect, status: EffectStatus, *, value: Any = None, error: str | None = None
+    ) -> bool:
+        """Queue the outcome and its tool message; both ride on the next commit."""
+        self.finished.append(
+            EffectOutcome(
+                run_id=effect.run_id,
+                call_id=effect.call_id,
+                status=status,
+                result=value,
+                error=error,
+                finished_at=self.rt.clock(),
+            )
+        )
+        if status == EffectStatus.COMPLETED:
+            self.unsaved.append(results.result(effect.call_id, effect.tool, value))
+        else:
+            self.unsaved.append(results.failure(effect.call_id, effect.tool, error or "failed"))
+        return True
+
+    def _context(self, tool: Tool, effect: Effect, attempt: int) -> ToolContext:
+        deadline = None
+        if tool.timeout is not None:
+            deadline = self.rt.clock() + timedelta(seconds=tool.timeout)
+        return ToolContext(
+            run_id=effect.run_id,
+            call_id=effect.call_id,
+            step=effect.step,
+            idempotency_key=effect.idempotency_key,
+            lineage_id=effect.lineage_id,
+            deadline=deadline,
+            attempt=attempt,
+            facts=self.rt.facts,
+        )
+
+    async def _resume_effect(self, plan: Plan, effect: Effect) -> bool:
+        """An effect this run started before it was interrupted."""
+        tool = plan.tool
+        assert tool is not None
+        if effect.status == EffectStatus.COMPLETED:
+            self.unsaved.append(results.result(effect.call_id, effect.tool, effect.result))
+            return True
+        if effect.status == EffectStatus.FAILED:
+            self.unsaved.append(results.failure(effect.call_id, effect.tool, effect.error or ""))
+            return True
+        return await self._in_doubt(tool, effect, "interrupted before its result was recorded", 1)
+
+    async def _in_doubt(self, tool: Tool, effect: Effect, why: str, attempt: int) -> bool:
+        """Re-run an idempotent tool once with the same key; otherwise page and stop."""
+        if tool.idempotent and attempt < 2:
+            self.events.append(self._event("retry_in_doubt", call_id=effect.call_id, why=why))
+            return await self._run_tool(tool, effect, attempt=attempt + 1)
+        if effect.status != EffectStatus.IN_DOUBT:
+            self.finished.append(
+                EffectOutcome(
+                    run_id=effect.run_id,
+                    call_id=effect.call_id,
+                    status=EffectStatus.IN_DOUBT,
+                    error=why,
+                    finished_at=self.rt.clock(),
+                )
+            )
+        page = self.rt.desk.new_page(
+            run_id=self.run.id,
+            call_id=effect.call_id,
+            tool=effect.tool,
+            reason="in_doubt",
+            detail=f"{effect.tool}({effect.args}) may or may not have happened: {why}. "
+            "Check the outside system, then resolve it.",
+        )
+        await self._stop(RunStatus.FAILED, StopReason.IN_DOUBT, error=why, pages=[page])
+        return False
+
+    # writes
+
+    async def _park(self) -> None:
+        """Wait for a human, holding nothing; re-parking an already parked run writes nothing."""
+        if self.status == RunStatus.WAITING_APPROVAL and not (self.unsaved or self.finished):
+            return
+        await self._commit(
+            status=RunStatus.WAITING_APPROVAL, stop_reason=StopReason.WAITING_APPROVAL
+        )
+
+    async def _stop(
+        self,
+        status: RunStatus,
+        reason: StopReason,
+        *,
+        error: str | None = None,
+        pages: Sequence[Page] = (),
+    ) -> None:
+        await self._commit(status=status, stop_reason=reason, error=error, pages=pages)
+        self.ended = True
+        run = self._run_now()
+        for page in pages:
+            await self.rt.announce_page(page, run)
+
+    async def _commit(
+        self,
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        start: Sequence[Effect] = (),
+        request: Sequence[Approval] = (),
+        pages: Sequence[Page] = (),
+    ) -> Committed:
+        """Append a checkpoint with everything unsaved, plus the given writes, atomically."""
+        checkpoint = Checkpoint(
+            run_id=self.run.id,
+            seq=self.seq + 1,
+            step=self.step,
+            status=status,
+            usage=self.usage,
+            stop_reason=stop_reason,
+            error=error,
+            messages=tuple(self.unsaved),
+            created_at=self.rt.clock(),
+        )
+        batch = Batch(
+            run_id=self.run.id,
+            owner=self.rt.worker_id,
+            checkpoint=checkpoint,
+            finish=tuple(self.finished),
+            start=start,
+            request=request,
+            pages=pages,
+            events=tuple(self.events),
+        )
+        try:
+            committed = await self.store.commit(batch)
+        except errors.LeaseLost:
+            await self._save_outcomes_anyway()
+            raise Stopped() from None
+        except errors.Conflict:
+            await self._append_after_interruption()
+            raise Stopped() from None
+        self.seq += 1
+        self.status = status
+        self.messages.extend(self.unsaved)
+        self.unsaved.clear()
+        self.finished.clear()
+        self.events.clear()
+        return committed
+
+    async def _save_outcomes_anyway(self) -> None:
+        """Another worker took the run over; what our tools did must still be recorded."""
+        if self.finished:
+            await self.store.commit(Batch(run_id=self.run.id, finish=tuple(self.finished)))
+
+    async def _append_after_interruption(self) -> None:
+        """The run was changed (cancelled) mid-step: keep what happened, on top of the change."""
+        if not self.finished:
+            return
+        latest = await self.store.load_state(self.run.id)
+        checkpoint = Checkpoint(
+            run_id=self.run.id,
+            seq=latest.seq + 1,
+            step=latest.step,
+            status=latest.status,
+            usage=latest.usage,
+            stop_reason=latest.stop_reason,
+            error=latest.error,
+            messages=tuple(m for m in self.unsaved if m.role == "tool"),
+            created_at=self.rt.clock(),
+        )
+        await self.store.commit(
+            Batch(run_id=self.run.id, checkpoint=checkpoint, finish=tuple(self.finished))
+        )
+
+    def _event(self, action: str, **detail: Any) -> AuditEvent:
+        return AuditEvent(
+            action=action,
+            actor=self.rt.worker_id,
+            run_id=self.run.id,
+            detail=detail,
+            at=self.rt.clock(),
+        )
+
+    def _run_now(self) -> Run:
+        return self.run.model_copy(
+            update={"status": self.status, "step": self.step, "usage": self.usage}
+        )

@@ -1,0 +1,421 @@
+"""The Runtime: start, drive, resume, cancel, recover and decide runs; the public facade.
+
+The loop itself lives in `runtime.driver`, approvals in `runtime.approvals`, time travel and
+rollback in their own modules. The runtime reaches storage only through `Store` and the
+outside world only through its `Notifier`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from runtime import errors, recovery, rollback, timetravel
+from runtime.agent import Agent
+from runtime.approvals import ApprovalDesk, Decision
+from runtime.budget import BUDGET_REASONS, StopReason
+from runtime.driver import Driver
+from runtime.facts import FactStore
+from runtime.lease import RunLocks, hold_lease
+from runtime.notifier import Notifier, NullNotifier, safely
+from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.tools import Tool
+from store import (
+    TERMINAL_STATUSES,
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Batch,
+    Budget,
+    Checkpoint,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    Message,
+    Page,
+    Run,
+    RunState,
+    RunStatus,
+    Store,
+)
+from store import errors as store_errors
+from store.records import utcnow
+
+log = logging.getLogger("signoff.runtime")
+
+
+class Runtime:
+    def __init__(
+        self,
+        store: Store,
+        agents: Iterable[Agent] = (),
+        notifier: Notifier | None = None,
+        *,
+        policies: Policies | None = None,
+        directory: Directory | None = None,
+        worker_id: str | None = None,
+        lease_ttl: float = 30.0,
+        clock: Callable[[], datetime] = utcnow,
+        protected_facts: Iterable[str] = (),
+    ) -> None:
+        self.store = store
+        self.agents: dict[str, Agent] = {}
+        for agent in agents:
+            if agent.name in self.agents:
+                raise errors.DefinitionError(f"two agents are named {agent.name!r}")
+            self.agents[agent.name] = agent
+            if agent.approval_waived:
+                log.warning(
+                    "agent %s: irreversible tools that run without approval: %s",
+                    agent.name,
+                    ", ".join(agent.approval_waived),
+                )
+        self.notifier: Notifier = notifier or NullNotifier()
+        self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
+        self.lease_ttl = lease_ttl
+        self.clock = clock
+        self.facts = FactStore(store, protected=protected_facts, clock=clock)
+        self.desk = ApprovalDesk(self, policies or Policies(), directory or StaticDirectory())
+        self.on_due: Callable[[datetime], None] | None = None
+        """Set by the scheduler: told when a new deadline or reminder exists."""
+        self._locks = RunLocks()
+
+    # runs
+
+    async def start(
+        self,
+        agent: str,
+        task: str,
+        *,
+        run_id: str | None = None,
+        budget: Budget | None = None,
+        requested_by: str | None = None,
+    ) -> str:
+        """Create a run and drive it until it finishes or parks. An existing id is resumed."""
+        chosen = self._agent(agent)
+        if not task or not task.strip():
+            raise errors.InvalidRequest("a run needs a task")
+        run_id = run_id or f"run_{uuid.uuid4().hex[:20]}"
+        now = self.clock()
+        run = Run(
+            id=run_id,
+            agent=chosen.name,
+            task=task,
+            budget=budget or chosen.budget,
+            requested_by=requested_by,
+            lineage_id=run_id,
+            created_at=now,
+            updated_at=now,
+        )
+        transcript = [Message(role="user", content=task)]
+        if chosen.system_prompt:
+            transcript.insert(0, Message(role="system", content=chosen.system_prompt))
+        snapshot = Checkpoint(
+            run_id=run_id,
+            seq=0,
+            step=0,
+            snapshot=True,
+            status=RunStatus.RUNNING,
+            messages=tuple(transcript),
+            created_at=now,
+        )
+        try:
+            await self.store.create_run(run, snapshot)
+        except store_errors.AlreadyExists:
+            existing = await self.get(run_id)
+            if existing.agent != chosen.name:
+                raise errors.InvalidRequest(
+                    f"run {run_id!r} exists with agent {existing.agent!r}, not {chosen.name!r}"
+                ) from None
+        await self.drive(run_id)
+        return run_id
+
+    async def drive(self, run_id: str) -> Run:
+        """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere."""
+        try:
+            return await self._drive(run_id)
+        except errors.RunBusy:
+            log.info("run %s is driven by another worker", run_id)
+            return await self.get(run_id)
+
+    async def resume(self, run_id: str, *, budget: Budget | None = None) -> Run:
+        """Resume a stopped run; `budget` raises its limits (usage carries over, never resets)."""
+        run = await self.get(run_id)
+        if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+            raise errors.InvalidRequest(
+                f"run {run_id} is {run.status.value}; fork it to continue from one of its steps"
+            )
+        if budget is not None:
+            await self.store.set_run_budget(run_id, budget, at=self.clock())
+        return await self._drive(run_id, reopen=True)
+
+    async def get(self, run_id: str) -> Run:
+        try:
+            return await self.store.get_run(run_id)
+        except store_errors.NotFound:
+            raise errors.RunNotFound(f"no run {run_id!r}", run_id=run_id) from None
+
+    async def list(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
+        return await self.store.list_runs(_status(status), limit=limit)
+
+    async def cancel(self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "") -> Run:
+        """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
+        run = await self.get(run_id)
+        if run.status in TERMINAL_STATUSES:
+            raise errors.InvalidRequest(f"run {run_id} is already {run.status.value}")
+        event = AuditEvent(
+            action="cancel", actor=by, run_id=run_id, at=self.clock(), detail={"reason": reason}
+        )
+        await self._append_status(run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
+        for approval in await self.store.list_approvals(run_id=run_id, state=ApprovalState.PENDING):
+            with contextlib.suppress(errors.AlreadyDecided):
+                await self.desk.settle(
+                    approval, ApprovalState.DECLINED, by=by, reason="run cancelled"
+                )
+        async with self._locks.hold(run_id):
+            return await self._after_stop(await self.get(run_id))
+
+    async def recover(self) -> list[str]:
+        """On start-up: drive every run that was mid-flight when its worker stopped."""
+        return await recovery.recover(self)
+
+    # approvals
+
+    async def approvals(
+        self, run_id: str | None = None, *, state: ApprovalState | str | None = None
+    ) -> list[Approval]:
+        if run_id is not None:
+            await self.get(run_id)
+        chosen = ApprovalState(state) if state else None
+        return await self.store.list_approvals(run_id=run_id, state=chosen)
+
+    async def decide(
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        by: str,
+        reason: str | None = None,
+        args: dict[str, Any] | None = None,
+    ) -> Approval:
+        """Record a decision by compare-and-set, then resume the run it unblocks."""
+        return await self.desk.decide(approval_id, decision, by=by, reason=reason, args=args)
+
+    async def request_approval(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        requested_by: str | None = None,
+        policy: str | None = None,
+        callback_url: str | None = None,
+    ) -> Approval:
+        """An approval for an agent on another stack (the HTTP API); no run is attached."""
+        approval = self.desk.new_approval(
+            tool=tool,
+            args=args,
+            requested_by=requested_by,
+            policy=policy,
+            callback_url=callback_url,
+        )
+        await self.store.create_approval(approval)
+        await self.announce_approval(approval, None)
+        return approval
+
+    async def resolve(
+        self, run_id: str, call_id: str, *, happened: bool, by: str, result: Any = None
+    ) -> Effect:
+        """A human settles an in-doubt effect: it happened (with this result) or it did not."""
+        effect = await self._effect(run_id, call_id)
+        if effect.status not in (EffectStatus.STARTED, EffectStatus.IN_DOUBT):
+            raise errors.InvalidRequest(f"effect {call_id} is {effect.status.value}, not in doubt")
+        outcome = EffectOutcome(
+            run_id=run_id,
+            call_id=call_id,
+            status=EffectStatus.COMPLETED if happened else EffectStatus.FAILED,
+            result=result if happened else None,
+            error=None if happened else f"did not happen, according to {by}",
+            finished_at=self.clock(),
+        )
+        event = AuditEvent(
+            action="resolve_in_doubt",
+            actor=by,
+            run_id=run_id,
+            at=self.clock(),
+            detail={"call_id": call_id, "happened": happened},
+        )
+        await self.store.commit(Batch(run_id=run_id, finish=[outcome], events=[event]))
+        for page in await self.store.list_pages():
+            if page.run_id == run_id and page.call_id == call_id:
+                await self.store.acknowledge_page(page.id, by=by, at=self.clock())
+        return await self._effect(run_id, call_id)
+
+    # time travel
+
+    async def history(self, run_id: str) -> list[Checkpoint]:
+        return await timetravel.history(self, run_id)
+
+    async def state_at(self, run_id: str, step: int) -> RunState:
+        return await timetravel.state_at(self, run_id, step)
+
+    async def effects_after(self, run_id: str, step: int) -> list[Effect]:
+        """The run's effects after `step` that really happened in the world."""
+        return await timetravel.effects_after(self, run_id, step)
+
+    async def fork(
+        self,
+        run_id: str,
+        from_step: int,
+        modify: Callable[[list[Message]], Sequence[Message]] | None = None,
+        *,
+        dry_run: bool = False,
+        requested_by: str | None = None,
+    ) -> str:
+        return await timetravel.fork(
+            self, run_id, from_step, modify, dry_run=dry_run, requested_by=requested_by
+        )
+
+    async def rollback(
+        self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR
+    ) -> rollback.RollbackReport:
+        async with self._locks.hold(run_id):
+            return await rollback.rollback(self, run_id, to_step, by=by)
+
+    # used by the driver, the desk and the other modules
+
+    def _agent(self, name: str) -> Agent:
+        try:
+            return self.agents[name]
+        except KeyError:
+            known = ", ".join(self.agents) or "none"
+            raise errors.UnknownAgent(f"no agent {name!r}; this runtime has: {known}") from None
+
+    async def _drive(self, run_id: str, *, reopen: bool = False) -> Run:
+        async with self._locks.hold(run_id):
+            run = await self.get(run_id)
+            agent = self._agent(run.agent)
+            if run.status in TERMINAL_STATUSES and not (reopen and run.status == RunStatus.FAILED):
+                return run
+            async with hold_lease(
+                self.store, run_id, self.worker_id, ttl=self.lease_ttl, clock=self.clock
+            ):
+                state = await self.store.load_state(run_id)
+                if state.status == RunStatus.FAILED and reopen:
+                    state = await self._reopen(run, state)
+                if state.status in TERMINAL_STATUSES:
+                    return await self.get(run_id)
+                ended = await Driver(self, run, agent, state).drive()
+            run = await self.get(run_id)
+            return await self._after_stop(run) if ended else run
+
+    async def _reopen(self, run: Run, state: RunState) -> RunState:
+        checkpoint = Checkpoint(
+            run_id=run.id,
+            seq=state.seq + 1,
+            step=state.step,
+            status=RunStatus.RUNNING,
+            usage=state.usage,
+            created_at=self.clock(),
+        )
+        event = AuditEvent(
+            action="resume",
+            actor=self.worker_id,
+            run_id=run.id,
+            at=self.clock(),
+            detail={"was": state.stop_reason},
+        )
+        await self.store.commit(
+            Batch(run_id=run.id, owner=self.worker_id, checkpoint=checkpoint, events=[event])
+        )
+        return await self.store.load_state(run.id)
+
+    async def _after_stop(self, run: Run) -> Run:
+        """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
+        if run.status not in TERMINAL_STATUSES:
+            return run
+        await safely(self.notifier.run_finished(run))
+        agent = self.agents.get(run.agent)
+        saga = agent is not None and agent.on_failure == "compensate"
+        abandoned = run.status == RunStatus.CANCELLED or (
+            run.status == RunStatus.FAILED and run.stop_reason not in BUDGET_REASONS
+        )
+        if saga and abandoned:
+            await rollback.compensate_all(self, run)
+        return run
+
+    async def _append_status(
+        self, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
+    ) -> None:
+        """Append a status change on top of whatever the latest checkpoint is (CAS, retried)."""
+        for _ in range(20):
+            state = await self.store.load_state(run_id)
+            checkpoint = Checkpoint(
+                run_id=run_id,
+                seq=state.seq + 1,
+                step=state.step,
+                status=status,
+                usage=state.usage,
+                stop_reason=reason,
+                created_at=self.clock(),
+            )
+            try:
+                await self.store.commit(Batch(run_id=run_id, checkpoint=checkpoint, events=[event]))
+                return
+            except store_errors.Conflict:
+                await asyncio.sleep(0.01)
+        raise errors.RunBusy(f"run {run_id} kept changing; try again")
+
+    async def _effect(self, run_id: str, call_id: str) -> Effect:
+        try:
+            return await self.store.get_effect(run_id, call_id)
+        except store_errors.NotFound:
+            raise errors.InvalidRequest(f"run {run_id} has no effect {call_id!r}") from None
+
+    async def find_run(self, run_id: str | None) -> Run | None:
+        if run_id is None:
+            return None
+        try:
+            return await self.store.get_run(run_id)
+        except store_errors.NotFound:
+            return None
+
+    async def tool_for(self, approval: Approval) -> Tool | None:
+        run = await self.find_run(approval.run_id)
+        agent = self.agents.get(run.agent) if run else None
+        return agent.tools.get(approval.tool) if agent else None
+
+    async def resume_after_decision(self, run_id: str) -> None:
+        await self.drive(run_id)
+
+    async def announce_approval(self, approval: Approval, run: Run | None) -> None:
+        await safely(self.notifier.approval_requested(approval, run))
+        due = [t for t in (approval.deadline, approval.next_reminder_at) if t is not None]
+        if due and self.on_due is not None:
+            self.on_due(min(due))
+
+    async def announce_decision(self, approval: Approval, run: Run | None) -> None:
+        await safely(self.notifier.approval_decided(approval, run))
+
+    async def announce_reminder(self, approval: Approval, *, escalated: bool) -> None:
+        run = await self.find_run(approval.run_id)
+        await safely(self.notifier.reminder_due(approval, run, escalated=escalated))
+
+    async def announce_page(self, page: Page, run: Run | None) -> None:
+        await safely(self.notifier.effect_needs_human(page, run))
+
+
+def _status(status: RunStatus | str | None) -> RunStatus | None:
+    if status is None:
+        return None
+    try:
+        return RunStatus(status)
+    except ValueError:
+        choices = ", ".join(s.value for s in RunStatus)
+        raise errors.InvalidRequest(f"unknown status {status!r}; use one of {choices}") from None

@@ -1,0 +1,78 @@
+"""Errors raised by the runtime, on top of the store's.
+
+SignoffRuntimeError
+ ├── DefinitionError     a tool or agent is defined wrongly (refused when the agent is built)
+ ├── UnknownAgent        a run names an agent this runtime was not given
+ ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
+ ├── RunNotFound         no run with this id
+ ├── ApprovalNotFound    no approval with this id
+ ├── DecisionRefused     a decision that may not be made
+ │    ├── AlreadyDecided   the approval is no longer pending; a decision never changes
+ │    ├── NotAnApprover    the user is not an approver under the policy
+ │    ├── SelfApproval     the requester may not approve their own action
+ │    └── EditRefused      the policy forbids edits, or the edited arguments are invalid
+ ├── RunBusy             another worker holds the run's lease
+ └── PolicyError         the policy configuration is invalid
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SignoffRuntimeError(Exception):
+    """The runtime refused or failed."""
+
+    def __init__(self, message: str | None = None, **details: Any) -> None:
+        self.details = details
+        for name, value in details.items():
+            setattr(self, name, value)
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class DefinitionError(SignoffRuntimeError):
+    """A tool or agent is defined wrongly."""
+
+
+class UnknownAgent(SignoffRuntimeError):
+    """No agent with this name is registered."""
+
+
+class InvalidRequest(SignoffRuntimeError):
+    """The request is invalid."""
+
+
+class RunNotFound(SignoffRuntimeError):
+    """No such run."""
+
+
+class ApprovalNotFound(SignoffRuntimeError):
+    """No such approval."""
+
+
+class DecisionRefused(SignoffRuntimeError):
+    """This decision may not be made."""
+
+
+class AlreadyDecided(DecisionRefused):
+    """The approval was already decided."""
+
+
+class NotAnApprover(DecisionRefused):
+    """This user may not decide this approval."""
+
+
+class SelfApproval(DecisionRefused):
+    """The requester may not approve their own action."""
+
+
+class EditRefused(DecisionRefused):
+    """The arguments may not be edited this way."""
+
+
+class RunBusy(SignoffRuntimeError):
+    """Another worker is driving this run."""
+
+
+class PolicyError(SignoffRuntimeError):
+    """The approval policy configuration is invalid."""

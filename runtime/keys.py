@@ -1,0 +1,31 @@
+"""Idempotency keys (DESIGN rule 2).
+
+By default a key is derived from the tool's name and its canonical arguments within the run's
+lineage, so a fork or a re-issued call maps to the same key. A tool may name its business
+identity instead (an invoice id), which makes the key the same across lineages too.
+"""
+
+from __future__ import annotations
+
+import json
+from hashlib import blake2b
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def idempotency_key(
+    lineage_id: str, tool: str, args: dict[str, Any], business_id: str | None = None
+) -> str:
+    if business_id is not None:
+        material = f"{tool}\x00{business_id}"
+    else:
+        material = f"{lineage_id}\x00{tool}\x00{canonical_json(args)}"
+    return f"{tool}-{blake2b(material.encode(), digest_size=12).hexdigest()}"
+
+
+def compensation_key(lineage_id: str, run_id: str, call_id: str) -> str:
+    material = f"{lineage_id}\x00compensate\x00{run_id}\x00{call_id}"
+    return f"undo-{blake2b(material.encode(), digest_size=12).hexdigest()}"

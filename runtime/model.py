@@ -1,0 +1,115 @@
+"""Models: the `Model` protocol, its `Reply`, and `ScriptedModel` for offline runs.
+
+`ScriptedModel` picks its reply from the number of assistant turns already in the transcript,
+never from an in-memory counter, so a run resumed in a fresh process gets the reply it would
+have got. An entry may be a function of the transcript, and one function alone is a policy
+used for every turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtime.tools import ToolSpec
+from store import Message, ToolCall, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+
+
+class Model(Protocol):
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply: ...
+
+
+class ModelError(Exception):
+    """The model call failed."""
+
+
+class RateLimited(ModelError):
+    """The provider asked us to slow down; the engine waits and retries."""
+
+    def __init__(self, message: str = "rate limited", *, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ScriptExhausted(ModelError):
+    """The script has no reply for this turn."""
+
+
+def tool_call(name: str, args: dict[str, Any] | None = None, *, id: str = "") -> ToolCall:
+    """A tool call for a script; an empty id is filled in from the turn and position."""
+    return ToolCall(id=id, name=name, arguments=args or {})
+
+
+Entry = str | ToolCall | Sequence[ToolCall] | Reply | Exception
+Policy = Callable[[Sequence[Message]], Entry]
+
+
+class ScriptedModel:
+    """A deterministic model: a list of replies and/or policies, or one policy for every turn.
+
+    Token usage is estimated like a provider would count it (about four characters a token),
+    and priced per thousand tokens if a price is given.
+    """
+
+    def __init__(
+        self,
+        replies: Sequence[Entry | Policy] | Policy,
+        *,
+        cost_per_1k_input: float = 0.0,
+        cost_per_1k_output: float = 0.0,
+    ) -> None:
+        self._policy = replies if callable(replies) else None
+        self._replies: Sequence[Entry | Policy] = () if callable(replies) else list(replies)
+        self._cost_in = cost_per_1k_input
+        self._cost_out = cost_per_1k_output
+
+    async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
+        turn = sum(1 for m in messages if m.role == "assistant")
+        entry = self._entry(turn, messages)
+        if isinstance(entry, Exception):
+            raise entry
+        reply = _as_reply(entry, turn)
+        return Reply(reply.content, reply.tool_calls, self._usage(messages, reply))
+
+    def _entry(self, turn: int, messages: Sequence[Message]) -> Entry:
+        if self._policy is not None:
+            return self._policy(messages)
+        if turn >= len(self._replies):
+            raise ScriptExhausted(f"the script has {len(self._replies)} replies; turn {turn + 1}")
+        entry = self._replies[turn]
+        return entry(messages) if callable(entry) else entry
+
+    def _usage(self, messages: Sequence[Message], reply: Reply) -> Usage:
+        prompt = sum(_chars(m.content, m.tool_calls) for m in messages)
+        input_tokens = max(1, prompt // 4)
+        output_tokens = max(1, _chars(reply.content, reply.tool_calls) // 4)
+        cost = (input_tokens * self._cost_in + output_tokens * self._cost_out) / 1000
+        return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+
+
+def _chars(content: str, calls: Sequence[ToolCall]) -> int:
+    return len(content) + sum(len(c.name) + len(str(c.arguments)) for c in calls)
+
+
+def _as_reply(entry: Entry, turn: int) -> Reply:
+    if isinstance(entry, Reply):
+        reply = entry
+    elif isinstance(entry, str):
+        reply = Reply(content=entry)
+    elif isinstance(entry, ToolCall):
+        reply = Reply(tool_calls=(entry,))
+    else:
+        reply = Reply(tool_calls=tuple(entry))
+    calls = tuple(
+        c if c.id else c.model_copy(update={"id": f"call_{turn + 1}_{i + 1}"})
+        for i, c in enumerate(reply.tool_calls)
+    )
+    return Reply(reply.content, calls, reply.usage)

@@ -1,0 +1,53 @@
+"""What the model reads back for each tool call: results, errors, declines, dry runs.
+
+Each is a tool message whose content is JSON, so a model (or a scripted policy) can tell a
+result from a refusal without parsing prose.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from store import Approval, Message
+
+
+def _message(call_id: str, tool: str, content: Any) -> Message:
+    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    return Message(role="tool", tool_call_id=call_id, name=tool, content=text)
+
+
+def result(call_id: str, tool: str, value: Any) -> Message:
+    return _message(call_id, tool, value)
+
+
+def error(call_id: str, tool: str, reason: str) -> Message:
+    return _message(call_id, tool, {"error": reason, "executed": False})
+
+
+def failure(call_id: str, tool: str, reason: str) -> Message:
+    return _message(call_id, tool, {"error": reason})
+
+
+def declined(call_id: str, tool: str, approval: Approval) -> Message:
+    return _message(
+        call_id,
+        tool,
+        {
+            "executed": False,
+            "decision": "declined",
+            "declined_by": approval.decided_by,
+            "reason": approval.reason or "no reason given",
+            "approval_id": approval.id,
+            "instruction": "A human declined this call. Do not retry it; "
+            "continue without it or tell the user.",
+        },
+    )
+
+
+def dry_run(call_id: str, tool: str, args: dict[str, Any]) -> Message:
+    return _message(
+        call_id,
+        tool,
+        {"executed": False, "dry_run": True, "would_call": tool, "args": args},
+    )

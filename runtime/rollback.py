@@ -1,0 +1,232 @@
+"""Rollback restores state, never the world (DESIGN rule 6).
+
+Rolling back to step k walks the effects after k in reverse order: reads are skipped, a
+reversible effect runs its compensator as an effect of its own (with its own idempotency key,
+so a rollback that is interrupted and run again compensates each effect once), and anything
+that cannot be undone (irreversible, in doubt, a failed compensation) becomes a Page.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runtime import errors
+from runtime.budget import StopReason
+from runtime.keys import compensation_key
+from runtime.lease import hold_lease
+from runtime.tools import Tool, ToolContext, ToolTimeout
+from store import (
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    Reversibility,
+    Run,
+    RunStatus,
+)
+from store import errors as store_errors
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.rollback")
+
+
+@dataclass
+class RollbackReport:
+    run_id: str
+    to_step: int
+    compensated: list[str] = field(default_factory=list)
+    paged: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "to_step": self.to_step,
+            "compensated": self.compensated,
+            "paged": self.paged,
+            "skipped": self.skipped,
+        }
+
+
+async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> RollbackReport:
+    """Compensate everything after `to_step`, then restore that step's state as a new snapshot."""
+    run = await rt.get(run_id)
+    state = await rt.state_at(run_id, to_step)
+    async with hold_lease(rt.store, run_id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
+        report = await _undo_after(rt, run, to_step)
+        latest = await rt.store.load_state(run_id)
+        restore = Checkpoint(
+            run_id=run_id,
+            seq=latest.seq + 1,
+            step=to_step,
+            snapshot=True,
+            status=RunStatus.FAILED,
+            usage=latest.usage,
+            stop_reason=StopReason.ROLLED_BACK,
+            messages=state.messages,
+            created_at=rt.clock(),
+        )
+        event = AuditEvent(
+            action="rollback", actor=by, run_id=run_id, at=rt.clock(), detail=report.as_dict()
+        )
+        await rt.store.commit(
+            Batch(run_id=run_id, owner=rt.worker_id, checkpoint=restore, events=[event])
+        )
+    return report
+
+
+async def compensate_all(rt: Runtime, run: Run) -> RollbackReport:
+    """The saga of an abandoned run: undo all its effects; its state stays as it ended."""
+    async with hold_lease(rt.store, run.id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
+        report = await _undo_after(rt, run, 0)
+    await rt.store.record_event(
+        AuditEvent(
+            action="compensate",
+            actor=rt.worker_id,
+            run_id=run.id,
+            at=rt.clock(),
+            detail=report.as_dict(),
+        )
+    )
+    return report
+
+
+async def _undo_after(rt: Runtime, run: Run, step: int) -> RollbackReport:
+    agent = rt.agents.get(run.agent)
+    if agent is None:
+        raise errors.UnknownAgent(f"run {run.id} needs agent {run.agent!r} to compensate")
+    report = RollbackReport(run.id, step)
+    effects = await rt.store.list_effects(run.id)
+    done = {e.compensates: e for e in effects if e.compensates is not None}
+    for effect in reversed(effects):
+        if effect.step <= step or effect.compensates is not None:
+            continue
+        outcome = await _undo(rt, run, agent, effect, done.get(effect.call_id))
+        getattr(report, outcome).append(effect.call_id)
+    return report
+
+
+async def _undo(rt: Runtime, run: Run, agent: Agent, effect: Effect, earlier: Effect | None) -> str:
+    """Undo one effect; returns the report bucket it belongs in."""
+    if effect.reversibility == Reversibility.READ or effect.status == EffectStatus.FAILED:
+        return "skipped"
+    if effect.compensated_by is not None:
+        return "compensated"
+    if effect.status != EffectStatus.COMPLETED:
+        await _page(
+            rt,
+            run,
+            effect,
+            "in_doubt",
+            f"{effect.tool} may or may not have happened; it cannot be rolled back blind",
+        )
+        return "paged"
+    undo = agent.tools.get(effect.compensator or "")
+    if effect.reversibility != Reversibility.REVERSIBLE or undo is None:
+        await _page(
+            rt,
+            run,
+            effect,
+            "uncompensatable",
+            f"{effect.tool} is irreversible; undo it by hand if it must be undone",
+        )
+        return "paged"
+    problem = await _compensate(rt, run, undo, effect, earlier)
+    if problem is None:
+        return "compensated"
+    await _page(
+        rt,
+        run,
+        effect,
+        "compensation_failed",
+        f"{undo.name} failed to undo {effect.tool}: {problem}",
+    )
+    return "paged"
+
+
+async def _compensate(
+    rt: Runtime, run: Run, undo: Tool, effect: Effect, earlier: Effect | None
+) -> str | None:
+    """Run the compensator as its own effect; None on success, else what went wrong."""
+    args = {k: v for k, v in effect.args.items() if k in undo.parameter_names}
+    compensation = earlier or Effect(
+        run_id=run.id,
+        call_id=f"undo:{effect.call_id}",
+        lineage_id=run.lineage_id,
+        step=run.step,
+        tool=undo.name,
+        args=args,
+        idempotency_key=compensation_key(run.lineage_id, run.id, effect.call_id),
+        reversibility=undo.effect or Reversibility.IRREVERSIBLE,
+        compensates=effect.call_id,
+        started_at=rt.clock(),
+    )
+    if earlier is None:
+        committed = await rt.store.commit(
+            Batch(run_id=run.id, owner=rt.worker_id, start=[compensation])
+        )
+        if compensation.call_id in committed.preempted:
+            return None
+    elif earlier.status == EffectStatus.COMPLETED:
+        return None
+    elif earlier.status == EffectStatus.FAILED:
+        return earlier.error or "the compensation failed"
+    elif not undo.idempotent:
+        return "an earlier compensation was interrupted and the compensator is not idempotent"
+    status, value, error = await _invoke(rt, undo, compensation, effect)
+    try:
+        await rt.store.commit(
+            Batch(
+                run_id=run.id,
+                owner=rt.worker_id,
+                finish=[
+                    EffectOutcome(
+                        run_id=run.id,
+                        call_id=compensation.call_id,
+                        status=status,
+                        result=value,
+                        error=error,
+                        finished_at=rt.clock(),
+                    )
+                ],
+            )
+        )
+    except store_errors.Conflict as exc:
+        return f"could not record the compensation: {exc}"
+    return None if status == EffectStatus.COMPLETED else (error or status.value)
+
+
+async def _invoke(
+    rt: Runtime, undo: Tool, compensation: Effect, original: Effect
+) -> tuple[EffectStatus, Any, str | None]:
+    ctx = ToolContext(
+        run_id=compensation.run_id,
+        call_id=compensation.call_id,
+        step=compensation.step,
+        idempotency_key=compensation.idempotency_key,
+        lineage_id=compensation.lineage_id,
+        facts=rt.facts,
+        original=original,
+    )
+    try:
+        return EffectStatus.COMPLETED, await undo.invoke(compensation.args, ctx), None
+    except ToolTimeout as exc:
+        return EffectStatus.IN_DOUBT, None, str(exc)
+    except Exception as exc:
+        log.warning("compensation %s failed: %r", compensation.call_id, exc)
+        return EffectStatus.FAILED, None, f"{type(exc).__name__}: {exc}"
+
+
+async def _page(rt: Runtime, run: Run, effect: Effect, reason: str, detail: str) -> None:
+    page = rt.desk.new_page(
+        run_id=run.id, call_id=effect.call_id, tool=effect.tool, reason=reason, detail=detail
+    )
+    await rt.store.commit(Batch(run_id=run.id, pages=[page]))
+    await rt.announce_page(page, run)

@@ -1,0 +1,137 @@
+"""Time travel: a run's history, its exact state at any step, and forks from a step.
+
+A fork is a new run in the same lineage, so every effect its parent completed is found by
+idempotency key and returned, never executed again (DESIGN rule 2).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import TypeAdapter, ValidationError
+
+from runtime import errors
+from store import (
+    AuditEvent,
+    Checkpoint,
+    Effect,
+    EffectStatus,
+    Message,
+    Reversibility,
+    Run,
+    RunState,
+    RunStatus,
+)
+from store import errors as store_errors
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.timetravel")
+_MESSAGES = TypeAdapter(list[Message])
+
+
+async def history(rt: Runtime, run_id: str) -> list[Checkpoint]:
+    await rt.get(run_id)
+    return await rt.store.history(run_id)
+
+
+async def state_at(rt: Runtime, run_id: str, step: int) -> RunState:
+    run = await rt.get(run_id)
+    if step < 0:
+        raise errors.InvalidRequest("a step is 0 or more")
+    try:
+        return await rt.store.load_state(run_id, step=step)
+    except store_errors.NotFound:
+        first = run.fork_step or 0
+        raise errors.InvalidRequest(
+            f"run {run_id} has no step {step} (its steps run from {first} to {run.step})"
+        ) from None
+
+
+async def effects_after(rt: Runtime, run_id: str, step: int) -> list[Effect]:
+    """Effects after `step` that happened in the world: completed, not reads, not undone."""
+    await rt.get(run_id)
+    return [
+        e
+        for e in await rt.store.list_effects(run_id)
+        if e.step > step
+        and e.status == EffectStatus.COMPLETED
+        and e.reversibility != Reversibility.READ
+        and e.compensated_by is None
+        and e.compensates is None
+    ]
+
+
+async def fork(
+    rt: Runtime,
+    run_id: str,
+    from_step: int,
+    modify: Callable[[list[Message]], Sequence[Message]] | None,
+    *,
+    dry_run: bool,
+    requested_by: str | None,
+) -> str:
+    """Start a run in the same lineage from the state at `from_step`, edited by `modify`."""
+    parent = await rt.get(run_id)
+    state = await state_at(rt, run_id, from_step)
+    messages = list(state.messages)
+    if modify is not None:
+        try:
+            messages = _MESSAGES.validate_python(list(modify(messages)))
+        except ValidationError as exc:
+            raise errors.InvalidRequest(f"modify returned invalid messages: {exc}") from None
+    happened = await effects_after(rt, run_id, from_step)
+    for effect in happened:
+        log.info(
+            "fork of %s from step %d: %s (step %d) already happened and will not run again",
+            run_id,
+            from_step,
+            effect.tool,
+            effect.step,
+        )
+    new_id = f"{parent.lineage_id}-fork-{uuid.uuid4().hex[:8]}"
+    now = rt.clock()
+    run = Run(
+        id=new_id,
+        agent=parent.agent,
+        task=parent.task,
+        budget=parent.budget,
+        requested_by=requested_by or parent.requested_by,
+        lineage_id=parent.lineage_id,
+        parent_id=parent.id,
+        fork_step=from_step,
+        dry_run=dry_run,
+        created_at=now,
+        updated_at=now,
+    )
+    snapshot = Checkpoint(
+        run_id=new_id,
+        seq=0,
+        step=state.step,
+        snapshot=True,
+        status=RunStatus.RUNNING,
+        usage=state.usage,
+        messages=tuple(messages),
+        created_at=now,
+    )
+    await rt.store.create_run(run, snapshot)
+    await rt.store.record_event(
+        AuditEvent(
+            action="fork",
+            actor=requested_by or rt.worker_id,
+            run_id=new_id,
+            at=now,
+            detail={
+                "parent": run_id,
+                "from_step": from_step,
+                "dry_run": dry_run,
+                "already_happened": [f"{e.tool}:{e.call_id}" for e in happened],
+            },
+        )
+    )
+    await rt.drive(new_id)
+    return new_id

@@ -1,0 +1,195 @@
+"""Tools: the `@tool` decorator, argument validation from type hints, and timed execution."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic
+from pydantic_core import to_jsonable_python
+
+from runtime.errors import DefinitionError
+from store import Effect, Reversibility
+
+if TYPE_CHECKING:
+    from runtime.facts import FactStore
+
+EffectKind = Literal["read", "reversible", "irreversible"]
+DEFAULT_TIMEOUT = 60.0
+
+
+class ToolArgumentError(ValueError):
+    """The model's arguments do not fit the tool's parameters."""
+
+
+class ToolTimeout(TimeoutError):
+    """The tool did not finish within its timeout."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool knows about the call it serves."""
+
+    run_id: str
+    call_id: str
+    step: int
+    idempotency_key: str
+    lineage_id: str
+    deadline: datetime | None = None
+    attempt: int = 1
+    facts: FactStore | None = None
+    original: Effect | None = None
+    """For a compensating call: the effect being undone (its args and result)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """How a tool is described to a model."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Tool:
+    """A function an agent may call, with its classification and limits."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        effect: EffectKind | None = None,
+        compensate: str | None = None,
+        requires_approval: bool | None = None,
+        idempotent: bool = False,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description = description or inspect.getdoc(fn) or self.name
+        if effect is not None and effect not in ("read", "reversible", "irreversible"):
+            raise DefinitionError(
+                f"tool {self.name!r}: effect must be 'read', 'reversible' or 'irreversible', "
+                f"not {effect!r}"
+            )
+        self.effect = Reversibility(effect) if effect else None
+        if compensate and self.effect != Reversibility.REVERSIBLE:
+            raise DefinitionError(f"tool {self.name!r}: only a reversible tool has a compensator")
+        self.compensate = compensate
+        if requires_approval and self.effect == Reversibility.READ:
+            raise DefinitionError(f"tool {self.name!r}: a read tool never needs approval")
+        self.approval_waived = requires_approval is False and self.effect == "irreversible"
+        if requires_approval is None:
+            requires_approval = self.effect == Reversibility.IRREVERSIBLE
+        self.requires_approval = requires_approval
+        self.idempotent = idempotent or self.effect == Reversibility.READ
+        if timeout is not None and timeout <= 0:
+            raise DefinitionError(f"tool {self.name!r}: timeout must be positive")
+        self.timeout = timeout
+        self.business_key = idempotency_key
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.takes_ctx, self.args_model = _arguments_model(fn, self.name)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name} effect={self.effect and self.effect.value}>"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    @property
+    def mutating(self) -> bool:
+        return self.effect != Reversibility.READ
+
+    @property
+    def parameter_names(self) -> frozenset[str]:
+        return frozenset(self.args_model.model_fields)
+
+    def spec(self) -> ToolSpec:
+        schema = self.args_model.model_json_schema()
+        schema.pop("title", None)
+        return ToolSpec(self.name, self.description, schema)
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        """Validated arguments in canonical form, or ToolArgumentError saying what is wrong."""
+        if not isinstance(arguments, dict):
+            raise ToolArgumentError(f"arguments must be an object, got {type(arguments).__name__}")
+        try:
+            model = self.args_model.model_validate(arguments)
+        except pydantic.ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in error['loc']) or 'arguments'}: {error['msg']}"
+                for error in exc.errors()
+            )
+            raise ToolArgumentError(f"invalid arguments for {self.name}: {problems}") from None
+        return model.model_dump(mode="json")
+
+    def business_id(self, args: dict[str, Any]) -> str | None:
+        return None if self.business_key is None else str(self.business_key(args))
+
+    async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+        """Run the tool within its timeout; sync tools run in a worker thread."""
+        kwargs = dict(args, ctx=ctx) if self.takes_ctx else dict(args)
+        work = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
+        try:
+            result = await asyncio.wait_for(work, self.timeout)
+        except TimeoutError:
+            raise ToolTimeout(f"{self.name} did not finish within {self.timeout:g}s") from None
+        return to_jsonable_python(result)
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: EffectKind | None = None,
+    compensate: str | None = None,
+    requires_approval: bool | None = None,
+    idempotent: bool = False,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+) -> Any:
+    """Declare a tool. `effect` classifies it; irreversible tools need approval by default."""
+
+    def wrap(function: Callable[..., Any]) -> Tool:
+        return Tool(
+            function,
+            name=name,
+            description=description,
+            effect=effect,
+            compensate=compensate,
+            requires_approval=requires_approval,
+            idempotent=idempotent,
+            timeout=timeout,
+            idempotency_key=idempotency_key,
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[pydantic.BaseModel]]:
+    hints = typing.get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    takes_ctx = False
+    for param in inspect.signature(fn).parameters.values():
+        if param.name == "ctx" or hints.get(param.name) is ToolContext:
+            if param.name != "ctx":
+                raise DefinitionError(f"tool {name!r}: the ToolContext parameter must be `ctx`")
+            takes_ctx = True
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise DefinitionError(f"tool {name!r}: *args and **kwargs cannot be described")
+        if param.name not in hints:
+            raise DefinitionError(f"tool {name!r}: parameter {param.name!r} needs a type hint")
+        default = ... if param.default is param.empty else param.default
+        fields[param.name] = (hints[param.name], default)
+    config = pydantic.ConfigDict(extra="forbid")
+    return takes_ctx, pydantic.create_model(f"{name}_arguments", __config__=config, **fields)
