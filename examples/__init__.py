@@ -1,0 +1,1 @@
+"""Runnable agents that the README and the tests use."""

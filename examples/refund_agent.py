@@ -1,0 +1,126 @@
+"""The refund agent: looks an order up, refunds it (with a human's approval), charges the
+restocking fee, e-mails the customer, and answers. Driven by a deterministic policy, so it
+runs offline; swap `ScriptedModel(policy)` for a real model adapter to use an LLM.
+
+    python -m examples.refund_agent "Refund order 4471"
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from examples import world
+from runtime import Agent, Budget, ScriptedModel, ToolContext, tool, tool_call
+from runtime.model import Entry
+from store import Message
+
+
+@tool(
+    description="Look up an order: amount, customer e-mail, invoice, restocking fee.", effect="read"
+)
+def lookup_order(order_id: str) -> dict[str, Any]:
+    return world.order(order_id)
+
+
+@tool(
+    description="Refund an order.",
+    effect="reversible",
+    compensate="reverse_refund",
+    requires_approval=True,
+    timeout=30,
+)
+def issue_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    return world.pay("refund", order_id, amount_cents, ctx.idempotency_key)
+
+
+@tool(
+    description="Take back a refund that should not have been issued.",
+    effect="irreversible",
+    requires_approval=False,
+    idempotent=True,
+    timeout=30,
+)
+def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    return world.pay("refund_reversal", order_id, -amount_cents, ctx.idempotency_key)
+
+
+@tool(
+    description="Charge an invoice (e.g. a restocking fee).",
+    effect="irreversible",
+    requires_approval=False,
+    idempotent=True,
+    timeout=30,
+    idempotency_key=lambda args: f"{args['invoice_id']}:{args['amount_cents']}",
+)
+def charge(invoice_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    return world.pay("charge", invoice_id, amount_cents, ctx.idempotency_key)
+
+
+@tool(
+    description="E-mail the customer.", effect="irreversible", requires_approval=False, timeout=30
+)
+def send_email(to: str, subject: str, body: str, *, ctx: ToolContext) -> dict[str, Any]:
+    return world.send(to, subject, ctx.idempotency_key)
+
+
+def policy(messages: Sequence[Message]) -> Entry:
+    """What a careful refund agent does next, given the transcript so far."""
+    task = next(m.content for m in messages if m.role == "user")
+    match = re.search(r"order\s+#?(\w+)", task, re.IGNORECASE)
+    if match is None:
+        return "I need an order number to refund, e.g. 'Refund order 4471'."
+    results = _results(messages)
+    found = results.get("lookup_order")
+    if found is None:
+        return tool_call("lookup_order", {"order_id": match[1]})
+    refund = results.get("issue_refund")
+    if refund is None:
+        return tool_call(
+            "issue_refund", {"order_id": found["order_id"], "amount_cents": found["amount_cents"]}
+        )
+    refunded = "executed" not in refund and "error" not in refund
+    fee = found["restocking_fee_cents"]
+    if refunded and fee and "charge" not in results:
+        return tool_call("charge", {"invoice_id": found["invoice_id"], "amount_cents": fee})
+    if "send_email" not in results:
+        subject = (
+            f"Your refund for order {found['order_id']}"
+            if refunded
+            else f"About your refund request for order {found['order_id']}"
+        )
+        body = (
+            "Your refund is on its way."
+            if refunded
+            else f"We could not refund this order: {refund.get('reason', 'declined')}."
+        )
+        return tool_call(
+            "send_email", {"to": found["customer_email"], "subject": subject, "body": body}
+        )
+    if refunded:
+        amount = found["amount_cents"]
+        return f"Refunded order {found['order_id']} ({amount} cents) and told the customer."
+    return f"The refund for order {found['order_id']} was declined; the customer was told."
+
+
+def _results(messages: Sequence[Message]) -> dict[str, Any]:
+    """The latest result of each tool, parsed from the tool messages."""
+    out: dict[str, Any] = {}
+    for m in messages:
+        if m.role == "tool" and m.name:
+            try:
+                out[m.name] = json.loads(m.content)
+            except json.JSONDecodeError:
+                out[m.name] = {"text": m.content}
+    return out
+
+
+agent = Agent(
+    "refund-agent",
+    model=ScriptedModel(policy),
+    tools=[lookup_order, issue_refund, reverse_refund, charge, send_email],
+    system_prompt="You handle refund requests. Never refund without a human's approval.",
+    budget=Budget(max_steps=12),
+)
