@@ -119,7 +119,7 @@ def _results(messages: Sequence[Message]) -> dict[str, Any]:
 
 agent = Agent(
     "refund-agent",
-    model=ScriptedModel(policy),
+    model=ScriptedModel(policy, cost_per_1k_input=0.003, cost_per_1k_output=0.015),
     tools=[lookup_order, issue_refund, reverse_refund, charge, send_email],
     system_prompt="You handle refund requests. Never refund without a human's approval.",
     budget=Budget(max_steps=12),

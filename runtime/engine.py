@@ -72,7 +72,7 @@ class Runtime:
                 raise errors.DefinitionError(f"two agents are named {agent.name!r}")
             self.agents[agent.name] = agent
             if agent.approval_waived:
-                log.warning(
+                log.info(
                     "agent %s: irreversible tools that run without approval: %s",
                     agent.name,
                     ", ".join(agent.approval_waived),
@@ -99,33 +99,36 @@ class Runtime:
         requested_by: str | None = None,
     ) -> str:
         """Create a run and drive it until it finishes or parks. An existing id is resumed."""
+        run, _ = await self.create(
+            agent, task, run_id=run_id, budget=budget, requested_by=requested_by
+        )
+        await self.drive(run.id)
+        return run.id
+
+    async def create(
+        self,
+        agent: str,
+        task: str,
+        *,
+        run_id: str | None = None,
+        budget: Budget | None = None,
+        requested_by: str | None = None,
+    ) -> tuple[Run, bool]:
+        """Create a run without driving it; (the run, False) if the id already exists."""
         chosen = self._agent(agent)
         if not task or not task.strip():
             raise errors.InvalidRequest("a run needs a task")
         run_id = run_id or f"run_{uuid.uuid4().hex[:20]}"
         now = self.clock()
         run = Run(
-            id=run_id,
-            agent=chosen.name,
-            task=task,
-            budget=budget or chosen.budget,
-            requested_by=requested_by,
-            lineage_id=run_id,
-            created_at=now,
-            updated_at=now,
+            id=run_id, agent=chosen.name, task=task, budget=budget or chosen.budget,
+            requested_by=requested_by, lineage_id=run_id, created_at=now, updated_at=now,
         )
         transcript = [Message(role="user", content=task)]
         if chosen.system_prompt:
             transcript.insert(0, Message(role="system", content=chosen.system_prompt))
-        snapshot = Checkpoint(
-            run_id=run_id,
-            seq=0,
-            step=0,
-            snapshot=True,
-            status=RunStatus.RUNNING,
-            messages=tuple(transcript),
-            created_at=now,
-        )
+        snapshot = Checkpoint(run_id=run_id, seq=0, step=0, snapshot=True,
+                              status=RunStatus.RUNNING, messages=tuple(transcript), created_at=now)
         try:
             await self.store.create_run(run, snapshot)
         except store_errors.AlreadyExists:
@@ -134,8 +137,8 @@ class Runtime:
                 raise errors.InvalidRequest(
                     f"run {run_id!r} exists with agent {existing.agent!r}, not {chosen.name!r}"
                 ) from None
-        await self.drive(run_id)
-        return run_id
+            return existing, False
+        return await self.get(run_id), True
 
     async def drive(self, run_id: str) -> Run:
         """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere."""

@@ -1,0 +1,148 @@
+"""Configuration from the environment and an optional `signoff.toml`, read once at the edge.
+
+The environment wins over the file. A file with a mistake fails at start-up with the file,
+the line and the reason, e.g. `signoff.toml:12: policies.tools.issue_refund.timeout: ...`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from runtime.policy import Policies
+
+DEFAULT_CONFIG = "signoff.toml"
+
+
+class ConfigError(Exception):
+    """The configuration is invalid; the message says where and why."""
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True)
+
+    database_url: str = Field(
+        "sqlite:///signoff.db", validation_alias=_env("database_url", "SIGNOFF_DATABASE_URL")
+    )
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
+        "FULL", validation_alias=_env("synchronous", "SIGNOFF_SQLITE_SYNCHRONOUS")
+    )
+    agents: list[str] = Field(
+        default_factory=lambda: ["examples.refund_agent:agent"],
+        validation_alias=_env("agents", "SIGNOFF_AGENTS"),
+    )
+    policies: Policies = Field(default_factory=Policies)
+    protected_facts: list[str] = Field(default_factory=list)
+    worker_id: str | None = Field(None, validation_alias=_env("worker_id", "SIGNOFF_WORKER_ID"))
+    lease_ttl: float = Field(30.0, gt=0)
+    host: str = Field("127.0.0.1", validation_alias=_env("host", "SIGNOFF_HOST"))
+    port: int = Field(3000, ge=0, le=65535, validation_alias=_env("port", "SIGNOFF_PORT"))
+    api_token: SecretStr | None = Field(
+        None, validation_alias=_env("api_token", "SIGNOFF_API_TOKEN")
+    )
+    callback_secret: SecretStr | None = Field(
+        None, validation_alias=_env("callback_secret", "SIGNOFF_CALLBACK_SECRET")
+    )
+    oncall_channel: str | None = Field(
+        None, validation_alias=_env("oncall_channel", "SIGNOFF_ONCALL_CHANNEL")
+    )
+    slack_bot_token: SecretStr | None = Field(
+        None, validation_alias=_env("slack_bot_token", "SLACK_BOT_TOKEN")
+    )
+    slack_signing_secret: SecretStr | None = Field(
+        None, validation_alias=_env("slack_signing_secret", "SLACK_SIGNING_SECRET")
+    )
+    slack_app_token: SecretStr | None = Field(
+        None, validation_alias=_env("slack_app_token", "SLACK_APP_TOKEN")
+    )
+    slack_api_url: str | None = Field(None, validation_alias=_env("slack_api_url", "SLACK_API_URL"))
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The file's values arrive as init arguments; the environment overrides them.
+        return env_settings, init_settings
+
+
+def config_path(explicit: str | Path | None = None) -> Path:
+    return Path(explicit or os.environ.get("SIGNOFF_CONFIG") or DEFAULT_CONFIG)
+
+
+def load_settings(path: str | Path | None = None) -> Settings:
+    """Settings from the environment and the config file (which may be absent)."""
+    file = config_path(path)
+    text = file.read_text("utf-8") if file.exists() else ""
+    if path is not None and not file.exists():
+        raise ConfigError(f"{file}: no such configuration file")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: {exc}") from None
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise ConfigError(_explain(file, text, exc)) from None
+
+
+def _explain(file: Path, text: str, exc: ValidationError) -> str:
+    lines = _key_lines(text)
+    problems = []
+    for error in exc.errors():
+        loc = tuple(str(part) for part in error["loc"])
+        line = _line_of(loc, lines)
+        where = f"{file}:{line}" if line else str(file)
+        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {error['msg']}")
+    return "\n".join(problems)
+
+
+_HEADER = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_.\-\"']+)\s*=")
+
+
+def _key_lines(text: str) -> dict[tuple[str, ...], int]:
+    """Where each dotted key (and each table) is defined in a TOML text."""
+    found: dict[tuple[str, ...], int] = {}
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if header := _HEADER.match(line):
+            table = _split(header[1])
+            found.setdefault(table, number)
+        elif key := _KEY.match(line):
+            found.setdefault(table + _split(key[1]), number)
+    return found
+
+
+def _split(dotted: str) -> tuple[str, ...]:
+    return tuple(part.strip().strip("\"'") for part in dotted.split("."))
+
+
+def _line_of(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | None:
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def describe(settings: Settings) -> dict[str, Any]:
+    """The settings with secrets masked, for `signoff serve` to log at start-up."""
+    return settings.model_dump(mode="json", exclude={"policies"})

@@ -1,0 +1,75 @@
+"""Reminders, escalations and timeouts on APScheduler's AsyncIOScheduler.
+
+The store holds the truth (each pending approval's deadline and next reminder are columns),
+so the scheduler holds almost nothing: one date job armed at the earliest due time, re-armed
+after every tick, plus a slow interval job that picks up approvals other processes created.
+On start it ticks at once, so whatever fell due while the process was down fires right away.
+A tick acts only through compare-and-set (`ApprovalDesk.tick`), so a job that fires twice, or
+in two processes at once, acts once. Memory stays flat however many approvals are pending.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.scheduler")
+
+NEXT_DUE_JOB = "signoff-next-due"
+POLL_JOB = "signoff-poll"
+
+
+class ApprovalScheduler:
+    def __init__(self, rt: Runtime, *, poll_every: float = 30.0) -> None:
+        self.rt = rt
+        self.poll_every = poll_every
+        self.armed_at: datetime | None = None
+        self._scheduler = AsyncIOScheduler(timezone=UTC)
+        self._tick_lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        """Start APScheduler, fire everything already due, and arm the next due time."""
+        self._scheduler.start()
+        self._scheduler.add_job(
+            self.tick, "interval", seconds=self.poll_every, id=POLL_JOB,
+            coalesce=True, max_instances=1, misfire_grace_time=None,
+        )
+        self.rt.on_due = self.poke
+        await self.tick()
+
+    async def stop(self) -> None:
+        if self.rt.on_due == self.poke:
+            self.rt.on_due = None
+        if self._scheduler.running:
+            self._scheduler.shutdown(wait=False)
+
+    def poke(self, at: datetime) -> None:
+        """A new deadline or reminder exists; arm for it if it is sooner than the armed one."""
+        if self.armed_at is None or at < self.armed_at:
+            self._arm(at)
+
+    async def tick(self) -> None:
+        """Do whatever is due now, then arm the job for the next due time."""
+        async with self._tick_lock:
+            try:
+                next_due = await self.rt.desk.tick(self.rt.clock())
+            except Exception:
+                log.exception("approval tick failed; the poll job will try again")
+                return
+            self.armed_at = None
+            if next_due is not None:
+                self._arm(next_due)
+
+    def _arm(self, at: datetime) -> None:
+        self.armed_at = at
+        self._scheduler.add_job(
+            self.tick, "date", run_date=at, id=NEXT_DUE_JOB, replace_existing=True,
+            coalesce=True, max_instances=2, misfire_grace_time=None,
+        )
