@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from store import errors
-from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, Store
+from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, PageSettlement, Store
 from store.records import (
     TERMINAL_STATUSES,
     Approval,
@@ -45,6 +45,7 @@ __all__ = [
     "Fact",
     "Message",
     "Page",
+    "PageSettlement",
     "Reversibility",
     "Run",
     "RunState",

@@ -39,8 +39,16 @@ class Batch:
     - `finish`: started effects that ended; refused with `Conflict` if not `started`.
     - `start`: effects about to execute. An effect whose idempotency key already `completed`
       in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
-    - `request`: approvals to create. One whose key was already declined in the lineage is not
-      created; the earlier decision is returned in `Committed.prior_decisions`.
+      A completed effect that was since compensated no longer counts: doing it again is a new
+      action, started under the key's next generation (`key#2`, ...), returned in
+      `Committed.keys`.
+    - `request`: approvals to create. One whose call already completed in the lineage is not
+      created (`Committed.preempted`); nor is one whose key was already declined in the
+      lineage (`Committed.prior_decisions`).
+    - `pages`: created unless a page with the same id exists (`Committed.new_pages` lists the
+      new ones). `settle_pages` acknowledges the open pages about a call.
+
+    Every record in the batch must belong to `run_id`.
     """
 
     run_id: str
@@ -50,13 +58,25 @@ class Batch:
     start: Sequence[Effect] = ()
     request: Sequence[Approval] = ()
     pages: Sequence[Page] = ()
+    settle_pages: Sequence[PageSettlement] = ()
     events: Sequence[AuditEvent] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PageSettlement:
+    """Acknowledge every open page about one call."""
+
+    call_id: str
+    by: str
+    at: datetime
 
 
 @dataclass(frozen=True, slots=True)
 class Committed:
     preempted: dict[str, Effect] = field(default_factory=dict)
     prior_decisions: dict[str, Approval] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+    new_pages: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

@@ -6,8 +6,10 @@ StoreError
  │    ├── AlreadyExists  an id that is already taken
  │    ├── AlreadyDecided an approval that is no longer pending
  │    └── LeaseLost      another worker holds the run's lease
+ ├── InvalidRecord       a record that cannot be stored as given
  ├── ProtectedFact       a write to a key the fact store protects
  ├── SchemaTooNew        a database written by a newer Signoff
+ ├── ForeignDatabase     a database file that belongs to another application
  ├── UnsupportedURL      a database URL whose scheme no backend handles
  └── DatabaseError       the driver failed (I/O, corruption, locked too long)
 """
@@ -47,12 +49,20 @@ class LeaseLost(Conflict):
     """Another worker holds this run's lease."""
 
 
+class InvalidRecord(StoreError):
+    """This record cannot be stored as given."""
+
+
 class ProtectedFact(StoreError):
     """This fact key is protected and cannot be written."""
 
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer version of Signoff."""
+
+
+class ForeignDatabase(StoreError):
+    """The database holds another application's tables; Signoff will not write to it."""
 
 
 class UnsupportedURL(StoreError):

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic_core import to_json
+
 from store.records import (
     MESSAGES,
     Approval,
@@ -17,6 +19,7 @@ from store.records import (
     Budget,
     Checkpoint,
     Effect,
+    EffectOutcome,
     Fact,
     Message,
     Page,
@@ -37,7 +40,7 @@ def dt(value: float | None) -> datetime | None:
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return to_json(value).decode()
 
 
 def maybe_dumps(value: Any) -> str | None:
@@ -192,6 +195,17 @@ def effect_from_row(row: Row) -> Effect:
         started_at=dt(row["started_at"]),
         finished_at=dt(row["finished_at"]),
     )
+
+
+def outcome_params(outcome: EffectOutcome) -> dict[str, Any]:
+    return {
+        "run_id": outcome.run_id,
+        "call_id": outcome.call_id,
+        "status": outcome.status.value,
+        "result": maybe_dumps(outcome.result),
+        "error": outcome.error,
+        "finished_at": ts(outcome.finished_at),
+    }
 
 
 def approval_params(approval: Approval) -> dict[str, Any]:

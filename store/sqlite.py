@@ -25,6 +25,7 @@ from store.records import (
     AuditEvent,
     Budget,
     Checkpoint,
+    Delivery,
     Effect,
     Fact,
     Page,
@@ -74,7 +75,7 @@ class SqliteStore:
         self.protected_facts = protected_facts
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
-        self._writer = GroupCommitWriter(self._connect)
+        self._writer = GroupCommitWriter(self._connect, busy_timeout_ms=busy_timeout_ms)
         self._reader: aiosqlite.Connection | None = None
 
     async def open(self, *, migrate: bool = True) -> SqliteStore:
@@ -89,6 +90,14 @@ class SqliteStore:
                     found=version,
                     supported=migration.latest_version(DIALECT),
                 )
+            if version == 0 and await self._writer.run_alone(_other_tables):
+                await self.close()
+                raise errors.ForeignDatabase(
+                    f"{self.path} holds another application's tables and no Signoff schema; "
+                    "point SIGNOFF_DATABASE_URL at a new or Signoff file"
+                )
+            if self.path != ":memory:":  # only now: a newer database is left untouched
+                await self._writer.run_alone(_use_wal)
             if migrate:
                 await self.migrate()
             if self.path != ":memory:":
@@ -114,11 +123,10 @@ class SqliteStore:
         await self._writer.close()
 
     def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None)
+        # Used by the writer thread and, for lone commits, the event loop; never at once.
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
         return conn
@@ -143,6 +151,10 @@ class SqliteStore:
     # runs
 
     async def create_run(self, run: Run, snapshot: Checkpoint) -> None:
+        if snapshot.run_id != run.id or snapshot.seq != 0 or not snapshot.snapshot:
+            raise errors.InvalidRecord(
+                f"a run starts with a snapshot checkpoint of its own at seq 0 (run {run.id!r})"
+            )
         run_params, cp_params = rows.run_params(run), rows.checkpoint_params(snapshot)
 
         def job(conn: sqlite3.Connection) -> None:
@@ -327,11 +339,12 @@ class SqliteStore:
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None:
+        delivery = Delivery(delivery).value  # refuse an unknown status before writing it
         params = {"id": approval_id, "channel": channel, "message_ts": ts, "delivery": delivery}
         await self._write(_update_one("set_approval_message", params, "approval"))
 
     async def set_callback_status(self, approval_id: str, status: str) -> None:
-        params = {"id": approval_id, "callback_status": status}
+        params = {"id": approval_id, "callback_status": Delivery(status).value}
         await self._write(_update_one("set_callback_status", params, "approval"))
 
     async def undelivered_callbacks(self) -> list[Approval]:
@@ -400,6 +413,7 @@ class SqliteStore:
     async def set_page_message(
         self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None:
+        delivery = Delivery(delivery).value  # refuse an unknown status before writing it
         params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
         await self._write(_update_one("set_page_message", params, "page"))
 
@@ -453,22 +467,17 @@ def _update_one(
 
 def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
     """Build the transaction body for a Batch; parameters are prepared before the writer runs."""
+    _check_batch(batch)
     run_id = batch.run_id
     cp = rows.checkpoint_params(batch.checkpoint) if batch.checkpoint else None
-    finish = [
-        {
-            "run_id": o.run_id,
-            "call_id": o.call_id,
-            "status": o.status.value,
-            "result": rows.maybe_dumps(o.result),
-            "error": o.error,
-            "finished_at": rows.ts(o.finished_at),
-        }
-        for o in batch.finish
-    ]
+    finish = [rows.outcome_params(o) for o in batch.finish]
     start = [(e, rows.effect_params(e)) for e in batch.start]
     request = [(a, rows.approval_params(a)) for a in batch.request]
     pages = [rows.page_params(p) for p in batch.pages]
+    settle = [
+        {"run_id": run_id, "call_id": s.call_id, "by": s.by, "at": rows.ts(s.at)}
+        for s in batch.settle_pages
+    ]
     events = [rows.event_params(e) for e in batch.events]
 
     def job(conn: sqlite3.Connection) -> Committed:
@@ -480,24 +489,63 @@ def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
             _finish_effect(conn, params)
         committed = Committed()
         for effect, params in start:
-            prior = _completed_by_key(conn, effect)
+            prior, key = _claim_key(
+                conn, effect.lineage_id, effect.idempotency_key, effect.reversibility
+            )
             if prior is not None:
                 committed.preempted[effect.call_id] = prior
-            else:
-                conn.execute(Q["insert_effect"], params)
+                continue
+            if key != effect.idempotency_key:
+                committed.keys[effect.call_id] = key
+            conn.execute(Q["insert_effect"], params | {"idempotency_key": key})
         for approval, params in request:
-            prior = _declined_by_key(conn, approval)
-            if prior is not None:
-                committed.prior_decisions[approval.call_id or approval.id] = prior
-            else:
-                conn.execute(Q["insert_approval"], params)
+            _request(conn, committed, approval, params)
         for params in pages:
-            conn.execute(Q["insert_page"], params)
+            if conn.execute(Q["insert_page"], params).rowcount:
+                committed.new_pages.append(params["id"])
+        for params in settle:
+            conn.execute(Q["settle_pages_of_call"], params)
         for params in events:
             conn.execute(Q["insert_event"], params)
         return committed
 
     return job
+
+
+def _check_batch(batch: Batch) -> None:
+    """Every record in a batch belongs to its run: the lease is checked for that run only."""
+    owners = [
+        *([batch.checkpoint.run_id] if batch.checkpoint else []),
+        *(o.run_id for o in batch.finish),
+        *(e.run_id for e in batch.start),
+        *(a.run_id for a in batch.request),
+        *(p.run_id for p in batch.pages),
+        *(e.run_id for e in batch.events if e.run_id is not None),
+    ]
+    strangers = sorted({str(owner) for owner in owners if owner != batch.run_id})
+    if strangers:
+        raise errors.InvalidRecord(
+            f"a batch for run {batch.run_id!r} holds records of {', '.join(strangers)}"
+        )
+
+
+def _request(
+    conn: sqlite3.Connection, committed: Committed, approval: Approval, params: dict[str, Any]
+) -> None:
+    """Create an approval unless its call already happened or was declined in the lineage."""
+    call = approval.call_id or approval.id
+    if approval.lineage_id is not None and approval.idempotency_key is not None:
+        done, _ = _claim_key(
+            conn, approval.lineage_id, approval.idempotency_key, Reversibility.IRREVERSIBLE
+        )
+        if done is not None:
+            committed.preempted[call] = done
+            return
+        declined = _declined_by_key(conn, approval)
+        if declined is not None:
+            committed.prior_decisions[call] = declined
+            return
+    conn.execute(Q["insert_approval"], params)
 
 
 def _check_lease(conn: sqlite3.Connection, run_id: str, owner: str) -> None:
@@ -538,12 +586,26 @@ def _finish_effect(conn: sqlite3.Connection, params: dict[str, Any]) -> None:
         conn.execute(Q["mark_compensated"], params)
 
 
-def _completed_by_key(conn: sqlite3.Connection, effect: Effect) -> Effect | None:
-    if effect.reversibility == Reversibility.READ:
-        return None
-    params = {"lineage_id": effect.lineage_id, "idempotency_key": effect.idempotency_key}
-    row = conn.execute(Q["completed_effect_by_key"], params).fetchone()
-    return rows.effect_from_row(row) if row else None
+def _claim_key(
+    conn: sqlite3.Connection, lineage_id: str, key: str, reversibility: Reversibility
+) -> tuple[Effect | None, str]:
+    """The completed effect that makes this one a repeat, or the key to start it under.
+
+    Reads never repeat-match. A completed effect that was compensated since does not count:
+    the new one takes the key's next generation, so the outside system sees a new request.
+    """
+    if reversibility == Reversibility.READ:
+        return None, key
+    candidate, generation = key, 1
+    while True:
+        params = {"lineage_id": lineage_id, "idempotency_key": candidate}
+        row = conn.execute(Q["completed_effect_by_key"], params).fetchone()
+        if row is None:
+            return None, candidate
+        if row["compensated_by"] is None:
+            return rows.effect_from_row(row), candidate
+        generation += 1
+        candidate = f"{key}#{generation}"
 
 
 def _declined_by_key(conn: sqlite3.Connection, approval: Approval) -> Approval | None:
@@ -552,6 +614,15 @@ def _declined_by_key(conn: sqlite3.Connection, approval: Approval) -> Approval |
     params = {"lineage_id": approval.lineage_id, "idempotency_key": approval.idempotency_key}
     row = conn.execute(Q["declined_approval_by_key"], params).fetchone()
     return rows.approval_from_row(row) if row else None
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")  # the writer checkpoints on its own thread
+
+
+def _other_tables(conn: sqlite3.Connection) -> int:
+    return conn.execute(Q["other_tables"]).fetchone()[0]
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:

@@ -1,11 +1,18 @@
-"""Group commit: one writer thread owns the SQLite write connection.
+"""Group commit: one writer connection per SQLite file, one transaction per batch of writes.
 
-Callers submit jobs (functions of the connection). Whatever is queued while a transaction is
-being committed goes into the next transaction together, each job in its own savepoint, so
-a hundred concurrent runs share one fsync and one failing job does not undo its neighbours.
+Callers submit jobs (functions of the connection). Everything queued in one turn of the event
+loop, or while the previous transaction was being committed, goes into the next transaction
+together, each job in its own savepoint: a hundred concurrent runs share one fsync, and one
+failing job does not undo its neighbours.
 
-aiosqlite runs one statement per round trip to its thread; a batch of jobs needs many
-statements in one transaction on that thread, so the writer drives its own single thread.
+A batch of one job (a lone run) commits inline on the event loop: waking a thread and then
+the loop again costs more than the fsync on most machines. It never waits for a lock there
+(busy timeout 0); if another process holds the database, the batch goes to the writer thread,
+which waits up to the busy timeout. Larger batches always go to the thread, so the loop keeps
+preparing the next batch while the disk syncs. WAL checkpoints run on the thread too.
+
+aiosqlite offers one statement per round trip to its thread; a batch needs many statements
+in one transaction, so the writer drives its own single thread.
 """
 
 from __future__ import annotations
@@ -18,19 +25,30 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 Job = Callable[[sqlite3.Connection], Any]
+Outcome = tuple[bool, Any]
 
 MAX_BATCH = 512
+CHECKPOINT_EVERY = 256
 
 
 class GroupCommitWriter:
-    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        busy_timeout_ms: int = 10_000,
+        inline: bool = True,
+    ) -> None:
         self._connect = connect
+        self._busy_timeout_ms = busy_timeout_ms
+        self._inline = inline
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
         self._conn: sqlite3.Connection | None = None
         self._queue: list[tuple[Job, asyncio.Future[Any]]] = []
         self._in_flight = False
         self._idle = asyncio.Event()
         self._idle.set()
+        self._commits = 0
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -40,22 +58,39 @@ class GroupCommitWriter:
         """Run `job` inside the next group transaction and return what it returned."""
         if self._conn is None:
             raise RuntimeError("the store is closed")
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
         self._queue.append((job, future))
         if not self._in_flight:
-            self._flush()
+            # Flush at the end of this loop turn, so that every run woken by the last commit
+            # gets to queue its next write into the same transaction.
+            self._in_flight = True
+            self._idle.clear()
+            loop.call_soon(self._flush)
         return await future
 
     async def run_alone(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `job` outside any transaction (migrations, checkpoints of the WAL)."""
-        await self._idle.wait()
-        conn = self._conn
-        if conn is None:
-            raise RuntimeError("the store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, job, conn)
+        """Run `job` on the writer thread outside any transaction (migrations, maintenance).
+
+        Writes submitted meanwhile wait for it: the connection is never used twice at once.
+        """
+        while self._in_flight:
+            await self._idle.wait()
+        conn = self._connection()
+        self._in_flight = True
+        self._idle.clear()
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, job, conn)
+        finally:
+            if self._queue and self._conn is not None:
+                asyncio.get_running_loop().call_soon(self._flush)
+            else:
+                self._in_flight = False
+                self._idle.set()
 
     async def close(self) -> None:
-        await self._idle.wait()
+        while self._in_flight:
+            await self._idle.wait()
         conn, self._conn = self._conn, None
         if conn is not None:
             await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
@@ -63,35 +98,45 @@ class GroupCommitWriter:
 
     def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-        self._in_flight = True
-        self._idle.clear()
         jobs = [job for job, _ in batch]
-        done = asyncio.get_running_loop().run_in_executor(self._executor, self._commit, jobs)
-        done.add_done_callback(lambda f: self._settle(batch, f))
+        self._commits += 1
+        checkpoint = self._commits % CHECKPOINT_EVERY == 0
+        if self._inline and len(jobs) == 1 and not checkpoint:
+            try:
+                outcomes = self._try_inline(jobs)
+            except BaseException as exc:  # never leave a caller waiting
+                outcomes = [(False, exc)] * len(jobs)
+            if outcomes is not None:
+                self._settle(batch, outcomes)
+                return
+        done = asyncio.get_running_loop().run_in_executor(
+            self._executor, self._commit_waiting, jobs, checkpoint
+        )
+        done.add_done_callback(lambda f: self._settled_by_thread(batch, f))
 
-    def _settle(
-        self, batch: list[tuple[Job, asyncio.Future[Any]]], done: asyncio.Future[Any]
-    ) -> None:
-        error = done.exception()
-        outcomes = [(False, error)] * len(batch) if error else done.result()
-        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
-            if future.done():
-                continue
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
-        if self._queue and self._conn is not None:
-            self._flush()
-        else:
-            self._in_flight = False
-            self._idle.set()
+    def _try_inline(self, jobs: list[Job]) -> list[Outcome] | None:
+        """Commit on the loop without waiting for a lock; None if the database is busy."""
+        conn = self._connection()
+        conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return None
+        try:
+            return self._commit_open(conn, jobs)
+        except BaseException as exc:
+            return [(False, exc)] * len(jobs)
 
-    def _commit(self, jobs: list[Job]) -> list[tuple[bool, Any]]:
-        conn = self._conn
-        if conn is None:
-            raise RuntimeError("the store is closed")
+    def _commit_waiting(self, jobs: list[Job], checkpoint: bool) -> list[Outcome]:
+        conn = self._connection()
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         conn.execute("BEGIN IMMEDIATE")
+        outcomes = self._commit_open(conn, jobs)
+        if checkpoint:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        return outcomes
+
+    def _commit_open(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[Outcome]:
         try:
             outcomes = [_run_in_savepoint(conn, job) for job in jobs]
             conn.execute("COMMIT")
@@ -101,8 +146,35 @@ class GroupCommitWriter:
             raise
         return outcomes
 
+    def _settled_by_thread(
+        self, batch: list[tuple[Job, asyncio.Future[Any]]], done: asyncio.Future[Any]
+    ) -> None:
+        error = done.exception()
+        self._settle(batch, [(False, error)] * len(batch) if error else done.result())
 
-def _run_in_savepoint(conn: sqlite3.Connection, job: Job) -> tuple[bool, Any]:
+    def _settle(
+        self, batch: list[tuple[Job, asyncio.Future[Any]]], outcomes: list[Outcome]
+    ) -> None:
+        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+            if future.done():
+                continue
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if self._queue and self._conn is not None:
+            asyncio.get_running_loop().call_soon(self._flush)
+        else:
+            self._in_flight = False
+            self._idle.set()
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError("the store is closed")
+        return self._conn
+
+
+def _run_in_savepoint(conn: sqlite3.Connection, job: Job) -> Outcome:
     conn.execute("SAVEPOINT job")
     try:
         result = job(conn)

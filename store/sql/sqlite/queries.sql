@@ -8,6 +8,11 @@ SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'signoff_sche
 -- Record one applied migration.
 INSERT INTO signoff_schema (version, name, applied_at) VALUES (:version, :name, :applied_at)
 
+-- other_tables --
+-- How many tables the file has that are not Signoff's bookkeeping or SQLite's own.
+SELECT count(*) FROM sqlite_master
+WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'signoff_schema'
+
 -- schema_version --
 -- The newest applied migration, or 0 on an empty database.
 SELECT coalesce(max(version), 0) FROM signoff_schema
@@ -63,9 +68,15 @@ WHERE id = :id AND status <> :status
 UPDATE runs SET budget = :budget, updated_at = :updated_at WHERE id = :id
 
 -- prune_runs --
--- Delete finished runs last touched before a time; their history cascades.
+-- Delete whole lineages (a run and its forks share one ledger) that are all finished and
+-- were last touched before a time; their history cascades.
 DELETE FROM runs
-WHERE status IN ('done', 'failed', 'cancelled') AND updated_at < :before
+WHERE lineage_id IN (
+    SELECT lineage_id FROM runs
+    GROUP BY lineage_id
+    HAVING max(updated_at) < :before
+       AND sum(status NOT IN ('done', 'failed', 'cancelled')) = 0
+)
 
 -- latest_seq --
 -- The newest checkpoint seq of a run.
@@ -118,11 +129,11 @@ WHERE run_id = :run_id
   AND call_id = (SELECT compensates FROM effects WHERE run_id = :run_id AND call_id = :call_id)
 
 -- completed_effect_by_key --
--- The completed effect with this idempotency key in a lineage, if any.
+-- The completed effect with this idempotency key in a lineage, if any; one not undone first.
 SELECT * FROM effects
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
   AND status = 'completed'
-ORDER BY id LIMIT 1
+ORDER BY compensated_by IS NOT NULL, id LIMIT 1
 
 -- get_effect --
 -- One effect.
@@ -259,6 +270,11 @@ SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY cre
 -- Compare-and-set: acknowledge a page once.
 UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE id = :id AND acknowledged_by IS NULL
+
+-- settle_pages_of_call --
+-- Acknowledge the open pages about one call of a run.
+UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
+WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
 
 -- set_page_message --
 -- Where the page was posted, and whether that worked.

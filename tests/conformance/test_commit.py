@@ -1,0 +1,257 @@
+"""Commit: one batch is one transaction; its checkpoint is appended by compare-and-set on seq,
+and a worker without the run's lease cannot write."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+
+from store import (
+    Approval,
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Committed,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    Message,
+    Page,
+    Run,
+    RunStatus,
+    Store,
+    Usage,
+    errors,
+)
+
+Clock = Callable[[], datetime]
+MakeRun = Callable[..., Awaitable[Run]]
+Append = Callable[..., Awaitable[Committed]]
+MakeEffect = Callable[..., Effect]
+MakeApproval = Callable[..., Approval]
+MakePage = Callable[..., Page]
+
+
+def text(content: str) -> Message:
+    return Message(role="assistant", content=content)
+
+
+def checkpoint(run_id: str, seq: int, at: datetime, **fields: Any) -> Checkpoint:
+    fields.setdefault("step", seq)
+    fields.setdefault("status", RunStatus.RUNNING)
+    return Checkpoint(run_id=run_id, seq=seq, created_at=at, **fields)
+
+
+# the checkpoint
+
+
+async def test_commit_appends_the_next_checkpoint(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    cp = checkpoint(run.id, 1, clock(), messages=(text("hello"),), usage=Usage(steps=1))
+
+    assert await store.commit(Batch(run_id=run.id, checkpoint=cp)) == Committed()
+
+    assert (await store.history(run.id))[-1] == cp
+
+
+@pytest.mark.parametrize("seq", [0, 1, 3, 7], ids=["seq-0", "latest", "gap", "far"])
+async def test_commit_refuses_a_seq_other_than_latest_plus_one(
+    store: Store, make_run: MakeRun, append: Append, clock: Clock, seq: int
+) -> None:
+    run = await make_run()
+    await append(run.id, [text("one")])  # latest is seq 1
+    before = await store.history(run.id)
+
+    with pytest.raises(errors.Conflict):
+        await store.commit(Batch(run_id=run.id, checkpoint=checkpoint(run.id, seq, clock())))
+
+    assert await store.history(run.id) == before
+
+
+@pytest.mark.parametrize("seq", [1, 3], ids=["duplicate", "gap"])
+async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
+    store: Store,
+    make_run: MakeRun,
+    append: Append,
+    make_effect: MakeEffect,
+    make_approval: MakeApproval,
+    make_page: MakePage,
+    clock: Clock,
+    seq: int,
+) -> None:
+    run = await make_run()
+    in_flight = make_effect(run.id)
+    await append(run.id, [text("one")], start=[in_flight])
+    before = await _snapshot_of(store, run.id)
+    new_effect, approval, page = make_effect(run.id), make_approval(run.id), make_page(run.id)
+    batch = Batch(
+        run_id=run.id,
+        checkpoint=checkpoint(run.id, seq, clock(), messages=(text("lost"),)),
+        finish=[_completed(in_flight, clock())],
+        start=[new_effect],
+        request=[approval],
+        pages=[page],
+        events=[AuditEvent(action="resume", actor="W1", run_id=run.id, at=clock())],
+    )
+
+    with pytest.raises(errors.Conflict):
+        await store.commit(batch)
+
+    assert await _snapshot_of(store, run.id) == before
+    await _assert_absent(store, run.id, new_effect, approval.id, page.id)
+
+
+async def test_commit_to_unknown_run_is_not_found(store: Store, clock: Clock) -> None:
+    with pytest.raises(errors.NotFound):
+        await store.commit(Batch(run_id="nope", checkpoint=checkpoint("nope", 1, clock())))
+
+
+async def test_two_concurrent_appends_of_one_seq_have_one_winner(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    batches = [
+        Batch(run_id=run.id, checkpoint=checkpoint(run.id, 1, clock(), messages=(text(w),)))
+        for w in ("a", "b", "c", "d")
+    ]
+
+    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
+
+    winners = [b for b, o in zip(batches, outcomes, strict=True) if isinstance(o, Committed)]
+    assert len(winners) == 1
+    assert all(isinstance(o, errors.Conflict) for o in outcomes if not isinstance(o, Committed))
+    assert (await store.history(run.id))[-1] == winners[0].checkpoint
+
+
+async def test_a_refused_commit_does_not_undo_a_concurrent_one(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    good, bad = await make_run(), await make_run()
+    good_cp = checkpoint(good.id, 1, clock())
+
+    outcomes = await asyncio.gather(
+        store.commit(Batch(run_id=bad.id, checkpoint=checkpoint(bad.id, 5, clock()))),
+        store.commit(Batch(run_id=good.id, checkpoint=good_cp)),
+        return_exceptions=True,
+    )
+
+    assert isinstance(outcomes[0], errors.Conflict)
+    assert outcomes[1] == Committed()
+    assert (await store.history(good.id))[-1] == good_cp
+
+
+async def test_commit_mirrors_the_checkpoint_status_onto_the_run(
+    store: Store, make_run: MakeRun, append: Append
+) -> None:
+    run = await make_run()
+
+    await append(run.id, status=RunStatus.FAILED)
+
+    assert (await store.get_run(run.id)).status == RunStatus.FAILED
+
+
+# lease fencing
+
+
+async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothing(
+    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+) -> None:
+    run = await make_run()
+    assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+    effect = make_effect(run.id)
+    batch = Batch(
+        run_id=run.id,
+        owner="W2",
+        checkpoint=checkpoint(run.id, 1, clock()),
+        start=[effect],
+        events=[AuditEvent(action="resume", actor="W2", run_id=run.id, at=clock())],
+    )
+
+    with pytest.raises(errors.LeaseLost):
+        await store.commit(batch)
+
+    assert len(await store.history(run.id)) == 1
+    assert await store.list_effects(run.id) == []
+    assert await store.list_events(run_id=run.id) == []
+
+
+async def test_commit_by_the_lease_holder_is_accepted(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+
+    await store.commit(Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock())))
+
+    assert (await store.load_state(run.id)).seq == 1
+
+
+async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+
+    with pytest.raises(errors.LeaseLost):
+        await store.commit(
+            Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock()))
+        )
+
+    assert (await store.load_state(run.id)).seq == 0
+
+
+async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    assert await store.acquire_lease(run.id, "W1", until=_later(clock, 10), now=clock())
+    assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=_later(clock, 20))
+
+    with pytest.raises(errors.LeaseLost):
+        await store.commit(
+            Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock()))
+        )
+
+
+# helpers
+
+
+def _completed(effect: Effect, at: datetime) -> EffectOutcome:
+    return EffectOutcome(
+        run_id=effect.run_id,
+        call_id=effect.call_id,
+        status=EffectStatus.COMPLETED,
+        result={"ok": True},
+        finished_at=at,
+    )
+
+
+def _later(clock: Clock, seconds: float) -> datetime:
+    return clock() + timedelta(seconds=seconds)
+
+
+async def _snapshot_of(store: Store, run_id: str) -> list[object]:
+    return [
+        await store.get_run(run_id),
+        await store.history(run_id),
+        await store.list_effects(run_id),
+        await store.list_approvals(run_id=run_id),
+        await store.list_pages(open_only=False),
+        await store.list_events(),
+    ]
+
+
+async def _assert_absent(
+    store: Store, run_id: str, effect: Effect, approval_id: str, page_id: str
+) -> None:
+    with pytest.raises(errors.NotFound):
+        await store.get_effect(run_id, effect.call_id)
+    with pytest.raises(errors.NotFound):
+        await store.get_approval(approval_id)
+    with pytest.raises(errors.NotFound):
+        await store.get_page(page_id)

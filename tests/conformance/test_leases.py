@@ -1,0 +1,102 @@
+"""Leases: one driver per run; an expired lease is taken over; recovery finds idle runs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+
+from store import Approval, ApprovalState, Committed, Run, RunStatus, Store
+
+Clock = Callable[[], datetime]
+MakeRun = Callable[..., Awaitable[Run]]
+Append = Callable[..., Awaitable[Committed]]
+MakeApproval = Callable[..., Approval]
+
+MINUTE = timedelta(minutes=1)
+
+
+async def holder(store: Store, run_id: str) -> tuple[str | None, datetime | None]:
+    got = await store.get_run(run_id)
+    return got.lease_owner, got.lease_expires_at
+
+
+async def test_a_free_lease_is_acquired(store: Store, run: Run, clock: Clock) -> None:
+    assert await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+
+    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+
+
+async def test_a_live_lease_of_another_worker_is_refused(
+    store: Store, run: Run, clock: Clock
+) -> None:
+    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+
+    taken = await store.acquire_lease(run.id, "W2", until=clock() + 5 * MINUTE, now=clock())
+
+    assert not taken
+    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+
+
+async def test_own_lease_is_acquired_again_and_extended(
+    store: Store, run: Run, clock: Clock
+) -> None:
+    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+
+    assert await store.acquire_lease(run.id, "W1", until=clock() + 2 * MINUTE, now=clock())
+
+    assert await holder(store, run.id) == ("W1", clock() + 2 * MINUTE)
+
+
+async def test_an_expired_lease_is_taken_over(store: Store, run: Run, clock: Clock) -> None:
+    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+    later = clock() + 2 * MINUTE
+
+    assert await store.acquire_lease(run.id, "W2", until=later + MINUTE, now=later)
+
+    assert await holder(store, run.id) == ("W2", later + MINUTE)
+
+
+async def test_a_lease_on_an_unknown_run_is_not_acquired(store: Store, clock: Clock) -> None:
+    assert not await store.acquire_lease("no-such-run", "W1", until=clock(), now=clock())
+
+
+async def test_renew_extends_only_a_lease_we_hold(store: Store, run: Run, clock: Clock) -> None:
+    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+
+    assert await store.renew_lease(run.id, "W1", until=clock() + 3 * MINUTE)
+    assert not await store.renew_lease(run.id, "W2", until=clock() + 9 * MINUTE)
+
+    assert await holder(store, run.id) == ("W1", clock() + 3 * MINUTE)
+
+
+async def test_release_frees_only_a_lease_we_hold(store: Store, run: Run, clock: Clock) -> None:
+    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+
+    await store.release_lease(run.id, "W2")
+    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+
+    await store.release_lease(run.id, "W1")
+    assert await holder(store, run.id) == (None, None)
+    assert await store.acquire_lease(run.id, "W2", until=clock() + MINUTE, now=clock())
+
+
+async def test_runs_to_recover_are_the_runs_nobody_drives(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval, clock: Clock
+) -> None:
+    now = clock()
+    unleased, mine, expired, live = [await make_run() for _ in range(4)]
+    await store.acquire_lease(mine.id, "W1", until=now + MINUTE, now=now)
+    await store.acquire_lease(expired.id, "W2", until=now - MINUTE, now=now - 2 * MINUTE)
+    await store.acquire_lease(live.id, "W2", until=now + MINUTE, now=now)
+    parked_done, parked_waiting, finished = [await make_run() for _ in range(3)]
+    for parked, state in [(parked_done, ApprovalState.APPROVED), (parked_waiting, None)]:
+        await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+        approval = make_approval(parked.id)
+        await store.create_approval(approval)
+        if state is not None:
+            await store.decide_approval(approval.id, state, by="U1", at=now)
+    await append(finished.id, status=RunStatus.DONE)
+
+    found = await store.runs_to_recover(now, owner="W1")
+
+    assert sorted(found) == sorted([unleased.id, mine.id, expired.id, parked_done.id])
