@@ -37,8 +37,10 @@ async def main(task: str) -> None:
             out.print(f"  {MANAGER} approves {approval.tool}({approval.args})")
             await rt.decide(approval.id, "approved", by=MANAGER)
         run = await rt.get(run_id)
-        out.print(f"run [bold]{run_id}[/]: {run.status.value} ({run.stop_reason}); "
-                  f"{views.usage_text(run)}")
+        out.print(
+            f"run [bold]{run_id}[/]: {run.status.value} ({run.stop_reason}); "
+            f"{views.usage_text(run)}"
+        )
         out.print(views.history_table(await rt.history(run_id)))
         out.print("payments in the outside world:", world.payments())
         out.print("e-mails in the outside world:", world.emails())

@@ -109,6 +109,11 @@ class ApprovalDesk:
         if args is not None:
             if decision != "approved":
                 raise errors.EditRefused("arguments can only be edited when approving")
+            if approval.required_approvals > 1:
+                raise errors.EditRefused(
+                    f"policy {approval.policy!r} needs {approval.required_approvals} approvers; "
+                    "they vote on the proposed arguments, which cannot be edited"
+                )
             approved_args = await self._check_edit(approval, policy, args)
         if decision == "approved" and approval.required_approvals > 1:
             votes = await self._vote(approval, by)
@@ -181,6 +186,7 @@ class ApprovalDesk:
         reason: str | None,
         approved_args: dict[str, Any] | None = None,
         not_before: datetime | None = None,
+        resume: bool = True,
     ) -> Approval:
         """Compare-and-set the decision with its audit event, tell the notifier, resume."""
         now = self.rt.clock()
@@ -211,7 +217,7 @@ class ApprovalDesk:
             raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
         run = await self.rt.find_run(decided.run_id)
         await self.rt.announce_decision(decided, run)
-        if run is not None:
+        if run is not None and resume:
             await self.rt.resume_after_decision(run.id)
         return decided
 
@@ -219,22 +225,27 @@ class ApprovalDesk:
 
     async def tick(self, now: datetime) -> datetime | None:
         """Expire, remind and escalate whatever is due; return when the next thing falls due."""
+        limit = 500
         while True:
-            due = await self.store.due_approvals(now)
-            for approval in due:
-                await self._due(approval, now)
-            if len(due) < 500:
+            due = await self.store.due_approvals(now, limit=limit)
+            acted = [await self._due(approval, now) for approval in due]
+            if len(due) < limit or not any(acted):
                 return await self.store.next_due_at()
 
-    async def _due(self, approval: Approval, now: datetime) -> None:
+    async def _due(self, approval: Approval, now: datetime) -> bool:
+        """Act on one due approval; False if someone else already did (or it failed)."""
         _, policy = self._policy(approval.policy)
         try:
             if approval.deadline is not None and approval.deadline <= now:
                 await self._deadline_passed(approval, policy, now)
             elif approval.next_reminder_at is not None and approval.next_reminder_at <= now:
                 await self._remind(approval, policy, now)
+            return True
         except (errors.AlreadyDecided, store_errors.Conflict):
             log.info("approval %s changed while its timer fired; nothing to do", approval.id)
+        except Exception:
+            log.exception("approval %s: timed action failed; it stays due", approval.id)
+        return False
 
     async def _deadline_passed(self, approval: Approval, policy: Policy, now: datetime) -> None:
         if policy.on_timeout == "escalate":

@@ -65,10 +65,7 @@ class Plan:
     args: dict[str, Any] | None = None
     key: str | None = None
     problem: str | None = None
-
-    @property
-    def needs_approval(self) -> bool:
-        return self.problem is None and self.tool is not None and self.tool.requires_approval
+    needs_approval: bool = False
 
 
 class Driver:
@@ -86,12 +83,14 @@ class Driver:
         self.finished: list[EffectOutcome] = []
         self.events: list[AuditEvent] = []
         self.ended = False
+        self.used_ids: set[str] = set()
 
     # the loop
 
     async def drive(self) -> bool:
         """Drive until the run finishes, parks or is taken away; True if this driver ended it."""
         try:
+            await self._load_used_ids()
             calls = pending_calls(self.messages)
             if calls and not await self._settle(calls, fresh=False):
                 return self.ended
@@ -117,10 +116,34 @@ class Driver:
         if reply is not None:
             self.step += 1
             self.usage = self.usage + reply.usage + Usage(steps=1)
+            reply = Reply(reply.content, self._unique_ids(reply.tool_calls), reply.usage)
             self.unsaved.append(
                 Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
             )
         return reply
+
+    async def _load_used_ids(self) -> None:
+        """Call ids this run already used: in its transcript, and in effects and approvals
+        of steps a rollback took out of the transcript."""
+        self.used_ids = {c.id for m in self.messages for c in m.tool_calls}
+        if self.seq > 0:
+            self.used_ids.update(e.call_id for e in await self.store.list_effects(self.run.id))
+            approvals = await self.store.list_approvals(run_id=self.run.id)
+            self.used_ids.update(a.call_id for a in approvals if a.call_id)
+
+    def _unique_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
+        """Models may reuse call ids; the ledger keys effects by them, so each must be new."""
+        unique = []
+        for position, call in enumerate(calls, start=1):
+            call_id, n = call.id, 0
+            while not call_id or call_id in self.used_ids:
+                n += 1
+                call_id = f"{call.id or 'call'}-s{self.step}-{position}" + (
+                    f"-{n}" if n > 1 else ""
+                )
+            self.used_ids.add(call_id)
+            unique.append(call if call_id == call.id else call.model_copy(update={"id": call_id}))
+        return tuple(unique)
 
     async def _ask_model(self) -> Reply | None:
         transcript = self.messages + self.unsaved
@@ -186,7 +209,9 @@ class Driver:
             return Plan(call, tool, problem=str(exc))
         business_id = tool.business_id(args)
         key = idempotency_key(self.run.lineage_id, tool.name, args, business_id)
-        return Plan(call, tool, args, key)
+        # A dry run executes no mutating tool, so it has nothing to ask a human about.
+        ask = tool.requires_approval and not (self.run.dry_run and tool.mutating)
+        return Plan(call, tool, args, key, needs_approval=ask)
 
     async def _known_effects(self, ids: list[str]) -> dict[str, Effect]:
         found = {}
@@ -266,6 +291,8 @@ class Driver:
             started_at=self.rt.clock(),
         )
         committed = await self._commit(start=[effect])
+        if call.id in committed.keys:
+            effect = effect.model_copy(update={"idempotency_key": committed.keys[call.id]})
         if call.id in committed.preempted:
             self.unsaved.append(
                 results.result(call.id, tool.name, committed.preempted[call.id].result)
@@ -377,11 +404,12 @@ class Driver:
         error: str | None = None,
         pages: Sequence[Page] = (),
     ) -> None:
-        await self._commit(status=status, stop_reason=reason, error=error, pages=pages)
+        committed = await self._commit(status=status, stop_reason=reason, error=error, pages=pages)
         self.ended = True
         run = self._run_now()
         for page in pages:
-            await self.rt.announce_page(page, run)
+            if page.id in committed.new_pages:
+                await self.rt.announce_page(page, run)
 
     async def _commit(
         self,
@@ -420,6 +448,9 @@ class Driver:
         except errors.LeaseLost:
             await self._save_outcomes_anyway()
             raise Stopped() from None
+        except errors.AlreadyExists as exc:
+            await self._fail_unrecordable(exc)
+            raise Stopped() from None
         except errors.Conflict:
             await self._append_after_interruption()
             raise Stopped() from None
@@ -432,9 +463,26 @@ class Driver:
         return committed
 
     async def _save_outcomes_anyway(self) -> None:
-        """Another worker took the run over; what our tools did must still be recorded."""
-        if self.finished:
-            await self.store.commit(Batch(run_id=self.run.id, finish=tuple(self.finished)))
+        """Another worker took the run over; what our tools did must still be recorded,
+        unless that worker already settled it."""
+        for outcome in self.finished:
+            try:
+                await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
+            except errors.Conflict:
+                log.info("effect %s was settled by the worker that took over", outcome.call_id)
+
+    async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
+        """A write collided with an existing record: stop the run loudly, never wedge it."""
+        log.error("run %s: cannot record its next step: %s", self.run.id, exc)
+        if self.ended:
+            return
+        self.unsaved = [m for m in self.unsaved if m.role == "tool"]
+        await self._commit(
+            status=RunStatus.FAILED,
+            stop_reason=StopReason.ERROR,
+            error=f"could not record the step: {exc}",
+        )
+        self.ended = True
 
     async def _append_after_interruption(self) -> None:
         """The run was changed (cancelled) mid-step: keep what happened, on top of the change."""
@@ -452,9 +500,12 @@ class Driver:
             messages=tuple(m for m in self.unsaved if m.role == "tool"),
             created_at=self.rt.clock(),
         )
-        await self.store.commit(
-            Batch(run_id=self.run.id, checkpoint=checkpoint, finish=tuple(self.finished))
-        )
+        try:
+            await self.store.commit(
+                Batch(run_id=self.run.id, checkpoint=checkpoint, finish=tuple(self.finished))
+            )
+        except errors.Conflict as exc:
+            log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)
 
     def _event(self, action: str, **detail: Any) -> AuditEvent:
         return AuditEvent(

@@ -40,6 +40,7 @@ from store import (
     EffectStatus,
     Message,
     Page,
+    PageSettlement,
     Run,
     RunState,
     RunStatus,
@@ -121,14 +122,27 @@ class Runtime:
         run_id = run_id or f"run_{uuid.uuid4().hex[:20]}"
         now = self.clock()
         run = Run(
-            id=run_id, agent=chosen.name, task=task, budget=budget or chosen.budget,
-            requested_by=requested_by, lineage_id=run_id, created_at=now, updated_at=now,
+            id=run_id,
+            agent=chosen.name,
+            task=task,
+            budget=budget or chosen.budget,
+            requested_by=requested_by,
+            lineage_id=run_id,
+            created_at=now,
+            updated_at=now,
         )
         transcript = [Message(role="user", content=task)]
         if chosen.system_prompt:
             transcript.insert(0, Message(role="system", content=chosen.system_prompt))
-        snapshot = Checkpoint(run_id=run_id, seq=0, step=0, snapshot=True,
-                              status=RunStatus.RUNNING, messages=tuple(transcript), created_at=now)
+        snapshot = Checkpoint(
+            run_id=run_id,
+            seq=0,
+            step=0,
+            snapshot=True,
+            status=RunStatus.RUNNING,
+            messages=tuple(transcript),
+            created_at=now,
+        )
         try:
             await self.store.create_run(run, snapshot)
         except store_errors.AlreadyExists:
@@ -221,6 +235,12 @@ class Runtime:
         callback_url: str | None = None,
     ) -> Approval:
         """An approval for an agent on another stack (the HTTP API); no run is attached."""
+        known = self.desk.policies.tools
+        if policy is not None and policy != "default" and policy not in known:
+            names = ", ".join(["default", *known])
+            raise errors.InvalidRequest(f"no policy {policy!r}; the policies are: {names}")
+        if not tool.strip():
+            raise errors.InvalidRequest("an approval needs the tool (action) it is about")
         approval = self.desk.new_approval(
             tool=tool,
             args=args,
@@ -235,29 +255,38 @@ class Runtime:
     async def resolve(
         self, run_id: str, call_id: str, *, happened: bool, by: str, result: Any = None
     ) -> Effect:
-        """A human settles an in-doubt effect: it happened (with this result) or it did not."""
+        """A human settles an in-doubt effect: it happened (with this result) or it did not.
+
+        The effect and its pages are settled in one transaction; `resume` then continues.
+        """
         effect = await self._effect(run_id, call_id)
-        if effect.status not in (EffectStatus.STARTED, EffectStatus.IN_DOUBT):
-            raise errors.InvalidRequest(f"effect {call_id} is {effect.status.value}, not in doubt")
+        if effect.status != EffectStatus.IN_DOUBT:
+            raise errors.InvalidRequest(
+                f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
+            )
+        now = self.clock()
         outcome = EffectOutcome(
             run_id=run_id,
             call_id=call_id,
             status=EffectStatus.COMPLETED if happened else EffectStatus.FAILED,
             result=result if happened else None,
             error=None if happened else f"did not happen, according to {by}",
-            finished_at=self.clock(),
+            finished_at=now,
         )
         event = AuditEvent(
             action="resolve_in_doubt",
             actor=by,
             run_id=run_id,
-            at=self.clock(),
+            at=now,
             detail={"call_id": call_id, "happened": happened},
         )
-        await self.store.commit(Batch(run_id=run_id, finish=[outcome], events=[event]))
-        for page in await self.store.list_pages():
-            if page.run_id == run_id and page.call_id == call_id:
-                await self.store.acknowledge_page(page.id, by=by, at=self.clock())
+        settle = PageSettlement(call_id=call_id, by=by, at=now)
+        try:
+            await self.store.commit(
+                Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
+            )
+        except store_errors.Conflict:
+            raise errors.InvalidRequest(f"effect {call_id} was settled meanwhile") from None
         return await self._effect(run_id, call_id)
 
     # time travel
@@ -395,7 +424,11 @@ class Runtime:
         return agent.tools.get(approval.tool) if agent else None
 
     async def resume_after_decision(self, run_id: str) -> None:
-        await self.drive(run_id)
+        """Drive the run a decision unblocked; if that fails, recovery will pick it up."""
+        try:
+            await self.drive(run_id)
+        except Exception:
+            log.exception("run %s could not resume after a decision; recover() will retry", run_id)
 
     async def announce_approval(self, approval: Approval, run: Run | None) -> None:
         await safely(self.notifier.approval_requested(approval, run))

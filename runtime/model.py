@@ -72,7 +72,7 @@ class ScriptedModel:
         self._cost_out = cost_per_1k_output
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
-        turn = sum(1 for m in messages if m.role == "assistant")
+        turn = [m.role for m in messages].count("assistant")
         entry = self._entry(turn, messages)
         if isinstance(entry, Exception):
             raise entry
@@ -88,7 +88,9 @@ class ScriptedModel:
         return entry(messages) if callable(entry) else entry
 
     def _usage(self, messages: Sequence[Message], reply: Reply) -> Usage:
-        prompt = sum(_chars(m.content, m.tool_calls) for m in messages)
+        # Like a provider, the whole prompt counts every turn: about four characters a token,
+        # plus a few tokens of framing per message.
+        prompt = sum(len(m.content) for m in messages) + 16 * len(messages)
         input_tokens = max(1, prompt // 4)
         output_tokens = max(1, _chars(reply.content, reply.tool_calls) // 4)
         cost = (input_tokens * self._cost_in + output_tokens * self._cost_out) / 1000

@@ -98,12 +98,16 @@ class StaticDirectory:
 
 
 async def may_decide(policy: Policy, user: str, directory: Directory, *, escalated: bool) -> bool:
-    """Whether `user` is an approver; an escalated approval also admits `escalate_to`."""
+    """Whether `user` is an approver; an escalated approval also admits `escalate_to`.
+
+    A policy that names no approvers lets anyone decide (except the requester approving
+    their own action, which the caller checks); escalation never narrows that.
+    """
+    if not policy.approvers:
+        return True
     approvers = list(policy.approvers)
     if escalated and policy.escalate_to:
         approvers.append(policy.escalate_to)
-    if not approvers:
-        return True
     for who in approvers:
         if who == user:
             return True

@@ -6,14 +6,15 @@ result from a refusal without parsing prose.
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from pydantic_core import to_json
 
 from store import Approval, Message
 
 
 def _message(call_id: str, tool: str, content: Any) -> Message:
-    text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+    text = content if isinstance(content, str) else to_json(content).decode()
     return Message(role="tool", tool_call_id=call_id, name=tool, content=text)
 
 

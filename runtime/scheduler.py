@@ -38,8 +38,13 @@ class ApprovalScheduler:
         """Start APScheduler, fire everything already due, and arm the next due time."""
         self._scheduler.start()
         self._scheduler.add_job(
-            self.tick, "interval", seconds=self.poll_every, id=POLL_JOB,
-            coalesce=True, max_instances=1, misfire_grace_time=None,
+            self.tick,
+            "interval",
+            seconds=self.poll_every,
+            id=POLL_JOB,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
         )
         self.rt.on_due = self.poke
         await self.tick()
@@ -70,6 +75,12 @@ class ApprovalScheduler:
     def _arm(self, at: datetime) -> None:
         self.armed_at = at
         self._scheduler.add_job(
-            self.tick, "date", run_date=at, id=NEXT_DUE_JOB, replace_existing=True,
-            coalesce=True, max_instances=2, misfire_grace_time=None,
+            self.tick,
+            "date",
+            run_date=at,
+            id=NEXT_DUE_JOB,
+            replace_existing=True,
+            coalesce=True,
+            max_instances=2,
+            misfire_grace_time=None,
         )

@@ -137,12 +137,20 @@ class Tool:
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
         """Run the tool within its timeout; sync tools run in a worker thread."""
         kwargs = dict(args, ctx=ctx) if self.takes_ctx else dict(args)
-        work = self.fn(**kwargs) if self.is_async else asyncio.to_thread(self.fn, **kwargs)
+        limit = asyncio.timeout(self.timeout)
         try:
-            result = await asyncio.wait_for(work, self.timeout)
+            async with limit:
+                if self.is_async:
+                    result = await self.fn(**kwargs)
+                else:
+                    result = await asyncio.to_thread(self.fn, **kwargs)
         except TimeoutError:
+            if not limit.expired():
+                raise  # the tool's own timeout error: a failure, not ours to judge in doubt
             raise ToolTimeout(f"{self.name} did not finish within {self.timeout:g}s") from None
-        return to_jsonable_python(result)
+        # The tool has acted: a result that is not JSON must not turn a done effect into a
+        # failed one (which a re-issued call would repeat), so it is kept as text.
+        return to_jsonable_python(result, fallback=repr)
 
 
 def tool(

@@ -1,0 +1,76 @@
+"""Fixtures for the runtime tests: real SQLite files reopened on new connections, and worker
+processes that drive a run until they are killed."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from store import Store, open_store
+
+WORKERS = Path(__file__).parent / "workers"
+DRIVE = WORKERS / "drive.py"
+
+
+def _load_scenarios() -> ModuleType:
+    """Make `workers/scenarios.py` importable as `runtime_scenarios`, whatever the import mode."""
+    if "runtime_scenarios" in sys.modules:
+        return sys.modules["runtime_scenarios"]
+    spec = importlib.util.spec_from_file_location("runtime_scenarios", WORKERS / "scenarios.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {WORKERS / 'scenarios.py'}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["runtime_scenarios"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+scenarios = _load_scenarios()
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'runs.db'}"
+
+
+@pytest.fixture
+async def open_db(db_url: str) -> AsyncIterator[Callable[[], Awaitable[Store]]]:
+    """Open the test's database file on a new connection each call, as a new process would."""
+    opened: list[Store] = []
+
+    async def open_new() -> Store:
+        store = await open_store(db_url)
+        opened.append(store)
+        return store
+
+    yield open_new
+    for store in opened:
+        await store.close()
+
+
+@pytest.fixture
+def run_worker(db_url: str, world: Path) -> Callable[..., Any]:
+    """Start `workers/drive.py` on the test's database and world, wait for it to end or die."""
+
+    def run(
+        agent: str, run_id: str, task: str, *, die: str | None = None, max_steps: int | None = None
+    ) -> Any:
+        env = dict(os.environ, SIGNOFF_WORLD_DB=str(world))
+        env.pop("SIGNOFF_TEST_DIE", None)
+        if die is not None:
+            env["SIGNOFF_TEST_DIE"] = die
+        args = [sys.executable, str(DRIVE), agent, db_url, run_id, task]
+        if max_steps is not None:
+            args.append(str(max_steps))
+        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        return scenarios.Exit(done.returncode, done.stdout, done.stderr)
+
+    return run

@@ -1,0 +1,342 @@
+"""One driver per run (DESIGN rule 7): a live lease keeps other workers out, an expired one is
+taken over by recover(), recovering twice is harmless, start() with a known id resumes it, and
+a cancelled run's driver is refused its next write."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TypeVar
+
+import pytest
+from runtime_scenarios import (
+    WORKER_ID,
+    CountingModel,
+    GatedModel,
+    MovableClock,
+    OpenDb,
+    Worker,
+    assert_well_formed,
+    counter_agent,
+    counting_policy,
+)
+
+from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
+from store import EffectStatus, RunStatus, Store
+from store.records import utcnow
+
+T = TypeVar("T")
+
+
+async def until(check: Callable[[], Awaitable[bool]]) -> None:
+    """Poll `check` for up to ten seconds."""
+    for _ in range(1000):
+        if await check():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("gave up waiting")
+
+
+async def finish(task: asyncio.Task[T]) -> T:
+    """Await a background task, failing instead of hanging if it never ends."""
+    async with asyncio.timeout(20):
+        return await task
+
+
+@dataclass
+class Stalled:
+    """A worker that started a 3-step run and now waits on the model for step 2."""
+
+    rt: Runtime
+    model: GatedModel
+    task: asyncio.Task[str]
+    run_id: str = "gated"
+
+
+async def driving_into_the_gate(store: Store, worker_id: str) -> Stalled:
+    model = GatedModel(ScriptedModel(counting_policy), at_turn=1)
+    rt = Runtime(store, [counter_agent(model)], worker_id=worker_id)
+    task = asyncio.create_task(
+        rt.start("counter", "Count", run_id="gated", budget=Budget(max_steps=3))
+    )
+    async with asyncio.timeout(10):
+        await model.waiting.wait()
+    return Stalled(rt, model, task)
+
+
+async def test_run_leased_by_a_live_worker_is_not_driven(store: Store) -> None:
+    a = await driving_into_the_gate(store, "worker-a")
+    model, run_id = a.model, a.run_id
+    rt_b = Runtime(store, [counter_agent(model)], worker_id="worker-b")
+
+    run = await rt_b.drive(run_id)
+    again = await rt_b.start("counter", "Count", run_id=run_id)
+    recovered = await rt_b.recover()
+
+    assert (run.status, run.lease_owner, run.usage.steps) == (RunStatus.RUNNING, "worker-a", 1)
+    assert again == run_id
+    assert recovered == []
+    assert model.calls == 2
+    model.gate.set()
+    await finish(a.task)
+    final = await store.get_run(run_id)
+    assert (final.stop_reason, final.usage.steps, model.calls) == ("step_budget", 3, 3)
+    assert len(await store.list_runs()) == 1
+    assert len(await store.list_effects(run_id)) == 3
+
+
+async def test_expired_lease_is_taken_over_and_the_old_driver_is_refused(store: Store) -> None:
+    a = await driving_into_the_gate(store, "worker-a")
+    run_id = a.run_id
+    later = utcnow() + timedelta(minutes=10)
+    fresh = CountingModel(ScriptedModel(counting_policy))
+    rt_b = Runtime(store, [counter_agent(fresh)], worker_id="worker-b", clock=lambda: later)
+
+    assert await rt_b.recover() == [run_id]
+    taken_over = await store.history(run_id)
+    a.model.gate.set()
+    assert await finish(a.task) == run_id
+
+    run = await store.get_run(run_id)
+    assert (run.status, run.stop_reason, run.usage.steps) == (RunStatus.FAILED, "step_budget", 3)
+    assert fresh.calls == 2
+    assert await store.history(run_id) == taken_over
+    effects = await store.list_effects(run_id)
+    assert [e.call_id for e in effects] == ["call_1_1", "call_2_1", "call_3_1"]
+    assert_well_formed((await store.load_state(run_id)).messages)
+
+
+async def test_a_long_tool_keeps_its_lease_alive(store: Store, clock: MovableClock) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool(description="Slow export.", effect="read")
+    async def export() -> str:
+        entered.set()
+        await release.wait()
+        return "exported"
+
+    agent = Agent("exporter", model=ScriptedModel([tool_call("export"), "done"]), tools=[export])
+    rt = Runtime(store, [agent], worker_id="busy", lease_ttl=0.3, clock=clock)
+    driving = asyncio.create_task(rt.start("exporter", "Export", run_id="x"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    first = (await store.get_run("x")).lease_expires_at
+    clock.advance(seconds=0.25)
+
+    async def renewed() -> bool:
+        return (await store.get_run("x")).lease_expires_at != first
+
+    await until(renewed)
+    clock.advance(seconds=0.25)
+    other = Runtime(store, [agent], worker_id="other", clock=clock)
+
+    assert await other.recover() == []
+    release.set()
+    await finish(driving)
+    assert (await store.get_run("x")).status == RunStatus.DONE
+
+
+async def test_start_refuses_an_unknown_agent_or_an_empty_task(store: Store) -> None:
+    rt = Runtime(store, [counter_agent()], worker_id="w")
+
+    with pytest.raises(errors.UnknownAgent, match="no agent 'nobody'; this runtime has: counter"):
+        await rt.start("nobody", "Count")
+    with pytest.raises(errors.InvalidRequest, match="needs a task"):
+        await rt.start("counter", "   ")
+    assert await rt.list() == []
+
+
+async def test_recover_twice_is_harmless(store: Store) -> None:
+    model = CountingModel(ScriptedModel(counting_policy))
+    rt = Runtime(store, [counter_agent(model)], worker_id="w")
+    done = await rt.start("counter", "Count", budget=Budget(max_steps=2))
+    before = await store.history(done)
+
+    assert await rt.recover() == []
+    assert await rt.recover() == []
+
+    assert await store.history(done) == before
+    assert model.calls == 2
+
+
+async def test_recover_in_two_workers_at_once_drives_each_run_once(
+    run_worker: Worker, open_db: OpenDb
+) -> None:
+    for run_id in ("one", "two"):
+        assert run_worker("counter", run_id, "Count", die="tick@2", max_steps=4).killed
+    store = await open_db()
+    later = utcnow() + timedelta(minutes=10)
+    models = [CountingModel(ScriptedModel(counting_policy)) for _ in range(2)]
+    workers = [
+        Runtime(store, [counter_agent(m)], worker_id=f"w{i}", clock=lambda: later)
+        for i, m in enumerate(models)
+    ]
+
+    await asyncio.gather(*(w.recover() for w in workers))
+
+    assert sum(m.calls for m in models) == 4
+    for run_id in ("one", "two"):
+        run = await store.get_run(run_id)
+        assert (run.stop_reason, run.usage.steps) == ("step_budget", 4)
+        assert len(await store.list_effects(run_id)) == 4
+
+
+async def test_start_with_an_existing_id_resumes_without_duplicating(
+    run_worker: Worker, open_db: OpenDb
+) -> None:
+    assert run_worker("counter", "count-8", "Count", die="tick@3", max_steps=8).killed
+    model = CountingModel(ScriptedModel(counting_policy))
+    rt = Runtime(await open_db(), [counter_agent(model)], worker_id=WORKER_ID)
+
+    assert await rt.start("counter", "Count again", run_id="count-8") == "count-8"
+    assert await rt.start("counter", "Count again", run_id="count-8") == "count-8"
+
+    (run,) = await rt.list()
+    assert (run.id, run.task, run.stop_reason, run.usage.steps) == (
+        "count-8",
+        "Count",
+        "step_budget",
+        8,
+    )
+    assert model.calls == 5
+    assert len(await rt.store.list_effects("count-8")) == 8
+
+
+async def test_start_with_an_existing_id_of_another_agent_is_refused(store: Store) -> None:
+    other = Agent("other", model=ScriptedModel(["hi"]))
+    rt = Runtime(store, [counter_agent(), other], worker_id="w")
+    run_id = await rt.start("other", "Say hi")
+
+    with pytest.raises(errors.InvalidRequest, match="exists with agent 'other'"):
+        await rt.start("counter", "Count", run_id=run_id)
+
+
+# cancel
+
+
+@pytest.mark.parametrize("where", ["same-runtime", "other-runtime"])
+async def test_cancel_while_the_model_thinks_refuses_the_drivers_next_write(
+    store: Store, where: str
+) -> None:
+    driver = await driving_into_the_gate(store, "driver")
+    model, run_id = driver.model, driver.run_id
+    canceller = driver.rt if where == "same-runtime" else Runtime(store, [], worker_id="api")
+
+    cancelling = asyncio.create_task(canceller.cancel(run_id, by="U_BOSS", reason="stop"))
+
+    async def cancelled() -> bool:
+        return (await store.get_run(run_id)).status == RunStatus.CANCELLED
+
+    await until(cancelled)
+    model.gate.set()
+    await finish(driver.task)
+    run = await finish(cancelling)
+
+    assert (run.status, run.stop_reason) == (RunStatus.CANCELLED, "cancelled")
+    assert model.calls == 2
+    state = await store.load_state(run_id)
+    assert [m.role for m in state.messages].count("assistant") == 1
+    assert len(await store.list_effects(run_id)) == 1
+    assert "cancel" in [e.action for e in await store.list_events(run_id=run_id)]
+
+
+async def test_cancel_while_a_tool_runs_still_records_what_it_did(store: Store) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool(description="Ship a parcel.", effect="irreversible", requires_approval=False)
+    async def ship(parcel: str) -> str:
+        entered.set()
+        await release.wait()
+        return f"shipped {parcel}"
+
+    model = CountingModel(ScriptedModel([tool_call("ship", {"parcel": "p1"}), "done"]))
+    rt = Runtime(store, [Agent("shipper", model=model, tools=[ship])], worker_id="w")
+    driving = asyncio.create_task(rt.start("shipper", "Ship p1", run_id="ship"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+
+    await Runtime(store, [], worker_id="api").cancel("ship")
+    release.set()
+    await finish(driving)
+
+    run = await store.get_run("ship")
+    assert (run.status, run.stop_reason, model.calls) == (RunStatus.CANCELLED, "cancelled", 1)
+    (effect,) = await store.list_effects("ship")
+    assert (effect.status, effect.result) == (EffectStatus.COMPLETED, "shipped p1")
+    state = await store.load_state("ship")
+    assert state.messages[-1].content == "shipped p1"
+    assert_well_formed(state.messages)
+
+
+async def test_cancel_of_a_finished_run_is_refused(store: Store) -> None:
+    rt = Runtime(store, [Agent("greeter", model=ScriptedModel(["hi"]))], worker_id="w")
+    run_id = await rt.start("greeter", "Say hi")
+    before = await store.history(run_id)
+
+    with pytest.raises(errors.InvalidRequest, match="already done"):
+        await rt.cancel(run_id)
+    assert await store.history(run_id) == before
+
+
+async def test_cancelled_run_is_neither_resumed_nor_recovered(store: Store) -> None:
+    model = CountingModel(ScriptedModel(counting_policy))
+    rt = Runtime(store, [counter_agent(model)], worker_id="w")
+    gated = GatedModel(ScriptedModel(counting_policy), at_turn=0)
+    rt_gated = Runtime(store, [counter_agent(gated)], worker_id="g")
+    driving = asyncio.create_task(rt_gated.start("counter", "Count", run_id="c"))
+    async with asyncio.timeout(10):
+        await gated.waiting.wait()
+    await rt.cancel("c")
+    gated.gate.set()
+    await finish(driving)
+
+    with pytest.raises(errors.InvalidRequest, match="cancelled"):
+        await rt.resume("c")
+    assert await rt.recover() == []
+    assert (await rt.drive("c")).status == RunStatus.CANCELLED
+    with pytest.raises(errors.InvalidRequest, match="already cancelled"):
+        await rt.cancel("c")
+    assert model.calls == 0
+
+
+async def test_old_driver_finishing_a_tool_after_a_takeover_stops_quietly(store: Store) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    runs: list[int] = []
+
+    @tool(
+        description="Sync a mirror.",
+        effect="irreversible",
+        requires_approval=False,
+        idempotent=True,
+    )
+    async def sync_mirror(name: str, *, ctx: ToolContext) -> str:
+        runs.append(ctx.attempt)
+        if len(runs) == 1:
+            entered.set()
+            await release.wait()
+        return f"synced {name}"
+
+    def mirror_agent() -> Agent:
+        script = ScriptedModel([tool_call("sync_mirror", {"name": "eu"}), "done"])
+        return Agent("mirror", model=script, tools=[sync_mirror])
+
+    old = Runtime(store, [mirror_agent()], worker_id="old")
+    driving = asyncio.create_task(old.start("mirror", "Sync eu", run_id="m"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    later = utcnow() + timedelta(minutes=10)
+    new = Runtime(store, [mirror_agent()], worker_id="new", clock=lambda: later)
+    assert await new.recover() == ["m"]
+    assert (await store.get_run("m")).status == RunStatus.DONE
+    done = await store.history("m")
+
+    release.set()
+    async with asyncio.timeout(10):
+        assert await driving == "m"
+
+    assert runs == [1, 2]
+    assert await store.history("m") == done
+    (effect,) = await store.list_effects("m")
+    assert (effect.status, effect.result) == (EffectStatus.COMPLETED, "synced eu")

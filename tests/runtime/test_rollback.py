@@ -1,0 +1,462 @@
+"""Rollback and the saga (issue 5, runtime side; DESIGN rule 6): compensate what can be undone,
+page a human for the rest, restore the state as a new checkpoint, and survive being killed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import sys
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from approvals_conftest_helpers import (
+    APPROVER,
+    REQUESTER,
+    RecordingNotifier,
+    hold,
+    invocations,
+    release,
+    reserve,
+    settled,
+    stock_agent,
+    tool_messages,
+    unhold,
+    wire_money,
+)
+
+from examples import world as example_world
+from examples.refund_agent import agent as refund_agent
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
+from store import ApprovalState, EffectStatus, RunStatus, Store
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).parent / "workers" / "rollback_worker.py"
+WORKER_ID = "rb-worker"
+ITEMS = ["apples", "bread", "cheese", "dates", "eggs", "figs"]
+
+
+async def refund_run(rt: Runtime) -> str:
+    """Looked up (step 1), refunded (2, approved), charged (3), e-mailed (4), answered (5)."""
+    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
+    (approval,) = await rt.approvals(run_id)
+    await rt.decide(approval.id, "approved", by=APPROVER)
+    assert (await rt.get(run_id)).status == RunStatus.DONE
+    return run_id
+
+
+def reversals() -> list[tuple[str, str, int, str]]:
+    return [p for p in example_world.payments() if p[0] == "refund_reversal"]
+
+
+# what a rollback does
+
+
+async def test_rollback_compensates_the_refund_and_pages_email_and_charge(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    notifier = RecordingNotifier()
+    rt = make_runtime([refund_agent], notifier=notifier)
+    run_id = await refund_run(rt)
+
+    report = await rt.rollback(run_id, to_step=0)
+
+    assert report.compensated == ["call_2_1"]
+    assert report.paged == ["call_4_1", "call_3_1"]
+    assert report.skipped == ["call_1_1"]
+    (reversal,) = reversals()
+    assert reversal[1:3] == ("1001", -6033)
+    pages = {p.call_id: p for p in await rt.store.list_pages()}
+    assert {c: p.reason for c, p in pages.items()} == {
+        "call_3_1": "uncompensatable",
+        "call_4_1": "uncompensatable",
+    }
+    assert sorted(p.call_id or "" for p in notifier.pages) == ["call_3_1", "call_4_1"]
+    assert len(example_world.emails()) == 1
+    assert [p[0] for p in example_world.payments()].count("charge") == 1
+
+
+async def test_compensation_is_an_effect_with_its_own_key(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+
+    await rt.rollback(run_id, to_step=0)
+
+    refund = await rt.store.get_effect(run_id, "call_2_1")
+    (undo,) = [e for e in await rt.store.list_effects(run_id) if e.compensates == "call_2_1"]
+    assert refund.compensated_by == undo.call_id
+    assert undo.tool == "reverse_refund"
+    assert undo.status == EffectStatus.COMPLETED
+    assert undo.args == refund.args
+    assert undo.idempotency_key != refund.idempotency_key
+    assert reversals()[0][3] == undo.idempotency_key
+    assert [e.tool for e in await rt.effects_after(run_id, 0)] == ["charge", "send_email"]
+
+
+async def test_rollback_appends_a_restore_snapshot_and_keeps_history(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    before = await rt.history(run_id)
+
+    await rt.rollback(run_id, to_step=2)
+
+    after = await rt.history(run_id)
+    assert after[: len(before)] == before
+    (restore,) = after[len(before) :]
+    assert restore.snapshot is True
+    assert restore.step == 2
+    assert restore.stop_reason == "rolled_back"
+    assert restore.usage == before[-1].usage
+    events = [e for e in await rt.store.list_events(run_id=run_id) if e.action == "rollback"]
+    assert events[0].detail["paged"] == ["call_4_1", "call_3_1"]
+
+
+@pytest.mark.parametrize("to_step", [0, 1, 2, 4])
+async def test_state_after_rollback_is_the_state_at_that_step(
+    make_runtime: Callable[..., Runtime], world: Path, to_step: int
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    wanted = await rt.state_at(run_id, to_step)
+
+    await rt.rollback(run_id, to_step=to_step)
+
+    now = await rt.store.load_state(run_id)
+    assert now.messages == wanted.messages
+    assert now.step == to_step
+    run = await rt.get(run_id)
+    assert run.step == to_step
+    assert run.status == RunStatus.FAILED
+    assert run.stop_reason == "rolled_back"
+
+
+async def test_rollback_to_a_later_step_leaves_earlier_effects_alone(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+
+    report = await rt.rollback(run_id, to_step=2)
+
+    assert report.compensated == []
+    assert report.paged == ["call_4_1", "call_3_1"]
+    assert report.skipped == []
+    assert reversals() == []
+    assert (await rt.store.get_effect(run_id, "call_2_1")).compensated_by is None
+
+
+async def test_rollback_run_twice_compensates_once(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+
+    first = await rt.rollback(run_id, to_step=0)
+    second = await rt.rollback(run_id, to_step=0)
+
+    assert len(reversals()) == 1
+    assert second.compensated == first.compensated == ["call_2_1"]
+    assert second.paged == first.paged
+    undos = [e for e in await rt.store.list_effects(run_id) if e.compensates is not None]
+    assert len(undos) == 1
+    assert len(await rt.store.list_pages()) == 2
+
+
+async def test_rollback_of_an_unknown_run_or_step_changes_nothing(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    history = await rt.history(run_id)
+
+    with pytest.raises(errors.RunNotFound):
+        await rt.rollback("run-nope", to_step=0)
+    with pytest.raises(errors.InvalidRequest):
+        await rt.rollback(run_id, to_step=42)
+
+    assert await rt.history(run_id) == history
+    assert reversals() == []
+    assert await rt.store.list_pages() == []
+
+
+async def test_resume_after_rollback_redoes_the_compensated_refund(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    await rt.rollback(run_id, to_step=1)
+    assert (await rt.store.load_state(run_id)).messages == (await rt.state_at(run_id, 1)).messages
+
+    await rt.resume(run_id)
+    pending = await rt.approvals(run_id, state="pending")
+    assert [a.tool for a in pending] == ["issue_refund"]
+    await rt.decide(pending[0].id, "approved", by=APPROVER)
+
+    state = await rt.store.load_state(run_id)
+    assert state.status == RunStatus.DONE
+    assert state.messages[-1].content.startswith("Refunded order 1001 (6033 cents)")
+    net = sum(a for kind, _, a, _ in example_world.payments() if "refund" in kind)
+    assert net == 6033, "the run says it refunded, so the refund must stand in the world"
+
+
+# compensations that cannot be trusted
+
+
+@tool(description="Book a slot.", effect="reversible", compensate="unbook")
+def book(slot: str, *, ctx: ToolContext) -> dict[str, Any]:
+    return {"booked": slot}
+
+
+@tool(description="Cancel a booking.", effect="irreversible", requires_approval=False)
+def unbook(slot: str, *, ctx: ToolContext) -> dict[str, Any]:
+    raise RuntimeError("calendar is down")
+
+
+@tool(description="Move money.", effect="reversible", compensate="unmove", timeout=0.05)
+async def move(amount: int) -> dict[str, Any]:
+    await asyncio.sleep(5)
+    return {"moved": amount}
+
+
+@tool(description="Move money back.", effect="irreversible", requires_approval=False)
+def unmove(amount: int) -> dict[str, Any]:
+    raise AssertionError("an in-doubt effect must not be compensated blind")
+
+
+async def test_failed_compensation_is_paged_never_dropped(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    notifier = RecordingNotifier()
+    agent = Agent(
+        "booker",
+        model=ScriptedModel([tool_call("book", {"slot": "9am"}), "booked"]),
+        tools=[book, unbook],
+    )
+    rt = make_runtime([agent], notifier=notifier)
+    run_id = await rt.start("booker", "Book 9am")
+
+    report = await rt.rollback(run_id, to_step=0)
+    again = await rt.rollback(run_id, to_step=0)
+
+    assert report.paged == again.paged == ["call_1_1"]
+    assert report.compensated == []
+    (page,) = await rt.store.list_pages()
+    assert page.reason == "compensation_failed"
+    assert "calendar is down" in page.detail
+    assert [p.id for p in notifier.pages][:1] == [page.id]
+    (undo,) = [e for e in await rt.store.list_effects(run_id) if e.compensates == "call_1_1"]
+    assert undo.status == EffectStatus.FAILED
+    assert (await rt.store.get_effect(run_id, "call_1_1")).compensated_by is None
+
+
+async def test_in_doubt_effect_is_paged_not_compensated(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    agent = Agent(
+        "mover",
+        model=ScriptedModel([tool_call("move", {"amount": 5}), "moved"]),
+        tools=[move, unmove],
+    )
+    rt = make_runtime([agent])
+    run_id = await rt.start("mover", "Move 5")
+    assert (await rt.get(run_id)).stop_reason == "in_doubt"
+
+    report = await rt.rollback(run_id, to_step=0)
+
+    assert report.paged == ["call_1_1"]
+    assert report.compensated == []
+    assert [p.reason for p in await rt.store.list_pages()] == ["in_doubt"]
+    assert [e.tool for e in await rt.store.list_effects(run_id)] == ["move"]
+
+
+# the saga: an abandoned run is compensated
+
+
+def saga_agent(then: list[Any], on_failure: Any = "compensate") -> Agent:
+    return stock_agent(["apples", "bread"], name="saga", then=then, on_failure=on_failure)
+
+
+async def test_cancelled_saga_run_is_compensated_in_reverse(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    wire = tool_call("wire_money", {"account": "ACME", "amount_cents": 1})
+    agent = stock_agent(
+        ["apples", "bread"],
+        name="saga",
+        tools=[reserve, release, hold, unhold, wire_money],
+        then=[wire, "done"],
+        on_failure="compensate",
+    )
+    rt = make_runtime([agent])
+    await rt.start("saga", "Stock up", run_id="run-saga", requested_by=REQUESTER)
+    assert (await rt.get("run-saga")).status == RunStatus.WAITING_APPROVAL
+
+    await rt.cancel("run-saga", by="U0OPS", reason="changed plans")
+
+    assert (await rt.get("run-saga")).status == RunStatus.CANCELLED
+    (approval,) = await rt.approvals("run-saga")
+    assert approval.state == ApprovalState.DECLINED
+    assert [(t, s) for t, s, _, _ in invocations() if t in ("release", "unhold")] == [
+        ("unhold", "1A"),
+        ("release", "bread"),
+        ("release", "apples"),
+    ]
+    effects = await rt.store.list_effects("run-saga")
+    assert all(e.compensated_by for e in effects if e.tool in ("reserve", "hold"))
+    assert invocations("wire_money") == []
+    with pytest.raises(errors.AlreadyDecided):
+        await rt.decide(approval.id, "approved", by=APPROVER)
+    assert invocations("wire_money") == []
+    actions = [e.action for e in await rt.store.list_events(run_id="run-saga")]
+    assert "compensate" in actions
+
+
+async def test_failed_saga_run_is_compensated(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([saga_agent([RuntimeError("model is down")])])
+
+    await rt.start("saga", "Stock up", run_id="run-saga")
+
+    run = await rt.get("run-saga")
+    assert run.status == RunStatus.FAILED
+    assert run.stop_reason == "error"
+    assert [s for _, s in settled("release")] == ["bread", "apples"]
+    assert [s for t, s, _, _ in invocations() if t == "unhold"] == ["1A"]
+    assert await rt.effects_after("run-saga", 0) == []
+
+
+async def test_abandoned_run_without_saga_is_left_alone(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([saga_agent([RuntimeError("model is down")], on_failure="stop")])
+
+    await rt.start("saga", "Stock up", run_id="run-saga")
+
+    assert (await rt.get("run-saga")).status == RunStatus.FAILED
+    assert settled("release") == []
+    assert len(await rt.effects_after("run-saga", 0)) == 3
+
+
+# killed in the middle of a rollback (real processes, SIGKILL)
+
+
+async def run_worker(
+    db: Path, run_id: str, to_step: int, mode: str, *, kill_after: float | None = None
+) -> tuple[int, str]:
+    """Run the rollback worker; with `kill_after`, SIGKILL it that long after it starts."""
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(WORKER.parent.parent)]),
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        f"sqlite:///{db}",
+        run_id,
+        str(to_step),
+        WORKER_ID,
+        mode,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    first = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+    assert first.strip() == b"rolling back", (await proc.communicate())[1].decode()
+    if kill_after is not None:
+        await asyncio.sleep(kill_after)
+        if proc.returncode is None:
+            proc.kill()
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode() + err.decode()
+
+
+async def test_rollback_killed_after_compensating_then_rerun_compensates_once(
+    file_store: Store, world: Path, tmp_path: Path
+) -> None:
+    rt = Runtime(file_store, [refund_agent], worker_id=WORKER_ID)
+    run_id = await refund_run(rt)
+
+    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
+
+    assert code == -9, output
+    assert len(reversals()) == 1
+    (undo,) = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert undo.status == EffectStatus.STARTED
+
+    report = await rt.rollback(run_id, to_step=0)
+
+    assert report.compensated == ["call_2_1"]
+    assert report.paged == ["call_4_1", "call_3_1"]
+    (reversal,) = reversals()
+    undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert [(e.call_id, e.status) for e in undos] == [(undo.call_id, EffectStatus.COMPLETED)]
+    assert reversal[3] == undo.idempotency_key
+    assert len(await file_store.list_pages()) == 2
+    restores = [c for c in await rt.history(run_id) if c.stop_reason == "rolled_back"]
+    assert len(restores) == 1
+    assert (await file_store.load_state(run_id)).messages == (await rt.state_at(run_id, 0)).messages
+
+
+async def test_interrupted_compensation_that_is_not_idempotent_is_paged_not_repeated(
+    file_store: Store, world: Path, tmp_path: Path
+) -> None:
+    rt = Runtime(file_store, [stock_agent([])], worker_id=WORKER_ID)
+    run_id = await rt.start("stock", "Hold a seat")
+
+    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
+    assert code == -9, output
+    report = await rt.rollback(run_id, to_step=0)
+
+    assert [s for t, s, _, _ in invocations() if t == "unhold"] == ["1A"]
+    assert report.paged == ["call_1_1"]
+    (page,) = await file_store.list_pages()
+    assert page.reason == "compensation_failed"
+    assert "not idempotent" in page.detail
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+async def test_rollback_killed_at_random_moments_compensates_each_effect_once(
+    file_store: Store, world: Path, tmp_path: Path, seed: int
+) -> None:
+    rt = Runtime(file_store, [stock_agent(ITEMS)], worker_id=WORKER_ID)
+    run_id = await rt.start("stock", "Stock up")
+    reserved = [e for e in await file_store.list_effects(run_id) if e.tool == "reserve"]
+    assert len(reserved) == len(ITEMS)
+    chance = random.Random(seed)
+
+    kills = 0
+    for _ in range(2):
+        code, output = await run_worker(
+            tmp_path / "signoff.db", run_id, 0, "slow", kill_after=chance.uniform(0.0, 0.9)
+        )
+        assert code in (0, -9), output
+        kills += code == -9
+    report = await rt.rollback(run_id, to_step=0)
+
+    hold_id = f"call_{len(ITEMS) + 1}_1"
+    assert set(report.compensated) - {hold_id} == {e.call_id for e in reserved}
+    assert (hold_id in report.compensated) != (hold_id in report.paged)
+    assert len([t for t, *_ in invocations() if t == "unhold"]) <= 1
+    assert Counter(s for _, s in settled("release")) == Counter(ITEMS)
+    tries = [(s, k) for t, s, _, k in invocations() if t == "release"]
+    assert len(tries) <= len(ITEMS) + kills
+    assert all(len({k for s2, k in tries if s2 == s}) == 1 for s, _ in tries)
+    undos = [e for e in await file_store.list_effects(run_id) if e.tool == "release"]
+    assert Counter(e.compensates for e in undos) == Counter(e.call_id for e in reserved)
+    assert all(e.status == EffectStatus.COMPLETED for e in undos)
+    reserves = [e for e in await file_store.list_effects(run_id) if e.tool == "reserve"]
+    assert [e.compensated_by for e in reserves] == [f"undo:{e.call_id}" for e in reserved]
+    final = await file_store.load_state(run_id)
+    assert final.step == 0
+    assert tool_messages(final.messages, "call_1_1") == []

@@ -1,0 +1,103 @@
+"""A process the rollback tests start, and often kill: rolls one run back.
+
+    python rollback_worker.py <database-url> <run-id> <to-step> <worker-id> <mode>
+
+Modes:
+- `plain`: roll back and print the report as JSON.
+- `die`: every compensator SIGKILLs this process right after the outside world recorded it.
+- `slow`: every compensator sleeps a little after acting, so a test can kill the process at a
+  random moment in the middle of the rollback.
+
+It prints `rolling back` just before it starts. Run it with `tests/runtime` on PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+from approvals_conftest_helpers import hold, record, reserve, settle, stock_agent
+
+from examples import refund_agent, world
+from runtime import Agent, Runtime, ToolContext, tool
+from store import open_store
+
+MODE = "plain"
+
+
+def after_compensating() -> None:
+    if MODE == "die":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if MODE == "slow":
+        time.sleep(0.15)
+
+
+@tool(
+    name="reverse_refund",
+    description="Take back a refund.",
+    effect="irreversible",
+    requires_approval=False,
+    idempotent=True,
+    timeout=30,
+)
+def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    record("reverse_refund", order_id, -amount_cents, ctx.idempotency_key)
+    result = world.pay("refund_reversal", order_id, -amount_cents, ctx.idempotency_key)
+    after_compensating()
+    return result
+
+
+@tool(
+    name="release",
+    description="Release reserved stock.",
+    effect="irreversible",
+    requires_approval=False,
+    idempotent=True,
+    timeout=30,
+)
+def release(item: str, amount: int, *, ctx: ToolContext) -> dict[str, Any]:
+    record("release", item, -amount, ctx.idempotency_key)
+    settle("release", item, ctx.idempotency_key)
+    after_compensating()
+    return {"released": item}
+
+
+@tool(name="unhold", description="Give a seat back.", effect="irreversible", timeout=30)
+def unhold(seat: str, *, ctx: ToolContext) -> dict[str, Any]:
+    record("unhold", seat, -1, ctx.idempotency_key)
+    after_compensating()
+    return {"freed": seat}
+
+
+def agents() -> list[Agent]:
+    example = refund_agent.agent
+    tools = [t for name, t in example.tools.items() if name != "reverse_refund"]
+    refunds = Agent(
+        example.name,
+        model=example.model,
+        tools=[*tools, reverse_refund],
+        system_prompt=example.system_prompt,
+    )
+    stock = stock_agent([], tools=[reserve, release, hold, unhold])
+    return [refunds, stock]
+
+
+async def main(url: str, run_id: str, to_step: int, worker_id: str) -> None:
+    store = await open_store(url)
+    try:
+        rt = Runtime(store, agents(), worker_id=worker_id)
+        print("rolling back", flush=True)
+        report = await rt.rollback(run_id, to_step)
+        print(json.dumps(report.as_dict()), flush=True)
+    finally:
+        await store.close()
+
+
+if __name__ == "__main__":
+    url, run_id, step, worker, MODE = sys.argv[1:]
+    asyncio.run(main(url, run_id, int(step), worker))
