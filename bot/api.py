@@ -70,8 +70,8 @@ def bearer_auth(token: str) -> Callable[[web.Request, Handler], Awaitable[web.St
 async def _body(request: web.Request, model: type[M]) -> M | web.Response:
     try:
         data = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return error(400, "the body is not valid JSON")
+    except (json.JSONDecodeError, UnicodeDecodeError, LookupError):
+        return error(400, "the body is not valid JSON (UTF-8)")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -114,13 +114,16 @@ async def request_approval(request: web.Request) -> web.Response:
     body = await _body(request, ApprovalRequest)
     if isinstance(body, web.Response):
         return body
-    approval = await rt.request_approval(
-        body.tool,
-        body.args,
-        requested_by=body.requested_by,
-        policy=body.policy,
-        callback_url=str(body.callback_url) if body.callback_url else None,
-    )
+    try:
+        approval = await rt.request_approval(
+            body.tool,
+            body.args,
+            requested_by=body.requested_by,
+            policy=body.policy,
+            callback_url=str(body.callback_url) if body.callback_url else None,
+        )
+    except errors.InvalidRequest as exc:
+        return error(400, str(exc))
     return web.json_response(approval_view(approval), status=201)
 
 

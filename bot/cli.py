@@ -212,6 +212,8 @@ def fork(
         return await p.runtime.get(new_id), happened
 
     run, happened = with_process(ctx, work)
+    if not as_json:
+        out.print(f"forked {run_id} from step {from_step} as {run.id}", soft_wrap=True)
     data = run.model_dump(mode="json") | {
         "already_happened": [e.model_dump(mode="json") for e in happened]
     }
@@ -327,7 +329,7 @@ def main() -> None:
         if message:
             typer.echo(message if "\n" in message else f"error: {message}", err=True)
         sys.exit(exc.exit_code)
-    except (Failure, ConfigError, SignoffRuntimeError, StoreError) as exc:
+    except (Failure, ConfigError, SignoffRuntimeError, StoreError, OSError) as exc:
         typer.echo(f"error: {' '.join(str(exc).split())}", err=True)
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)

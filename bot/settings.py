@@ -85,11 +85,16 @@ def config_path(explicit: str | Path | None = None) -> Path:
 
 
 def load_settings(path: str | Path | None = None) -> Settings:
-    """Settings from the environment and the config file (which may be absent)."""
+    """Settings from the environment and the config file.
+
+    The default `signoff.toml` may be absent; a file named by `--config` or `SIGNOFF_CONFIG`
+    must exist.
+    """
+    named = path or os.environ.get("SIGNOFF_CONFIG")
     file = config_path(path)
-    text = file.read_text("utf-8") if file.exists() else ""
-    if path is not None and not file.exists():
+    if named and not file.exists():
         raise ConfigError(f"{file}: no such configuration file")
+    text = file.read_text("utf-8") if file.exists() else ""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

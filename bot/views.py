@@ -28,8 +28,17 @@ def usage_text(run: Run) -> str:
     return f"steps {steps}, tokens {u.input_tokens}+{u.output_tokens}, cost {cost}"
 
 
+def _id_column(table: Table, name: str, ids: Sequence[str | None]) -> None:
+    """Ids are for copying into the next command: never cut or wrapped."""
+    width = max([len(name), *(len(i or "-") for i in ids)])
+    table.add_column(name, no_wrap=True, min_width=width)
+
+
 def runs_table(runs: Sequence[Run]) -> Table:
-    table = Table("run", "agent", "status", "step", "stop", "task", "created")
+    table = Table()
+    _id_column(table, "run", [r.id for r in runs])
+    for name in ("agent", "status", "step", "stop", "task", "created"):
+        table.add_column(name)
     for run in runs:
         table.add_row(
             run.id,
@@ -88,7 +97,13 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
 
 
 def approvals_table(approvals: Sequence[Approval]) -> Table:
-    table = Table("approval", "tool", "state", "run", "by", "reason", "deadline")
+    table = Table()
+    _id_column(table, "approval", [a.id for a in approvals])
+    table.add_column("tool")
+    table.add_column("state")
+    _id_column(table, "run", [a.run_id for a in approvals])
+    for name in ("by", "reason", "deadline"):
+        table.add_column(name)
     for a in approvals:
         table.add_row(
             a.id,
