@@ -1,0 +1,63 @@
+"""Who is in a Slack user group: `usergroups.users.list`, cached, for approver checks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+log = logging.getLogger("signoff.directory")
+
+
+def web_client(token: str, *, base_url: str | None = None) -> AsyncWebClient:
+    """A Web API client that retries rate limits, 5xx answers and dropped connections."""
+    return AsyncWebClient(
+        token=token,
+        base_url=base_url or "https://slack.com/api/",
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
+            AsyncServerErrorRetryHandler(max_retry_count=3),
+            AsyncConnectionErrorRetryHandler(max_retry_count=3),
+        ],
+    )
+
+
+class SlackDirectory:
+    """Implements `runtime.policy.Directory` with Slack user groups.
+
+    Members are cached for `ttl` seconds. If Slack cannot be asked, a stale answer is used
+    when there is one; otherwise the group counts as empty, so nobody is let in by mistake.
+    """
+
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        *,
+        ttl: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.ttl = ttl
+        self.clock = clock
+        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def members(self, group_id: str) -> frozenset[str]:
+        cached = self._cache.get(group_id)
+        if cached is not None and self.clock() - cached[0] < self.ttl:
+            return cached[1]
+        try:
+            response = await self.client.usergroups_users_list(usergroup=group_id)
+        except SlackApiError as exc:
+            log.warning("usergroups.users.list %s failed: %s", group_id, exc)
+            return cached[1] if cached else frozenset()
+        members = frozenset(response.get("users") or [])
+        self._cache[group_id] = (self.clock(), members)
+        return members

@@ -1,0 +1,105 @@
+"""Helpers shared by the end-to-end tests: polling, free ports, a recording notifier, and a
+handle on a served API."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from bot.tasks import Background
+from runtime import NullNotifier, Runtime
+from store import Approval, Page, Run, Store
+from store.records import utcnow
+
+T = TypeVar("T")
+TOKEN = "e2e-secret-token"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+_BESIDE_PYTHON = Path(sys.executable).with_name("signoff")
+SIGNOFF = str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("signoff") or "signoff"
+"""The installed console script, preferably the one of the interpreter running the tests."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def eventually(
+    check: Callable[[], Awaitable[T | None]], *, within: float = 5.0, every: float = 0.02
+) -> T:
+    """Poll `check` until it returns something truthy; fail after `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        found = await check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {within}s (last value {found!r})")
+        await asyncio.sleep(every)
+
+
+@dataclass
+class Told:
+    what: str
+    approval: Approval | None
+    at: float
+    escalated: bool = False
+    wall: datetime = field(default_factory=utcnow)
+
+
+@dataclass
+class Recorder(NullNotifier):
+    """A Notifier that remembers what it was told, and when (monotonic and wall clock)."""
+
+    told: list[Told] = field(default_factory=list)
+
+    def of(self, what: str) -> list[Told]:
+        return [t for t in self.told if t.what == what]
+
+    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
+        self.told.append(Told("requested", approval, time.monotonic()))
+
+    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
+        self.told.append(Told("decided", approval, time.monotonic()))
+
+    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
+        self.told.append(Told("reminder", approval, time.monotonic(), escalated))
+
+    async def effect_needs_human(self, page: Page, run: Run | None) -> None:
+        self.told.append(Told("page", None, time.monotonic()))
+
+
+@dataclass
+class Api:
+    client: TestClient[web.Request, web.Application]
+    rt: Runtime
+    background: Background
+    store: Store
+
+    async def counts(self) -> tuple[int, int]:
+        """How many runs and approvals the store holds."""
+        runs = await self.store.list_runs(None, limit=10_000)
+        approvals = await self.store.list_approvals(run_id=None, state=None)
+        return len(runs), len(approvals)
+
+    async def parked(self, run_id: str) -> dict[str, Any]:
+        """Wait until the run waits for approval; return its API view."""
+
+        async def check() -> dict[str, Any] | None:
+            response = await self.client.get(f"/v1/runs/{run_id}", headers=AUTH)
+            view = await response.json()
+            return view if view["status"] == "waiting_approval" else None
+
+        return await eventually(check)

@@ -1,0 +1,171 @@
+"""Settings from `signoff.toml` and the environment; a bad file fails with file, line, reason."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.settings import ConfigError, load_settings
+
+GOOD = """\
+database_url = "sqlite:///from-file.db"
+port = 4000
+agents = ["examples.refund_agent:agent"]
+
+[policies.default]
+approvers = ["U0AAA", "S0GROUP"]
+timeout = "2h"
+remind_every = "15m"
+
+[policies.tools.issue_refund]
+required_approvals = 2
+on_timeout = "escalate"
+escalate_to = "S0LEADS"
+"""
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No SIGNOFF_/SLACK_ variable from the outside leaks in; no signoff.toml in the cwd."""
+    for name in list(os.environ):
+        if name.startswith(("SIGNOFF_", "SLACK_")):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+def write(tmp_path: Path, text: str, name: str = "signoff.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, "utf-8")
+    return path
+
+
+def test_file_values_are_read(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path, GOOD))
+    assert settings.database_url == "sqlite:///from-file.db"
+    assert settings.port == 4000
+    name, refund = settings.policies.for_tool("issue_refund")
+    assert name == "issue_refund"
+    assert refund.required_approvals == 2
+    assert refund.approvers == ("U0AAA", "S0GROUP")  # inherited from the default
+    assert refund.timeout == timedelta(hours=2)
+    assert refund.on_timeout == "escalate"
+    assert settings.policies.for_tool("send_email") == ("default", settings.policies.default)
+
+
+def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SIGNOFF_DATABASE_URL", "sqlite:///from-env.db")
+    monkeypatch.setenv("SIGNOFF_PORT", "5055")
+    monkeypatch.setenv("SIGNOFF_API_TOKEN", "tok")
+    settings = load_settings(write(tmp_path, GOOD))
+    assert settings.database_url == "sqlite:///from-env.db"
+    assert settings.port == 5055
+    assert settings.api_token is not None
+    assert settings.api_token.get_secret_value() == "tok"
+    assert settings.policies.for_tool("issue_refund")[1].required_approvals == 2
+
+
+def test_no_file_gives_defaults(tmp_path: Path) -> None:
+    settings = load_settings()
+    assert settings.database_url == "sqlite:///signoff.db"
+    assert settings.agents == ["examples.refund_agent:agent"]
+
+
+def test_signoff_toml_in_the_working_directory_is_read(tmp_path: Path) -> None:
+    write(tmp_path, 'database_url = "sqlite:///cwd.db"\n')
+    assert load_settings().database_url == "sqlite:///cwd.db"
+
+
+def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"no-such\.toml"):
+        load_settings(tmp_path / "no-such.toml")
+
+
+def test_missing_file_named_by_signoff_config_is_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_CONFIG", str(tmp_path / "typo.toml"))
+    with pytest.raises(ConfigError, match=r"typo\.toml"):
+        load_settings()
+
+
+def test_secrets_are_masked_when_described(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bot.settings import describe
+
+    monkeypatch.setenv("SIGNOFF_API_TOKEN", "very-secret")
+    assert "very-secret" not in str(describe(load_settings()))
+
+
+BAD = [
+    pytest.param(
+        '[policies.tools.issue_refund]\nchannel = "C1"\ntimeout = "soon"\n',
+        3,
+        "'soon' is not a duration",
+        id="bad duration",
+    ),
+    pytest.param(
+        '[policies.default]\nremind_every = "-5m"\n', 2, "not a duration", id="negative duration"
+    ),
+    pytest.param("[policies.default]\ntimeout = 0\n", 2, "positive", id="zero timeout"),
+    pytest.param(
+        '\n[policies.default]\napprovers = ["U0AAA"]\napprover = ["U0BBB"]\n',
+        4,
+        "policies.default.approver",
+        id="unknown policy key",
+    ),
+    pytest.param('port = 3000\ndatabse_url = "x"\n', 2, "databse_url", id="unknown top-level key"),
+    pytest.param(
+        '[policies.default]\ntimeout = "1h"\n\n[policies.tools.charge]\napprovers = ["bob"]\n',
+        5,
+        "'bob' is not a Slack user id",
+        id="bad approver id",
+    ),
+    pytest.param(
+        "[policies.tools.charge]\nrequired_approvals = 0\n",
+        2,
+        "required_approvals",
+        id="zero required approvals",
+    ),
+    pytest.param(
+        '[policies.default]\non_timeout = "shrug"\n', 2, "on_timeout", id="bad on_timeout"
+    ),
+    pytest.param("port = 3000\nport = 3001\n", 2, "overwrite", id="duplicate key"),
+    pytest.param('[policies.default]\ntimeout = "1h\n', 2, "line 2", id="toml syntax error"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "reason"), BAD)
+def test_bad_file_names_the_file_line_and_reason(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert f"{path}:{line}:" in message or f"line {line}" in message
+    assert reason in message
+
+
+def test_every_mistake_in_a_file_is_reported(tmp_path: Path) -> None:
+    path = write(
+        tmp_path, '[policies.default]\ntimeout = "soon"\nrequired_approvals = 0\nfoo = 1\n'
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    lines = str(caught.value).splitlines()
+    assert {line.split(":")[1] for line in lines} == {"2", "3", "4"}
+
+
+def test_bad_environment_value_is_blamed_on_the_variable_not_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write(tmp_path, "port = 4000\n")
+    monkeypatch.setenv("SIGNOFF_PORT", "not-a-port")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    message = str(caught.value)
+    assert "SIGNOFF_PORT" in message
+    assert f"{path}:1" not in message  # line 1 of the file is fine
