@@ -235,9 +235,14 @@ def rollback(
             "compensated or paged",
             abort=True,
         )
-    report = with_process(ctx, lambda p: p.runtime.rollback(run_id, to_step))
+
+    async def work(p: Process) -> Any:
+        report = await p.runtime.rollback(run_id, to_step)
+        return report, await p.store.list_effects(run_id)
+
+    report, effects = with_process(ctx, work)
     data = report.as_dict()
-    show(data, as_json=as_json, table=views.as_json(data))
+    show(data, as_json=as_json, table=views.rollback_table(data, effects))
 
 
 @runs.command()

@@ -14,11 +14,8 @@ from contextlib import suppress
 from aiohttp import web
 
 from bot.api import add_routes, bearer_auth
-from bot.callbacks import CallbackNotifier
 from bot.settings import Settings, secret
-from bot.tasks import Background
 from bot.wiring import assemble
-from runtime import FanOut
 from runtime.scheduler import ApprovalScheduler
 
 log = logging.getLogger("signoff.server")
@@ -31,7 +28,7 @@ async def healthz(request: web.Request) -> web.Response:
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
     stop = stop or _stop_on_signals()
     process = await assemble(settings)
-    rt, background = process.runtime, Background()
+    rt = process.runtime
     for agent in rt.agents.values():
         if agent.approval_waived:
             log.warning(
@@ -40,24 +37,21 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
                 ", ".join(agent.approval_waived),
             )
     token = secret(settings.api_token)
-    callbacks = CallbackNotifier(
-        process.store, secret(settings.callback_secret) or token or "", background
-    )
-    rt.notifier = FanOut([rt.notifier, callbacks])
     app = web.Application(middlewares=[bearer_auth(token or "")])
     app.router.add_get("/healthz", healthz)
     if token:
-        add_routes(app, rt, background)
+        add_routes(app, rt, process.background)
     else:
         log.warning("SIGNOFF_API_TOKEN is not set: the HTTP API (/v1/...) is disabled")
     scheduler = ApprovalScheduler(rt)
     runner = web.AppRunner(app)
     try:
-        await scheduler.start()
-        background.spawn(rt.recover(), name="recover")
-        background.spawn(callbacks.redeliver(), name="redeliver callbacks")
+        # Bind first: a second server started by mistake fails before it touches any run.
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
+        await scheduler.start()
+        process.background.spawn(rt.recover(), name="recover")
+        process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",
             settings.host,
@@ -68,7 +62,6 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     finally:
         await scheduler.stop()
         await runner.cleanup()
-        await background.drain()
         await process.close()
 
 

@@ -110,10 +110,26 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     problems = []
     for error in exc.errors():
         loc = tuple(str(part) for part in error["loc"])
-        line = _line_of(loc, lines)
-        where = f"{file}:{line}" if line else str(file)
+        where = _where(file, loc, lines)
         problems.append(f"{where}: {'.'.join(loc) or 'config'}: {error['msg']}")
     return "\n".join(problems)
+
+
+def _where(file: Path, loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:
+    variable = _variable_of(loc[0]) if loc else None
+    if variable:
+        return f"environment {variable}"
+    line = _line_of(loc, lines)
+    return f"{file}:{line}" if line else str(file)
+
+
+def _variable_of(field: str) -> str | None:
+    """The environment variable that set this field, if one did (it wins over the file)."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info else None
+    names = [n for n in getattr(alias, "choices", []) if isinstance(n, str) and n.isupper()]
+    present = {name.upper() for name in os.environ}
+    return next((name for name in names if name in present), None)
 
 
 _HEADER = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")

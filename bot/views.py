@@ -21,6 +21,10 @@ def short(text: str, width: int = 60) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+def status_text(status: str, stop_reason: str | None) -> str:
+    return status if not stop_reason or stop_reason == status else f"{status} ({stop_reason})"
+
+
 def usage_text(run: Run) -> str:
     b, u = run.budget, run.usage
     steps = f"{u.steps}/{b.max_steps}" if b.max_steps is not None else str(u.steps)
@@ -57,7 +61,7 @@ def run_table(run: Run, approvals: Sequence[Approval], effects: Sequence[Effect]
     table.add_row("run", run.id)
     table.add_row("agent", run.agent)
     table.add_row("task", run.task)
-    table.add_row("status", run.status.value + (f" ({run.stop_reason})" if run.stop_reason else ""))
+    table.add_row("status", status_text(run.status.value, run.stop_reason))
     if run.error:
         table.add_row("error", run.error)
     table.add_row("step", str(run.step))
@@ -91,7 +95,7 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
         lines = [appended(m) for m in cp.messages] or ["(status only)"]
         if cp.snapshot and cp.seq > 0:
             lines = [f"snapshot of {len(cp.messages)} messages"]
-        status = cp.status.value + (f" ({cp.stop_reason})" if cp.stop_reason else "")
+        status = status_text(cp.status.value, cp.stop_reason)
         table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", "\n".join(lines))
     return table
 
@@ -127,6 +131,15 @@ def effects_table(effects: Sequence[Effect]) -> Table:
             short(json.dumps(e.args), 40),
             short(json.dumps(e.result), 40),
         )
+    return table
+
+
+def rollback_table(report: dict[str, Any], effects: Sequence[Effect]) -> Table:
+    tools = {e.call_id: e.tool for e in effects}
+    table = Table("effect", "tool", "outcome", title=f"rolled back to step {report['to_step']}")
+    for outcome in ("compensated", "paged", "skipped"):
+        for call_id in report[outcome]:
+            table.add_row(call_id, tools.get(call_id, "?"), outcome)
     return table
 
 

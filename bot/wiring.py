@@ -6,8 +6,11 @@ import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.settings import ConfigError, Settings
-from runtime import Agent, Notifier, Runtime
+from bot.callbacks import CallbackNotifier
+from bot.directory import SlackDirectory, web_client
+from bot.settings import ConfigError, Settings, secret
+from bot.tasks import Background
+from runtime import Agent, FanOut, Notifier, NullNotifier, Runtime
 from store import Store, open_store
 
 
@@ -35,24 +38,40 @@ class Process:
     settings: Settings
     store: Store
     runtime: Runtime
+    background: Background
+    callbacks: CallbackNotifier
 
     async def close(self) -> None:
+        """Let callbacks and resumed runs finish (they are durable either way), then close."""
+        await self.background.drain()
         await self.store.close()
 
 
 async def assemble(settings: Settings, *, notifier: Notifier | None = None) -> Process:
+    """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks."""
     agents = load_agents(settings.agents)
     options = (
         {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
     )
     store = await open_store(settings.database_url, **options)
+    token = secret(settings.slack_bot_token)
+    directory = (
+        SlackDirectory(web_client(token, base_url=settings.slack_api_url)) if token else None
+    )
+    background = Background()
+    callbacks = CallbackNotifier(store, callback_secret(settings), background)
     runtime = Runtime(
         store,
         agents,
-        notifier,
+        FanOut([notifier or NullNotifier(), callbacks]),
         policies=settings.policies,
+        directory=directory,
         worker_id=settings.worker_id,
         lease_ttl=settings.lease_ttl,
         protected_facts=settings.protected_facts,
     )
-    return Process(settings, store, runtime)
+    return Process(settings, store, runtime, background, callbacks)
+
+
+def callback_secret(settings: Settings) -> str:
+    return secret(settings.callback_secret) or secret(settings.api_token) or ""

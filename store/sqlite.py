@@ -79,6 +79,12 @@ class SqliteStore:
         self._reader: aiosqlite.Connection | None = None
 
     async def open(self, *, migrate: bool = True) -> SqliteStore:
+        try:
+            return await self._open(migrate=migrate)
+        except errors.DatabaseError as exc:
+            raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+
+    async def _open(self, *, migrate: bool) -> SqliteStore:
         with translate_errors():
             await self._writer.start()
             version = await self._writer.run_alone(_schema_version)
