@@ -72,12 +72,6 @@ class Runtime:
             if agent.name in self.agents:
                 raise errors.DefinitionError(f"two agents are named {agent.name!r}")
             self.agents[agent.name] = agent
-            if agent.approval_waived:
-                log.info(
-                    "agent %s: irreversible tools that run without approval: %s",
-                    agent.name,
-                    ", ".join(agent.approval_waived),
-                )
         self.notifier: Notifier = notifier or NullNotifier()
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.lease_ttl = lease_ttl
