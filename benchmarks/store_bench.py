@@ -63,7 +63,7 @@ async def measure(steps: int, directory: str) -> dict[str, float]:
             messages=step_messages(step),
         )
         started = time.perf_counter()
-        await store.commit(Batch(run_id=run_id, checkpoint=cp))
+        await store.commit(Batch(run_id=run_id, checkpoints=[cp]))
         latencies.append(time.perf_counter() - started)
     grown = file_bytes(path) - before
     latest = await _median_latency(lambda: store.load_state(run_id))

@@ -68,6 +68,15 @@ class Plan:
     needs_approval: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A step's results, complete: the first `messages` unsaved messages, at this step."""
+
+    messages: int
+    step: int
+    usage: Usage
+
+
 class Driver:
     def __init__(self, rt: Runtime, run: Run, agent: Agent, state: RunState) -> None:
         self.rt = rt
@@ -84,6 +93,9 @@ class Driver:
         self.events: list[AuditEvent] = []
         self.ended = False
         self.used_ids: set[str] = set()
+        self._sealed: Sealed | None = None
+        self.unsafe_outcomes = False
+        """Whether an unsaved outcome is of a tool that may not run twice."""
 
     # the loop
 
@@ -111,7 +123,14 @@ class Driver:
             await self._stop(RunStatus.FAILED, reason)
             return None
         if self.unsaved or self.finished:
-            await self._commit()
+            if self.unsafe_outcomes:
+                await self._commit()
+            else:
+                # Only reads and idempotent effects since the last write: if the process dies
+                # while the model thinks, they re-run under the same keys, harmlessly. So their
+                # results ride in the transaction that records the model's reply, as a
+                # checkpoint of their own.
+                self._sealed = Sealed(len(self.unsaved), self.step, self.usage)
         reply = await self._ask_model()
         if reply is not None:
             self.step += 1
@@ -277,7 +296,7 @@ class Driver:
             self.unsaved.append(results.dry_run(call.id, tool.name, args))
             self.events.append(self._event("dry_run_call", tool=tool.name, args=args))
             return True
-        effect = Effect(
+        effect = Effect.model_construct(
             run_id=self.run.id,
             call_id=call.id,
             lineage_id=self.run.lineage_id,
@@ -306,19 +325,28 @@ class Driver:
             value = await tool.invoke(effect.args, ctx)
         except ToolTimeout as exc:
             if not tool.mutating:
-                return self._record(effect, EffectStatus.FAILED, error=str(exc))
+                return self._record(tool, effect, EffectStatus.FAILED, error=str(exc))
             return await self._in_doubt(tool, effect, str(exc), attempt)
         except Exception as exc:
             log.info("tool %s failed in run %s: %r", tool.name, self.run.id, exc)
-            return self._record(effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
-        return self._record(effect, EffectStatus.COMPLETED, value=value)
+            return self._record(
+                tool, effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+            )
+        return self._record(tool, effect, EffectStatus.COMPLETED, value=value)
 
     def _record(
-        self, effect: Effect, status: EffectStatus, *, value: Any = None, error: str | None = None
+        self,
+        tool: Tool,
+        effect: Effect,
+        status: EffectStatus,
+        *,
+        value: Any = None,
+        error: str | None = None,
     ) -> bool:
         """Queue the outcome and its tool message; both ride on the next commit."""
+        self.unsafe_outcomes = self.unsafe_outcomes or not tool.idempotent
         self.finished.append(
-            EffectOutcome(
+            EffectOutcome.model_construct(
                 run_id=effect.run_id,
                 call_id=effect.call_id,
                 status=status,
@@ -422,26 +450,57 @@ class Driver:
         pages: Sequence[Page] = (),
     ) -> Committed:
         """Append a checkpoint with everything unsaved, plus the given writes, atomically."""
-        checkpoint = Checkpoint(
-            run_id=self.run.id,
-            seq=self.seq + 1,
-            step=self.step,
+        return await self._write(
             status=status,
-            usage=self.usage,
             stop_reason=stop_reason,
             error=error,
-            messages=tuple(self.unsaved),
-            created_at=self.rt.clock(),
+            start=start,
+            request=request,
+            pages=pages,
+        )
+
+    async def _write(
+        self,
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        start: Sequence[Effect] = (),
+        request: Sequence[Approval] = (),
+        pages: Sequence[Page] = (),
+    ) -> Committed:
+        """The write itself. The last step's results, if sealed and not yet written, get their
+        own checkpoint first, so the history is the same whichever transaction carried them."""
+        sealed, cut = self._sealed, 0
+        checkpoints = []
+        if sealed is not None:
+            cut = sealed.messages
+            checkpoints.append(self._checkpoint(sealed.step, sealed.usage, self.unsaved[:cut]))
+        last = self._checkpoint(
+            self.step,
+            self.usage,
+            self.unsaved[cut:],
+            status=status,
+            stop_reason=stop_reason,
+            error=error,
+            after=len(checkpoints),
+        )
+        checkpoints.append(last)
+        taken = (
+            len(checkpoints),
+            sum(len(cp.messages) for cp in checkpoints),
+            len(self.finished),
+            len(self.events),
         )
         batch = Batch(
             run_id=self.run.id,
             owner=self.rt.worker_id,
-            checkpoint=checkpoint,
-            finish=tuple(self.finished),
+            checkpoints=checkpoints,
+            finish=tuple(self.finished[: taken[2]]),
             start=start,
             request=request,
             pages=pages,
-            events=tuple(self.events),
+            events=tuple(self.events[: taken[3]]),
         )
         try:
             committed = await self.store.commit(batch)
@@ -454,13 +513,39 @@ class Driver:
         except errors.Conflict:
             await self._append_after_interruption()
             raise Stopped() from None
-        self.seq += 1
-        self.status = status
-        self.messages.extend(self.unsaved)
-        self.unsaved.clear()
-        self.finished.clear()
-        self.events.clear()
+        self._sealed = None
+        self.unsafe_outcomes = False
+        self.seq += taken[0]
+        self.status = checkpoints[-1].status
+        self.messages.extend(self.unsaved[: taken[1]])
+        del self.unsaved[: taken[1]]
+        del self.finished[: taken[2]]
+        del self.events[: taken[3]]
         return committed
+
+    def _checkpoint(
+        self,
+        step: int,
+        usage: Usage,
+        messages: Sequence[Message],
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        after: int = 0,
+    ) -> Checkpoint:
+        # Records the driver builds from its own typed state skip validation on the hot path.
+        return Checkpoint.model_construct(
+            run_id=self.run.id,
+            seq=self.seq + after + 1,
+            step=step,
+            status=status,
+            usage=usage,
+            stop_reason=stop_reason,
+            error=error,
+            messages=tuple(messages),
+            created_at=self.rt.clock(),
+        )
 
     async def _save_outcomes_anyway(self) -> None:
         """Another worker took the run over; what our tools did must still be recorded,
@@ -502,7 +587,7 @@ class Driver:
         )
         try:
             await self.store.commit(
-                Batch(run_id=self.run.id, checkpoint=checkpoint, finish=tuple(self.finished))
+                Batch(run_id=self.run.id, checkpoints=[checkpoint], finish=tuple(self.finished))
             )
         except errors.Conflict as exc:
             log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)

@@ -358,7 +358,7 @@ class Runtime:
             detail={"was": state.stop_reason},
         )
         await self.store.commit(
-            Batch(run_id=run.id, owner=self.worker_id, checkpoint=checkpoint, events=[event])
+            Batch(run_id=run.id, owner=self.worker_id, checkpoints=[checkpoint], events=[event])
         )
         return await self.store.load_state(run.id)
 
@@ -392,7 +392,9 @@ class Runtime:
                 created_at=self.clock(),
             )
             try:
-                await self.store.commit(Batch(run_id=run_id, checkpoint=checkpoint, events=[event]))
+                await self.store.commit(
+                    Batch(run_id=run_id, checkpoints=[checkpoint], events=[event])
+                )
                 return
             except store_errors.Conflict:
                 await asyncio.sleep(0.01)

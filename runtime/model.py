@@ -8,6 +8,7 @@ used for every turn.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -70,14 +71,15 @@ class ScriptedModel:
         self._replies: Sequence[Entry | Policy] = () if callable(replies) else list(replies)
         self._cost_in = cost_per_1k_input
         self._cost_out = cost_per_1k_output
+        self._tallies = Tallies()
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
-        turn = [m.role for m in messages].count("assistant")
+        turn, chars = self._tallies.count(messages)
         entry = self._entry(turn, messages)
         if isinstance(entry, Exception):
             raise entry
         reply = _as_reply(entry, turn)
-        return Reply(reply.content, reply.tool_calls, self._usage(messages, reply))
+        return Reply(reply.content, reply.tool_calls, self._usage(chars, len(messages), reply))
 
     def _entry(self, turn: int, messages: Sequence[Message]) -> Entry:
         if self._policy is not None:
@@ -87,14 +89,44 @@ class ScriptedModel:
         entry = self._replies[turn]
         return entry(messages) if callable(entry) else entry
 
-    def _usage(self, messages: Sequence[Message], reply: Reply) -> Usage:
+    def _usage(self, chars: int, messages: int, reply: Reply) -> Usage:
         # Like a provider, the whole prompt counts every turn: about four characters a token,
         # plus a few tokens of framing per message.
-        prompt = sum(len(m.content) for m in messages) + 16 * len(messages)
+        prompt = chars + 16 * messages
         input_tokens = max(1, prompt // 4)
         output_tokens = max(1, _chars(reply.content, reply.tool_calls) // 4)
         cost = (input_tokens * self._cost_in + output_tokens * self._cost_out) / 1000
         return Usage(input_tokens=input_tokens, output_tokens=output_tokens, cost=cost)
+
+
+class Tallies:
+    """Assistant turns and prompt characters of transcripts, counted once per message.
+
+    A run's transcript only grows, so the count for the previous call is extended with the
+    new messages instead of recounting hundreds of messages on every turn.
+    """
+
+    def __init__(self, keep: int = 256) -> None:
+        self._keep = keep
+        self._known: OrderedDict[int, tuple[Message, Message, int, int, int]] = OrderedDict()
+
+    def count(self, messages: Sequence[Message]) -> tuple[int, int]:
+        if not messages:
+            return 0, 0
+        first = messages[0]
+        start, turns, chars = 0, 0, 0
+        known = self._known.pop(id(first), None)
+        if known is not None:
+            was_first, was_last, length, was_turns, was_chars = known
+            if was_first is first and length <= len(messages) and messages[length - 1] is was_last:
+                start, turns, chars = length, was_turns, was_chars
+        for message in messages[start:]:
+            turns += message.role == "assistant"
+            chars += len(message.content)
+        self._known[id(first)] = (first, messages[-1], len(messages), turns, chars)
+        if len(self._known) > self._keep:
+            self._known.popitem(last=False)
+        return turns, chars
 
 
 def _chars(content: str, calls: Sequence[ToolCall]) -> int:

@@ -80,7 +80,7 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
             action="rollback", actor=by, run_id=run_id, at=rt.clock(), detail=report.as_dict()
         )
         await rt.store.commit(
-            Batch(run_id=run_id, owner=rt.worker_id, checkpoint=restore, events=[event])
+            Batch(run_id=run_id, owner=rt.worker_id, checkpoints=[restore], events=[event])
         )
     return report
 

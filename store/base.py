@@ -35,7 +35,8 @@ class Batch:
     """One atomic write for one run.
 
     - `owner`: when set, the write is refused with `LeaseLost` unless this worker holds the lease.
-    - `checkpoint`: its seq must be exactly one past the latest (compare-and-set on history).
+    - `checkpoints`: appended in order; the first seq must be exactly one past the latest
+      (compare-and-set on history) and each next one past it.
     - `finish`: started effects that ended; refused with `Conflict` if not `started`.
     - `start`: effects about to execute. An effect whose idempotency key already `completed`
       in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
@@ -53,7 +54,7 @@ class Batch:
 
     run_id: str
     owner: str | None = None
-    checkpoint: Checkpoint | None = None
+    checkpoints: Sequence[Checkpoint] = ()
     finish: Sequence[EffectOutcome] = ()
     start: Sequence[Effect] = ()
     request: Sequence[Approval] = ()

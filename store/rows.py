@@ -57,8 +57,8 @@ def messages_json(messages: tuple[Message, ...]) -> str:
 
 def join_messages(chunks: Iterable[str]) -> tuple[Message, ...]:
     """Parse several JSON arrays of messages as one, in a single pass."""
-    inner = [chunk[1:-1] for chunk in chunks if len(chunk) > 2]
-    return MESSAGES.validate_json("[" + ",".join(inner) + "]")
+    inner = [chunk[1:-1] for chunk in chunks if chunk != "[]"]
+    return MESSAGES.validate_json(f"[{','.join(inner)}]")
 
 
 def run_params(run: Run) -> dict[str, Any]:
@@ -135,17 +135,17 @@ def checkpoint_from_row(row: Row) -> Checkpoint:
 
 
 def state_from_rows(run_id: str, rows: list[Row]) -> RunState:
-    """Rebuild a state from a snapshot row followed by the deltas after it."""
-    last = rows[-1]
+    """Rebuild a state from its own fields (first row) and the messages rows after it."""
+    state = json.loads(rows[0][2])
     return RunState(
         run_id=run_id,
-        seq=last["seq"],
-        step=last["step"],
-        status=last["status"],
-        usage=_usage(last),
-        stop_reason=last["stop_reason"],
-        error=last["error"],
-        messages=join_messages(row["messages"] for row in rows),
+        seq=rows[0][1],
+        step=state["step"],
+        status=state["status"],
+        usage=_usage(state),
+        stop_reason=state["stop_reason"],
+        error=state["error"],
+        messages=join_messages(row[2] for row in rows[1:]),
     )
 
 

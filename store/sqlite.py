@@ -40,7 +40,6 @@ T = TypeVar("T")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
 Q = queries.load("sqlite")
 DIALECT = "sqlite"
-LATEST_SEQ = 2**62
 
 
 @contextmanager
@@ -207,9 +206,8 @@ class SqliteStore:
             seq = found[0][0] if found else None
             if seq is None:
                 raise errors.NotFound(f"run {run_id!r} has no step {step}", run_id=run_id)
-        params = {"run_id": run_id, "seq": LATEST_SEQ if seq is None else seq}
-        found = await self._read("load_state", params)
-        if not found or (seq is not None and found[-1]["seq"] != seq):
+        found = await self._read("load_state", {"run_id": run_id, "seq": seq})
+        if not found or found[0][0] != 0:
             at = "" if seq is None else f" at seq {seq}"
             raise errors.NotFound(f"no state for run {run_id!r}{at}", run_id=run_id)
         return rows.state_from_rows(run_id, found)
@@ -475,7 +473,7 @@ def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
     """Build the transaction body for a Batch; parameters are prepared before the writer runs."""
     _check_batch(batch)
     run_id = batch.run_id
-    cp = rows.checkpoint_params(batch.checkpoint) if batch.checkpoint else None
+    cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
     finish = [rows.outcome_params(o) for o in batch.finish]
     start = [(e, rows.effect_params(e)) for e in batch.start]
     request = [(a, rows.approval_params(a)) for a in batch.request]
@@ -487,10 +485,8 @@ def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
     events = [rows.event_params(e) for e in batch.events]
 
     def job(conn: sqlite3.Connection) -> Committed:
-        if batch.owner is not None:
-            _check_lease(conn, run_id, batch.owner)
-        if cp is not None:
-            _append_checkpoint(conn, cp)
+        if batch.owner is not None or cps:
+            _check_head(conn, run_id, batch.owner, cps)
         for params in finish:
             _finish_effect(conn, params)
         committed = Committed()
@@ -521,7 +517,7 @@ def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
 def _check_batch(batch: Batch) -> None:
     """Every record in a batch belongs to its run: the lease is checked for that run only."""
     owners = [
-        *([batch.checkpoint.run_id] if batch.checkpoint else []),
+        *(cp.run_id for cp in batch.checkpoints),
         *(o.run_id for o in batch.finish),
         *(e.run_id for e in batch.start),
         *(a.run_id for a in batch.request),
@@ -554,42 +550,42 @@ def _request(
     conn.execute(Q["insert_approval"], params)
 
 
-def _check_lease(conn: sqlite3.Connection, run_id: str, owner: str) -> None:
-    row = conn.execute(Q["run_lease_owner"], {"id": run_id}).fetchone()
-    if row is None:
+def _check_head(
+    conn: sqlite3.Connection, run_id: str, owner: str | None, cps: list[dict[str, Any]]
+) -> None:
+    """Fence on the lease, compare-and-set on the seq, append the checkpoints, mirror status."""
+    head = conn.execute(Q["run_head"], {"id": run_id}).fetchone()
+    if head is None:
         raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
-    if row[0] != owner:
+    holder, status, latest = head
+    if owner is not None and holder != owner:
         raise errors.LeaseLost(
-            f"run {run_id!r} is leased to {row[0]!r}, not {owner!r}", run_id=run_id, holder=row[0]
+            f"run {run_id!r} is leased to {holder!r}, not {owner!r}", run_id=run_id, holder=holder
         )
-
-
-def _append_checkpoint(conn: sqlite3.Connection, cp: dict[str, Any]) -> None:
-    latest = conn.execute(Q["latest_seq"], cp).fetchone()[0]
-    if latest is None:
-        raise errors.NotFound(f"no run {cp['run_id']!r}", run_id=cp["run_id"])
-    if cp["seq"] != latest + 1:
-        raise errors.Conflict(
-            f"run {cp['run_id']!r} is at seq {latest}; cannot append seq {cp['seq']}",
-            run_id=cp["run_id"],
-            latest_seq=latest,
-        )
-    conn.execute(Q["insert_checkpoint"], cp)
-    conn.execute(
-        Q["set_run_status"],
-        {"id": cp["run_id"], "status": cp["status"], "updated_at": cp["created_at"]},
-    )
+    for cp in cps:
+        if cp["seq"] != latest + 1:
+            raise errors.Conflict(
+                f"run {run_id!r} is at seq {latest}; cannot append seq {cp['seq']}",
+                run_id=run_id,
+                latest_seq=latest,
+            )
+        conn.execute(Q["insert_checkpoint"], cp)
+        latest = cp["seq"]
+    if cps and cps[-1]["status"] != status:
+        params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
+        conn.execute(Q["set_run_status"], params)
 
 
 def _finish_effect(conn: sqlite3.Connection, params: dict[str, Any]) -> None:
-    if conn.execute(Q["finish_effect"], params).rowcount != 1:
+    finished = conn.execute(Q["finish_effect"], params).fetchone()
+    if finished is None:
         raise errors.Conflict(
             f"effect {params['call_id']!r} of run {params['run_id']!r} is not in flight",
             run_id=params["run_id"],
             call_id=params["call_id"],
         )
-    if params["status"] == "completed":
-        conn.execute(Q["mark_compensated"], params)
+    if finished[0] is not None and params["status"] == "completed":
+        conn.execute(Q["mark_compensated"], params | {"compensates": finished[0]})
 
 
 def _claim_key(

@@ -49,6 +49,7 @@ class GroupCommitWriter:
         self._idle = asyncio.Event()
         self._idle.set()
         self._commits = 0
+        self._waits = True  # whether the connection's busy timeout is on
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -117,7 +118,7 @@ class GroupCommitWriter:
     def _try_inline(self, jobs: list[Job]) -> list[Outcome] | None:
         """Commit on the loop without waiting for a lock; None if the database is busy."""
         conn = self._connection()
-        conn.execute("PRAGMA busy_timeout = 0")
+        self._set_waiting(conn, False)
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError:
@@ -129,14 +130,21 @@ class GroupCommitWriter:
 
     def _commit_waiting(self, jobs: list[Job], checkpoint: bool) -> list[Outcome]:
         conn = self._connection()
-        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        self._set_waiting(conn, True)
         conn.execute("BEGIN IMMEDIATE")
         outcomes = self._commit_open(conn, jobs)
         if checkpoint:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         return outcomes
 
+    def _set_waiting(self, conn: sqlite3.Connection, waits: bool) -> None:
+        if waits != self._waits:
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms if waits else 0}")
+            self._waits = waits
+
     def _commit_open(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[Outcome]:
+        if len(jobs) == 1:
+            return self._commit_one(conn, jobs[0])
         try:
             outcomes = [_run_in_savepoint(conn, job) for job in jobs]
             conn.execute("COMMIT")
@@ -145,6 +153,25 @@ class GroupCommitWriter:
                 conn.execute("ROLLBACK")
             raise
         return outcomes
+
+    def _commit_one(self, conn: sqlite3.Connection, job: Job) -> list[Outcome]:
+        """A batch of one needs no savepoint: if the job fails, the transaction is rolled back."""
+        try:
+            result = job(conn)
+        except Exception as exc:
+            conn.execute("ROLLBACK")
+            return [(False, exc)]
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        return [(True, result)]
 
     def _settled_by_thread(
         self, batch: list[tuple[Job, asyncio.Future[Any]]], done: asyncio.Future[Any]

@@ -107,7 +107,7 @@ def append(store: Store, clock: Clock) -> Append:
             messages=tuple(messages),
             created_at=clock(),
         )
-        return await store.commit(Batch(run_id=run_id, checkpoint=checkpoint, **batch))
+        return await store.commit(Batch(run_id=run_id, checkpoints=[checkpoint], **batch))
 
     return append
 

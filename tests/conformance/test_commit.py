@@ -55,7 +55,7 @@ async def test_commit_appends_the_next_checkpoint(
     run = await make_run()
     cp = checkpoint(run.id, 1, clock(), messages=(text("hello"),), usage=Usage(steps=1))
 
-    assert await store.commit(Batch(run_id=run.id, checkpoint=cp)) == Committed()
+    assert await store.commit(Batch(run_id=run.id, checkpoints=[cp])) == Committed()
 
     assert (await store.history(run.id))[-1] == cp
 
@@ -69,7 +69,7 @@ async def test_commit_refuses_a_seq_other_than_latest_plus_one(
     before = await store.history(run.id)
 
     with pytest.raises(errors.Conflict):
-        await store.commit(Batch(run_id=run.id, checkpoint=checkpoint(run.id, seq, clock())))
+        await store.commit(Batch(run_id=run.id, checkpoints=[checkpoint(run.id, seq, clock())]))
 
     assert await store.history(run.id) == before
 
@@ -92,7 +92,7 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     new_effect, approval, page = make_effect(run.id), make_approval(run.id), make_page(run.id)
     batch = Batch(
         run_id=run.id,
-        checkpoint=checkpoint(run.id, seq, clock(), messages=(text("lost"),)),
+        checkpoints=[checkpoint(run.id, seq, clock(), messages=(text("lost"),))],
         finish=[_completed(in_flight, clock())],
         start=[new_effect],
         request=[approval],
@@ -109,7 +109,33 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
 
 async def test_commit_to_unknown_run_is_not_found(store: Store, clock: Clock) -> None:
     with pytest.raises(errors.NotFound):
-        await store.commit(Batch(run_id="nope", checkpoint=checkpoint("nope", 1, clock())))
+        await store.commit(Batch(run_id="nope", checkpoints=[checkpoint("nope", 1, clock())]))
+
+
+async def test_several_checkpoints_in_one_batch_are_appended_in_order(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    results = checkpoint(run.id, 1, clock(), messages=(text("results"),))
+    reply = checkpoint(run.id, 2, clock(), step=2, messages=(text("reply"),))
+
+    await store.commit(Batch(run_id=run.id, checkpoints=[results, reply]))
+
+    assert (await store.history(run.id))[-2:] == [results, reply]
+    assert (await store.load_state(run.id)).seq == 2
+
+
+async def test_a_broken_chain_of_checkpoints_writes_none_of_them(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    run = await make_run()
+    first = checkpoint(run.id, 1, clock(), messages=(text("first"),))
+    gap = checkpoint(run.id, 3, clock(), messages=(text("gap"),))
+
+    with pytest.raises(errors.Conflict):
+        await store.commit(Batch(run_id=run.id, checkpoints=[first, gap]))
+
+    assert [cp.seq for cp in await store.history(run.id)] == [0]
 
 
 async def test_two_concurrent_appends_of_one_seq_have_one_winner(
@@ -117,7 +143,7 @@ async def test_two_concurrent_appends_of_one_seq_have_one_winner(
 ) -> None:
     run = await make_run()
     batches = [
-        Batch(run_id=run.id, checkpoint=checkpoint(run.id, 1, clock(), messages=(text(w),)))
+        Batch(run_id=run.id, checkpoints=[checkpoint(run.id, 1, clock(), messages=(text(w),))])
         for w in ("a", "b", "c", "d")
     ]
 
@@ -126,7 +152,7 @@ async def test_two_concurrent_appends_of_one_seq_have_one_winner(
     winners = [b for b, o in zip(batches, outcomes, strict=True) if isinstance(o, Committed)]
     assert len(winners) == 1
     assert all(isinstance(o, errors.Conflict) for o in outcomes if not isinstance(o, Committed))
-    assert (await store.history(run.id))[-1] == winners[0].checkpoint
+    assert (await store.history(run.id))[-1] == winners[0].checkpoints[0]
 
 
 async def test_a_refused_commit_does_not_undo_a_concurrent_one(
@@ -136,8 +162,8 @@ async def test_a_refused_commit_does_not_undo_a_concurrent_one(
     good_cp = checkpoint(good.id, 1, clock())
 
     outcomes = await asyncio.gather(
-        store.commit(Batch(run_id=bad.id, checkpoint=checkpoint(bad.id, 5, clock()))),
-        store.commit(Batch(run_id=good.id, checkpoint=good_cp)),
+        store.commit(Batch(run_id=bad.id, checkpoints=[checkpoint(bad.id, 5, clock())])),
+        store.commit(Batch(run_id=good.id, checkpoints=[good_cp])),
         return_exceptions=True,
     )
 
@@ -168,7 +194,7 @@ async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothin
     batch = Batch(
         run_id=run.id,
         owner="W2",
-        checkpoint=checkpoint(run.id, 1, clock()),
+        checkpoints=[checkpoint(run.id, 1, clock())],
         start=[effect],
         events=[AuditEvent(action="resume", actor="W2", run_id=run.id, at=clock())],
     )
@@ -187,7 +213,9 @@ async def test_commit_by_the_lease_holder_is_accepted(
     run = await make_run()
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
 
-    await store.commit(Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock())))
+    await store.commit(
+        Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
+    )
 
     assert (await store.load_state(run.id)).seq == 1
 
@@ -199,7 +227,7 @@ async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
 
     with pytest.raises(errors.LeaseLost):
         await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock()))
+            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
         )
 
     assert (await store.load_state(run.id)).seq == 0
@@ -214,7 +242,7 @@ async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
 
     with pytest.raises(errors.LeaseLost):
         await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoint=checkpoint(run.id, 1, clock()))
+            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
         )
 
 

@@ -110,7 +110,7 @@ async def test_load_state_carries_status_usage_stop_reason_and_error(
     cp = checkpoint(
         run.id, 1, clock(), status=RunStatus.FAILED, usage=usage, stop_reason="error", error="boom"
     )
-    await store.commit(Batch(run_id=run.id, checkpoint=cp))
+    await store.commit(Batch(run_id=run.id, checkpoints=[cp]))
 
     state = await store.load_state(run.id)
 
@@ -169,7 +169,7 @@ async def test_history_returns_every_checkpoint_in_order(
         cp = checkpoint(
             run.id, seq, clock(), messages=(text(f"m{seq}"),), snapshot=seq == 3, step=seq // 2
         )
-        await store.commit(Batch(run_id=run.id, checkpoint=cp))
+        await store.commit(Batch(run_id=run.id, checkpoints=[cp]))
         committed.append(cp)
 
     assert await store.history(run.id) == committed
@@ -207,23 +207,25 @@ def _step_batches(
     return (
         Batch(
             run_id=run_id,
-            checkpoint=checkpoint(
-                run_id, 2 * step - 1, at, step=step, usage=usage, messages=(decision,)
-            ),
+            checkpoints=[
+                checkpoint(run_id, 2 * step - 1, at, step=step, usage=usage, messages=(decision,))
+            ],
             start=[effect],
         ),
         Batch(
             run_id=run_id,
-            checkpoint=checkpoint(
-                run_id,
-                2 * step,
-                at,
-                step=step,
-                usage=usage,
-                status=status,
-                snapshot=periodic,
-                messages=transcript if periodic else (result,),
-            ),
+            checkpoints=[
+                checkpoint(
+                    run_id,
+                    2 * step,
+                    at,
+                    step=step,
+                    usage=usage,
+                    status=status,
+                    snapshot=periodic,
+                    messages=transcript if periodic else (result,),
+                )
+            ],
             finish=[_completed(effect, at)],
         ),
     )

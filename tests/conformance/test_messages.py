@@ -59,7 +59,7 @@ async def _round_trip(
     cp = Checkpoint(
         run_id=run.id, seq=1, step=1, status=RunStatus.RUNNING, messages=later, created_at=at
     )
-    await store.commit(Batch(run_id=run.id, checkpoint=cp))
+    await store.commit(Batch(run_id=run.id, checkpoints=[cp]))
 
     state = await store.load_state(run.id)
     history = await store.history(run.id)

@@ -84,7 +84,7 @@ def batch(run_id: str, seq: int) -> Batch:
         )
     ]
     return Batch(
-        run_id=run_id, checkpoint=checkpoint, start=[started], finish=finished if seq > 1 else []
+        run_id=run_id, checkpoints=[checkpoint], start=[started], finish=finished if seq > 1 else []
     )
 
 

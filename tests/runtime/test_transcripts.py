@@ -79,7 +79,7 @@ async def test_store_keeps_every_message_field(open_db: OpenDb) -> None:
         run, Checkpoint(run_id="r", seq=0, step=0, snapshot=True, status=RunStatus.RUNNING)
     )
     checkpoint = Checkpoint(run_id="r", seq=1, step=1, status=RunStatus.RUNNING, messages=messages)
-    await store.commit(Batch(run_id="r", checkpoint=checkpoint))
+    await store.commit(Batch(run_id="r", checkpoints=[checkpoint]))
 
     loaded = (await (await open_db()).load_state("r")).messages
     assert [m.model_dump(mode="json") for m in loaded] == [

@@ -54,14 +54,14 @@ WHERE :status IS NULL OR r.status = :status
 ORDER BY r.created_at DESC, r.id
 LIMIT :limit
 
--- run_lease_owner --
--- Who holds a run's lease (fencing check inside a write).
-SELECT lease_owner FROM runs WHERE id = :id
+-- run_head --
+-- What a write checks first: who holds the lease, the mirrored status, the latest seq.
+SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id)
+FROM runs WHERE id = :id
 
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
-UPDATE runs SET status = :status, updated_at = :updated_at
-WHERE id = :id AND status <> :status
+UPDATE runs SET status = :status, updated_at = :updated_at WHERE id = :id
 
 -- set_run_budget --
 -- Change a run's limits (usage is untouched: a resumed run never gets a fresh allowance).
@@ -78,10 +78,6 @@ WHERE lineage_id IN (
        AND sum(status NOT IN ('done', 'failed', 'cancelled')) = 0
 )
 
--- latest_seq --
--- The newest checkpoint seq of a run.
-SELECT max(seq) FROM checkpoints WHERE run_id = :run_id
-
 -- insert_checkpoint --
 -- Append one checkpoint.
 INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
@@ -94,14 +90,24 @@ VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output
 SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step
 
 -- load_state --
--- The checkpoints that rebuild the state at a seq: the last snapshot up to it, and the rest.
-SELECT seq, step, status, steps, input_tokens, output_tokens, cost, stop_reason, error,
-       messages
+-- A state in one query: first the checkpoint's own fields (as JSON), then the messages that
+-- rebuild its transcript: the last snapshot up to it and every checkpoint after that.
+SELECT 0 AS part, seq, json_object('step', step, 'status', status, 'steps', steps,
+       'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost', cost,
+       'stop_reason', stop_reason, 'error', error) AS payload
 FROM checkpoints
-WHERE run_id = :run_id AND seq <= :seq
+WHERE run_id = :run_id AND seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints
+                                                 WHERE run_id = :run_id))
+UNION ALL
+SELECT 1, seq, messages
+FROM checkpoints
+WHERE run_id = :run_id
+  AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
   AND seq >= (SELECT max(seq) FROM checkpoints
-              WHERE run_id = :run_id AND snapshot = 1 AND seq <= :seq)
-ORDER BY seq
+              WHERE run_id = :run_id AND snapshot = 1
+                AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints
+                                           WHERE run_id = :run_id)))
+ORDER BY part, seq
 
 -- history --
 -- Every checkpoint of a run, oldest first.
@@ -117,16 +123,15 @@ VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensat
         :idempotency_key, 'started', :approval_id, :compensates, :started_at, :args)
 
 -- finish_effect --
--- Record how a started (or in-doubt, being retried) effect ended.
+-- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
 UPDATE effects SET status = :status, result = :result, error = :error,
                    finished_at = :finished_at
 WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
+RETURNING compensates
 
 -- mark_compensated --
 -- When a compensating effect completes, point the effect it undid at it.
-UPDATE effects SET compensated_by = :call_id
-WHERE run_id = :run_id
-  AND call_id = (SELECT compensates FROM effects WHERE run_id = :run_id AND call_id = :call_id)
+UPDATE effects SET compensated_by = :call_id WHERE run_id = :run_id AND call_id = :compensates
 
 -- completed_effect_by_key --
 -- The completed effect with this idempotency key in a lineage, if any; one not undone first.
