@@ -1,9 +1,9 @@
 """Driving one run while holding its lease: the checkpointed agent loop (DESIGN rules 1, 2, 5).
 
-Every write is one `Batch` that appends a checkpoint, so the history is also the lock: a
-write built on a stale seq is refused. The assistant reply is made durable in the same
-transaction that starts its first effect; each effect's result is recorded with the tool
-message in the transaction that starts the next one, or before the next model call.
+Each step: ask the model; write its reply together with the `started` effect of the first
+call; run the tool; queue its result. A result that must not be lost (an effect that may not
+run twice) is written before the model is asked again; a read's result rides in the write of
+the next reply. Everything is written through the run's `Journal`.
 """
 
 from __future__ import annotations
@@ -18,16 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from runtime import results
 from runtime.budget import StopReason, exhausted
+from runtime.journal import Journal, Stopped
 from runtime.keys import idempotency_key
 from runtime.model import RateLimited, Reply
 from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
     ApprovalState,
-    AuditEvent,
-    Batch,
-    Checkpoint,
-    Committed,
     Effect,
     EffectOutcome,
     EffectStatus,
@@ -37,7 +34,6 @@ from store import (
     RunState,
     RunStatus,
     ToolCall,
-    Usage,
     errors,
 )
 from store.records import pending_calls
@@ -52,10 +48,6 @@ MAX_RATE_LIMIT_RETRIES = 5
 MAX_RETRY_AFTER = 60.0
 
 
-class Stopped(Exception):
-    """The run was changed by someone else (cancelled, taken over); stop driving it."""
-
-
 @dataclass(frozen=True, slots=True)
 class Plan:
     """One tool call, checked: which tool, validated args, its key, or why it cannot run."""
@@ -68,34 +60,15 @@ class Plan:
     needs_approval: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Sealed:
-    """A step's results, complete: the first `messages` unsaved messages, at this step."""
-
-    messages: int
-    step: int
-    usage: Usage
-
-
 class Driver:
     def __init__(self, rt: Runtime, run: Run, agent: Agent, state: RunState) -> None:
         self.rt = rt
         self.store = rt.store
         self.run = run
         self.agent = agent
-        self.seq = state.seq
-        self.step = state.step
-        self.usage = state.usage
-        self.status = state.status
-        self.messages: list[Message] = list(state.messages)
-        self.unsaved: list[Message] = []
-        self.finished: list[EffectOutcome] = []
-        self.events: list[AuditEvent] = []
+        self.journal = Journal(rt.store, run, state, owner=rt.worker_id, clock=rt.clock)
         self.ended = False
         self.used_ids: set[str] = set()
-        self._sealed: Sealed | None = None
-        self.unsafe_outcomes = False
-        """Whether an unsaved outcome is of a tool that may not run twice."""
 
     # the loop
 
@@ -103,7 +76,7 @@ class Driver:
         """Drive until the run finishes, parks or is taken away; True if this driver ended it."""
         try:
             await self._load_used_ids()
-            calls = pending_calls(self.messages)
+            calls = pending_calls(self.journal.messages)
             if calls and not await self._settle(calls, fresh=False):
                 return self.ended
             while (reply := await self._next_reply()) is not None:
@@ -112,40 +85,38 @@ class Driver:
                     break
                 if not await self._settle(reply.tool_calls, fresh=True):
                     break
-        except Stopped:
+        except Stopped as stop:
+            self.ended = self.ended or stop.ended
             log.info("run %s changed under its driver; stopped driving it", self.run.id)
         return self.ended
 
     async def _next_reply(self) -> Reply | None:
         """Ask the model for the next step, unless the budget is spent. None when stopped."""
-        reason = exhausted(self.run.budget, self.usage)
+        journal = self.journal
+        reason = exhausted(self.run.budget, journal.usage)
         if reason is not None:
             await self._stop(RunStatus.FAILED, reason)
             return None
-        if self.unsaved or self.finished:
-            if self.unsafe_outcomes:
-                await self._commit()
+        if journal.pending:
+            if journal.unsafe:
+                await journal.write()
             else:
                 # Only reads and idempotent effects since the last write: if the process dies
                 # while the model thinks, they re-run under the same keys, harmlessly. So their
-                # results ride in the transaction that records the model's reply, as a
-                # checkpoint of their own.
-                self._sealed = Sealed(len(self.unsaved), self.step, self.usage)
+                # results ride in the transaction that records the model's reply.
+                journal.seal()
         reply = await self._ask_model()
         if reply is not None:
-            self.step += 1
-            self.usage = self.usage + reply.usage + Usage(steps=1)
             reply = Reply(reply.content, self._unique_ids(reply.tool_calls), reply.usage)
-            self.unsaved.append(
-                Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
-            )
+            message = Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
+            journal.reply(message, reply.usage)
         return reply
 
     async def _load_used_ids(self) -> None:
         """Call ids this run already used: in its transcript, and in effects and approvals
         of steps a rollback took out of the transcript."""
-        self.used_ids = {c.id for m in self.messages for c in m.tool_calls}
-        if self.seq > 0:
+        self.used_ids = {c.id for m in self.journal.messages for c in m.tool_calls}
+        if self.journal.seq > 0:
             self.used_ids.update(e.call_id for e in await self.store.list_effects(self.run.id))
             approvals = await self.store.list_approvals(run_id=self.run.id)
             self.used_ids.update(a.call_id for a in approvals if a.call_id)
@@ -157,7 +128,7 @@ class Driver:
             call_id, n = call.id, 0
             while not call_id or call_id in self.used_ids:
                 n += 1
-                call_id = f"{call.id or 'call'}-s{self.step}-{position}" + (
+                call_id = f"{call.id or 'call'}-s{self.journal.step}-{position}" + (
                     f"-{n}" if n > 1 else ""
                 )
             self.used_ids.add(call_id)
@@ -165,7 +136,7 @@ class Driver:
         return tuple(unique)
 
     async def _ask_model(self) -> Reply | None:
-        transcript = self.messages + self.unsaved
+        transcript = self.journal.transcript
         for attempt in range(MAX_RATE_LIMIT_RETRIES + 1):
             try:
                 return await self.agent.model.complete(transcript, self.agent.specs)
@@ -196,19 +167,19 @@ class Driver:
         for plan in plans:
             call = plan.call
             if plan.problem is not None or plan.tool is None:
-                self.unsaved.append(results.error(call.id, call.name, plan.problem or "?"))
+                self.journal.add(results.error(call.id, call.name, plan.problem or "?"))
             elif call.id in effects:
                 if not await self._resume_effect(plan, effects[call.id]):
                     return False
             elif call.id in prior:
-                self.unsaved.append(self._prior_result(plan, prior[call.id]))
+                self.journal.add(self._prior_result(plan, prior[call.id]))
             elif plan.needs_approval:
                 approval = approvals[call.id]
                 if approval.state == ApprovalState.PENDING:
                     await self._park()
                     return False
                 if approval.state == ApprovalState.DECLINED:
-                    self.unsaved.append(results.declined(call.id, call.name, approval))
+                    self.journal.add(results.declined(call.id, call.name, approval))
                 else:
                     args = approval.approved_args or plan.args or {}
                     if not await self._execute(plan, args, approval_id=approval.id):
@@ -261,11 +232,11 @@ class Driver:
         ]
         if not wanted:
             return {}
-        committed = await self._commit(request=wanted)
+        committed = await self.journal.write(request=wanted)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
         created = [a for a in wanted if a.call_id not in prior]
         approvals.update({a.call_id: a for a in created if a.call_id})
-        run = self._run_now()
+        run = self.journal.run_now()
         for approval in created:
             await self.rt.announce_approval(approval, run)
         return prior
@@ -293,14 +264,14 @@ class Driver:
         assert tool is not None
         assert plan.key is not None
         if self.run.dry_run and tool.mutating:
-            self.unsaved.append(results.dry_run(call.id, tool.name, args))
-            self.events.append(self._event("dry_run_call", tool=tool.name, args=args))
+            self.journal.add(results.dry_run(call.id, tool.name, args))
+            self.journal.event("dry_run_call", tool=tool.name, args=args)
             return True
         effect = Effect.model_construct(
             run_id=self.run.id,
             call_id=call.id,
             lineage_id=self.run.lineage_id,
-            step=self.step,
+            step=self.journal.step,
             tool=tool.name,
             args=args,
             idempotency_key=plan.key,
@@ -309,11 +280,11 @@ class Driver:
             approval_id=approval_id,
             started_at=self.rt.clock(),
         )
-        committed = await self._commit(start=[effect])
+        committed = await self.journal.write(start=[effect])
         if call.id in committed.keys:
             effect = effect.model_copy(update={"idempotency_key": committed.keys[call.id]})
         if call.id in committed.preempted:
-            self.unsaved.append(
+            self.journal.add(
                 results.result(call.id, tool.name, committed.preempted[call.id].result)
             )
             return True
@@ -343,22 +314,20 @@ class Driver:
         value: Any = None,
         error: str | None = None,
     ) -> bool:
-        """Queue the outcome and its tool message; both ride on the next commit."""
-        self.unsafe_outcomes = self.unsafe_outcomes or not tool.idempotent
-        self.finished.append(
-            EffectOutcome.model_construct(
-                run_id=effect.run_id,
-                call_id=effect.call_id,
-                status=status,
-                result=value,
-                error=error,
-                finished_at=self.rt.clock(),
-            )
+        """Queue the outcome and its tool message; both ride on the next write."""
+        outcome = EffectOutcome.model_construct(
+            run_id=effect.run_id,
+            call_id=effect.call_id,
+            status=status,
+            result=value,
+            error=error,
+            finished_at=self.rt.clock(),
         )
         if status == EffectStatus.COMPLETED:
-            self.unsaved.append(results.result(effect.call_id, effect.tool, value))
+            message = results.result(effect.call_id, effect.tool, value)
         else:
-            self.unsaved.append(results.failure(effect.call_id, effect.tool, error or "failed"))
+            message = results.failure(effect.call_id, effect.tool, error or "failed")
+        self.journal.outcome(outcome, message, rerunnable=tool.idempotent)
         return True
 
     def _context(self, tool: Tool, effect: Effect, attempt: int) -> ToolContext:
@@ -381,20 +350,20 @@ class Driver:
         tool = plan.tool
         assert tool is not None
         if effect.status == EffectStatus.COMPLETED:
-            self.unsaved.append(results.result(effect.call_id, effect.tool, effect.result))
+            self.journal.add(results.result(effect.call_id, effect.tool, effect.result))
             return True
         if effect.status == EffectStatus.FAILED:
-            self.unsaved.append(results.failure(effect.call_id, effect.tool, effect.error or ""))
+            self.journal.add(results.failure(effect.call_id, effect.tool, effect.error or ""))
             return True
         return await self._in_doubt(tool, effect, "interrupted before its result was recorded", 1)
 
     async def _in_doubt(self, tool: Tool, effect: Effect, why: str, attempt: int) -> bool:
         """Re-run an idempotent tool once with the same key; otherwise page and stop."""
         if tool.idempotent and attempt < 2:
-            self.events.append(self._event("retry_in_doubt", call_id=effect.call_id, why=why))
+            self.journal.event("retry_in_doubt", call_id=effect.call_id, why=why)
             return await self._run_tool(tool, effect, attempt=attempt + 1)
         if effect.status != EffectStatus.IN_DOUBT:
-            self.finished.append(
+            self.journal.finished.append(
                 EffectOutcome(
                     run_id=effect.run_id,
                     call_id=effect.call_id,
@@ -418,9 +387,10 @@ class Driver:
 
     async def _park(self) -> None:
         """Wait for a human, holding nothing; re-parking an already parked run writes nothing."""
-        if self.status == RunStatus.WAITING_APPROVAL and not (self.unsaved or self.finished):
+        journal = self.journal
+        if journal.status == RunStatus.WAITING_APPROVAL and not journal.pending:
             return
-        await self._commit(
+        await journal.write(
             status=RunStatus.WAITING_APPROVAL, stop_reason=StopReason.WAITING_APPROVAL
         )
 
@@ -432,176 +402,11 @@ class Driver:
         error: str | None = None,
         pages: Sequence[Page] = (),
     ) -> None:
-        committed = await self._commit(status=status, stop_reason=reason, error=error, pages=pages)
+        committed = await self.journal.write(
+            status=status, stop_reason=reason, error=error, pages=pages
+        )
         self.ended = True
-        run = self._run_now()
+        run = self.journal.run_now()
         for page in pages:
             if page.id in committed.new_pages:
                 await self.rt.announce_page(page, run)
-
-    async def _commit(
-        self,
-        *,
-        status: RunStatus = RunStatus.RUNNING,
-        stop_reason: str | None = None,
-        error: str | None = None,
-        start: Sequence[Effect] = (),
-        request: Sequence[Approval] = (),
-        pages: Sequence[Page] = (),
-    ) -> Committed:
-        """Append a checkpoint with everything unsaved, plus the given writes, atomically."""
-        return await self._write(
-            status=status,
-            stop_reason=stop_reason,
-            error=error,
-            start=start,
-            request=request,
-            pages=pages,
-        )
-
-    async def _write(
-        self,
-        *,
-        status: RunStatus = RunStatus.RUNNING,
-        stop_reason: str | None = None,
-        error: str | None = None,
-        start: Sequence[Effect] = (),
-        request: Sequence[Approval] = (),
-        pages: Sequence[Page] = (),
-    ) -> Committed:
-        """The write itself. The last step's results, if sealed and not yet written, get their
-        own checkpoint first, so the history is the same whichever transaction carried them."""
-        sealed, cut = self._sealed, 0
-        checkpoints = []
-        if sealed is not None:
-            cut = sealed.messages
-            checkpoints.append(self._checkpoint(sealed.step, sealed.usage, self.unsaved[:cut]))
-        last = self._checkpoint(
-            self.step,
-            self.usage,
-            self.unsaved[cut:],
-            status=status,
-            stop_reason=stop_reason,
-            error=error,
-            after=len(checkpoints),
-        )
-        checkpoints.append(last)
-        taken = (
-            len(checkpoints),
-            sum(len(cp.messages) for cp in checkpoints),
-            len(self.finished),
-            len(self.events),
-        )
-        batch = Batch(
-            run_id=self.run.id,
-            owner=self.rt.worker_id,
-            checkpoints=checkpoints,
-            finish=tuple(self.finished[: taken[2]]),
-            start=start,
-            request=request,
-            pages=pages,
-            events=tuple(self.events[: taken[3]]),
-        )
-        try:
-            committed = await self.store.commit(batch)
-        except errors.LeaseLost:
-            await self._save_outcomes_anyway()
-            raise Stopped() from None
-        except errors.AlreadyExists as exc:
-            await self._fail_unrecordable(exc)
-            raise Stopped() from None
-        except errors.Conflict:
-            await self._append_after_interruption()
-            raise Stopped() from None
-        self._sealed = None
-        self.unsafe_outcomes = False
-        self.seq += taken[0]
-        self.status = checkpoints[-1].status
-        self.messages.extend(self.unsaved[: taken[1]])
-        del self.unsaved[: taken[1]]
-        del self.finished[: taken[2]]
-        del self.events[: taken[3]]
-        return committed
-
-    def _checkpoint(
-        self,
-        step: int,
-        usage: Usage,
-        messages: Sequence[Message],
-        *,
-        status: RunStatus = RunStatus.RUNNING,
-        stop_reason: str | None = None,
-        error: str | None = None,
-        after: int = 0,
-    ) -> Checkpoint:
-        # Records the driver builds from its own typed state skip validation on the hot path.
-        return Checkpoint.model_construct(
-            run_id=self.run.id,
-            seq=self.seq + after + 1,
-            step=step,
-            status=status,
-            usage=usage,
-            stop_reason=stop_reason,
-            error=error,
-            messages=tuple(messages),
-            created_at=self.rt.clock(),
-        )
-
-    async def _save_outcomes_anyway(self) -> None:
-        """Another worker took the run over; what our tools did must still be recorded,
-        unless that worker already settled it."""
-        for outcome in self.finished:
-            try:
-                await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
-            except errors.Conflict:
-                log.info("effect %s was settled by the worker that took over", outcome.call_id)
-
-    async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
-        """A write collided with an existing record: stop the run loudly, never wedge it."""
-        log.error("run %s: cannot record its next step: %s", self.run.id, exc)
-        if self.ended:
-            return
-        self.unsaved = [m for m in self.unsaved if m.role == "tool"]
-        await self._commit(
-            status=RunStatus.FAILED,
-            stop_reason=StopReason.ERROR,
-            error=f"could not record the step: {exc}",
-        )
-        self.ended = True
-
-    async def _append_after_interruption(self) -> None:
-        """The run was changed (cancelled) mid-step: keep what happened, on top of the change."""
-        if not self.finished:
-            return
-        latest = await self.store.load_state(self.run.id)
-        checkpoint = Checkpoint(
-            run_id=self.run.id,
-            seq=latest.seq + 1,
-            step=latest.step,
-            status=latest.status,
-            usage=latest.usage,
-            stop_reason=latest.stop_reason,
-            error=latest.error,
-            messages=tuple(m for m in self.unsaved if m.role == "tool"),
-            created_at=self.rt.clock(),
-        )
-        try:
-            await self.store.commit(
-                Batch(run_id=self.run.id, checkpoints=[checkpoint], finish=tuple(self.finished))
-            )
-        except errors.Conflict as exc:
-            log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)
-
-    def _event(self, action: str, **detail: Any) -> AuditEvent:
-        return AuditEvent(
-            action=action,
-            actor=self.rt.worker_id,
-            run_id=self.run.id,
-            detail=detail,
-            at=self.rt.clock(),
-        )
-
-    def _run_now(self) -> Run:
-        return self.run.model_copy(
-            update={"status": self.status, "step": self.step, "usage": self.usage}
-        )

@@ -9,7 +9,6 @@ reads go through the writer.
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import errors, migration, queries, rows
+from store import errors, migration, queries, rows, sqlite_batch, sqlite_schema
 from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
 from store.records import (
     Approval,
@@ -29,7 +28,6 @@ from store.records import (
     Effect,
     Fact,
     Page,
-    Reversibility,
     Run,
     RunState,
     RunStatus,
@@ -86,7 +84,7 @@ class SqliteStore:
     async def _open(self, *, migrate: bool) -> SqliteStore:
         with translate_errors():
             await self._writer.start()
-            version = await self._writer.run_alone(_schema_version)
+            version = await self._writer.run_alone(sqlite_schema.schema_version)
             if version > migration.latest_version(DIALECT):
                 await self.close()
                 raise errors.SchemaTooNew(
@@ -95,14 +93,14 @@ class SqliteStore:
                     found=version,
                     supported=migration.latest_version(DIALECT),
                 )
-            if version == 0 and await self._writer.run_alone(_other_tables):
+            if version == 0 and await self._writer.run_alone(sqlite_schema.other_tables):
                 await self.close()
                 raise errors.ForeignDatabase(
                     f"{self.path} holds another application's tables and no Signoff schema; "
                     "point SIGNOFF_DATABASE_URL at a new or Signoff file"
                 )
             if self.path != ":memory:":  # only now: a newer database is left untouched
-                await self._writer.run_alone(_use_wal)
+                await self._writer.run_alone(sqlite_schema.use_wal)
             if migrate:
                 await self.migrate()
             if self.path != ":memory:":
@@ -115,11 +113,11 @@ class SqliteStore:
     async def migrate(self) -> tuple[int, int]:
         """Apply pending migrations; return (version before, version after)."""
         with translate_errors():
-            return await self._writer.run_alone(_apply_migrations)
+            return await self._writer.run_alone(sqlite_schema.apply_migrations)
 
     async def schema_version(self) -> int:
         with translate_errors():
-            return await self._writer.run_alone(_schema_version)
+            return await self._writer.run_alone(sqlite_schema.schema_version)
 
     async def close(self) -> None:
         if self._reader is not None:
@@ -196,7 +194,7 @@ class SqliteStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        return await self._write(_commit_job(batch))
+        return await self._write(sqlite_batch.commit_job(batch))
 
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
@@ -467,196 +465,3 @@ def _update_one(
             raise errors.NotFound(f"no {what} {params['id']!r}", id=params["id"])
 
     return job
-
-
-def _commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
-    """Build the transaction body for a Batch; parameters are prepared before the writer runs."""
-    _check_batch(batch)
-    run_id = batch.run_id
-    cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
-    finish = [rows.outcome_params(o) for o in batch.finish]
-    start = [(e, rows.effect_params(e)) for e in batch.start]
-    request = [(a, rows.approval_params(a)) for a in batch.request]
-    pages = [rows.page_params(p) for p in batch.pages]
-    settle = [
-        {"run_id": run_id, "call_id": s.call_id, "by": s.by, "at": rows.ts(s.at)}
-        for s in batch.settle_pages
-    ]
-    events = [rows.event_params(e) for e in batch.events]
-
-    def job(conn: sqlite3.Connection) -> Committed:
-        if batch.owner is not None or cps:
-            _check_head(conn, run_id, batch.owner, cps)
-        for params in finish:
-            _finish_effect(conn, params)
-        committed = Committed()
-        for effect, params in start:
-            prior, key = _claim_key(
-                conn, effect.lineage_id, effect.idempotency_key, effect.reversibility
-            )
-            if prior is not None:
-                committed.preempted[effect.call_id] = prior
-                continue
-            if key != effect.idempotency_key:
-                committed.keys[effect.call_id] = key
-            conn.execute(Q["insert_effect"], params | {"idempotency_key": key})
-        for approval, params in request:
-            _request(conn, committed, approval, params)
-        for params in pages:
-            if conn.execute(Q["insert_page"], params).rowcount:
-                committed.new_pages.append(params["id"])
-        for params in settle:
-            conn.execute(Q["settle_pages_of_call"], params)
-        for params in events:
-            conn.execute(Q["insert_event"], params)
-        return committed
-
-    return job
-
-
-def _check_batch(batch: Batch) -> None:
-    """Every record in a batch belongs to its run: the lease is checked for that run only."""
-    owners = [
-        *(cp.run_id for cp in batch.checkpoints),
-        *(o.run_id for o in batch.finish),
-        *(e.run_id for e in batch.start),
-        *(a.run_id for a in batch.request),
-        *(p.run_id for p in batch.pages),
-        *(e.run_id for e in batch.events if e.run_id is not None),
-    ]
-    strangers = sorted({str(owner) for owner in owners if owner != batch.run_id})
-    if strangers:
-        raise errors.InvalidRecord(
-            f"a batch for run {batch.run_id!r} holds records of {', '.join(strangers)}"
-        )
-
-
-def _request(
-    conn: sqlite3.Connection, committed: Committed, approval: Approval, params: dict[str, Any]
-) -> None:
-    """Create an approval unless its call already happened or was declined in the lineage."""
-    call = approval.call_id or approval.id
-    if approval.lineage_id is not None and approval.idempotency_key is not None:
-        done, _ = _claim_key(
-            conn, approval.lineage_id, approval.idempotency_key, Reversibility.IRREVERSIBLE
-        )
-        if done is not None:
-            committed.preempted[call] = done
-            return
-        declined = _declined_by_key(conn, approval)
-        if declined is not None:
-            committed.prior_decisions[call] = declined
-            return
-    conn.execute(Q["insert_approval"], params)
-
-
-def _check_head(
-    conn: sqlite3.Connection, run_id: str, owner: str | None, cps: list[dict[str, Any]]
-) -> None:
-    """Fence on the lease, compare-and-set on the seq, append the checkpoints, mirror status."""
-    head = conn.execute(Q["run_head"], {"id": run_id}).fetchone()
-    if head is None:
-        raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
-    holder, status, latest = head
-    if owner is not None and holder != owner:
-        raise errors.LeaseLost(
-            f"run {run_id!r} is leased to {holder!r}, not {owner!r}", run_id=run_id, holder=holder
-        )
-    for cp in cps:
-        if cp["seq"] != latest + 1:
-            raise errors.Conflict(
-                f"run {run_id!r} is at seq {latest}; cannot append seq {cp['seq']}",
-                run_id=run_id,
-                latest_seq=latest,
-            )
-        conn.execute(Q["insert_checkpoint"], cp)
-        latest = cp["seq"]
-    if cps and cps[-1]["status"] != status:
-        params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
-        conn.execute(Q["set_run_status"], params)
-
-
-def _finish_effect(conn: sqlite3.Connection, params: dict[str, Any]) -> None:
-    finished = conn.execute(Q["finish_effect"], params).fetchone()
-    if finished is None:
-        raise errors.Conflict(
-            f"effect {params['call_id']!r} of run {params['run_id']!r} is not in flight",
-            run_id=params["run_id"],
-            call_id=params["call_id"],
-        )
-    if finished[0] is not None and params["status"] == "completed":
-        conn.execute(Q["mark_compensated"], params | {"compensates": finished[0]})
-
-
-def _claim_key(
-    conn: sqlite3.Connection, lineage_id: str, key: str, reversibility: Reversibility
-) -> tuple[Effect | None, str]:
-    """The completed effect that makes this one a repeat, or the key to start it under.
-
-    Reads never repeat-match. A completed effect that was compensated since does not count:
-    the new one takes the key's next generation, so the outside system sees a new request.
-    """
-    if reversibility == Reversibility.READ:
-        return None, key
-    candidate, generation = key, 1
-    while True:
-        params = {"lineage_id": lineage_id, "idempotency_key": candidate}
-        row = conn.execute(Q["completed_effect_by_key"], params).fetchone()
-        if row is None:
-            return None, candidate
-        if row["compensated_by"] is None:
-            return rows.effect_from_row(row), candidate
-        generation += 1
-        candidate = f"{key}#{generation}"
-
-
-def _declined_by_key(conn: sqlite3.Connection, approval: Approval) -> Approval | None:
-    if approval.lineage_id is None or approval.idempotency_key is None:
-        return None
-    params = {"lineage_id": approval.lineage_id, "idempotency_key": approval.idempotency_key}
-    row = conn.execute(Q["declined_approval_by_key"], params).fetchone()
-    return rows.approval_from_row(row) if row else None
-
-
-def _use_wal(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA wal_autocheckpoint = 0")  # the writer checkpoints on its own thread
-
-
-def _other_tables(conn: sqlite3.Connection) -> int:
-    return conn.execute(Q["other_tables"]).fetchone()[0]
-
-
-def _schema_version(conn: sqlite3.Connection) -> int:
-    exists = conn.execute(Q["schema_table_exists"]).fetchone()[0]
-    return conn.execute(Q["schema_version"]).fetchone()[0] if exists else 0
-
-
-def _apply_migrations(conn: sqlite3.Connection) -> tuple[int, int]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        conn.execute(Q["create_schema_table"])
-        before = conn.execute(Q["schema_version"]).fetchone()[0]
-        for step in migration.pending(DIALECT, before):
-            for statement in _statements(step.sql):
-                conn.execute(statement)
-            params = {"version": step.version, "name": step.name, "applied_at": time.time()}
-            conn.execute(Q["record_migration"], params)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    return before, max(before, migration.latest_version(DIALECT))
-
-
-def _statements(script: str) -> Iterator[str]:
-    buffer = ""
-    for line in script.splitlines(keepends=True):
-        buffer += line
-        if sqlite3.complete_statement(buffer):
-            yield buffer
-            buffer = ""
-    if buffer.strip() and not all(
-        part.strip().startswith("--") or not part.strip() for part in buffer.splitlines()
-    ):
-        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:80]}")

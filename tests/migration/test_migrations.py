@@ -367,18 +367,22 @@ def test_the_query_file_parses_with_a_description_per_query(dialect: str) -> Non
     assert all(loaded.values()), [name for name, body in loaded.items() if not body]
 
 
+def backend_source(dialect: str) -> str:
+    """The backend's modules: `store/<dialect>.py` and `store/<dialect>_*.py`."""
+    files = [STORE / f"{dialect}.py", *sorted(STORE.glob(f"{dialect}_*.py"))]
+    return "\n".join(path.read_text("utf-8") for path in files)
+
+
 @pytest.mark.parametrize("dialect", BACKEND_DIALECTS)
 def test_every_query_a_backend_uses_exists(dialect: str) -> None:
-    used = used_query_names((STORE / f"{dialect}.py").read_text("utf-8"))
+    used = used_query_names(backend_source(dialect))
 
-    assert used, f"found no query names in store/{dialect}.py"
+    assert used, f"found no query names in store/{dialect}*.py"
     assert used <= set(queries.load(dialect)), used - set(queries.load(dialect))
 
 
 def test_every_query_is_used_by_some_backend() -> None:
-    used = set().union(
-        *(used_query_names((STORE / f"{d}.py").read_text("utf-8")) for d in BACKEND_DIALECTS)
-    )
+    used = set().union(*(used_query_names(backend_source(d)) for d in BACKEND_DIALECTS))
 
     assert set(queries.load("sqlite")) <= used, set(queries.load("sqlite")) - used
 

@@ -1,0 +1,254 @@
+"""A driven run's journal: what is written, what is pending, and the one way to write it.
+
+The driver queues what it learns here (the model's reply, tool results and their effect
+outcomes, audit events) and `write` turns it into one `Batch`: checkpoints appended by
+compare-and-set on seq, so the history is also the lock on the run. A write that loses that
+race still records what the tools did, then stops the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from store import (
+    Approval,
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Committed,
+    Effect,
+    EffectOutcome,
+    Message,
+    Page,
+    Run,
+    RunState,
+    RunStatus,
+    Store,
+    Usage,
+    errors,
+)
+
+log = logging.getLogger("signoff.journal")
+
+
+class Stopped(Exception):
+    """The run was changed by someone else (cancelled, taken over); stop driving it."""
+
+    def __init__(self, *, ended: bool = False) -> None:
+        super().__init__("the run changed under its driver")
+        self.ended = ended
+
+
+@dataclass(frozen=True, slots=True)
+class Sealed:
+    """A step's results, complete: the first `messages` unsaved messages, at this step."""
+
+    messages: int
+    step: int
+    usage: Usage
+
+
+class Journal:
+    def __init__(
+        self,
+        store: Store,
+        run: Run,
+        state: RunState,
+        *,
+        owner: str,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.store = store
+        self.run = run
+        self.owner = owner
+        self.clock = clock
+        self.seq = state.seq
+        self.step = state.step
+        self.usage = state.usage
+        self.status = state.status
+        self.messages: list[Message] = list(state.messages)
+        self.unsaved: list[Message] = []
+        self.finished: list[EffectOutcome] = []
+        self.events: list[AuditEvent] = []
+        self.sealed: Sealed | None = None
+        self.unsafe = False
+        """Whether an unsaved outcome is of a tool that must not run twice."""
+
+    # what the driver queues
+
+    @property
+    def transcript(self) -> list[Message]:
+        return self.messages + self.unsaved
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.unsaved or self.finished)
+
+    def add(self, message: Message) -> None:
+        self.unsaved.append(message)
+
+    def outcome(self, outcome: EffectOutcome, message: Message, *, rerunnable: bool) -> None:
+        """An effect ended: its outcome and the tool message the model will read."""
+        self.unsafe = self.unsafe or not rerunnable
+        self.finished.append(outcome)
+        self.unsaved.append(message)
+
+    def event(self, action: str, **detail: Any) -> None:
+        self.events.append(
+            AuditEvent(
+                action=action, actor=self.owner, run_id=self.run.id, detail=detail, at=self.clock()
+            )
+        )
+
+    def reply(self, message: Message, usage: Usage) -> None:
+        """The model answered: a new step, paid for."""
+        self.step += 1
+        self.usage = self.usage + usage + Usage(steps=1)
+        self.unsaved.append(message)
+
+    def seal(self) -> None:
+        """The queued results are a complete step; written later, they keep their own
+        checkpoint, so the history does not depend on which transaction carried them."""
+        self.sealed = Sealed(len(self.unsaved), self.step, self.usage)
+
+    def run_now(self) -> Run:
+        return self.run.model_copy(
+            update={"status": self.status, "step": self.step, "usage": self.usage}
+        )
+
+    # writing
+
+    async def write(
+        self,
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        start: Sequence[Effect] = (),
+        request: Sequence[Approval] = (),
+        pages: Sequence[Page] = (),
+    ) -> Committed:
+        """Write everything queued, plus these records, in one transaction."""
+        checkpoints, cut = [], 0
+        if self.sealed is not None:
+            cut = self.sealed.messages
+            checkpoints.append(
+                self._checkpoint(self.sealed.step, self.sealed.usage, self.unsaved[:cut])
+            )
+        checkpoints.append(
+            self._checkpoint(
+                self.step,
+                self.usage,
+                self.unsaved[cut:],
+                status=status,
+                stop_reason=stop_reason,
+                error=error,
+                after=len(checkpoints),
+            )
+        )
+        taken = (len(self.unsaved), len(self.finished), len(self.events))
+        batch = Batch(
+            run_id=self.run.id,
+            owner=self.owner,
+            checkpoints=checkpoints,
+            finish=tuple(self.finished),
+            start=start,
+            request=request,
+            pages=pages,
+            events=tuple(self.events),
+        )
+        try:
+            committed = await self.store.commit(batch)
+        except errors.LeaseLost:
+            await self._save_outcomes_anyway()
+            raise Stopped() from None
+        except errors.AlreadyExists as exc:
+            await self._fail_unrecordable(exc)
+            raise Stopped(ended=True) from None
+        except errors.Conflict:
+            await self._append_after_interruption()
+            raise Stopped() from None
+        self.sealed, self.unsafe = None, False
+        self.seq += len(checkpoints)
+        self.status = status
+        self.messages.extend(self.unsaved[: taken[0]])
+        del self.unsaved[: taken[0]]
+        del self.finished[: taken[1]]
+        del self.events[: taken[2]]
+        return committed
+
+    def _checkpoint(
+        self,
+        step: int,
+        usage: Usage,
+        messages: Sequence[Message],
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        after: int = 0,
+    ) -> Checkpoint:
+        # Built from the journal's own typed state: no validation on the hot path.
+        return Checkpoint.model_construct(
+            run_id=self.run.id,
+            seq=self.seq + after + 1,
+            step=step,
+            status=status,
+            usage=usage,
+            stop_reason=stop_reason,
+            error=error,
+            messages=tuple(messages),
+            created_at=self.clock(),
+        )
+
+    async def _save_outcomes_anyway(self) -> None:
+        """Another worker took the run over; what our tools did must still be recorded,
+        unless that worker already settled it."""
+        for outcome in self.finished:
+            try:
+                await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
+            except errors.Conflict:
+                log.info("effect %s was settled by the worker that took over", outcome.call_id)
+
+    async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
+        """A write collided with an existing record: stop the run loudly, never wedge it."""
+        log.error("run %s: cannot record its next step: %s", self.run.id, exc)
+        if self.status == RunStatus.FAILED:
+            return
+        self.status = RunStatus.FAILED  # once: a second collision does not try again
+        self.unsaved = [m for m in self.unsaved if m.role == "tool"]
+        self.sealed = None
+        try:
+            await self.write(
+                status=RunStatus.FAILED,
+                stop_reason="error",
+                error=f"could not record the step: {exc}",
+            )
+        except Stopped:
+            log.error("run %s: could not record its failure either", self.run.id)
+
+    async def _append_after_interruption(self) -> None:
+        """The run was changed (cancelled) mid-step: keep what happened, on top of the change."""
+        if not self.finished:
+            return
+        latest = await self.store.load_state(self.run.id)
+        checkpoint = Checkpoint(
+            run_id=self.run.id,
+            seq=latest.seq + 1,
+            step=latest.step,
+            status=latest.status,
+            usage=latest.usage,
+            stop_reason=latest.stop_reason,
+            error=latest.error,
+            messages=tuple(m for m in self.unsaved if m.role == "tool"),
+            created_at=self.clock(),
+        )
+        batch = Batch(run_id=self.run.id, checkpoints=[checkpoint], finish=tuple(self.finished))
+        try:
+            await self.store.commit(batch)
+        except errors.Conflict as exc:
+            log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)
