@@ -7,6 +7,7 @@ that is attempted twice, or by two processes at once, happens once.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import datetime
@@ -228,7 +229,9 @@ class ApprovalDesk:
         limit = 500
         while True:
             due = await self.store.due_approvals(now, limit=limit)
-            acted = [await self._due(approval, now) for approval in due]
+            # Independent approvals, each acted on by compare-and-set: their writes share
+            # group commits instead of paying one fsync each.
+            acted = await asyncio.gather(*(self._due(approval, now) for approval in due))
             if len(due) < limit or not any(acted):
                 return await self.store.next_due_at()
 

@@ -9,12 +9,11 @@ the next reply. Everything is written through the run's `Journal`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from runtime import results
 from runtime.budget import StopReason, exhausted
@@ -34,7 +33,6 @@ from store import (
     RunState,
     RunStatus,
     ToolCall,
-    errors,
 )
 from store.records import pending_calls
 
@@ -43,6 +41,7 @@ if TYPE_CHECKING:
     from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.driver")
+T = TypeVar("T")
 
 MAX_RATE_LIMIT_RETRIES = 5
 MAX_RETRY_AFTER = 60.0
@@ -69,6 +68,8 @@ class Driver:
         self.journal = Journal(rt.store, run, state, owner=rt.worker_id, clock=rt.clock)
         self.ended = False
         self.used_ids: set[str] = set()
+        self.earlier_effects: dict[str, Effect] = {}
+        self.earlier_approvals: dict[str, Approval] = {}
 
     # the loop
 
@@ -113,13 +114,15 @@ class Driver:
         return reply
 
     async def _load_used_ids(self) -> None:
-        """Call ids this run already used: in its transcript, and in effects and approvals
-        of steps a rollback took out of the transcript."""
+        """Call ids this run already used: in its transcript, and in effects and approvals,
+        including those of steps a rollback took out of the transcript."""
         self.used_ids = {c.id for m in self.journal.messages for c in m.tool_calls}
         if self.journal.seq > 0:
-            self.used_ids.update(e.call_id for e in await self.store.list_effects(self.run.id))
+            effects = await self.store.list_effects(self.run.id)
             approvals = await self.store.list_approvals(run_id=self.run.id)
-            self.used_ids.update(a.call_id for a in approvals if a.call_id)
+            self.earlier_effects = {e.call_id: e for e in effects}
+            self.earlier_approvals = {a.call_id: a for a in approvals if a.call_id}
+            self.used_ids.update(self.earlier_effects, self.earlier_approvals)
 
     def _unique_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         """Models may reuse call ids; the ledger keys effects by them, so each must be new."""
@@ -161,8 +164,8 @@ class Driver:
         """
         plans = [self._plan(call) for call in calls]
         ids = [p.call.id for p in plans]
-        effects = {} if fresh else await self._known_effects(ids)
-        approvals = {} if fresh else await self._known_approvals(ids)
+        effects = {} if fresh else _pick(self.earlier_effects, ids)
+        approvals = {} if fresh else _pick(self.earlier_approvals, ids)
         prior = await self._request_approvals(plans, effects, approvals)
         for plan in plans:
             call = plan.call
@@ -202,21 +205,6 @@ class Driver:
         # A dry run executes no mutating tool, so it has nothing to ask a human about.
         ask = tool.requires_approval and not (self.run.dry_run and tool.mutating)
         return Plan(call, tool, args, key, needs_approval=ask)
-
-    async def _known_effects(self, ids: list[str]) -> dict[str, Effect]:
-        found = {}
-        for call_id in ids:
-            with contextlib.suppress(errors.NotFound):
-                found[call_id] = await self.store.get_effect(self.run.id, call_id)
-        return found
-
-    async def _known_approvals(self, ids: list[str]) -> dict[str, Approval]:
-        wanted = set(ids)
-        return {
-            a.call_id: a
-            for a in await self.store.list_approvals(run_id=self.run.id)
-            if a.call_id in wanted
-        }
 
     async def _request_approvals(
         self,
@@ -267,7 +255,7 @@ class Driver:
             self.journal.add(results.dry_run(call.id, tool.name, args))
             self.journal.event("dry_run_call", tool=tool.name, args=args)
             return True
-        effect = Effect.model_construct(
+        effect = Effect(
             run_id=self.run.id,
             call_id=call.id,
             lineage_id=self.run.lineage_id,
@@ -315,7 +303,7 @@ class Driver:
         error: str | None = None,
     ) -> bool:
         """Queue the outcome and its tool message; both ride on the next write."""
-        outcome = EffectOutcome.model_construct(
+        outcome = EffectOutcome(
             run_id=effect.run_id,
             call_id=effect.call_id,
             status=status,
@@ -410,3 +398,7 @@ class Driver:
         for page in pages:
             if page.id in committed.new_pages:
                 await self.rt.announce_page(page, run)
+
+
+def _pick(found: dict[str, T], ids: Sequence[str]) -> dict[str, T]:
+    return {i: found[i] for i in ids if i in found}

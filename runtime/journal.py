@@ -192,8 +192,7 @@ class Journal:
         error: str | None = None,
         after: int = 0,
     ) -> Checkpoint:
-        # Built from the journal's own typed state: no validation on the hot path.
-        return Checkpoint.model_construct(
+        return Checkpoint(
             run_id=self.run.id,
             seq=self.seq + after + 1,
             step=step,

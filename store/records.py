@@ -83,7 +83,7 @@ class Usage(Record):
     cost: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage.model_construct(
+        return Usage(
             steps=self.steps + other.steps,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

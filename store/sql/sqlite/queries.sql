@@ -195,19 +195,25 @@ ON CONFLICT DO NOTHING
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
 -- due_approvals --
--- Pending approvals whose deadline or next reminder has come.
-SELECT * FROM approvals WHERE state = 'pending' AND deadline <= :now
+-- Pending approvals whose deadline or next reminder has come (each through its own index).
+SELECT * FROM approvals INDEXED BY approvals_pending_deadline
+WHERE state = 'pending' AND deadline <= :now
 UNION
-SELECT * FROM approvals WHERE state = 'pending' AND next_reminder_at <= :now
+SELECT * FROM approvals INDEXED BY approvals_pending_reminder
+WHERE state = 'pending' AND next_reminder_at <= :now
 ORDER BY created_at
 LIMIT :limit
 
 -- next_due_at --
--- The earliest deadline or reminder among pending approvals.
+-- The earliest deadline or reminder among pending approvals: two index lookups, not a scan.
 SELECT min(at) FROM (
-    SELECT min(deadline) AS at FROM approvals WHERE state = 'pending'
+    SELECT (SELECT deadline FROM approvals INDEXED BY approvals_pending_deadline
+            WHERE state = 'pending' AND deadline IS NOT NULL
+            ORDER BY deadline LIMIT 1) AS at
     UNION ALL
-    SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'
+    SELECT (SELECT next_reminder_at FROM approvals INDEXED BY approvals_pending_reminder
+            WHERE state = 'pending' AND next_reminder_at IS NOT NULL
+            ORDER BY next_reminder_at LIMIT 1)
 )
 
 -- record_reminder --
