@@ -204,7 +204,12 @@ class Runtime:
     ) -> list[Approval]:
         if run_id is not None:
             await self.get(run_id)
-        chosen = ApprovalState(state) if state else None
+        try:
+            chosen = ApprovalState(state) if state else None
+        except ValueError:
+            raise errors.InvalidRequest(
+                f"unknown approval state {state!r}; use pending, approved or declined"
+            ) from None
         return await self.store.list_approvals(run_id=run_id, state=chosen)
 
     async def decide(
