@@ -135,17 +135,18 @@ def checkpoint_from_row(row: Row) -> Checkpoint:
 
 
 def state_from_rows(run_id: str, rows: list[Row]) -> RunState:
-    """Rebuild a state from its own fields (first row) and the messages rows after it."""
-    state = json.loads(rows[0][2])
+    """Rebuild a state from its rows: messages in seq order, its own fields on the last."""
+    seq, _, fields = rows[-1]
+    state = json.loads(fields)
     return RunState(
         run_id=run_id,
-        seq=rows[0][1],
+        seq=seq,
         step=state["step"],
         status=state["status"],
         usage=_usage(state),
         stop_reason=state["stop_reason"],
         error=state["error"],
-        messages=join_messages(row[2] for row in rows[1:]),
+        messages=join_messages(row[1] for row in rows),
     )
 
 

@@ -205,7 +205,7 @@ class SqliteStore:
             if seq is None:
                 raise errors.NotFound(f"run {run_id!r} has no step {step}", run_id=run_id)
         found = await self._read("load_state", {"run_id": run_id, "seq": seq})
-        if not found or found[0][0] != 0:
+        if not found or found[-1][2] is None:
             at = "" if seq is None else f" at seq {seq}"
             raise errors.NotFound(f"no state for run {run_id!r}{at}", run_id=run_id)
         return rows.state_from_rows(run_id, found)

@@ -90,16 +90,14 @@ VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output
 SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step
 
 -- load_state --
--- A state in one query: first the checkpoint's own fields (as JSON), then the messages that
--- rebuild its transcript: the last snapshot up to it and every checkpoint after that.
-SELECT 0 AS part, seq, json_object('step', step, 'status', status, 'steps', steps,
-       'input_tokens', input_tokens, 'output_tokens', output_tokens, 'cost', cost,
-       'stop_reason', stop_reason, 'error', error) AS payload
-FROM checkpoints
-WHERE run_id = :run_id AND seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints
-                                                 WHERE run_id = :run_id))
-UNION ALL
-SELECT 1, seq, messages
+-- A state in one query, in seq order: the messages of the last snapshot up to the target seq
+-- and of every checkpoint after it; the target row also carries its own fields (as JSON).
+SELECT seq, messages,
+       CASE WHEN seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
+       THEN json_object('step', step, 'status', status, 'steps', steps,
+                        'input_tokens', input_tokens, 'output_tokens', output_tokens,
+                        'cost', cost, 'stop_reason', stop_reason, 'error', error)
+       END AS state
 FROM checkpoints
 WHERE run_id = :run_id
   AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
@@ -107,7 +105,7 @@ WHERE run_id = :run_id
               WHERE run_id = :run_id AND snapshot = 1
                 AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints
                                            WHERE run_id = :run_id)))
-ORDER BY part, seq
+ORDER BY seq
 
 -- history --
 -- Every checkpoint of a run, oldest first.
