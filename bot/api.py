@@ -95,8 +95,8 @@ async def start_run(request: web.Request) -> web.Response:
         )
     except (errors.UnknownAgent, errors.InvalidRequest) as exc:
         return error(400, str(exc))
-    if created:
-        request.app[BACKGROUND].spawn(rt.drive(run.id), name=f"drive {run.id}")
+    # A new run starts; an existing one is driven on if it was left mid-flight.
+    request.app[BACKGROUND].spawn(rt.drive(run.id), name=f"drive {run.id}")
     return web.json_response(await _run_view(rt, run), status=201 if created else 200)
 
 
@@ -175,10 +175,15 @@ def add_routes(app: web.Application, rt: Runtime, background: Background) -> Non
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
 
 
-def api_app(rt: Runtime, *, token: str, background: Background) -> web.Application:
-    """An aiohttp application serving the API (the server mounts Slack next to it)."""
-    if not token:
-        raise ValueError("the HTTP API needs a bearer token (SIGNOFF_API_TOKEN)")
-    app = web.Application(middlewares=[bearer_auth(token)], client_max_size=1024**2)
-    add_routes(app, rt, background)
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+def api_app(rt: Runtime, *, token: str | None, background: Background) -> web.Application:
+    """The aiohttp application `signoff serve` runs: /healthz, and the API when a bearer
+    token is configured (the Slack endpoints mount next to it)."""
+    app = web.Application(middlewares=[bearer_auth(token or "")], client_max_size=1024**2)
+    app.router.add_get("/healthz", healthz)
+    if token:
+        add_routes(app, rt, background)
     return app

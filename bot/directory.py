@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Callable
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -55,7 +56,7 @@ class SlackDirectory:
             return cached[1]
         try:
             response = await self.client.usergroups_users_list(usergroup=group_id)
-        except SlackApiError as exc:
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning("usergroups.users.list %s failed: %s", group_id, exc)
             return cached[1] if cached else frozenset()
         members = frozenset(response.get("users") or [])

@@ -13,16 +13,14 @@ from contextlib import suppress
 
 from aiohttp import web
 
-from bot.api import add_routes, bearer_auth
+from bot.api import api_app
 from bot.settings import Settings, secret
 from bot.wiring import assemble
+from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
 
 log = logging.getLogger("signoff.server")
-
-
-async def healthz(request: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
+RECOVER_EVERY = 30.0
 
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
@@ -36,12 +34,11 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
                 agent.name,
                 ", ".join(agent.approval_waived),
             )
+    for name in open_policies(settings.policies):
+        log.warning("policy %s names no approvers: anyone but the requester may approve", name)
     token = secret(settings.api_token)
-    app = web.Application(middlewares=[bearer_auth(token or "")])
-    app.router.add_get("/healthz", healthz)
-    if token:
-        add_routes(app, rt, process.background)
-    else:
+    app = api_app(rt, token=token, background=process.background)
+    if not token:
         log.warning("SIGNOFF_API_TOKEN is not set: the HTTP API (/v1/...) is disabled")
     scheduler = ApprovalScheduler(rt)
     runner = web.AppRunner(app)
@@ -51,6 +48,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         await web.TCPSite(runner, settings.host, settings.port).start()
         await scheduler.start()
         process.background.spawn(rt.recover(), name="recover")
+        # Runs stranded since start-up (a driver that crashed in this process, a decision
+        # whose resume found the run busy) are picked up again within a poll.
+        scheduler.every(RECOVER_EVERY, rt.recover, name="signoff-recover")
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

@@ -10,9 +10,9 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from runtime.policy import Policies
@@ -24,48 +24,32 @@ class ConfigError(Exception):
     """The configuration is invalid; the message says where and why."""
 
 
-def _env(*names: str) -> AliasChoices:
-    return AliasChoices(*names)
-
-
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True)
+    # In the environment only SIGNOFF_* and SLACK_* names count (never a bare PORT or
+    # DATABASE_URL meant for something else); in signoff.toml, the field names.
+    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, env_prefix="SIGNOFF_")
 
-    database_url: str = Field(
-        "sqlite:///signoff.db", validation_alias=_env("database_url", "SIGNOFF_DATABASE_URL")
-    )
+    database_url: str = Field("sqlite:///signoff.db", validation_alias="SIGNOFF_DATABASE_URL")
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
-        "FULL", validation_alias=_env("synchronous", "SIGNOFF_SQLITE_SYNCHRONOUS")
+        "FULL", validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
     )
     agents: list[str] = Field(
         default_factory=lambda: ["examples.refund_agent:agent"],
-        validation_alias=_env("agents", "SIGNOFF_AGENTS"),
+        validation_alias="SIGNOFF_AGENTS",
     )
     policies: Policies = Field(default_factory=Policies)
     protected_facts: list[str] = Field(default_factory=list)
-    worker_id: str | None = Field(None, validation_alias=_env("worker_id", "SIGNOFF_WORKER_ID"))
+    worker_id: str | None = Field(None, validation_alias="SIGNOFF_WORKER_ID")
     lease_ttl: float = Field(30.0, gt=0)
-    host: str = Field("127.0.0.1", validation_alias=_env("host", "SIGNOFF_HOST"))
-    port: int = Field(3000, ge=0, le=65535, validation_alias=_env("port", "SIGNOFF_PORT"))
-    api_token: SecretStr | None = Field(
-        None, validation_alias=_env("api_token", "SIGNOFF_API_TOKEN")
-    )
-    callback_secret: SecretStr | None = Field(
-        None, validation_alias=_env("callback_secret", "SIGNOFF_CALLBACK_SECRET")
-    )
-    oncall_channel: str | None = Field(
-        None, validation_alias=_env("oncall_channel", "SIGNOFF_ONCALL_CHANNEL")
-    )
-    slack_bot_token: SecretStr | None = Field(
-        None, validation_alias=_env("slack_bot_token", "SLACK_BOT_TOKEN")
-    )
-    slack_signing_secret: SecretStr | None = Field(
-        None, validation_alias=_env("slack_signing_secret", "SLACK_SIGNING_SECRET")
-    )
-    slack_app_token: SecretStr | None = Field(
-        None, validation_alias=_env("slack_app_token", "SLACK_APP_TOKEN")
-    )
-    slack_api_url: str | None = Field(None, validation_alias=_env("slack_api_url", "SLACK_API_URL"))
+    host: str = Field("127.0.0.1", validation_alias="SIGNOFF_HOST")
+    port: int = Field(3000, ge=0, le=65535, validation_alias="SIGNOFF_PORT")
+    api_token: SecretStr | None = Field(None, validation_alias="SIGNOFF_API_TOKEN")
+    callback_secret: SecretStr | None = Field(None, validation_alias="SIGNOFF_CALLBACK_SECRET")
+    oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
+    slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
+    slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
+    slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
+    slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
 
     @classmethod
     def settings_customise_sources(
@@ -125,11 +109,15 @@ def _where(file: Path, loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) 
 
 def _variable_of(field: str) -> str | None:
     """The environment variable that set this field, if one did (it wins over the file)."""
+    present = {key.upper() for key in os.environ}
+    if field.isupper():  # errors from the environment carry the variable's name
+        return field if field in present else None
     info = Settings.model_fields.get(field)
-    alias = info.validation_alias if info else None
-    names = [n for n in getattr(alias, "choices", []) if isinstance(n, str) and n.isupper()]
-    present = {name.upper() for name in os.environ}
-    return next((name for name in names if name in present), None)
+    if info is None:
+        return None
+    alias = info.validation_alias
+    name = alias if isinstance(alias, str) else f"SIGNOFF_{field.upper()}"
+    return name if name in present else None
 
 
 _HEADER = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")
@@ -162,8 +150,3 @@ def _line_of(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> int | N
 
 def secret(value: SecretStr | None) -> str | None:
     return value.get_secret_value() if value is not None else None
-
-
-def describe(settings: Settings) -> dict[str, Any]:
-    """The settings with secrets masked, for `signoff serve` to log at start-up."""
-    return settings.model_dump(mode="json", exclude={"policies"})

@@ -8,6 +8,7 @@ that is attempted twice, or by two processes at once, happens once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from datetime import datetime
@@ -49,7 +50,7 @@ class ApprovalDesk:
         callback_url: str | None = None,
     ) -> Approval:
         """A pending approval with its deadline and first reminder set from the policy."""
-        name, rules = self._policy(policy or tool)
+        name, rules = self.policies.for_tool(policy or tool)
         now = self.rt.clock()
         return Approval(
             id=f"ap_{uuid.uuid4().hex[:20]}",
@@ -84,9 +85,6 @@ class ApprovalDesk:
             created_at=self.rt.clock(),
         )
 
-    def _policy(self, tool: str) -> tuple[str, Policy]:
-        return self.policies.for_tool(tool)
-
     # deciding
 
     async def decide(
@@ -104,7 +102,8 @@ class ApprovalDesk:
         if not by:
             raise errors.InvalidRequest("a decision needs the deciding user's id")
         approval = await self.get(approval_id)
-        _, policy = self._policy(approval.policy)
+        _, policy = self.policies.for_tool(approval.policy)
+        await self._expire_if_due(approval, policy)
         await self._check_decider(approval, policy, decision, by)
         approved_args = None
         if args is not None:
@@ -120,9 +119,47 @@ class ApprovalDesk:
             votes = await self._vote(approval, by)
             if votes < approval.required_approvals:
                 return approval
+        open_at = self.rt.clock() if policy.on_timeout == "decline" else None
         return await self.settle(
-            approval, ApprovalState(decision), by=by, reason=reason, approved_args=approved_args
+            approval,
+            ApprovalState(decision),
+            by=by,
+            reason=reason,
+            approved_args=approved_args,
+            open_at=open_at,
         )
+
+    async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
+        """A decision after the deadline of a policy that declines then comes too late: the
+        approval is expired now (if the scheduler has not yet) and the decision refused."""
+        now = self.rt.clock()
+        overdue = approval.deadline is not None and approval.deadline <= now
+        if approval.state != ApprovalState.PENDING or not overdue:
+            return
+        if policy.on_timeout != "decline":
+            return
+        with contextlib.suppress(errors.AlreadyDecided, store_errors.Conflict):
+            await self.settle(
+                approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
+            )
+        raise errors.ApprovalExpired(
+            f"approval {approval.id} expired at {approval.deadline:%Y-%m-%d %H:%M:%S} UTC; "
+            "it was declined as expired",
+            approval=await self.get(approval.id),
+        )
+
+    async def withdraw(self, run_id: str, *, by: str, reason: str) -> None:
+        """Decline a run's pending approvals because the run no longer waits (cancelled,
+        rolled back). A withdrawal is not a person's "no": the call may be asked again."""
+        for approval in await self.store.list_approvals(run_id=run_id, state=ApprovalState.PENDING):
+            with contextlib.suppress(errors.AlreadyDecided):
+                await self.settle(
+                    approval,
+                    ApprovalState.DECLINED,
+                    by=SYSTEM_ACTOR,
+                    reason=f"withdrawn: {reason} by {by}",
+                    resume=False,
+                )
 
     async def get(self, approval_id: str) -> Approval:
         try:
@@ -187,6 +224,7 @@ class ApprovalDesk:
         reason: str | None,
         approved_args: dict[str, Any] | None = None,
         not_before: datetime | None = None,
+        open_at: datetime | None = None,
         resume: bool = True,
     ) -> Approval:
         """Compare-and-set the decision with its audit event, tell the notifier, resume."""
@@ -212,10 +250,13 @@ class ApprovalDesk:
                 reason=reason,
                 approved_args=approved_args,
                 not_before=not_before,
+                open_at=open_at,
                 event=event,
             )
         except store_errors.AlreadyDecided as exc:
             raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
+        except store_errors.Expired as exc:
+            raise errors.ApprovalExpired(str(exc), approval=approval) from None
         run = await self.rt.find_run(decided.run_id)
         await self.rt.announce_decision(decided, run)
         if run is not None and resume:
@@ -237,7 +278,7 @@ class ApprovalDesk:
 
     async def _due(self, approval: Approval, now: datetime) -> bool:
         """Act on one due approval; False if someone else already did (or it failed)."""
-        _, policy = self._policy(approval.policy)
+        _, policy = self.policies.for_tool(approval.policy)
         try:
             if approval.deadline is not None and approval.deadline <= now:
                 await self._deadline_passed(approval, policy, now)

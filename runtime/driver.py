@@ -9,6 +9,7 @@ the next reply. Everything is written through the run's `Journal`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from store import (
     RunState,
     RunStatus,
     ToolCall,
+    errors,
 )
 from store.records import pending_calls
 
@@ -89,6 +91,12 @@ class Driver:
         except Stopped as stop:
             self.ended = self.ended or stop.ended
             log.info("run %s changed under its driver; stopped driving it", self.run.id)
+        except errors.DatabaseError:
+            raise  # the store is unwell: leave the run to recovery rather than fail it
+        except Exception as exc:
+            log.exception("run %s failed in its driver", self.run.id)
+            with contextlib.suppress(Stopped, errors.StoreError):
+                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"{exc!r}")
         return self.ended
 
     async def _next_reply(self) -> Reply | None:
@@ -169,17 +177,16 @@ class Driver:
         prior = await self._request_approvals(plans, effects, approvals)
         for plan in plans:
             call = plan.call
-            if plan.problem is not None or plan.tool is None:
-                self.journal.add(results.error(call.id, call.name, plan.problem or "?"))
-            elif call.id in effects:
+            if call.id in effects:
                 if not await self._resume_effect(plan, effects[call.id]):
                     return False
+            elif plan.problem is not None or plan.tool is None:
+                self.journal.add(results.error(call.id, call.name, plan.problem or "?"))
             elif call.id in prior:
                 self.journal.add(self._prior_result(plan, prior[call.id]))
             elif plan.needs_approval:
-                approval = approvals[call.id]
-                if approval.state == ApprovalState.PENDING:
-                    await self._park()
+                approval = await self._decision(approvals[call.id])
+                if approval is None:
                     return False
                 if approval.state == ApprovalState.DECLINED:
                     self.journal.add(results.declined(call.id, call.name, approval))
@@ -190,6 +197,19 @@ class Driver:
             elif not await self._execute(plan, plan.args or {}):
                 return False
         return True
+
+    async def _decision(self, approval: Approval) -> Approval | None:
+        """The approval once decided; None after parking the run to wait for it.
+
+        A decision can land while the run is parking (made by a notifier, or by another
+        process whose resume found this driver still holding the run), so the approval is
+        read again after the park is written; if it was decided, the run goes on.
+        """
+        if approval.state != ApprovalState.PENDING:
+            return approval
+        await self._park()
+        current = await self.store.get_approval(approval.id)
+        return None if current.state == ApprovalState.PENDING else current
 
     def _plan(self, call: ToolCall) -> Plan:
         tool = self.agent.tools.get(call.name)
@@ -230,9 +250,8 @@ class Driver:
         return prior
 
     def _new_approval(self, plan: Plan) -> Approval:
-        assert plan.tool is not None
         return self.rt.desk.new_approval(
-            tool=plan.tool.name,
+            tool=plan.call.name,
             args=plan.args or {},
             run=self.run,
             call_id=plan.call.id,
@@ -248,9 +267,9 @@ class Driver:
     async def _execute(
         self, plan: Plan, args: dict[str, Any], *, approval_id: str | None = None
     ) -> bool:
-        tool, call = plan.tool, plan.call
-        assert tool is not None
-        assert plan.key is not None
+        tool, call, key = plan.tool, plan.call, plan.key
+        if tool is None or key is None:
+            raise ValueError(f"call {call.id} was not planned for execution")
         if self.run.dry_run and tool.mutating:
             self.journal.add(results.dry_run(call.id, tool.name, args))
             self.journal.event("dry_run_call", tool=tool.name, args=args)
@@ -262,8 +281,9 @@ class Driver:
             step=self.journal.step,
             tool=tool.name,
             args=args,
-            idempotency_key=plan.key,
+            idempotency_key=key,
             reversibility=tool.effect,
+            idempotent=tool.idempotent,
             compensator=tool.compensate,
             approval_id=approval_id,
             started_at=self.rt.clock(),
@@ -276,7 +296,25 @@ class Driver:
                 results.result(call.id, tool.name, committed.preempted[call.id].result)
             )
             return True
+        if call.id in committed.blocked:
+            await self._blocked(effect, committed.blocked[call.id])
+            return False
         return await self._run_tool(tool, effect, attempt=1)
+
+    async def _blocked(self, effect: Effect, other: Effect) -> None:
+        """The same effect is running or in doubt elsewhere in the lineage: do not guess."""
+        why = (
+            f"{effect.tool} with the same idempotency key is {other.status.value} in run "
+            f"{other.run_id} (call {other.call_id}); doing it here could do it twice"
+        )
+        page = self.rt.desk.new_page(
+            run_id=self.run.id,
+            call_id=effect.call_id,
+            tool=effect.tool,
+            reason="in_doubt",
+            detail=f"{why}. Settle that effect first, then resume this run.",
+        )
+        await self._stop(RunStatus.FAILED, StopReason.IN_DOUBT, error=why, pages=[page])
 
     async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
         ctx = self._context(tool, effect, attempt)
@@ -334,20 +372,19 @@ class Driver:
         )
 
     async def _resume_effect(self, plan: Plan, effect: Effect) -> bool:
-        """An effect this run started before it was interrupted."""
-        tool = plan.tool
-        assert tool is not None
+        """An effect this run started before it was interrupted (its tool may be gone since)."""
         if effect.status == EffectStatus.COMPLETED:
             self.journal.add(results.result(effect.call_id, effect.tool, effect.result))
             return True
         if effect.status == EffectStatus.FAILED:
             self.journal.add(results.failure(effect.call_id, effect.tool, effect.error or ""))
             return True
-        return await self._in_doubt(tool, effect, "interrupted before its result was recorded", 1)
+        why = "interrupted before its result was recorded"
+        return await self._in_doubt(plan.tool, effect, why, 1)
 
-    async def _in_doubt(self, tool: Tool, effect: Effect, why: str, attempt: int) -> bool:
+    async def _in_doubt(self, tool: Tool | None, effect: Effect, why: str, attempt: int) -> bool:
         """Re-run an idempotent tool once with the same key; otherwise page and stop."""
-        if tool.idempotent and attempt < 2:
+        if tool is not None and tool.idempotent and attempt < 2:
             self.journal.event("retry_in_doubt", call_id=effect.call_id, why=why)
             return await self._run_tool(tool, effect, attempt=attempt + 1)
         if effect.status != EffectStatus.IN_DOUBT:

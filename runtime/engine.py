@@ -8,7 +8,6 @@ outside world only through its `Notifier`.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -149,7 +148,13 @@ class Runtime:
         return await self.get(run_id), True
 
     async def drive(self, run_id: str) -> Run:
-        """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere."""
+        """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere.
+
+        Called from inside this run's own driver (a notifier deciding at once), it returns
+        at once: that driver reads the approval again after parking.
+        """
+        if self._locks.held_here(run_id):
+            return await self.get(run_id)
         try:
             return await self._drive(run_id)
         except errors.RunBusy:
@@ -159,13 +164,12 @@ class Runtime:
     async def resume(self, run_id: str, *, budget: Budget | None = None) -> Run:
         """Resume a stopped run; `budget` raises its limits (usage carries over, never resets)."""
         run = await self.get(run_id)
-        if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+        if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or self._compensated(run):
+            why = "its effects were compensated" if self._compensated(run) else run.status.value
             raise errors.InvalidRequest(
-                f"run {run_id} is {run.status.value}; fork it to continue from one of its steps"
+                f"run {run_id} is {why}; fork it to continue from one of its steps"
             )
-        if budget is not None:
-            await self.store.set_run_budget(run_id, budget, at=self.clock())
-        return await self._drive(run_id, reopen=True)
+        return await self._drive(run_id, reopen=True, budget=budget)
 
     async def get(self, run_id: str) -> Run:
         try:
@@ -185,11 +189,7 @@ class Runtime:
             action="cancel", actor=by, run_id=run_id, at=self.clock(), detail={"reason": reason}
         )
         await self._append_status(run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
-        for approval in await self.store.list_approvals(run_id=run_id, state=ApprovalState.PENDING):
-            with contextlib.suppress(errors.AlreadyDecided):
-                await self.desk.settle(
-                    approval, ApprovalState.DECLINED, by=by, reason="run cancelled"
-                )
+        await self.desk.withdraw(run_id, by=by, reason="run cancelled")
         async with self._locks.hold(run_id):
             return await self._after_stop(await self.get(run_id))
 
@@ -328,7 +328,9 @@ class Runtime:
             known = ", ".join(self.agents) or "none"
             raise errors.UnknownAgent(f"no agent {name!r}; this runtime has: {known}") from None
 
-    async def _drive(self, run_id: str, *, reopen: bool = False) -> Run:
+    async def _drive(
+        self, run_id: str, *, reopen: bool = False, budget: Budget | None = None
+    ) -> Run:
         async with self._locks.hold(run_id):
             run = await self.get(run_id)
             agent = self._agent(run.agent)
@@ -337,6 +339,9 @@ class Runtime:
             async with hold_lease(
                 self.store, run_id, self.worker_id, ttl=self.lease_ttl, clock=self.clock
             ):
+                if budget is not None:  # only now: a refused resume changes nothing
+                    await self.store.set_run_budget(run_id, budget, at=self.clock())
+                    run = run.model_copy(update={"budget": budget})
                 state = await self.store.load_state(run_id)
                 if state.status == RunStatus.FAILED and reopen:
                     state = await self._reopen(run, state)
@@ -344,7 +349,11 @@ class Runtime:
                     return await self.get(run_id)
                 ended = await Driver(self, run, agent, state).drive()
             run = await self.get(run_id)
-            return await self._after_stop(run) if ended else run
+            if ended:
+                return await self._after_stop(run)
+            if run.status == RunStatus.CANCELLED:
+                await self._saga(run)  # cancelled under this driver, maybe by another process
+            return run
 
     async def _reopen(self, run: Run, state: RunState) -> RunState:
         checkpoint = Checkpoint(
@@ -372,14 +381,27 @@ class Runtime:
         if run.status not in TERMINAL_STATUSES:
             return run
         await safely(self.notifier.run_finished(run))
-        agent = self.agents.get(run.agent)
-        saga = agent is not None and agent.on_failure == "compensate"
-        abandoned = run.status == RunStatus.CANCELLED or (
-            run.status == RunStatus.FAILED and run.stop_reason not in BUDGET_REASONS
-        )
-        if saga and abandoned:
-            await rollback.compensate_all(self, run)
+        await self._saga(run)
         return run
+
+    def _compensated(self, run: Run) -> bool:
+        """Whether the run ended in a way its saga agent undoes (so it may not resume)."""
+        agent = self.agents.get(run.agent)
+        if agent is None or agent.on_failure != "compensate":
+            return False
+        kept = BUDGET_REASONS | {StopReason.IN_DOUBT, StopReason.ROLLED_BACK}
+        return run.status == RunStatus.CANCELLED or (
+            run.status == RunStatus.FAILED and run.stop_reason not in kept
+        )
+
+    async def _saga(self, run: Run) -> None:
+        """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not)."""
+        if not self._compensated(run):
+            return
+        try:
+            await rollback.compensate_all(self, run)
+        except errors.RunBusy:
+            log.info("run %s: its driver compensates it when it stops", run.id)
 
     async def _append_status(
         self, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
@@ -387,6 +409,8 @@ class Runtime:
         """Append a status change on top of whatever the latest checkpoint is (CAS, retried)."""
         for _ in range(20):
             state = await self.store.load_state(run_id)
+            if state.status in (RunStatus.DONE, RunStatus.CANCELLED):
+                raise errors.InvalidRequest(f"run {run_id} is already {state.status.value}")
             checkpoint = Checkpoint(
                 run_id=run_id,
                 seq=state.seq + 1,
@@ -425,11 +449,20 @@ class Runtime:
         return agent.tools.get(approval.tool) if agent else None
 
     async def resume_after_decision(self, run_id: str) -> None:
-        """Drive the run a decision unblocked; if that fails, recovery will pick it up."""
-        try:
-            await self.drive(run_id)
-        except Exception:
-            log.exception("run %s could not resume after a decision; recover() will retry", run_id)
+        """Drive the run a decision unblocked. Its driver elsewhere may be about to park: wait
+        for it a few seconds; past that, or on an error, recovery picks the run up."""
+        if self._locks.held_here(run_id):
+            return
+        for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2):
+            try:
+                await self._drive(run_id)
+                return
+            except errors.RunBusy:
+                await asyncio.sleep(delay)
+            except Exception:
+                log.exception("run %s could not resume after a decision", run_id)
+                return
+        log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
 
     async def announce_approval(self, approval: Approval, run: Run | None) -> None:
         await safely(self.notifier.approval_requested(approval, run))

@@ -8,11 +8,11 @@ SignoffRuntimeError
  ├── ApprovalNotFound    no approval with this id
  ├── DecisionRefused     a decision that may not be made
  │    ├── AlreadyDecided   the approval is no longer pending; a decision never changes
+ │    │    └── ApprovalExpired  its deadline passed and it was declined as expired
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
  │    └── EditRefused      the policy forbids edits, or the edited arguments are invalid
- ├── RunBusy             another worker holds the run's lease
- └── PolicyError         the policy configuration is invalid
+ └── RunBusy             another worker holds the run's lease
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ class AlreadyDecided(DecisionRefused):
     """The approval was already decided."""
 
 
+class ApprovalExpired(AlreadyDecided):
+    """The approval's deadline passed; it was declined as expired."""
+
+
 class NotAnApprover(DecisionRefused):
     """This user may not decide this approval."""
 
@@ -72,7 +76,3 @@ class EditRefused(DecisionRefused):
 
 class RunBusy(SignoffRuntimeError):
     """Another worker is driving this run."""
-
-
-class PolicyError(SignoffRuntimeError):
-    """The approval policy configuration is invalid."""

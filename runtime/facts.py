@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from store import Fact, Store, errors
+from store.base import refuse_protected
 from store.records import FACTS, utcnow
 
 _MISSING = object()
@@ -60,9 +61,4 @@ class FactStore:
         return await self._store.load_facts(parsed)
 
     def _refuse(self, keys: list[str]) -> None:
-        refused = sorted(set(keys) & self.protected)
-        if refused:
-            raise errors.ProtectedFact(
-                f"fact key(s) {', '.join(refused)} are protected and cannot be written",
-                keys=refused,
-            )
+        refuse_protected(keys, self.protected)

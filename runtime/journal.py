@@ -74,7 +74,8 @@ class Journal:
         self.unsaved: list[Message] = []
         self.finished: list[EffectOutcome] = []
         self.events: list[AuditEvent] = []
-        self.sealed: Sealed | None = None
+        self.sealed: list[Sealed] = []
+        """Complete steps queued but not written yet: each becomes a checkpoint of its own."""
         self.unsafe = False
         """Whether an unsaved outcome is of a tool that must not run twice."""
 
@@ -113,7 +114,8 @@ class Journal:
     def seal(self) -> None:
         """The queued results are a complete step; written later, they keep their own
         checkpoint, so the history does not depend on which transaction carried them."""
-        self.sealed = Sealed(len(self.unsaved), self.step, self.usage)
+        if not self.sealed or self.sealed[-1].messages < len(self.unsaved):
+            self.sealed.append(Sealed(len(self.unsaved), self.step, self.usage))
 
     def run_now(self) -> Run:
         return self.run.model_copy(
@@ -134,11 +136,12 @@ class Journal:
     ) -> Committed:
         """Write everything queued, plus these records, in one transaction."""
         checkpoints, cut = [], 0
-        if self.sealed is not None:
-            cut = self.sealed.messages
+        for sealed in self.sealed:
+            part = self.unsaved[cut : sealed.messages]
             checkpoints.append(
-                self._checkpoint(self.sealed.step, self.sealed.usage, self.unsaved[:cut])
+                self._checkpoint(sealed.step, sealed.usage, part, after=len(checkpoints))
             )
+            cut = sealed.messages
         checkpoints.append(
             self._checkpoint(
                 self.step,
@@ -172,7 +175,7 @@ class Journal:
         except errors.Conflict:
             await self._append_after_interruption()
             raise Stopped() from None
-        self.sealed, self.unsafe = None, False
+        self.sealed, self.unsafe = [], False
         self.seq += len(checkpoints)
         self.status = status
         self.messages.extend(self.unsaved[: taken[0]])
@@ -220,7 +223,7 @@ class Journal:
             return
         self.status = RunStatus.FAILED  # once: a second collision does not try again
         self.unsaved = [m for m in self.unsaved if m.role == "tool"]
-        self.sealed = None
+        self.sealed = []
         try:
             await self.write(
                 status=RunStatus.FAILED,

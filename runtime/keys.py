@@ -2,7 +2,9 @@
 
 By default a key is derived from the tool's name and its canonical arguments within the run's
 lineage, so a fork or a re-issued call maps to the same key. A tool may name its business
-identity instead (an invoice id), which makes the key the same across lineages too.
+identity instead (an invoice id): the key handed to the tool is then the same across
+lineages, so the outside system dedupes it everywhere; the ledger still dedupes within a
+lineage only.
 """
 
 from __future__ import annotations

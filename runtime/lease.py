@@ -7,6 +7,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from runtime.errors import RunBusy
 from store import Store
@@ -34,7 +35,10 @@ async def hold_lease(
         renewer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await renewer
-        await store.release_lease(run_id, owner)
+        try:
+            await store.release_lease(run_id, owner)
+        except Exception:
+            log.exception("could not release the lease on run %s; it expires in %gs", run_id, ttl)
 
 
 async def _renew(
@@ -43,17 +47,23 @@ async def _renew(
     while True:
         await asyncio.sleep(ttl / 3)
         until = clock() + timedelta(seconds=ttl)
-        if not await store.renew_lease(run_id, owner, until=until):
+        try:
+            renewed = await store.renew_lease(run_id, owner, until=until)
+        except Exception:
+            log.exception("could not renew the lease on run %s; trying again", run_id)
+            continue
+        if not renewed:
             log.warning("lost the lease on run %s; its next write will be refused", run_id)
             return
 
 
 class RunLocks:
-    """One in-process driver per run: a worker keeps its lease across restarts, so the lease
-    alone cannot stop this process from driving the same run twice."""
+    """One in-process driver per run: a worker keeps its lease across restarts when its
+    `worker_id` is stable, so the lease alone cannot stop this process driving a run twice."""
 
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        self._holders: dict[str, asyncio.Task[Any] | None] = {}
 
     @contextlib.asynccontextmanager
     async def hold(self, run_id: str) -> AsyncIterator[None]:
@@ -61,7 +71,11 @@ class RunLocks:
         self._locks[run_id] = (lock, users + 1)
         try:
             async with lock:
-                yield
+                self._holders[run_id] = asyncio.current_task()
+                try:
+                    yield
+                finally:
+                    self._holders.pop(run_id, None)
         finally:
             lock, users = self._locks[run_id]
             if users == 1:
@@ -69,5 +83,7 @@ class RunLocks:
             else:
                 self._locks[run_id] = (lock, users - 1)
 
-    def busy(self, run_id: str) -> bool:
-        return run_id in self._locks
+    def held_here(self, run_id: str) -> bool:
+        """Whether the calling task is the one holding this run (a re-entrant call)."""
+        holder = self._holders.get(run_id)
+        return holder is not None and holder is asyncio.current_task()

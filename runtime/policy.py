@@ -81,6 +81,12 @@ class Policies(BaseModel):
         return tool, Policy.model_validate(merged)
 
 
+def open_policies(policies: Policies) -> list[str]:
+    """The policies that name no approvers (anyone but the requester may approve)."""
+    named = {"default": policies.default} | {t: policies.for_tool(t)[1] for t in policies.tools}
+    return [name for name, policy in named.items() if not policy.approvers]
+
+
 class Directory(Protocol):
     """Resolves a user group to its members."""
 

@@ -1,7 +1,8 @@
 """Start-up recovery (DESIGN rule 7): drive every run that was mid-flight when its worker died.
 
 It acts through the same lease and compare-and-set path as normal driving, so running it
-twice, or in two processes at once, is harmless: a run whose lease is live is left alone.
+twice, or in two processes at once, is harmless: a run leased to another live worker is left
+alone (one leased to this worker's own id, from before a restart, is taken back at once).
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ that cannot be undone (irreversible, in doubt, a failed compensation) becomes a 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -19,7 +18,6 @@ from runtime.keys import compensation_key
 from runtime.lease import hold_lease
 from runtime.tools import Tool, ToolContext, ToolTimeout
 from store import (
-    ApprovalState,
     AuditEvent,
     Batch,
     Checkpoint,
@@ -63,7 +61,7 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
     state = await rt.state_at(run_id, to_step)
     async with hold_lease(rt.store, run_id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
         report = await _undo_after(rt, run, to_step)
-        await _withdraw_pending(rt, run_id, by)
+        await rt.desk.withdraw(run_id, by=by, reason="run rolled back")
         latest = await rt.store.load_state(run_id)
         restore = Checkpoint(
             run_id=run_id,
@@ -99,15 +97,6 @@ async def compensate_all(rt: Runtime, run: Run) -> RollbackReport:
         )
     )
     return report
-
-
-async def _withdraw_pending(rt: Runtime, run_id: str, by: str) -> None:
-    """A rolled-back run no longer waits for anyone: decline what it was waiting on."""
-    for approval in await rt.store.list_approvals(run_id=run_id, state=ApprovalState.PENDING):
-        with contextlib.suppress(errors.AlreadyDecided):
-            await rt.desk.settle(
-                approval, ApprovalState.DECLINED, by=by, reason="run rolled back", resume=False
-            )
 
 
 async def _undo_after(rt: Runtime, run: Run, step: int) -> RollbackReport:

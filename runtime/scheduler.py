@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ class ApprovalScheduler:
         self.armed_at: datetime | None = None
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._tick_lock = asyncio.Lock()
+        self._poked: datetime | None = None
 
     async def start(self) -> None:
         """Start APScheduler, fire everything already due, and arm the next due time."""
@@ -55,8 +57,23 @@ class ApprovalScheduler:
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
 
+    def every(self, seconds: float, job: Callable[[], Awaitable[object]], *, name: str) -> None:
+        """Run `job` periodically on the same scheduler (e.g. recovery of stranded runs)."""
+        self._scheduler.add_job(
+            job,
+            "interval",
+            seconds=seconds,
+            id=name,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=None,
+            replace_existing=True,
+        )
+
     def poke(self, at: datetime) -> None:
         """A new deadline or reminder exists; arm for it if it is sooner than the armed one."""
+        if self._tick_lock.locked():
+            self._poked = at if self._poked is None else min(self._poked, at)
         if self.armed_at is None or at < self.armed_at:
             self._arm(at)
 
@@ -69,8 +86,10 @@ class ApprovalScheduler:
                 log.exception("approval tick failed; the poll job will try again")
                 return
             self.armed_at = None
-            if next_due is not None:
-                self._arm(next_due)
+            poked, self._poked = self._poked, None
+            due = [at for at in (next_due, poked) if at is not None]
+            if due:
+                self._arm(min(due))
 
     def _arm(self, at: datetime) -> None:
         self.armed_at = at

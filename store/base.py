@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from store import errors
 from store.records import (
     Approval,
     ApprovalState,
@@ -30,6 +31,16 @@ from store.records import (
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
 
 
+def refuse_protected(keys: Sequence[str], protected: frozenset[str]) -> None:
+    """Raise ProtectedFact, writing nothing, if any of these fact keys is protected."""
+    refused = sorted(set(keys) & protected)
+    if refused:
+        raise errors.ProtectedFact(
+            f"fact key(s) {', '.join(refused)} are protected and cannot be written",
+            keys=refused,
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
     """One atomic write for one run.
@@ -37,12 +48,13 @@ class Batch:
     - `owner`: when set, the write is refused with `LeaseLost` unless this worker holds the lease.
     - `checkpoints`: appended in order; the first seq must be exactly one past the latest
       (compare-and-set on history) and each next one past it.
-    - `finish`: started effects that ended; refused with `Conflict` if not `started`.
+    - `finish`: effects that ended; refused with `Conflict` unless `started` or `in_doubt`.
     - `start`: effects about to execute. An effect whose idempotency key already `completed`
       in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
       A completed effect that was since compensated no longer counts: doing it again is a new
       action, started under the key's next generation (`key#2`, ...), returned in
-      `Committed.keys`.
+      `Committed.keys`. An effect that is not idempotent is not started while the same key
+      is running or in doubt anywhere in the lineage: `Committed.blocked` names that effect.
     - `request`: approvals to create. One whose call already completed in the lineage is not
       created (`Committed.preempted`); nor is one whose key was already declined in the
       lineage (`Committed.prior_decisions`).
@@ -77,6 +89,7 @@ class Committed:
     preempted: dict[str, Effect] = field(default_factory=dict)
     prior_decisions: dict[str, Approval] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
+    blocked: dict[str, Effect] = field(default_factory=dict)
     new_pages: list[str] = field(default_factory=list)
 
 
@@ -86,6 +99,8 @@ class Store(Protocol):
     protected_facts: frozenset[str]
 
     async def close(self) -> None: ...
+    async def migrate(self) -> tuple[int, int]: ...
+    async def schema_version(self) -> int: ...
 
     # runs
     async def create_run(self, run: Run, snapshot: Checkpoint) -> None: ...
@@ -129,6 +144,7 @@ class Store(Protocol):
         reason: str | None = None,
         approved_args: dict[str, Any] | None = None,
         not_before: datetime | None = None,
+        open_at: datetime | None = None,
         event: AuditEvent | None = None,
     ) -> Approval: ...
     async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...

@@ -5,6 +5,7 @@ StoreError
  ├── Conflict            a write lost a race: the row changed under it
  │    ├── AlreadyExists  an id that is already taken
  │    ├── AlreadyDecided an approval that is no longer pending
+ │    ├── Expired        an approval whose deadline passed (it declines at the deadline)
  │    └── LeaseLost      another worker holds the run's lease
  ├── InvalidRecord       a record that cannot be stored as given
  ├── ProtectedFact       a write to a key the fact store protects
@@ -43,6 +44,10 @@ class AlreadyExists(Conflict):
 
 class AlreadyDecided(Conflict):
     """The approval was already decided; a decision never changes."""
+
+
+class Expired(Conflict):
+    """The approval's deadline has passed; it can no longer be approved or declined by a person."""
 
 
 class LeaseLost(Conflict):

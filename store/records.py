@@ -179,6 +179,8 @@ class Effect(Record):
     args: dict[str, Any]
     idempotency_key: str
     reversibility: Reversibility
+    idempotent: bool = False
+    """The tool may run again under the same key: an in-doubt effect is retried, not paged."""
     compensator: str | None = None
     status: EffectStatus = EffectStatus.STARTED
     result: Any = None

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 import aiosqlite
 
 from store import errors, migration, queries, rows, sqlite_batch, sqlite_schema
-from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
+from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, refuse_protected
 from store.records import (
     Approval,
     ApprovalState,
@@ -78,15 +78,17 @@ class SqliteStore:
     async def open(self, *, migrate: bool = True) -> SqliteStore:
         try:
             return await self._open(migrate=migrate)
-        except errors.DatabaseError as exc:
-            raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, errors.DatabaseError):
+                raise errors.DatabaseError(f"{self.path}: {exc}") from exc
+            raise
 
     async def _open(self, *, migrate: bool) -> SqliteStore:
         with translate_errors():
             await self._writer.start()
             version = await self._writer.run_alone(sqlite_schema.schema_version)
             if version > migration.latest_version(DIALECT):
-                await self.close()
                 raise errors.SchemaTooNew(
                     f"{self.path} has schema version {version}, newer than this Signoff "
                     f"understands ({migration.latest_version(DIALECT)}); upgrade Signoff",
@@ -94,7 +96,6 @@ class SqliteStore:
                     supported=migration.latest_version(DIALECT),
                 )
             if version == 0 and await self._writer.run_alone(sqlite_schema.other_tables):
-                await self.close()
                 raise errors.ForeignDatabase(
                     f"{self.path} holds another application's tables and no Signoff schema; "
                     "point SIGNOFF_DATABASE_URL at a new or Signoff file"
@@ -174,7 +175,10 @@ class SqliteStore:
         return rows.run_from_row(row)
 
     async def list_runs(self, status: RunStatus | None = None, *, limit: int = 100) -> list[Run]:
-        found = await self._read("list_runs", {"status": status, "limit": limit})
+        if status is None:
+            found = await self._read("list_runs", {"limit": limit})
+        else:
+            found = await self._read("list_runs_by_status", {"status": status, "limit": limit})
         return [rows.run_from_row(row) for row in found]
 
     async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None:
@@ -249,7 +253,13 @@ class SqliteStore:
         limit: int = 1000,
     ) -> list[Approval]:
         params = {"run_id": run_id, "state": state, "limit": limit}
-        return [rows.approval_from_row(row) for row in await self._read("list_approvals", params)]
+        if run_id is not None:
+            found = await self._read("list_approvals_of_run", params)
+        elif state is not None:
+            found = await self._read("list_approvals_by_state", params)
+        else:
+            found = await self._read("list_approvals", params)
+        return [rows.approval_from_row(row) for row in found]
 
     async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
         params = {"approval_id": approval_id, "user_id": user_id, "at": rows.ts(at)}
@@ -275,6 +285,7 @@ class SqliteStore:
         reason: str | None = None,
         approved_args: dict[str, Any] | None = None,
         not_before: datetime | None = None,
+        open_at: datetime | None = None,
         event: AuditEvent | None = None,
     ) -> Approval:
         if state == ApprovalState.PENDING:
@@ -287,6 +298,7 @@ class SqliteStore:
             "reason": reason,
             "approved_args": rows.maybe_dumps(approved_args),
             "not_before": rows.ts(not_before),
+            "open_at": rows.ts(open_at),
         }
         event_params = rows.event_params(event) if event else None
 
@@ -297,11 +309,15 @@ class SqliteStore:
                 raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
             approval = rows.approval_from_row(row)
             if not changed:
-                if approval.state == ApprovalState.PENDING:
+                if approval.state != ApprovalState.PENDING:
+                    raise _already_decided(approval)
+                if not_before is not None:
                     raise errors.Conflict(
                         f"approval {approval_id!r} is not due yet", approval_id=approval_id
                     )
-                raise _already_decided(approval)
+                raise errors.Expired(
+                    f"approval {approval_id!r} passed its deadline", approval_id=approval_id
+                )
             if event_params:
                 conn.execute(Q["insert_event"], event_params)
             return approval
@@ -378,12 +394,7 @@ class SqliteStore:
         return len(params)
 
     def _refuse_protected(self, keys: Sequence[str]) -> None:
-        refused = sorted(set(keys) & self.protected_facts)
-        if refused:
-            raise errors.ProtectedFact(
-                f"fact key(s) {', '.join(refused)} are protected and cannot be written",
-                keys=refused,
-            )
+        refuse_protected(keys, self.protected_facts)
 
     # pages
 

@@ -46,6 +46,10 @@ def commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
             if prior is not None:
                 committed.preempted[effect.call_id] = prior
                 continue
+            unsettled = None if effect.idempotent else _unsettled(conn, effect, key)
+            if unsettled is not None:
+                committed.blocked[effect.call_id] = unsettled
+                continue
             if key != effect.idempotency_key:
                 committed.keys[effect.call_id] = key
             conn.execute(Q["insert_effect"], params | {"idempotency_key": key})
@@ -157,6 +161,17 @@ def _claim_key(
             return rows.effect_from_row(row), candidate
         generation += 1
         candidate = f"{key}#{generation}"
+
+
+def _unsettled(conn: sqlite3.Connection, effect: Effect, key: str) -> Effect | None:
+    """The same effect running or in doubt in the lineage: doing it again might do it twice."""
+    if effect.reversibility == Reversibility.READ:
+        return None
+    params = {"lineage_id": effect.lineage_id, "idempotency_key": key}
+    row = conn.execute(Q["unsettled_effect_by_key"], params).fetchone()
+    if row is None or (row["run_id"], row["call_id"]) == (effect.run_id, effect.call_id):
+        return None  # the same call started twice is refused by its key in the table
+    return rows.effect_from_row(row)
 
 
 def _declined_by_key(conn: sqlite3.Connection, approval: Approval) -> Approval | None:

@@ -24,6 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+
+class StoreClosed(sqlite3.ProgrammingError):
+    """A write after close(); translated like any other driver error."""
+
+
 Job = Callable[[sqlite3.Connection], Any]
 Outcome = tuple[bool, Any]
 
@@ -58,7 +64,7 @@ class GroupCommitWriter:
     async def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
         """Run `job` inside the next group transaction and return what it returned."""
         if self._conn is None:
-            raise RuntimeError("the store is closed")
+            raise StoreClosed("the store is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._queue.append((job, future))
@@ -159,7 +165,8 @@ class GroupCommitWriter:
         try:
             result = job(conn)
         except Exception as exc:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full)
+                conn.execute("ROLLBACK")
             return [(False, exc)]
         except BaseException:
             if conn.in_transaction:
@@ -197,7 +204,7 @@ class GroupCommitWriter:
 
     def _connection(self) -> sqlite3.Connection:
         if self._conn is None:
-            raise RuntimeError("the store is closed")
+            raise StoreClosed("the store is closed")
         return self._conn
 
 

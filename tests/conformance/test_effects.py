@@ -128,8 +128,22 @@ async def test_a_read_effect_is_never_preempted(
     assert (await store.get_effect(run.id, again.call_id)).status == EffectStatus.STARTED
 
 
-@pytest.mark.parametrize("status", [EffectStatus.FAILED, EffectStatus.IN_DOUBT, None])
-async def test_an_effect_that_did_not_complete_does_not_preempt(
+async def test_a_failed_effect_does_not_preempt(
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
+) -> None:
+    first = make_effect(run.id, idempotency_key="refund-4471")
+    await store.commit(Batch(run_id=run.id, start=[first]))
+    await finish(store, first, EffectStatus.FAILED, clock())
+    again = make_effect(run.id, idempotency_key="refund-4471")
+
+    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+
+    assert (committed.preempted, committed.blocked) == ({}, {})
+    assert [e.call_id for e in await store.list_effects(run.id)] == [first.call_id, again.call_id]
+
+
+@pytest.mark.parametrize("status", [EffectStatus.IN_DOUBT, None])
+async def test_the_same_key_running_or_in_doubt_blocks_a_second_start(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock, status: EffectStatus | None
 ) -> None:
     first = make_effect(run.id, idempotency_key="refund-4471")
@@ -141,7 +155,22 @@ async def test_an_effect_that_did_not_complete_does_not_preempt(
     committed = await store.commit(Batch(run_id=run.id, start=[again]))
 
     assert committed.preempted == {}
-    assert [e.call_id for e in await store.list_effects(run.id)] == [first.call_id, again.call_id]
+    assert committed.blocked[again.call_id].call_id == first.call_id
+    assert [e.call_id for e in await store.list_effects(run.id)] == [first.call_id]
+
+
+async def test_an_idempotent_effect_may_start_while_its_key_is_in_doubt(
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
+) -> None:
+    first = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
+    await store.commit(Batch(run_id=run.id, start=[first]))
+    await finish(store, first, EffectStatus.IN_DOUBT, clock())
+    again = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
+
+    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+
+    assert (committed.preempted, committed.blocked) == ({}, {})
+    assert len(await store.list_effects(run.id)) == 2
 
 
 # finish

@@ -91,11 +91,12 @@ def test_missing_file_named_by_signoff_config_is_an_error(
         load_settings()
 
 
-def test_secrets_are_masked_when_described(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from bot.settings import describe
-
+def test_secrets_are_masked_when_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SIGNOFF_API_TOKEN", "very-secret")
-    assert "very-secret" not in str(describe(load_settings()))
+    settings = load_settings()
+
+    assert "very-secret" not in repr(settings)
+    assert "very-secret" not in str(settings.model_dump())
 
 
 BAD = [

@@ -102,6 +102,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "reversibility TEXT NOT NULL",
         "compensator TEXT",
         "idempotency_key TEXT NOT NULL",
+        "idempotent INTEGER NOT NULL",
         "status TEXT NOT NULL",
         "approval_id TEXT",
         "compensates TEXT",

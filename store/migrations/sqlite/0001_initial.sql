@@ -48,6 +48,7 @@ CREATE TABLE effects (
     reversibility   TEXT NOT NULL,
     compensator     TEXT,
     idempotency_key TEXT NOT NULL,
+    idempotent      INTEGER NOT NULL,
     status          TEXT NOT NULL,
     approval_id     TEXT,
     compensates     TEXT,

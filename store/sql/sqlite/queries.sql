@@ -43,16 +43,25 @@ JOIN checkpoints c ON c.run_id = r.id
 WHERE r.id = :id
 
 -- list_runs --
--- Runs, newest first, optionally of one status.
+-- Runs, newest first; each joined to its latest checkpoint.
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
        c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
-FROM runs r
+FROM (SELECT * FROM runs ORDER BY created_at DESC, id LIMIT :limit) r
 JOIN checkpoints c ON c.run_id = r.id
  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
-WHERE :status IS NULL OR r.status = :status
 ORDER BY r.created_at DESC, r.id
-LIMIT :limit
+
+-- list_runs_by_status --
+-- Runs of one status, newest first; each joined to its latest checkpoint.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM (SELECT * FROM runs WHERE status = :status
+      ORDER BY created_at DESC, id LIMIT :limit) r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+ORDER BY r.created_at DESC, r.id
 
 -- run_head --
 -- What a write checks first: who holds the lease, the mirrored status, the latest seq.
@@ -116,9 +125,11 @@ FROM checkpoints WHERE run_id = :run_id ORDER BY seq
 -- insert_effect --
 -- Record an effect as started, before its tool runs.
 INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
-                     idempotency_key, status, approval_id, compensates, started_at, args)
+                     idempotency_key, idempotent, status, approval_id, compensates,
+                     started_at, args)
 VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
-        :idempotency_key, 'started', :approval_id, :compensates, :started_at, :args)
+        :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
+        :args)
 
 -- finish_effect --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
@@ -137,6 +148,13 @@ SELECT * FROM effects
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
   AND status = 'completed'
 ORDER BY compensated_by IS NOT NULL, id LIMIT 1
+
+-- unsettled_effect_by_key --
+-- An effect with this key in the lineage that is running or in doubt, if any.
+SELECT * FROM effects
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
+  AND status IN ('started', 'in_doubt')
+ORDER BY id LIMIT 1
 
 -- get_effect --
 -- One effect.
@@ -159,9 +177,11 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :created_at)
 
 -- declined_approval_by_key --
--- The declined approval with this idempotency key in a lineage, if any.
+-- A decline with this idempotency key in a lineage, if any: a person's, or an expiry; not a
+-- withdrawal by Signoff when its run was cancelled or rolled back.
 SELECT * FROM approvals
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
+  AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
 ORDER BY created_at LIMIT 1
 
 -- get_approval --
@@ -169,19 +189,28 @@ ORDER BY created_at LIMIT 1
 SELECT * FROM approvals WHERE id = :id
 
 -- list_approvals --
--- Approvals, oldest first, filtered by run and/or state.
-SELECT * FROM approvals
-WHERE (:run_id IS NULL OR run_id = :run_id) AND (:state IS NULL OR state = :state)
-ORDER BY created_at, id
-LIMIT :limit
+-- Every approval, oldest first.
+SELECT * FROM approvals ORDER BY created_at, id LIMIT :limit
+
+-- list_approvals_by_state --
+-- Approvals in one state, oldest first.
+SELECT * FROM approvals WHERE state = :state ORDER BY created_at, id LIMIT :limit
+
+-- list_approvals_of_run --
+-- A run's approvals, oldest first, optionally in one state.
+SELECT * FROM approvals INDEXED BY approvals_by_run
+WHERE run_id = :run_id AND (:state IS NULL OR state = :state)
+ORDER BY created_at, id LIMIT :limit
 
 -- decide_approval --
--- Compare-and-set: decide an approval that is still pending.
+-- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline
+-- passed, a person only while it has not, when the policy declines at the deadline).
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args
 WHERE id = :id AND state = 'pending'
   AND (:not_before IS NULL OR deadline <= :not_before)
+  AND (:open_at IS NULL OR deadline IS NULL OR deadline > :open_at)
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -236,9 +265,9 @@ WHERE id = :id
 UPDATE approvals SET callback_status = :callback_status WHERE id = :id
 
 -- undelivered_callbacks --
--- Decided approvals whose callback has not been delivered yet.
+-- Decided approvals whose callback was not delivered yet (still trying, or given up on).
 SELECT * FROM approvals
-WHERE state <> 'pending' AND callback_url IS NOT NULL AND callback_status = 'pending'
+WHERE state <> 'pending' AND callback_url IS NOT NULL AND callback_status <> 'delivered'
 ORDER BY decided_at
 
 -- upsert_fact --
@@ -260,7 +289,7 @@ SELECT * FROM facts ORDER BY key
 DELETE FROM facts WHERE source = :source
 
 -- insert_page --
--- Page a human about an effect; a page with the same id already exists at most once.
+-- Page a human about an effect, unless a page with this id exists already.
 INSERT INTO pages (id, run_id, call_id, tool, reason, detail, channel, message_ts, delivery,
                    acknowledged_by, acknowledged_at, created_at)
 VALUES (:id, :run_id, :call_id, :tool, :reason, :detail, :channel, :message_ts, :delivery,
@@ -323,4 +352,5 @@ WHERE status = 'running'
 UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
-  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.state = 'pending')
+  AND NOT EXISTS (SELECT 1 FROM approvals a INDEXED BY approvals_by_run
+                  WHERE a.run_id = r.id AND a.state = 'pending')
