@@ -51,14 +51,26 @@ class CallbackNotifier(NullNotifier):
         self.timeout = aiohttp.ClientTimeout(total=timeout)
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:
-        if approval.callback_url:
+        if approval.callback_url and self._can_sign():
             self.background.spawn(self.deliver(approval), name=f"callback {approval.id}")
 
-    async def redeliver(self) -> int:
-        """Send the callbacks a previous process did not finish sending."""
-        pending = await self.store.undelivered_callbacks()
-        await asyncio.gather(*(self.deliver(approval) for approval in pending))
-        return len(pending)
+    async def redeliver(self, *, failed_too: bool = True) -> int:
+        """Send the callbacks not delivered yet (left by a crash, or by a process without the
+        secret); `failed_too` also retries those that failed every attempt before."""
+        if not self._can_sign():
+            return 0
+        undelivered = await self.store.undelivered_callbacks()
+        chosen = [a for a in undelivered if failed_too or a.callback_status == Delivery.PENDING]
+        await asyncio.gather(*(self.deliver(approval) for approval in chosen))
+        return len(chosen)
+
+    def _can_sign(self) -> bool:
+        if not self.secret:
+            log.warning(
+                "no SIGNOFF_CALLBACK_SECRET or SIGNOFF_API_TOKEN: callbacks are not "
+                "sent unsigned; they stay pending until a process with the secret runs"
+            )
+        return bool(self.secret)
 
     async def deliver(self, approval: Approval) -> bool:
         if approval.callback_url is None:

@@ -37,9 +37,14 @@ approvals = typer.Typer(help="Approvals, pending and decided.", no_args_is_help=
 db = typer.Typer(help="The database.", no_args_is_help=True)
 app.add_typer(runs, name="runs")
 app.add_typer(approvals, name="approvals")
+pages = typer.Typer(
+    help="Effects a human must handle (in doubt, not undoable).", no_args_is_help=True
+)
 app.add_typer(db, name="db")
+app.add_typer(pages, name="pages")
 
-out = Console()
+# Piped output keeps whole lines (rich would squeeze tables to 80 columns).
+out = Console() if sys.stdout.isatty() else Console(width=200)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 RunId = Annotated[str, typer.Argument(help="The run's id.")]
 
@@ -128,10 +133,19 @@ def start_run(
 
     async def work(p: Process) -> Any:
         started = await p.runtime.start(agent, task, run_id=run_id, requested_by=requested_by)
-        return await p.runtime.get(started)
+        return await p.runtime.get(started), await p.runtime.approvals(started, state="pending")
 
-    run = with_process(ctx, work)
-    show(run.model_dump(mode="json"), as_json=as_json, table=views.runs_table([run]))
+    run, pending = with_process(ctx, work)
+    data = run.model_dump(mode="json") | {"pending_approvals": [a.id for a in pending]}
+    show(data, as_json=as_json, table=views.runs_table([run]))
+    if not as_json:
+        for approval in pending:
+            out.print(
+                f"waiting for approval {approval.id}: {approval.tool}"
+                f"({views.short(views.as_json(approval.args), 80)}); decide with:\n"
+                f"  signoff approvals decide {approval.id} approve --by <Slack user id>",
+                soft_wrap=True,
+            )
 
 
 @runs.command("list")
@@ -261,18 +275,27 @@ def cancel(
 def prune(
     ctx: typer.Context,
     older_than: Annotated[str, typer.Option("--older-than", help="e.g. 30d, 12h.")],
+    yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Delete finished runs last touched before the cutoff, with their whole history."""
+    """Delete finished lineages last touched before the cutoff, with their whole history."""
     try:
-        age = parse_duration(older_than)
+        age = parse_duration(older_than, unit_required=True)
     except ValueError as exc:
         raise Failure(f"--older-than: {exc}") from None
-    if not isinstance(age, timedelta) or age <= timedelta(0):
+    if age <= timedelta(0):
         raise Failure("--older-than must be a positive duration such as 30d")
+    if not yes:
+        typer.confirm(
+            f"Delete every finished run (with its forks) untouched for {older_than}?", abort=True
+        )
 
     async def work(p: Process) -> int:
-        return await p.store.prune_runs(p.runtime.clock() - age)
+        try:
+            cutoff = p.runtime.clock() - age
+        except OverflowError:
+            raise Failure(f"--older-than: {older_than!r} reaches before any date") from None
+        return await p.store.prune_runs(cutoff)
 
     removed = with_process(ctx, work)
     show({"pruned": removed}, as_json=as_json, table=f"pruned {removed} finished run(s)")
@@ -316,10 +339,75 @@ def decide(
     }
     if decision not in states:
         raise Failure("decision must be 'approve' or 'decline'")
-    decided = with_process(
-        ctx, lambda p: p.runtime.decide(approval_id, states[decision], by=by, reason=reason)
-    )  # type: ignore[arg-type]
-    show(decided.model_dump(mode="json"), as_json=as_json, table=views.approvals_table([decided]))
+
+    async def work(p: Process) -> Any:
+        decided = await p.runtime.decide(approval_id, states[decision], by=by, reason=reason)  # type: ignore[arg-type]
+        run = await p.runtime.get(decided.run_id) if decided.run_id else None
+        return decided, run
+
+    decided, run = with_process(ctx, work)
+    data = decided.model_dump(mode="json") | {"run": run.model_dump(mode="json") if run else None}
+    show(data, as_json=as_json, table=views.approvals_table([decided]))
+    if run is not None and not as_json:
+        status = views.status_text(run.status.value, run.stop_reason)
+        out.print(f"run {run.id} is now {status} at step {run.step}", soft_wrap=True)
+
+
+@runs.command()
+def resolve(
+    ctx: typer.Context,
+    run_id: RunId,
+    call_id: Annotated[str, typer.Argument(help="The in-doubt effect's call id.")],
+    happened: Annotated[
+        bool, typer.Option("--happened/--did-not-happen", help="What the outside system shows.")
+    ],
+    by: Annotated[str, typer.Option(help="Slack user id of who checked.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Settle an effect in doubt (and its page); then `runs resume` continues the run."""
+    effect = with_process(
+        ctx, lambda p: p.runtime.resolve(run_id, call_id, happened=happened, by=by)
+    )
+    show(
+        effect.model_dump(mode="json"),
+        as_json=as_json,
+        table=f"{effect.tool} ({call_id}) is now {effect.status.value}; "
+        f"continue with: signoff runs resume {run_id}",
+    )
+
+
+@pages.command("list")
+def list_pages(
+    ctx: typer.Context,
+    all_pages: Annotated[bool, typer.Option("--all", help="Acknowledged ones too.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Pages, oldest first: what a human must check by hand."""
+    found = with_process(ctx, lambda p: p.store.list_pages(open_only=not all_pages))
+    show(
+        [pg.model_dump(mode="json") for pg in found],
+        as_json=as_json,
+        table=views.pages_table(found),
+    )
+
+
+@pages.command("ack")
+def acknowledge(
+    ctx: typer.Context,
+    page_id: str,
+    by: Annotated[str, typer.Option(help="Slack user id of who handled it.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Acknowledge a page once it is handled."""
+
+    async def work(p: Process) -> Any:
+        try:
+            return await p.store.acknowledge_page(page_id, by=by, at=p.runtime.clock())
+        except StoreError as exc:
+            raise Failure(str(exc)) from None
+
+    page = with_process(ctx, work)
+    show(page.model_dump(mode="json"), as_json=as_json, table=views.pages_table([page]))
 
 
 def main() -> None:

@@ -34,6 +34,13 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
                 agent.name,
                 ", ".join(agent.approval_waived),
             )
+    known_tools = {name for agent in rt.agents.values() for name in agent.tools}
+    for tool in sorted(set(settings.policies.tools) - known_tools):
+        log.warning(
+            "policy for %r: no configured agent has this tool (fine if only HTTP API "
+            "approvals name it)",
+            tool,
+        )
     for name in open_policies(settings.policies):
         log.warning("policy %s names no approvers: anyone but the requester may approve", name)
     token = secret(settings.api_token)
@@ -51,6 +58,11 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         # Runs stranded since start-up (a driver that crashed in this process, a decision
         # whose resume found the run busy) are picked up again within a poll.
         scheduler.every(RECOVER_EVERY, rt.recover, name="signoff-recover")
+        scheduler.every(
+            RECOVER_EVERY,
+            lambda: process.callbacks.redeliver(failed_too=False),
+            name="signoff-callbacks",
+        )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

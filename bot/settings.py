@@ -10,10 +10,16 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from runtime.policy import Policies
 
@@ -33,7 +39,7 @@ class Settings(BaseSettings):
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
         "FULL", validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
     )
-    agents: list[str] = Field(
+    agents: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["examples.refund_agent:agent"],
         validation_alias="SIGNOFF_AGENTS",
     )
@@ -50,6 +56,14 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""
+        if isinstance(value, str):
+            return [path.strip() for path in value.split(",") if path.strip()]
+        return value
 
     @classmethod
     def settings_customise_sources(
@@ -87,6 +101,8 @@ def load_settings(path: str | Path | None = None) -> Settings:
         return Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_explain(file, text, exc)) from None
+    except SettingsError as exc:  # an environment value that is not the JSON a field needs
+        raise ConfigError(f"environment: {exc}") from None
 
 
 def _explain(file: Path, text: str, exc: ValidationError) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from store import Approval, Checkpoint, Effect, Message, Run
+from store import Approval, Checkpoint, Effect, Message, Page, Run
 
 
 def when(moment: datetime | None) -> str:
@@ -117,6 +117,25 @@ def approvals_table(approvals: Sequence[Approval]) -> Table:
             a.decided_by or "",
             a.reason or "",
             when(a.deadline),
+        )
+    return table
+
+
+def pages_table(pages: Sequence[Page]) -> Table:
+    table = Table()
+    _id_column(table, "page", [p.id for p in pages])
+    _id_column(table, "run", [p.run_id for p in pages])
+    for name in ("call", "tool", "reason", "detail", "acknowledged"):
+        table.add_column(name)
+    for p in pages:
+        table.add_row(
+            p.id,
+            p.run_id or "-",
+            p.call_id or "-",
+            p.tool or "-",
+            p.reason,
+            p.detail,
+            p.acknowledged_by or "",
         )
     return table
 

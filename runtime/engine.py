@@ -140,9 +140,10 @@ class Runtime:
             await self.store.create_run(run, snapshot)
         except store_errors.AlreadyExists:
             existing = await self.get(run_id)
-            if existing.agent != chosen.name:
+            if (existing.agent, existing.task) != (chosen.name, task):
                 raise errors.InvalidRequest(
-                    f"run {run_id!r} exists with agent {existing.agent!r}, not {chosen.name!r}"
+                    f"run {run_id!r} exists already, for agent {existing.agent!r} and task "
+                    f"{existing.task!r}; an id names one run"
                 ) from None
             return existing, False
         return await self.get(run_id), True

@@ -69,6 +69,12 @@ class ScriptedModel:
     ) -> None:
         self._policy = replies if callable(replies) else None
         self._replies: Sequence[Entry | Policy] = () if callable(replies) else list(replies)
+        for number, entry in enumerate(self._replies, start=1):
+            if not (callable(entry) or _is_entry(entry)):
+                raise TypeError(
+                    f"ScriptedModel reply {number} is {entry!r}: use a string, tool_call(...), "
+                    "a list of tool calls, a Reply, an exception, or a function of the transcript"
+                )
         self._cost_in = cost_per_1k_input
         self._cost_out = cost_per_1k_output
         self._tallies = Tallies()
@@ -133,7 +139,15 @@ def _chars(content: str, calls: Sequence[ToolCall]) -> int:
     return len(content) + sum(len(c.name) + len(str(c.arguments)) for c in calls)
 
 
+def _is_entry(entry: object) -> bool:
+    if isinstance(entry, str | ToolCall | Reply | Exception):
+        return True
+    return isinstance(entry, list | tuple) and all(isinstance(c, ToolCall) for c in entry)
+
+
 def _as_reply(entry: Entry, turn: int) -> Reply:
+    if not _is_entry(entry):
+        raise TypeError(f"a scripted policy returned {entry!r}, which is not a reply")
     if isinstance(entry, Reply):
         reply = entry
     elif isinstance(entry, str):

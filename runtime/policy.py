@@ -17,17 +17,20 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 SYSTEM_ACTOR = "signoff"
 
 
-def parse_duration(value: Any) -> Any:
-    """`90`, `"90s"`, `"15m"`, `"2h"`, `"1d"` or a timedelta."""
+def parse_duration(value: Any, *, unit_required: bool = False) -> Any:
+    """`90`, `"90s"`, `"15m"`, `"2h"`, `"1d"` or a timedelta (bare numbers are seconds)."""
     if isinstance(value, timedelta) or value is None:
         return value
     if isinstance(value, int | float) and not isinstance(value, bool):
         return timedelta(seconds=value)
     if isinstance(value, str):
         match = _DURATION.match(value)
-        if match:
-            return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
-        raise ValueError(f"{value!r} is not a duration (use e.g. 90s, 15m, 2h, 1d)")
+        if match and (match[2] or not unit_required):
+            try:
+                return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
+            except OverflowError:
+                raise ValueError(f"{value!r} is longer than any date") from None
+        raise ValueError(f"{value!r} is not a duration with a unit (e.g. 90s, 15m, 2h, 30d)")
     return value
 
 

@@ -58,6 +58,11 @@ class RollbackReport:
 async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot."""
     run = await rt.get(run_id)
+    if to_step > run.step:
+        raise errors.InvalidRequest(
+            f"run {run_id} is at step {run.step}; a rollback goes back, not forward "
+            f"(fork from step {to_step} to replay from there)"
+        )
     state = await rt.state_at(run_id, to_step)
     async with hold_lease(rt.store, run_id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
         report = await _undo_after(rt, run, to_step)

@@ -347,7 +347,7 @@ def test_cancel_declines_pending_and_cancelling_again_is_refused(
 
 
 def test_prune_removes_only_old_finished_runs(cli: Cli, approval_ids: dict[str, str]) -> None:
-    assert cli("runs", "prune", "--older-than", "30d", "--json").json() == {"pruned": 1}
+    assert cli("runs", "prune", "--older-than", "30d", "--yes", "--json").json() == {"pruned": 1}
     remaining = {r.id for r in cli.inspect("list_runs", None)}
     assert "r-old" not in remaining
     assert {"r-parked", "r-done", "r-rollback"} <= remaining
@@ -366,6 +366,9 @@ REFUSALS = [
     (("runs", "fork", "r-done", "--from-step", "99"), "no step 99"),
     (("runs", "fork", "r-done"), "Missing option '--from-step'"),
     (("runs", "prune", "--older-than", "soon"), "'soon' is not a duration"),
+    (("runs", "prune", "--older-than", "30", "--yes"), "'30' is not a duration with a unit"),
+    (("runs", "prune", "--older-than", "99999999d", "--yes"), "before any date"),
+    (("runs", "rollback", "r-done", "--to-step", "99", "--yes"), "goes back, not forward"),
     (("approvals", "decide", "ap_nope", "approve", "--by", "U0BOSS"), "no approval 'ap_nope'"),
     (("runs", "frobnicate"), "frobnicate"),
     (("runs", "start", "nobody", "Refund order 1"), "no agent 'nobody'"),

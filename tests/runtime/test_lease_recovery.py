@@ -190,8 +190,10 @@ async def test_start_with_an_existing_id_resumes_without_duplicating(
     model = CountingModel(ScriptedModel(counting_policy))
     rt = Runtime(await open_db(), [counter_agent(model)], worker_id=WORKER_ID)
 
-    assert await rt.start("counter", "Count again", run_id="count-8") == "count-8"
-    assert await rt.start("counter", "Count again", run_id="count-8") == "count-8"
+    assert await rt.start("counter", "Count", run_id="count-8") == "count-8"
+    assert await rt.start("counter", "Count", run_id="count-8") == "count-8"
+    with pytest.raises(errors.InvalidRequest, match="exists already"):
+        await rt.start("counter", "Count something else", run_id="count-8")
 
     (run,) = await rt.list()
     assert (run.id, run.task, run.stop_reason, run.usage.steps) == (
@@ -209,7 +211,7 @@ async def test_start_with_an_existing_id_of_another_agent_is_refused(store: Stor
     rt = Runtime(store, [counter_agent(), other], worker_id="w")
     run_id = await rt.start("other", "Say hi")
 
-    with pytest.raises(errors.InvalidRequest, match="exists with agent 'other'"):
+    with pytest.raises(errors.InvalidRequest, match="agent 'other'"):
         await rt.start("counter", "Count", run_id=run_id)
 
 

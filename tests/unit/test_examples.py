@@ -1,0 +1,39 @@
+"""The examples the README points at run as printed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent.parent
+
+
+def run_example(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PYTHONPATH": str(ROOT), "SIGNOFF_WORLD_DB": str(cwd / "world.db"), "PATH": ""}
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_quickstart_parks_then_finishes_once_approved(tmp_path: Path) -> None:
+    done = run_example("examples.quickstart", tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["waiting_approval", "done"]
+
+
+def test_demo_runs_and_running_it_again_refunds_nothing_twice(tmp_path: Path) -> None:
+    first = run_example("examples.demo", tmp_path, "Refund order 4471")
+    second = run_example("examples.demo", tmp_path, "Refund order 4471")
+
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    assert "done (answered)" in first.stdout
+    assert first.stdout.count("'refund', '4471'") == 1
+    assert second.stdout.count("'refund', '4471'") == 1
