@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 from typing import Annotated, Any, TypeVar
 
 import typer
+from pydantic import BaseModel
 from rich.console import Console
 
 from bot import views
@@ -79,6 +80,10 @@ def with_process(ctx: typer.Context, work: Callable[[Process], Awaitable[T]]) ->
             await process.close()
 
     return asyncio.run(run())
+
+
+def dumped(records: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    return [record.model_dump(mode="json") for record in records]
 
 
 def show(value: Any, *, as_json: bool, table: Any = None) -> None:
@@ -157,7 +162,7 @@ def list_runs(
 ) -> None:
     """List runs, newest first."""
     found = with_process(ctx, lambda p: p.runtime.list(status, limit=limit))
-    show([r.model_dump(mode="json") for r in found], as_json=as_json, table=views.runs_table(found))
+    show(dumped(found), as_json=as_json, table=views.runs_table(found))
 
 
 @runs.command("show")
@@ -170,8 +175,8 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 
     run, its_approvals, effects = with_process(ctx, work)
     data = run.model_dump(mode="json") | {
-        "approvals": [a.model_dump(mode="json") for a in its_approvals],
-        "effects": [e.model_dump(mode="json") for e in effects],
+        "approvals": dumped(its_approvals),
+        "effects": dumped(effects),
     }
     show(data, as_json=as_json, table=views.run_table(run, its_approvals, effects))
 
@@ -181,7 +186,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     """One line per checkpoint: step, status, cost, what was appended."""
     found = with_process(ctx, lambda p: p.runtime.history(run_id))
     show(
-        [c.model_dump(mode="json") for c in found],
+        dumped(found),
         as_json=as_json,
         table=views.history_table(found),
     )
@@ -228,9 +233,7 @@ def fork(
     run, happened = with_process(ctx, work)
     if not as_json:
         out.print(f"forked {run_id} from step {from_step} as {run.id}", soft_wrap=True)
-    data = run.model_dump(mode="json") | {
-        "already_happened": [e.model_dump(mode="json") for e in happened]
-    }
+    data = run.model_dump(mode="json") | {"already_happened": dumped(happened)}
     show(data, as_json=as_json, table=views.runs_table([run]))
 
 
@@ -315,7 +318,7 @@ def list_approvals(
     state = ApprovalState.PENDING if pending else None
     found = with_process(ctx, lambda p: p.runtime.approvals(run_id, state=state))
     show(
-        [a.model_dump(mode="json") for a in found],
+        dumped(found),
         as_json=as_json,
         table=views.approvals_table(found),
     )
@@ -385,7 +388,7 @@ def list_pages(
     """Pages, oldest first: what a human must check by hand."""
     found = with_process(ctx, lambda p: p.store.list_pages(open_only=not all_pages))
     show(
-        [pg.model_dump(mode="json") for pg in found],
+        dumped(found),
         as_json=as_json,
         table=views.pages_table(found),
     )
