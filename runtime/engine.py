@@ -16,10 +16,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from runtime import errors, recovery, rollback, timetravel
+from runtime import ending, errors, recovery, rollback, timetravel
 from runtime.agent import Agent
 from runtime.approvals import ApprovalDesk, Decision
-from runtime.budget import BUDGET_REASONS, StopReason
 from runtime.driver import Driver
 from runtime.facts import FactStore
 from runtime.lease import RunLocks, hold_lease
@@ -35,11 +34,8 @@ from store import (
     Budget,
     Checkpoint,
     Effect,
-    EffectOutcome,
-    EffectStatus,
     Message,
     Page,
-    PageSettlement,
     Run,
     RunState,
     RunStatus,
@@ -79,7 +75,7 @@ class Runtime:
         self.desk = ApprovalDesk(self, policies or Policies(), directory or StaticDirectory())
         self.on_due: Callable[[datetime], None] | None = None
         """Set by the scheduler: told when a new deadline or reminder exists."""
-        self._locks = RunLocks()
+        self.locks = RunLocks()
 
     # runs
 
@@ -154,7 +150,7 @@ class Runtime:
         Called from inside this run's own driver (a notifier deciding at once), it returns
         at once: that driver reads the approval again after parking.
         """
-        if self._locks.held_here(run_id):
+        if self.locks.held_here(run_id):
             return await self.get(run_id)
         try:
             return await self._drive(run_id)
@@ -165,8 +161,12 @@ class Runtime:
     async def resume(self, run_id: str, *, budget: Budget | None = None) -> Run:
         """Resume a stopped run; `budget` raises its limits (usage carries over, never resets)."""
         run = await self.get(run_id)
-        if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or self._compensated(run):
-            why = "its effects were compensated" if self._compensated(run) else run.status.value
+        if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or ending.compensated(self, run):
+            why = (
+                "its effects were compensated"
+                if ending.compensated(self, run)
+                else run.status.value
+            )
             raise errors.InvalidRequest(
                 f"run {run_id} is {why}; fork it to continue from one of its steps"
             )
@@ -182,17 +182,8 @@ class Runtime:
         return await self.store.list_runs(_status(status), limit=limit)
 
     async def cancel(self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "") -> Run:
-        """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
-        run = await self.get(run_id)
-        if run.status in TERMINAL_STATUSES:
-            raise errors.InvalidRequest(f"run {run_id} is already {run.status.value}")
-        event = AuditEvent(
-            action="cancel", actor=by, run_id=run_id, at=self.clock(), detail={"reason": reason}
-        )
-        await self._append_status(run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
-        await self.desk.withdraw(run_id, by=by, reason="run cancelled")
-        async with self._locks.hold(run_id):
-            return await self._after_stop(await self.get(run_id))
+        """Stop a run for good; its pending approvals are withdrawn."""
+        return await ending.cancel(self, run_id, by=by, reason=reason)
 
     async def recover(self) -> list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
@@ -255,39 +246,8 @@ class Runtime:
     async def resolve(
         self, run_id: str, call_id: str, *, happened: bool, by: str, result: Any = None
     ) -> Effect:
-        """A human settles an in-doubt effect: it happened (with this result) or it did not.
-
-        The effect and its pages are settled in one transaction; `resume` then continues.
-        """
-        effect = await self._effect(run_id, call_id)
-        if effect.status != EffectStatus.IN_DOUBT:
-            raise errors.InvalidRequest(
-                f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
-            )
-        now = self.clock()
-        outcome = EffectOutcome(
-            run_id=run_id,
-            call_id=call_id,
-            status=EffectStatus.COMPLETED if happened else EffectStatus.FAILED,
-            result=result if happened else None,
-            error=None if happened else f"did not happen, according to {by}",
-            finished_at=now,
-        )
-        event = AuditEvent(
-            action="resolve_in_doubt",
-            actor=by,
-            run_id=run_id,
-            at=now,
-            detail={"call_id": call_id, "happened": happened},
-        )
-        settle = PageSettlement(call_id=call_id, by=by, at=now)
-        try:
-            await self.store.commit(
-                Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
-            )
-        except store_errors.Conflict:
-            raise errors.InvalidRequest(f"effect {call_id} was settled meanwhile") from None
-        return await self._effect(run_id, call_id)
+        """A human settles an in-doubt effect: it happened (with this result) or it did not."""
+        return await ending.resolve(self, run_id, call_id, happened=happened, by=by, result=result)
 
     # time travel
 
@@ -317,7 +277,7 @@ class Runtime:
     async def rollback(
         self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR
     ) -> rollback.RollbackReport:
-        async with self._locks.hold(run_id):
+        async with self.locks.hold(run_id):
             return await rollback.rollback(self, run_id, to_step, by=by)
 
     # used by the driver, the desk and the other modules
@@ -332,7 +292,7 @@ class Runtime:
     async def _drive(
         self, run_id: str, *, reopen: bool = False, budget: Budget | None = None
     ) -> Run:
-        async with self._locks.hold(run_id):
+        async with self.locks.hold(run_id):
             run = await self.get(run_id)
             agent = self._agent(run.agent)
             if run.status in TERMINAL_STATUSES and not (reopen and run.status == RunStatus.FAILED):
@@ -351,9 +311,11 @@ class Runtime:
                 ended = await Driver(self, run, agent, state).drive()
             run = await self.get(run_id)
             if ended:
-                return await self._after_stop(run)
+                return await ending.after_stop(self, run)
             if run.status == RunStatus.CANCELLED:
-                await self._saga(run)  # cancelled under this driver, maybe by another process
+                await ending.saga(
+                    self, run
+                )  # cancelled under this driver, maybe by another process
             return run
 
     async def _reopen(self, run: Run, state: RunState) -> RunState:
@@ -377,65 +339,6 @@ class Runtime:
         )
         return await self.store.load_state(run.id)
 
-    async def _after_stop(self, run: Run) -> Run:
-        """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
-        if run.status not in TERMINAL_STATUSES:
-            return run
-        await safely(self.notifier.run_finished(run))
-        await self._saga(run)
-        return run
-
-    def _compensated(self, run: Run) -> bool:
-        """Whether the run ended in a way its saga agent undoes (so it may not resume)."""
-        agent = self.agents.get(run.agent)
-        if agent is None or agent.on_failure != "compensate":
-            return False
-        kept = BUDGET_REASONS | {StopReason.IN_DOUBT, StopReason.ROLLED_BACK}
-        return run.status == RunStatus.CANCELLED or (
-            run.status == RunStatus.FAILED and run.stop_reason not in kept
-        )
-
-    async def _saga(self, run: Run) -> None:
-        """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not)."""
-        if not self._compensated(run):
-            return
-        try:
-            await rollback.compensate_all(self, run)
-        except errors.RunBusy:
-            log.info("run %s: its driver compensates it when it stops", run.id)
-
-    async def _append_status(
-        self, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
-    ) -> None:
-        """Append a status change on top of whatever the latest checkpoint is (CAS, retried)."""
-        for _ in range(20):
-            state = await self.store.load_state(run_id)
-            if state.status in (RunStatus.DONE, RunStatus.CANCELLED):
-                raise errors.InvalidRequest(f"run {run_id} is already {state.status.value}")
-            checkpoint = Checkpoint(
-                run_id=run_id,
-                seq=state.seq + 1,
-                step=state.step,
-                status=status,
-                usage=state.usage,
-                stop_reason=reason,
-                created_at=self.clock(),
-            )
-            try:
-                await self.store.commit(
-                    Batch(run_id=run_id, checkpoints=[checkpoint], events=[event])
-                )
-                return
-            except store_errors.Conflict:
-                await asyncio.sleep(0.01)
-        raise errors.RunBusy(f"run {run_id} kept changing; try again")
-
-    async def _effect(self, run_id: str, call_id: str) -> Effect:
-        try:
-            return await self.store.get_effect(run_id, call_id)
-        except store_errors.NotFound:
-            raise errors.InvalidRequest(f"run {run_id} has no effect {call_id!r}") from None
-
     async def find_run(self, run_id: str | None) -> Run | None:
         if run_id is None:
             return None
@@ -452,7 +355,7 @@ class Runtime:
     async def resume_after_decision(self, run_id: str) -> None:
         """Drive the run a decision unblocked. Its driver elsewhere may be about to park: wait
         for it a few seconds; past that, or on an error, recovery picks the run up."""
-        if self._locks.held_here(run_id):
+        if self.locks.held_here(run_id):
             return
         for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2):
             try:

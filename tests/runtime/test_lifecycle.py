@@ -140,3 +140,16 @@ async def test_steps_that_write_nothing_keep_their_own_checkpoints(store: Store)
 
     assert first.pending_calls == ()
     assert [m.role for m in first.messages][-2:] == ["assistant", "tool"]
+
+
+async def test_a_run_stopped_by_its_budget_can_be_cancelled_for_good(store: Store) -> None:
+    rt = Runtime(store, [sender()], worker_id="w")
+    run, _ = await rt.create("sender", "pay", budget=Budget(max_steps=0))
+    await rt.drive(run.id)
+    assert (await rt.get(run.id)).stop_reason == "step_budget"
+
+    cancelled = await rt.cancel(run.id, by="U0OPS")
+
+    assert (cancelled.status, cancelled.stop_reason) == ("cancelled", "cancelled")
+    with pytest.raises(InvalidRequest, match="fork it"):
+        await rt.resume(run.id, budget=Budget(max_steps=5))

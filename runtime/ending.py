@@ -1,0 +1,144 @@
+"""How runs end and are settled: cancel, the saga of an abandoned run, and a human
+settling an effect left in doubt. Each acts by compare-and-set on the run's history."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from runtime import errors, rollback
+from runtime.budget import BUDGET_REASONS, StopReason
+from runtime.notifier import safely
+from store import (
+    TERMINAL_STATUSES,
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    PageSettlement,
+    Run,
+    RunStatus,
+)
+from store import errors as store_errors
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.ending")
+
+
+async def cancel(rt: Runtime, run_id: str, *, by: str, reason: str) -> Run:
+    """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
+    run = await rt.get(run_id)
+    if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+        raise errors.InvalidRequest(f"run {run_id} is already {run.status.value}")
+    event = AuditEvent(
+        action="cancel", actor=by, run_id=run_id, at=rt.clock(), detail={"reason": reason}
+    )
+    await _append_status(rt, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
+    await rt.desk.withdraw(run_id, by=by, reason="run cancelled")
+    async with rt.locks.hold(run_id):
+        return await after_stop(rt, await rt.get(run_id))
+
+
+async def resolve(
+    rt: Runtime, run_id: str, call_id: str, *, happened: bool, by: str, result: Any
+) -> Effect:
+    """A human settles an in-doubt effect: it happened (with this result) or it did not.
+
+    The effect and its pages are settled in one transaction; `resume` then continues.
+    """
+    effect = await _effect(rt, run_id, call_id)
+    if effect.status != EffectStatus.IN_DOUBT:
+        raise errors.InvalidRequest(
+            f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
+        )
+    now = rt.clock()
+    outcome = EffectOutcome(
+        run_id=run_id,
+        call_id=call_id,
+        status=EffectStatus.COMPLETED if happened else EffectStatus.FAILED,
+        result=result if happened else None,
+        error=None if happened else f"did not happen, according to {by}",
+        finished_at=now,
+    )
+    event = AuditEvent(
+        action="resolve_in_doubt",
+        actor=by,
+        run_id=run_id,
+        at=now,
+        detail={"call_id": call_id, "happened": happened},
+    )
+    settle = PageSettlement(call_id=call_id, by=by, at=now)
+    try:
+        await rt.store.commit(
+            Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
+        )
+    except store_errors.Conflict:
+        raise errors.InvalidRequest(f"effect {call_id} was settled meanwhile") from None
+    return await _effect(rt, run_id, call_id)
+
+
+async def after_stop(rt: Runtime, run: Run) -> Run:
+    """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
+    if run.status not in TERMINAL_STATUSES:
+        return run
+    await safely(rt.notifier.run_finished(run))
+    await saga(rt, run)
+    return run
+
+
+def compensated(rt: Runtime, run: Run) -> bool:
+    """Whether the run ended in a way its saga agent undoes (so it may not resume)."""
+    agent = rt.agents.get(run.agent)
+    if agent is None or agent.on_failure != "compensate":
+        return False
+    kept = BUDGET_REASONS | {StopReason.IN_DOUBT, StopReason.ROLLED_BACK}
+    return run.status == RunStatus.CANCELLED or (
+        run.status == RunStatus.FAILED and run.stop_reason not in kept
+    )
+
+
+async def saga(rt: Runtime, run: Run) -> None:
+    """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not)."""
+    if not compensated(rt, run):
+        return
+    try:
+        await rollback.compensate_all(rt, run)
+    except errors.RunBusy:
+        log.info("run %s: its driver compensates it when it stops", run.id)
+
+
+async def _append_status(
+    rt: Runtime, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
+) -> None:
+    """Append a status change on top of whatever the latest checkpoint is (CAS, retried)."""
+    for _ in range(20):
+        state = await rt.store.load_state(run_id)
+        if state.status in (RunStatus.DONE, RunStatus.CANCELLED):
+            raise errors.InvalidRequest(f"run {run_id} is already {state.status.value}")
+        checkpoint = Checkpoint(
+            run_id=run_id,
+            seq=state.seq + 1,
+            step=state.step,
+            status=status,
+            usage=state.usage,
+            stop_reason=reason,
+            created_at=rt.clock(),
+        )
+        try:
+            await rt.store.commit(Batch(run_id=run_id, checkpoints=[checkpoint], events=[event]))
+            return
+        except store_errors.Conflict:
+            await asyncio.sleep(0.01)
+    raise errors.RunBusy(f"run {run_id} kept changing; try again")
+
+
+async def _effect(rt: Runtime, run_id: str, call_id: str) -> Effect:
+    try:
+        return await rt.store.get_effect(run_id, call_id)
+    except store_errors.NotFound:
+        raise errors.InvalidRequest(f"run {run_id} has no effect {call_id!r}") from None
