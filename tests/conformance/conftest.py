@@ -6,7 +6,7 @@ adding one parameter to the `store` fixture in `tests/conftest.py`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from itertools import count
 from typing import Any
@@ -28,12 +28,7 @@ from store import (
     Usage,
 )
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeEffect = Callable[..., Effect]
-MakeApproval = Callable[..., Approval]
-MakePage = Callable[..., Page]
+from .builders import Append, Clock, MakeApproval, MakeEffect, MakePage, MakeRun
 
 
 @pytest.fixture

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from store import Approval, ApprovalState, Delivery, Run, Store, errors
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-MakeApproval = Callable[..., Approval]
+from .builders import Clock, MakeApproval
+
 Create = Callable[..., Awaitable[Approval]]
 
 HOUR = timedelta(hours=1)

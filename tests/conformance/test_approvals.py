@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -17,9 +16,7 @@ from store import (
     errors,
 )
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-MakeApproval = Callable[..., Approval]
+from .builders import Clock, MakeApproval, MakeRun
 
 APPROVED, DECLINED, PENDING = ApprovalState.APPROVED, ApprovalState.DECLINED, ApprovalState.PENDING
 

@@ -4,47 +4,24 @@ and a worker without the run's lease cannot write."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import Any
 
 import pytest
 
 from store import (
-    Approval,
     AuditEvent,
     Batch,
-    Checkpoint,
     Committed,
     Effect,
     EffectOutcome,
     EffectStatus,
-    Message,
-    Page,
-    Run,
     RunStatus,
     Store,
     Usage,
     errors,
 )
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeEffect = Callable[..., Effect]
-MakeApproval = Callable[..., Approval]
-MakePage = Callable[..., Page]
-
-
-def text(content: str) -> Message:
-    return Message(role="assistant", content=content)
-
-
-def checkpoint(run_id: str, seq: int, at: datetime, **fields: Any) -> Checkpoint:
-    fields.setdefault("step", seq)
-    fields.setdefault("status", RunStatus.RUNNING)
-    return Checkpoint(run_id=run_id, seq=seq, created_at=at, **fields)
-
+from .builders import Append, Clock, MakeApproval, MakeEffect, MakePage, MakeRun, checkpoint, text
 
 # the checkpoint
 

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
 
 from store import Approval, ApprovalState, AuditEvent, Run, Store, errors
 
-Clock = Callable[[], datetime]
-MakeApproval = Callable[..., Approval]
+from .builders import Clock, MakeApproval
 
 APPROVED, DECLINED, PENDING = ApprovalState.APPROVED, ApprovalState.DECLINED, ApprovalState.PENDING
 

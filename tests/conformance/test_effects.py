@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +9,6 @@ import pytest
 
 from store import (
     Batch,
-    Committed,
     Effect,
     EffectOutcome,
     EffectStatus,
@@ -20,10 +18,7 @@ from store import (
     errors,
 )
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeEffect = Callable[..., Effect]
+from .builders import Append, Clock, MakeEffect, MakeRun
 
 
 def outcome(effect: Effect, status: EffectStatus, at: datetime, **fields: Any) -> EffectOutcome:

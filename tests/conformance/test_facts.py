@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 from store import DEFAULT_PROTECTED_FACTS, Fact, Store, errors
 
-Clock = Callable[[], datetime]
+from .builders import Clock
 
 json_values = st.recursive(
     st.none()

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any, Literal
 
 import pytest
 
 from store import (
     Batch,
-    Checkpoint,
-    Committed,
     Effect,
     EffectOutcome,
     EffectStatus,
     Message,
-    Run,
     RunState,
     RunStatus,
     Store,
@@ -25,21 +20,7 @@ from store import (
     errors,
 )
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeEffect = Callable[..., Effect]
-Role = Literal["system", "user", "assistant", "tool"]
-
-
-def text(content: str, role: Role = "assistant") -> Message:
-    return Message(role=role, content=content)
-
-
-def checkpoint(run_id: str, seq: int, at: datetime, **fields: Any) -> Checkpoint:
-    fields.setdefault("step", seq)
-    fields.setdefault("status", RunStatus.RUNNING)
-    return Checkpoint(run_id=run_id, seq=seq, created_at=at, **fields)
+from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, text
 
 
 def tool_turn(step: int) -> tuple[Message, Message]:

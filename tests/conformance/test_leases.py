@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
-from store import Approval, ApprovalState, Committed, Run, RunStatus, Store
+from store import ApprovalState, Run, RunStatus, Store
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeApproval = Callable[..., Approval]
+from .builders import Append, Clock, MakeApproval, MakeRun
 
 MINUTE = timedelta(minutes=1)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -11,8 +10,7 @@ from hypothesis import strategies as st
 
 from store import Batch, Checkpoint, Message, Run, RunStatus, Store, ToolCall
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
+from .builders import Clock, MakeRun
 
 # The store is shared by the examples of one test; each example writes under a fresh run id.
 EXAMPLES = settings(

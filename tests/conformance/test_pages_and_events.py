@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from itertools import pairwise
 
 import pytest
 
 from store import AuditEvent, Batch, Delivery, Page, Run, Store, errors
 
-Clock = Callable[[], datetime]
-MakeRun = Callable[..., Awaitable[Run]]
-MakePage = Callable[..., Page]
+from .builders import Clock, MakePage
 
 
 async def page_of(store: Store, run: Run, page: Page) -> Page:

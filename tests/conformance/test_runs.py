@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -11,32 +10,22 @@ import pytest
 
 from store import (
     TERMINAL_STATUSES,
-    Approval,
     AuditEvent,
     Budget,
     Checkpoint,
-    Committed,
-    Effect,
     Message,
-    Page,
-    Run,
     RunStatus,
     Store,
     Usage,
     errors,
 )
 
+from .builders import Append, MakeApproval, MakeEffect, MakePage, MakeRun
+
 
 class MovableClock(Protocol):
     def __call__(self) -> datetime: ...
     def advance(self, **delta: float) -> datetime: ...
-
-
-MakeRun = Callable[..., Awaitable[Run]]
-Append = Callable[..., Awaitable[Committed]]
-MakeEffect = Callable[..., Effect]
-MakePage = Callable[..., Page]
-MakeApproval = Callable[..., Approval]
 
 
 def test_backend_implements_every_store_method(store: Store) -> None:
