@@ -69,18 +69,18 @@ def commit_job(batch: Batch) -> Callable[[sqlite3.Connection], Committed]:
 
 def _check_batch(batch: Batch) -> None:
     """Every record in a batch belongs to its run: the lease is checked for that run only."""
-    owners = [
-        *(cp.run_id for cp in batch.checkpoints),
-        *(o.run_id for o in batch.finish),
-        *(e.run_id for e in batch.start),
-        *(a.run_id for a in batch.request),
-        *(p.run_id for p in batch.pages),
-        *(e.run_id for e in batch.events if e.run_id is not None),
-    ]
-    strangers = sorted({str(owner) for owner in owners if owner != batch.run_id})
+    records = (
+        *batch.checkpoints,
+        *batch.finish,
+        *batch.start,
+        *batch.request,
+        *batch.pages,
+        *(e for e in batch.events if e.run_id is not None),
+    )
+    strangers = {str(r.run_id) for r in records if r.run_id != batch.run_id}
     if strangers:
         raise errors.InvalidRecord(
-            f"a batch for run {batch.run_id!r} holds records of {', '.join(strangers)}"
+            f"a batch for run {batch.run_id!r} holds records of {', '.join(sorted(strangers))}"
         )
 
 
