@@ -30,6 +30,8 @@ import time
 from collections.abc import Sequence
 from itertools import count
 
+import reference
+
 from runtime import Agent, Budget, Reply, Runtime, ScriptedModel, Tool, tool, tool_call
 from store import Message, open_store
 
@@ -181,9 +183,6 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         await single_runs(directory, args.rounds)
-        floor_rate = statistics.median(
-            1000 / floor_ms_per_step(directory, 400) for _ in range(args.rounds)
-        )
         for chosen in (lookup, record):
             rates = [
                 await concurrent(directory, args.runs, args.steps, chosen)
@@ -193,7 +192,28 @@ async def main() -> None:
                 f"{args.runs} concurrent runs x {args.steps} steps ({chosen.name}): "
                 f"{statistics.median(rates):,.0f} steps/s"
             )
-        print(f"raw floor, one commit per step: {floor_rate:,.0f} steps/s")
+        await print_reference(directory, args)
+
+
+async def print_reference(directory: str, args: argparse.Namespace) -> None:
+    """The same workloads without the engine: what this machine allows at best."""
+    floor_rate = statistics.median(
+        1000 / floor_ms_per_step(directory, 400) for _ in range(args.rounds)
+    )
+    ledger_rate = statistics.median(
+        [await reference.ledger_floor(directory, args.runs, args.steps) for _ in range(3)]
+    )
+    pydantic_ms, json_ms = reference.parse_floor(200)
+    print("this machine, without the engine:")
+    print(f"  raw floor, one commit per step: {floor_rate:,.0f} steps/s")
+    print(
+        f"  the ledger's own statements, {args.runs} runs per transaction: "
+        f"{ledger_rate:,.0f} steps/s"
+    )
+    print(
+        f"  parsing a 200-step transcript: {pydantic_ms:.3f} ms into messages, "
+        f"{json_ms:.3f} ms into dicts (stdlib json)"
+    )
 
 
 if __name__ == "__main__":
