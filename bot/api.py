@@ -2,7 +2,8 @@
 
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
     GET  /v1/runs/{id}        status, usage, pending approvals
-    POST /v1/approvals        {tool, args, requested_by?, policy?, callback_url?}
+    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
+                              (idempotent by id)
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
 
 Every request needs `Authorization: Bearer <token>`: without it 401, malformed 400 with the
@@ -29,12 +30,15 @@ RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
 
 
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+
+
 class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     agent: str = Field(min_length=1)
     task: str = Field(min_length=1, max_length=20_000)
-    run_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")
+    run_id: str | None = Field(None, pattern=ID_PATTERN)
     requested_by: str | None = Field(None, max_length=64)
     budget: Budget | None = None
 
@@ -44,6 +48,7 @@ class ApprovalRequest(BaseModel):
 
     tool: str = Field(min_length=1, max_length=200)
     args: dict[str, Any] = Field(default_factory=dict)
+    approval_id: str | None = Field(None, pattern=ID_PATTERN)
     requested_by: str | None = Field(None, max_length=64)
     policy: str | None = Field(None, max_length=200)
     callback_url: HttpUrl | None = None
@@ -115,16 +120,17 @@ async def request_approval(request: web.Request) -> web.Response:
     if isinstance(body, web.Response):
         return body
     try:
-        approval = await rt.request_approval(
+        approval, created = await rt.request_approval(
             body.tool,
             body.args,
+            approval_id=body.approval_id,
             requested_by=body.requested_by,
             policy=body.policy,
             callback_url=str(body.callback_url) if body.callback_url else None,
         )
     except errors.InvalidRequest as exc:
         return error(400, str(exc))
-    return web.json_response(approval_view(approval), status=201)
+    return web.json_response(approval_view(approval), status=201 if created else 200)
 
 
 async def get_approval(request: web.Request) -> web.Response:

@@ -45,6 +45,7 @@ class ApprovalDesk:
         run: Run | None = None,
         call_id: str | None = None,
         idempotency_key: str | None = None,
+        approval_id: str | None = None,
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
@@ -53,7 +54,7 @@ class ApprovalDesk:
         name, rules = self.policies.for_tool(policy or tool)
         now = self.rt.clock()
         return Approval(
-            id=f"ap_{uuid.uuid4().hex[:20]}",
+            id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
             tool=tool,
             args=args,
             policy=name,

@@ -221,11 +221,16 @@ class Runtime:
         tool: str,
         args: dict[str, Any],
         *,
+        approval_id: str | None = None,
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
-    ) -> Approval:
-        """An approval for an agent on another stack (the HTTP API); no run is attached."""
+    ) -> tuple[Approval, bool]:
+        """An approval for an agent on another stack (the HTTP API); no run is attached.
+
+        (the approval, False) if `approval_id` names one already made for the same request:
+        a client that retries asks its humans once.
+        """
         known = self.desk.policies.tools
         if policy is not None and policy != "default" and policy not in known:
             names = ", ".join(["default", *known])
@@ -235,13 +240,23 @@ class Runtime:
         approval = self.desk.new_approval(
             tool=tool,
             args=args,
+            approval_id=approval_id,
             requested_by=requested_by,
             policy=policy,
             callback_url=callback_url,
         )
-        await self.store.create_approval(approval)
+        try:
+            await self.store.create_approval(approval)
+        except store_errors.AlreadyExists:
+            existing = await self.desk.get(approval.id)
+            if (existing.tool, existing.args, existing.policy) != (tool, args, approval.policy):
+                raise errors.InvalidRequest(
+                    f"approval {approval.id!r} exists already, for {existing.tool} "
+                    f"{existing.args} under policy {existing.policy!r}; an id names one request"
+                ) from None
+            return existing, False
         await self.announce_approval(approval, None)
-        return approval
+        return approval, True
 
     async def resolve(
         self, run_id: str, call_id: str, *, happened: bool, by: str, result: Any = None

@@ -11,7 +11,7 @@ from examples import world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent
 
-from .helpers import AUTH, Api
+from .helpers import AUTH, Api, Recorder
 
 REFUND = {"agent": "refund-agent", "task": "Refund order 4471"}
 
@@ -108,6 +108,43 @@ async def test_post_approval_returns_201_pending(api: Api) -> None:
     assert approval["args"] == {"to": "ACME", "cents": 100}
     assert approval["run_id"] is None
     assert (await api.counts()) == (0, 1)
+
+
+async def test_post_approval_with_an_id_twice_asks_the_humans_once(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    recorder = Recorder()
+    api = await make_api(notifier=recorder)
+    body = {"tool": "wire_money", "args": {"cents": 100}, "approval_id": "invoice-77"}
+    first_status, first = await post(api, "/v1/approvals", body)
+    again_status, again = await post(api, "/v1/approvals", body)  # a client retrying
+    assert (first_status, again_status) == (201, 200)
+    assert first["id"] == again["id"] == "invoice-77"
+    assert again["state"] == "pending"
+    assert await api.counts() == (0, 1)
+    assert [t.approval.id for t in recorder.of("requested") if t.approval] == ["invoice-77"]
+
+
+async def test_post_approval_reusing_an_id_for_another_request_gets_400(api: Api) -> None:
+    await post(
+        api, "/v1/approvals", {"tool": "wire_money", "args": {"cents": 1}, "approval_id": "a1"}
+    )
+    for other in ({"tool": "wire_money", "args": {"cents": 2}}, {"tool": "delete_db", "args": {}}):
+        status, answer = await post(api, "/v1/approvals", other | {"approval_id": "a1"})
+        assert status == 400
+        assert "a1" in answer["error"]
+    _, kept = await get(api, "/v1/approvals/a1")
+    assert (kept["tool"], kept["args"]) == ("wire_money", {"cents": 1})
+    assert await api.counts() == (0, 1)
+
+
+async def test_a_decided_approval_is_returned_as_decided_to_a_retry(api: Api) -> None:
+    body = {"tool": "wire_money", "args": {"cents": 5}, "approval_id": "a2"}
+    await post(api, "/v1/approvals", body)
+    await api.rt.decide("a2", "declined", by="U0BOSS", reason="no")
+    status, again = await post(api, "/v1/approvals", body)
+    assert status == 200
+    assert (again["state"], again["decided_by"]) == ("declined", "U0BOSS")
 
 
 async def test_get_approval_shows_the_tri_state_before_and_after_a_decision(api: Api) -> None:
@@ -222,6 +259,8 @@ async def test_bad_run_requests_get_400_with_a_reason_and_change_nothing(
         ({"tool": "x", "callback_url": "ftp://example.com/hook"}, "callback_url"),
         ({"tool": "x", "extra": 1}, "extra"),
         ({"tool": "x", "requested_by": "U" * 65}, "requested_by"),
+        ({"tool": "x", "approval_id": "has space"}, "approval_id"),
+        ({"tool": "x", "approval_id": ""}, "approval_id"),
     ],
 )
 async def test_bad_approval_requests_get_400_with_a_reason_and_change_nothing(

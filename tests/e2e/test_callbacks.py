@@ -189,9 +189,9 @@ async def test_redeliver_sends_callbacks_a_previous_process_left_pending(
 ) -> None:
     receiver = await serve_receiver(0)
     first = Runtime(store, [], worker_id="first")  # no callback notifier: nothing is sent
-    left = await first.request_approval("wire_money", {"cents": 1}, callback_url=receiver.url)
+    left, _ = await first.request_approval("wire_money", {"cents": 1}, callback_url=receiver.url)
     await first.decide(left.id, "approved", by="U0BOSS")
-    still_pending = await first.request_approval("x", {}, callback_url=receiver.url)
+    still_pending, _ = await first.request_approval("x", {}, callback_url=receiver.url)
     assert receiver.calls == []
 
     second = await open_store(db_url)

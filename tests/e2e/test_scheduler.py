@@ -165,7 +165,7 @@ async def test_two_processes_expire_each_approval_once(db_url: str) -> None:
     try:
         for scheduler in schedulers:
             await scheduler.start()
-        created = [await runtimes[i % 2].request_approval("x", {"n": i}) for i in range(20)]
+        created = [(await runtimes[i % 2].request_approval("x", {"n": i}))[0] for i in range(20)]
         await asyncio.sleep(0.4)
         await asyncio.gather(*(s.tick() for s in schedulers))  # both fire at once, again
 
