@@ -292,3 +292,13 @@ async def test_find_effect_returns_only_a_completed_effect_of_the_lineage(
     assert found == await store.get_effect(run.id, effect.call_id)
     assert await store.find_effect("other-lineage", "refund-4471") is None
     assert await store.find_effect(run.lineage_id, "other-key") is None
+
+
+async def test_find_effect_leaves_reads_out(
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
+) -> None:
+    read = make_effect(run.id, idempotency_key="lookup-1", reversibility=Reversibility.READ)
+    await store.commit(Batch(run_id=run.id, start=[read]))
+    await finish(store, read, EffectStatus.COMPLETED, clock())
+    assert (await store.get_effect(run.id, read.call_id)).status == EffectStatus.COMPLETED
+    assert await store.find_effect(run.lineage_id, "lookup-1") is None

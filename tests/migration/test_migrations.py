@@ -10,6 +10,7 @@ import ast
 import hashlib
 import re
 import sqlite3
+import time
 from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
@@ -113,7 +114,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "args TEXT NOT NULL",
         "result TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
-        "INDEX effects_by_key (lineage_id, idempotency_key)",
+        "INDEX effects_by_key (lineage_id, idempotency_key) WHERE reversibility <> 'read'",
         "UNIQUE (run_id, call_id)",
     ],
     "facts": [
@@ -278,6 +279,42 @@ async def test_migrate_reports_the_versions_it_went_between(db: Path) -> None:
     assert schema_of(db) == EXPECTED_SCHEMA
 
 
+async def test_a_version_1_database_upgrades_with_its_effects(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = migration.migrations("sqlite")[:1]
+    with monkeypatch.context() as patched:
+        patched.setattr(migration, "migrations", lambda dialect: first)
+        await migrate(db)
+    assert [v for v, _, _ in applied(db)] == [1]
+    now = time.time()
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO runs (id, agent, task, status, budget, lineage_id, dry_run, created_at, "
+            "updated_at) VALUES ('r1', 'a', 't', 'running', '{}', 'r1', 0, ?, ?)",
+            (now, now),
+        )
+        for call, kind in (("c1", "read"), ("c2", "irreversible")):
+            conn.execute(
+                "INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, "
+                "idempotency_key, idempotent, status, started_at, args, result) "
+                "VALUES ('r1', ?, 'r1', 1, 'x', ?, ?, 0, 'completed', ?, '{}', '1')",
+                (call, kind, f"key-{call}", now),
+            )
+    conn.close()
+
+    store = await open_store(f"sqlite:///{db}")
+    try:
+        assert [e.call_id for e in await store.list_effects("r1")] == ["c1", "c2"]
+        found = await store.find_effect("r1", "key-c2")
+        assert found is not None
+        assert found.call_id == "c2"
+    finally:
+        await store.close()
+    assert [v for v, _, _ in applied(db)] == [1, 2]
+    assert schema_of(db) == EXPECTED_SCHEMA
+
+
 async def test_a_new_database_file_uses_wal(db: Path) -> None:
     await migrate(db)
 
@@ -397,6 +434,27 @@ def test_every_dialect_defines_the_same_query_names() -> None:
 def test_a_query_name_defined_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="twice"):
         queries.parse("-- a --\n-- one.\nSELECT 1\n\n-- a --\n-- again.\nSELECT 2\n")
+
+
+@pytest.mark.parametrize(
+    ("query", "index"),
+    [
+        ("completed_effect_by_key", "effects_by_key"),
+        ("unsettled_effect_by_key", "effects_by_key"),
+        ("declined_approval_by_key", "approvals_by_key"),
+        ("load_state", "sqlite_autoindex_checkpoints_1"),
+    ],
+)
+async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:
+    await migrate(db)
+    sql = queries.load("sqlite")[query]
+    with sqlite3.connect(db) as conn:
+        params = dict.fromkeys(re.findall(r":([a-z_]+)", sql))
+        plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    conn.close()
+    assert f"INDEX {index}" in plan
+    assert "SCAN effects" not in plan
+    assert "SCAN approvals" not in plan
 
 
 async def test_every_sqlite_query_compiles_against_the_migrated_schema(db: Path) -> None:

@@ -143,17 +143,18 @@ RETURNING compensates
 UPDATE effects SET compensated_by = :call_id WHERE run_id = :run_id AND call_id = :compensates
 
 -- completed_effect_by_key --
--- The completed effect with this idempotency key in a lineage, if any; one not undone first.
+-- The completed mutating effect with this idempotency key in a lineage, if any; one not
+-- undone first.
 SELECT * FROM effects
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
-  AND status = 'completed'
+  AND reversibility <> 'read' AND status = 'completed'
 ORDER BY compensated_by IS NOT NULL, id LIMIT 1
 
 -- unsettled_effect_by_key --
--- An effect with this key in the lineage that is running or in doubt, if any.
+-- A mutating effect with this key in the lineage that is running or in doubt, if any.
 SELECT * FROM effects
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
-  AND status IN ('started', 'in_doubt')
+  AND reversibility <> 'read' AND status IN ('started', 'in_doubt')
 ORDER BY id LIMIT 1
 
 -- get_effect --
@@ -178,8 +179,9 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
 
 -- declined_approval_by_key --
 -- A decline with this idempotency key in a lineage, if any: a person's, or an expiry; not a
--- withdrawal by Signoff when its run was cancelled or rolled back.
-SELECT * FROM approvals
+-- withdrawal by Signoff when its run was cancelled or rolled back. Without statistics SQLite
+-- would pick the index on state, and read every decline there is.
+SELECT * FROM approvals INDEXED BY approvals_by_key
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
   AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
 ORDER BY created_at LIMIT 1
