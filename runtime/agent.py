@@ -79,6 +79,13 @@ def _check_compensator(agent: str, t: Tool, registry: Mapping[str, Tool]) -> Non
             f"agent {agent!r}: tool {t.name!r} is compensated by {t.compensate!r}, "
             "which is not registered with the agent"
         )
+    if not undo.mutating:
+        # Compensations are effects keyed so that a resumed rollback never runs one twice;
+        # reads are never keyed, so an undo classified as a read could repeat.
+        raise DefinitionError(
+            f"agent {agent!r}: compensator {undo.name!r} of {t.name!r} is classified as a "
+            "read; it changes the world, so classify it 'reversible' or 'irreversible'"
+        )
     extra = undo.args_model.model_fields.keys() - t.args_model.model_fields.keys()
     required = {n for n in extra if undo.args_model.model_fields[n].is_required()}
     if required:

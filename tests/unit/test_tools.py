@@ -64,6 +64,15 @@ def test_compensator_that_is_not_registered_is_refused() -> None:
         agent(refund)
 
 
+def test_compensator_classified_as_a_read_is_refused() -> None:
+    @tool(description="Undo.", effect="read", name="unrefund")
+    def read_unrefund(order_id: str, amount_cents: int) -> str:
+        return "undone"
+
+    with pytest.raises(DefinitionError, match="'unrefund' of 'refund' is classified as a read"):
+        agent(refund, read_unrefund)
+
+
 def test_compensator_needing_arguments_the_original_lacks_is_refused() -> None:
     @tool(description="Undo.", effect="irreversible", requires_approval=False, name="unrefund")
     def strict_unrefund(order_id: str, amount_cents: int, reason: str) -> str:
