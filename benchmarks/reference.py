@@ -92,6 +92,7 @@ async def ledger_floor(directory: str, runs: int = 100, steps: int = 40) -> floa
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA wal_autocheckpoint = 0")  # as the store's writer: none inside COMMIT
     now = time.time()
     for i in range(runs):
         run = {"id": f"r{i}", "agent": "a", "task": "t", "status": "running", "budget": "{}"}

@@ -15,9 +15,11 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import queue
 import statistics
 import tempfile
 import time
+from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
@@ -26,21 +28,29 @@ from runtime_bench import agent_for, lookup
 from runtime import Runtime
 from store import open_store
 
+Result = tuple[float, float, int]
+"""A worker's start and end (perf_counter) and how many of its runs finished."""
+
+
+READY_TIMEOUT = 120.0
+RUN_TIMEOUT = 600.0
+
 
 def worker(
-    path: str, index: int, runs: int, steps: int, ready: Barrier, spans: Queue[tuple[float, float]]
+    path: str, index: int, runs: int, steps: int, ready: Barrier, results: Queue[Result]
 ) -> None:
     async def drive() -> None:
         store = await open_store(f"sqlite:///{path}")
         agent = agent_for(steps, lookup)
         rt = Runtime(store, [agent], worker_id=f"worker-{index}")
         await rt.start(agent.name, "warm up", run_id=f"warm-up-{index}")
-        ready.wait()
+        ready.wait(timeout=READY_TIMEOUT)
         started = time.perf_counter()
-        await asyncio.gather(
-            *(rt.start(agent.name, f"task {i}", run_id=f"w{index}-r{i}") for i in range(runs))
-        )
-        spans.put((started, time.perf_counter()))
+        ids = [f"w{index}-r{i}" for i in range(runs)]
+        await asyncio.gather(*(rt.start(agent.name, f"task {i}", run_id=i) for i in ids))
+        ended = time.perf_counter()
+        done = [(await rt.get(i)).stop_reason == "answered" for i in ids]
+        results.put((started, ended, sum(done)))
         await store.close()
 
     asyncio.run(drive())
@@ -50,19 +60,37 @@ def steps_per_second(directory: str, workers: int, runs: int, steps: int) -> flo
     path = os.path.join(directory, f"workers-{workers}-{time.monotonic_ns()}.db")
     asyncio.run(_migrate(path))
     spawn = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited threads
-    ready, spans = spawn.Barrier(workers), spawn.Queue()
-    share = runs // workers
+    ready, results = spawn.Barrier(workers), spawn.Queue()
+    shares = [runs // workers + (i < runs % workers) for i in range(workers)]
     processes = [
-        spawn.Process(target=worker, args=(path, i, share, steps, ready, spans))
-        for i in range(workers)
+        spawn.Process(target=worker, args=(path, i, share, steps, ready, results), daemon=True)
+        for i, share in enumerate(shares)
     ]
     for process in processes:
         process.start()
-    measured = [spans.get(timeout=600) for _ in processes]
+    measured = _collect(results, processes)
+    if sum(finished for _, _, finished in measured) != runs:
+        raise SystemExit(f"every run must finish; {measured} of {runs}")
+    elapsed = max(end for _, end, _ in measured) - min(start for start, _, _ in measured)
+    return runs * (steps + 1) / elapsed
+
+
+def _collect(results: Queue[Result], processes: list[BaseProcess]) -> list[Result]:
+    """Each worker's result; stops everything if a worker dies or the clock runs out."""
+    measured: list[Result] = []
+    deadline = time.monotonic() + READY_TIMEOUT + RUN_TIMEOUT
+    while len(measured) < len(processes):
+        try:
+            measured.append(results.get(timeout=1))
+        except queue.Empty:
+            failed = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+            if failed or time.monotonic() > deadline:
+                for process in processes:
+                    process.terminate()
+                raise SystemExit(f"a worker failed (exit codes {failed}) or timed out") from None
     for process in processes:
         process.join()
-    elapsed = max(end for _, end in measured) - min(start for start, _ in measured)
-    return share * workers * (steps + 1) / elapsed
+    return measured
 
 
 async def _migrate(path: str) -> None:
@@ -76,9 +104,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--dir", default=None, help="where to put the database files")
     args = parser.parse_args()
+    if args.runs < max(args.workers):
+        parser.error("--runs must be at least the largest --workers")
     print(f"{args.runs} runs x {args.steps} read steps, split across worker processes:")
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         for workers in args.workers:
             rates = [
                 steps_per_second(directory, workers, args.runs, args.steps)

@@ -80,8 +80,8 @@ def _check_compensator(agent: str, t: Tool, registry: Mapping[str, Tool]) -> Non
             "which is not registered with the agent"
         )
     if not undo.mutating:
-        # Compensations are effects keyed so that a resumed rollback never runs one twice;
-        # reads are never keyed, so an undo classified as a read could repeat.
+        # An undo interrupted by a crash is in doubt; a read would be re-run as harmless,
+        # undoing twice.
         raise DefinitionError(
             f"agent {agent!r}: compensator {undo.name!r} of {t.name!r} is classified as a "
             "read; it changes the world, so classify it 'reversible' or 'irreversible'"

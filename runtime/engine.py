@@ -21,6 +21,7 @@ from runtime.agent import Agent
 from runtime.approvals import ApprovalDesk, Decision
 from runtime.driver import Driver
 from runtime.facts import FactStore
+from runtime.keys import canonical_json
 from runtime.lease import RunLocks, hold_lease
 from runtime.notifier import Notifier, NullNotifier, safely
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
@@ -249,10 +250,10 @@ class Runtime:
             await self.store.create_approval(approval)
         except store_errors.AlreadyExists:
             existing = await self.desk.get(approval.id)
-            if (existing.tool, existing.args, existing.policy) != (tool, args, approval.policy):
+            if _request_of(existing) != _request_of(approval):
                 raise errors.InvalidRequest(
-                    f"approval {approval.id!r} exists already, for {existing.tool} "
-                    f"{existing.args} under policy {existing.policy!r}; an id names one request"
+                    f"approval {approval.id!r} exists already, for another request; an id "
+                    "names one request (tool, args, policy, requester, callback)"
                 ) from None
             return existing, False
         await self.announce_approval(approval, None)
@@ -408,3 +409,14 @@ def _status(status: RunStatus | str | None) -> RunStatus | None:
     except ValueError:
         choices = ", ".join(s.value for s in RunStatus)
         raise errors.InvalidRequest(f"unknown status {status!r}; use one of {choices}") from None
+
+
+def _request_of(approval: Approval) -> tuple[object, ...]:
+    """What a client asked for, compared strictly (JSON `1` is not `true`)."""
+    return (
+        approval.tool,
+        canonical_json(approval.args),
+        approval.policy,
+        approval.requested_by,
+        approval.callback_url,
+    )

@@ -129,7 +129,14 @@ async def test_post_approval_reusing_an_id_for_another_request_gets_400(api: Api
     await post(
         api, "/v1/approvals", {"tool": "wire_money", "args": {"cents": 1}, "approval_id": "a1"}
     )
-    for other in ({"tool": "wire_money", "args": {"cents": 2}}, {"tool": "delete_db", "args": {}}):
+    others = (
+        {"tool": "wire_money", "args": {"cents": 2}},
+        {"tool": "wire_money", "args": {"cents": True}},  # JSON true is not 1
+        {"tool": "delete_db", "args": {}},
+        {"tool": "wire_money", "args": {"cents": 1}, "callback_url": "https://example.com/h"},
+        {"tool": "wire_money", "args": {"cents": 1}, "requested_by": "U0SOMEONE"},
+    )
+    for other in others:
         status, answer = await post(api, "/v1/approvals", other | {"approval_id": "a1"})
         assert status == 400
         assert "a1" in answer["error"]
