@@ -5,8 +5,8 @@ loop, or while the previous transaction was being committed, goes into the next 
 together, each job in its own savepoint: a hundred concurrent runs share one fsync, and one
 failing job does not undo its neighbours.
 
-A batch of one job (a lone run) commits inline on the event loop: waking a thread and then
-the loop again costs more than the fsync on most machines. It never waits for a lock there
+A batch of one job (a lone run) commits inline on the event loop: nothing else is waiting,
+and waking a thread and then the loop again only adds to the fsync. It never waits for a lock there
 (busy timeout 0); if another process holds the database, the batch goes to the writer thread,
 which waits up to the busy timeout. Larger batches always go to the thread, so the loop keeps
 preparing the next batch while the disk syncs. WAL checkpoints run on the thread too.
