@@ -281,7 +281,8 @@ def prune(
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Delete finished lineages last touched before the cutoff, with their whole history."""
+    """Delete finished lineages last touched before the cutoff, with their whole history
+    (never one with an open page or an effect still running or in doubt)."""
     try:
         age = parse_duration(older_than, unit_required=True)
     except ValueError as exc:

@@ -8,8 +8,9 @@ failing job does not undo its neighbours.
 A batch of one job (a lone run) commits inline on the event loop: nothing else is waiting,
 and waking a thread and then the loop again only adds to the fsync. It never waits for a
 lock there (busy timeout 0); if another process holds the database, the batch goes to the
-writer thread, which waits up to the busy timeout. Larger batches always go to the thread, so the loop keeps
-preparing the next batch while the disk syncs. WAL checkpoints run on the thread too.
+writer thread, which waits up to the busy timeout. Larger batches always go to the thread,
+so the loop keeps preparing the next batch while the disk syncs. WAL checkpoints run on the
+thread too.
 
 aiosqlite offers one statement per round trip to its thread; a batch needs many statements
 in one transaction, so the writer drives its own single thread.

@@ -13,6 +13,8 @@ from store import (
     AuditEvent,
     Budget,
     Checkpoint,
+    EffectOutcome,
+    EffectStatus,
     Message,
     RunStatus,
     Store,
@@ -163,6 +165,39 @@ async def test_prune_removes_only_finished_runs_older_than_the_cutoff(
     assert {r.id for r in await store.list_runs()} == {old_running.id, recent_done.id}
 
 
+@pytest.mark.parametrize("owed", ["open page", "effect in doubt", "effect started"])
+async def test_prune_keeps_a_lineage_a_human_still_owes_something(
+    store: Store,
+    make_run: MakeRun,
+    append: Append,
+    make_effect: MakeEffect,
+    make_page: MakePage,
+    clock: MovableClock,
+    owed: str,
+) -> None:
+    parent = await make_run()
+    fork = await make_run(lineage_id=parent.lineage_id, parent_id=parent.id)
+    if owed == "open page":
+        await append(fork.id, pages=[make_page(fork.id)])
+    else:
+        effect = make_effect(fork.id)
+        await append(fork.id, start=[effect])
+        if owed == "effect in doubt":
+            stuck = EffectOutcome(
+                run_id=fork.id,
+                call_id=effect.call_id,
+                status=EffectStatus.IN_DOUBT,
+                error="crashed",
+                finished_at=clock(),
+            )
+            await append(fork.id, finish=[stuck])
+    for run in (parent, fork):
+        await append(run.id, status=RunStatus.FAILED)
+
+    assert await store.prune_runs(clock() + timedelta(days=365)) == 0
+    assert {r.id for r in await store.list_runs()} == {parent.id, fork.id}
+
+
 async def test_prune_with_nothing_to_prune_returns_zero(
     store: Store, make_run: MakeRun, clock: MovableClock
 ) -> None:
@@ -184,7 +219,11 @@ async def test_prune_cascades_to_history_effects_approvals_and_pages(
     effect, approval, page = make_effect(run.id), make_approval(run.id), make_page(run.id)
     event = AuditEvent(action="decide", actor="U1", run_id=run.id, at=clock())
     await append(run.id, start=[effect], request=[approval], pages=[page], events=[event])
-    await append(run.id, status=RunStatus.DONE)
+    done = EffectOutcome(
+        run_id=run.id, call_id=effect.call_id, status=EffectStatus.COMPLETED, finished_at=clock()
+    )
+    await append(run.id, status=RunStatus.DONE, finish=[done])
+    await store.acknowledge_page(page.id, by="U0ONCALL", at=clock())
 
     assert await store.prune_runs(clock() + timedelta(days=1)) == 1
 

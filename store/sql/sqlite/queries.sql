@@ -78,13 +78,22 @@ UPDATE runs SET budget = :budget, updated_at = :updated_at WHERE id = :id
 
 -- prune_runs --
 -- Delete whole lineages (a run and its forks share one ledger) that are all finished and
--- were last touched before a time; their history cascades.
+-- were last touched before a time; their history cascades. A lineage a human still owes
+-- something (an open page, an effect running or in doubt) is kept whatever its age.
 DELETE FROM runs
 WHERE lineage_id IN (
     SELECT lineage_id FROM runs
     GROUP BY lineage_id
     HAVING max(updated_at) < :before
        AND sum(status NOT IN ('done', 'failed', 'cancelled')) = 0
+)
+  AND lineage_id NOT IN (
+    SELECT r.lineage_id FROM pages p JOIN runs r ON r.id = p.run_id
+    WHERE p.acknowledged_by IS NULL
+)
+  AND lineage_id NOT IN (
+    SELECT r.lineage_id FROM effects e JOIN runs r ON r.id = e.run_id
+    WHERE e.status IN ('started', 'in_doubt')
 )
 
 -- insert_checkpoint --
