@@ -59,8 +59,14 @@ class ApprovalScheduler:
 
     def every(self, seconds: float, job: Callable[[], Awaitable[object]], *, name: str) -> None:
         """Run `job` periodically on the same scheduler (e.g. recovery of stranded runs)."""
+
+        async def run() -> None:
+            # APScheduler awaits only what it recognises as a coroutine function; anything
+            # else (a lambda returning a coroutine) would go to a thread and never be awaited.
+            await job()
+
         self._scheduler.add_job(
-            job,
+            run,
             "interval",
             seconds=seconds,
             id=name,

@@ -251,3 +251,25 @@ async def test_restart_rearms_1000_pending_deadlines(db_url: str) -> None:
         assert deadline <= approval.decided_at
         if approval.id not in overdue:
             assert approval.decided_at - deadline <= timedelta(seconds=LATE + 1)
+
+
+async def test_periodic_jobs_are_awaited_whatever_callable_returns_the_coroutine(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    scheduler = ApprovalScheduler(make_runtime())
+    ran: list[str] = []
+
+    async def job(name: str) -> None:
+        ran.append(name)
+
+    await scheduler.start()
+    try:
+        scheduler.every(0.1, lambda: job("lambda"), name="by-lambda")
+        scheduler.every(0.1, lambda: job("other"), name="another")
+
+        async def both_ran() -> bool:
+            return {"lambda", "other"} <= set(ran)
+
+        await eventually(both_ran, within=LATE + 2)
+    finally:
+        await scheduler.stop()
