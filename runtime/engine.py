@@ -137,10 +137,12 @@ class Runtime:
             await self.store.create_run(run, snapshot)
         except store_errors.AlreadyExists:
             existing = await self.get(run_id)
-            if (existing.agent, existing.task) != (chosen.name, task):
+            asked = (chosen.name, task, requested_by, budget or existing.budget)
+            if (existing.agent, existing.task, existing.requested_by, existing.budget) != asked:
                 raise errors.InvalidRequest(
                     f"run {run_id!r} exists already, for agent {existing.agent!r} and task "
-                    f"{existing.task!r}; an id names one run"
+                    f"{existing.task!r} (requested by {existing.requested_by}, budget "
+                    f"{existing.budget.model_dump(exclude_none=True)}); an id names one run"
                 ) from None
             return existing, False
         return await self.get(run_id), True

@@ -301,6 +301,20 @@ async def test_existing_run_id_with_another_agent_gets_400(
     assert await api.counts() == (1, 1)
 
 
+async def test_existing_run_id_with_another_requester_or_budget_gets_400(api: Api) -> None:
+    first = REFUND | {"run_id": "r1", "requested_by": "U0A", "budget": {"max_steps": 12}}
+    await post(api, "/v1/runs", first)
+    await api.parked("r1")
+    for change in ({"requested_by": "U0B"}, {"budget": {"max_steps": 3}}):
+        status, answer = await post(api, "/v1/runs", first | change)
+        assert status == 400
+        assert "r1" in answer["error"]
+    status, again = await post(api, "/v1/runs", first)  # the same request: the same run
+    assert status == 200
+    assert again["budget"]["max_steps"] == 12
+    assert await api.counts() == (1, 1)
+
+
 async def test_unknown_policy_name_gets_400_and_changes_nothing(api: Api) -> None:
     status, answer = await post(api, "/v1/approvals", {"tool": "wire_money", "policy": "typo"})
     assert status == 400
