@@ -35,6 +35,7 @@ from store import (
     Budget,
     Checkpoint,
     Effect,
+    EffectStatus,
     Message,
     Page,
     Run,
@@ -137,7 +138,13 @@ class Runtime:
             await self.store.create_run(run, snapshot)
         except store_errors.AlreadyExists:
             existing = await self.get(run_id)
-            asked = (chosen.name, task, requested_by, budget or existing.budget)
+            # Requester and budget count when given: an id alone (a restart) names the run.
+            asked = (
+                chosen.name,
+                task,
+                requested_by or existing.requested_by,
+                budget or existing.budget,
+            )
             if (existing.agent, existing.task, existing.requested_by, existing.budget) != asked:
                 raise errors.InvalidRequest(
                     f"run {run_id!r} exists already, for agent {existing.agent!r} and task "
@@ -173,6 +180,14 @@ class Runtime:
             raise errors.InvalidRequest(
                 f"run {run_id} is {why}; fork it to continue from one of its steps"
             )
+        for effect in await self.store.list_effects(run_id):
+            # Resuming cannot settle it (the tool must not run twice), so it changes nothing.
+            if effect.status == EffectStatus.IN_DOUBT and not effect.idempotent:
+                raise errors.InvalidRequest(
+                    f"run {run_id}: {effect.tool} (call {effect.call_id}) is in doubt; check "
+                    f"the outside system, then settle it first: signoff runs resolve {run_id} "
+                    f"{effect.call_id} --happened | --did-not-happen"
+                )
         return await self._drive(run_id, reopen=True, budget=budget)
 
     async def get(self, run_id: str) -> Run:

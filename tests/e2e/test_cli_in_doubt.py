@@ -35,6 +35,13 @@ def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path
     assert json.loads(started.stdout)["stop_reason"] == "in_doubt", started.stderr
     [page] = json.loads(signoff(tmp_path, "pages", "list", "--json").stdout)
     assert (page["run_id"], page["reason"]) == ("s1", "in_doubt")
+    history = signoff(tmp_path, "runs", "history", "s1", "--json").stdout
+
+    too_soon = signoff(tmp_path, "runs", "resume", "s1")
+    assert too_soon.returncode == 1
+    assert "in doubt" in too_soon.stderr
+    assert f"signoff runs resolve s1 {page['call_id']}" in too_soon.stderr
+    assert signoff(tmp_path, "runs", "history", "s1", "--json").stdout == history
 
     resolved = signoff(
         tmp_path, "runs", "resolve", "s1", page["call_id"], "--did-not-happen", "--by", "U0ONCALL"

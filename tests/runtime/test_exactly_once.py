@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+import pytest
 from runtime_scenarios import (
     BILLER_SCRIPT,
     CUSTOMER,
@@ -22,7 +23,7 @@ from runtime_scenarios import (
 )
 
 from examples.world import emails, payments
-from runtime import Runtime, ScriptedModel
+from runtime import Runtime, ScriptedModel, errors
 from store import EffectStatus, RunStatus, Store
 from store.records import utcnow
 
@@ -118,7 +119,7 @@ async def test_resolved_email_finishes_the_run_without_sending_again(
     assert "resolve_in_doubt" in actions
 
 
-async def test_resume_before_anyone_resolves_sends_nothing(
+async def test_resume_before_anyone_resolves_is_refused_and_changes_nothing(
     run_worker: Worker, open_db: OpenDb
 ) -> None:
     store = await killed_after("send_email", run_worker, open_db)
@@ -126,26 +127,17 @@ async def test_resume_before_anyone_resolves_sends_nothing(
     notifier = RecordingNotifier()
     rt = successor(store, model, notifier)
     await rt.recover()
+    history = await store.history(RUN)
 
-    run = await rt.resume(RUN)
+    with pytest.raises(errors.InvalidRequest, match=r"send_email \(call call_2_1\) is in doubt"):
+        await rt.resume(RUN)
 
+    run = await rt.get(RUN)
     assert (run.status, run.stop_reason) == (RunStatus.FAILED, "in_doubt")
+    assert await store.history(RUN) == history
     assert (await store.get_effect(RUN, "call_2_1")).status == EffectStatus.IN_DOUBT
     assert len(emails()) == 1
     assert model.calls == 0
-    assert len(await store.list_pages()) == 1
-
-
-async def test_resuming_an_unresolved_run_does_not_page_again(
-    run_worker: Worker, open_db: OpenDb
-) -> None:
-    store = await killed_after("send_email", run_worker, open_db)
-    notifier = RecordingNotifier()
-    rt = successor(store, CountingModel(ScriptedModel(BILLER_SCRIPT)), notifier)
-    await rt.recover()
-
-    await rt.resume(RUN)
-
     (page,) = await store.list_pages()
     assert [p.id for p in notifier.pages] == [page.id]
 
