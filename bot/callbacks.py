@@ -42,10 +42,14 @@ class CallbackNotifier(NullNotifier):
         attempts: int = 6,
         first_delay: float = 0.5,
         timeout: float = 10.0,
+        hand_over: bool = False,
     ) -> None:
+        """`hand_over`: a short-lived process (the CLI) leaves a callback it could not
+        deliver pending, for a server's periodic redelivery, instead of marking it failed."""
         self.store = store
         self.secret = secret
         self.background = background
+        self.hand_over = hand_over
         self.attempts = attempts
         self.first_delay = first_delay
         self.timeout = aiohttp.ClientTimeout(total=timeout)
@@ -85,6 +89,9 @@ class CallbackNotifier(NullNotifier):
                 if attempt < self.attempts:
                     await asyncio.sleep(delay)
                     delay *= 2
+        if self.hand_over:
+            log.warning("callback for approval %s left to the server to deliver", approval.id)
+            return False
         log.warning("callback for approval %s failed %d times", approval.id, self.attempts)
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False

@@ -73,7 +73,7 @@ def settings_of(ctx: typer.Context) -> Settings:
 
 def with_process(ctx: typer.Context, work: Callable[[Process], Awaitable[T]]) -> T:
     async def run() -> T:
-        process = await assemble(settings_of(ctx))
+        process = await assemble(settings_of(ctx), short_lived=True)
         try:
             return await work(process)
         finally:

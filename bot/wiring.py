@@ -47,8 +47,14 @@ class Process:
         await self.store.close()
 
 
-async def assemble(settings: Settings, *, notifier: Notifier | None = None) -> Process:
-    """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks."""
+async def assemble(
+    settings: Settings, *, notifier: Notifier | None = None, short_lived: bool = False
+) -> Process:
+    """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks.
+
+    A `short_lived` process (one CLI command) tries each decision callback once, briefly,
+    and leaves the ones it could not deliver to the server.
+    """
     agents = load_agents(settings.agents)
     options = (
         {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
@@ -59,7 +65,8 @@ async def assemble(settings: Settings, *, notifier: Notifier | None = None) -> P
         SlackDirectory(web_client(token, base_url=settings.slack_api_url)) if token else None
     )
     background = Background()
-    callbacks = CallbackNotifier(store, callback_secret(settings), background)
+    quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
+    callbacks = CallbackNotifier(store, callback_secret(settings), background, **quick)
     runtime = Runtime(
         store,
         agents,

@@ -156,6 +156,25 @@ async def test_unreachable_receiver_ends_failed(
     await eventually(failed)
 
 
+async def test_a_short_lived_process_tries_once_and_leaves_the_rest_to_the_server(
+    db_url: str, store: Store, serve_receiver: Any
+) -> None:
+    rt = Runtime(store, [], worker_id="cli")
+    approval, _ = await rt.request_approval(
+        "wire_money", {"cents": 1}, callback_url=f"http://127.0.0.1:{free_port()}/hook"
+    )
+    decided = await rt.decide(approval.id, "approved", by="U0BOSS")
+    cli = CallbackNotifier(store, SECRET, Background(), attempts=1, hand_over=True)
+
+    started = time.monotonic()
+    assert await cli.deliver(decided) is False
+    assert time.monotonic() - started < 5
+    assert await callback_status(store, approval.id) == Delivery.PENDING
+
+    server = CallbackNotifier(store, SECRET, Background(), first_delay=0.01)
+    assert await server.redeliver(failed_too=False) == 1  # what `serve` runs every 30 s
+
+
 async def test_expiry_by_the_scheduler_is_called_back(
     make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
 ) -> None:
