@@ -106,7 +106,7 @@ def serve(ctx: typer.Context) -> None:
 
 
 @db.command()
-def migrate(ctx: typer.Context) -> None:
+def migrate(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Apply pending schema migrations (safe to run again)."""
 
     async def run() -> tuple[int, int]:
@@ -117,9 +117,8 @@ def migrate(ctx: typer.Context) -> None:
             await store.close()
 
     before, after = asyncio.run(run())
-    typer.echo(
-        f"schema version {after}" + (f" (was {before})" if before != after else " (up to date)")
-    )
+    text = f"schema version {after}" + (f" (was {before})" if before != after else " (up to date)")
+    show({"version": after, "was": before}, as_json=as_json, table=text)
 
 
 # runs
@@ -251,6 +250,7 @@ def rollback(
             f"Roll run {run_id} back to step {to_step}? Effects after it will be "
             "compensated or paged",
             abort=True,
+            err=True,
         )
 
     async def work(p: Process) -> Any:
@@ -291,7 +291,9 @@ def prune(
         raise Failure("--older-than must be a positive duration such as 30d")
     if not yes:
         typer.confirm(
-            f"Delete every finished run (with its forks) untouched for {older_than}?", abort=True
+            f"Delete every finished run (with its forks) untouched for {older_than}?",
+            abort=True,
+            err=True,  # stdout stays the command's answer (--json)
         )
 
     async def work(p: Process) -> int:

@@ -166,6 +166,8 @@ def test_db_migrate_twice_is_idempotent(cli: Cli, tmp_path: Path) -> None:
     assert second.code == 0, second.err
     assert "up to date" in second.out
     assert first.out.split()[2] == second.out.split()[2]  # the same schema version
+    version = int(first.out.split()[2])
+    assert cli("db", "migrate", "--json", **fresh).json() == {"version": version, "was": version}
 
 
 # runs
@@ -290,9 +292,11 @@ def test_rollback_asks_and_no_aborts_with_nothing_changed(
     cli: Cli, approval_ids: dict[str, str]
 ) -> None:
     before = cli.fingerprint()
-    result = cli("runs", "rollback", "r-rollback", "--to-step", "1", stdin="n\n")
-    assert "Roll run r-rollback back to step 1?" in result.out
-    assert result.refused() == "aborted"
+    result = cli("runs", "rollback", "r-rollback", "--to-step", "1", "--json", stdin="n\n")
+    assert result.code != 0
+    assert "Roll run r-rollback back to step 1?" in result.err  # the question and
+    assert result.err.strip().endswith("aborted")  # the refusal both go to stderr,
+    assert result.out.strip() == ""  # since stdout is only ever the answer, for scripts
     assert cli.fingerprint() == before
 
 
