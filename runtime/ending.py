@@ -39,7 +39,9 @@ async def cancel(rt: Runtime, run_id: str, *, by: str, reason: str) -> Run:
         action="cancel", actor=by, run_id=run_id, at=rt.clock(), detail={"reason": reason}
     )
     await _append_status(rt, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
-    await rt.desk.withdraw(run_id, by=by, reason="run cancelled")
+    await rt.desk.withdraw(
+        run_id, by=by, reason=f"run cancelled ({reason})" if reason else "run cancelled"
+    )
     async with rt.locks.hold(run_id):
         return await after_stop(rt, await rt.get(run_id))
 
@@ -51,6 +53,7 @@ async def resolve(
 
     The effect and its pages are settled in one transaction; `resume` then continues.
     """
+    await rt.get(run_id)  # an unknown run says so, not "no effect"
     effect = await _effect(rt, run_id, call_id)
     if effect.status != EffectStatus.IN_DOUBT:
         raise errors.InvalidRequest(
@@ -61,7 +64,9 @@ async def resolve(
         run_id=run_id,
         call_id=call_id,
         status=EffectStatus.COMPLETED if happened else EffectStatus.FAILED,
-        result=result if happened else None,
+        result=(result if result is not None else {"happened": True, "according_to": by})
+        if happened
+        else None,
         error=None if happened else f"did not happen, according to {by}",
         finished_at=now,
     )

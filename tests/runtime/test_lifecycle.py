@@ -75,9 +75,10 @@ async def test_a_withdrawn_approval_does_not_decline_the_call_for_the_lineage(
 ) -> None:
     rt = Runtime(store, [sender()], worker_id="w")
     run_id = await rt.start("sender", "pay", requested_by="U0REQ")
-    await rt.cancel(run_id, by="U0OPS")
+    await rt.cancel(run_id, by="U0OPS", reason="wrong customer")
     [withdrawn] = await rt.approvals(run_id)
     assert withdrawn.state == ApprovalState.DECLINED
+    assert withdrawn.reason == "withdrawn: run cancelled (wrong customer) by U0OPS"
 
     fork_id = await rt.fork(run_id, from_step=0)
 

@@ -13,7 +13,17 @@ from typing import Any
 import pytest
 from runtime_scenarios import CountingModel, RecordingNotifier, assert_well_formed
 
-from runtime import Agent, Message, Runtime, ScriptedModel, Tool, ToolContext, tool, tool_call
+from runtime import (
+    Agent,
+    Message,
+    Runtime,
+    ScriptedModel,
+    Tool,
+    ToolContext,
+    errors,
+    tool,
+    tool_call,
+)
 from runtime.model import Entry
 from store import EffectStatus, RunStatus, Store
 
@@ -128,6 +138,27 @@ async def test_mutating_tool_timeout_is_in_doubt_and_pages(store: Store, kind: s
     assert_well_formed((await store.load_state(run_id)).messages, settled=False)
 
 
+async def test_in_doubt_resolved_as_happened_without_a_result_tells_the_model_so(
+    store: Store,
+) -> None:
+    @tool(description="Wire money.", effect="irreversible", requires_approval=False, timeout=0.2)
+    async def transfer(amount: int) -> str:
+        await asyncio.sleep(30)
+        return "sent"
+
+    agent, _ = agent_with(
+        transfer, script=[tool_call("transfer", {"amount": 5}), answer_with_last_result]
+    )
+    rt, run_id = await run_once(store, agent)
+
+    effect = await rt.resolve(run_id, "call_1_1", happened=True, by="U_ONCALL")
+    await rt.resume(run_id)
+
+    assert effect.result == {"happened": True, "according_to": "U_ONCALL"}
+    state = await store.load_state(run_id)
+    assert last_result(state.messages) == {"happened": True, "according_to": "U_ONCALL"}
+
+
 async def test_in_doubt_resolved_as_not_happened_tells_the_model(store: Store) -> None:
     @tool(description="Wire money.", effect="irreversible", requires_approval=False, timeout=0.2)
     async def transfer(amount: int) -> str:
@@ -139,6 +170,8 @@ async def test_in_doubt_resolved_as_not_happened_tells_the_model(store: Store) -
     )
     rt, run_id = await run_once(store, agent)
 
+    with pytest.raises(errors.RunNotFound, match="no run 'nosuch'"):
+        await rt.resolve("nosuch", "call_1_1", happened=False, by="U_ONCALL")
     effect = await rt.resolve(run_id, "call_1_1", happened=False, by="U_ONCALL")
     run = await rt.resume(run_id)
 
