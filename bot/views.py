@@ -154,11 +154,11 @@ def effects_table(effects: Sequence[Effect]) -> Table:
 
 
 def rollback_table(report: dict[str, Any], effects: Sequence[Effect]) -> Table:
-    tools = {e.call_id: e.tool for e in effects}
+    outcome_of = {c: o for o in ("compensated", "paged", "skipped") for c in report[o]}
     table = Table("effect", "tool", "outcome", title=f"rolled back to step {report['to_step']}")
-    for outcome in ("compensated", "paged", "skipped"):
-        for call_id in report[outcome]:
-            table.add_row(call_id, tools.get(call_id, "?"), outcome)
+    for effect in reversed(effects):  # newest first: the order the rollback went through them
+        if effect.call_id in outcome_of:
+            table.add_row(effect.call_id, effect.tool, outcome_of[effect.call_id])
     return table
 
 

@@ -1,8 +1,9 @@
 """The refund agent: looks an order up, refunds it (with a human's approval), charges the
 restocking fee, e-mails the customer, and answers. Driven by a deterministic policy, so it
 runs offline; swap `ScriptedModel(policy)` for a real model adapter to use an LLM.
+`examples/demo.py` runs it end to end:
 
-    python -m examples.refund_agent "Refund order 4471"
+    python -m examples.demo "Refund order 4471"
 """
 
 from __future__ import annotations
