@@ -13,6 +13,8 @@ from bot.tasks import Background
 from runtime import Agent, FanOut, Notifier, NullNotifier, Runtime
 from store import Store, open_store
 
+AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
+
 
 def load_agents(paths: Iterable[str]) -> list[Agent]:
     """Import agents from `module:attribute` paths; the attribute is an Agent or a list of them."""
@@ -20,15 +22,15 @@ def load_agents(paths: Iterable[str]) -> list[Agent]:
     for path in paths:
         module_name, _, attribute = path.partition(":")
         if not module_name or not attribute:
-            raise ConfigError(f"agents: {path!r} is not a 'module:attribute' import path")
+            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not a 'module:attribute' import path")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ConfigError(f"agents: cannot import {module_name!r}: {exc}") from None
+            raise ConfigError(f"{AGENTS_SETTING}: cannot import {module_name!r}: {exc}") from None
         found = getattr(module, attribute, None)
         found = found if isinstance(found, list | tuple) else [found]
         if not found or not all(isinstance(agent, Agent) for agent in found):
-            raise ConfigError(f"agents: {path!r} is not an Agent (or a list of Agents)")
+            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not an Agent (or a list of Agents)")
         agents.extend(found)
     return agents
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.settings import ConfigError, load_settings
+from bot.wiring import load_agents
 
 GOOD = """\
 database_url = "sqlite:///from-file.db"
@@ -170,3 +171,18 @@ def test_bad_environment_value_is_blamed_on_the_variable_not_the_file(
     message = str(caught.value)
     assert "SIGNOFF_PORT" in message
     assert f"{path}:1" not in message  # line 1 of the file is fine
+
+
+@pytest.mark.parametrize(
+    ("path", "why"),
+    [
+        ("nosuch.module:agent", "cannot import 'nosuch.module'"),
+        ("examples.refund_agent", "is not a 'module:attribute' import path"),
+        ("examples.refund_agent:policy", "is not an Agent"),
+    ],
+)
+def test_a_bad_agent_path_names_the_setting(path: str, why: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        load_agents([path])
+    assert "SIGNOFF_AGENTS" in str(refused.value)
+    assert why in str(refused.value)
