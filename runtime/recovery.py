@@ -1,4 +1,5 @@
-"""Start-up recovery (DESIGN rule 7): drive every run that was mid-flight when its worker died.
+"""Start-up recovery (DESIGN rule 7): drive every run that was mid-flight when its worker died,
+and finish every rollback that died mid-compensation.
 
 It acts through the same lease and compare-and-set path as normal driving, so running it
 twice, or in two processes at once, is harmless: a run leased to another live worker is left
@@ -9,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
+
+from runtime import rollback
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -20,20 +24,28 @@ CONCURRENCY = 32
 
 
 async def recover(rt: Runtime) -> list[str]:
-    """Drive runs left `running` without a live lease, and parked runs nobody resumed after
-    their last approval was decided. Returns their ids."""
+    """Finish rollbacks (and sagas) that died mid-compensation, then drive runs left
+    `running` without a live lease, and parked runs nobody resumed after their last approval
+    was decided. Returns their ids."""
+    undos = await rt.store.interrupted_undos(rt.clock(), owner=rt.worker_id)
+    undos = [run_id for run_id in undos if not rt.locks.held_here(run_id)]
+    await _each(undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finish undo of")
     run_ids = await rt.store.runs_to_recover(rt.clock(), owner=rt.worker_id)
+    await _each(run_ids, rt.drive, "recover")
+    return undos + [run_id for run_id in run_ids if run_id not in undos]
+
+
+async def _each(run_ids: list[str], work: Callable[[str], Awaitable[object]], what: str) -> None:
     if not run_ids:
-        return []
-    log.info("recovering %d run(s)", len(run_ids))
+        return
+    log.info("%s %d run(s)", what, len(run_ids))
     gate = asyncio.Semaphore(CONCURRENCY)
 
-    async def drive(run_id: str) -> None:
+    async def one(run_id: str) -> None:
         async with gate:
             try:
-                await rt.drive(run_id)
+                await work(run_id)
             except Exception:
-                log.exception("could not recover run %s", run_id)
+                log.exception("could not %s run %s", what, run_id)
 
-    await asyncio.gather(*(drive(run_id) for run_id in run_ids))
-    return run_ids
+    await asyncio.gather(*(one(run_id) for run_id in run_ids))

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("signoff.rollback")
 
+UNDO_STARTED = "undo_started"
+
 
 @dataclass
 class RollbackReport:
@@ -65,6 +67,7 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
         )
     state = await rt.state_at(run_id, to_step)
     async with hold_lease(rt.store, run_id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
+        await _intend(rt, run_id, by, to_step=to_step, restore=True)
         report = await _undo_after(rt, run, to_step)
         await rt.desk.withdraw(run_id, by=by, reason="run rolled back")
         latest = await rt.store.load_state(run_id)
@@ -91,6 +94,7 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
 async def compensate_all(rt: Runtime, run: Run) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects; its state stays as it ended."""
     async with hold_lease(rt.store, run.id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
+        await _intend(rt, run.id, rt.worker_id, to_step=0, restore=False)
         report = await _undo_after(rt, run, 0)
     await rt.store.record_event(
         AuditEvent(
@@ -102,6 +106,27 @@ async def compensate_all(rt: Runtime, run: Run) -> RollbackReport:
         )
     )
     return report
+
+
+async def _intend(rt: Runtime, run_id: str, by: str, *, to_step: int, restore: bool) -> None:
+    """Say what is being undone before undoing it: recovery finishes an interrupted undo."""
+    detail = {"to_step": to_step, "restore": restore}
+    event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=rt.clock(), detail=detail)
+    await rt.store.record_event(event)
+
+
+async def finish_interrupted(rt: Runtime, run_id: str) -> RollbackReport | None:
+    """Run again the rollback (or saga) that died while compensating this run's effects;
+    each effect is still compensated once. None if no undo was recorded as started."""
+    events = await rt.store.list_events(run_id=run_id)
+    started = [e for e in events if e.action == UNDO_STARTED]
+    if not started:
+        return None
+    intent = started[-1].detail
+    if intent.get("restore"):
+        return await rt.rollback(run_id, int(intent["to_step"]), by=started[-1].actor)
+    async with rt.locks.hold(run_id):
+        return await compensate_all(rt, await rt.get(run_id))
 
 
 async def _undo_after(rt: Runtime, run: Run, step: int) -> RollbackReport:
@@ -185,6 +210,8 @@ async def _compensate(
     elif earlier.status == EffectStatus.FAILED:
         return earlier.error or "the compensation failed"
     elif not undo.idempotent:
+        if earlier.status == EffectStatus.STARTED:
+            await _mark_in_doubt(rt, run, earlier)
         return "an earlier compensation was interrupted and the compensator is not idempotent"
     status, value, error = await _invoke(rt, undo, compensation, effect)
     try:
@@ -207,6 +234,18 @@ async def _compensate(
     except store_errors.Conflict as exc:
         return f"could not record the compensation: {exc}"
     return None if status == EffectStatus.COMPLETED else (error or status.value)
+
+
+async def _mark_in_doubt(rt: Runtime, run: Run, compensation: Effect) -> None:
+    """An interrupted compensation that may not run again waits for a human, not `started`."""
+    outcome = EffectOutcome(
+        run_id=run.id,
+        call_id=compensation.call_id,
+        status=EffectStatus.IN_DOUBT,
+        error="interrupted before its result was recorded",
+        finished_at=rt.clock(),
+    )
+    await rt.store.commit(Batch(run_id=run.id, owner=rt.worker_id, finish=[outcome]))
 
 
 async def _invoke(

@@ -460,6 +460,10 @@ class SqliteStore:
         found = await self._read("runs_to_recover", {"now": rows.ts(now), "owner": owner})
         return [row[0] for row in found]
 
+    async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
+        found = await self._read("interrupted_undos", {"now": rows.ts(now), "owner": owner})
+        return [row[0] for row in found]
+
 
 def _already_decided(approval: Approval) -> errors.AlreadyDecided:
     return errors.AlreadyDecided(

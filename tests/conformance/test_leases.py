@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from store import ApprovalState, Run, RunStatus, Store
+from store import ApprovalState, Batch, EffectOutcome, EffectStatus, Run, RunStatus, Store
 
-from .builders import Append, Clock, MakeApproval, MakeRun
+from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
 
 MINUTE = timedelta(minutes=1)
 
@@ -96,3 +96,25 @@ async def test_runs_to_recover_are_the_runs_nobody_drives(
     found = await store.runs_to_recover(now, owner="W1")
 
     assert sorted(found) == sorted([unleased.id, mine.id, expired.id, parked_done.id])
+
+
+async def test_interrupted_undos_are_finished_runs_left_mid_compensation(
+    store: Store, make_run: MakeRun, append: Append, make_effect: MakeEffect, clock: Clock
+) -> None:
+    now = clock()
+    unleased, mine, expired, live, finished_undo, plain = [await make_run() for _ in range(6)]
+    for run in (unleased, mine, expired, live, finished_undo):
+        undo = make_effect(run.id, call_id="undo:c1", compensates="c1")
+        await append(run.id, status=RunStatus.DONE, start=[undo])
+    done = EffectOutcome(
+        run_id=finished_undo.id, call_id="undo:c1", status=EffectStatus.COMPLETED, finished_at=now
+    )
+    await store.commit(Batch(run_id=finished_undo.id, finish=[done]))
+    await append(plain.id, status=RunStatus.DONE, start=[make_effect(plain.id)])
+    await store.acquire_lease(mine.id, "W1", until=now + MINUTE, now=now)
+    await store.acquire_lease(expired.id, "W2", until=now - MINUTE, now=now - 2 * MINUTE)
+    await store.acquire_lease(live.id, "W2", until=now + MINUTE, now=now)
+
+    found = await store.interrupted_undos(now, owner="W1")
+
+    assert sorted(found) == sorted([unleased.id, mine.id, expired.id])

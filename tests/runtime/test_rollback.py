@@ -424,6 +424,49 @@ async def test_interrupted_compensation_that_is_not_idempotent_is_paged_not_repe
     assert "not idempotent" in page.detail
 
 
+async def test_rollback_killed_mid_compensation_is_finished_by_recovery(
+    file_store: Store, world: Path, tmp_path: Path
+) -> None:
+    rt = Runtime(file_store, [refund_agent], worker_id=WORKER_ID)
+    run_id = await refund_run(rt)
+    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
+    assert code == -9, output
+    assert (await rt.get(run_id)).stop_reason == "answered"  # nothing says rolled back yet
+
+    assert await rt.recover() == [run_id]
+
+    (reversal,) = reversals()
+    undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert [(e.call_id, e.status) for e in undos] == [("undo:call_2_1", EffectStatus.COMPLETED)]
+    assert reversal[3] == undos[0].idempotency_key
+    assert (await rt.get(run_id)).stop_reason == "rolled_back"
+    assert (await file_store.load_state(run_id)).messages == (await rt.state_at(run_id, 0)).messages
+    history = await rt.history(run_id)
+    assert await rt.recover() == []
+    assert await rt.history(run_id) == history
+    assert len(reversals()) == 1
+
+
+async def test_recovery_pages_an_interrupted_compensation_that_may_not_run_again_once(
+    file_store: Store, world: Path, tmp_path: Path
+) -> None:
+    rt = Runtime(file_store, [stock_agent([])], worker_id=WORKER_ID)
+    run_id = await rt.start("stock", "Hold a seat")
+    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
+    assert code == -9, output
+
+    assert await rt.recover() == [run_id]
+    history = await rt.history(run_id)
+    assert await rt.recover() == []
+
+    assert await rt.history(run_id) == history
+    assert [s for t, s, _, _ in invocations() if t == "unhold"] == ["1A"]
+    (page,) = await file_store.list_pages()
+    assert page.reason == "compensation_failed"
+    (undo,) = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert undo.status == EffectStatus.IN_DOUBT
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 async def test_rollback_killed_at_random_moments_compensates_each_effect_once(

@@ -354,6 +354,13 @@ UPDATE runs SET lease_expires_at = :until WHERE id = :id AND lease_owner = :owne
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND lease_owner = :owner
 
+-- interrupted_undos --
+-- Runs whose rollback (or saga) stopped mid-compensation: a compensation still `started`
+-- and no live lease on the run (or one of this worker's, from before a restart).
+SELECT DISTINCT r.id FROM effects e JOIN runs r ON r.id = e.run_id
+WHERE e.compensates IS NOT NULL AND e.status = 'started'
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < :now)
+
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
 -- this worker before a restart), and parked runs whose approvals are all decided.
