@@ -25,6 +25,7 @@ from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
     ApprovalState,
+    Batch,
     Effect,
     EffectOutcome,
     EffectStatus,
@@ -91,6 +92,7 @@ class Driver:
         except Stopped as stop:
             self.ended = self.ended or stop.ended
             log.info("run %s changed under its driver; stopped driving it", self.run.id)
+            await self._page_acted_late(stop.acted_late)
         except errors.DatabaseError:
             raise  # the store is unwell: leave the run to recovery rather than fail it
         except Exception as exc:
@@ -407,6 +409,24 @@ class Driver:
         )
         await self._stop(RunStatus.FAILED, StopReason.IN_DOUBT, error=why, pages=[page])
         return False
+
+    async def _page_acted_late(self, acted_late: Sequence[tuple[EffectOutcome, Effect]]) -> None:
+        """Our tool acted after the run was taken over and a human settled it as not done."""
+        for outcome, settled in acted_late:
+            said = settled.status.value + (f" ({settled.error})" if settled.error else "")
+            page = self.rt.desk.new_page(
+                run_id=self.run.id,
+                call_id=settled.call_id,
+                tool=settled.tool,
+                reason="acted_late",
+                detail=f"{settled.tool}({settled.args}) did complete, in worker "
+                f"{self.rt.worker_id} after the run was taken over, with result "
+                f"{outcome.result!r}; the ledger says {said}. Check the outside system and "
+                "undo or account for it by hand.",
+            )
+            committed = await self.store.commit(Batch(run_id=self.run.id, pages=[page]))
+            if page.id in committed.new_pages:
+                await self.rt.announce_page(page, self.journal.run_now())
 
     # writes
 

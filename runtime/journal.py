@@ -22,6 +22,7 @@ from store import (
     Committed,
     Effect,
     EffectOutcome,
+    EffectStatus,
     Message,
     Page,
     Run,
@@ -36,11 +37,19 @@ log = logging.getLogger("signoff.journal")
 
 
 class Stopped(Exception):
-    """The run was changed by someone else (cancelled, taken over); stop driving it."""
+    """The run was changed by someone else (cancelled, taken over); stop driving it.
 
-    def __init__(self, *, ended: bool = False) -> None:
+    `acted_late` pairs what our tools did with the ledger's word on them, where the ledger
+    had already settled an effect as not done (a human resolved it while this driver was
+    stalled): someone must look at the outside world.
+    """
+
+    def __init__(
+        self, *, ended: bool = False, acted_late: Sequence[tuple[EffectOutcome, Effect]] = ()
+    ) -> None:
         super().__init__("the run changed under its driver")
         self.ended = ended
+        self.acted_late = acted_late
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,8 +176,7 @@ class Journal:
         try:
             committed = await self.store.commit(batch)
         except errors.LeaseLost:
-            await self._save_outcomes_anyway()
-            raise Stopped() from None
+            raise Stopped(acted_late=await self._save_outcomes_anyway()) from None
         except errors.AlreadyExists as exc:
             await self._fail_unrecordable(exc)
             raise Stopped(ended=True) from None
@@ -207,14 +215,22 @@ class Journal:
             created_at=self.clock(),
         )
 
-    async def _save_outcomes_anyway(self) -> None:
+    async def _save_outcomes_anyway(self) -> list[tuple[EffectOutcome, Effect]]:
         """Another worker took the run over; what our tools did must still be recorded,
-        unless that worker already settled it."""
+        unless it was settled meanwhile. Returns what our tools did that the ledger had
+        settled as not done."""
+        acted_late = []
         for outcome in self.finished:
             try:
                 await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
             except errors.Conflict:
-                log.info("effect %s was settled by the worker that took over", outcome.call_id)
+                settled = await self.store.get_effect(self.run.id, outcome.call_id)
+                done = EffectStatus.COMPLETED
+                if outcome.status == done and settled.status != done:
+                    acted_late.append((outcome, settled))
+                else:
+                    log.info("effect %s was settled by the worker that took over", settled.call_id)
+        return acted_late
 
     async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
         """A write collided with an existing record: stop the run loudly, never wedge it."""

@@ -342,3 +342,43 @@ async def test_old_driver_finishing_a_tool_after_a_takeover_stops_quietly(store:
     assert await store.history("m") == done
     (effect,) = await store.list_effects("m")
     assert (effect.status, effect.result) == (EffectStatus.COMPLETED, "synced eu")
+
+
+async def test_a_stalled_driver_whose_tool_acts_after_a_human_said_it_did_not_pages(
+    store: Store,
+) -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    sent: list[str] = []
+
+    @tool(description="Wire money.", effect="irreversible", requires_approval=False)
+    async def wire(to: str) -> str:
+        entered.set()
+        await release.wait()
+        sent.append(to)
+        return f"wired {to}"
+
+    def wire_agent() -> Agent:
+        return Agent(
+            "wirer", model=ScriptedModel([tool_call("wire", {"to": "ACME"}), "done"]), tools=[wire]
+        )
+
+    stalled = Runtime(store, [wire_agent()], worker_id="stalled")
+    driving = asyncio.create_task(stalled.start("wirer", "Pay ACME", run_id="w"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    later = utcnow() + timedelta(minutes=10)
+    taker = Runtime(store, [wire_agent()], worker_id="taker", clock=lambda: later)
+    assert await taker.recover() == ["w"]
+    assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.IN_DOUBT
+    await taker.resolve("w", "call_1_1", happened=False, by="U0ONCALL")
+
+    release.set()  # the stalled worker wakes up and its tool acts after all
+    await finish(driving)
+
+    assert sent == ["ACME"]
+    assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.FAILED
+    (page,) = await store.list_pages()
+    assert page.reason == "acted_late"
+    assert "wire" in page.detail
+    assert "did complete" in page.detail
+    assert "did not happen, according to U0ONCALL" in page.detail
