@@ -29,9 +29,11 @@ async def recover(rt: Runtime) -> list[str]:
     was decided. Returns their ids."""
     undos = await rt.store.interrupted_undos(rt.clock(), owner=rt.worker_id)
     undos = [run_id for run_id in undos if not rt.locks.held_here(run_id)]
-    await _each(undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finish undo of")
+    await _each(
+        undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finishing the undo of"
+    )
     run_ids = await rt.store.runs_to_recover(rt.clock(), owner=rt.worker_id)
-    await _each(run_ids, rt.drive, "recover")
+    await _each(run_ids, rt.drive, "recovering")
     return undos + [run_id for run_id in run_ids if run_id not in undos]
 
 
@@ -46,6 +48,6 @@ async def _each(run_ids: list[str], work: Callable[[str], Awaitable[object]], wh
             try:
                 await work(run_id)
             except Exception:
-                log.exception("could not %s run %s", what, run_id)
+                log.exception("%s run %s failed", what, run_id)
 
     await asyncio.gather(*(one(run_id) for run_id in run_ids))
