@@ -22,7 +22,7 @@ from bot.settings import ConfigError, Settings, load_settings
 from bot.wiring import Process, assemble
 from runtime.errors import SignoffRuntimeError
 from runtime.policy import parse_duration
-from store import ApprovalState, open_store
+from store import Approval, ApprovalState, Run, open_store
 from store.errors import StoreError
 
 T = TypeVar("T")
@@ -140,6 +140,11 @@ def start_run(
         return await p.runtime.get(started), await p.runtime.approvals(started, state="pending")
 
     run, pending = with_process(ctx, work)
+    show_with_pending(run, pending, as_json=as_json)
+
+
+def show_with_pending(run: Run, pending: Sequence[Approval], *, as_json: bool) -> None:
+    """A run, and for people, how to decide what it waits for."""
     data = run.model_dump(mode="json") | {"pending_approvals": [a.id for a in pending]}
     show(data, as_json=as_json, table=views.runs_table([run]))
     if not as_json:
@@ -205,10 +210,11 @@ def resume(
         if max_steps is not None:
             current = (await p.runtime.get(run_id)).budget
             budget = current.model_copy(update={"max_steps": max_steps})
-        return await p.runtime.resume(run_id, budget=budget)
+        run = await p.runtime.resume(run_id, budget=budget)
+        return run, await p.runtime.approvals(run_id, state="pending")
 
-    run = with_process(ctx, work)
-    show(run.model_dump(mode="json"), as_json=as_json, table=views.runs_table([run]))
+    run, pending = with_process(ctx, work)
+    show_with_pending(run, pending, as_json=as_json)
 
 
 @runs.command()

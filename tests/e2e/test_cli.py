@@ -321,6 +321,9 @@ def test_resume_after_rollback_then_approval_refunds_again(cli: Cli, rolled_back
     resumed = cli("runs", "resume", "r-rollback", "--json").json()
     assert resumed["status"] == "waiting_approval"
     [pending] = cli.inspect("list_approvals", run_id="r-rollback", state="pending")
+    assert resumed["pending_approvals"] == [pending.id]
+    again = cli("runs", "resume", "r-rollback")  # still waiting: it says how to decide
+    assert f"signoff approvals decide {pending.id} approve" in again.out
     asyncio.run(_decide(cli, pending.id))
     assert cli.inspect("get_run", "r-rollback").status == "done"
     # refunded, reversed by the rollback, and refunded again once a human approved it again
