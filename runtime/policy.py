@@ -10,7 +10,14 @@ import re
 from datetime import timedelta
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -74,6 +81,17 @@ class Policies(BaseModel):
 
     default: Policy = Policy()
     tools: dict[str, Policy] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _escalations_name_someone(self) -> Policies:
+        for name in ["default", *self.tools]:
+            policy = self.default if name == "default" else self.for_tool(name)[1]
+            if policy.on_timeout == "escalate" and not policy.escalate_to:
+                raise ValueError(
+                    f"policy {name!r}: on_timeout = 'escalate' needs escalate_to (a user or "
+                    "user group to escalate to); otherwise the approval waits unseen"
+                )
+        return self
 
     def for_tool(self, tool: str) -> tuple[str, Policy]:
         """The policy's name and the policy for a tool: its override merged over the default."""

@@ -186,3 +186,18 @@ def test_a_bad_agent_path_names_the_setting(path: str, why: str) -> None:
         load_agents([path])
     assert "SIGNOFF_AGENTS" in str(refused.value)
     assert why in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[policies.default]\ntimeout = "1h"\non_timeout = "escalate"\n',
+        '[policies.tools.wire]\ntimeout = "1h"\non_timeout = "escalate"\n',
+    ],
+)
+def test_escalating_on_timeout_without_anyone_to_escalate_to_is_refused(
+    tmp_path: Path, text: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_settings(write(tmp_path, text))
+    assert "needs escalate_to" in str(caught.value)
