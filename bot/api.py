@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -74,15 +75,34 @@ def bearer_auth(token: str) -> Callable[[web.Request, Handler], Awaitable[web.St
 
 async def _body(request: web.Request, model: type[M]) -> M | web.Response:
     try:
-        data = await request.json()
+        data = await request.json(loads=_strict_json)
     except (json.JSONDecodeError, UnicodeDecodeError, LookupError):
         return error(400, "the body is not valid JSON (UTF-8)")
+    except ValueError as exc:
+        return error(400, str(exc))
+    except RecursionError:
+        return error(400, "the body is nested too deeply")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         return error(400, f"{where}: {first['msg']}")
+
+
+def _strict_json(text: str) -> Any:
+    """JSON as RFC 8259 has it: NaN and Infinity are not numbers anyone can approve."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"the body holds {constant}, which JSON does not allow")
+
+    def finite(literal: str) -> float:
+        value = float(literal)
+        if math.isinf(value):
+            raise ValueError(f"the body holds {literal[:40]}, too large for a number")
+        return value
+
+    return json.loads(text, parse_constant=refuse, parse_float=finite)
 
 
 async def start_run(request: web.Request) -> web.Response:

@@ -255,6 +255,10 @@ class Runtime:
             raise errors.InvalidRequest(f"no policy {policy!r}; the policies are: {names}")
         if not tool.strip():
             raise errors.InvalidRequest("an approval needs the tool (action) it is about")
+        if tool in known and policy not in (None, tool):
+            raise errors.InvalidRequest(
+                f"{tool} has a policy of its own; a request cannot choose another ({policy!r})"
+            )
         approval = self.desk.new_approval(
             tool=tool,
             args=args,

@@ -9,7 +9,7 @@ import pytest
 
 from examples import world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent
+from runtime import Agent, Policies, Policy
 
 from .helpers import AUTH, Api, Recorder
 
@@ -279,6 +279,26 @@ async def test_bad_approval_requests_get_400_with_a_reason_and_change_nothing(
     assert await api.counts() == (0, 0)
 
 
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b'{"tool": "x", "args": {"a": NaN}}', "NaN"),
+        (b'{"tool": "x", "args": {"a": -Infinity}}', "Infinity"),
+        (b'{"tool": "x", "args": {"a": 1e999}}', "too large"),
+        (b'{"tool": "x", "args": ' + b'{"a": ' * 50_000 + b"1" + b"}" * 50_001, "nested"),
+    ],
+)
+async def test_json_that_is_not_json_gets_400_and_changes_nothing(
+    api: Api, raw: bytes, reason: str
+) -> None:
+    response = await api.client.post(
+        "/v1/approvals", data=raw, headers=AUTH | {"Content-Type": "application/json"}
+    )
+    assert response.status == 400, await response.text()
+    assert reason in (await response.json())["error"]
+    assert await api.counts() == (0, 0)
+
+
 async def test_unknown_agent_gets_400_naming_the_known_ones(api: Api) -> None:
     status, answer = await post(api, "/v1/runs", {"agent": "nobody", "task": "x"})
     assert status == 400
@@ -313,6 +333,21 @@ async def test_existing_run_id_with_another_requester_or_budget_gets_400(api: Ap
     assert status == 200
     assert again["budget"]["max_steps"] == 12
     assert await api.counts() == (1, 1)
+
+
+async def test_a_tool_with_a_policy_of_its_own_cannot_be_asked_under_another(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    strict = Policy(approvers=("U0A", "U0B"), required_approvals=2)
+    api = await make_api(policies=Policies(tools={"wire_money": strict}))
+    body = {"tool": "wire_money", "args": {"cents": 1}}
+
+    status, answer = await post(api, "/v1/approvals", body | {"policy": "default"})
+    assert status == 400
+    assert "policy of its own" in answer["error"]
+    assert await api.counts() == (0, 0)
+    status, created = await post(api, "/v1/approvals", body | {"policy": "wire_money"})
+    assert (status, created["policy"], created["required_approvals"]) == (201, "wire_money", 2)
 
 
 async def test_unknown_policy_name_gets_400_and_changes_nothing(api: Api) -> None:
