@@ -58,11 +58,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         # Runs stranded since start-up (a driver that crashed in this process, a decision
         # whose resume found the run busy) are picked up again within a poll.
         scheduler.every(RECOVER_EVERY, rt.recover, name="signoff-recover")
-        scheduler.every(
-            RECOVER_EVERY,
-            lambda: process.callbacks.redeliver(failed_too=False),
-            name="signoff-callbacks",
-        )
+        # Callbacks not delivered yet, including those that failed every attempt: a receiver
+        # that was down gets its decision once it is back.
+        scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

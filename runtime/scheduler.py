@@ -2,7 +2,8 @@
 
 The store holds the truth (each pending approval's deadline and next reminder are columns),
 so the scheduler holds almost nothing: one date job armed at the earliest due time, re-armed
-after every tick, plus a slow interval job that picks up approvals other processes created.
+after every tick, plus an interval job (every 5 s: two index lookups) that picks up the
+approvals other processes created, such as a run started from the CLI.
 On start it ticks at once, so whatever fell due while the process was down fires right away.
 A tick acts only through compare-and-set (`ApprovalDesk.tick`), so a job that fires twice, or
 in two processes at once, acts once. Memory stays flat however many approvals are pending.
@@ -28,7 +29,7 @@ POLL_JOB = "signoff-poll"
 
 
 class ApprovalScheduler:
-    def __init__(self, rt: Runtime, *, poll_every: float = 30.0) -> None:
+    def __init__(self, rt: Runtime, *, poll_every: float = 5.0) -> None:
         self.rt = rt
         self.poll_every = poll_every
         self.armed_at: datetime | None = None

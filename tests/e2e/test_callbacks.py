@@ -172,7 +172,7 @@ async def test_a_short_lived_process_tries_once_and_leaves_the_rest_to_the_serve
     assert await callback_status(store, approval.id) == Delivery.PENDING
 
     server = CallbackNotifier(store, SECRET, Background(), first_delay=0.01)
-    assert await server.redeliver(failed_too=False) == 1  # what `serve` runs every 30 s
+    assert await server.redeliver() == 1  # what `serve` runs every 30 s
 
 
 async def test_expiry_by_the_scheduler_is_called_back(
