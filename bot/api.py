@@ -24,14 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
 from bot.tasks import Background
 from runtime import Runtime, errors
 from store import Approval, ApprovalState, Budget, Run
+from store.records import ID_PATTERN
 
 M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
-
-
-ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
 
 
 class RunRequest(BaseModel):

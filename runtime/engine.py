@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import socket
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -44,7 +45,7 @@ from store import (
     Store,
 )
 from store import errors as store_errors
-from store.records import utcnow
+from store.records import ID_PATTERN, utcnow
 
 log = logging.getLogger("signoff.runtime")
 
@@ -110,6 +111,10 @@ class Runtime:
         chosen = self._agent(agent)
         if not task or not task.strip():
             raise errors.InvalidRequest("a run needs a task")
+        if run_id is not None and not re.fullmatch(ID_PATTERN, run_id):
+            raise errors.InvalidRequest(
+                f"run id {run_id[:80]!r} is not 1-128 letters, digits or _ . : -"
+            )
         run_id = run_id or f"run_{uuid.uuid4().hex[:20]}"
         now = self.clock()
         run = Run(

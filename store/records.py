@@ -12,6 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+"""Ids chosen by clients (runs, approvals): safe in URLs, Slack messages and shells."""
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

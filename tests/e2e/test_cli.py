@@ -366,6 +366,8 @@ REFUSALS = [
     (("runs", "show", "nope"), "no run 'nope'"),
     (("runs", "history", "nope"), "no run 'nope'"),
     (("runs", "resume", "nope"), "no run 'nope'"),
+    (("runs", "start", "refund-agent", "x", "--run-id", "a b/../c"), "is not 1-128 letters"),
+    (("runs", "start", "refund-agent", "x", "--run-id", "r" * 129), "is not 1-128 letters"),
     (("runs", "cancel", "nope"), "no run 'nope'"),
     (("runs", "rollback", "nope", "--to-step", "1", "--yes"), "no run 'nope'"),
     (("runs", "list", "--status", "bogus"), "unknown status 'bogus'"),
