@@ -200,6 +200,12 @@ class ApprovalDesk:
             raise errors.EditRefused(str(exc)) from None
 
     async def _vote(self, approval: Approval, by: str) -> int:
+        voted = await self.store.list_votes(approval.id)
+        if by in voted:
+            waits = approval.required_approvals - len(voted)
+            raise errors.AlreadyVoted(
+                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+            )
         try:
             votes = await self.store.add_vote(approval.id, by, self.rt.clock())
         except store_errors.AlreadyDecided as exc:

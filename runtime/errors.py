@@ -62,6 +62,10 @@ class ApprovalExpired(AlreadyDecided):
     """The approval's deadline passed; it was declined as expired."""
 
 
+class AlreadyVoted(DecisionRefused):
+    """This approver already approved; the quorum waits for others."""
+
+
 class NotAnApprover(DecisionRefused):
     """This user may not decide this approval."""
 

@@ -136,6 +136,10 @@ class Store(Protocol):
         limit: int = 1000,
     ) -> list[Approval]: ...
     async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int: ...
+    async def list_votes(self, approval_id: str) -> list[str]:
+        """The users who voted for an approval, in order."""
+        ...
+
     async def decide_approval(
         self,
         approval_id: str,

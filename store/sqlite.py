@@ -275,6 +275,10 @@ class SqliteStore:
 
         return await self._write(job)
 
+    async def list_votes(self, approval_id: str) -> list[str]:
+        found = await self._read("list_votes", {"approval_id": approval_id})
+        return [row[0] for row in found]
+
     async def decide_approval(
         self,
         approval_id: str,

@@ -180,6 +180,8 @@ async def test_add_vote_counts_distinct_approvers(
     counts = [await store.add_vote(pending.id, user, clock()) for user in ("U1", "U2", "U1")]
 
     assert counts == [1, 2, 2]
+    assert await store.list_votes(pending.id) == ["U1", "U2"]
+    assert await store.list_votes("no-such-approval") == []
 
 
 async def test_add_vote_on_a_decided_approval_is_refused(

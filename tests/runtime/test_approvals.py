@@ -486,10 +486,12 @@ async def test_same_approver_twice_does_not_count_twice(
     approval = await start_wire(rt)
 
     await rt.decide(approval.id, "approved", by="U0ALICE")
-    again = await rt.decide(approval.id, "approved", by="U0ALICE")
+    events = await rt.store.list_events(run_id="run-wire")
+    with pytest.raises(errors.AlreadyVoted, match=r"U0ALICE already approved .* 1 more"):
+        await rt.decide(approval.id, "approved", by="U0ALICE")
 
-    assert again.state == ApprovalState.PENDING
-
+    assert await rt.store.list_events(run_id="run-wire") == events
+    assert await rt.store.list_votes(approval.id) == ["U0ALICE"]
     assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
     assert invocations() == []
 
@@ -500,7 +502,6 @@ async def test_second_distinct_approver_approves(
     rt = make_runtime([wire_agent()], policies=QUORUM)
     approval = await start_wire(rt)
 
-    await rt.decide(approval.id, "approved", by="U0ALICE")
     await rt.decide(approval.id, "approved", by="U0ALICE")
     decided = await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -868,7 +869,8 @@ async def test_quorum_votes_survive_a_restart(file_store: Store, world: Path) ->
     restarted = Runtime(file_store, [wire_agent()], policies=QUORUM, worker_id="other-worker")
     await restarted.recover()
     assert invocations() == []
-    await restarted.decide(approval.id, "approved", by="U0ALICE")
+    with pytest.raises(errors.AlreadyVoted):  # her vote from before the restart counts
+        await restarted.decide(approval.id, "approved", by="U0ALICE")
     assert invocations() == []
     decided = await restarted.decide(approval.id, "approved", by="U0BOB")
 

@@ -228,6 +228,10 @@ WHERE id = :id AND state = 'pending'
 INSERT INTO approval_votes (approval_id, user_id, at) VALUES (:approval_id, :user_id, :at)
 ON CONFLICT DO NOTHING
 
+-- list_votes --
+-- Who voted for an approval, in the order they did.
+SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at, user_id
+
 -- count_votes --
 -- How many distinct approvers voted for an approval.
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
