@@ -173,7 +173,11 @@ class ApprovalDesk:
     ) -> None:
         if approval.state != ApprovalState.PENDING:
             raise errors.AlreadyDecided(_decided_text(approval), approval=approval)
-        if not await may_decide(policy, by, self.directory, escalated=approval.escalated):
+        # Past an escalating deadline the escalation is due, whether or not a scheduler has
+        # run since (the server may be down while someone decides from the CLI).
+        due = approval.deadline is not None and self.rt.clock() >= approval.deadline
+        escalated = approval.escalated or (policy.on_timeout == "escalate" and due)
+        if not await may_decide(policy, by, self.directory, escalated=escalated):
             raise errors.NotAnApprover(
                 f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
             )

@@ -772,6 +772,28 @@ async def test_on_timeout_escalate_keeps_the_approval_pending(
     assert len(invocations()) == 1
 
 
+async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unticked(
+    make_runtime: Callable[..., Runtime], world: Path, clock: Any
+) -> None:
+    policies = Policies(
+        tools={
+            "wire_money": Policy(
+                approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL"
+            )
+        }
+    )
+    rt = make_runtime([wire_agent()], policies=policies, directory=ONCALL, clock=clock)
+    approval = await start_wire(rt)
+    with pytest.raises(errors.NotAnApprover):
+        await rt.decide(approval.id, "approved", by="U0ONCALL")  # not yet escalated
+
+    clock.advance(hours=2)  # no scheduler ticked: the server was down
+    decided = await rt.decide(approval.id, "approved", by="U0ONCALL")
+
+    assert decided.state == ApprovalState.APPROVED
+    assert len(invocations()) == 1
+
+
 async def test_decision_racing_the_timeout_settles_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
