@@ -304,9 +304,10 @@ class ApprovalDesk:
 
     async def _deadline_passed(self, approval: Approval, policy: Policy, now: datetime) -> None:
         if policy.on_timeout == "escalate":
-            if await self.store.extend_deadline(
+            moved = await self.store.extend_deadline(
                 approval.id, deadline=None, expected=approval.deadline
-            ):
+            )
+            if moved and not approval.escalated:  # escalated by reminders: told once already
                 escalated = approval.model_copy(update={"escalated": True, "deadline": None})
                 await self.rt.announce_reminder(escalated, escalated=True)
             return

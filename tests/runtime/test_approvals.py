@@ -772,6 +772,40 @@ async def test_on_timeout_escalate_keeps_the_approval_pending(
     assert len(invocations()) == 1
 
 
+async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
+    make_runtime: Callable[..., Runtime], world: Path, clock: Any
+) -> None:
+    policies = Policies(
+        tools={
+            "wire_money": Policy(
+                approvers=("U0BOSS",),
+                remind_every="10m",
+                max_reminders=1,
+                escalate_to="S0ONCALL",
+                timeout="1h",
+                on_timeout="escalate",
+            )
+        }
+    )
+    notifier = RecordingNotifier()
+    rt = make_runtime(
+        [wire_agent()], policies=policies, directory=ONCALL, clock=clock, notifier=notifier
+    )
+    approval = await start_wire(rt)
+
+    for _ in range(8):  # past the reminder, the escalation and the deadline
+        clock.advance(minutes=10)
+        await rt.desk.tick(clock())
+
+    assert [esc for _, esc in notifier.reminders] == [False, True]
+    stored = await rt.store.get_approval(approval.id)
+    assert (stored.state, stored.escalated, stored.deadline) == (
+        ApprovalState.PENDING,
+        True,
+        None,
+    )
+
+
 async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unticked(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
