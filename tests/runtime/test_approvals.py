@@ -739,19 +739,25 @@ async def test_reminder_that_fires_twice_is_sent_once(
     assert (await rt.store.get_approval(approval.id)).reminders_sent == 1
 
 
+ESCALATE_ON_TIMEOUT = Policies(
+    tools={
+        "wire_money": Policy(
+            approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL"
+        )
+    }
+)
+
+
 async def test_on_timeout_escalate_keeps_the_approval_pending(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    policies = Policies(
-        tools={
-            "wire_money": Policy(
-                approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL"
-            )
-        }
-    )
     notifier = RecordingNotifier()
     rt = make_runtime(
-        [wire_agent()], policies=policies, directory=ONCALL, clock=clock, notifier=notifier
+        [wire_agent()],
+        policies=ESCALATE_ON_TIMEOUT,
+        directory=ONCALL,
+        clock=clock,
+        notifier=notifier,
     )
     approval = await start_wire(rt)
 
@@ -809,14 +815,7 @@ async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
 async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unticked(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    policies = Policies(
-        tools={
-            "wire_money": Policy(
-                approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL"
-            )
-        }
-    )
-    rt = make_runtime([wire_agent()], policies=policies, directory=ONCALL, clock=clock)
+    rt = make_runtime([wire_agent()], policies=ESCALATE_ON_TIMEOUT, directory=ONCALL, clock=clock)
     approval = await start_wire(rt)
     with pytest.raises(errors.NotAnApprover):
         await rt.decide(approval.id, "approved", by="U0ONCALL")  # not yet escalated
