@@ -47,6 +47,7 @@ app.add_typer(pages, name="pages")
 # Piped output keeps whole lines (rich would squeeze tables to 80 columns).
 out = Console() if sys.stdout.isatty() else Console(width=200)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
 RunId = Annotated[str, typer.Argument(help="The run's id.")]
 
 
@@ -221,7 +222,9 @@ def resume(
 def fork(
     ctx: typer.Context,
     run_id: RunId,
-    from_step: Annotated[int, typer.Option("--from-step", min=0, help="Fork from this step.")],
+    from_step: Annotated[
+        int, typer.Option("--from-step", min=0, max=MAX_STEP, help="Fork from this step.")
+    ],
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Mutating tools do not run.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
@@ -246,7 +249,9 @@ def fork(
 def rollback(
     ctx: typer.Context,
     run_id: RunId,
-    to_step: Annotated[int, typer.Option("--to-step", min=0, help="Restore this step.")],
+    to_step: Annotated[
+        int, typer.Option("--to-step", min=0, max=MAX_STEP, help="Restore this step.")
+    ],
     yes: Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")] = False,
     as_json: JsonFlag = False,
 ) -> None:

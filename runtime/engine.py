@@ -174,8 +174,19 @@ class Runtime:
             return await self.get(run_id)
 
     async def resume(self, run_id: str, *, budget: Budget | None = None) -> Run:
-        """Resume a stopped run; `budget` raises its limits (usage carries over, never resets)."""
+        """Resume a stopped run; `budget` raises its limits (usage carries over, never resets).
+
+        Refused, changing nothing, while a rollback of it is unfinished or one of its effects
+        that may not run twice is in doubt."""
         run = await self.get(run_id)
+        effects = await self.store.list_effects(run_id)
+        for effect in effects:
+            if effect.compensates is not None and effect.status == EffectStatus.STARTED:
+                raise errors.InvalidRequest(
+                    f"run {run_id}: a rollback was interrupted while undoing "
+                    f"{effect.compensates}; recovery finishes it (or run the rollback again) "
+                    "before the run can go on"
+                )
         if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or ending.compensated(self, run):
             why = (
                 "its effects were compensated"
@@ -185,13 +196,12 @@ class Runtime:
             raise errors.InvalidRequest(
                 f"run {run_id} is {why}; fork it to continue from one of its steps"
             )
-        for effect in await self.store.list_effects(run_id):
-            # Resuming cannot settle it (the tool must not run twice), so it changes nothing.
+        for effect in effects:
             if effect.status == EffectStatus.IN_DOUBT and not effect.idempotent:
                 raise errors.InvalidRequest(
                     f"run {run_id}: {effect.tool} (call {effect.call_id}) is in doubt; check "
                     f"the outside system, then settle it first: signoff runs resolve {run_id} "
-                    f"{effect.call_id} --happened | --did-not-happen"
+                    f"{effect.call_id} --happened | --did-not-happen --by <you>"
                 )
         return await self._drive(run_id, reopen=True, budget=budget)
 

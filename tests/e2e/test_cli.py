@@ -366,6 +366,7 @@ REFUSALS = [
     (("runs", "show", "nope"), "no run 'nope'"),
     (("runs", "history", "nope"), "no run 'nope'"),
     (("runs", "resume", "nope"), "no run 'nope'"),
+    (("runs", "fork", "r-done", "--from-step", "99999999999999999999"), "--from-step"),
     (("runs", "start", "refund-agent", "x", "--run-id", "a b/../c"), "is not 1-128 letters"),
     (("runs", "start", "refund-agent", "x", "--run-id", "r" * 129), "is not 1-128 letters"),
     (("runs", "cancel", "nope"), "no run 'nope'"),

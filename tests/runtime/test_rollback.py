@@ -432,6 +432,8 @@ async def test_rollback_killed_mid_compensation_is_finished_by_recovery(
     code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
     assert code == -9, output
     assert (await rt.get(run_id)).stop_reason == "answered"  # nothing says rolled back yet
+    with pytest.raises(errors.InvalidRequest, match="rollback was interrupted"):
+        await rt.resume(run_id)
 
     assert await rt.recover() == [run_id]
 
