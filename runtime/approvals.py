@@ -134,8 +134,7 @@ class ApprovalDesk:
         """A decision after the deadline of a policy that declines then comes too late: the
         approval is expired now (if the scheduler has not yet) and the decision refused."""
         now = self.rt.clock()
-        overdue = approval.deadline is not None and approval.deadline <= now
-        if approval.state != ApprovalState.PENDING or not overdue:
+        if approval.state != ApprovalState.PENDING or not _overdue(approval, now):
             return
         if policy.on_timeout != "decline":
             return
@@ -175,8 +174,8 @@ class ApprovalDesk:
             raise errors.AlreadyDecided(_decided_text(approval), approval=approval)
         # Past an escalating deadline the escalation is due, whether or not a scheduler has
         # run since (the server may be down while someone decides from the CLI).
-        due = approval.deadline is not None and self.rt.clock() >= approval.deadline
-        escalated = approval.escalated or (policy.on_timeout == "escalate" and due)
+        due = policy.on_timeout == "escalate" and _overdue(approval, self.rt.clock())
+        escalated = approval.escalated or due
         if not await may_decide(policy, by, self.directory, escalated=escalated):
             raise errors.NotAnApprover(
                 f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
@@ -291,7 +290,7 @@ class ApprovalDesk:
         """Act on one due approval; False if someone else already did (or it failed)."""
         _, policy = self.policies.for_tool(approval.policy)
         try:
-            if approval.deadline is not None and approval.deadline <= now:
+            if _overdue(approval, now):
                 await self._deadline_passed(approval, policy, now)
             elif approval.next_reminder_at is not None and approval.next_reminder_at <= now:
                 await self._remind(approval, policy, now)
@@ -353,3 +352,7 @@ def _decided_text(approval: Approval) -> str:
     by = approval.decided_by or "?"
     state = approval.state.value
     return f"approval {approval.id} was already {state} by {by}; a decision never changes"
+
+
+def _overdue(approval: Approval, now: datetime) -> bool:
+    return approval.deadline is not None and approval.deadline <= now
