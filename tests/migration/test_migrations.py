@@ -115,6 +115,8 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "result TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX effects_by_key (lineage_id, idempotency_key) WHERE reversibility <> 'read'",
+        "INDEX effects_unfinished_undos (run_id)"
+        " WHERE compensates IS NOT NULL AND status = 'started'",
         "UNIQUE (run_id, call_id)",
     ],
     "facts": [
@@ -311,7 +313,7 @@ async def test_a_version_1_database_upgrades_with_its_effects(
         assert found.call_id == "c2"
     finally:
         await store.close()
-    assert [v for v, _, _ in applied(db)] == [1, 2]
+    assert [v for v, _, _ in applied(db)] == list(range(1, migration.latest_version("sqlite") + 1))
     assert schema_of(db) == EXPECTED_SCHEMA
 
 
@@ -443,6 +445,7 @@ def test_a_query_name_defined_twice_is_refused() -> None:
         ("unsettled_effect_by_key", "effects_by_key"),
         ("declined_approval_by_key", "approvals_by_key"),
         ("load_state", "sqlite_autoindex_checkpoints_1"),
+        ("interrupted_undos", "effects_unfinished_undos"),
     ],
 )
 async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:
