@@ -22,6 +22,7 @@ from store.records import (
     Effect,
     EffectOutcome,
     Fact,
+    OutboxItem,
     Page,
     Run,
     RunState,
@@ -187,6 +188,22 @@ class Store(Protocol):
     async def set_page_message(
         self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
+
+    # outbox (rows are written by the database itself, with the change they announce)
+    async def claim_outbox(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+    ) -> list[OutboxItem]:
+        """Claim due rows until `until`, oldest first, never one whose subject has an
+        earlier row unsent."""
+        ...
+
+    async def finish_outbox(
+        self, item_id: int, owner: str, *, at: datetime, error: str | None = None
+    ) -> bool: ...
+    async def retry_outbox(self, item_id: int, owner: str, *, at: datetime, error: str) -> bool: ...
+    async def outbox_backlog(self) -> tuple[int, datetime | None]:
+        """How many rows wait to be sent, and when the oldest was written."""
+        ...
 
     # audit
     async def record_event(self, event: AuditEvent) -> None: ...

@@ -261,6 +261,25 @@ class Page(Record):
     created_at: datetime = Field(default_factory=utcnow)
 
 
+class OutboxItem(Record):
+    """A notification to deliver: a change to `subject_id` (an approval, page or run id)."""
+
+    id: int
+    topic: Literal[
+        "approval_requested",
+        "approval_decided",
+        "approval_voted",
+        "approval_reminded",
+        "page_opened",
+        "page_acknowledged",
+        "run_finished",
+    ]
+    subject_id: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+    attempts: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 class AuditEvent(Record):
     action: str
     actor: str

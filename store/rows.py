@@ -22,6 +22,7 @@ from store.records import (
     EffectOutcome,
     Fact,
     Message,
+    OutboxItem,
     Page,
     Run,
     RunState,
@@ -273,6 +274,12 @@ def page_from_row(row: Row) -> Page:
     values = dict(row)
     values.update(acknowledged_at=dt(row["acknowledged_at"]), created_at=dt(row["created_at"]))
     return Page.model_validate(values)
+
+
+def outbox_from_row(row: Row) -> OutboxItem:
+    values = dict(row)
+    values.update(detail=json.loads(row["detail"]), created_at=dt(row["created_at"]))
+    return OutboxItem.model_validate(values)
 
 
 def event_params(event: AuditEvent) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from store.records import (
     Delivery,
     Effect,
     Fact,
+    OutboxItem,
     Page,
     Run,
     RunState,
@@ -191,9 +192,12 @@ class SqliteStore:
 
     async def prune_runs(self, finished_before: datetime) -> int:
         before = rows.ts(finished_before)
-        return await self._write(
-            lambda conn: conn.execute(Q["prune_runs"], {"before": before}).rowcount
-        )
+
+        def job(conn: sqlite3.Connection) -> int:
+            conn.execute(Q["prune_outbox"], {"before": before})
+            return conn.execute(Q["prune_runs"], {"before": before}).rowcount
+
+        return await self._write(job)
 
     # history
 
@@ -433,6 +437,29 @@ class SqliteStore:
         delivery = Delivery(delivery).value  # refuse an unknown status before writing it
         params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
         await self._write(_update_one("set_page_message", params, "page"))
+
+    # outbox
+
+    async def claim_outbox(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+    ) -> list[OutboxItem]:
+        params = {"owner": owner, "now": rows.ts(now), "until": rows.ts(until), "limit": limit}
+        claimed = await self._write(lambda c: c.execute(Q["claim_outbox"], params).fetchall())
+        return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
+
+    async def finish_outbox(
+        self, item_id: int, owner: str, *, at: datetime, error: str | None = None
+    ) -> bool:
+        params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
+        return await self._write(lambda c: c.execute(Q["finish_outbox"], params).rowcount == 1)
+
+    async def retry_outbox(self, item_id: int, owner: str, *, at: datetime, error: str) -> bool:
+        params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
+        return await self._write(lambda c: c.execute(Q["retry_outbox"], params).rowcount == 1)
+
+    async def outbox_backlog(self) -> tuple[int, datetime | None]:
+        count, oldest = (await self._read("outbox_backlog", {}))[0]
+        return count, rows.dt(oldest)
 
     # audit
 

@@ -32,6 +32,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "user_id TEXT NOT NULL PRIMARY KEY 2",
         "at REAL NOT NULL",
         "FOREIGN KEY (approval_id) REFERENCES approvals (id) ON DELETE CASCADE",
+        "TRIGGER outbox_approval_voted",
     ],
     "approvals": [
         "id TEXT PRIMARY KEY",
@@ -65,6 +66,9 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "INDEX approvals_by_state (state, created_at)",
         "INDEX approvals_pending_deadline (deadline) WHERE state = 'pending'",
         "INDEX approvals_pending_reminder (next_reminder_at) WHERE state = 'pending'",
+        "TRIGGER outbox_approval_decided",
+        "TRIGGER outbox_approval_reminded",
+        "TRIGGER outbox_approval_requested",
     ],
     "audit_events": [
         "id INTEGER PRIMARY KEY",
@@ -126,6 +130,21 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "updated_at REAL NOT NULL",
         "INDEX facts_by_source (source)",
     ],
+    "outbox": [
+        "id INTEGER PRIMARY KEY",
+        "topic TEXT NOT NULL",
+        "subject_id TEXT NOT NULL",
+        "detail TEXT NOT NULL DEFAULT '{}'",
+        "created_at REAL NOT NULL",
+        "attempts INTEGER NOT NULL DEFAULT 0",
+        "next_attempt_at REAL NOT NULL",
+        "claimed_by TEXT",
+        "claimed_until REAL",
+        "sent_at REAL",
+        "error TEXT",
+        "INDEX outbox_unsent_by_subject (subject_id, id) WHERE sent_at IS NULL",
+        "INDEX outbox_unsent_due (next_attempt_at) WHERE sent_at IS NULL",
+    ],
     "pages": [
         "id TEXT PRIMARY KEY",
         "run_id TEXT",
@@ -142,6 +161,8 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX pages_by_run (run_id)",
         "INDEX pages_open (created_at) WHERE acknowledged_by IS NULL",
+        "TRIGGER outbox_page_acknowledged",
+        "TRIGGER outbox_page_opened",
     ],
     "runs": [
         "id TEXT PRIMARY KEY",
@@ -159,6 +180,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "created_at REAL NOT NULL",
         "updated_at REAL NOT NULL",
         "INDEX runs_by_status (status, created_at)",
+        "TRIGGER outbox_run_finished",
     ],
     "signoff_schema": [
         "version INTEGER PRIMARY KEY",
@@ -172,11 +194,24 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
 
 
 def describe(conn: sqlite3.Connection) -> dict[str, list[str]]:
-    """Every table of the database: columns, foreign keys, indexes and unique constraints."""
+    """Every table of the database: columns, foreign keys, indexes, unique constraints and
+    the triggers that fire on it."""
     tables = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     ).fetchall()
-    return {name: [*_columns(conn, name), *_keys(conn, name)] for (name,) in sorted(tables)}
+    return {
+        name: [*_columns(conn, name), *_keys(conn, name), *_triggers(conn, name)]
+        for (name,) in sorted(tables)
+    }
+
+
+def _triggers(conn: sqlite3.Connection, table: str) -> Iterator[str]:
+    found = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name",
+        (table,),
+    )
+    for (name,) in found:
+        yield f"TRIGGER {name}"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> Iterator[str]:

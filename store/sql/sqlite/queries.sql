@@ -376,3 +376,40 @@ SELECT id FROM runs r
 WHERE status = 'waiting_approval'
   AND NOT EXISTS (SELECT 1 FROM approvals a INDEXED BY approvals_by_run
                   WHERE a.run_id = r.id AND a.state = 'pending')
+
+-- claim_outbox --
+-- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
+-- of the same subject precedes (a card is posted before it is updated).
+UPDATE outbox SET claimed_by = :owner, claimed_until = :until
+WHERE id IN (
+    SELECT o.id FROM outbox o
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= :now
+      AND (o.claimed_until IS NULL OR o.claimed_until < :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox p
+          WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
+      )
+    ORDER BY o.id
+    LIMIT :limit
+)
+RETURNING id, topic, subject_id, detail, attempts, created_at
+
+-- finish_outbox --
+-- Mark a claimed row sent (or given up, with the error that makes retrying pointless).
+UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
+WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- retry_outbox --
+-- Release a claimed row for another attempt later.
+UPDATE outbox
+SET attempts = attempts + 1, next_attempt_at = :at, error = :error,
+    claimed_by = NULL, claimed_until = NULL
+WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- outbox_backlog --
+-- How many rows wait to be sent, and since when.
+SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
+
+-- prune_outbox --
+-- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
+DELETE FROM outbox WHERE created_at < :before

@@ -1,0 +1,169 @@
+"""The outbox: every change a person must hear about leaves a row in the same transaction,
+and rows go out in order per subject, once, to one sender at a time."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from store import ApprovalState, Batch, Run, RunStatus, Store, errors
+
+from .builders import Append, MakeApproval, MakePage
+
+
+def later(seconds: float = 60) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds)
+
+
+async def claim_all(store: Store, owner: str = "w1") -> list[tuple[str, str]]:
+    items = await store.claim_outbox(owner, now=later(), until=later(120), limit=100)
+    return [(item.topic, item.subject_id) for item in items]
+
+
+async def drain(store: Store, owner: str = "w1") -> list[tuple[str, str]]:
+    """Claim and mark sent until nothing is left; what went out, in order."""
+    sent: list[tuple[str, str]] = []
+    while items := await store.claim_outbox(owner, now=later(), until=later(120), limit=100):
+        for item in items:
+            assert await store.finish_outbox(item.id, owner, at=later())
+            sent.append((item.topic, item.subject_id))
+    return sent
+
+
+async def test_a_requested_approval_leaves_a_row_in_its_own_commit(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    approval = make_approval(run.id)
+
+    await store.commit(Batch(run_id=run.id, request=[approval]))
+
+    assert await claim_all(store) == [("approval_requested", approval.id)]
+
+
+async def test_a_decision_a_vote_and_a_reminder_each_leave_a_row(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    approval = make_approval(run.id, required_approvals=2)
+    await store.create_approval(approval)
+    await store.add_vote(approval.id, "U0ANN", later())
+    await store.record_reminder(
+        approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=True
+    )
+    await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U0BOB", at=later())
+
+    assert await drain(store) == [
+        ("approval_requested", approval.id),
+        ("approval_voted", approval.id),
+        ("approval_reminded", approval.id),
+        ("approval_decided", approval.id),
+    ]
+
+
+async def test_a_reminder_row_says_whether_it_escalated(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    approval = make_approval(run.id, deadline=later(-1))
+    await store.create_approval(approval)
+    await store.record_reminder(
+        approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=False
+    )
+    await store.extend_deadline(approval.id, deadline=None, expected=approval.deadline)
+
+    details = []
+    while items := await store.claim_outbox("w1", now=later(), until=later(120), limit=10):
+        for item in items:
+            await store.finish_outbox(item.id, "w1", at=later())
+            details.append(item.detail)
+
+    assert details[1:] == [
+        {"reminders_sent": 1, "escalated": False},
+        {"reminders_sent": 1, "escalated": True},
+    ]
+
+
+async def test_a_failed_compare_and_set_leaves_no_row(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    approval = make_approval(run.id)
+    await store.create_approval(approval)
+    await store.decide_approval(approval.id, ApprovalState.DECLINED, by="U0BOB", at=later())
+    await drain(store)
+
+    with pytest.raises(errors.AlreadyDecided):
+        await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U0EVE", at=later())
+
+    assert await claim_all(store) == []
+
+
+async def test_pages_and_finished_runs_leave_rows(
+    store: Store, run: Run, make_page: MakePage, append: Append
+) -> None:
+    page = make_page(run.id)
+    await store.commit(Batch(run_id=run.id, pages=[page]))
+    await store.acknowledge_page(page.id, by="U0OPS", at=later())
+    await append(run.id, status=RunStatus.DONE)
+
+    sent = await drain(store)
+
+    assert sorted(sent) == sorted(
+        [("page_opened", page.id), ("page_acknowledged", page.id), ("run_finished", run.id)]
+    )
+    assert sent.index(("page_opened", page.id)) < sent.index(("page_acknowledged", page.id))
+
+
+async def test_a_later_row_waits_for_an_earlier_unsent_one_of_its_subject(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    first, other = make_approval(run.id), make_approval(run.id)
+    await store.create_approval(first)
+    await store.create_approval(other)
+    await store.decide_approval(first.id, ApprovalState.APPROVED, by="U0BOB", at=later())
+
+    claimed = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
+    assert [(i.topic, i.subject_id) for i in claimed] == [
+        ("approval_requested", first.id),
+        ("approval_requested", other.id),
+    ]
+    # The card failed to post: its update may not overtake it.
+    assert await store.retry_outbox(claimed[0].id, "w1", at=later(), error="500")
+    assert await store.finish_outbox(claimed[1].id, "w1", at=later())
+
+    again = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
+    assert [(i.topic, i.subject_id, i.attempts) for i in again] == [
+        ("approval_requested", first.id, 1)
+    ]
+
+
+async def test_a_claimed_row_is_not_claimed_again_until_its_claim_lapses(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    await store.create_approval(make_approval(run.id))
+    now = later()
+
+    mine = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=30))
+    theirs = await store.claim_outbox("w2", now=now, until=now + timedelta(seconds=30))
+    lapsed = await store.claim_outbox(
+        "w2", now=now + timedelta(seconds=31), until=now + timedelta(seconds=60)
+    )
+
+    assert len(mine) == 1
+    assert theirs == []
+    assert [item.id for item in lapsed] == [mine[0].id]
+    # The first sender's claim is gone: it cannot mark the row sent any more.
+    assert not await store.finish_outbox(mine[0].id, "w1", at=now)
+    assert await store.finish_outbox(mine[0].id, "w2", at=now)
+
+
+async def test_a_row_retried_later_is_not_due_before_then(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    await store.create_approval(make_approval(run.id))
+    now = later()
+    [item] = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=30))
+    await store.retry_outbox(item.id, "w1", at=now + timedelta(seconds=10), error="429")
+
+    assert await store.claim_outbox("w1", now=now + timedelta(seconds=5), until=later(90)) == []
+    assert await store.outbox_backlog() == (1, item.created_at)
+    due = await store.claim_outbox("w1", now=now + timedelta(seconds=11), until=later(90))
+    assert [(i.id, i.attempts) for i in due] == [(item.id, 1)]
