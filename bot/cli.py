@@ -419,8 +419,8 @@ def acknowledge(
 
     async def work(p: Process) -> Any:
         try:
-            return await p.store.acknowledge_page(page_id, by=by, at=p.runtime.clock())
-        except StoreError as exc:
+            return await p.runtime.acknowledge_page(page_id, by=by)
+        except (StoreError, SignoffRuntimeError) as exc:
             raise Failure(str(exc)) from None
 
     page = with_process(ctx, work)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -18,16 +19,28 @@ from slack_sdk.web.async_client import AsyncWebClient
 log = logging.getLogger("signoff.directory")
 
 
-def web_client(token: str, *, base_url: str | None = None) -> AsyncWebClient:
-    """A Web API client that retries rate limits, 5xx answers and dropped connections."""
+def web_client(
+    token: str, *, base_url: str | None = None, idempotent_only: bool = False, timeout: int = 30
+) -> AsyncWebClient:
+    """A Web API client that retries rate limits, 5xx answers and dropped connections.
+
+    `idempotent_only`: retry only what Slack refused before acting (429). A 5xx or a
+    dropped connection may come after a post landed, and Slack has no idempotency key, so
+    the outbox retries those itself, looking for the earlier post first.
+    """
+    # The outbox backs off for longer itself; in place, wait out one Retry-After at most.
+    retries = 1 if idempotent_only else 5
+    handlers: list[Any] = [AsyncRateLimitErrorRetryHandler(max_retry_count=retries)]
+    if not idempotent_only:
+        handlers += [
+            AsyncServerErrorRetryHandler(max_retry_count=3),
+            AsyncConnectionErrorRetryHandler(max_retry_count=3),
+        ]
     return AsyncWebClient(
         token=token,
         base_url=base_url or "https://slack.com/api/",
-        retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=5),
-            AsyncServerErrorRetryHandler(max_retry_count=3),
-            AsyncConnectionErrorRetryHandler(max_retry_count=3),
-        ],
+        timeout=timeout,
+        retry_handlers=handlers,
     )
 
 

@@ -1,7 +1,8 @@
 """`signoff serve`: the long-running process.
 
 It recovers runs left mid-flight, re-arms reminders and timeouts from the store, re-sends
-undelivered callbacks, and serves the HTTP API until SIGINT or SIGTERM.
+undelivered callbacks, delivers the Slack outbox, and serves the HTTP API and `/slack/events`
+(or Socket Mode) until SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from aiohttp import web
 
 from bot.api import api_app
 from bot.settings import Settings, secret
+from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import assemble
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
@@ -24,8 +26,10 @@ RECOVER_EVERY = 30.0
 
 
 async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+    check_slack_settings(settings)
     stop = stop or _stop_on_signals()
-    process = await assemble(settings)
+    nudge = OutboxNudge()
+    process = await assemble(settings, notifier=None if settings.api_only else nudge)
     rt = process.runtime
     for agent in rt.agents.values():
         if agent.approval_waived:
@@ -47,6 +51,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     app = api_app(rt, token=token, background=process.background)
     if not token:
         log.warning("SIGNOFF_API_TOKEN is not set: the HTTP API (/v1/...) is disabled")
+    slack = None if settings.api_only else slack_surface(settings, rt, process.background, nudge)
+    if slack is not None:
+        slack.mount(app)
     scheduler = ApprovalScheduler(rt)
     runner = web.AppRunner(app)
     try:
@@ -54,6 +61,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
         await scheduler.start()
+        if slack is not None:
+            await slack.start()
         process.background.spawn(rt.recover(), name="recover")
         # Runs stranded since start-up (a driver that crashed in this process, a decision
         # whose resume found the run busy) are picked up again within a poll.
@@ -71,6 +80,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         await stop.wait()
     finally:
         await scheduler.stop()
+        if slack is not None:
+            await slack.stop()
         await runner.cleanup()
         await process.close()
 

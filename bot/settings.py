@@ -52,6 +52,12 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = Field(None, validation_alias="SIGNOFF_API_TOKEN")
     callback_secret: SecretStr | None = Field(None, validation_alias="SIGNOFF_CALLBACK_SECRET")
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
+    approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
+    api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
+    outbox_claim_seconds: float = Field(
+        60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS"
+    )
+    """How long a sender owns an outbox row; a row whose sender died goes out again after."""
     slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")

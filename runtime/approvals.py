@@ -96,8 +96,11 @@ class ApprovalDesk:
         by: str,
         reason: str | None = None,
         args: dict[str, Any] | None = None,
+        resume: bool = True,
     ) -> Approval:
-        """Record a human's decision; returns the approval (still pending while a quorum forms)."""
+        """Record a human's decision; returns the approval (still pending while a quorum forms).
+
+        `resume=False`: return once the decision is durable; the caller resumes the run."""
         if decision not in ("approved", "declined"):
             raise errors.InvalidRequest(f"a decision is 'approved' or 'declined', not {decision!r}")
         if not by:
@@ -128,6 +131,7 @@ class ApprovalDesk:
             reason=reason,
             approved_args=approved_args,
             open_at=open_at,
+            resume=resume,
         )
 
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:

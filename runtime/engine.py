@@ -245,9 +245,37 @@ class Runtime:
         by: str,
         reason: str | None = None,
         args: dict[str, Any] | None = None,
+        resume: bool = True,
     ) -> Approval:
-        """Record a decision by compare-and-set, then resume the run it unblocks."""
-        return await self.desk.decide(approval_id, decision, by=by, reason=reason, args=args)
+        """Record a decision by compare-and-set, then resume the run it unblocks.
+
+        With `resume=False` it returns as soon as the decision is durable; the caller resumes
+        the run (`resume_after_decision`) after answering, as Slack's 3-second ack needs.
+        """
+        return await self.desk.decide(
+            approval_id, decision, by=by, reason=reason, args=args, resume=resume
+        )
+
+    async def acknowledge_page(self, page_id: str, *, by: str) -> Page:
+        """A human takes an effect that needs one; audited. Acknowledging twice is refused."""
+        now = self.clock()
+        try:
+            page = await self.store.acknowledge_page(page_id, by=by, at=now)
+        except store_errors.NotFound:
+            raise errors.PageNotFound(f"no page {page_id!r}") from None
+        except store_errors.Conflict as exc:
+            page = await self.store.get_page(page_id)
+            raise errors.AlreadyAcknowledged(str(exc), page=page) from None
+        await self.store.record_event(
+            AuditEvent(
+                action="page_acknowledged",
+                actor=by,
+                run_id=page.run_id,
+                at=now,
+                detail={"page_id": page.id, "tool": page.tool, "reason": page.reason},
+            )
+        )
+        return page
 
     async def request_approval(
         self,

@@ -6,6 +6,8 @@ SignoffRuntimeError
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
+ ├── PageNotFound        no page with this id
+ ├── AlreadyAcknowledged the page was acknowledged already (by `page.acknowledged_by`)
  ├── DecisionRefused     a decision that may not be made
  │    ├── AlreadyDecided   the approval is no longer pending; a decision never changes
  │    │    └── ApprovalExpired  its deadline passed and it was declined as expired
@@ -48,6 +50,14 @@ class RunNotFound(SignoffRuntimeError):
 
 class ApprovalNotFound(SignoffRuntimeError):
     """No such approval."""
+
+
+class PageNotFound(SignoffRuntimeError):
+    """No such page."""
+
+
+class AlreadyAcknowledged(SignoffRuntimeError):
+    """The page was already acknowledged."""
 
 
 class DecisionRefused(SignoffRuntimeError):

@@ -42,6 +42,7 @@ def environment(tmp_path: Path, world: Path, port: int) -> dict[str, str]:
         "SIGNOFF_CALLBACK_SECRET": SECRET,
         "SIGNOFF_HOST": "127.0.0.1",
         "SIGNOFF_PORT": str(port),
+        "SIGNOFF_API_ONLY": "1",
     }
 
 

@@ -1,0 +1,134 @@
+"""The Slack surface of a process: the bolt app, its transport, and the outbox sender.
+
+HTTP (`/slack/events`, bolt verifies the signature and the 5-minute timestamp) when a signing
+secret is set; Socket Mode when `SLACK_APP_TOKEN` is set. Missing settings are one line
+naming the variable.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+
+from aiohttp import web
+from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.directory import web_client
+from bot.settings import ConfigError, Settings, secret
+from bot.slack import listeners
+from bot.slack.delivery import Channels, SlackDelivery
+from bot.slack.outbox import OutboxSender
+from bot.tasks import Background
+from runtime import Runtime
+from store import Approval, Page, Run
+
+log = logging.getLogger("signoff.slack")
+EVENTS_PATH = "/slack/events"
+
+
+class OutboxNudge:
+    """The runtime's notifier in a Slack process: every notification is already an outbox
+    row (the database wrote it with the change), so telling only wakes the sender."""
+
+    def __init__(self) -> None:
+        self.sender: OutboxSender | None = None
+
+    def _wake(self) -> None:
+        if self.sender is not None:
+            self.sender.wake()
+
+    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
+        self._wake()
+
+    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
+        self._wake()
+
+    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
+        self._wake()
+
+    async def effect_needs_human(self, page: Page, run: Run | None) -> None:
+        self._wake()
+
+    async def run_finished(self, run: Run) -> None:
+        self._wake()
+
+
+@dataclass
+class SlackSurface:
+    app: AsyncApp
+    client: AsyncWebClient
+    sender: OutboxSender
+    socket: AsyncSocketModeHandler | None
+
+    def mount(self, web_app: web.Application) -> None:
+        """Serve `/slack/events` next to the HTTP API."""
+
+        async def events(request: web.Request) -> web.StreamResponse:
+            answer = await self.app.async_dispatch(await to_bolt_request(request))
+            return await to_aiohttp_response(answer)
+
+        web_app.router.add_post(EVENTS_PATH, events)
+
+    async def start(self) -> None:
+        self.sender.start()
+        if self.socket is not None:
+            await self.socket.connect_async()
+            log.info("slack: connected over Socket Mode")
+
+    async def stop(self) -> None:
+        if self.socket is not None:
+            await self.socket.close_async()
+        await self.sender.stop()
+
+
+def check_slack_settings(settings: Settings) -> None:
+    """Refuse to start a Slack process without what Slack needs, naming the variable."""
+    if settings.api_only:
+        return
+    hint = "(or set SIGNOFF_API_ONLY=1 to serve only the HTTP API)"
+    if not secret(settings.slack_bot_token):
+        raise ConfigError(f"SLACK_BOT_TOKEN is not set: the bot cannot post to Slack {hint}")
+    if not secret(settings.slack_signing_secret) and not secret(settings.slack_app_token):
+        raise ConfigError(
+            "SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode) is not set: Slack "
+            f"cannot reach the bot {hint}"
+        )
+
+
+def slack_surface(
+    settings: Settings, rt: Runtime, background: Background, nudge: OutboxNudge
+) -> SlackSurface:
+    token = secret(settings.slack_bot_token) or ""
+    client = web_client(token, base_url=settings.slack_api_url)
+    signing_secret = secret(settings.slack_signing_secret)
+    app = AsyncApp(
+        client=client,
+        signing_secret=signing_secret or "",
+        request_verification_enabled=signing_secret is not None,
+        raise_error_for_unhandled_request=False,
+    )
+    listeners.register(app, rt, background)
+    # Posting may not be retried blindly (see `web_client`), and a call must end well
+    # before the sender's claim on its row lapses and another sender takes the row.
+    claim = settings.outbox_claim_seconds
+    poster = web_client(
+        token, base_url=settings.slack_api_url, idempotent_only=True, timeout=max(1, int(claim / 3))
+    )
+    delivery = SlackDelivery(
+        poster,
+        rt.store,
+        policies=rt.desk.policies,
+        channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
+        tool_of=rt.tool_for,
+    )
+    sender = OutboxSender(
+        rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
+    )
+    nudge.sender = sender
+    app_token = secret(settings.slack_app_token)
+    socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
+    return SlackSurface(app, client, sender, socket)

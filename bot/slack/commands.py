@@ -1,0 +1,106 @@
+"""`/runs` sub-commands and the App Home tab: read the runtime, answer with Block Kit.
+
+`status <id>`, `list [status]`, `pending` (what waits for the caller), `history <id>`,
+`cancel <id>` (approvers of the run's policies only) and `help`. Every answer is ephemeral.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.slack import blocks
+from runtime import Runtime, errors
+from runtime.policy import may_decide
+from store import Approval, ApprovalState, Run, RunStatus
+
+LIST_LIMIT = 20
+HOME_LIMIT = 15
+
+
+async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
+    words = text.split()
+    verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
+    try:
+        if verb == "help":
+            return blocks.runs_help()
+        if verb == "list":
+            return await _list(rt, rest[0] if rest else None)
+        if verb == "pending":
+            mine = await waiting_for(rt, user)
+            return blocks.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
+        if verb in ("status", "history", "cancel") and len(rest) == 1:
+            return await _about_run(rt, verb, rest[0], user=user)
+    except errors.RunNotFound:
+        return blocks.not_found("run", rest[0])
+    except errors.InvalidRequest as exc:
+        return blocks.refusal(str(exc))
+    return blocks.unknown_command(text)
+
+
+async def _list(rt: Runtime, status: str | None) -> dict[str, Any]:
+    runs = await rt.list(status, limit=LIST_LIMIT + 1)
+    shown = runs[:LIST_LIMIT]
+    more = len(runs) - len(shown)
+    return blocks.run_list(shown, status=status, more=more)
+
+
+async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[str, Any]:
+    run = await rt.get(run_id)
+    if verb == "history":
+        return blocks.run_history(run, await rt.history(run_id))
+    if verb == "cancel":
+        return await _cancel(rt, run, user=user)
+    approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
+    pages = [p for p in await rt.store.list_pages() if p.run_id == run_id]
+    return blocks.run_status(run, approvals, pages)
+
+
+async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
+    if not await may_cancel(rt, run, user):
+        return blocks.refusal(
+            f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
+        )
+    if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+        return blocks.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
+    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack")
+    approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
+    return blocks.run_status(cancelled, approvals, [])
+
+
+async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
+    """An approver under the default policy or the policy of any of the run's approvals."""
+    names = {"default"} | {a.policy for a in await rt.approvals(run.id)}
+    for name in sorted(names):
+        _, policy = rt.desk.policies.for_tool(name)
+        if policy.approvers and await may_decide(
+            policy, user, rt.desk.directory, escalated=False
+        ):
+            return True
+    return False
+
+
+async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
+    """Pending approvals this user may decide, newest first (not their own requests)."""
+    mine = []
+    for approval in await rt.approvals(state=ApprovalState.PENDING):
+        _, policy = rt.desk.policies.for_tool(approval.policy)
+        if approval.requested_by == user and not policy.allow_self_approval:
+            continue
+        if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):
+            mine.append(approval)
+    return sorted(mine, key=lambda a: a.created_at, reverse=True)
+
+
+async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
+    pending = await waiting_for(rt, user)
+    decided = [
+        a
+        for state in (ApprovalState.APPROVED, ApprovalState.DECLINED)
+        for a in await rt.approvals(state=state)
+        if a.decided_by == user
+    ]
+    recent = sorted(decided, key=lambda a: a.decided_at or a.created_at, reverse=True)
+    pages = await rt.store.list_pages()
+    return blocks.home_view(
+        pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
+    )

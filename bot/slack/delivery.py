@@ -1,0 +1,304 @@
+"""What each outbox row means in Slack: post a card, update it, thread a note, page on-call.
+
+Slack has no idempotency key, so a post that an earlier claim may have made before its
+process died (`item.attempts > 1`) is looked for first, by the `metadata` every message
+carries, before it is sent again. Updates (`chat.update`) render the record as it is now, so
+doing one twice is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import blocks
+from bot.slack.outbox import Undeliverable
+from runtime.policy import Policies
+from runtime.tools import Tool
+from store import Approval, ApprovalState, Delivery, Page, Run, Store
+from store import errors as store_errors
+from store.records import OutboxItem
+
+log = logging.getLogger("signoff.slack")
+
+# Answers that no retry will change; everything else (5xx, 429, timeouts) is tried again.
+PERMANENT = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_blocks",
+        "msg_too_long",
+        "no_text",
+        "too_many_attachments",
+        "invalid_arguments",
+        "message_not_found",
+        "cant_update_message",
+        "edit_window_closed",
+    }
+)
+LOOKBACK = 200  # messages searched for an earlier post of the same card
+
+ToolOf = Callable[[Approval], Awaitable[Tool | None]]
+
+
+@dataclass(frozen=True)
+class Channels:
+    approvals: str | None
+    """Where approval cards go when their policy names no channel."""
+    oncall: str | None
+    """Where pages go."""
+
+
+class SlackDelivery:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        *,
+        policies: Policies,
+        channels: Channels,
+        tool_of: ToolOf,
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.policies = policies
+        self.channels = channels
+        self.tool_of = tool_of
+
+    async def __call__(self, item: OutboxItem) -> None:
+        try:
+            await self._deliver(item)
+        except store_errors.NotFound:
+            log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
+        except SlackApiError as exc:
+            error = str(exc.response.get("error", ""))
+            if error in PERMANENT:
+                await self._given_up(item)
+                raise Undeliverable(f"Slack answered {error}") from exc
+            raise
+        except Undeliverable:
+            await self._given_up(item)
+            raise
+
+    async def _given_up(self, item: OutboxItem) -> None:
+        """Say on the record that its post will never be made (surfaces show it)."""
+        if item.topic == "approval_requested":
+            await self.store.set_approval_message(
+                item.subject_id, channel=None, ts=None, delivery=Delivery.FAILED
+            )
+        elif item.topic == "page_opened":
+            await self.store.set_page_message(
+                item.subject_id, channel=None, ts=None, delivery=Delivery.FAILED
+            )
+
+    async def _deliver(self, item: OutboxItem) -> None:
+        topic = item.topic
+        if topic == "approval_requested":
+            await self.post_card(await self.store.get_approval(item.subject_id), item)
+        elif topic in ("approval_decided", "approval_voted"):
+            approval = await self.store.get_approval(item.subject_id)
+            await self.update_card(approval)
+            if topic == "approval_decided":
+                await self._thread_note(approval, blocks.decision_note(approval), item, "decided")
+        elif topic == "approval_reminded":
+            await self.remind(await self.store.get_approval(item.subject_id), item)
+        elif topic in ("page_opened", "page_acknowledged"):
+            page = await self.store.get_page(item.subject_id)
+            if topic == "page_opened":
+                await self.post_page(page, item)
+            else:
+                await self.update_page(page)
+        elif topic == "run_finished":
+            await self.run_finished(await self.store.get_run(item.subject_id), item)
+
+    # approvals
+
+    async def card(self, approval: Approval) -> dict[str, Any]:
+        """The approval's card as it should look now."""
+        run = await self._run(approval.run_id)
+        _, policy = self.policies.for_tool(approval.policy)
+        tool = await self.tool_of(approval)
+        votes = await self.store.list_votes(approval.id) if approval.required_approvals > 1 else []
+        return blocks.approval_message(
+            approval,
+            run,
+            votes=votes,
+            step=run.step if run else None,
+            reversibility=tool.effect.value if tool and tool.effect else None,
+            compensator=tool.compensate if tool else None,
+            allow_edit=policy.allow_edit,
+            escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+        )
+
+    async def post_card(self, approval: Approval, item: OutboxItem) -> None:
+        if approval.message_ts:
+            return
+        channel = approval.channel or self.channels.approvals
+        if channel is None:
+            raise Undeliverable(
+                f"no channel for approval {approval.id}: set the policy's channel or "
+                "SIGNOFF_APPROVALS_CHANNEL"
+            )
+        message = await self.card(approval)
+        ts = None
+        if item.attempts > 1:
+            ts = await self._find(channel, None, "approval_id", approval.id, since=approval)
+        if ts is None:
+            ts = await self._post(channel, message)
+        await self.store.set_approval_message(
+            approval.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+
+    async def update_card(self, approval: Approval) -> None:
+        if not approval.message_ts or not approval.channel:
+            return  # never posted (no channel): nothing to update
+        message = await self.card(approval)
+        await self.client.chat_update(
+            channel=approval.channel,
+            ts=approval.message_ts,
+            text=message["text"],
+            blocks=message["blocks"],
+        )
+
+    async def remind(self, approval: Approval, item: OutboxItem) -> None:
+        if approval.state != ApprovalState.PENDING:
+            return
+        _, policy = self.policies.for_tool(approval.policy)
+        message = blocks.reminder_message(
+            approval,
+            reminders_sent=int(item.detail.get("reminders_sent", approval.reminders_sent)),
+            escalated=bool(item.detail.get("escalated")),
+            escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+        )
+        note = f"reminder-{item.detail.get('reminders_sent')}-{item.detail.get('escalated')}"
+        await self._thread(approval, message, item, note)
+
+    async def _thread_note(
+        self, approval: Approval, text: str, item: OutboxItem, note: str
+    ) -> None:
+        await self._thread(approval, {"text": text}, item, note)
+
+    async def _thread(
+        self, approval: Approval, message: dict[str, Any], item: OutboxItem, note: str
+    ) -> None:
+        """A reply under the approval's card, once, even if an earlier try may have landed."""
+        if not approval.message_ts or not approval.channel:
+            return
+        key = f"{approval.id}:{note}"
+        message = {**message, "metadata": _metadata("signoff_note", note_id=key)}
+        if item.attempts > 1 and await self._find(
+            approval.channel, approval.message_ts, "note_id", key
+        ):
+            return
+        await self._post(approval.channel, message, thread_ts=approval.message_ts)
+
+    # pages
+
+    async def post_page(self, page: Page, item: OutboxItem) -> None:
+        if page.message_ts:
+            return
+        channel = self.channels.oncall
+        if channel is None:
+            raise Undeliverable(
+                f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL"
+            )
+        run = await self._run(page.run_id)
+        message = blocks.page_message(page, run, args=await self._args_of(page))
+        ts = await self._find(channel, None, "page_id", page.id) if item.attempts > 1 else None
+        if ts is None:
+            ts = await self._post(channel, message)
+        await self.store.set_page_message(
+            page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+
+    async def update_page(self, page: Page) -> None:
+        if not page.message_ts or not page.channel:
+            return
+        run = await self._run(page.run_id)
+        message = blocks.page_message(page, run, args=await self._args_of(page))
+        await self.client.chat_update(
+            channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
+        )
+
+    # runs
+
+    async def run_finished(self, run: Run, item: OutboxItem) -> None:
+        """One line under each of the run's cards."""
+        note = blocks.run_note(run)
+        approvals = await self.store.list_approvals(run_id=run.id)
+        if any(a.delivery == Delivery.PENDING for a in approvals):
+            raise RuntimeError(f"run {run.id}: a card is not posted yet; its note waits")
+        for approval in approvals:
+            await self._thread_note(approval, note, item, f"run-{run.status.value}")
+
+    # Slack calls
+
+    async def _post(
+        self, channel: str, message: dict[str, Any], *, thread_ts: str | None = None
+    ) -> str:
+        response = await self.client.chat_postMessage(
+            channel=channel,
+            text=message["text"],
+            blocks=message.get("blocks"),
+            metadata=message.get("metadata"),
+            thread_ts=thread_ts,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        return str(response["ts"])
+
+    async def _find(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        key: str,
+        value: str,
+        *,
+        since: Approval | None = None,
+    ) -> str | None:
+        """The ts of a message already posted with this metadata value, if there is one."""
+        if thread_ts:
+            response = await self.client.conversations_replies(
+                channel=channel, ts=thread_ts, include_all_metadata=True, limit=LOOKBACK
+            )
+        else:
+            oldest = str(since.created_at.timestamp() - 60) if since else None
+            response = await self.client.conversations_history(
+                channel=channel, include_all_metadata=True, limit=LOOKBACK, oldest=oldest
+            )
+        for message in response.get("messages") or []:
+            payload = (message.get("metadata") or {}).get("event_payload") or {}
+            if payload.get(key) == value:
+                log.info("found an earlier post of %s %s; not posting it again", key, value)
+                return str(message["ts"])
+        return None
+
+    async def _run(self, run_id: str | None) -> Run | None:
+        if run_id is None:
+            return None
+        try:
+            return await self.store.get_run(run_id)
+        except store_errors.NotFound:
+            return None
+
+    async def _args_of(self, page: Page) -> dict[str, Any] | None:
+        if page.run_id is None or page.call_id is None:
+            return None
+        try:
+            return (await self.store.get_effect(page.run_id, page.call_id)).args
+        except store_errors.NotFound:
+            return None
+
+
+def _metadata(event_type: str, **payload: str) -> dict[str, Any]:
+    return {"event_type": event_type, "event_payload": payload}
+
+
+def _what(item: OutboxItem) -> tuple[str, str]:
+    return item.topic, item.subject_id

@@ -1,0 +1,180 @@
+"""Slack listeners: buttons, modals, `/runs` and the App Home tab, registered on one AsyncApp.
+
+Each listener records what the person did first (a decision is one compare-and-set, a few
+milliseconds), then acks, well inside Slack's 3 seconds; the slow part (resuming the run)
+goes to the background. A refusal is an ephemeral message to the clicker, or an error
+shown in the modal, and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import blocks, commands
+from bot.slack.refusals import already_decided, refusal
+from bot.tasks import Background
+from runtime import Runtime, errors
+from store import ApprovalState
+
+log = logging.getLogger("signoff.slack")
+
+Body = dict[str, Any]
+
+
+def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
+    """Attach every listener to `app`."""
+    listeners = Listeners(rt, background)
+    app.action("approve")(listeners.approve)
+    app.action("decline")(listeners.open_decline)
+    app.action("edit")(listeners.open_edit)
+    app.action("acknowledge")(listeners.acknowledge)
+    app.view("decline_reason")(listeners.decline)
+    app.view("edit_args")(listeners.approve_edited)
+    app.command("/runs")(listeners.runs_command)
+    app.event("app_home_opened")(listeners.home)
+
+
+class Listeners:
+    def __init__(self, rt: Runtime, background: Background) -> None:
+        self.rt = rt
+        self.background = background
+
+    # buttons
+
+    async def approve(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        user, approval_id = _clicker(body), _button_value(body)
+        try:
+            decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            await _tell(client, body, refusal(exc))
+            return
+        await ack()
+        self._resume(decided.run_id, decided.state)
+
+    async def open_decline(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await ack()
+        approval = await self._pending(body, client)
+        if approval is not None:
+            view = blocks.decline_modal(approval)
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    async def open_edit(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await ack()
+        approval = await self._pending(body, client)
+        if approval is not None:
+            await client.views_open(trigger_id=body["trigger_id"], view=blocks.edit_modal(approval))
+
+    async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        user, page_id = _clicker(body), _button_value(body)
+        try:
+            await self.rt.acknowledge_page(page_id, by=user)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            await _tell(client, body, refusal(exc))
+            return
+        await ack()
+
+    # modals
+
+    async def decline(self, ack: AsyncAck, body: Body, view: Body) -> None:
+        user = body["user"]["id"]
+        reason = _input(view, "reason").strip()
+        if not reason:
+            await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
+            return
+        try:
+            decided = await self.rt.decide(
+                view["private_metadata"], "declined", by=user, reason=reason, resume=False
+            )
+        except errors.SignoffRuntimeError as exc:
+            await ack(response_action="errors", errors={"reason": _plain(refusal(exc))})
+            return
+        await ack()
+        self._resume(decided.run_id, decided.state)
+
+    async def approve_edited(self, ack: AsyncAck, body: Body, view: Body) -> None:
+        user = body["user"]["id"]
+        try:
+            args = json.loads(_input(view, "args"))
+        except json.JSONDecodeError as exc:
+            await ack(response_action="errors", errors={"args": f"Not JSON: {exc.msg}"})
+            return
+        if not isinstance(args, dict):
+            await ack(response_action="errors", errors={"args": "Give the arguments as an object"})
+            return
+        try:
+            decided = await self.rt.decide(
+                view["private_metadata"], "approved", by=user, args=args, resume=False
+            )
+        except errors.SignoffRuntimeError as exc:
+            await ack(response_action="errors", errors={"args": _plain(refusal(exc))})
+            return
+        await ack()
+        self._resume(decided.run_id, decided.state)
+
+    # /runs and the Home tab
+
+    async def runs_command(self, ack: AsyncAck, command: Body) -> None:
+        reply = await commands.answer(self.rt, command.get("text", ""), user=command["user_id"])
+        await ack(**reply)
+
+    async def home(self, event: Body, client: AsyncWebClient) -> None:
+        user = event["user"]
+        view = await commands.home(self.rt, user=user)
+        await client.views_publish(user_id=user, view=view)
+
+    # helpers
+
+    async def _pending(self, body: Body, client: AsyncWebClient) -> Any:
+        """The clicked approval if it still waits; otherwise tell the clicker why not."""
+        try:
+            approval = await self.rt.desk.get(_button_value(body))
+        except errors.SignoffRuntimeError as exc:
+            await _tell(client, body, refusal(exc))
+            return None
+        if approval.state != ApprovalState.PENDING:
+            await _tell(client, body, already_decided(approval))
+            return None
+        return approval
+
+    def _resume(self, run_id: str | None, state: ApprovalState) -> None:
+        if run_id is not None and state != ApprovalState.PENDING:
+            self.background.spawn(self.rt.resume_after_decision(run_id), name=f"resume {run_id}")
+
+
+def _clicker(body: Body) -> str:
+    return str(body["user"]["id"])
+
+
+def _button_value(body: Body) -> str:
+    return str(body["actions"][0]["value"])
+
+
+def _input(view: Body, block_id: str) -> str:
+    value = view["state"]["values"][block_id][block_id].get("value")
+    return str(value or "")
+
+
+def _plain(text: str) -> str:
+    """Modal errors are plain text: drop the mrkdwn date markup to its fallback."""
+    return re.sub(r"<!date\^[^|>]*\|([^>]*)>", r"\1", text)
+
+
+async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
+    """An ephemeral message to the clicker, where they clicked."""
+    channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
+        "channel_id"
+    )
+    if channel is None:  # the Home tab has no channel: use the person's DM with the app
+        channel = _clicker(body)
+    try:
+        await client.chat_postEphemeral(channel=channel, user=_clicker(body), text=text)
+    except Exception:
+        log.exception("could not tell %s: %s", _clicker(body), text)
