@@ -63,9 +63,13 @@ class SlackSurface:
     client: AsyncWebClient
     sender: OutboxSender
     socket: AsyncSocketModeHandler | None
+    http: bool
+    """Whether Slack reaches this process over HTTP (a signing secret is set)."""
 
     def mount(self, web_app: web.Application) -> None:
-        """Serve `/slack/events` next to the HTTP API."""
+        """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
+        if not self.http:
+            return
 
         async def events(request: web.Request) -> web.StreamResponse:
             answer = await self.app.async_dispatch(await to_bolt_request(request))
@@ -104,7 +108,7 @@ def slack_surface(
 ) -> SlackSurface:
     token = secret(settings.slack_bot_token) or ""
     client = web_client(token, base_url=settings.slack_api_url)
-    signing_secret = secret(settings.slack_signing_secret)
+    signing_secret = secret(settings.slack_signing_secret) or None
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret or "",
@@ -131,4 +135,4 @@ def slack_surface(
     nudge.sender = sender
     app_token = secret(settings.slack_app_token)
     socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
-    return SlackSurface(app, client, sender, socket)
+    return SlackSurface(app, client, sender, socket, http=signing_secret is not None)
