@@ -194,7 +194,8 @@ class Store(Protocol):
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
         """Claim due rows until `until`, oldest first, never one whose subject has an
-        earlier row unsent."""
+        earlier row unsent. Each claim counts in `attempts`: above 1, an earlier sender may
+        have delivered the row before it could mark it sent."""
         ...
 
     async def finish_outbox(

@@ -379,8 +379,9 @@ WHERE status = 'waiting_approval'
 
 -- claim_outbox --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
--- of the same subject precedes (a card is posted before it is updated).
-UPDATE outbox SET claimed_by = :owner, claimed_until = :until
+-- of the same subject precedes (a card is posted before it is updated). `attempts` counts
+-- claims, so a sender knows when an earlier one may have delivered before dying.
+UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
     WHERE o.sent_at IS NULL AND o.next_attempt_at <= :now
@@ -402,8 +403,7 @@ WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 -- retry_outbox --
 -- Release a claimed row for another attempt later.
 UPDATE outbox
-SET attempts = attempts + 1, next_attempt_at = :at, error = :error,
-    claimed_by = NULL, claimed_until = NULL
+SET next_attempt_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- outbox_backlog --
