@@ -1,1 +1,1 @@
-"""Slack messages: Block Kit built by pure functions, and the escaping of untrusted text."""
+"""The Slack app: Block Kit, listeners, the outbox sender, and a local fake Slack."""

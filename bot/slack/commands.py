@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.slack import blocks
+from bot.slack import replies
 from runtime import Runtime, errors
 from runtime.policy import may_decide
 from store import Approval, ApprovalState, Run, RunStatus
@@ -22,49 +22,49 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
     verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
     try:
         if verb == "help":
-            return blocks.runs_help()
+            return replies.runs_help()
         if verb == "list":
             return await _list(rt, rest[0] if rest else None)
         if verb == "pending":
             mine = await waiting_for(rt, user)
-            return blocks.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
+            return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
         if verb in ("status", "history", "cancel") and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
     except errors.RunNotFound:
-        return blocks.not_found("run", rest[0])
+        return replies.not_found("run", rest[0])
     except errors.InvalidRequest as exc:
-        return blocks.refusal(str(exc))
-    return blocks.unknown_command(text)
+        return replies.refusal(str(exc))
+    return replies.unknown_command(text)
 
 
 async def _list(rt: Runtime, status: str | None) -> dict[str, Any]:
     runs = await rt.list(status, limit=LIST_LIMIT + 1)
     shown = runs[:LIST_LIMIT]
     more = len(runs) - len(shown)
-    return blocks.run_list(shown, status=status, more=more)
+    return replies.run_list(shown, status=status, more=more)
 
 
 async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[str, Any]:
     run = await rt.get(run_id)
     if verb == "history":
-        return blocks.run_history(run, await rt.history(run_id))
+        return replies.run_history(run, await rt.history(run_id))
     if verb == "cancel":
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
     pages = [p for p in await rt.store.list_pages() if p.run_id == run_id]
-    return blocks.run_status(run, approvals, pages)
+    return replies.run_status(run, approvals, pages)
 
 
 async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
     if not await may_cancel(rt, run, user):
-        return blocks.refusal(
+        return replies.refusal(
             f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
         )
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
-        return blocks.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
+        return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack")
     approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
-    return blocks.run_status(cancelled, approvals, [])
+    return replies.run_status(cancelled, approvals, [])
 
 
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
@@ -101,6 +101,6 @@ async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
     ]
     recent = sorted(decided, key=lambda a: a.decided_at or a.created_at, reverse=True)
     pages = await rt.store.list_pages()
-    return blocks.home_view(
+    return replies.home_view(
         pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
     )

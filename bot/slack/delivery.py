@@ -16,7 +16,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import blocks
+from bot.slack import cards
 from bot.slack.outbox import Undeliverable
 from runtime.policy import Policies
 from runtime.tools import Tool
@@ -105,7 +105,7 @@ class SlackDelivery:
             approval = await self.store.get_approval(item.subject_id)
             await self.update_card(approval)
             if topic == "approval_decided":
-                await self._thread_note(approval, blocks.decision_note(approval), item, "decided")
+                await self._thread_note(approval, cards.decision_note(approval), item, "decided")
         elif topic == "approval_reminded":
             await self.remind(await self.store.get_approval(item.subject_id), item)
         elif topic in ("page_opened", "page_acknowledged"):
@@ -125,7 +125,7 @@ class SlackDelivery:
         _, policy = self.policies.for_tool(approval.policy)
         tool = await self.tool_of(approval)
         votes = await self.store.list_votes(approval.id) if approval.required_approvals > 1 else []
-        return blocks.approval_message(
+        return cards.approval_message(
             approval,
             run,
             votes=votes,
@@ -170,7 +170,7 @@ class SlackDelivery:
         if approval.state != ApprovalState.PENDING:
             return
         _, policy = self.policies.for_tool(approval.policy)
-        message = blocks.reminder_message(
+        message = cards.reminder_message(
             approval,
             reminders_sent=int(item.detail.get("reminders_sent", approval.reminders_sent)),
             escalated=bool(item.detail.get("escalated")),
@@ -209,7 +209,7 @@ class SlackDelivery:
                 f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL"
             )
         run = await self._run(page.run_id)
-        message = blocks.page_message(page, run, args=await self._args_of(page))
+        message = cards.page_message(page, run, args=await self._args_of(page))
         ts = await self._find(channel, None, "page_id", page.id) if item.attempts > 1 else None
         if ts is None:
             ts = await self._post(channel, message)
@@ -221,7 +221,7 @@ class SlackDelivery:
         if not page.message_ts or not page.channel:
             return
         run = await self._run(page.run_id)
-        message = blocks.page_message(page, run, args=await self._args_of(page))
+        message = cards.page_message(page, run, args=await self._args_of(page))
         await self.client.chat_update(
             channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
         )
@@ -230,7 +230,7 @@ class SlackDelivery:
 
     async def run_finished(self, run: Run, item: OutboxItem) -> None:
         """One line under each of the run's cards."""
-        note = blocks.run_note(run)
+        note = cards.run_note(run)
         approvals = await self.store.list_approvals(run_id=run.id)
         if any(a.delivery == Delivery.PENDING for a in approvals):
             raise RuntimeError(f"run {run.id}: a card is not posted yet; its note waits")

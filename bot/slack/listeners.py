@@ -16,7 +16,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import blocks, commands
+from bot.slack import commands, replies
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
@@ -62,14 +62,15 @@ class Listeners:
         await ack()
         approval = await self._pending(body, client)
         if approval is not None:
-            view = blocks.decline_modal(approval)
+            view = replies.decline_modal(approval)
             await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     async def open_edit(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
         approval = await self._pending(body, client)
         if approval is not None:
-            await client.views_open(trigger_id=body["trigger_id"], view=blocks.edit_modal(approval))
+            view = replies.edit_modal(approval)
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
 
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)

@@ -1,0 +1,387 @@
+"""The approval card, what goes in its thread, and on-call pages.
+
+Everything an agent or a requester wrote (task, tool arguments, reasons, page details) goes
+through `bot.slack.escape`; mentions are made only from ids that look like Slack ids.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bot.slack import blocks as kit
+from bot.slack import escape, texts
+from bot.slack.blocks import Block
+from store import Approval, ApprovalState, Page, Run, RunStatus
+
+ACTION_TEXT = 150
+"""The one-line action: header-sized."""
+SUMMARY_VALUE = 40
+TASK_TEXT = 1000
+ARG_NAME = 100
+ARG_VALUE = 500
+REASON_TEXT = 500
+DETAIL_TEXT = 1500
+MAX_VOTERS = 10
+IN_DOUBT = frozenset({"in_doubt"})
+"""Page reasons a human settles with `signoff runs resolve`."""
+
+_AMOUNT = re.compile(r"amount|cents|price|total|cost|quantity|qty", re.IGNORECASE)
+_SUBJECT = re.compile(
+    r"(?:^|_)(?:id|to)$|order|account|customer|recipient|email|invoice|user", re.IGNORECASE
+)
+_MISSING = object()
+_UNEDITED = object()
+
+
+# the action and its arguments
+
+
+def show(value: Any) -> str:
+    """An argument's value as a person reads it: strings bare, anything else as JSON."""
+    if isinstance(value, str) and value:
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def action_summary(tool: str, args: Mapping[str, Any]) -> str:
+    """Plain, untrusted text: the tool and its most telling arguments, at most 150 chars."""
+    amount = _first(args, _AMOUNT, numeric=True)
+    subject = _first(args, _SUBJECT, skip=amount)
+    pairs = []
+    if amount is None and subject is None:
+        pairs = [f"{k}={_short(v)}" for k, v in list(_scalars(args))[:2]]
+    words = texts.action(
+        tool,
+        _short(args[amount]) if amount is not None else None,
+        _short(args[subject]) if subject is not None else None,
+        pairs,
+    )
+    return escape.cut(escape.flat(words), ACTION_TEXT)
+
+
+def _scalars(args: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    return [(k, v) for k, v in args.items() if isinstance(v, str | int | float)]
+
+
+def _first(
+    args: Mapping[str, Any], pattern: re.Pattern[str], *, numeric: bool = False, skip: Any = None
+) -> str | None:
+    for key, value in _scalars(args):
+        if key == skip or isinstance(value, bool) or not pattern.search(key):
+            continue
+        if not numeric or not isinstance(value, str) or value.replace(".", "", 1).isdigit():
+            return key
+    return None
+
+
+def _short(value: Any) -> str:
+    return escape.cut(escape.flat(show(value)), SUMMARY_VALUE)
+
+
+def arg_fields(
+    args: Mapping[str, Any], approved_args: Mapping[str, Any] | None, *, slots: int
+) -> list[str]:
+    """One mrkdwn field per argument; past `slots`, the rest summarised in the last one."""
+    names = list(dict.fromkeys([*args, *(approved_args or {})]))
+    shown, rest = (names, []) if len(names) <= slots else (names[: slots - 1], names[slots - 1 :])
+    out = [_arg_field(n, args.get(n, _MISSING), _after(approved_args, n)) for n in shown]
+    if rest:
+        names_text = escape.mrkdwn(", ".join(rest), limit=ARG_VALUE)
+        out.append(texts.more_args(len(rest), names_text))
+    return out
+
+
+def _after(approved_args: Mapping[str, Any] | None, name: str) -> Any:
+    return _UNEDITED if approved_args is None else approved_args.get(name, _MISSING)
+
+
+def _arg_field(name: str, before: Any, after: Any) -> str:
+    label = escape.mrkdwn(escape.flat(name), limit=ARG_NAME) or " "
+    if after is _UNEDITED or after == before:
+        return texts.field(label, _value(before, ARG_VALUE))
+    half = ARG_VALUE // 2
+    return texts.field(label, texts.edited(_value(before, half), _value(after, half)))
+
+
+def _value(value: Any, limit: int) -> str:
+    if value is _MISSING:
+        return texts.NOT_SET
+    return escape.mrkdwn(show(value), limit=limit)
+
+
+# the approval card
+
+
+def approval_message(
+    approval: Approval,
+    run: Run | None,
+    *,
+    votes: Sequence[str] = (),
+    step: int | None = None,
+    reversibility: str | None = None,
+    compensator: str | None = None,
+    allow_edit: bool = False,
+    rule: str | None = None,
+    escalate_to: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The card approvers decide from; after a decision, the same card without buttons."""
+    action = action_summary(approval.tool, approval.args)
+    run_id = run.id if run else approval.run_id
+    blocks = [
+        kit.header(action),
+        kit.section(_about(approval, run, run_id, step)),
+        kit.fields(_card_fields(approval, reversibility, compensator)),
+    ]
+    terms = _terms(approval, rule)
+    if approval.state == ApprovalState.PENDING:
+        waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
+        blocks.append(kit.context(" · ".join(waiting)))
+        blocks.append(
+            decision_actions(
+                approval,
+                action=action,
+                reversibility=reversibility,
+                compensator=compensator,
+                allow_edit=allow_edit,
+            )
+        )
+        text = texts.needs_approval(
+            escape.mrkdwn(action), _code(run_id), kit.mention(approval.requested_by)
+        )
+    else:
+        outcome = outcome_line(approval, votes)
+        blocks.append(kit.context(outcome, " · ".join(terms)))
+        text = texts.decided(escape.mrkdwn(action), outcome)
+    meta = kit.metadata(kit.APPROVAL_EVENT, approval_id=approval.id, run_id=run_id)
+    return kit.message(text, blocks, metadata=meta)
+
+
+def _about(approval: Approval, run: Run | None, run_id: str | None, step: int | None) -> str:
+    task = escape.mrkdwn(escape.flat(run.task), limit=TASK_TEXT) if run else None
+    step = step if step is not None else (run.step if run else None)
+    return texts.about(task, kit.mention(approval.requested_by), _code(run_id), step)
+
+
+def _card_fields(
+    approval: Approval, reversibility: str | None, compensator: str | None
+) -> list[str]:
+    head = [texts.field(texts.TOOL, escape.code(approval.tool, limit=ARG_VALUE))]
+    if reversibility:
+        undo = escape.code(compensator, limit=ARG_NAME) if compensator else None
+        effect = texts.effect(escape.mrkdwn(reversibility, limit=ARG_NAME), undo)
+        head.append(texts.field(texts.EFFECT, effect))
+    slots = kit.MAX_FIELDS - len(head)
+    return [*head, *arg_fields(approval.args, approval.approved_args, slots=slots)]
+
+
+def _progress(approval: Approval, votes: Sequence[str]) -> list[str]:
+    if approval.required_approvals <= 1:
+        return []
+    voters = [kit.mention(v) for v in dict.fromkeys(votes)][:MAX_VOTERS]
+    return [texts.quorum(approval.required_approvals, voters)]
+
+
+def _terms(approval: Approval, rule: str | None) -> list[str]:
+    terms = [texts.expires(kit.date(approval.deadline))] if approval.deadline else []
+    terms.append(texts.policy(escape.code(approval.policy, limit=ARG_NAME)))
+    if rule:
+        terms.append(texts.rule(escape.mrkdwn(escape.flat(rule), limit=REASON_TEXT)))
+    return terms
+
+
+def _escalation(approval: Approval, escalate_to: Sequence[str]) -> list[str]:
+    if not (approval.escalated and escalate_to):
+        return []
+    return [texts.escalated_to(_targets(escalate_to))]
+
+
+def _targets(idents: Sequence[str]) -> str:
+    return " ".join(kit.target(i) for i in list(dict.fromkeys(idents))[:MAX_VOTERS])
+
+
+def _code(ident: str | None) -> str | None:
+    return escape.code(ident, limit=ARG_NAME + 40) if ident else None
+
+
+def decision_actions(
+    approval: Approval,
+    *,
+    action: str | None = None,
+    reversibility: str | None = None,
+    compensator: str | None = None,
+    allow_edit: bool = False,
+) -> Block:
+    """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
+    is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit."""
+    action = action or action_summary(approval.tool, approval.args)
+    sure = kit.confirm(
+        texts.confirm_title(action),
+        texts.confirm_text(action, reversibility, compensator),
+        ok=texts.APPROVE,
+        back=texts.BACK,
+    )
+    buttons = [
+        kit.button(texts.APPROVE, kit.APPROVE_ACTION, approval.id, style="primary", confirm=sure)
+    ]
+    if allow_edit and approval.required_approvals == 1:
+        buttons.append(kit.button(texts.EDIT, kit.EDIT_ACTION, approval.id))
+    buttons.append(kit.button(texts.DECLINE, kit.DECLINE_ACTION, approval.id, style="danger"))
+    return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)
+
+
+def outcome_line(approval: Approval, votes: Sequence[str] = ()) -> str:
+    """How a decided approval ended, e.g. "✅ Approved by <@U…> at <!date…>"."""
+    at = kit.date(approval.decided_at) if approval.decided_at else None
+    reason = approval.reason or ""
+    if approval.state == ApprovalState.PENDING:
+        return texts.STILL_PENDING
+    if approval.state == ApprovalState.APPROVED:
+        approvers = [a for a in dict.fromkeys([*votes, approval.decided_by or ""]) if a]
+        names = ", ".join(kit.mention(a) for a in approvers[:MAX_VOTERS])
+        return texts.approved(names or texts.UNKNOWN_PERSON, at)
+    if reason == "expired":
+        return texts.expired(at)
+    if reason.startswith("withdrawn"):
+        return texts.withdrawn(withdrawal(reason))
+    return texts.declined(kit.mention(approval.decided_by), _reason(reason))
+
+
+def withdrawal(reason: str) -> str:
+    """`withdrawn: run rolled back by U123` -> the cause, its trailing actor as a mention.
+
+    The runtime appends " by <actor>" last, so the final " by " is ours, not the human's.
+    """
+    cause = reason.removeprefix("withdrawn").lstrip(": ")
+    head, sep, actor = cause.rpartition(" by ")
+    if sep and kit.is_user_id(actor):
+        return f"{escape.mrkdwn(escape.flat(head), limit=REASON_TEXT)} by {kit.mention(actor)}"
+    return escape.mrkdwn(escape.flat(cause), limit=REASON_TEXT)
+
+
+def _reason(reason: str) -> str | None:
+    return escape.mrkdwn(escape.flat(reason), limit=REASON_TEXT) or None
+
+
+# the card's thread
+
+
+def decision_note(approval: Approval) -> str:
+    """One line telling the requester how their request ended."""
+    asker = approval.requested_by
+    mention = kit.mention(asker) if kit.is_user_id(asker) else None
+    action = escape.code(action_summary(approval.tool, approval.args))
+    return texts.decision_note(mention, action, _verdict(approval))
+
+
+def _verdict(approval: Approval) -> str:
+    reason = approval.reason or ""
+    if approval.state == ApprovalState.PENDING:
+        return texts.VERDICT_PENDING
+    if approval.state == ApprovalState.APPROVED:
+        return texts.verdict_approved(kit.mention(approval.decided_by))
+    if reason == "expired":
+        return texts.VERDICT_EXPIRED
+    if reason.startswith("withdrawn"):
+        return texts.verdict_withdrawn(withdrawal(reason))
+    return texts.verdict_declined(kit.mention(approval.decided_by), _reason(reason))
+
+
+def reminder_message(
+    approval: Approval, *, reminders_sent: int, escalated: bool, escalate_to: Sequence[str]
+) -> dict[str, Any]:
+    """A reminder in the card's thread; an escalation mentions its users and user groups."""
+    action = escape.code(action_summary(approval.tool, approval.args))
+    deadline = kit.date(approval.deadline) if approval.deadline else None
+    if escalated and escalate_to:
+        since = kit.date(approval.created_at)
+        line = texts.escalation(_targets(escalate_to), action, since, deadline)
+    else:
+        line = texts.reminder(reminders_sent, action, deadline)
+    policy = escape.code(approval.policy, limit=ARG_NAME)
+    blocks = [kit.section(line), kit.context(texts.reminder_context(reminders_sent, policy))]
+    meta = kit.metadata(kit.REMINDER_EVENT, approval_id=approval.id, reminder=str(reminders_sent))
+    return kit.message(line, blocks, metadata=meta)
+
+
+def run_note(run: Run) -> str:
+    """One line for the card's thread when the run ends (or whatever it is doing now)."""
+    ident = escape.code(run.id, limit=ARG_NAME + 40)
+    if run.stop_reason == "rolled_back":
+        return texts.run_rolled_back(ident, run.step)
+    if run.status == RunStatus.DONE:
+        return texts.run_finished(ident, run.step)
+    if run.status == RunStatus.FAILED:
+        return texts.run_failed(ident, run.step, _reason(run.error or run.stop_reason or ""))
+    if run.status == RunStatus.CANCELLED:
+        return texts.run_cancelled(ident, run.step)
+    return texts.run_now(ident, run.status.value, run.step)
+
+
+# pages
+
+
+def page_message(
+    page: Page, run: Run | None, *, args: dict[str, Any] | None = None, allow_resolve: bool = False
+) -> dict[str, Any]:
+    """An on-call page: what needs a human, and the exact commands that settle it.
+
+    `allow_resolve` adds "It happened" / "It did not happen" buttons to an in-doubt page,
+    for a bot that handles those actions.
+    """
+    tool = page.tool or texts.AN_EFFECT
+    run_id = page.run_id or (run.id if run else None)
+    blocks = [kit.header(texts.page_header(tool, run_id)), kit.section(_page_body(page, run))]
+    if args:
+        blocks.append(kit.fields(arg_fields(args, None, slots=kit.MAX_FIELDS)))
+    commands = settle_commands(page, run_id)
+    if commands:
+        blocks.append(kit.section(texts.settle(escape.preformatted("\n".join(commands)))))
+    reason = escape.code(page.reason, limit=ARG_NAME)
+    blocks.append(kit.context(texts.page_context(reason, _code(page.call_id))))
+    if page.acknowledged_by:
+        at = kit.date(page.acknowledged_at) if page.acknowledged_at else None
+        blocks.append(kit.context(texts.acknowledged(kit.mention(page.acknowledged_by), at)))
+    else:
+        blocks.append(page_actions(page, resolve=allow_resolve and page.reason in IN_DOUBT))
+    text = texts.page_fallback(
+        escape.mrkdwn(escape.flat(tool), limit=ARG_NAME),
+        escape.mrkdwn(run_id, limit=ARG_NAME) if run_id else None,
+        escape.mrkdwn(page.reason, limit=ARG_NAME),
+    )
+    return kit.message(text, blocks, metadata=kit.metadata(kit.PAGE_EVENT, page_id=page.id))
+
+
+def _page_body(page: Page, run: Run | None) -> str:
+    why = texts.PAGE_REASONS.get(page.reason) or escape.mrkdwn(page.reason, limit=ARG_NAME)
+    detail = escape.mrkdwn(page.detail, limit=DETAIL_TEXT)
+    task = escape.mrkdwn(escape.flat(run.task), limit=REASON_TEXT) if run else None
+    tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
+    return texts.page_body(tool, why, detail, task)
+
+
+def settle_commands(page: Page, run_id: str | None) -> list[str]:
+    """Plain text: the CLI commands that settle a page (resolve when in doubt, else show)."""
+    if not run_id:
+        return []
+    run = shlex.quote(run_id)
+    if page.reason in IN_DOUBT and page.call_id:
+        resolve = f"signoff runs resolve {run} {shlex.quote(page.call_id)}"
+        return [
+            f"{resolve} --happened --by {texts.YOU}",
+            f"{resolve} --did-not-happen --by {texts.YOU}",
+            f"signoff runs resume {run}",
+        ]
+    return [f"signoff runs show {run}"]
+
+
+def page_actions(page: Page, *, resolve: bool = False) -> Block:
+    """Acknowledge (and, when asked, the two ways to settle an in-doubt effect)."""
+    buttons = [kit.button(texts.ACKNOWLEDGE, kit.ACKNOWLEDGE_ACTION, page.id, style="primary")]
+    if resolve:
+        buttons.append(kit.button(texts.HAPPENED, kit.HAPPENED_ACTION, page.id))
+        buttons.append(kit.button(texts.DID_NOT_HAPPEN, kit.NOT_HAPPENED_ACTION, page.id))
+    return kit.actions(kit.PAGE_BLOCK + page.id, buttons)

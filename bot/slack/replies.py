@@ -1,0 +1,297 @@
+"""`/runs` replies (all ephemeral), the App Home tab, and the Decline and Edit modals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.slack import blocks as kit
+from bot.slack import cards, escape, texts
+from bot.slack.blocks import Block
+from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
+
+MAX_ROWS = 40
+MAX_PENDING = 8
+"""Approvals with buttons in one reply: each costs a section and an actions block."""
+MAX_HOME_PENDING = 20
+MAX_PAGES = 10
+MAX_STATUS_APPROVALS = 4
+MAX_STATUS_ARGS = 6
+MAX_STATUS_PAGES = 5
+ID_TEXT = 80
+NAME_TEXT = 40
+LINE_TEXT = 150
+VALUE_TEXT = 100
+TASK_TEXT = 1000
+DECLINE_REASON = 1000
+
+
+# modals
+
+
+def decline_modal(approval: Approval) -> dict[str, Any]:
+    """Asks the decliner why; the reason is required and goes to the agent."""
+    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
+    reason = kit.text_input(
+        "reason",
+        texts.DECLINE_LABEL,
+        multiline=True,
+        placeholder=texts.DECLINE_PLACEHOLDER,
+        max_length=DECLINE_REASON,
+    )
+    return kit.modal(
+        kit.DECLINE_CALLBACK,
+        approval.id,
+        title=texts.DECLINE_TITLE,
+        submit=texts.DECLINE_SUBMIT,
+        close=texts.BACK,
+        blocks=[kit.section(texts.decline_prompt(action, run)), reason],
+    )
+
+
+def edit_modal(approval: Approval) -> dict[str, Any]:
+    """The arguments as pretty JSON to edit; too long to fit, the modal only says so."""
+    initial = escape.json_text(approval.args, limit=kit.INPUT_VALUE)
+    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    if initial is None:
+        return kit.modal(
+            kit.EDIT_CALLBACK,
+            approval.id,
+            title=texts.EDIT_TITLE,
+            close=texts.BACK,
+            blocks=[kit.section(escape.mrkdwn(texts.EDIT_TOO_LONG))],
+        )
+    editor = kit.text_input(
+        "args", texts.EDIT_LABEL, multiline=True, initial=initial, hint=texts.EDIT_HINT
+    )
+    return kit.modal(
+        kit.EDIT_CALLBACK,
+        approval.id,
+        title=texts.EDIT_TITLE,
+        submit=texts.EDIT_SUBMIT,
+        close=texts.BACK,
+        blocks=[kit.section(texts.edit_prompt(action)), editor],
+    )
+
+
+# /runs replies
+
+
+def runs_help() -> dict[str, Any]:
+    return kit.ephemeral(escape.mrkdwn(texts.HELP_FALLBACK), _help())
+
+
+def _help() -> list[Block]:
+    lines = [texts.help_line(escape.code(f"/runs {c}"), m) for c, m in texts.HELP]
+    return [kit.section("\n".join([texts.HELP_TITLE, *lines]))]
+
+
+def unknown_command(text: str) -> dict[str, Any]:
+    said = escape.code(f"/runs {escape.flat(text)}", limit=ID_TEXT) if text.strip() else ""
+    line = texts.unknown_command(said)
+    return kit.ephemeral(line, [kit.section(line), *_help()])
+
+
+def not_found(what: str, ident: str) -> dict[str, Any]:
+    line = texts.not_found(
+        escape.mrkdwn(escape.flat(what), limit=NAME_TEXT), escape.code(ident, limit=ID_TEXT)
+    )
+    return kit.ephemeral(line, [kit.section(line)])
+
+
+def refusal(text: str, *, escaped: bool = False) -> dict[str, Any]:
+    """Why a click or command changed nothing. `escaped=True`: `text` is already safe mrkdwn
+    (it may carry mentions); otherwise it is escaped here."""
+    line = escape.cut(text, kit.SECTION_TEXT) if escaped else escape.mrkdwn(text, limit=1000)
+    return kit.ephemeral(line, [kit.section(line)])
+
+
+def run_status(run: Run, approvals: Sequence[Approval], pages: Sequence[Page]) -> dict[str, Any]:
+    """Status, step, usage against the budget, stop reason, pending approvals, open pages."""
+    blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run))]
+    pending = [a for a in approvals if a.state == ApprovalState.PENDING]
+    if pending:
+        blocks.append(kit.section(texts.waiting_title(len(pending))))
+        for approval in pending[:MAX_STATUS_APPROVALS]:
+            blocks += [kit.section(_detail(approval)), cards.decision_actions(approval)]
+        blocks += _more(len(pending) - MAX_STATUS_APPROVALS)
+    blocks += _open_pages(pages, MAX_STATUS_PAGES)
+    status = texts.status_text(run.status.value, run.stop_reason)
+    fallback = texts.run_now(escape.code(run.id, limit=ID_TEXT), escape.mrkdwn(status), run.step)
+    return kit.ephemeral(fallback, blocks)
+
+
+def _overview(run: Run) -> str:
+    status = escape.mrkdwn(texts.status_text(run.status.value, run.stop_reason), limit=NAME_TEXT)
+    lines = [
+        texts.run_summary(escape.mrkdwn(run.agent, limit=NAME_TEXT), status, run.step),
+        texts.task(escape.mrkdwn(escape.flat(run.task), limit=TASK_TEXT)),
+        texts.usage(_usage(run)),
+    ]
+    if run.error:
+        lines.append(texts.error(escape.mrkdwn(escape.flat(run.error), limit=LINE_TEXT * 3)))
+    return "\n".join(lines)
+
+
+def _usage(run: Run) -> list[str]:
+    u, b = run.usage, run.budget
+    cost_limit = f"${b.max_cost:.2f}" if b.max_cost is not None else None
+    return [
+        texts.used(texts.STEPS, str(u.steps), _limit(b.max_steps)),
+        texts.used(texts.INPUT_TOKENS, f"{u.input_tokens:,}", _limit(b.max_input_tokens)),
+        texts.used(texts.OUTPUT_TOKENS, f"{u.output_tokens:,}", _limit(b.max_output_tokens)),
+        texts.used(texts.COST, f"${u.cost:.4f}", cost_limit),
+    ]
+
+
+def _limit(value: int | None) -> str | None:
+    return f"{value:,}" if value is not None else None
+
+
+def _detail(approval: Approval) -> str:
+    lines = [_pending_line(approval)]
+    items = list(approval.args.items())
+    for name, value in items[:MAX_STATUS_ARGS]:
+        shown = escape.mrkdwn(escape.flat(cards.show(value)), limit=VALUE_TEXT)
+        lines.append(f"{escape.code(name, limit=NAME_TEXT)} {shown}")
+    if len(items) > MAX_STATUS_ARGS:
+        lines.append(texts.and_more(len(items) - MAX_STATUS_ARGS))
+    return "\n".join(lines)
+
+
+def _pending_line(approval: Approval) -> str:
+    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
+    deadline = kit.date(approval.deadline) if approval.deadline else None
+    return texts.pending_line(action, run, kit.mention(approval.requested_by), deadline)
+
+
+def _open_pages(pages: Sequence[Page], limit: int) -> list[Block]:
+    open_pages = [p for p in pages if not p.acknowledged_by]
+    if not open_pages:
+        return []
+    lines = [_page_line(p) for p in open_pages[:limit]]
+    title = kit.section(texts.pages_title(len(open_pages)))
+    return [title, *kit.sections(lines), *_more(len(open_pages) - limit)]
+
+
+def _page_line(page: Page) -> str:
+    tool = escape.code(page.tool, limit=NAME_TEXT) if page.tool else texts.AN_EFFECT
+    reason = escape.code(page.reason, limit=NAME_TEXT)
+    return texts.page_line(tool, reason, escape.mrkdwn(escape.flat(page.detail), limit=LINE_TEXT))
+
+
+def _more(hidden: int) -> list[Block]:
+    return [kit.context(texts.and_more(hidden))] if hidden > 0 else []
+
+
+def run_list(runs: Sequence[Run], *, status: str | None, more: int) -> dict[str, Any]:
+    """One line per run, newest as given; past MAX_ROWS the rest is counted in "…and N more"."""
+    which = escape.mrkdwn(escape.flat(status), limit=NAME_TEXT) if status else None
+    if not runs:
+        line = texts.no_runs(which)
+        return kit.ephemeral(line, [kit.section(line)])
+    shown = runs[:MAX_ROWS]
+    title = texts.runs_title(which, len(shown))
+    blocks = [kit.section(title), *kit.sections(_run_line(r) for r in shown)]
+    blocks += _more(more + len(runs) - len(shown))
+    return kit.ephemeral(title, blocks)
+
+
+def _run_line(run: Run) -> str:
+    return texts.run_line(
+        escape.code(run.id, limit=ID_TEXT),
+        escape.mrkdwn(texts.status_text(run.status.value, run.stop_reason), limit=NAME_TEXT),
+        run.step,
+        escape.mrkdwn(escape.flat(run.agent), limit=NAME_TEXT),
+        escape.mrkdwn(escape.flat(run.task), limit=VALUE_TEXT // 2),
+    )
+
+
+def pending_list(approvals: Sequence[Approval], *, more: int) -> dict[str, Any]:
+    """What waits for the caller, each with a one-line summary and the card's buttons."""
+    if not approvals:
+        return kit.ephemeral(texts.NOTHING_PENDING, [kit.section(texts.NOTHING_PENDING)])
+    blocks = [kit.section(texts.PENDING_TITLE), *_decidable(approvals[:MAX_PENDING])]
+    blocks += _more(more + len(approvals) - min(len(approvals), MAX_PENDING))
+    return kit.ephemeral(texts.PENDING_TITLE, blocks)
+
+
+def _decidable(approvals: Sequence[Approval]) -> list[Block]:
+    out: list[Block] = []
+    for approval in approvals:
+        out += [kit.section(_pending_line(approval)), cards.decision_actions(approval)]
+    return out
+
+
+def run_history(run: Run, checkpoints: Sequence[Checkpoint]) -> dict[str, Any]:
+    """One line per checkpoint (the latest MAX_ROWS): seq, step, status, what was appended."""
+    title = texts.history_title(escape.code(run.id, limit=ID_TEXT), len(checkpoints))
+    shown = checkpoints[-MAX_ROWS:]
+    blocks = [kit.section(title)]
+    if len(checkpoints) > len(shown):
+        blocks.append(kit.context(texts.earlier_hidden(len(checkpoints) - len(shown))))
+    blocks += kit.sections(_checkpoint_line(c) for c in shown)
+    return kit.ephemeral(title, blocks)
+
+
+def _checkpoint_line(checkpoint: Checkpoint) -> str:
+    status = texts.status_text(checkpoint.status.value, checkpoint.stop_reason)
+    appended = escape.mrkdwn(escape.flat(appended_text(checkpoint)), limit=LINE_TEXT)
+    return texts.checkpoint_line(
+        checkpoint.seq, checkpoint.step, escape.mrkdwn(status, limit=NAME_TEXT), appended
+    )
+
+
+def appended_text(checkpoint: Checkpoint) -> str:
+    """Plain, untrusted text: what a checkpoint appended, e.g. "called issue_refund"."""
+    if checkpoint.snapshot:
+        return texts.snapshot(len(checkpoint.messages))
+    parts = [_message_text(m) for m in checkpoint.messages[:MAX_ROWS]]
+    return "; ".join(parts) or texts.NOTHING_APPENDED
+
+
+def _message_text(message: Message) -> str:
+    if message.role == "assistant" and message.tool_calls:
+        return texts.called(", ".join(c.name for c in message.tool_calls[:MAX_ROWS]))
+    if message.role == "assistant":
+        return texts.REPLIED
+    if message.role == "tool":
+        return texts.result_of(message.name or message.tool_call_id or "?")
+    return texts.USER_MESSAGE if message.role == "user" else texts.SYSTEM_PROMPT
+
+
+# the App Home tab
+
+
+def home_view(
+    *, pending: Sequence[Approval], recent: Sequence[Approval], pages: Sequence[Page]
+) -> dict[str, Any]:
+    """What waits for this person (with buttons), their recent decisions, open pages."""
+    blocks = [kit.header(texts.HOME_PENDING)]
+    if pending:
+        blocks += _decidable(pending[:MAX_HOME_PENDING])
+        blocks += _more(len(pending) - MAX_HOME_PENDING)
+    else:
+        blocks.append(kit.section(texts.NOTHING_PENDING))
+    blocks += [kit.divider(), kit.header(texts.HOME_RECENT)]
+    lines = [_recent_line(a) for a in recent[: MAX_ROWS // 2]]
+    blocks += kit.sections(lines) if lines else [kit.section(texts.NO_RECENT)]
+    blocks += [kit.divider(), kit.header(texts.HOME_PAGES), *_home_pages(pages)]
+    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
+
+
+def _recent_line(approval: Approval) -> str:
+    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    return f"{cards.outcome_line(approval)} · {action}"
+
+
+def _home_pages(pages: Sequence[Page]) -> list[Block]:
+    open_pages = [p for p in pages if not p.acknowledged_by]
+    if not open_pages:
+        return [kit.section(texts.NO_PAGES)]
+    out: list[Block] = []
+    for page in open_pages[:MAX_PAGES]:
+        out += [kit.section(_page_line(page)), cards.page_actions(page)]
+    return out + _more(len(open_pages) - MAX_PAGES)

@@ -1,0 +1,394 @@
+"""Every word Signoff says in Slack, in one place.
+
+Arguments are already-safe mrkdwn (escaped text, mentions, dates, code spans) unless a
+function says it takes plain text; these functions add only the words around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# buttons, dialogs and modals (plain text)
+
+APPROVE = "Approve"
+EDIT = "Edit…"
+DECLINE = "Decline…"
+BACK = "Back"
+ACKNOWLEDGE = "Acknowledge"
+HAPPENED = "It happened"
+DID_NOT_HAPPEN = "It did not happen"
+DECLINE_TITLE = "Decline request"
+DECLINE_SUBMIT = "Decline"
+DECLINE_LABEL = "Why? The agent is told this reason."
+DECLINE_PLACEHOLDER = "e.g. the customer is not eligible"
+EDIT_TITLE = "Edit arguments"
+EDIT_SUBMIT = "Approve as edited"
+EDIT_LABEL = "Arguments (JSON)"
+EDIT_HINT = "Change values, then submit to approve the call with them."
+EDIT_TOO_LONG = (
+    "These arguments are too long to edit in Slack. Approve or decline them as they are."
+)
+UNKNOWN_PERSON = "someone unknown"
+
+
+def more_characters(count: int) -> str:
+    return f"… ({count} more character{'' if count == 1 else 's'})"
+
+
+def and_more(count: int) -> str:
+    return f"…and {count} more"
+
+
+# the approval card
+
+
+def action(tool: str, amount: str | None, subject: str | None, pairs: Sequence[str]) -> str:
+    """The action in a few words, plain text: `issue_refund 2500 on 4471`."""
+    if amount is not None and subject is not None:
+        return f"{tool} {amount} on {subject}"
+    return " ".join([tool, *(w for w in (amount, subject) if w is not None), *pairs])
+
+
+def about(task: str | None, asker: str, run: str | None, step: int | None) -> str:
+    where = [f"*Asked by* {asker}"]
+    if run:
+        where.append(f"run {run}")
+    if step is not None:
+        where.append(f"step {step}")
+    lines = [f"*Task:* {task}"] if task else []
+    return "\n".join([*lines, " · ".join(where)])
+
+
+def field(name: str, value: str) -> str:
+    return f"*{name}*\n{value}"
+
+
+TOOL = "Tool"
+EFFECT = "Effect"
+
+
+def effect(reversibility: str, compensator: str | None) -> str:
+    if reversibility == "reversible" and compensator:
+        return f"reversible (compensated by {compensator})"
+    if reversibility == "irreversible":
+        return "irreversible: cannot be undone"
+    return reversibility
+
+
+def more_args(count: int, names: str) -> str:
+    return f"*+{count} more*\n{names}"
+
+
+def edited(before: str, after: str) -> str:
+    return f"{before} → {after} (edited)"
+
+
+NOT_SET = "(not set)"
+
+
+def quorum(required: int, voters: Sequence[str]) -> str:
+    progress = f"{len(voters)} of {required}"
+    so_far = f"{progress}: {', '.join(voters)}" if voters else f"{progress} so far"
+    return f"Needs {required} approvals · {so_far}"
+
+
+def expires(when: str) -> str:
+    return f"expires {when}"
+
+
+def policy(name: str) -> str:
+    return f"policy {name}"
+
+
+def rule(text: str) -> str:
+    return f"rule: {text}"
+
+
+def escalated_to(targets: str) -> str:
+    return f"escalated to {targets}"
+
+
+def approved(by: str, at: str | None) -> str:
+    return f"✅ Approved by {by}" + (f" at {at}" if at else "")
+
+
+def declined(by: str, reason: str | None) -> str:
+    return f"❌ Declined by {by}" + (f": {reason}" if reason else "")
+
+
+def expired(at: str | None) -> str:
+    return "⌛ Expired (declined)" + (f" at {at}" if at else "")
+
+
+STILL_PENDING = "⏳ Waiting for a decision"
+
+
+def withdrawn(reason: str) -> str:
+    return f"↩️ Withdrawn: {reason}"
+
+
+def confirm_title(action: str) -> str:
+    """Plain text."""
+    return f"Approve {action}?"
+
+
+def confirm_text(action: str, reversibility: str | None, compensator: str | None) -> str:
+    """Plain text."""
+    if reversibility == "reversible":
+        undo = f" with {compensator}" if compensator else ""
+        return f"This runs {action}. It can be reversed{undo}."
+    if reversibility == "irreversible":
+        return f"This runs {action}. It cannot be undone."
+    return f"This runs {action}."
+
+
+def needs_approval(action: str, run: str | None, asker: str) -> str:
+    return f"Approval needed: {action}" + (f" (run {run})" if run else "") + f", asked by {asker}"
+
+
+def decided(action: str, outcome: str) -> str:
+    return f"{action}: {outcome}"
+
+
+# the card's thread
+
+
+def decision_note(asker: str | None, action: str, verdict: str) -> str:
+    whose = f"{asker} your request" if asker else "The request"
+    return f"{whose} {action} {verdict}"
+
+
+def verdict_approved(by: str) -> str:
+    return f"was approved by {by}."
+
+
+def verdict_declined(by: str, reason: str | None) -> str:
+    return f"was declined by {by}" + (f": {reason}" if reason else ".")
+
+
+VERDICT_EXPIRED = "expired without a decision and was declined."
+VERDICT_PENDING = "is still waiting for a decision."
+
+
+def verdict_withdrawn(reason: str) -> str:
+    return f"was withdrawn: {reason}"
+
+
+def reminder(count: int, action: str, deadline: str | None) -> str:
+    until = f" It expires {deadline}." if deadline else ""
+    return f"⏰ Reminder {count}: {action} still waits for a decision.{until}"
+
+
+def escalation(targets: str, action: str, since: str, deadline: str | None) -> str:
+    until = f" It expires {deadline}." if deadline else ""
+    return f"📣 {targets}: {action} has waited for a decision since {since}.{until}"
+
+
+def reminder_context(count: int, policy_name: str) -> str:
+    return f"Reminder {count} · policy {policy_name}"
+
+
+def run_finished(run: str, step: int) -> str:
+    return f"✅ Run {run} finished at step {step}."
+
+
+def run_failed(run: str, step: int, why: str | None) -> str:
+    return f"❌ Run {run} failed at step {step}" + (f": {why}" if why else ".")
+
+
+def run_cancelled(run: str, step: int) -> str:
+    return f"🛑 Run {run} was cancelled at step {step}."
+
+
+def run_rolled_back(run: str, step: int) -> str:
+    return f"↩️ Run {run} was rolled back to step {step}."
+
+
+def run_now(run: str, status: str, step: int) -> str:
+    return f"Run {run} is {status} at step {step}."
+
+
+# pages
+
+PAGE_REASONS = {
+    "in_doubt": "may or may not have happened",
+    "uncompensatable": "cannot be undone automatically",
+    "compensation_failed": "could not be undone",
+    "acted_late": "completed after its run was taken over",
+}
+AN_EFFECT = "an effect"
+
+
+def page_header(tool: str, run: str | None) -> str:
+    """Plain text."""
+    return f"🚨 Needs a human: {tool}" + (f" in run {run}" if run else "")
+
+
+def page_body(tool: str, why: str, detail: str, task: str | None) -> str:
+    lines = [f"*{tool} {why}.*", detail]
+    if task:
+        lines.append(f"*Task:* {task}")
+    return "\n".join(line for line in lines if line)
+
+
+def settle(commands: str) -> str:
+    return f"*To settle it:*\n{commands}"
+
+
+def page_context(reason: str, call: str | None) -> str:
+    return f"reason {reason}" + (f" · call {call}" if call else "")
+
+
+def acknowledged(by: str, at: str | None) -> str:
+    return f"👀 Acknowledged by {by}" + (f" at {at}" if at else "")
+
+
+def page_fallback(tool: str, run: str | None, reason: str) -> str:
+    return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
+
+
+YOU = "<you>"
+"""Plain text, in the commands: who settles the effect."""
+
+
+# /runs replies and the App Home
+
+HELP = (
+    ("status <id>", "a run's status, budget, pending approvals and open pages"),
+    ("list [status]", "recent runs, e.g. `list waiting_approval`"),
+    ("pending", "what waits for your decision"),
+    ("history <id>", "a run's checkpoints, one line each"),
+    ("cancel <id>", "stop a run for good (approvers of its actions only)"),
+    ("help", "this help"),
+)
+"""Plain text: each sub-command and what it does (the descriptions may use `code`)."""
+HELP_TITLE = "*/runs* looks at Signoff's agent runs:"
+HELP_FALLBACK = "/runs status <id> · list [status] · pending · history <id> · cancel <id> · help"
+
+
+def help_line(command: str, meaning: str) -> str:
+    return f"{command} — {meaning}"
+
+
+def unknown_command(said: str) -> str:
+    return f"I don't know {said}." if said else "Say what to look at."
+
+
+def not_found(what: str, ident: str) -> str:
+    return f"No {what} {ident}."
+
+
+def run_title(run: str) -> str:
+    """Plain text."""
+    return f"Run {run}"
+
+
+def run_summary(agent: str, status: str, step: int) -> str:
+    return f"*Status:* {status} · *step* {step} · *agent* {agent}"
+
+
+def status_text(status: str, stop_reason: str | None) -> str:
+    return f"{status} ({stop_reason})" if stop_reason and stop_reason != status else status
+
+
+def task(text: str) -> str:
+    return f"*Task:* {text}"
+
+
+def usage(parts: Sequence[str]) -> str:
+    return "*Usage:* " + " · ".join(parts)
+
+
+def used(name: str, amount: str, limit: str | None) -> str:
+    return f"{name} {amount}" + (f" of {limit}" if limit is not None else "")
+
+
+STEPS = "steps"
+INPUT_TOKENS = "input tokens"
+OUTPUT_TOKENS = "output tokens"
+COST = "cost"
+
+
+def error(text: str) -> str:
+    return f"*Error:* {text}"
+
+
+def waiting_title(count: int) -> str:
+    return f"*Waiting for approval ({count})*"
+
+
+def pages_title(count: int) -> str:
+    return f"*Open pages ({count})*"
+
+
+def pending_line(action: str, where: str | None, asker: str, deadline: str | None) -> str:
+    parts = [action, *([f"run {where}"] if where else []), f"asked by {asker}"]
+    if deadline:
+        parts.append(f"expires {deadline}")
+    return " · ".join(parts)
+
+
+def page_line(tool: str, reason: str, detail: str) -> str:
+    return f"🚨 {tool} · {reason} · {detail}"
+
+
+def runs_title(status: str | None, count: int) -> str:
+    which = f" {status}" if status else ""
+    return f"*Runs{which}* ({count} shown)"
+
+
+def no_runs(status: str | None) -> str:
+    return f"No runs with status {status}." if status else "No runs yet."
+
+
+def run_line(run: str, status: str, step: int, agent: str, task: str) -> str:
+    return f"{run} · *{status}* · step {step} · {agent} · {task}"
+
+
+PENDING_TITLE = "*Waiting for your decision*"
+NOTHING_PENDING = "Nothing waits for your decision."
+
+
+def history_title(run: str, count: int) -> str:
+    return f"*History of run {run}* ({count} checkpoints)"
+
+
+def earlier_hidden(count: int) -> str:
+    return f"{count} earlier checkpoints not shown; `signoff runs history` has them all."
+
+
+def checkpoint_line(seq: int, step: int, status: str, appended: str) -> str:
+    return f"#{seq} · step {step} · {status} · {appended}"
+
+
+def snapshot(count: int) -> str:
+    return f"snapshot of {count} messages"
+
+
+def called(names: str) -> str:
+    return f"called {names}"
+
+
+REPLIED = "replied"
+NOTHING_APPENDED = "status only"
+SYSTEM_PROMPT = "system prompt"
+USER_MESSAGE = "user message"
+
+
+def result_of(name: str) -> str:
+    return f"result of {name}"
+
+
+def decline_prompt(action: str, run: str | None) -> str:
+    return f"Decline {action}" + (f" in run {run}" if run else "") + "?"
+
+
+def edit_prompt(action: str) -> str:
+    return f"Edit the arguments of {action}, then approve."
+
+
+HOME_PENDING = "Waiting for your decision"
+HOME_RECENT = "Your recent decisions"
+HOME_PAGES = "Open pages"
+NO_RECENT = "No decisions yet."
+NO_PAGES = "No open pages."
