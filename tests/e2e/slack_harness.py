@@ -126,9 +126,14 @@ def environment(tmp_path: Path, world: Path, port: int, slack_url: str) -> dict[
 
 
 def start_server(
-    tmp_path: Path, world: Path, slack_url: str, *, extra: dict[str, str] | None = None
+    tmp_path: Path,
+    world: Path,
+    slack_url: str,
+    *,
+    extra: dict[str, str] | None = None,
+    policy: str = POLICY,
 ) -> SlackServer:
-    (tmp_path / "signoff.toml").write_text(POLICY, "utf-8")
+    (tmp_path / "signoff.toml").write_text(policy, "utf-8")
     port = free_port()
     env = environment(tmp_path, world, port, slack_url) | (extra or {})
     log = tmp_path / f"serve-{port}.log"
