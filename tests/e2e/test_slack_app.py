@@ -4,6 +4,7 @@ clicks and commands signed exactly as Slack signs them."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from examples import world as outside
 
+from .helpers import SIGNOFF
 from .slack_harness import (
     ANN,
     APPROVALS,
@@ -23,6 +25,7 @@ from .slack_harness import (
     SlackServer,
     approval_id_of,
     button,
+    environment,
     slash,
     start_server,
     submission,
@@ -211,7 +214,8 @@ def test_runs_slash_command_answers_ephemerally(
                       ("history order-slash", BOB), ("status nope", BOB), ("frobnicate", BOB),
                       ("cancel order-slash", EVE)]:
         status, body, seconds = server.slack(slash(text, user=who))
-        assert status == 200 and seconds < 3, body
+        assert status == 200, body
+        assert seconds < 3
         answers[text] = json.loads(body)
 
     assert all(a["response_type"] == "ephemeral" for a in answers.values())
@@ -224,3 +228,29 @@ def test_runs_slash_command_answers_ephemerally(
     status, body, _ = server.slack(slash("cancel order-slash", user=BOB))
     assert status == 200
     server.wait_until(lambda: server.run("order-slash")["status"] == "cancelled")
+
+
+def test_serve_with_slack_stops_cleanly_on_sigterm(
+    fake: FakeSlackProcess, server: SlackServer
+) -> None:
+    start_refund(server, "order-stop")
+    card_for(fake, server)
+
+    assert server.stop() == 0
+    assert "Traceback" not in server.log.read_text()
+
+
+def test_missing_slack_settings_are_one_line_naming_the_variable(
+    tmp_path: Path, world: Path
+) -> None:
+    env = environment(tmp_path, world, 0, "http://127.0.0.1:9/api/")
+    del env["SLACK_BOT_TOKEN"]
+    result = subprocess.run(
+        [SIGNOFF, "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30
+    )
+
+    assert result.returncode != 0
+    assert "SLACK_BOT_TOKEN" in result.stderr
+    assert "SIGNOFF_API_ONLY" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "signoff.db").exists()  # refused before touching anything
