@@ -114,6 +114,9 @@ def slack_surface(
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         raise_error_for_unhandled_request=False,
+        # Listeners return right after acking (their slow part is spawned), so answer when
+        # they return instead of polling every 10 ms for the ack.
+        process_before_response=True,
     )
     listeners.register(app, rt, background)
     # Posting may not be retried blindly (see `web_client`), and a call must end well

@@ -1,9 +1,10 @@
 """Slack listeners: buttons, modals, `/runs` and the App Home tab, registered on one AsyncApp.
 
 Each listener records what the person did first (a decision is one compare-and-set, a few
-milliseconds), then acks, well inside Slack's 3 seconds; the slow part (resuming the run)
-goes to the background. A refusal is an ephemeral message to the clicker, or an error
-shown in the modal, and changes nothing.
+milliseconds), then acks, well inside Slack's 3 seconds, and returns: everything after the
+ack (resuming the run, opening a modal, an ephemeral reply) goes to the background, so bolt
+answers Slack as soon as the listener returns. A refusal is an ephemeral message to the
+clicker, or an error shown in the modal, and changes nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
@@ -20,7 +22,7 @@ from bot.slack import commands, replies
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from store import ApprovalState
+from store import Approval, ApprovalState
 
 log = logging.getLogger("signoff.slack")
 
@@ -53,24 +55,18 @@ class Listeners:
             decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
         except errors.SignoffRuntimeError as exc:
             await ack()
-            await _tell(client, body, refusal(exc))
+            self._tell(client, body, refusal(exc))
             return
         await ack()
         self._resume(decided.run_id, decided.state)
 
     async def open_decline(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
-        approval = await self._pending(body, client)
-        if approval is not None:
-            view = replies.decline_modal(approval)
-            await client.views_open(trigger_id=body["trigger_id"], view=view)
+        self.background.spawn(self._open(body, client, replies.decline_modal), name="decline")
 
     async def open_edit(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
-        approval = await self._pending(body, client)
-        if approval is not None:
-            view = replies.edit_modal(approval)
-            await client.views_open(trigger_id=body["trigger_id"], view=view)
+        self.background.spawn(self._open(body, client, replies.edit_modal), name="edit")
 
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
@@ -78,7 +74,7 @@ class Listeners:
             await self.rt.acknowledge_page(page_id, by=user)
         except errors.SignoffRuntimeError as exc:
             await ack()
-            await _tell(client, body, refusal(exc))
+            self._tell(client, body, refusal(exc))
             return
         await ack()
 
@@ -127,23 +123,31 @@ class Listeners:
         await ack(**reply)
 
     async def home(self, event: Body, client: AsyncWebClient) -> None:
-        user = event["user"]
+        self.background.spawn(self._publish_home(event["user"], client), name="home")
+
+    async def _publish_home(self, user: str, client: AsyncWebClient) -> None:
         view = await commands.home(self.rt, user=user)
         await client.views_publish(user_id=user, view=view)
 
     # helpers
 
-    async def _pending(self, body: Body, client: AsyncWebClient) -> Any:
-        """The clicked approval if it still waits; otherwise tell the clicker why not."""
+    async def _open(
+        self, body: Body, client: AsyncWebClient, modal: Callable[[Approval], Body]
+    ) -> None:
+        """Open a modal about the clicked approval if it still waits; otherwise say why not.
+        (Within 3 s of the click: Slack's trigger_id expires.)"""
         try:
             approval = await self.rt.desk.get(_button_value(body))
         except errors.SignoffRuntimeError as exc:
             await _tell(client, body, refusal(exc))
-            return None
+            return
         if approval.state != ApprovalState.PENDING:
             await _tell(client, body, already_decided(approval))
-            return None
-        return approval
+            return
+        await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
+
+    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        self.background.spawn(_tell(client, body, text), name="ephemeral")
 
     def _resume(self, run_id: str | None, state: ApprovalState) -> None:
         if run_id is not None and state != ApprovalState.PENDING:
