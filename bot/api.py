@@ -1,25 +1,29 @@
 """The HTTP API for agents on other stacks: start runs, ask for approvals, read their state.
 
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
-    GET  /v1/runs/{id}        status, usage, pending approvals
+    GET  /v1/runs/{id}        status, usage, pending approvals (tool, args, votes, deadline)
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
                               (idempotent by id)
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
+    POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}
 
-Every request needs `Authorization: Bearer <token>`: without it 401, malformed 400 with the
-reason; neither changes anything.
+Every request needs `Authorization: Bearer <token>` (the scheme in any case): without it 401,
+malformed 400 with the reason, a body over 1 MiB 413; none of them changes anything. Every
+error is JSON, `{"error": reason}`. Without a configured token the API is off: 503 saying so.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
+import logging
 import math
+import re
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
 from bot.tasks import Background
 from runtime import Runtime, errors
@@ -30,6 +34,9 @@ M = TypeVar("M", bound=BaseModel)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
+MAX_BODY = 1024**2
+SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
+log = logging.getLogger("signoff.api")
 
 
 class RunRequest(BaseModel):
@@ -53,19 +60,81 @@ class ApprovalRequest(BaseModel):
     callback_url: HttpUrl | None = None
 
 
-def error(status: int, reason: str) -> web.Response:
-    return web.json_response({"error": reason}, status=status)
+class DecisionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approved", "declined"]
+    by: str = Field(description="the deciding human's Slack user id")
+    reason: str | None = Field(None, max_length=3_000)
+    args: dict[str, Any] | None = None
+
+    @field_validator("by")
+    @classmethod
+    def _slack_user(cls, by: str) -> str:
+        if not re.fullmatch(SLACK_USER_ID, by):
+            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
+        return by
+
+
+# How the runtime's refusals of a decision answer over HTTP (first match wins).
+REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
+    (errors.ApprovalNotFound, 404),
+    (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
+    (errors.AlreadyVoted, 409),
+    (errors.NotAnApprover, 403),
+    (errors.SelfApproval, 403),
+    (errors.EditRefused, 400),
+    (errors.InvalidRequest, 400),
+)
+
+
+def error(
+    status: int, reason: str, *, headers: dict[str, str] | None = None, **more: Any
+) -> web.Response:
+    return web.json_response({"error": reason, **more}, status=status, headers=headers)
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Under /v1/ every error is JSON: unknown paths, wrong methods, oversized bodies, bugs."""
+    if not request.path.startswith("/v1/"):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except web.HTTPRequestEntityTooLarge:
+        return error(413, f"the body is over the limit of {MAX_BODY} bytes")
+    except web.HTTPNotFound:
+        return error(404, f"no endpoint {request.method} {request.path}")
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        text = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
+        return error(405, text, headers={"Allow": allowed})
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error(exc.status, exc.reason)
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path)
+        return error(500, "internal error; the server log has the details")
 
 
 def bearer_auth(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    expected = f"Bearer {token}".encode()
+    """`Authorization: Bearer <token>`, the scheme compared case-insensitively (RFC 7235)."""
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path.startswith("/v1/"):
-            given = request.headers.get("Authorization", "").encode()
-            if not token or not hmac.compare_digest(given, expected):
-                return error(401, "missing or invalid bearer token")
+        if not request.path.startswith("/v1/"):
+            return await handler(request)
+        if not token:
+            return error(503, "the HTTP API is off: set SIGNOFF_API_TOKEN to turn it on")
+        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
+        valid = scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), token.encode()
+        )
+        if not valid:
+            return error(
+                401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"}
+            )
         return await handler(request)
 
     return check
@@ -157,14 +226,52 @@ async def get_approval(request: web.Request) -> web.Response:
         approval = await rt.desk.get(request.match_info["approval_id"])
     except errors.ApprovalNotFound as exc:
         return error(404, str(exc))
-    return web.json_response(approval_view(approval))
+    return web.json_response(await _voted_view(rt, approval))
+
+
+async def decide(request: web.Request) -> web.Response:
+    """Record a human's decision under the same rules as Slack and the CLI; answer once it is
+    durable and resume the run in the background."""
+    rt = request.app[RUNTIME]
+    body = await _body(request, DecisionRequest)
+    if isinstance(body, web.Response):
+        return body
+    try:
+        approval = await rt.decide(
+            request.match_info["approval_id"],
+            body.decision,
+            by=body.by,
+            reason=body.reason,
+            args=body.args,
+            resume=False,
+        )
+    except errors.SignoffRuntimeError as exc:
+        return _refused(exc)
+    if approval.state != ApprovalState.PENDING and approval.run_id is not None:
+        work = rt.resume_after_decision(approval.run_id)
+        request.app[BACKGROUND].spawn(work, name=f"resume {approval.run_id}")
+    return web.json_response(await _voted_view(rt, approval))
+
+
+def _refused(exc: errors.SignoffRuntimeError) -> web.Response:
+    status = next((code for kind, code in REFUSALS if isinstance(exc, kind)), None)
+    if status is None:
+        raise exc
+    decided = getattr(exc, "approval", None)
+    more = {"approval": approval_view(decided)} if isinstance(decided, Approval) else {}
+    return error(status, str(exc), **more)
 
 
 async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
     pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
     view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
-    view["pending_approvals"] = [approval_view(a) for a in pending]
+    view["pending_approvals"] = [await _voted_view(rt, a) for a in pending]
     return view
+
+
+async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    """The approval with who approved it so far (a quorum fills up vote by vote)."""
+    return approval_view(approval) | {"votes": await rt.store.list_votes(approval.id)}
 
 
 def approval_view(approval: Approval) -> dict[str, Any]:
@@ -197,6 +304,7 @@ def add_routes(app: web.Application, rt: Runtime, background: Background) -> Non
     app.router.add_get("/v1/runs/{run_id}", get_run)
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
+    app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -205,8 +313,10 @@ async def healthz(request: web.Request) -> web.Response:
 
 def api_app(rt: Runtime, *, token: str | None, background: Background) -> web.Application:
     """The aiohttp application `signoff serve` runs: /healthz, and the API when a bearer
-    token is configured (the Slack endpoints mount next to it)."""
-    app = web.Application(middlewares=[bearer_auth(token or "")], client_max_size=1024**2)
+    token is configured, else a 503 under /v1/ naming the setting (the Slack endpoints mount
+    next to it)."""
+    middlewares = [json_errors, bearer_auth(token or "")]
+    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app.router.add_get("/healthz", healthz)
     if token:
         add_routes(app, rt, background)

@@ -81,22 +81,44 @@ class CallbackNotifier(NullNotifier):
             return False
         body = json.dumps(approval_view(approval)).encode()
         delay = self.first_delay
+        failure = ""
         async with aiohttp.ClientSession(timeout=self.timeout) as session:
             for attempt in range(1, self.attempts + 1):
-                if await self._post(session, approval.callback_url, body):
+                failure = await self._post(session, approval.callback_url, body)
+                if not failure:
                     await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
+                    log.info(
+                        "callback for approval %s (%s) delivered to %s (attempt %d)",
+                        approval.id,
+                        approval.state.value,
+                        approval.callback_url,
+                        attempt,
+                    )
                     return True
+                log.debug("callback for approval %s, attempt %d: %s", approval.id, attempt, failure)
                 if attempt < self.attempts:
                     await asyncio.sleep(delay)
                     delay *= 2
         if self.hand_over:
-            log.warning("callback for approval %s left to the server to deliver", approval.id)
+            log.warning(
+                "callback for approval %s not delivered (%s); left to the server to deliver",
+                approval.id,
+                failure,
+            )
             return False
-        log.warning("callback for approval %s failed %d times", approval.id, self.attempts)
+        log.warning(
+            "callback for approval %s to %s failed %d times (last: %s); "
+            "signoff serve sends it again later",
+            approval.id,
+            approval.callback_url,
+            self.attempts,
+            failure,
+        )
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False
 
-    async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> bool:
+    async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> str:
+        """POST the signed body; "" when the receiver took it, else what went wrong."""
         timestamp = str(int(time.time()))
         headers = {
             "Content-Type": "application/json",
@@ -105,7 +127,6 @@ class CallbackNotifier(NullNotifier):
         }
         try:
             async with session.post(url, data=body, headers=headers) as response:
-                return 200 <= response.status < 300
+                return "" if 200 <= response.status < 300 else f"HTTP {response.status}"
         except (aiohttp.ClientError, TimeoutError) as exc:
-            log.info("callback to %s failed: %r", url, exc)
-            return False
+            return repr(exc)

@@ -216,7 +216,7 @@ class ApprovalDesk:
         try:
             votes = await self.store.add_vote(approval.id, by, self.rt.clock())
         except store_errors.AlreadyDecided as exc:
-            raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
+            raise _already_decided(exc) from None
         await self.store.record_event(
             AuditEvent(
                 action="vote",
@@ -226,6 +226,13 @@ class ApprovalDesk:
                 detail={"votes": votes, "required": approval.required_approvals},
                 at=self.rt.clock(),
             )
+        )
+        log.info(
+            "%s: approved by %s, %d of %d approvals",
+            _about(approval),
+            by,
+            votes,
+            approval.required_approvals,
         )
         return votes
 
@@ -268,9 +275,10 @@ class ApprovalDesk:
                 event=event,
             )
         except store_errors.AlreadyDecided as exc:
-            raise errors.AlreadyDecided(str(exc), approval=exc.approval) from None
+            raise _already_decided(exc) from None
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
+        log.info("%s %s", _about(decided), _decision_text(decided))
         run = await self.rt.find_run(decided.run_id)
         await self.rt.announce_decision(decided, run)
         if run is not None and resume:
@@ -311,8 +319,15 @@ class ApprovalDesk:
                 approval.id, deadline=None, expected=approval.deadline
             )
             if moved and not approval.escalated:  # escalated by reminders: told once already
+                log.info(
+                    "%s: deadline passed; escalated to %s, still waiting",
+                    _about(approval),
+                    policy.escalate_to or "its approvers",
+                )
                 escalated = approval.model_copy(update={"escalated": True, "deadline": None})
                 await self.rt.announce_reminder(escalated, escalated=True)
+            elif moved:
+                log.info("%s: deadline passed; already escalated, still waiting", _about(approval))
             return
         await self.settle(
             approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
@@ -322,12 +337,14 @@ class ApprovalDesk:
         sent = approval.reminders_sent + 1
         escalate = sent > policy.max_reminders
         if escalate and (approval.escalated or not policy.escalate_to):
-            await self.store.record_reminder(
+            stopped = await self.store.record_reminder(
                 approval.id,
                 reminders_sent=sent,
                 next_reminder_at=None,
                 escalated=approval.escalated,
             )
+            if stopped:
+                log.info("%s: no more reminders; still waiting", _about(approval))
             return
         more = policy.remind_every is not None and (
             sent < policy.max_reminders or (not escalate and bool(policy.escalate_to))
@@ -340,6 +357,15 @@ class ApprovalDesk:
             escalated=approval.escalated or escalate,
         )
         if recorded:
+            if escalate:
+                log.info(
+                    "%s: escalated to %s after %d reminder(s)",
+                    _about(approval),
+                    policy.escalate_to,
+                    sent - 1,
+                )
+            else:
+                log.info("%s: reminder %d sent", _about(approval), sent)
             current = approval.model_copy(
                 update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
             )
@@ -352,10 +378,37 @@ def _reminds(policy: Policy) -> bool:
     )
 
 
+def _about(approval: Approval) -> str:
+    """`approval ap_1 (issue_refund, run order-4471)`: the head of every log line."""
+    run = f", run {approval.run_id}" if approval.run_id else ""
+    return f"approval {approval.id} ({approval.tool}{run})"
+
+
+def _decision_text(approval: Approval) -> str:
+    reason = approval.reason or ""
+    if approval.decided_by == SYSTEM_ACTOR and reason == "expired":
+        return "expired at its deadline: declined"
+    if approval.decided_by == SYSTEM_ACTOR and reason.startswith("withdrawn"):
+        return reason
+    because = f": {reason!r}" if reason else ""
+    return f"{approval.state.value} by {approval.decided_by}{because}"
+
+
 def _decided_text(approval: Approval) -> str:
+    """Who decided and when (and why, for a decline): what a refused decider needs to know."""
     by = approval.decided_by or "?"
-    state = approval.state.value
-    return f"approval {approval.id} was already {state} by {by}; a decision never changes"
+    when = f" at {approval.decided_at:%Y-%m-%d %H:%M:%S} UTC" if approval.decided_at else ""
+    declined = approval.state == ApprovalState.DECLINED
+    why = f" ({approval.reason})" if approval.reason and declined else ""
+    decided = f"{approval.state.value} by {by}{when}{why}"
+    return f"approval {approval.id} was already {decided}; a decision never changes"
+
+
+def _already_decided(exc: store_errors.AlreadyDecided) -> errors.AlreadyDecided:
+    """The store lost a race to another decision: say who won, and when."""
+    approval = getattr(exc, "approval", None)
+    text = _decided_text(approval) if isinstance(approval, Approval) else str(exc)
+    return errors.AlreadyDecided(text, approval=approval)
 
 
 def _overdue(approval: Approval, now: datetime) -> bool:

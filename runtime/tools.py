@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -184,7 +185,7 @@ def tool(
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[pydantic.BaseModel]]:
-    hints = typing.get_type_hints(fn)
+    hints = _type_hints(fn, name)
     fields: dict[str, Any] = {}
     takes_ctx = False
     for param in inspect.signature(fn).parameters.values():
@@ -201,3 +202,29 @@ def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[pyda
         fields[param.name] = (hints[param.name], default)
     config = pydantic.ConfigDict(extra="forbid")
     return takes_ctx, pydantic.create_model(f"{name}_arguments", __config__=config, **fields)
+
+
+def _type_hints(fn: Callable[..., Any], name: str) -> dict[str, Any]:
+    """The function's resolved type hints, or a DefinitionError naming what cannot resolve."""
+    try:
+        return typing.get_type_hints(fn)
+    except NameError as exc:
+        missing = exc.name or str(exc)
+        raise DefinitionError(
+            f"tool {name!r}: cannot resolve {_hint_naming(fn, missing)}: {exc}. Type hints "
+            "are looked up in the module's global namespace (under `from __future__ import "
+            "annotations` they are strings), so a type defined inside a function is not "
+            f"found: define {missing!r} at module level, or import it there."
+        ) from exc
+    except Exception as exc:
+        raise DefinitionError(f"tool {name!r}: its type hints cannot be resolved: {exc}") from exc
+
+
+def _hint_naming(fn: Callable[..., Any], missing: str) -> str:
+    """`the type hint of parameter 'x' ('Order')`: the first one that mentions the name."""
+    for param, hint in getattr(fn, "__annotations__", {}).items():
+        text = hint if isinstance(hint, str) else repr(hint)
+        if re.search(rf"\b{re.escape(missing)}\b", text):
+            where = "the return type" if param == "return" else f"the type hint of {param!r}"
+            return f"{where} ({text!r})"
+    return f"the type hint {missing!r}"

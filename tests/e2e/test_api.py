@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
+from aiohttp.test_utils import TestClient, TestServer
 
+from bot.api import api_app
+from bot.tasks import Background
 from examples import world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent, Policies, Policy
 
-from .helpers import AUTH, Api, Recorder
+from .helpers import AUTH, TOKEN, Api, Recorder
 
 REFUND = {"agent": "refund-agent", "task": "Refund order 4471"}
 
@@ -76,6 +81,27 @@ async def test_get_run_shows_status_usage_and_pending_approvals(api: Api) -> Non
     assert view["budget"]["max_steps"] == 12
     assert [a["tool"] for a in view["pending_approvals"]] == ["issue_refund"]
     assert "lease_owner" not in view
+
+
+async def test_get_run_describes_its_pending_approval_with_votes_so_far(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    quorum = Policy(approvers=("U0ANN", "U0BOB"), required_approvals=2, timeout="2h")
+    api = await make_api(policies=Policies(default=quorum))
+    await post(api, "/v1/runs", REFUND | {"run_id": "r1"})
+    view = await api.parked("r1")
+    [pending] = view["pending_approvals"]
+    assert pending["votes"] == []
+    await api.rt.decide(pending["id"], "approved", by="U0ANN")
+    status, view = await get(api, "/v1/runs/r1")
+    assert status == 200
+    [pending] = view["pending_approvals"]
+    assert pending["tool"] == "issue_refund"
+    assert pending["args"] == {"order_id": "4471", "amount_cents": 4136}
+    assert (pending["required_approvals"], pending["votes"]) == (2, ["U0ANN"])
+    assert pending["state"] == "pending"
+    assert pending["deadline"] is not None
+    assert pending["policy"] == "default"
 
 
 async def test_get_run_after_approval_shows_it_done_with_no_pending(api: Api) -> None:
@@ -180,20 +206,57 @@ async def test_get_approval_shows_approved(api: Api) -> None:
 
 @pytest.mark.parametrize(
     "authorization",
-    [None, "", "Bearer", "Bearer wrong-token", "bearer e2e-secret-token", "e2e-secret-token"],
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer wrong-token",
+        "Basic e2e-secret-token",
+        "Bearere2e-secret-token",
+        "e2e-secret-token",
+        f"Bearer {TOKEN}x",
+    ],
 )
 async def test_requests_without_a_valid_token_get_401_and_change_nothing(
     api: Api, authorization: str | None
 ) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
-    for path, body in (("/v1/runs", REFUND | {"run_id": "r1"}), ("/v1/approvals", {"tool": "x"})):
+    decision = {"decision": "approved", "by": "U0BOSS"}
+    for path, body in (
+        ("/v1/runs", REFUND | {"run_id": "r1"}),
+        ("/v1/approvals", {"tool": "x"}),
+        ("/v1/approvals/ap_1/decision", decision),
+    ):
         response = await api.client.post(path, json=body, headers=headers)
         assert response.status == 401
         assert "token" in (await response.json())["error"]
+        assert response.headers["WWW-Authenticate"] == "Bearer"
     for path in ("/v1/runs/r1", "/v1/approvals/ap_1"):
         response = await api.client.get(path, headers=headers)
         assert response.status == 401
     assert await api.counts() == (0, 0)
+
+
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "BeArEr", "Bearer"])
+async def test_the_bearer_scheme_is_case_insensitive(api: Api, scheme: str) -> None:
+    headers = {"Authorization": f"{scheme} {TOKEN}"}
+    body = {"tool": "wire_money", "args": {"cents": 1}, "approval_id": "a1"}
+    response = await api.client.post("/v1/approvals", json=body, headers=headers)
+    assert response.status == 201, await response.text()
+    response = await api.client.get("/v1/approvals/a1", headers=headers)
+    assert (response.status, (await response.json())["id"]) == (200, "a1")
+
+
+async def test_without_a_token_the_api_says_it_is_off(make_runtime: Callable[..., Any]) -> None:
+    app = api_app(make_runtime(), token=None, background=Background())
+    async with TestClient(TestServer(app)) as client:
+        for method, path in (("GET", "/v1/runs/r1"), ("POST", "/v1/runs")):
+            response = await client.request(method, path, headers=AUTH, json=REFUND)
+            assert response.status == 503
+            answer = await response.json()
+            assert "SIGNOFF_API_TOKEN" in answer["error"]
+            assert "off" in answer["error"]
+        assert (await client.get("/healthz")).status == 200
 
 
 async def test_401_does_not_reveal_whether_a_run_exists(api: Api) -> None:
@@ -355,6 +418,39 @@ async def test_unknown_policy_name_gets_400_and_changes_nothing(api: Api) -> Non
     assert status == 400
     assert "typo" in answer["error"]
     assert await api.counts() == (0, 0)
+
+
+@pytest.mark.parametrize("path", ["/v1/runs", "/v1/approvals", "/v1/approvals/a1/decision"])
+async def test_a_body_over_the_limit_gets_413_as_json_and_changes_nothing(
+    api: Api, path: str
+) -> None:
+    await post(api, "/v1/approvals", {"tool": "wire_money", "approval_id": "a1"})
+    big = json.dumps({"tool": "wire_money", "args": {"note": "x" * 1024**2}}).encode()
+    headers = AUTH | {"Content-Type": "application/json"}
+    response = await api.client.post(path, data=io.BytesIO(big), headers=headers)
+    assert response.status == 413
+    assert response.content_type == "application/json"
+    assert "limit" in (await response.json())["error"]
+    assert await api.counts() == (0, 1)
+    assert (await api.rt.desk.get("a1")).state == "pending"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/v1/nothing-here", 404),
+        ("POST", "/v1/runs/r1", 405),
+        ("GET", "/v1/approvals/a1/decision", 405),
+        ("DELETE", "/v1/approvals/a1", 405),
+    ],
+)
+async def test_unknown_endpoints_and_methods_get_json_errors(
+    api: Api, method: str, path: str, status: int
+) -> None:
+    response = await api.client.request(method, path, headers=AUTH)
+    assert response.status == status
+    assert response.content_type == "application/json"
+    assert path in (await response.json())["error"]
 
 
 async def test_charset_the_server_cannot_decode_gets_400(api: Api) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -226,6 +227,39 @@ async def test_redeliver_sends_callbacks_a_previous_process_left_pending(
         assert len(receiver.calls) == 1
     finally:
         await second.close()
+
+
+async def test_delivered_and_failed_callbacks_leave_one_line_each(
+    make_api: Callable[..., Awaitable[Api]],
+    store: Store,
+    serve_receiver: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="signoff")
+    good, bad = await serve_receiver(0), await serve_receiver(1_000)
+    api = await api_with_callbacks(make_api, store, attempts=3, first_delay=0.01)
+    delivered = await request_approval(api, good.url)
+    failed = await request_approval(api, bad.url)
+    await api.rt.decide(delivered, "approved", by="U0BOSS")
+    await api.rt.decide(failed, "declined", by="U0BOSS", reason="no")
+    await eventually(lambda: _delivered(store, delivered))
+
+    async def gave_up() -> bool:
+        return await callback_status(store, failed) == Delivery.FAILED
+
+    await eventually(gave_up)
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "signoff.callbacks"]
+    assert lines == [
+        (
+            logging.INFO,
+            f"callback for approval {delivered} (approved) delivered to {good.url} (attempt 1)",
+        ),
+        (
+            logging.WARNING,
+            f"callback for approval {failed} to {bad.url} failed 3 times "
+            "(last: HTTP 500); signoff serve sends it again later",
+        ),
+    ]
 
 
 async def _delivered(store: Store, approval_id: str) -> bool:

@@ -7,6 +7,7 @@ suites may share the machine.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
@@ -136,6 +137,43 @@ async def test_timeout_with_escalate_keeps_it_pending_and_escalated(
     assert refunds() == []
     await rt.decide(approval.id, "approved", by="U0LEAD")
     assert len(refunds()) == 1
+
+
+async def test_reminders_escalation_and_expiry_each_leave_one_info_line(
+    scheduled: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="signoff")
+    rt, recorder = await scheduled(
+        remind_every=0.2, max_reminders=1, escalate_to="S0LEADS", timeout=1.0
+    )
+    approval = await park(rt)
+
+    async def finished() -> bool:
+        return (await rt.get("order-4471")).status == RunStatus.DONE
+
+    await eventually(finished, within=1.0 + LATE + 3)
+    about = f"approval {approval.id} (issue_refund, run order-4471)"
+    assert [r.getMessage() for r in caplog.records if r.name == "signoff.approvals"] == [
+        f"{about}: reminder 1 sent",
+        f"{about}: escalated to S0LEADS after 1 reminder(s)",
+        f"{about} expired at its deadline: declined",
+    ]
+    assert all(r.levelno == logging.INFO for r in caplog.records if r.name.startswith("signoff"))
+    assert len(recorder.of("reminder")) == 2
+
+
+async def test_an_escalating_deadline_leaves_one_info_line(
+    scheduled: Callable[..., Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="signoff")
+    rt, recorder = await scheduled(timeout=0.3, on_timeout="escalate", escalate_to="S0LEADS")
+    approval = await park(rt)
+    await eventually(lambda: _count(recorder, "reminder", 1), within=0.3 + LATE)
+    await asyncio.sleep(0.3)
+    assert [r.getMessage() for r in caplog.records if r.name == "signoff.approvals"] == [
+        f"approval {approval.id} (issue_refund, run order-4471): deadline passed; "
+        "escalated to S0LEADS, still waiting"
+    ]
 
 
 async def test_decision_before_the_deadline_is_not_undone_by_the_timer(

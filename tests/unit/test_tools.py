@@ -8,6 +8,7 @@ import threading
 from datetime import date
 from typing import Any
 
+import pydantic
 import pytest
 
 from runtime import Agent, ScriptedModel, Tool, ToolContext, tool
@@ -151,6 +152,37 @@ def test_parameters_need_type_hints() -> None:
 
     with pytest.raises(DefinitionError, match="'x' needs a type hint"):
         Tool(fn, effect="read")
+
+
+def test_a_type_defined_inside_a_function_is_named_with_the_fix() -> None:
+    # This module has `from __future__ import annotations`: hints are strings resolved in
+    # the module's globals, where a class defined in this function does not exist.
+    class Order(pydantic.BaseModel):
+        id: str
+
+    with pytest.raises(DefinitionError) as refused:
+
+        @tool(description="Ship.", effect="irreversible")
+        def ship(order: Order, rush: bool = False) -> str:
+            return order.id
+
+    text = str(refused.value)
+    assert "tool 'ship'" in text
+    assert "'order' ('Order')" in text
+    assert "name 'Order' is not defined" in text
+    assert "define 'Order' at module level" in text
+    assert isinstance(refused.value.__cause__, NameError)
+
+
+def test_an_unresolvable_return_type_is_named_too() -> None:
+    class Receipt(pydantic.BaseModel):
+        id: str
+
+    with pytest.raises(DefinitionError, match=r"tool 'peek2': cannot resolve the return type"):
+
+        @tool(description="Peek.", effect="read", name="peek2")
+        def peek(key: str) -> Receipt:
+            return Receipt(id=key)
 
 
 def test_var_arguments_cannot_be_described() -> None:
