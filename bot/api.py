@@ -247,9 +247,9 @@ async def decide(request: web.Request) -> web.Response:
         )
     except errors.SignoffRuntimeError as exc:
         return _refused(exc)
-    if approval.state != ApprovalState.PENDING and approval.run_id is not None:
-        work = rt.resume_after_decision(approval.run_id)
-        request.app[BACKGROUND].spawn(work, name=f"resume {approval.run_id}")
+    if approval.state != ApprovalState.PENDING:
+        work = rt.after_decision(approval)
+        request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
     return web.json_response(await _voted_view(rt, approval))
 
 

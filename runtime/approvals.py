@@ -131,7 +131,7 @@ class ApprovalDesk:
             reason=reason,
             approved_args=approved_args,
             open_at=open_at,
-            resume=resume,
+            defer=not resume,
         )
 
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
@@ -247,8 +247,11 @@ class ApprovalDesk:
         not_before: datetime | None = None,
         open_at: datetime | None = None,
         resume: bool = True,
+        defer: bool = False,
     ) -> Approval:
-        """Compare-and-set the decision with its audit event, tell the notifier, resume."""
+        """Compare-and-set the decision with its audit event, then tell the notifier and
+        resume (unless `resume=False`). `defer`: only record; the caller runs
+        `Runtime.after_decision` once it has answered."""
         now = self.rt.clock()
         event = AuditEvent(
             action=f"approval_{state.value}",
@@ -279,10 +282,8 @@ class ApprovalDesk:
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
         log.info("%s %s", _about(decided), _decision_text(decided))
-        run = await self.rt.find_run(decided.run_id)
-        await self.rt.announce_decision(decided, run)
-        if run is not None and resume:
-            await self.rt.resume_after_decision(run.id)
+        if not defer:
+            await self.rt.after_decision(decided, resume=resume)
         return decided
 
     # timed work (the scheduler calls these)

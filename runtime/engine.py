@@ -179,14 +179,12 @@ class Runtime:
         Refused, changing nothing, while a rollback of it is unfinished or one of its effects
         that may not run twice is in doubt."""
         run = await self.get(run_id)
+        if await rollback.unfinished(self, run_id) is not None:
+            raise errors.InvalidRequest(
+                f"run {run_id}: a rollback was interrupted; recovery finishes it (or run the "
+                "rollback again) before the run can go on"
+            )
         effects = await self.store.list_effects(run_id)
-        for effect in effects:
-            if effect.compensates is not None and effect.status == EffectStatus.STARTED:
-                raise errors.InvalidRequest(
-                    f"run {run_id}: a rollback was interrupted while undoing "
-                    f"{effect.compensates}; recovery finishes it (or run the rollback again) "
-                    "before the run can go on"
-                )
         if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or ending.compensated(self, run):
             why = (
                 "its effects were compensated"
@@ -249,8 +247,9 @@ class Runtime:
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
-        With `resume=False` it returns as soon as the decision is durable; the caller resumes
-        the run (`resume_after_decision`) after answering, as Slack's 3-second ack needs.
+        With `resume=False` it returns as soon as the decision is durable; the caller runs
+        `after_decision` (tell the notifier, resume the run) once it has answered, as Slack's
+        3-second ack needs.
         """
         return await self.desk.decide(
             approval_id, decision, by=by, reason=reason, args=args, resume=resume
@@ -431,6 +430,13 @@ class Runtime:
         run = await self.find_run(approval.run_id)
         agent = self.agents.get(run.agent) if run else None
         return agent.tools.get(approval.tool) if agent else None
+
+    async def after_decision(self, approval: Approval, *, resume: bool = True) -> None:
+        """What follows a recorded decision: tell the notifier, resume the run it unblocks."""
+        run = await self.find_run(approval.run_id)
+        await self.announce_decision(approval, run)
+        if run is not None and resume and approval.state != ApprovalState.PENDING:
+            await self.resume_after_decision(run.id)
 
     async def resume_after_decision(self, run_id: str) -> None:
         """Drive the run a decision unblocked. Its driver elsewhere may be about to park: wait

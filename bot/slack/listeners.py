@@ -58,7 +58,7 @@ class Listeners:
             self._tell(client, body, refusal(exc))
             return
         await ack()
-        self._resume(decided.run_id, decided.state)
+        self._after(decided)
 
     async def open_decline(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
@@ -94,7 +94,7 @@ class Listeners:
             await ack(response_action="errors", errors={"reason": _plain(refusal(exc))})
             return
         await ack()
-        self._resume(decided.run_id, decided.state)
+        self._after(decided)
 
     async def approve_edited(self, ack: AsyncAck, body: Body, view: Body) -> None:
         user = body["user"]["id"]
@@ -114,7 +114,7 @@ class Listeners:
             await ack(response_action="errors", errors={"args": _plain(refusal(exc))})
             return
         await ack()
-        self._resume(decided.run_id, decided.state)
+        self._after(decided)
 
     # /runs and the Home tab
 
@@ -149,9 +149,10 @@ class Listeners:
     def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
         self.background.spawn(_tell(client, body, text), name="ephemeral")
 
-    def _resume(self, run_id: str | None, state: ApprovalState) -> None:
-        if run_id is not None and state != ApprovalState.PENDING:
-            self.background.spawn(self.rt.resume_after_decision(run_id), name=f"resume {run_id}")
+    def _after(self, decided: Approval) -> None:
+        """Tell and resume after the ack; a vote short of its quorum waits for more."""
+        if decided.state != ApprovalState.PENDING:
+            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
 
 
 def _clicker(body: Body) -> str:

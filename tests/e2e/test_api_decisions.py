@@ -23,14 +23,14 @@ MakeApi = Callable[..., Awaitable[Api]]
 
 
 class HeldBackground(Background):
-    """Runs everything but the resumes after decisions, which wait for `release()`."""
+    """Runs everything but what follows decisions (resumes), which waits for `release()`."""
 
     def __init__(self) -> None:
         super().__init__()
         self.held: list[tuple[Coroutine[Any, Any, Any], str]] = []
 
     def spawn(self, work: Coroutine[Any, Any, Any], *, name: str) -> asyncio.Task[Any]:
-        if name.startswith("resume "):
+        if name.startswith("after decision "):
             self.held.append((work, name))
             return asyncio.create_task(asyncio.sleep(0))
         return super().spawn(work, name=name)
@@ -97,7 +97,7 @@ async def test_the_answer_comes_once_the_decision_is_durable_before_the_run_resu
     status, answer = await decide(api, approval_id, decision="approved", by="U0BOSS")
     assert (status, answer["state"]) == (200, "approved")
     assert (await api.rt.desk.get(approval_id)).decided_by == "U0BOSS"  # durable
-    assert [name for _, name in background.held] == ["resume r1"]
+    assert [name for _, name in background.held] == [f"after decision {approval_id}"]
     assert await status_of(api) == RunStatus.WAITING_APPROVAL  # not resumed in the request
     assert refunds() == []
     background.release()
