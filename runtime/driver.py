@@ -131,8 +131,11 @@ class Driver:
             effects = await self.store.list_effects(self.run.id)
             approvals = await self.store.list_approvals(run_id=self.run.id)
             self.earlier_effects = {e.call_id: e for e in effects}
-            self.earlier_approvals = {a.call_id: a for a in approvals if a.call_id}
-            self.used_ids.update(self.earlier_effects, self.earlier_approvals)
+            self.used_ids.update(self.earlier_effects, (a.call_id for a in approvals if a.call_id))
+            # A withdrawn approval is no one's answer: a call still open is asked again.
+            self.earlier_approvals = {
+                a.call_id: a for a in approvals if a.call_id and not a.withdrawn
+            }
 
     def _unique_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         """Models may reuse call ids; the ledger keys effects by them, so each must be new."""

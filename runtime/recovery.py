@@ -1,5 +1,7 @@
 """Start-up recovery (DESIGN rule 7): drive every run that was mid-flight when its worker died,
-and finish every rollback that died mid-compensation.
+and finish every rollback (or saga) that died before it ended: inside a compensation or
+between two. A rollback records its intent before it undoes anything and its end last, so an
+intent without an end is what recovery looks for.
 
 It acts through the same lease and compare-and-set path as normal driving, so running it
 twice, or in two processes at once, is harmless: a run leased to another live worker is left
@@ -24,7 +26,7 @@ CONCURRENCY = 32
 
 
 async def recover(rt: Runtime) -> list[str]:
-    """Finish rollbacks (and sagas) that died mid-compensation, then drive runs left
+    """Finish rollbacks (and sagas) that died before they ended, then drive runs left
     `running` without a live lease, and parked runs nobody resumed after their last approval
     was decided. Returns their ids."""
     undos = await rt.store.interrupted_undos(rt.clock(), owner=rt.worker_id)

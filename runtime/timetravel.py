@@ -1,7 +1,9 @@
 """Time travel: a run's history, its exact state at any step, and forks from a step.
 
-A fork is a new run in the same lineage, so every effect its parent completed is found by
-idempotency key and returned, never executed again (DESIGN rule 2).
+Steps are those of the run's current timeline: after a rollback to step k, the steps after k
+that it undid are no longer served (nor forked from); they stay in the history, marked
+`rolled_back`. A fork is a new run in the same lineage, so every effect its parent completed
+is found by idempotency key and returned, never executed again (DESIGN rule 2).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import TypeAdapter, ValidationError
 
-from runtime import errors
+from runtime import errors, rollback
 from store import (
     AuditEvent,
     Checkpoint,
@@ -75,15 +77,14 @@ async def fork(
     dry_run: bool,
     requested_by: str | None,
 ) -> str:
-    """Start a run in the same lineage from the state at `from_step`, edited by `modify`."""
+    """Start a run in the same lineage from the state at `from_step`, edited by `modify`.
+
+    Everything it needs is checked first, and the fork is created with its first checkpoint
+    and its audit event in one transaction: a refused fork leaves nothing behind."""
     parent = await rt.get(run_id)
+    await _check_forkable(rt, parent)
     state = await state_at(rt, run_id, from_step)
-    messages = list(state.messages)
-    if modify is not None:
-        try:
-            messages = _MESSAGES.validate_python(list(modify(messages)))
-        except ValidationError as exc:
-            raise errors.InvalidRequest(f"modify returned invalid messages: {exc}") from None
+    messages = _modified(list(state.messages), modify)
     happened = await effects_after(rt, run_id, from_step)
     for effect in happened:
         log.info(
@@ -118,20 +119,43 @@ async def fork(
         messages=tuple(messages),
         created_at=now,
     )
-    await rt.store.create_run(run, snapshot)
-    await rt.store.record_event(
-        AuditEvent(
-            action="fork",
-            actor=requested_by or rt.worker_id,
-            run_id=new_id,
-            at=now,
-            detail={
-                "parent": run_id,
-                "from_step": from_step,
-                "dry_run": dry_run,
-                "already_happened": [f"{e.tool}:{e.call_id}" for e in happened],
-            },
-        )
+    event = AuditEvent(
+        action="fork",
+        actor=requested_by or rt.worker_id,
+        run_id=new_id,
+        at=now,
+        detail={
+            "parent": run_id,
+            "from_step": from_step,
+            "dry_run": dry_run,
+            "already_happened": [f"{e.tool}:{e.call_id}" for e in happened],
+        },
     )
+    await rt.store.create_run(run, snapshot, events=[event])
     await rt.drive(new_id)
     return new_id
+
+
+async def _check_forkable(rt: Runtime, parent: Run) -> None:
+    """A fork needs its agent here, and a parent whose rollback is not half done."""
+    if parent.agent not in rt.agents:
+        known = ", ".join(rt.agents) or "none"
+        raise errors.UnknownAgent(
+            f"run {parent.id} needs agent {parent.agent!r} to fork; this runtime has: {known}"
+        )
+    if await rollback.unfinished(rt, parent.id) is not None:
+        raise errors.InvalidRequest(
+            f"run {parent.id}: a rollback of it was interrupted; recovery finishes it (or run "
+            "the rollback again) before it can be forked"
+        )
+
+
+def _modified(
+    messages: list[Message], modify: Callable[[list[Message]], Sequence[Message]] | None
+) -> list[Message]:
+    if modify is None:
+        return messages
+    try:
+        return _MESSAGES.validate_python(list(modify(messages)))
+    except ValidationError as exc:
+        raise errors.InvalidRequest(f"modify returned invalid messages: {exc}") from None

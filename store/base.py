@@ -31,6 +31,11 @@ from store.records import (
 
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
 
+UNDO_STARTED = "undo_started"
+"""The audit action a rollback (or saga) records before it undoes anything."""
+UNDO_ENDED = ("rollback", "compensate")
+"""The audit actions that say a rollback (or a saga) finished."""
+
 
 def refuse_protected(keys: Sequence[str], protected: frozenset[str]) -> None:
     """Raise ProtectedFact, writing nothing, if any of these fact keys is protected."""
@@ -40,6 +45,16 @@ def refuse_protected(keys: Sequence[str], protected: frozenset[str]) -> None:
             f"fact key(s) {', '.join(refused)} are protected and cannot be written",
             keys=refused,
         )
+
+
+def check_new_run(run: Run, snapshot: Checkpoint, events: Sequence[AuditEvent]) -> None:
+    """A run starts with a snapshot of its own at seq 0; its first events are its own."""
+    if snapshot.run_id != run.id or snapshot.seq != 0 or not snapshot.snapshot:
+        raise errors.InvalidRecord(
+            f"a run starts with a snapshot checkpoint of its own at seq 0 (run {run.id!r})"
+        )
+    if any(event.run_id != run.id for event in events):
+        raise errors.InvalidRecord(f"the events of a new run are its own (run {run.id!r})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +119,13 @@ class Store(Protocol):
     async def schema_version(self) -> int: ...
 
     # runs
-    async def create_run(self, run: Run, snapshot: Checkpoint) -> None: ...
+    async def create_run(
+        self, run: Run, snapshot: Checkpoint, *, events: Sequence[AuditEvent] = ()
+    ) -> None:
+        """Create a run, its first checkpoint (a snapshot at seq 0) and `events` about it, in
+        one transaction: AlreadyExists, writing nothing, if the id is taken."""
+        ...
+
     async def get_run(self, run_id: str) -> Run: ...
     async def list_runs(
         self, status: RunStatus | None = None, *, limit: int = 100
@@ -116,8 +137,15 @@ class Store(Protocol):
     async def commit(self, batch: Batch) -> Committed: ...
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
-    ) -> RunState: ...
-    async def history(self, run_id: str) -> list[Checkpoint]: ...
+    ) -> RunState:
+        """The latest state, the state at a seq, or the state at the end of a step of the
+        run's current timeline (NotFound for a step a later rollback went back before)."""
+        ...
+
+    async def history(self, run_id: str) -> list[Checkpoint]:
+        """Every checkpoint, oldest first; those a later rollback went back before are kept,
+        with `rolled_back` set."""
+        ...
 
     # effects
     async def get_effect(self, run_id: str, call_id: str) -> Effect: ...
@@ -218,6 +246,7 @@ class Store(Protocol):
     async def release_lease(self, run_id: str, owner: str) -> None: ...
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]: ...
     async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
-        """Runs with a compensation left `started` and no live lease (a rollback or saga that
-        died mid-way), or one leased to `owner` from before a restart."""
+        """Runs whose last `UNDO_STARTED` audit event has no `UNDO_ENDED` event after it (a
+        rollback or saga that died, inside an undo or between two) and no live lease, or one
+        leased to `owner` from before a restart."""
         ...

@@ -15,6 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
 """Ids chosen by clients (runs, approvals): safe in URLs, Slack messages and shells."""
 
+SYSTEM_ACTOR = "signoff"
+"""Who Signoff itself is in decisions and audit events (expiries, withdrawals)."""
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
@@ -141,6 +144,9 @@ class Checkpoint(Record):
     error: str | None = None
     messages: tuple[Message, ...] = ()
     created_at: datetime = Field(default_factory=utcnow)
+    rolled_back: bool = False
+    """Set when read back, never written: a later rollback went back before this
+    checkpoint's step, so it is off the run's current timeline (kept, for the record)."""
 
 
 class RunState(Record):
@@ -232,6 +238,16 @@ class Approval(Record):
     callback_url: str | None = None
     callback_status: Delivery | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+    @property
+    def withdrawn(self) -> bool:
+        """Declined by Signoff because its run stopped waiting (cancelled, rolled back): not
+        a person's "no", so the call may be asked again."""
+        return (
+            self.state == ApprovalState.DECLINED
+            and self.decided_by == SYSTEM_ACTOR
+            and (self.reason or "").startswith("withdrawn:")
+        )
 
 
 class Fact(Record):

@@ -132,6 +132,7 @@ def checkpoint_from_row(row: Row) -> Checkpoint:
         error=row["error"],
         messages=MESSAGES.validate_json(row["messages"]),
         created_at=dt(row["created_at"]),
+        rolled_back=bool(row["rolled_back"]),
     )
 
 

@@ -17,7 +17,13 @@ from typing import Any, Literal, TypeVar
 import aiosqlite
 
 from store import errors, migration, queries, rows, sqlite_batch, sqlite_schema
-from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, refuse_protected
+from store.base import (
+    DEFAULT_PROTECTED_FACTS,
+    Batch,
+    Committed,
+    check_new_run,
+    refuse_protected,
+)
 from store.records import (
     Approval,
     ApprovalState,
@@ -155,16 +161,17 @@ class SqliteStore:
 
     # runs
 
-    async def create_run(self, run: Run, snapshot: Checkpoint) -> None:
-        if snapshot.run_id != run.id or snapshot.seq != 0 or not snapshot.snapshot:
-            raise errors.InvalidRecord(
-                f"a run starts with a snapshot checkpoint of its own at seq 0 (run {run.id!r})"
-            )
+    async def create_run(
+        self, run: Run, snapshot: Checkpoint, *, events: Sequence[AuditEvent] = ()
+    ) -> None:
+        check_new_run(run, snapshot, events)
         run_params, cp_params = rows.run_params(run), rows.checkpoint_params(snapshot)
+        event_params = [rows.event_params(event) for event in events]
 
         def job(conn: sqlite3.Connection) -> None:
             conn.execute(Q["insert_run"], run_params)
             conn.execute(Q["insert_checkpoint"], cp_params)
+            conn.executemany(Q["insert_event"], event_params)
 
         try:
             await self._write(job)

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from store import ApprovalState, Batch, EffectOutcome, EffectStatus, Run, RunStatus, Store
+from store import (
+    ApprovalState,
+    AuditEvent,
+    Batch,
+    EffectOutcome,
+    EffectStatus,
+    Run,
+    RunStatus,
+    Store,
+)
 
 from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
 
@@ -98,23 +107,43 @@ async def test_runs_to_recover_are_the_runs_nobody_drives(
     assert sorted(found) == sorted([unleased.id, mine.id, expired.id, parked_done.id])
 
 
-async def test_interrupted_undos_are_finished_runs_left_mid_compensation(
-    store: Store, make_run: MakeRun, append: Append, make_effect: MakeEffect, clock: Clock
+def undo_event(run_id: str, action: str = "undo_started") -> AuditEvent:
+    return AuditEvent(action=action, actor="U1", run_id=run_id, detail={"to_step": 0})
+
+
+async def test_interrupted_undos_are_runs_whose_undo_began_and_never_ended(
+    store: Store, make_run: MakeRun, clock: Clock
 ) -> None:
     now = clock()
-    unleased, mine, expired, live, finished_undo, plain = [await make_run() for _ in range(6)]
-    for run in (unleased, mine, expired, live, finished_undo):
-        undo = make_effect(run.id, call_id="undo:c1", compensates="c1")
-        await append(run.id, status=RunStatus.DONE, start=[undo])
-    done = EffectOutcome(
-        run_id=finished_undo.id, call_id="undo:c1", status=EffectStatus.COMPLETED, finished_at=now
-    )
-    await store.commit(Batch(run_id=finished_undo.id, finish=[done]))
-    await append(plain.id, status=RunStatus.DONE, start=[make_effect(plain.id)])
+    unleased, mine, expired, live, rolled_back, compensated, again, plain = [
+        await make_run() for _ in range(8)
+    ]
+    for run in (unleased, mine, expired, live, rolled_back, compensated, again):
+        await store.record_event(undo_event(run.id))
+    await store.record_event(undo_event(rolled_back.id, "rollback"))
+    await store.record_event(undo_event(compensated.id, "compensate"))
+    await store.record_event(undo_event(again.id, "rollback"))
+    await store.record_event(undo_event(again.id))  # began once more, and died
+    await store.record_event(undo_event(plain.id, "rollback"))
     await store.acquire_lease(mine.id, "W1", until=now + MINUTE, now=now)
     await store.acquire_lease(expired.id, "W2", until=now - MINUTE, now=now - 2 * MINUTE)
     await store.acquire_lease(live.id, "W2", until=now + MINUTE, now=now)
 
     found = await store.interrupted_undos(now, owner="W1")
 
-    assert sorted(found) == sorted([unleased.id, mine.id, expired.id])
+    assert sorted(found) == sorted([unleased.id, mine.id, expired.id, again.id])
+
+
+async def test_an_undo_that_died_between_two_compensations_is_found(
+    store: Store, make_run: MakeRun, append: Append, make_effect: MakeEffect, clock: Clock
+) -> None:
+    run = await make_run()
+    await store.record_event(undo_event(run.id))
+    undo = make_effect(run.id, call_id="undo:c1", compensates="c1")
+    await append(run.id, status=RunStatus.DONE, start=[undo])
+    done = EffectOutcome(
+        run_id=run.id, call_id="undo:c1", status=EffectStatus.COMPLETED, finished_at=clock()
+    )
+    await store.commit(Batch(run_id=run.id, finish=[done]))
+
+    assert await store.interrupted_undos(clock(), owner="W1") == [run.id]

@@ -79,6 +79,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "approval_id TEXT",
         "detail TEXT NOT NULL",
         "INDEX audit_events_by_run (run_id, id)",
+        "INDEX audit_events_undo_started (run_id, id) WHERE action = 'undo_started'",
     ],
     "checkpoints": [
         "run_id TEXT NOT NULL PRIMARY KEY 1",
@@ -119,8 +120,6 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "result TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX effects_by_key (lineage_id, idempotency_key) WHERE reversibility <> 'read'",
-        "INDEX effects_unfinished_undos (run_id)"
-        " WHERE compensates IS NOT NULL AND status = 'started'",
         "UNIQUE (run_id, call_id)",
     ],
     "facts": [
@@ -480,7 +479,8 @@ def test_a_query_name_defined_twice_is_refused() -> None:
         ("unsettled_effect_by_key", "effects_by_key"),
         ("declined_approval_by_key", "approvals_by_key"),
         ("load_state", "sqlite_autoindex_checkpoints_1"),
-        ("interrupted_undos", "effects_unfinished_undos"),
+        ("interrupted_undos", "audit_events_undo_started"),
+        ("seq_at_step", "checkpoints_snapshots"),
     ],
 )
 async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:

@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from approvals_conftest_helpers import (
@@ -31,7 +31,8 @@ from approvals_conftest_helpers import (
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from store import ApprovalState, EffectStatus, RunStatus, Store
+from store import ApprovalState, Batch, Committed, EffectStatus, RunStatus, Store
+from store import errors as store_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).parent / "workers" / "rollback_worker.py"
@@ -108,8 +109,11 @@ async def test_rollback_appends_a_restore_snapshot_and_keeps_history(
     await rt.rollback(run_id, to_step=2)
 
     after = await rt.history(run_id)
-    assert after[: len(before)] == before
+    kept = after[: len(before)]
+    assert [c.model_copy(update={"rolled_back": False}) for c in kept] == before
+    assert [c.rolled_back for c in kept] == [c.step > 2 for c in before]
     (restore,) = after[len(before) :]
+    assert not restore.rolled_back
     assert restore.snapshot is True
     assert restore.step == 2
     assert restore.stop_reason == "rolled_back"
@@ -162,8 +166,8 @@ async def test_rollback_run_twice_compensates_once(
     second = await rt.rollback(run_id, to_step=0)
 
     assert len(reversals()) == 1
-    assert second.compensated == first.compensated == ["call_2_1"]
-    assert second.paged == first.paged
+    assert first.compensated == ["call_2_1"]
+    assert (second.compensated, second.paged, second.nothing_to_do is not None) == ([], [], True)
     undos = [e for e in await rt.store.list_effects(run_id) if e.compensates is not None]
     assert len(undos) == 1
     assert len(await rt.store.list_pages()) == 2
@@ -245,8 +249,9 @@ async def test_failed_compensation_is_paged_never_dropped(
     report = await rt.rollback(run_id, to_step=0)
     again = await rt.rollback(run_id, to_step=0)
 
-    assert report.paged == again.paged == ["call_1_1"]
+    assert report.paged == ["call_1_1"]
     assert report.compensated == []
+    assert again.paged == again.compensated == []  # a repeat does nothing: paged once
     (page,) = await rt.store.list_pages()
     assert page.reason == "compensation_failed"
     assert "calendar is down" in page.detail
@@ -487,11 +492,13 @@ async def test_rollback_killed_at_random_moments_compensates_each_effect_once(
         )
         assert code in (0, -9), output
         kills += code == -9
-    report = await rt.rollback(run_id, to_step=0)
+    await rt.rollback(run_id, to_step=0)  # finishes it, or does nothing if a worker did
 
+    (ended,) = [e for e in await file_store.list_events(run_id=run_id) if e.action == "rollback"]
+    compensated, paged = ended.detail["compensated"], ended.detail["paged"]
     hold_id = f"call_{len(ITEMS) + 1}_1"
-    assert set(report.compensated) - {hold_id} == {e.call_id for e in reserved}
-    assert (hold_id in report.compensated) != (hold_id in report.paged)
+    assert set(compensated) - {hold_id} == {e.call_id for e in reserved}
+    assert (hold_id in compensated) != (hold_id in paged)
     assert len([t for t, *_ in invocations() if t == "unhold"]) <= 1
     assert Counter(s for _, s in settled("release")) == Counter(ITEMS)
     tries = [(s, k) for t, s, _, k in invocations() if t == "release"]
@@ -505,3 +512,155 @@ async def test_rollback_killed_at_random_moments_compensates_each_effect_once(
     final = await file_store.load_state(run_id)
     assert final.step == 0
     assert tool_messages(final.messages, "call_1_1") == []
+
+
+# where a rollback starts and ends
+
+
+async def test_compensations_are_recorded_at_the_step_the_run_returns_to(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+
+    await rt.rollback(run_id, to_step=1)
+
+    (undo,) = [e for e in await rt.store.list_effects(run_id) if e.compensates == "call_2_1"]
+    assert undo.step == 1
+
+
+async def test_repeating_a_rollback_is_a_no_op_that_says_so(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    await rt.rollback(run_id, to_step=0)
+    history, events = await rt.history(run_id), await rt.store.list_events(run_id=run_id)
+
+    again = await rt.rollback(run_id, to_step=0)
+
+    assert (again.compensated, again.paged, again.skipped) == ([], [], [])
+    assert again.nothing_to_do is not None
+    assert "already rolled back to step 0" in again.nothing_to_do
+    assert again.as_dict()["nothing_to_do"] == again.nothing_to_do
+    assert await rt.history(run_id) == history
+    assert await rt.store.list_events(run_id=run_id) == events
+    assert len(reversals()) == 1
+
+
+async def test_a_second_rollback_undoes_only_what_is_left_on_the_timeline(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    await rt.rollback(run_id, to_step=2)
+
+    report = await rt.rollback(run_id, to_step=0)
+
+    assert report.compensated == ["call_2_1"]
+    assert report.skipped == ["call_1_1"]
+    assert report.paged == []  # the charge and e-mail were paged by the first rollback, once
+    assert len(reversals()) == 1
+    assert len(await rt.store.list_pages()) == 2
+
+
+async def test_parked_run_rolled_back_to_its_own_step_asks_again_on_resume(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
+    run = await rt.get(run_id)
+    assert run.status == RunStatus.WAITING_APPROVAL
+    (first,) = await rt.approvals(run_id)
+
+    report = await rt.rollback(run_id, to_step=run.step)
+    assert (report.compensated, report.paged) == ([], [])
+    assert (await rt.approvals(run_id, state="declined"))[0].id == first.id  # withdrawn
+
+    resumed = await rt.resume(run_id)
+
+    assert resumed.status == RunStatus.WAITING_APPROVAL
+    (again,) = await rt.approvals(run_id, state="pending")
+    assert (again.call_id, again.tool, again.args) == (first.call_id, first.tool, first.args)
+    state = await rt.store.load_state(run_id)
+    assert tool_messages(state.messages, first.call_id) == []  # not told it was declined
+    await rt.decide(again.id, "approved", by=APPROVER)
+    assert (await rt.get(run_id)).status == RunStatus.DONE
+    assert [p[0] for p in example_world.payments()].count("refund") == 1
+
+
+async def test_rollback_refused_for_a_missing_agent_leaves_no_intent(
+    store: Store, make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    events = await store.list_events(run_id=run_id)
+    elsewhere = Runtime(store, [stock_agent([])], worker_id="rb-elsewhere")
+
+    with pytest.raises(errors.UnknownAgent, match="refund-agent"):
+        await elsewhere.rollback(run_id, to_step=0)
+
+    assert await store.list_events(run_id=run_id) == events
+    assert await rt.recover() == []
+    assert reversals() == []
+
+
+class FailingBetweenUndos:
+    """Wraps a store: the commit that starts the second compensation fails."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.starts = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    async def commit(self, batch: Batch) -> Committed:
+        if any(e.compensates is not None for e in batch.start):
+            self.starts += 1
+            if self.starts == 2:
+                raise store_errors.DatabaseError("disk I/O error")
+        return await self.store.commit(batch)
+
+
+async def test_rollback_stopped_between_two_undos_is_finished_by_recovery(
+    file_store: Store, world: Path
+) -> None:
+    agent = stock_agent(["apples", "bread"])
+    rt = Runtime(file_store, [agent], worker_id=WORKER_ID)
+    run_id = await rt.start("stock", "Stock up")
+    failing = Runtime(cast(Store, FailingBetweenUndos(file_store)), [agent], worker_id=WORKER_ID)
+    with pytest.raises(store_errors.DatabaseError):
+        await failing.rollback(run_id, to_step=0)
+    undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert [e.status for e in undos] == [EffectStatus.COMPLETED]  # none left `started`
+
+    assert await rt.recover() == [run_id]
+
+    assert Counter(t for t, _, _, _ in invocations() if t in ("release", "unhold")) == {
+        "unhold": 1,
+        "release": 2,
+    }
+    assert (await rt.get(run_id)).stop_reason == "rolled_back"
+    assert (await rt.get(run_id)).step == 0
+    assert await rt.recover() == []
+
+
+async def test_resume_while_a_rollback_stopped_between_two_undos_is_refused(
+    file_store: Store, world: Path
+) -> None:
+    agent = stock_agent(["apples", "bread"], then=[RuntimeError("model is down")])
+    rt = Runtime(file_store, [agent], worker_id=WORKER_ID)
+    run_id = await rt.start("stock", "Stock up")
+    assert (await rt.get(run_id)).stop_reason == "error"
+    failing = Runtime(cast(Store, FailingBetweenUndos(file_store)), [agent], worker_id=WORKER_ID)
+    with pytest.raises(store_errors.DatabaseError):
+        await failing.rollback(run_id, to_step=0)
+    history = await rt.history(run_id)
+
+    with pytest.raises(errors.InvalidRequest, match="rollback was interrupted"):
+        await rt.resume(run_id)
+    with pytest.raises(errors.InvalidRequest, match="rollback of it was interrupted"):
+        await rt.fork(run_id, from_step=1)
+
+    assert await rt.history(run_id) == history

@@ -27,7 +27,7 @@ from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent, Runtime, ScriptedModel, errors, tool, tool_call
 from runtime.model import Entry
-from store import Message, Reversibility, RunStatus, Store, Usage
+from store import AuditEvent, Message, Reversibility, RunStatus, Store, Usage
 
 STEPS = 200
 
@@ -356,3 +356,95 @@ async def test_fork_keeps_usage_and_never_resets_it(
     assert history[0].usage == at_one.usage
     assert history[0].usage != Usage()
     assert (await rt.get(fork_id)).usage.steps == 4
+
+
+# a failed fork leaves nothing behind
+
+
+async def test_fork_without_the_agent_is_refused_and_creates_nothing(
+    store: Store, make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    elsewhere = Runtime(store, [shop_agent()], worker_id="tt-elsewhere")
+    runs = [r.id for r in await rt.list()]
+
+    with pytest.raises(errors.UnknownAgent, match="refund-agent"):
+        await elsewhere.fork(run_id, from_step=2)
+
+    assert [r.id for r in await rt.list()] == runs
+    assert [e for e in await store.list_events() if e.action == "fork"] == []
+
+
+async def test_fork_while_a_rollback_is_unfinished_is_refused(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    await rt.store.record_event(
+        AuditEvent(action="undo_started", actor="U1", run_id=run_id, detail={"to_step": 1})
+    )
+    runs = [r.id for r in await rt.list()]
+
+    with pytest.raises(errors.InvalidRequest, match="rollback"):
+        await rt.fork(run_id, from_step=1)
+
+    assert [r.id for r in await rt.list()] == runs
+
+
+# after a rollback, steps are those of the run's current timeline
+
+
+async def test_steps_a_rollback_undid_are_not_served_or_forked(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    at_two = await rt.state_at(run_id, 2)
+    await rt.rollback(run_id, to_step=2)
+    runs = [r.id for r in await rt.list()]
+
+    assert (await rt.state_at(run_id, 2)).messages == at_two.messages
+    for step in (3, 4, 5):
+        with pytest.raises(errors.InvalidRequest, match=f"no step {step}"):
+            await rt.state_at(run_id, step)
+        with pytest.raises(errors.InvalidRequest, match=f"no step {step}"):
+            await rt.fork(run_id, from_step=step)
+    assert [r.id for r in await rt.list()] == runs
+
+
+async def test_history_keeps_the_undone_steps_marked_as_rolled_back(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    before = await rt.history(run_id)
+
+    await rt.rollback(run_id, to_step=2)
+
+    after = await rt.history(run_id)
+    assert [c.model_copy(update={"rolled_back": False}) for c in after[: len(before)]] == before
+    assert [c.step for c in after if c.rolled_back] == [c.step for c in before if c.step > 2]
+    assert not after[-1].rolled_back
+    assert after[-1].step == 2
+
+
+async def test_after_a_rollback_and_a_resume_steps_are_the_new_ones(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await refund_run(rt)
+    await rt.rollback(run_id, to_step=1)
+    await rt.resume(run_id)
+    (pending,) = await rt.approvals(run_id, state="pending")
+    await rt.decide(pending.id, "approved", by=APPROVER)
+
+    state = await rt.state_at(run_id, 2)
+    (refund,) = [c for m in state.messages for c in m.tool_calls if c.name == "issue_refund"]
+    assert refund.id != "call_2_1"  # the call of the new timeline, not the compensated one
+    history = await rt.history(run_id)
+    assert {c.step for c in history if c.rolled_back} == {2, 3, 4, 5}
+    assert {c.step for c in history if not c.rolled_back} == {0, 1, 2, 3, 4, 5}
+    fork_id = await rt.fork(run_id, from_step=2, dry_run=True)
+    fork_start = (await rt.history(fork_id))[0]
+    assert fork_start.messages == state.messages

@@ -104,8 +104,14 @@ VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output
         :cost, :stop_reason, :error, :created_at, :messages)
 
 -- seq_at_step --
--- The last checkpoint seq of a step: the state the run had when that step was over.
-SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step
+-- The last checkpoint seq of a step: the state the run had when that step was over; none if
+-- a later rollback went back before the step (its restore is a snapshot at a lower step).
+SELECT c.seq FROM checkpoints c
+WHERE c.run_id = :run_id
+  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step)
+  AND NOT EXISTS (SELECT 1 FROM checkpoints r INDEXED BY checkpoints_snapshots
+                  WHERE r.run_id = :run_id AND r.snapshot = 1 AND r.seq > c.seq
+                    AND r.step < c.step)
 
 -- load_state --
 -- A state in one query, in seq order: the messages of the last snapshot up to the target seq
@@ -126,10 +132,14 @@ WHERE run_id = :run_id
 ORDER BY seq
 
 -- history --
--- Every checkpoint of a run, oldest first.
+-- Every checkpoint of a run, oldest first; `rolled_back` when a later checkpoint has a lower
+-- step (steps go down only where a rollback restored an earlier one).
 SELECT run_id, seq, step, snapshot, status, steps, input_tokens, output_tokens, cost,
-       stop_reason, error, created_at, messages
-FROM checkpoints WHERE run_id = :run_id ORDER BY seq
+       stop_reason, error, created_at, messages,
+       coalesce(step > min(step) OVER later, 0) AS rolled_back
+FROM checkpoints WHERE run_id = :run_id
+WINDOW later AS (ORDER BY seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
+ORDER BY seq
 
 -- insert_effect --
 -- Record an effect as started, before its tool runs.
@@ -359,10 +369,16 @@ UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND lease_owner = :owner
 
 -- interrupted_undos --
--- Runs whose rollback (or saga) stopped mid-compensation: a compensation still `started`
--- and no live lease on the run (or one of this worker's, from before a restart).
-SELECT DISTINCT r.id FROM effects e JOIN runs r ON r.id = e.run_id
-WHERE e.compensates IS NOT NULL AND e.status = 'started'
+-- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
+-- `rollback` or `compensate` event after it), with no live lease on the run (or one of this
+-- worker's, from before a restart): it died inside an undo or between two.
+SELECT DISTINCT r.id
+FROM audit_events s INDEXED BY audit_events_undo_started
+JOIN runs r ON r.id = s.run_id
+WHERE s.action = 'undo_started'
+  AND NOT EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_by_run
+                  WHERE e.run_id = s.run_id AND e.id > s.id
+                    AND e.action IN ('rollback', 'compensate'))
   AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < :now)
 
 -- runs_to_recover --

@@ -1,0 +1,77 @@
+"""A rollback killed (SIGKILL, a real process) between two undos is finished by recovery:
+every effect is compensated once, and the run ends restored to the step it was rolled back to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from runtime import Runtime
+from store import EffectStatus, Store
+
+from .undo_worker import ROOMS, booking_agent, ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).with_name("undo_worker.py")
+WORKER_ID = "undo-worker"
+
+
+@pytest.fixture
+def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "ledger.txt"
+    path.touch()
+    monkeypatch.setenv("SIGNOFF_UNDO_LEDGER", str(path))
+    return path
+
+
+async def roll_back_until_killed(db: Path, run_id: str) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(WORKER),
+        f"sqlite:///{db}",
+        run_id,
+        WORKER_ID,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode() + err.decode()
+
+
+async def test_rollback_killed_between_two_undos_is_finished_by_recovery(
+    file_store: Store, ledger_file: Path, tmp_path: Path
+) -> None:
+    rt = Runtime(file_store, [booking_agent()], worker_id=WORKER_ID)
+    run_id = await rt.start("booker", "Book the rooms")
+    booked = [e for e in await file_store.list_effects(run_id) if e.tool == "book"]
+    assert len(booked) == len(ROOMS)
+
+    code, output = await roll_back_until_killed(tmp_path / "signoff.db", run_id)
+
+    assert code == -signal.SIGKILL, output
+    undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert [e.status for e in undos] == [EffectStatus.COMPLETED]  # between undos, not inside
+    assert (await rt.get(run_id)).stop_reason == "answered"
+
+    assert await rt.recover() == [run_id]
+
+    assert Counter(room for tool, room, _ in ledger() if tool == "unbook") == Counter(ROOMS)
+    undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
+    assert sorted(e.compensates or "" for e in undos) == sorted(e.call_id for e in booked)
+    assert all(e.status == EffectStatus.COMPLETED for e in undos)
+    run = await rt.get(run_id)
+    assert (run.step, run.stop_reason) == (0, "rolled_back")
+    assert (await file_store.load_state(run_id)).messages == (await rt.state_at(run_id, 0)).messages
+    history = await rt.history(run_id)
+    assert await rt.recover() == []
+    assert await rt.history(run_id) == history

@@ -1,0 +1,81 @@
+"""A process the undo crash test starts: it rolls a run back to step 0 and SIGKILLs itself
+between two undos, right after the first compensation's result is committed and before the
+next compensation starts (so no compensation is left `started`).
+
+    python undo_worker.py <database-url> <run-id> <worker-id>
+
+The booking agent and its outside world (a text file named by SIGNOFF_UNDO_LEDGER, one line
+per tool call) live here, so the test builds the same agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from typing import Any
+
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from store import Batch, Committed, Store, open_store
+
+ROOMS = ["red", "green", "blue"]
+
+
+def write_ledger(tool_name: str, room: str, key: str) -> None:
+    with open(os.environ["SIGNOFF_UNDO_LEDGER"], "a") as ledger:
+        ledger.write(f"{tool_name} {room} {key}\n")
+
+
+def ledger() -> list[tuple[str, str, str]]:
+    """(tool, room, idempotency key) of every call the outside world saw, oldest first."""
+    with open(os.environ["SIGNOFF_UNDO_LEDGER"]) as lines:
+        return [tuple(line.split()) for line in lines]  # type: ignore[misc]
+
+
+@tool(description="Book a room.", effect="reversible", compensate="unbook")
+def book(room: str, *, ctx: ToolContext) -> dict[str, Any]:
+    write_ledger("book", room, ctx.idempotency_key)
+    return {"booked": room}
+
+
+@tool(
+    description="Give a room back.", effect="irreversible", requires_approval=False, idempotent=True
+)
+def unbook(room: str, *, ctx: ToolContext) -> dict[str, Any]:
+    write_ledger("unbook", room, ctx.idempotency_key)
+    return {"freed": room}
+
+
+def booking_agent() -> Agent:
+    """Books each room, one step each, then answers."""
+    script: list[Any] = [tool_call("book", {"room": room}) for room in ROOMS]
+    return Agent("booker", model=ScriptedModel([*script, "all booked"]), tools=[book, unbook])
+
+
+def die_after_first_undo(store: Store) -> None:
+    """SIGKILL this process once a compensation's outcome is durable."""
+    commit = store.commit
+
+    async def commit_then_die(batch: Batch) -> Committed:
+        committed = await commit(batch)
+        if any(outcome.call_id.startswith("undo:") for outcome in batch.finish):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return committed
+
+    store.commit = commit_then_die  # type: ignore[method-assign]
+
+
+async def main(url: str, run_id: str, worker_id: str) -> None:
+    store = await open_store(url)
+    try:
+        die_after_first_undo(store)
+        rt = Runtime(store, [booking_agent()], worker_id=worker_id)
+        print("rolling back", flush=True)
+        await rt.rollback(run_id, 0)
+    finally:
+        await store.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:4]))
