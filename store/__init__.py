@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import warnings
-import weakref
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
@@ -112,9 +109,7 @@ class OpenStore:
             await store.close()
 
     async def _open(self) -> Store:
-        store = await _open_backend(self.url, migrate=self.migrate, **self.options)
-        _unclosed.add(store)
-        return store
+        return await _open_backend(self.url, migrate=self.migrate, **self.options)
 
 
 async def _open_backend(url: str, *, migrate: bool, **options: Any) -> Store:
@@ -130,25 +125,3 @@ async def _open_backend(url: str, *, migrate: bool, **options: Any) -> Store:
     raise errors.UnsupportedURL(
         f"no store for {url!r}: use sqlite:///path/to/file.db or sqlite://:memory:"
     )
-
-
-# Stores opened here and maybe never closed (a script raised, or forgot close()).
-_unclosed: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _release_unclosed() -> None:
-    """At interpreter exit, before Python waits for non-daemon threads: stop the connection
-    threads of stores nobody closed, so they cannot keep the process alive. What was committed
-    is durable already; the writer's thread pool is shut down by concurrent.futures."""
-    for store in list(_unclosed):
-        reader = getattr(store, "_reader", None)  # SqliteStore's aiosqlite connection
-        if reader is None:
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # no event loop is left to hand a future to
-            reader.stop()
-
-
-# Called before the interpreter joins non-daemon threads (atexit would be too late); the
-# hook concurrent.futures and asyncio.to_thread rely on for the same reason.
-threading._register_atexit(_release_unclosed)  # type: ignore[attr-defined]

@@ -112,7 +112,7 @@ class SqliteStore:
             if migrate:
                 await self.migrate()
             if self.path != ":memory:":
-                self._reader = await aiosqlite.connect(self.path)
+                self._reader = await _daemon(aiosqlite.connect(self.path))
                 self._reader.row_factory = sqlite3.Row
                 await self._reader.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
                 await self._reader.execute("PRAGMA query_only = ON")
@@ -501,6 +501,13 @@ class SqliteStore:
     async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
         found = await self._read("interrupted_undos", {"now": rows.ts(now), "owner": owner})
         return [row[0] for row in found]
+
+
+def _daemon(connection: aiosqlite.Connection) -> aiosqlite.Connection:
+    """A reader whose thread never keeps the process alive: a script that raised or forgot
+    `close()` still exits (what was committed is durable; the reader only reads)."""
+    connection._thread.daemon = True  # aiosqlite has no option for it
+    return connection
 
 
 def _already_decided(approval: Approval) -> errors.AlreadyDecided:
