@@ -70,6 +70,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
         # that was down gets its decision once it is back.
         scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
+        if slack is not None:
+            every = min(60.0, settings.page_remind_every.total_seconds())
+            scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

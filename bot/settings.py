@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,7 +22,7 @@ from pydantic_settings import (
     SettingsError,
 )
 
-from runtime.policy import Policies
+from runtime.policy import Duration, Policies
 
 DEFAULT_CONFIG = "signoff.toml"
 
@@ -58,6 +59,10 @@ class Settings(BaseSettings):
         60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS"
     )
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""
+    page_remind_every: Duration = Field(
+        timedelta(hours=1), validation_alias="SIGNOFF_PAGE_REMIND_EVERY"
+    )
+    """How often a page nobody acknowledged is announced again, in its thread."""
     slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")

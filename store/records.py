@@ -287,6 +287,7 @@ class OutboxItem(Record):
         "approval_voted",
         "approval_reminded",
         "page_opened",
+        "page_reminded",
         "page_acknowledged",
         "run_finished",
     ]

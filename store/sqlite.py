@@ -464,6 +464,10 @@ class SqliteStore:
         params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
         return await self._write(lambda c: c.execute(Q["retry_outbox"], params).rowcount == 1)
 
+    async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
+        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        return await self._write(lambda c: c.execute(Q["remind_open_pages"], params).rowcount)
+
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         count, oldest = (await self._read("outbox_backlog", {}))[0]
         return count, rows.dt(oldest)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
@@ -24,7 +24,7 @@ from bot.slack.delivery import Channels, SlackDelivery
 from bot.slack.outbox import OutboxSender
 from bot.tasks import Background
 from runtime import Runtime
-from store import Approval, Page, Run
+from store import Approval, Page, Run, Store
 
 log = logging.getLogger("signoff.slack")
 EVENTS_PATH = "/slack/events"
@@ -65,6 +65,14 @@ class SlackSurface:
     socket: AsyncSocketModeHandler | None
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
+    store: Store
+    page_remind_every: timedelta
+
+    async def remind_pages(self) -> None:
+        """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
+        now = datetime.now(UTC)
+        if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
+            self.sender.wake()
 
     def mount(self, web_app: web.Application) -> None:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
@@ -138,4 +146,12 @@ def slack_surface(
     nudge.sender = sender
     app_token = secret(settings.slack_app_token)
     socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
-    return SlackSurface(app, client, sender, socket, http=signing_secret is not None)
+    return SlackSurface(
+        app,
+        client,
+        sender,
+        socket,
+        http=signing_secret is not None,
+        store=rt.store,
+        page_remind_every=settings.page_remind_every,
+    )

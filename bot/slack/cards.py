@@ -355,6 +355,12 @@ def page_message(
     return kit.message(text, blocks, metadata=kit.metadata(kit.PAGE_EVENT, page_id=page.id))
 
 
+def page_reminder(page: Page) -> str:
+    """One line under a page nobody acknowledged yet."""
+    tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
+    return texts.page_reminder(tool, kit.date(page.created_at))
+
+
 def _page_body(page: Page, run: Run | None) -> str:
     why = texts.PAGE_REASONS.get(page.reason) or escape.mrkdwn(page.reason, limit=ARG_NAME)
     detail = escape.mrkdwn(page.detail, limit=DETAIL_TEXT)

@@ -108,10 +108,12 @@ class SlackDelivery:
                 await self._thread_note(approval, cards.decision_note(approval), item, "decided")
         elif topic == "approval_reminded":
             await self.remind(await self.store.get_approval(item.subject_id), item)
-        elif topic in ("page_opened", "page_acknowledged"):
+        elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
             page = await self.store.get_page(item.subject_id)
             if topic == "page_opened":
                 await self.post_page(page, item)
+            elif topic == "page_reminded":
+                await self.remind_page(page, item)
             else:
                 await self.update_page(page)
         elif topic == "run_finished":
@@ -216,6 +218,16 @@ class SlackDelivery:
         await self.store.set_page_message(
             page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
+
+    async def remind_page(self, page: Page, item: OutboxItem) -> None:
+        if page.acknowledged_by or not page.message_ts or not page.channel:
+            return
+        note = f"{page.id}:reminder-{item.id}"
+        metadata = _metadata("signoff_note", note_id=note)
+        message = {"text": cards.page_reminder(page), "metadata": metadata}
+        if item.attempts > 1 and await self._find(page.channel, page.message_ts, "note_id", note):
+            return
+        await self._post(page.channel, message, thread_ts=page.message_ts)
 
     async def update_page(self, page: Page) -> None:
         if not page.message_ts or not page.channel:

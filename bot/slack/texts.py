@@ -243,6 +243,10 @@ def acknowledged(by: str, at: str | None) -> str:
     return f"👀 Acknowledged by {by}" + (f" at {at}" if at else "")
 
 
+def page_reminder(tool: str, since: str) -> str:
+    return f"🔁 Still needs a human: {tool}, open since {since}. Acknowledge it once handled."
+
+
 def page_fallback(tool: str, run: str | None, reason: str) -> str:
     return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
 

@@ -168,3 +168,21 @@ async def test_a_row_retried_later_is_not_due_before_then(
     assert await store.outbox_backlog() == (1, item.created_at)
     due = await store.claim_outbox("w1", now=now + timedelta(seconds=11), until=later(90))
     assert [(i.id, i.attempts) for i in due] == [(item.id, 2)]
+
+
+async def test_open_posted_pages_are_reminded_once_per_interval(
+    store: Store, run: Run, make_page: MakePage
+) -> None:
+    posted, unposted, handled = make_page(run.id), make_page(run.id), make_page(run.id)
+    await store.commit(Batch(run_id=run.id, pages=[posted, unposted, handled]))
+    for page in (posted, handled):
+        await store.set_page_message(page.id, channel="C0ONCALL", ts="1.0", delivery="delivered")
+    await store.acknowledge_page(handled.id, by="U0OPS", at=later())
+    await drain(store)
+
+    too_soon = await store.remind_open_pages(now=later(), before=later(-3600))
+    due = await store.remind_open_pages(now=later(), before=later(120))
+    again = await store.remind_open_pages(now=later(), before=later(30))
+
+    assert (too_soon, due, again) == (0, 1, 0)
+    assert await claim_all(store) == [("page_reminded", posted.id)]

@@ -107,7 +107,9 @@ def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
 def test_a_page_reaches_on_call_and_acknowledge_records_who(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(tmp_path, world, fake.base_url)
+    server = start_server(
+        tmp_path, world, fake.base_url, extra={"SIGNOFF_PAGE_REMIND_EVERY": "1s"}
+    )
     try:
         start_refunds(server, "paged")
         [card] = server.wait_until(fake.cards)
@@ -127,6 +129,9 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         )
         page_id = pages[0]["metadata"]["event_payload"]["page_id"]
         assert "send_email" in json.dumps(pages[0]["blocks"])
+        # Nobody acknowledges it: it is announced again in its thread.
+        reminded = server.wait_until(lambda: fake.replies(ONCALL, pages[0]["ts"]), within=10)
+        assert "Still needs a human" in reminded[0]["text"]
         status, body, _ = server.slack(button("acknowledge", page_id, user=BOB, channel=ONCALL))
         assert status == 200, body
 
@@ -137,6 +142,10 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
                 next(m for m in fake.messages(ONCALL) if m["ts"] == pages[0]["ts"])["blocks"]
             )
         )
+        # Acknowledged pages are not announced again.
+        count = len(fake.replies(ONCALL, pages[0]["ts"]))
+        time.sleep(2.5)
+        assert len(fake.replies(ONCALL, pages[0]["ts"])) == count
     finally:
         server.kill()
 

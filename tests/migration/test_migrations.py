@@ -141,6 +141,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "claimed_until REAL",
         "sent_at REAL",
         "error TEXT",
+        "INDEX outbox_by_subject (subject_id, created_at)",
         "INDEX outbox_unsent_by_subject (subject_id, id) WHERE sent_at IS NULL",
         "INDEX outbox_unsent_due (next_attempt_at) WHERE sent_at IS NULL",
     ],

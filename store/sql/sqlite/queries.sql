@@ -429,3 +429,15 @@ SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
 -- prune_outbox --
 -- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
 DELETE FROM outbox WHERE created_at < :before
+
+-- remind_open_pages --
+-- Queue a reminder for each posted page nobody acknowledged and nobody was told about since
+-- `before`; in one statement, so two processes doing it at once remind once.
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'page_reminded', p.id, :now, :now FROM pages p
+WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox o
+      WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
+        AND o.created_at > :before
+  )
