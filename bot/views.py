@@ -1,35 +1,97 @@
-"""How the CLI shows runs, history and approvals: rich tables and plain JSON, no I/O."""
+"""How the CLI shows runs, history and approvals: rich tables and plain JSON, no I/O.
+
+What agents and people wrote (tasks, arguments, reasons, user ids) reaches the terminal as
+`Text`, never read as rich markup, on one line, with control characters and bidirectional
+overrides written out inert by the same escapes as in Slack (`bot.slack.escape.plain`).
+Times are UTC, and every table that shows one says so.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
-from store import Approval, Checkpoint, Effect, Message, Page, Run
+from bot.slack.escape import flat, plain
+from store import Approval, ApprovalState, Checkpoint, Effect, Message, Page, Run, RunStatus
+
+Votes = Mapping[str, Sequence[str]]
+"""Who approved so far, by approval id, for approvals that need several approvers."""
 
 
 def when(moment: datetime | None) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
 
 
 def short(text: str, width: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    one_line = flat(text)
+    return one_line if len(one_line) <= width else one_line[: width - 1] + "…"
+
+
+def inert(text: str, width: int | None = None) -> Text:
+    """Untrusted text for a terminal: one line, control characters written out, cut to
+    `width`, and a `Text`, so `[bold]` or `[link=…]` stay literal."""
+    safe = plain(flat(text))
+    return Text(safe if width is None else short(safe, width))
+
+
+def args_text(args: Mapping[str, Any], width: int = 80) -> str:
+    """Arguments as `name=value` pairs; each value is cut first, so every name shows."""
+    pairs = (f"{name}={short(_json(value), 40)}" for name, value in args.items())
+    return short(", ".join(pairs), width)
+
+
+def call_text(approval: Approval, width: int = 100) -> str:
+    """The call an approval is about; approved arguments that differ follow an arrow."""
+    text = f"{approval.tool}({args_text(approval.args, width)})"
+    if approval.approved_args is not None and approval.approved_args != approval.args:
+        text += f" → approved as ({args_text(approval.approved_args, width)})"
+    return text
 
 
 def status_text(status: str, stop_reason: str | None) -> str:
+    """A status for people; a run restored by a rollback reads "rolled back", not "failed"."""
+    if stop_reason == "rolled_back":
+        return "rolled back"
     return status if not stop_reason or stop_reason == status else f"{status} ({stop_reason})"
+
+
+def run_status(run: Run, *, decided: bool = False) -> str:
+    """The stored status, told as it is: a parked run whose approvals are all decided is
+    ready to resume (`decided`), and a dry-run fork says so."""
+    text = status_text(run.status.value, run.stop_reason)
+    if decided and run.status == RunStatus.WAITING_APPROVAL:
+        text = "waiting_approval (decided: ready to resume)"
+    return f"dry run: {text}" if run.dry_run else text
 
 
 def usage_text(run: Run) -> str:
     b, u = run.budget, run.usage
-    steps = f"{u.steps}/{b.max_steps}" if b.max_steps is not None else str(u.steps)
     cost = f"${u.cost:.4f}" + (f"/${b.max_cost:.2f}" if b.max_cost is not None else "")
-    return f"steps {steps}, tokens {u.input_tokens}+{u.output_tokens}, cost {cost}"
+    return (
+        f"steps {_of(u.steps, b.max_steps)}, tokens {_of(u.input_tokens, b.max_input_tokens)}"
+        f"+{_of(u.output_tokens, b.max_output_tokens)}, cost {cost}"
+    )
+
+
+def _of(used: int, limit: int | None) -> str:
+    return f"{used}/{limit}" if limit is not None else str(used)
+
+
+def approval_state(approval: Approval, votes: Votes) -> str:
+    """`pending`, `approved`, `declined`; a quorum in progress as "pending, 1 of 2: U0ANN"."""
+    if approval.state != ApprovalState.PENDING or approval.required_approvals < 2:
+        return approval.state.value
+    return f"pending, {quorum_text(approval, votes.get(approval.id, ()))}"
+
+
+def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
+    progress = f"{len(voters)} of {approval.required_approvals}"
+    return f"{progress}: {', '.join(voters)}" if voters else progress
 
 
 def _id_column(table: Table, name: str, ids: Sequence[str | None]) -> None:
@@ -38,51 +100,64 @@ def _id_column(table: Table, name: str, ids: Sequence[str | None]) -> None:
     table.add_column(name, no_wrap=True, min_width=width)
 
 
-def runs_table(runs: Sequence[Run]) -> Table:
-    table = Table()
+def runs_table(
+    runs: Sequence[Run], *, decided: Collection[str] = (), caption: str | None = None
+) -> Table:
+    """`decided`: ids of parked runs whose approvals are all decided."""
+    table = Table(caption=caption)
     _id_column(table, "run", [r.id for r in runs])
-    for name in ("agent", "status", "step", "stop", "task", "created"):
+    for name in ("agent", "status", "step", "task", "created (UTC)"):
         table.add_column(name)
     for run in runs:
         table.add_row(
-            run.id,
-            run.agent,
-            run.status.value,
+            inert(run.id),
+            inert(run.agent),
+            run_status(run, decided=run.id in decided),
             str(run.step),
-            run.stop_reason or "",
-            short(run.task, 40),
+            inert(run.task, 40),
             when(run.created_at),
         )
     return table
 
 
-def run_table(run: Run, approvals: Sequence[Approval], effects: Sequence[Effect]) -> Table:
+def run_table(
+    run: Run,
+    approvals: Sequence[Approval],
+    effects: Sequence[Effect],
+    *,
+    votes: Votes,
+    decided: bool = False,
+) -> Table:
     table = Table("field", "value", show_header=False)
-    table.add_row("run", run.id)
-    table.add_row("agent", run.agent)
-    table.add_row("task", run.task)
-    table.add_row("status", status_text(run.status.value, run.stop_reason))
+    table.add_row("run", inert(run.id))
+    table.add_row("agent", inert(run.agent))
+    table.add_row("task", inert(run.task, 500))
+    table.add_row("status", run_status(run, decided=decided))
     if run.error:
-        table.add_row("error", run.error)
+        table.add_row("error", inert(run.error, 500))
     table.add_row("step", str(run.step))
     table.add_row("usage", usage_text(run))
+    if run.requested_by:
+        table.add_row("requested by", inert(run.requested_by))
     if run.parent_id:
-        table.add_row("forked from", f"{run.parent_id} at step {run.fork_step}")
+        table.add_row("forked from", inert(f"{run.parent_id} at step {run.fork_step}"))
     if run.dry_run:
         table.add_row("dry run", "yes: mutating tools do not run")
+    table.add_row("created", f"{when(run.created_at)} UTC")
     for approval in approvals:
-        table.add_row("approval", f"{approval.id} {approval.tool} {approval.state.value}")
+        decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
+        state = approval_state(approval, votes) + decided_by
+        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}"))
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
-        table.add_row("effect", f"step {effect.step} {effect.tool} {effect.status.value}{undone}")
+        line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"
+        table.add_row("effect", inert(line))
     return table
 
 
 def appended(message: Message) -> str:
     if message.role == "assistant" and message.tool_calls:
-        calls = ", ".join(
-            f"{c.name}({short(json.dumps(c.arguments), 40)})" for c in message.tool_calls
-        )
+        calls = ", ".join(f"{c.name}({args_text(c.arguments, 40)})" for c in message.tool_calls)
         return f"assistant → {calls}"
     if message.role == "tool":
         return f"{message.name or 'tool'} ← {short(message.content, 50)}"
@@ -96,26 +171,28 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
         if cp.snapshot and cp.seq > 0:
             lines = [f"snapshot of {len(cp.messages)} messages"]
         status = status_text(cp.status.value, cp.stop_reason)
-        table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", "\n".join(lines))
+        status += " (undone by a rollback)" if cp.rolled_back else ""
+        cell = Text("\n").join(inert(line) for line in lines)
+        table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", cell)
     return table
 
 
-def approvals_table(approvals: Sequence[Approval]) -> Table:
+def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
     table = Table()
     _id_column(table, "approval", [a.id for a in approvals])
-    table.add_column("tool")
+    table.add_column("call")
     table.add_column("state")
     _id_column(table, "run", [a.run_id for a in approvals])
-    for name in ("by", "reason", "deadline"):
+    for name in ("by", "reason", "deadline (UTC)"):
         table.add_column(name)
     for a in approvals:
         table.add_row(
-            a.id,
-            a.tool,
-            a.state.value,
-            a.run_id or "-",
-            a.decided_by or "",
-            a.reason or "",
+            inert(a.id),
+            inert(call_text(a)),
+            inert(approval_state(a, votes)),
+            inert(a.run_id or "-"),
+            inert(a.decided_by or ""),
+            inert(a.reason or "", 60),
             when(a.deadline),
         )
     return table
@@ -129,13 +206,10 @@ def pages_table(pages: Sequence[Page]) -> Table:
         table.add_column(name)
     for p in pages:
         table.add_row(
-            p.id,
-            p.run_id or "-",
-            p.call_id or "-",
-            p.tool or "-",
-            p.reason,
-            p.detail,
-            p.acknowledged_by or "",
+            *(inert(value or "-") for value in (p.id, p.run_id, p.call_id, p.tool)),
+            inert(p.reason),
+            inert(p.detail, 200),
+            inert(p.acknowledged_by or ""),
         )
     return table
 
@@ -145,22 +219,27 @@ def effects_table(effects: Sequence[Effect]) -> Table:
     for e in effects:
         table.add_row(
             str(e.step),
-            e.tool,
+            inert(e.tool),
             e.reversibility.value,
-            short(json.dumps(e.args), 40),
-            short(json.dumps(e.result), 40),
+            inert(args_text(e.args, 60)),
+            inert(_json(e.result), 40),
         )
     return table
 
 
 def rollback_table(report: dict[str, Any], effects: Sequence[Effect]) -> Table:
     outcome_of = {c: o for o in ("compensated", "paged", "skipped") for c in report[o]}
-    table = Table("effect", "tool", "outcome", title=f"rolled back to step {report['to_step']}")
+    title = report.get("nothing_to_do") or f"rolled back to step {report['to_step']}"
+    table = Table("effect", "tool", "outcome", title=title)
     for effect in reversed(effects):  # newest first: the order the rollback went through them
         if effect.call_id in outcome_of:
-            table.add_row(effect.call_id, effect.tool, outcome_of[effect.call_id])
+            table.add_row(inert(effect.call_id), inert(effect.tool), outcome_of[effect.call_id])
     return table
 
 
 def as_json(value: Any) -> str:
     return json.dumps(value, indent=2, default=str, ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -1,17 +1,25 @@
-"""Putting a process together from settings: the store, the agents, the runtime."""
+"""Putting a process together from settings: the store, the agents, the runtime.
+
+Server-only dependencies (aiohttp for callbacks, slack_sdk for user groups) are imported
+only when the process uses them, so a CLI command that never sends a callback or asks
+Slack does not pay for loading them.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from bot.callbacks import CallbackNotifier
-from bot.directory import SlackDirectory, web_client
 from bot.settings import ConfigError, Settings, secret
 from bot.tasks import Background
-from runtime import Agent, FanOut, Notifier, NullNotifier, Runtime
-from store import Store, open_store
+from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from store import Approval, Run, Store, open_store
+
+if TYPE_CHECKING:
+    from bot.callbacks import CallbackNotifier
 
 AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
 
@@ -35,13 +43,35 @@ def load_agents(paths: Iterable[str]) -> list[Agent]:
     return agents
 
 
+class Callbacks(NullNotifier):
+    """The HTTP decision callbacks (`bot.callbacks`), loaded with their HTTP client on the
+    first decision that has a callback URL, or the first redelivery."""
+
+    def __init__(self, store: Store, secret: str, background: Background, **options: Any) -> None:
+        self._args = (store, secret, background)
+        self._options = options
+
+    @cached_property
+    def sender(self) -> CallbackNotifier:
+        from bot.callbacks import CallbackNotifier
+
+        return CallbackNotifier(*self._args, **self._options)
+
+    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
+        if approval.callback_url:
+            await self.sender.approval_decided(approval, run)
+
+    async def redeliver(self, *, failed_too: bool = True) -> int:
+        return await self.sender.redeliver(failed_too=failed_too)
+
+
 @dataclass
 class Process:
     settings: Settings
     store: Store
     runtime: Runtime
     background: Background
-    callbacks: CallbackNotifier
+    callbacks: Callbacks
 
     async def close(self) -> None:
         """Let callbacks and resumed runs finish (they are durable either way), then close."""
@@ -50,36 +80,47 @@ class Process:
 
 
 async def assemble(
-    settings: Settings, *, notifier: Notifier | None = None, short_lived: bool = False
+    settings: Settings,
+    *,
+    notifier: Notifier | None = None,
+    short_lived: bool = False,
+    with_agents: bool = True,
 ) -> Process:
     """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
-    and leaves the ones it could not deliver to the server.
+    and leaves the ones it could not deliver to the server. Without agents (a command that
+    only reads) the configured agent modules are not imported.
     """
-    agents = load_agents(settings.agents)
+    agents = load_agents(settings.agents) if with_agents else []
     options = (
         {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
     )
     store = await open_store(settings.database_url, **options)
-    token = secret(settings.slack_bot_token)
-    directory = (
-        SlackDirectory(web_client(token, base_url=settings.slack_api_url)) if token else None
-    )
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
-    callbacks = CallbackNotifier(store, callback_secret(settings), background, **quick)
+    callbacks = Callbacks(store, callback_secret(settings), background, **quick)
     runtime = Runtime(
         store,
         agents,
         FanOut([notifier or NullNotifier(), callbacks]),
         policies=settings.policies,
-        directory=directory,
+        directory=slack_directory(settings),
         worker_id=settings.worker_id,
         lease_ttl=settings.lease_ttl,
         protected_facts=settings.protected_facts,
     )
     return Process(settings, store, runtime, background, callbacks)
+
+
+def slack_directory(settings: Settings) -> Directory | None:
+    """Slack user groups for approver checks, when a bot token is configured."""
+    token = secret(settings.slack_bot_token)
+    if not token:
+        return None
+    from bot.directory import SlackDirectory, web_client
+
+    return SlackDirectory(web_client(token, base_url=settings.slack_api_url))
 
 
 def callback_secret(settings: Settings) -> str:

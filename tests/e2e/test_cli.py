@@ -321,7 +321,7 @@ def test_resume_after_rollback_then_approval_refunds_again(cli: Cli, rolled_back
     resumed = cli("runs", "resume", "r-rollback", "--json").json()
     assert resumed["status"] == "waiting_approval"
     [pending] = cli.inspect("list_approvals", run_id="r-rollback", state="pending")
-    assert resumed["pending_approvals"] == [pending.id]
+    assert [a["id"] for a in resumed["pending_approvals"]] == [pending.id]
     again = cli("runs", "resume", "r-rollback")  # still waiting: it says how to decide
     assert f"signoff approvals decide {pending.id} approve" in again.out
     asyncio.run(_decide(cli, pending.id))

@@ -1,0 +1,81 @@
+"""The `signoff` command line: serve, operate runs, decide approvals, handle pages, migrate.
+
+One module per command group (`runs`, `approvals`, `pages`, `db`); `base` holds what they
+share and `session` opens the database for a command. Every command is one async operation
+entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a one-line reason
+on stderr; `--json` prints machine-readable output. The store, the runtime and the server
+are imported only by the commands that use them, so `--help` and reads start quickly.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+from bot.cli.approvals import approvals
+from bot.cli.base import Failure, Options, group
+from bot.cli.db import db
+from bot.cli.pages import pages
+from bot.cli.runs import runs
+from bot.cli.session import load, refusals
+
+app = group("Durable agent runs with human sign-off in Slack.")
+app.add_typer(runs, name="runs")
+app.add_typer(approvals, name="approvals")
+app.add_typer(pages, name="pages")
+app.add_typer(db, name="db")
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[
+        str | None, typer.Option(metavar="PATH", help="Path to signoff.toml.")
+    ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log what happens; name the database.")
+    ] = False,
+) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    ctx.obj = Options(config, verbose)
+
+
+@app.command()
+def serve(ctx: typer.Context) -> None:
+    """Run the server (HTTP API, Slack, scheduler, recovery)."""
+    import asyncio
+
+    with refusals():
+        settings = load(ctx)
+        from bot.server import serve as serve_forever
+
+        logging.getLogger("signoff").setLevel(logging.INFO)
+        asyncio.run(serve_forever(settings))
+
+
+def main() -> None:
+    """The console script: one line on stderr and a non-zero exit for any refusal."""
+    try:
+        code = app(standalone_mode=False)
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        sys.exit(1)
+    except typer.TyperException as exc:
+        message = exc.format_message().strip()
+        if message:
+            typer.echo(message if "\n" in message else f"error: {message}", err=True)
+        sys.exit(exc.exit_code)
+    except Failure as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

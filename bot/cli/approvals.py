@@ -1,0 +1,183 @@
+"""`signoff approvals ...`: what waits for a human (with its arguments), and deciding it.
+
+A decision is the human's: it is recorded first. The run it unblocks resumes in this
+process only if the run's agent is loaded here; otherwise the command says where it will
+resume (`signoff serve` recovers it, or `signoff runs resume`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from bot.cli.base import (
+    Failure,
+    JsonFlag,
+    check_user_id,
+    checked_as_api,
+    dumped,
+    group,
+    say,
+    show,
+)
+from bot.cli.session import with_process
+
+if TYPE_CHECKING:
+    from bot.wiring import Process
+    from runtime import Runtime
+    from runtime.approvals import Decision
+    from store import Approval, Run, Store
+
+approvals = group("Approvals, pending and decided.")
+DECISIONS: dict[str, Decision] = {
+    "approve": "approved",
+    "approved": "approved",
+    "decline": "declined",
+    "declined": "declined",
+}
+
+
+async def quorum_votes(store: Store, found: Sequence[Approval]) -> dict[str, list[str]]:
+    """Who approved so far, for each pending approval that needs several approvers."""
+    return {
+        a.id: await store.list_votes(a.id)
+        for a in found
+        if a.state == "pending" and a.required_approvals > 1
+    }
+
+
+@approvals.command("list")
+def list_approvals(
+    ctx: typer.Context,
+    pending: Annotated[bool, typer.Option("--pending", help="Only pending ones.")] = False,
+    run_id: Annotated[str | None, typer.Option("--run", help="Only this run's.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List approvals, oldest first, with their arguments."""
+    from bot import views
+
+    async def work(p: Process) -> Any:
+        found = await p.runtime.approvals(run_id, state="pending" if pending else None)
+        return found, await quorum_votes(p.store, found)
+
+    found, votes = with_process(ctx, work, agents=False)
+    show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
+
+
+@approvals.command("decide")
+def decide(
+    ctx: typer.Context,
+    approval_id: Annotated[str, typer.Argument(metavar="APPROVAL", help="The approval's id.")],
+    decision: Annotated[str, typer.Argument(metavar="DECISION", help="approve or decline")],
+    by: Annotated[str, typer.Option(help="Slack user id of the decider.")],
+    reason: Annotated[str | None, typer.Option(help="Why (shown to the agent).")] = None,
+    edit: Annotated[
+        str | None,
+        typer.Option(
+            metavar="JSON",
+            help="Approve these arguments instead: a JSON object, checked against the "
+            "tool's arguments (the policy must allow edits).",
+        ),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Approve or decline, under the same policy checks as Slack.
+
+    The run resumes here if its agent is loaded here, else where it is."""
+    from bot.api import DecisionRequest
+
+    if decision not in DECISIONS:
+        raise Failure("decision must be 'approve' or 'decline'")
+    state, args = DECISIONS[decision], edited_args(edit)
+    check_user_id("--by", by)
+    flags = {"by": "--by", "reason": "--reason", "args": "--edit"}
+    checked_as_api(DecisionRequest, flags, decision=state, by=by, reason=reason, args=args)
+
+    async def work(p: Process) -> Any:
+        rt = p.runtime
+        if args is not None:
+            await check_edit_here(rt, approval_id)
+        decided = await rt.decide(approval_id, state, by=by, reason=reason, args=args, resume=False)
+        run = await rt.find_run(decided.run_id)
+        resumed = run is not None and decided.state != "pending" and run.agent in rt.agents
+        if decided.state != "pending":  # a vote short of its quorum waits for more
+            await rt.after_decision(decided, resume=resumed)  # callbacks; resume if loaded
+        if run is not None and resumed:
+            run = await rt.get(run.id)
+        return decided, run, resumed, await quorum_votes(p.store, [decided])
+
+    decided, run, resumed, votes = with_process(ctx, work)
+    tell_decided(decided, run, resumed=resumed, votes=votes, as_json=as_json)
+
+
+def tell_decided(
+    decided: Approval, run: Run | None, *, resumed: bool, votes: dict[str, list[str]], as_json: bool
+) -> None:
+    """The approval, then one line on what happens next (on stderr under --json)."""
+    from bot import views
+
+    data = decided.model_dump(mode="json") | {
+        "votes": votes.get(decided.id, []),
+        "run": run.model_dump(mode="json") if run else None,
+        "resumed": resumed,
+    }
+    show(data, as_json=as_json, table=views.approvals_table([decided], votes))
+    if decided.state == "pending":
+        voters = votes.get(decided.id, [])
+        more = decided.required_approvals - len(voters)
+        line = f"recorded: {views.quorum_text(decided, voters)}; waits for {more} more approver(s)"
+    elif run is None:
+        return
+    elif resumed:
+        line = f"run {run.id} is now {views.run_status(run)} at step {run.step}"
+    else:
+        line = (
+            f"run {run.id} resumes where its agent {run.agent!r} is loaded: `signoff serve` "
+            f"there picks it up, or run `signoff runs resume {run.id}` there"
+        )
+    if as_json:
+        typer.echo(views.inert(line).plain, err=True)
+    else:
+        say(views.inert(line))
+
+
+async def check_edit_here(rt: Runtime, approval_id: str) -> None:
+    """Edited arguments are checked against the tool's argument model, which only the run's
+    agent has: without it here, the edit is refused rather than taken unchecked."""
+    approval = await rt.desk.get(approval_id)
+    run = await rt.find_run(approval.run_id)
+    if run is not None and run.agent not in rt.agents:
+        raise Failure(
+            f"--edit: run {run.id}'s agent {run.agent!r} is not loaded here, so the edited "
+            "arguments cannot be checked; decide where it is loaded (SIGNOFF_AGENTS)"
+        )
+
+
+def edited_args(text: str | None) -> dict[str, Any] | None:
+    """`--edit`'s JSON object, as strict as the HTTP API's JSON (no NaN or Infinity)."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise Failure(f"--edit: not valid JSON: {exc.msg} at character {exc.pos}") from None
+    except (ValueError, RecursionError) as exc:
+        raise Failure(f"--edit: {exc}") from None
+    if not isinstance(value, dict):
+        raise Failure("--edit: give a JSON object of the tool's arguments, e.g. '{\"amount\": 5}'")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal[:40]} is too large for a number")
+    return value

@@ -1,0 +1,114 @@
+"""What every command shares: its group, common options, output, and the one refusal.
+
+Only typer is imported here: the store, the runtime, rich tables and the HTTP API's request
+models load inside the commands that use them, so `signoff --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from rich.console import Console, RenderableType
+
+
+class Failure(Exception):
+    """A one-line reason to exit non-zero."""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What comes before the command: `signoff [--config PATH] [-v] ...`."""
+
+    config: str | None = None
+    verbose: bool = False
+
+
+def options(ctx: typer.Context) -> Options:
+    return ctx.obj if isinstance(ctx.obj, Options) else Options()
+
+
+def group(help: str) -> typer.Typer:
+    """A command group. Plain help (no rich markup mode): flags show no `<bool>` type."""
+    return typer.Typer(
+        help=help,
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+    )
+
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+YesFlag = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")]
+RunId = Annotated[str, typer.Argument(metavar="RUN", help="The run's id.", show_default=False)]
+
+
+@cache
+def console() -> Console:
+    """Standard output for people. What it prints may hold what an agent wrote, so nothing
+    is read as markup or emoji codes; piped, it keeps whole lines (rich would squeeze tables
+    to 80 columns)."""
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() else 200
+    return Console(width=width, markup=False, emoji=False, highlight=False)
+
+
+def say(renderable: RenderableType) -> None:
+    console().print(renderable, soft_wrap=True)
+
+
+def show(value: Any, *, as_json: bool, table: RenderableType | None = None) -> None:
+    """`value` as JSON for scripts, or `table` (else the value itself) for people."""
+    if as_json:
+        from bot.views import as_json as json_text
+
+        typer.echo(json_text(value))
+    else:
+        say(table if table is not None else value)
+
+
+def dumped(records: Sequence[BaseModel]) -> list[dict[str, Any]]:
+    return [record.model_dump(mode="json") for record in records]
+
+
+def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: Any) -> None:
+    """Refuse what the HTTP API would refuse in the same fields (`bot.api`'s request models:
+    lengths, user ids), naming the command-line option (`flags`: field -> option)."""
+    from pydantic import ValidationError
+
+    try:
+        model.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        raise Failure(f"{flags.get(field, field)}: {first['msg']}") from None
+
+
+def check_user_id(flag: str, user: str) -> None:
+    """A person, named as the HTTP API names one: a Slack user id (as in its decisions), no
+    longer than it accepts for a requester."""
+    from bot.api import SLACK_USER_ID, RunRequest
+
+    longest = max_length(RunRequest, "requested_by")
+    if len(user) > longest:
+        raise Failure(f"{flag}: at most {longest} characters, not {len(user):,}")
+    if not re.fullmatch(SLACK_USER_ID, user):
+        raise Failure(f"{flag}: {user!r} is not a Slack user id (U… or W…)")
+
+
+def max_length(model: type[BaseModel], field: str) -> int:
+    """The length limit a request model sets on a field."""
+    from annotated_types import MaxLen
+
+    info = model.model_fields[field]
+    return next(m.max_length for m in info.metadata if isinstance(m, MaxLen))

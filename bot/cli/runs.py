@@ -1,0 +1,323 @@
+"""`signoff runs ...`: start runs, look at them, and operate them (resume, fork, roll back,
+cancel, settle an effect in doubt, prune)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from bot.cli.approvals import quorum_votes
+from bot.cli.base import (
+    Failure,
+    JsonFlag,
+    RunId,
+    YesFlag,
+    check_user_id,
+    checked_as_api,
+    dumped,
+    group,
+    say,
+    show,
+)
+from bot.cli.session import database_label, with_process
+
+if TYPE_CHECKING:
+    from bot.wiring import Process
+    from runtime import Runtime
+    from store import Run
+
+runs = group("Start, inspect and operate runs.")
+MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
+
+
+@runs.command("start")
+def start(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent's name.")],
+    task: Annotated[str, typer.Argument(metavar="TASK", help="What the agent is to do.")],
+    run_id: Annotated[str | None, typer.Option(help="Idempotent: an existing id resumes.")] = None,
+    requested_by: Annotated[str | None, typer.Option(help="Slack id of the requester.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Start a run and drive it until it ends or waits."""
+    from bot.api import RunRequest
+
+    flags = {"task": "TASK", "requested_by": "--requested-by", "agent": "AGENT"}
+    checked_as_api(RunRequest, flags, agent=agent, task=task, requested_by=requested_by)
+
+    async def work(p: Process) -> None:
+        started = await p.runtime.start(agent, task, run_id=run_id, requested_by=requested_by)
+        await answer(p.runtime, await p.runtime.get(started), as_json=as_json)
+
+    with_process(ctx, work, creates=True)
+
+
+async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
+    """A run and what it waits for: for scripts as `GET /v1/runs/{id}` shows it, for
+    people with the command that decides each pending approval."""
+    if as_json:
+        from bot.api import _run_view  # the API's own view: scripts see one shape
+
+        show(await _run_view(rt, run), as_json=True)
+        return
+    from bot import views
+
+    say(views.runs_table([run]))
+    for approval in await rt.approvals(run.id, state="pending"):
+        call = views.call_text(approval)
+        say(views.inert(f"waiting for approval {approval.id}: {call}; decide with:"))
+        say(f"  signoff approvals decide {approval.id} approve --by <Slack user id>")
+
+
+@runs.command("list")
+def list_runs(
+    ctx: typer.Context,
+    status: Annotated[
+        str | None,
+        typer.Option(help="Only runs with this status: running, waiting_approval, done, ..."),
+    ] = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many.")] = 50,
+    as_json: JsonFlag = False,
+) -> None:
+    """List runs, newest first."""
+
+    async def work(p: Process) -> Any:
+        found = await p.runtime.list(status, limit=limit)
+        return found, await decided_runs(p.runtime, found), p.settings.database_url
+
+    found, decided, url = with_process(ctx, work, agents=False)
+    if as_json:
+        show(dumped(found), as_json=True)
+        return
+    from bot import views
+
+    where = f"in {database_label(url)}" + (f" with status {status}" if status else "")
+    if not found:
+        say(f"no runs {where}")
+        return
+    say(views.runs_table(found, decided=decided, caption=f"{len(found)} run(s) {where}"))
+
+
+async def decided_runs(rt: Runtime, runs: Sequence[Run]) -> set[str]:
+    """The parked runs among `runs` with no approval pending: ready to resume."""
+    parked = [run.id for run in runs if run.status == "waiting_approval"]
+    return {run_id for run_id in parked if not await rt.approvals(run_id, state="pending")}
+
+
+@runs.command("show")
+def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
+    """One run: state, usage, approvals, effects."""
+
+    async def work(p: Process) -> Any:
+        run = await p.runtime.get(run_id)
+        approvals = await p.runtime.approvals(run_id)
+        votes = await quorum_votes(p.store, approvals)
+        return run, approvals, await p.store.list_effects(run_id), votes
+
+    run, approvals, effects, votes = with_process(ctx, work, agents=False)
+    if as_json:
+        data = {"approvals": dumped(approvals), "effects": dumped(effects)}
+        show(run.model_dump(mode="json") | data, as_json=True)
+        return
+    from bot import views
+
+    decided = all(a.state != "pending" for a in approvals)
+    say(views.run_table(run, approvals, effects, votes=votes, decided=decided))
+
+
+@runs.command()
+def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
+    """One line per checkpoint: step, status, cost, what was appended."""
+    from bot import views
+
+    found = with_process(ctx, lambda p: p.runtime.history(run_id), agents=False)
+    show(dumped(found), as_json=as_json, table=views.history_table(found))
+
+
+@runs.command()
+def resume(
+    ctx: typer.Context,
+    run_id: RunId,
+    max_steps: Annotated[
+        int | None, typer.Option(min=1, max=MAX_STEP, help="Raise the step limit.")
+    ] = None,
+    max_input_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Raise the input-token limit.")
+    ] = None,
+    max_output_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Raise the output-token limit.")
+    ] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(min=0, help="Raise the cost limit (dollars).")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Resume a stopped or decided run.
+
+    For a run stopped by a budget (raise its limits here: usage carries over), an error, an
+    in-doubt effect a human settled, or a decision made where its agent was not loaded."""
+    if max_cost is not None and not math.isfinite(max_cost):
+        raise Failure("--max-cost: must be a finite number of dollars")
+    given = {
+        "max_steps": max_steps,
+        "max_input_tokens": max_input_tokens,
+        "max_output_tokens": max_output_tokens,
+        "max_cost": max_cost,
+    }
+    limits = {name: value for name, value in given.items() if value is not None}
+
+    async def work(p: Process) -> None:
+        budget = None
+        if limits:
+            budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
+        await answer(p.runtime, await p.runtime.resume(run_id, budget=budget), as_json=as_json)
+
+    with_process(ctx, work)
+
+
+@runs.command()
+def fork(
+    ctx: typer.Context,
+    run_id: RunId,
+    from_step: Annotated[
+        int, typer.Option("--from-step", min=0, max=MAX_STEP, help="Fork from this step.")
+    ],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Mutating tools do not run.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Fork a run from a step and drive the fork.
+
+    Effects that happened after the step are not redone."""
+    from bot import views
+
+    async def work(p: Process) -> Any:
+        happened = await p.runtime.effects_after(run_id, from_step)
+        if happened and not as_json:
+            say(f"Already happened after step {from_step} (will not run again):")
+            say(views.effects_table(happened))
+        new_id = await p.runtime.fork(run_id, from_step, dry_run=dry_run)
+        return await p.runtime.get(new_id), happened
+
+    run, happened = with_process(ctx, work)
+    if not as_json:
+        say(f"forked {run_id} from step {from_step} as {run.id}")
+    data = run.model_dump(mode="json") | {"already_happened": dumped(happened)}
+    show(data, as_json=as_json, table=views.runs_table([run]))
+
+
+@runs.command()
+def rollback(
+    ctx: typer.Context,
+    run_id: RunId,
+    to_step: Annotated[
+        int, typer.Option("--to-step", min=0, max=MAX_STEP, help="Restore this step.")
+    ],
+    yes: YesFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Roll a run back to a step.
+
+    Its effects after the step are compensated (or paged) and the step's state restored."""
+    if not yes:
+        typer.confirm(
+            f"Roll run {run_id} back to step {to_step}? Effects after it will be "
+            "compensated or paged",
+            abort=True,
+            err=True,
+        )
+
+    async def work(p: Process) -> Any:
+        report = await p.runtime.rollback(run_id, to_step)
+        return report, await p.store.list_effects(run_id)
+
+    report, effects = with_process(ctx, work)
+    from bot import views
+
+    data = report.as_dict()
+    show(data, as_json=as_json, table=views.rollback_table(data, effects))
+
+
+@runs.command()
+def cancel(
+    ctx: typer.Context,
+    run_id: RunId,
+    reason: Annotated[str, typer.Option(help="Why, for the audit log.")] = "",
+    as_json: JsonFlag = False,
+) -> None:
+    """Cancel a run for good; its pending approvals are declined."""
+    from bot import views
+
+    run = with_process(ctx, lambda p: p.runtime.cancel(run_id, by="cli", reason=reason))
+    show(run.model_dump(mode="json"), as_json=as_json, table=views.runs_table([run]))
+
+
+@runs.command()
+def resolve(
+    ctx: typer.Context,
+    run_id: RunId,
+    call_id: Annotated[str, typer.Argument(metavar="CALL", help="The in-doubt effect's call id.")],
+    happened: Annotated[
+        bool, typer.Option("--happened/--did-not-happen", help="What the outside system shows.")
+    ],
+    by: Annotated[str, typer.Option(help="Slack user id of who checked.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Settle an effect in doubt (and its page).
+
+    Then `runs resume` continues the run."""
+    check_user_id("--by", by)
+    effect = with_process(
+        ctx, lambda p: p.runtime.resolve(run_id, call_id, happened=happened, by=by)
+    )
+    show(
+        effect.model_dump(mode="json"),
+        as_json=as_json,
+        table=f"{effect.tool} ({call_id}) is now {effect.status.value}; "
+        f"continue with: signoff runs resume {run_id}",
+    )
+
+
+@runs.command()
+def prune(
+    ctx: typer.Context,
+    older_than: Annotated[str, typer.Option("--older-than", help="e.g. 30d, 12h.")],
+    yes: YesFlag = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Delete old finished runs.
+
+    Deletes the lineages (a run and its forks) last touched before the cutoff, with their
+    whole history; never one with an open page or an effect still running or in doubt."""
+    age = parsed_age(older_than)
+    if not yes:
+        typer.confirm(
+            f"Delete every finished run (with its forks) untouched for {older_than}?",
+            abort=True,
+            err=True,  # stdout stays the command's answer (--json)
+        )
+
+    async def work(p: Process) -> int:
+        try:
+            cutoff = p.runtime.clock() - age
+        except OverflowError:
+            raise Failure(f"--older-than: {older_than!r} reaches before any date") from None
+        return await p.store.prune_runs(cutoff)
+
+    removed = with_process(ctx, work, agents=False)
+    show({"pruned": removed}, as_json=as_json, table=f"pruned {removed} finished run(s)")
+
+
+def parsed_age(text: str) -> timedelta:
+    from runtime.policy import parse_duration
+
+    try:
+        age = parse_duration(text, unit_required=True)
+    except ValueError as exc:
+        raise Failure(f"--older-than: {exc}") from None
+    if age <= timedelta(0):
+        raise Failure("--older-than must be a positive duration such as 30d")
+    return age

@@ -1,0 +1,120 @@
+"""One command's time with the database: settings, the store (and runtime), closing them.
+
+Only `runs start` and `db migrate` may create a database. Every other command refuses a
+SQLite file that does not exist, naming the path it looked for, instead of leaving an empty
+`signoff.db` behind. With `-v` each command says which database it opened. Errors of the
+settings, the store and the runtime become one-line refusals.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import typer
+
+from bot.cli.base import Failure, options
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+    from bot.wiring import Process
+    from store import Store
+
+T = TypeVar("T")
+
+
+def with_process(
+    ctx: typer.Context,
+    work: Callable[[Process], Awaitable[T]],
+    *,
+    creates: bool = False,
+    agents: bool = True,
+) -> T:
+    """Run `work` on the configured process, then close it. `creates`: the command may
+    create the database; `agents`: it needs the configured agents (a read does not)."""
+    from bot.wiring import assemble
+
+    async def run(settings: Settings) -> T:
+        process = await assemble(settings, short_lived=True, with_agents=agents)
+        try:
+            return await work(process)
+        finally:
+            await process.close()
+
+    return _enter(ctx, run, creates=creates)
+
+
+def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
+    """Run `work` on the configured store, opened without migrating it."""
+    from store import open_store
+
+    async def run(settings: Settings) -> T:
+        store = await open_store(settings.database_url, migrate=False)
+        try:
+            return await work(store)
+        finally:
+            await store.close()
+
+    return _enter(ctx, run, creates=True)
+
+
+def _enter(ctx: typer.Context, run: Callable[[Settings], Awaitable[T]], *, creates: bool) -> T:
+    import asyncio  # not at the top: `--help` does without it
+
+    with refusals():
+        settings = load(ctx)
+        if not creates:
+            require_database(settings.database_url)
+        return asyncio.run(run(settings))
+
+
+def load(ctx: typer.Context) -> Settings:
+    """The settings; with `-v`, says which database they name (on stderr)."""
+    from bot.settings import load_settings
+
+    settings = load_settings(options(ctx).config)
+    if options(ctx).verbose:
+        typer.echo(f"database: {database_label(settings.database_url)}", err=True)
+    return settings
+
+
+@contextmanager
+def refusals() -> Iterator[None]:
+    """Errors of the settings, the store and the runtime, as one-line refusals."""
+    from bot.settings import ConfigError
+    from runtime.errors import SignoffRuntimeError
+    from store.errors import StoreError
+
+    try:
+        yield
+    except (ConfigError, SignoffRuntimeError, StoreError, OSError) as exc:
+        raise Failure(" ".join(str(exc).split())) from None
+
+
+def database_file(url: str) -> Path | None:
+    """The SQLite file a URL names; None for an in-memory or a non-SQLite database."""
+    from store import sqlite_path
+
+    if not url.startswith("sqlite:"):
+        return None
+    path = sqlite_path(url)
+    return None if path == ":memory:" else Path(path).resolve()
+
+
+def database_label(url: str) -> str:
+    """Which database, for people: a SQLite file's absolute path, or the URL without its
+    password."""
+    file = database_file(url)
+    return str(file) if file else re.sub(r"(//[^/:@]*):[^/@]*@", r"\1:***@", url)
+
+
+def require_database(url: str) -> None:
+    file = database_file(url)
+    if file is not None and not file.exists():
+        raise Failure(
+            f"no database at {file} (SIGNOFF_DATABASE_URL, or database_url in signoff.toml); "
+            "`signoff runs start` or `signoff db migrate` creates one"
+        )
