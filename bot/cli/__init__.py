@@ -21,6 +21,7 @@ from bot.cli.db import db
 from bot.cli.pages import pages
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
+from bot.logs import configure_logging
 
 app = group("Durable agent runs with human sign-off in Slack.")
 app.add_typer(runs, name="runs")
@@ -39,10 +40,7 @@ def main_options(
         bool, typer.Option("--verbose", "-v", help="Log what happens; name the database.")
     ] = False,
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(verbose)
     ctx.obj = Options(config, verbose)
 
 
