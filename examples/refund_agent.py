@@ -1,5 +1,15 @@
 """The refund agent: looks an order up, refunds it (with a human's approval), charges the
-restocking fee, e-mails the customer, and answers. Driven by a deterministic policy, so it
+restocking fee approved with the refund, e-mails the customer, and answers.
+
+What runs without a person's click, and why (`signoff serve` lists these at start-up):
+- `charge` charges exactly the restocking fee the approver saw, and could edit, on the refund's
+  card (`restocking_fee_cents`); a fee of 0 charges nothing.
+- `send_email` only tells the customer what happened; it sends what the results say.
+- `reverse_refund` is the refund's compensation: only a rollback, which a person starts,
+  runs it.
+
+Every money movement is keyed by its business identity (the order, the invoice), so the
+payment provider does it once however many runs ask. Driven by a deterministic policy, so it
 runs offline; swap `ScriptedModel(policy)` for a real model adapter to use an LLM.
 `examples/demo.py` runs it end to end:
 
@@ -27,18 +37,27 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 
 @tool(
-    description="Refund an order.",
+    description=(
+        "Refund an order; the restocking fee to charge afterwards is approved with it "
+        "(0 for none)."
+    ),
     effect="reversible",
     compensate="reverse_refund",
     requires_approval=True,
     timeout=30,
 )
-def issue_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
-    return world.pay("refund", order_id, amount_cents, ctx.idempotency_key)
+def issue_refund(
+    order_id: str, amount_cents: int, restocking_fee_cents: int = 0, *, ctx: ToolContext
+) -> dict[str, Any]:
+    receipt = world.pay("refund", order_id, amount_cents, ctx.idempotency_key)
+    return {**receipt, "restocking_fee_cents": restocking_fee_cents}
 
 
 @tool(
-    description="Take back a refund that should not have been issued.",
+    description=(
+        "Take back a refund that should not have been issued (run only by a rollback, "
+        "which a person starts)."
+    ),
     effect="irreversible",
     requires_approval=False,
     idempotent=True,
@@ -49,7 +68,9 @@ def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dic
 
 
 @tool(
-    description="Charge an invoice (e.g. a restocking fee).",
+    description=(
+        "Charge the restocking fee that was approved with the refund, on the order's invoice."
+    ),
     effect="irreversible",
     requires_approval=False,
     idempotent=True,
@@ -61,7 +82,10 @@ def charge(invoice_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str,
 
 
 @tool(
-    description="E-mail the customer.", effect="irreversible", requires_approval=False, timeout=30
+    description="E-mail the customer what happened to their refund (informational).",
+    effect="irreversible",
+    requires_approval=False,
+    timeout=30,
 )
 def send_email(to: str, subject: str, body: str, *, ctx: ToolContext) -> dict[str, Any]:
     return world.send(to, subject, ctx.idempotency_key)
@@ -79,11 +103,14 @@ def policy(messages: Sequence[Message]) -> Entry:
         return tool_call("lookup_order", {"order_id": match[1]})
     refund = results.get("issue_refund")
     if refund is None:
-        return tool_call(
-            "issue_refund", {"order_id": found["order_id"], "amount_cents": found["amount_cents"]}
-        )
+        proposed = {
+            "order_id": found["order_id"],
+            "amount_cents": found["amount_cents"],
+            "restocking_fee_cents": found["restocking_fee_cents"],
+        }
+        return tool_call("issue_refund", proposed)
     refunded = "executed" not in refund and "error" not in refund
-    fee = found["restocking_fee_cents"]
+    fee = refund.get("restocking_fee_cents", 0)  # as approved, maybe edited
     if refunded and fee and "charge" not in results:
         return tool_call("charge", {"invoice_id": found["invoice_id"], "amount_cents": fee})
     if "send_email" not in results:
@@ -100,10 +127,25 @@ def policy(messages: Sequence[Message]) -> Entry:
         return tool_call(
             "send_email", {"to": found["customer_email"], "subject": subject, "body": body}
         )
-    if refunded:
-        amount = found["amount_cents"]
-        return f"Refunded order {found['order_id']} ({amount} cents) and told the customer."
-    return f"The refund for order {found['order_id']} was declined; the customer was told."
+    return _answer(found["order_id"], refund, results)
+
+
+def _answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> str:
+    """The final answer says what the results say happened, not what was planned."""
+    emailed = _succeeded(results.get("send_email"))
+    told = "told the customer" if emailed else "could NOT e-mail the customer"
+    if "executed" in refund or "error" in refund:
+        return f"The refund for order {order_id} was not made; I {told}."
+    charged = results.get("charge")
+    fee = "" if charged is None else (
+        " and charged the restocking fee" if _succeeded(charged) else
+        "; the restocking fee could NOT be charged"
+    )
+    return f"Refunded order {order_id} ({refund.get('amount_cents')} cents){fee}; I {told}."
+
+
+def _succeeded(result: Any) -> bool:
+    return isinstance(result, dict) and "executed" not in result and "error" not in result
 
 
 def _results(messages: Sequence[Message]) -> dict[str, Any]:

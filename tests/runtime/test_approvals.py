@@ -60,7 +60,7 @@ async def test_call_needing_approval_parks_the_run_with_args_frozen(
     (approval,) = await rt.approvals(run_id)
     assert approval.state == ApprovalState.PENDING
     assert approval.tool == "issue_refund"
-    assert approval.args == {"order_id": "1001", "amount_cents": 6033}
+    assert approval.args == {"order_id": "1001", "amount_cents": 6033, "restocking_fee_cents": 500}
     assert approval.requested_by == REQUESTER
     assert approval.decided_by is None
     assert [a.id for a in notifier.requested] == [approval.id]

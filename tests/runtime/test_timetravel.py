@@ -307,7 +307,7 @@ async def test_dry_run_fork_asks_no_human_for_approval(
     assert state.status == RunStatus.DONE
     refund = transcript_results(state.messages)["issue_refund"]
     assert refund["dry_run"] is True
-    assert refund["args"] == {"order_id": "1001", "amount_cents": 999}
+    assert refund["args"] == {"order_id": "1001", "amount_cents": 999, "restocking_fee_cents": 500}
 
 
 async def test_modify_edits_the_transcript_the_fork_sees(

@@ -1,0 +1,60 @@
+"""The example refund agent is one a finance team could ship: the restocking fee is approved
+on the refund's card (and can be edited there), and its answer says what really happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from examples import world as example_world
+from examples.refund_agent import _answer
+from examples.refund_agent import agent as refund_agent
+from runtime import Runtime
+from runtime.policy import Policies, Policy
+
+ORDER_WITH_FEE = "1001"  # the example world charges a 500-cent restocking fee on it
+EDITABLE = Policy(allow_edit=True)
+
+
+async def park(rt: Runtime) -> str:
+    return await rt.start("refund-agent", f"Refund order {ORDER_WITH_FEE}", requested_by="U0REQ")
+
+
+async def test_the_fee_is_on_the_refunds_approval_and_charged_as_approved(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await park(rt)
+    [approval] = await rt.approvals(run_id)
+
+    assert approval.args["restocking_fee_cents"] == 500
+    await rt.decide(approval.id, "approved", by="U0BOB")
+
+    charges = [p for p in example_world.payments() if p[0] == "charge"]
+    assert [(kind, ref, cents) for kind, ref, cents, _ in charges] == [("charge", "INV-1001", 500)]
+
+
+async def test_an_approver_who_waives_the_fee_means_no_charge(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent], policies=Policies(tools={"issue_refund": EDITABLE}))
+    run_id = await park(rt)
+    [approval] = await rt.approvals(run_id)
+    waived = {**approval.args, "restocking_fee_cents": 0}
+
+    await rt.decide(approval.id, "approved", by="U0BOB", args=waived)
+
+    assert (await rt.get(run_id)).status == "done"
+    assert [p[0] for p in example_world.payments()] == ["refund"]
+    answer = (await rt.store.load_state(run_id)).messages[-1].content
+    assert "restocking fee" not in answer
+
+
+def test_the_answer_says_when_the_customer_was_not_told() -> None:
+    refund = {"amount_cents": 6033, "restocking_fee_cents": 0}
+    not_sent = {"executed": False, "reason": "resolved as not sent by U0OPS"}
+
+    answer = _answer("1001", refund, {"issue_refund": refund, "send_email": not_sent})
+
+    assert "could NOT e-mail the customer" in answer
+    assert "told the customer" not in answer
