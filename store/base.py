@@ -235,6 +235,10 @@ class Store(Protocol):
         `before`; how many."""
         ...
 
+    async def release_outbox_claims(self, owner: str) -> int:
+        """Unclaim `owner`'s unsent rows (it restarted); how many."""
+        ...
+
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         """How many rows wait to be sent, and when the oldest was written."""
         ...

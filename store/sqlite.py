@@ -468,6 +468,10 @@ class SqliteStore:
         params = {"now": rows.ts(now), "before": rows.ts(before)}
         return await self._write(lambda c: c.execute(Q["remind_open_pages"], params).rowcount)
 
+    async def release_outbox_claims(self, owner: str) -> int:
+        params = {"owner": owner}
+        return await self._write(lambda c: c.execute(Q["release_outbox_claims"], params).rowcount)
+
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         count, oldest = (await self._read("outbox_backlog", {}))[0]
         return count, rows.dt(oldest)

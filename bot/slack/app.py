@@ -11,16 +11,18 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import listeners
-from bot.slack.delivery import Channels, SlackDelivery
+from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
 from bot.slack.outbox import OutboxSender
 from bot.tasks import Background
 from runtime import Runtime
@@ -74,6 +76,26 @@ class SlackSurface:
         if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
             self.sender.wake()
 
+    async def check_token(self) -> None:
+        """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
+        start with one line; Slack being unreachable only delays cards (warned)."""
+        try:
+            identity = await self.client.auth_test()
+        except SlackApiError as exc:
+            error = slack_error(exc)
+            if error.startswith("http_"):
+                raise ConfigError(
+                    f"SLACK_API_URL {self.client.base_url!r} does not answer as Slack's Web API "
+                    f"({error.replace('_', ' ')} for auth.test); it ends with /api/"
+                ) from None
+            if error in MISCONFIGURED:
+                raise ConfigError(f"SLACK_BOT_TOKEN was refused by Slack ({error})") from None
+            log.warning("slack: auth.test answered %s; cards wait until Slack answers", error)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("slack: cannot reach %s (%r); cards wait", self.client.base_url, exc)
+        else:
+            log.info("slack: connected as %s in %s", identity.get("user"), identity.get("team"))
+
     def mount(self, web_app: web.Application) -> None:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
         if not self.http:
@@ -81,11 +103,21 @@ class SlackSurface:
 
         async def events(request: web.Request) -> web.StreamResponse:
             answer = await self.app.async_dispatch(await to_bolt_request(request))
+            if answer.status == 401:
+                log.warning(
+                    "slack: refused a request to %s: bad signature or a timestamp over 5 "
+                    "minutes old (check SLACK_SIGNING_SECRET and this machine's clock)",
+                    EVENTS_PATH,
+                )
             return await to_aiohttp_response(answer)
 
         web_app.router.add_post(EVENTS_PATH, events)
 
     async def start(self) -> None:
+        await self.check_token()
+        # Rows this worker claimed before it restarted are its own: no need to wait out the
+        # claim (with a stable SIGNOFF_WORKER_ID).
+        await self.store.release_outbox_claims(self.sender.owner)
         self.sender.start()
         if self.socket is not None:
             await self.socket.connect_async()

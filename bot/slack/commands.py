@@ -56,25 +56,24 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
 
 
 async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
+    if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
+        return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     if not await may_cancel(rt, run, user):
         return replies.refusal(
             f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
         )
-    if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
-        return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack")
     approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
     return replies.run_status(cancelled, approvals, [])
 
 
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
-    """An approver under the default policy or the policy of any of the run's approvals."""
-    names = {"default"} | {a.policy for a in await rt.approvals(run.id)}
+    """Whoever may approve the run's actions: under the policies of its approvals, or the
+    default policy before it asked for any (a policy naming no approvers lets anyone)."""
+    names = {a.policy for a in await rt.approvals(run.id)} or {"default"}
     for name in sorted(names):
         _, policy = rt.desk.policies.for_tool(name)
-        if policy.approvers and await may_decide(
-            policy, user, rt.desk.directory, escalated=False
-        ):
+        if await may_decide(policy, user, rt.desk.directory, escalated=False):
             return True
     return False
 

@@ -17,7 +17,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import cards
-from bot.slack.outbox import Undeliverable
+from bot.slack.outbox import Misconfigured, Undeliverable
 from runtime.policy import Policies
 from runtime.tools import Tool
 from store import Approval, ApprovalState, Delivery, Page, Run, Store
@@ -26,12 +26,9 @@ from store.records import OutboxItem
 
 log = logging.getLogger("signoff.slack")
 
-# Answers that no retry will change; everything else (5xx, 429, timeouts) is tried again.
+# Answers that no retry will change (the message itself is wrong, or gone): given up.
 PERMANENT = frozenset(
     {
-        "channel_not_found",
-        "not_in_channel",
-        "is_archived",
         "invalid_blocks",
         "msg_too_long",
         "no_text",
@@ -42,6 +39,29 @@ PERMANENT = frozenset(
         "edit_window_closed",
     }
 )
+# Answers a person fixes (a setting, an invitation): retried, loudly, until they do.
+MISCONFIGURED = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+    }
+)
+_HINTS = {
+    "channel_not_found": "check the channel id (C…, not #name)",
+    "not_in_channel": "invite the bot to the channel (/invite @Signoff)",
+    "is_archived": "the channel is archived; choose another",
+    "invalid_auth": "check SLACK_BOT_TOKEN",
+    "not_authed": "check SLACK_BOT_TOKEN",
+    "account_inactive": "the app was uninstalled or its token revoked",
+    "token_revoked": "the app was uninstalled or its token revoked",
+    "missing_scope": "reinstall the app from manifest.yml",
+}
 LOOKBACK = 200  # messages searched for an earlier post of the same card
 
 ToolOf = Callable[[Approval], Awaitable[Tool | None]]
@@ -77,13 +97,12 @@ class SlackDelivery:
         except store_errors.NotFound:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
         except SlackApiError as exc:
-            error = str(exc.response.get("error", ""))
+            error = slack_error(exc)
             if error in PERMANENT:
                 await self._given_up(item)
                 raise Undeliverable(f"Slack answered {error}") from exc
-            raise
-        except Undeliverable:
-            await self._given_up(item)
+            if error in MISCONFIGURED:
+                raise Misconfigured(f"Slack answered {error}: {_HINTS.get(error, '')}") from exc
             raise
 
     async def _given_up(self, item: OutboxItem) -> None:
@@ -143,9 +162,9 @@ class SlackDelivery:
             return
         channel = approval.channel or self.channels.approvals
         if channel is None:
-            raise Undeliverable(
+            raise Misconfigured(
                 f"no channel for approval {approval.id}: set the policy's channel or "
-                "SIGNOFF_APPROVALS_CHANNEL"
+                "SIGNOFF_APPROVALS_CHANNEL (a channel id, C…), then restart"
             )
         message = await self.card(approval)
         ts = None
@@ -207,8 +226,8 @@ class SlackDelivery:
             return
         channel = self.channels.oncall
         if channel is None:
-            raise Undeliverable(
-                f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL"
+            raise Misconfigured(
+                f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL, then restart"
             )
         run = await self._run(page.run_id)
         message = cards.page_message(page, run, args=await self._args_of(page))
@@ -306,6 +325,14 @@ class SlackDelivery:
             return (await self.store.get_effect(page.run_id, page.call_id)).args
         except store_errors.NotFound:
             return None
+
+
+def slack_error(exc: SlackApiError) -> str:
+    """The Web API's error code; a non-JSON answer (a wrong SLACK_API_URL) has none."""
+    data = exc.response.data
+    if isinstance(data, dict):
+        return str(data.get("error", ""))
+    return f"http_{exc.response.status_code}"
 
 
 def _metadata(event_type: str, **payload: str) -> dict[str, Any]:

@@ -29,7 +29,12 @@ MAX_BACKOFF = 300.0
 
 
 class Undeliverable(Exception):
-    """Retrying this row cannot help (e.g. the channel does not exist); give it up."""
+    """Retrying this row cannot help (the message itself is invalid); give it up."""
+
+
+class Misconfigured(Exception):
+    """A person must fix something (a channel, a token, an invitation): keep the row, retry
+    every minute at most, and say so at WARNING so it is seen."""
 
 
 class OutboxSender:
@@ -101,6 +106,11 @@ class OutboxSender:
                 await self.store.finish_outbox(
                     item.id, self.owner, at=datetime.now(UTC), error=str(exc)[:500]
                 )
+                return
+            except Misconfigured as exc:
+                log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
+                at = datetime.now(UTC) + timedelta(seconds=min(backoff(item.attempts), 60.0))
+                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
                 return
             except Exception as exc:
                 delay = backoff(item.attempts)

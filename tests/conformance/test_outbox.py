@@ -186,3 +186,19 @@ async def test_open_posted_pages_are_reminded_once_per_interval(
 
     assert (too_soon, due, again) == (0, 1, 0)
     assert await claim_all(store) == [("page_reminded", posted.id)]
+
+
+async def test_a_restarted_worker_takes_back_its_own_claims_at_once(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    await store.create_approval(make_approval(run.id))
+    await store.create_approval(make_approval(run.id))
+    now = later()
+    mine = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=60), limit=1)
+    theirs = await store.claim_outbox("w2", now=now, until=now + timedelta(seconds=60))
+
+    assert await store.release_outbox_claims("w1") == 1
+
+    again = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=60))
+    assert [i.id for i in again] == [mine[0].id]
+    assert not await store.finish_outbox(theirs[0].id, "w1", at=now)  # still w2's

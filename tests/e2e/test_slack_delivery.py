@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import SIGNOFF
+from .helpers import SIGNOFF, free_port
 from .slack_harness import (
     APP_TOKEN,
+    APPROVALS,
     BOB,
     ONCALL,
     REQUESTER,
@@ -23,6 +24,7 @@ from .slack_harness import (
     SlackServer,
     approval_id_of,
     button,
+    environment,
     start_server,
 )
 
@@ -221,3 +223,42 @@ def _acknowledged(tmp_path: Path, world: Path, page_id: str) -> dict[str, str] |
             return dict(page)
     return None
 
+
+
+def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    no_channel = '[policies.tools.issue_refund]\napprovers = ["U0BOB"]\n'
+    wrong = {"SIGNOFF_APPROVALS_CHANNEL": "C0WRONG", "SIGNOFF_WORKER_ID": "w-fixed"}
+    server = start_server(tmp_path, world, fake.base_url, extra=wrong, policy=no_channel)
+    start_refunds(server, "misrouted")
+    server.wait_until(lambda: "channel_not_found" in server.log.read_text())
+    assert "check the channel id" in server.log.read_text()
+    assert fake.cards() == []
+    assert server.stop() == 0
+
+    fixed = {"SIGNOFF_APPROVALS_CHANNEL": APPROVALS, "SIGNOFF_WORKER_ID": "w-fixed"}
+    again = start_server(tmp_path, world, fake.base_url, extra=fixed, policy=no_channel)
+    try:
+        [card] = again.wait_until(fake.cards, within=70)
+        assert approval_id_of(card)
+        # A forged click is refused and the log says where to look.
+        again.slack(button("approve", approval_id_of(card), user=BOB), secret="wrong")
+        again.wait_until(lambda: "SLACK_SIGNING_SECRET" in again.log.read_text())
+    finally:
+        again.kill()
+
+
+def test_a_token_slack_refuses_stops_the_start_with_one_line(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    env = environment(tmp_path, world, free_port(), fake.base_url) | {
+        "SLACK_BOT_TOKEN": "xoxb-revoked"
+    }
+    result = subprocess.run(
+        [SIGNOFF, "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30
+    )
+
+    assert result.returncode != 0
+    assert "SLACK_BOT_TOKEN was refused by Slack (invalid_auth)" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -441,3 +441,8 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
       WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
         AND o.created_at > :before
   )
+
+-- release_outbox_claims --
+-- A restarted worker (same id) lets go of the rows it had claimed: its sends died with it.
+UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
+WHERE claimed_by = :owner AND sent_at IS NULL
