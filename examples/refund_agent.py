@@ -38,8 +38,7 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 
 @tool(
     description=(
-        "Refund an order; the restocking fee to charge afterwards is approved with it "
-        "(0 for none)."
+        "Refund an order; the restocking fee to charge afterwards is approved with it (0 for none)."
     ),
     effect="reversible",
     compensate="reverse_refund",
@@ -110,7 +109,10 @@ def policy(messages: Sequence[Message]) -> Entry:
         }
         return tool_call("issue_refund", proposed)
     refunded = "executed" not in refund and "error" not in refund
-    fee = refund.get("restocking_fee_cents", 0)  # as approved, maybe edited
+    # As approved (maybe edited); a result settled by hand may not say, then as proposed.
+    fee = refund.get(
+        "restocking_fee_cents", _proposed(messages, "issue_refund").get("restocking_fee_cents", 0)
+    )
     if refunded and fee and "charge" not in results:
         return tool_call("charge", {"invoice_id": found["invoice_id"], "amount_cents": fee})
     if "send_email" not in results:
@@ -137,15 +139,26 @@ def _answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> s
     if "executed" in refund or "error" in refund:
         return f"The refund for order {order_id} was not made; I {told}."
     charged = results.get("charge")
-    fee = "" if charged is None else (
-        " and charged the restocking fee" if _succeeded(charged) else
-        "; the restocking fee could NOT be charged"
+    fee = (
+        ""
+        if charged is None
+        else (
+            " and charged the restocking fee"
+            if _succeeded(charged)
+            else "; the restocking fee could NOT be charged"
+        )
     )
     return f"Refunded order {order_id} ({refund.get('amount_cents')} cents){fee}; I {told}."
 
 
 def _succeeded(result: Any) -> bool:
     return isinstance(result, dict) and "executed" not in result and "error" not in result
+
+
+def _proposed(messages: Sequence[Message], tool: str) -> dict[str, Any]:
+    """The arguments of the latest call of `tool` in the transcript."""
+    calls = [c for m in messages for c in m.tool_calls if c.name == tool]
+    return dict(calls[-1].arguments) if calls else {}
 
 
 def _results(messages: Sequence[Message]) -> dict[str, Any]:
