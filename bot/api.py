@@ -1,48 +1,67 @@
 """The HTTP API for agents on other stacks: start runs, ask for approvals, read their state.
 
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
-    GET  /v1/runs/{id}        status, usage, pending approvals (tool, args, votes, deadline)
+                                                                      runs:write
+    GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
+    POST /v1/runs/{id}/cancel {reason?}                               runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
-                              (idempotent by id)
+                              (idempotent by id)                      approvals:request
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
-    POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}
+                                          approvals:request, approvals:decide or runs:read
+    POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
+    GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
 
-Every request needs `Authorization: Bearer <token>` (the scheme in any case): without it 401,
-malformed 400 with the reason, a body over 1 MiB 413; none of them changes anything. Every
-error is JSON, `{"error": reason}`. Without a configured token the API is off: 503 saying so.
+Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
+401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
+the reason, a body over 1 MiB 413; none of them changes anything. Every error is JSON,
+`{"error": reason}`. Without any configured token the API is off: 503 saying so. What a
+token creates or decides is audited under its name (`token:<name>`).
 """
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
+from bot.api_auth import CALLER, Handler, RateLimiter, authenticate, callers, error, requires
+from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.settings import ApiToken
 from bot.tasks import Background
 from runtime import Runtime, errors
-from store import Approval, ApprovalState, Budget, Run
+from store import Approval, ApprovalState, AuditEvent, Budget, Run
 from store.records import ID_PATTERN
 
 M = TypeVar("M", bound=BaseModel)
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
+CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_BODY = 1024**2
+MAX_ARGS = 64 * 1024
+"""Arguments (of an approval, or edited in a decision) as JSON, in bytes."""
+MAX_AUDIT_PAGE = 10_000
+DEFAULT_RATE = 600
 SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
 log = logging.getLogger("signoff.api")
+
+
+def _small_args(args: dict[str, Any] | None) -> dict[str, Any] | None:
+    if args is not None and len(json.dumps(args).encode()) > MAX_ARGS:
+        raise ValueError(f"the arguments are over the limit of {MAX_ARGS} bytes as JSON")
+    return args
 
 
 class RunRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agent: str = Field(min_length=1)
+    agent: str = Field(min_length=1, max_length=200)
     task: str = Field(min_length=1, max_length=20_000)
     run_id: str | None = Field(None, pattern=ID_PATTERN)
     requested_by: str | None = Field(None, max_length=64)
@@ -59,6 +78,8 @@ class ApprovalRequest(BaseModel):
     policy: str | None = Field(None, max_length=200)
     callback_url: HttpUrl | None = None
 
+    _args = field_validator("args")(_small_args)
+
 
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -68,12 +89,20 @@ class DecisionRequest(BaseModel):
     reason: str | None = Field(None, max_length=3_000)
     args: dict[str, Any] | None = None
 
+    _args = field_validator("args")(_small_args)
+
     @field_validator("by")
     @classmethod
     def _slack_user(cls, by: str) -> str:
         if not re.fullmatch(SLACK_USER_ID, by):
             raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
         return by
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("", max_length=3_000)
 
 
 # How the runtime's refusals of a decision answer over HTTP (first match wins).
@@ -86,12 +115,6 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.EditRefused, 400),
     (errors.InvalidRequest, 400),
 )
-
-
-def error(
-    status: int, reason: str, *, headers: dict[str, str] | None = None, **more: Any
-) -> web.Response:
-    return web.json_response({"error": reason, **more}, status=status, headers=headers)
 
 
 @web.middleware
@@ -116,28 +139,6 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
     except Exception:
         log.exception("%s %s failed", request.method, request.path)
         return error(500, "internal error; the server log has the details")
-
-
-def bearer_auth(token: str) -> Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]:
-    """`Authorization: Bearer <token>`, the scheme compared case-insensitively (RFC 7235)."""
-
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not request.path.startswith("/v1/"):
-            return await handler(request)
-        if not token:
-            return error(503, "the HTTP API is off: set SIGNOFF_API_TOKEN to turn it on")
-        scheme, _, given = request.headers.get("Authorization", "").strip().partition(" ")
-        valid = scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), token.encode()
-        )
-        if not valid:
-            return error(
-                401, "missing or invalid bearer token", headers={"WWW-Authenticate": "Bearer"}
-            )
-        return await handler(request)
-
-    return check
 
 
 async def _body(request: web.Request, model: type[M]) -> M | web.Response:
@@ -172,6 +173,7 @@ def _strict_json(text: str) -> Any:
     return json.loads(text, parse_constant=refuse, parse_float=finite)
 
 
+@requires("runs:write")
 async def start_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, RunRequest)
@@ -187,11 +189,14 @@ async def start_run(request: web.Request) -> web.Response:
         )
     except (errors.UnknownAgent, errors.InvalidRequest) as exc:
         return error(400, str(exc))
+    if created:
+        await _audit(request, "api_run_started", run_id=run.id, agent=run.agent)
     # A new run starts; an existing one is driven on if it was left mid-flight.
     request.app[BACKGROUND].spawn(rt.drive(run.id), name=f"drive {run.id}")
     return web.json_response(await _run_view(rt, run), status=201 if created else 200)
 
 
+@requires("runs:read")
 async def get_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     try:
@@ -201,11 +206,36 @@ async def get_run(request: web.Request) -> web.Response:
     return web.json_response(await _run_view(rt, run))
 
 
+@requires("runs:write")
+async def cancel_run(request: web.Request) -> web.Response:
+    """Stop a run for good (its pending approvals are withdrawn); audited under the token."""
+    rt = request.app[RUNTIME]
+    body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
+    if isinstance(body, web.Response):
+        return body
+    try:
+        run = await rt.cancel(
+            request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason
+        )
+    except errors.RunNotFound as exc:
+        return error(404, str(exc))
+    except errors.InvalidRequest as exc:  # done or cancelled already
+        return error(409, str(exc))
+    return web.json_response(await _run_view(rt, run))
+
+
+@requires("approvals:request")
 async def request_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, ApprovalRequest)
     if isinstance(body, web.Response):
         return body
+    callback_url = str(body.callback_url) if body.callback_url else None
+    if callback_url:
+        try:
+            await request.app[CALLBACKS].check(callback_url)
+        except CallbackRefused as exc:
+            return error(400, f"callback_url: {exc}")
     try:
         approval, created = await rt.request_approval(
             body.tool,
@@ -213,13 +243,16 @@ async def request_approval(request: web.Request) -> web.Response:
             approval_id=body.approval_id,
             requested_by=body.requested_by,
             policy=body.policy,
-            callback_url=str(body.callback_url) if body.callback_url else None,
+            callback_url=callback_url,
         )
     except errors.InvalidRequest as exc:
         return error(400, str(exc))
+    if created:
+        await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
     return web.json_response(approval_view(approval), status=201 if created else 200)
 
 
+@requires("approvals:request", "approvals:decide", "runs:read")
 async def get_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     try:
@@ -229,9 +262,11 @@ async def get_approval(request: web.Request) -> web.Response:
     return web.json_response(await _voted_view(rt, approval))
 
 
+@requires("approvals:decide")
 async def decide(request: web.Request) -> web.Response:
     """Record a human's decision under the same rules as Slack and the CLI; answer once it is
-    durable and resume the run in the background."""
+    durable and resume the run in the background. The audit has the decision under the human
+    (`by`) and, next to it, the token it came through."""
     rt = request.app[RUNTIME]
     body = await _body(request, DecisionRequest)
     if isinstance(body, web.Response):
@@ -247,10 +282,91 @@ async def decide(request: web.Request) -> web.Response:
         )
     except errors.SignoffRuntimeError as exc:
         return _refused(exc)
+    await _audit(
+        request,
+        "api_decision",
+        run_id=approval.run_id,
+        approval_id=approval.id,
+        by=body.by,
+        decision=body.decision,
+        state=approval.state.value,
+    )
     if approval.state != ApprovalState.PENDING:
         work = rt.after_decision(approval)
         request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
     return web.json_response(await _voted_view(rt, approval))
+
+
+@requires("audit:read")
+async def audit(request: web.Request) -> web.Response:
+    """Audit events oldest first, of one run or approval, at or after `since` (ISO 8601;
+    UTC unless it says otherwise), at most `limit` (1000; up to 10000); `more` says whether
+    there are further events (ask again with the last one's `at`)."""
+    query = request.query
+    unknown = sorted(set(query) - {"run_id", "approval_id", "since", "limit"})
+    if unknown:
+        return error(400, f"unknown query parameter(s): {', '.join(unknown)}")
+    try:
+        since = _instant(query.get("since"))
+        limit = _limit(query.get("limit"))
+    except ValueError as exc:
+        return error(400, str(exc))
+    events = await request.app[RUNTIME].store.list_events(run_id=query.get("run_id") or None)
+    approval_id = query.get("approval_id")
+    chosen = [
+        event
+        for event in events
+        if (approval_id is None or event.approval_id == approval_id)
+        and (since is None or event.at >= since)
+    ]
+    return web.json_response(
+        {
+            "events": [event.model_dump(mode="json") for event in chosen[:limit]],
+            "more": len(chosen) > limit,
+        }
+    )
+
+
+def _instant(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        # A "+" left unescaped in a query string arrives as a space.
+        when = datetime.fromisoformat(text.replace(" ", "+"))
+    except ValueError:
+        raise ValueError(f"since: {text[:60]!r} is not an ISO 8601 date and time") from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return 1000
+    if not text.isdigit() or not 1 <= int(text) <= MAX_AUDIT_PAGE:
+        raise ValueError(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
+    return int(text)
+
+
+async def _audit(
+    request: web.Request,
+    action: str,
+    *,
+    run_id: str | None = None,
+    approval_id: str | None = None,
+    **detail: Any,
+) -> None:
+    """One audit event naming the token the request came with."""
+    rt = request.app[RUNTIME]
+    caller = request[CALLER]
+    await rt.store.record_event(
+        AuditEvent(
+            action=action,
+            actor=caller.actor,
+            run_id=run_id,
+            approval_id=approval_id,
+            detail={"token": caller.name, **detail},
+            at=rt.clock(),
+        )
+    )
 
 
 def _refused(exc: errors.SignoffRuntimeError) -> web.Response:
@@ -297,27 +413,42 @@ def approval_view(approval: Approval) -> dict[str, Any]:
     )
 
 
-def add_routes(app: web.Application, rt: Runtime, background: Background) -> None:
-    app[RUNTIME] = rt
-    app[BACKGROUND] = background
+def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/runs", start_run)
     app.router.add_get("/v1/runs/{run_id}", get_run)
+    app.router.add_post("/v1/runs/{run_id}/cancel", cancel_run)
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
+    app.router.add_get("/v1/audit", audit)
 
 
 async def healthz(request: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
-def api_app(rt: Runtime, *, token: str | None, background: Background) -> web.Application:
-    """The aiohttp application `signoff serve` runs: /healthz, and the API when a bearer
-    token is configured, else a 503 under /v1/ naming the setting (the Slack endpoints mount
-    next to it)."""
-    middlewares = [json_errors, bearer_auth(token or "")]
-    app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
+def api_app(
+    rt: Runtime,
+    *,
+    background: Background,
+    token: str | None = None,
+    tokens: Mapping[str, ApiToken] | None = None,
+    callbacks: CallbackPolicy | None = None,
+    rate_per_minute: int = DEFAULT_RATE,
+) -> web.Application:
+    """The aiohttp application `signoff serve` runs: /healthz, and the API when a token is
+    configured (`token`, the legacy one with every scope, and/or named `tokens`), else a
+    503 under /v1/ naming the settings (the Slack endpoints mount next to it). Callback URLs
+    are checked against `callbacks` (by default: public https hosts only)."""
+    known = callers(token, tokens)
+    limiter = RateLimiter(rate_per_minute)
+    app = web.Application(
+        middlewares=[json_errors, authenticate(known, limiter)], client_max_size=MAX_BODY
+    )
     app.router.add_get("/healthz", healthz)
-    if token:
-        add_routes(app, rt, background)
+    app[RUNTIME] = rt
+    app[BACKGROUND] = background
+    app[CALLBACKS] = callbacks or CallbackPolicy()
+    if known:
+        add_routes(app)
     return app

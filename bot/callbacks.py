@@ -4,6 +4,11 @@ The body is the approval as JSON. `X-Signoff-Timestamp` is Unix seconds and
 `X-Signoff-Signature` is `v1=` + hex HMAC-SHA256 of `v1:<timestamp>:<body>` with the shared
 secret, the way Slack signs its requests. Delivery status is stored on the approval, so a
 callback interrupted by a restart is sent again at start-up.
+
+Where a callback may go is `bot.callback_policy`'s to say, checked again when it is sent: the
+URL against the allowed hosts, and the addresses the connection uses (resolved through the
+policy, so what was checked is what is connected to). Redirects are not followed; every
+attempt has a timeout.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ import hashlib
 import hmac
 import json
 import logging
+import socket
 import time
 
 import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from bot.api import approval_view
+from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.tasks import Background
 from runtime import NullNotifier
 from store import Approval, Delivery, Run, Store
@@ -43,16 +51,21 @@ class CallbackNotifier(NullNotifier):
         first_delay: float = 0.5,
         timeout: float = 10.0,
         hand_over: bool = False,
+        policy: CallbackPolicy | None = None,
     ) -> None:
         """`hand_over`: a short-lived process (the CLI) leaves a callback it could not
-        deliver pending, for a server's periodic redelivery, instead of marking it failed."""
+        deliver pending, for a server's periodic redelivery, instead of marking it failed.
+        `timeout` bounds each attempt; `policy` says where callbacks may go (by default only
+        to public https hosts)."""
         self.store = store
         self.secret = secret
         self.background = background
         self.hand_over = hand_over
         self.attempts = attempts
         self.first_delay = first_delay
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=min(timeout, 5.0))
+        self.policy = policy or CallbackPolicy()
+        self._refusals_told: set[tuple[str, str]] = set()
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:
         if approval.callback_url and self._can_sign():
@@ -71,7 +84,7 @@ class CallbackNotifier(NullNotifier):
     def _can_sign(self) -> bool:
         if not self.secret:
             log.warning(
-                "no SIGNOFF_CALLBACK_SECRET or SIGNOFF_API_TOKEN: callbacks are not "
+                "no SIGNOFF_CALLBACK_SECRET (or legacy SIGNOFF_API_TOKEN): callbacks are not "
                 "sent unsigned; they stay pending until a process with the secret runs"
             )
         return bool(self.secret)
@@ -79,12 +92,20 @@ class CallbackNotifier(NullNotifier):
     async def deliver(self, approval: Approval) -> bool:
         if approval.callback_url is None:
             return False
+        try:
+            await self.policy.check(approval.callback_url)
+            return await self._send(approval, approval.callback_url)
+        except CallbackRefused as exc:
+            return await self._refused(approval, str(exc))
+
+    async def _send(self, approval: Approval, url: str) -> bool:
         body = json.dumps(approval_view(approval)).encode()
         delay = self.first_delay
         failure = ""
-        async with aiohttp.ClientSession(timeout=self.timeout) as session:
+        connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.policy))
+        async with aiohttp.ClientSession(timeout=self.timeout, connector=connector) as session:
             for attempt in range(1, self.attempts + 1):
-                failure = await self._post(session, approval.callback_url, body)
+                failure = await self._post(session, url, body)
                 if not failure:
                     await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
                     log.info(
@@ -117,6 +138,16 @@ class CallbackNotifier(NullNotifier):
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False
 
+    async def _refused(self, approval: Approval, reason: str) -> bool:
+        """Not sent, nor tried again until the next redelivery (the settings may change)."""
+        told = (approval.id, reason)
+        level = logging.DEBUG if told in self._refusals_told else logging.WARNING
+        self._refusals_told.add(told)
+        log.log(level, "callback for approval %s refused, not sent: %s", approval.id, reason)
+        if not self.hand_over:
+            await self.store.set_callback_status(approval.id, Delivery.FAILED)
+        return False
+
     async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> str:
         """POST the signed body; "" when the receiver took it, else what went wrong."""
         timestamp = str(int(time.time()))
@@ -126,7 +157,37 @@ class CallbackNotifier(NullNotifier):
             "X-Signoff-Signature": sign(self.secret, timestamp, body),
         }
         try:
-            async with session.post(url, data=body, headers=headers) as response:
+            async with session.post(
+                url, data=body, headers=headers, allow_redirects=False
+            ) as response:
                 return "" if 200 <= response.status < 300 else f"HTTP {response.status}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             return repr(exc)
+
+
+class CheckedResolver(AbstractResolver):
+    """Resolves through the callback policy: a host with any address the policy refuses
+    raises `CallbackRefused` instead of connecting (aiohttp never resolves IP literals; the
+    policy checks those before sending)."""
+
+    def __init__(self, policy: CallbackPolicy) -> None:
+        self.policy = policy
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_UNSPEC
+    ) -> list[ResolveResult]:
+        addresses = await self.policy.addresses(host.rstrip("."))
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+                proto=0,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for address in addresses
+        ]
+
+    async def close(self) -> None:
+        return None

@@ -15,6 +15,7 @@ from contextlib import suppress
 from aiohttp import web
 
 from bot.api import api_app
+from bot.callback_policy import CallbackPolicy
 from bot.settings import Settings, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import assemble
@@ -47,10 +48,16 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         )
     for name in open_policies(settings.policies):
         log.warning("policy %s names no approvers: anyone but the requester may approve", name)
-    token = secret(settings.api_token)
-    app = api_app(rt, token=token, background=process.background)
-    if not token:
-        log.warning("SIGNOFF_API_TOKEN is not set: the HTTP API (/v1/...) is disabled")
+    for warning in api_warnings(settings):
+        log.warning("%s", warning)
+    app = api_app(
+        rt,
+        background=process.background,
+        token=secret(settings.api_token),
+        tokens=settings.api_tokens,
+        callbacks=CallbackPolicy(settings.callback_allowed_hosts),
+        rate_per_minute=settings.api_rate_per_minute,
+    )
     slack = None if settings.api_only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
@@ -87,6 +94,33 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
             await slack.stop()
         await runner.cleanup()
         await process.close()
+
+
+def api_warnings(settings: Settings) -> list[str]:
+    """What `serve` says at start-up about who may use the HTTP API."""
+    warnings = []
+    if settings.api_token is not None:
+        warnings.append(
+            "SIGNOFF_API_TOKEN grants every scope, approvals:request and approvals:decide "
+            "included: whoever holds it can approve what it asked for. Give each client a "
+            "named token with only the scopes it needs (api_tokens in signoff.toml)"
+        )
+    for name, token in settings.api_tokens.items():
+        if token.allow_request_and_decide and not token.revoked:
+            warnings.append(
+                f"API token {name!r} has approvals:request and approvals:decide "
+                "(allow_request_and_decide): it can approve its own requests"
+            )
+    if settings.api_tokens and settings.callback_secret is None and settings.api_token is None:
+        warnings.append(
+            "no SIGNOFF_CALLBACK_SECRET: decision callbacks (callback_url) wait unsent until "
+            "one is set (named API tokens never sign them)"
+        )
+    if settings.api_token is None and not settings.api_tokens:
+        warnings.append(
+            "no api_tokens (SIGNOFF_API_TOKENS) or SIGNOFF_API_TOKEN: the HTTP API (/v1/...) is off"
+        )
+    return warnings
 
 
 def _stop_on_signals() -> asyncio.Event:

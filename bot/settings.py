@@ -6,14 +6,25 @@ the line and the reason, e.g. `signoff.toml:12: policies.tools.issue_refund.time
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tomllib
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self, get_args
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -22,13 +33,63 @@ from pydantic_settings import (
     SettingsError,
 )
 
+from bot.callback_policy import parse_allowed
 from runtime.policy import Duration, Policies
 
 DEFAULT_CONFIG = "signoff.toml"
+Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]
+SCOPES: tuple[Scope, ...] = get_args(Scope)
+TokenName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 
 
 class ConfigError(Exception):
     """The configuration is invalid; the message says where and why."""
+
+
+class ApiToken(BaseModel):
+    """A named bearer token of the HTTP API and the scopes it grants.
+
+    The configuration never holds the token itself: either `sha256`, the hex SHA-256 of it,
+    or `secret_env`, the environment variable that holds it (hashed when settings are read).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    scopes: frozenset[Scope] = Field(min_length=1)
+    sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
+    secret_env: str | None = Field(None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    allow_request_and_decide: bool = False
+    """Both approvals:request and approvals:decide: the token could approve its own requests."""
+    revoked: bool = False
+    rate_per_minute: int | None = Field(None, ge=1)
+    """Overrides api_rate_per_minute for this token."""
+    _digest: bytes | None = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if (self.sha256 is None) == (self.secret_env is None):
+            raise ValueError(
+                "give exactly one of sha256 (the hex SHA-256 of the token) or secret_env "
+                "(the environment variable that holds the token)"
+            )
+        both = {"approvals:request", "approvals:decide"} <= self.scopes
+        if both and not self.allow_request_and_decide:
+            raise ValueError(
+                "approvals:decide with approvals:request lets the token approve its own "
+                "requests; give each its own token, or set allow_request_and_decide = true"
+            )
+        if self.sha256:
+            self._digest = bytes.fromhex(self.sha256)
+        elif value := os.environ.get(self.secret_env or ""):
+            self._digest = hashlib.sha256(value.encode()).digest()
+        elif not self.revoked:
+            raise ValueError(f"secret_env: the environment variable {self.secret_env} is not set")
+        return self
+
+    @property
+    def digest(self) -> bytes | None:
+        """SHA-256 of the token (None for a revoked one whose secret is gone)."""
+        return self._digest
 
 
 class Settings(BaseSettings):
@@ -51,6 +112,15 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", validation_alias="SIGNOFF_HOST")
     port: int = Field(3000, ge=0, le=65535, validation_alias="SIGNOFF_PORT")
     api_token: SecretStr | None = Field(None, validation_alias="SIGNOFF_API_TOKEN")
+    """The single legacy token: every scope. Prefer `api_tokens`."""
+    api_tokens: dict[TokenName, ApiToken] = Field(
+        default_factory=dict, validation_alias="SIGNOFF_API_TOKENS"
+    )
+    api_rate_per_minute: int = Field(600, ge=1, validation_alias="SIGNOFF_API_RATE_PER_MINUTE")
+    """Requests per minute per token (a bucket of this many, refilled evenly)."""
+    callback_allowed_hosts: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="SIGNOFF_CALLBACK_ALLOWED_HOSTS"
+    )
     callback_secret: SecretStr | None = Field(None, validation_alias="SIGNOFF_CALLBACK_SECRET")
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
@@ -68,12 +138,18 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
 
-    @field_validator("agents", mode="before")
+    @field_validator("agents", "callback_allowed_hosts", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""
         if isinstance(value, str):
             return [path.strip() for path in value.split(",") if path.strip()]
+        return value
+
+    @field_validator("callback_allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        parse_allowed(value)
         return value
 
     @classmethod

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret
 from bot.tasks import Background
 from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
@@ -99,7 +100,8 @@ async def assemble(
     store = await open_store(settings.database_url, **options)
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
-    callbacks = Callbacks(store, callback_secret(settings), background, **quick)
+    policy = CallbackPolicy(settings.callback_allowed_hosts)
+    callbacks = Callbacks(store, callback_secret(settings), background, policy=policy, **quick)
     runtime = Runtime(
         store,
         agents,

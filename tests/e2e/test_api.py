@@ -97,7 +97,7 @@ async def test_get_run_describes_its_pending_approval_with_votes_so_far(
     assert status == 200
     [pending] = view["pending_approvals"]
     assert pending["tool"] == "issue_refund"
-    assert pending["args"] == {"order_id": "4471", "amount_cents": 4136}
+    assert pending["args"] == {"order_id": "4471", "amount_cents": 4136, "restocking_fee_cents": 0}
     assert (pending["required_approvals"], pending["votes"]) == (2, ["U0ANN"])
     assert pending["state"] == "pending"
     assert pending["deadline"] is not None
@@ -159,7 +159,8 @@ async def test_post_approval_reusing_an_id_for_another_request_gets_400(api: Api
         {"tool": "wire_money", "args": {"cents": 2}},
         {"tool": "wire_money", "args": {"cents": True}},  # JSON true is not 1
         {"tool": "delete_db", "args": {}},
-        {"tool": "wire_money", "args": {"cents": 1}, "callback_url": "https://example.com/h"},
+        # a public address literal: the default callback policy takes it without DNS
+        {"tool": "wire_money", "args": {"cents": 1}, "callback_url": "https://93.184.215.14/h"},
         {"tool": "wire_money", "args": {"cents": 1}, "requested_by": "U0SOMEONE"},
     )
     for other in others:

@@ -201,7 +201,8 @@ async def test_edited_arguments_are_validated_then_executed(make_api: MakeApi) -
     assert (await api.rt.desk.get(approval_id)).state == "pending"
     edited = {"order_id": "4471", "amount_cents": 1000}
     status, answer = await decide(api, approval_id, decision="approved", by="U0BOSS", args=edited)
-    assert (status, answer["approved_args"]) == (200, edited)
+    # Validated by the tool: the fee it was not given is its default.
+    assert (status, answer["approved_args"]) == (200, {**edited, "restocking_fee_cents": 0})
     await eventually(lambda: done(api))
     assert [(r[1], r[2]) for r in refunds()] == [("4471", 1000)]
 

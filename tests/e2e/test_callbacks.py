@@ -1,4 +1,8 @@
-"""Decision callbacks: signed with HMAC, retried until delivered, and re-sent after a restart."""
+"""Decision callbacks: signed with HMAC, retried until delivered, and re-sent after a restart.
+
+The receivers listen on 127.0.0.1 over http, which the default callback policy refuses: every
+API and notifier here lists `http://127.0.0.1` in its allowlist (`LOOPBACK`), as a deployment
+that wants local receivers must. test_callback_allowlist.py covers what is refused."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from runtime import Policies, Policy, Runtime
 from runtime.scheduler import ApprovalScheduler
 from store import Delivery, Store, open_store
 
+from .api_support import LOOPBACK, ApiServers
 from .helpers import AUTH, Api, eventually, free_port
 
 SECRET = "callback-secret"
@@ -40,6 +45,16 @@ class Receiver:
 
     def delivered(self) -> list[dict[str, Any]]:
         return [json.loads(body) for _, body, _ in self.calls[self.failures :]]
+
+
+@pytest.fixture
+async def make_api(
+    make_runtime: Callable[..., Runtime], store: Store
+) -> AsyncIterator[Callable[..., Awaitable[Api]]]:
+    """The API of conftest, with loopback callbacks allowed by an explicit list."""
+    servers = ApiServers(make_runtime, store, callbacks=LOOPBACK)
+    yield servers.start
+    await servers.close()
 
 
 @pytest.fixture
@@ -65,7 +80,7 @@ async def api_with_callbacks(
     make_api: Callable[..., Awaitable[Api]], store: Store, **options: Any
 ) -> Api:
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background, **options)
+    notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK, **options)
     return await make_api(background, notifier=notifier)
 
 
@@ -165,14 +180,14 @@ async def test_a_short_lived_process_tries_once_and_leaves_the_rest_to_the_serve
         "wire_money", {"cents": 1}, callback_url=f"http://127.0.0.1:{free_port()}/hook"
     )
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
-    cli = CallbackNotifier(store, SECRET, Background(), attempts=1, hand_over=True)
+    cli = CallbackNotifier(store, SECRET, Background(), attempts=1, hand_over=True, policy=LOOPBACK)
 
     started = time.monotonic()
     assert await cli.deliver(decided) is False
     assert time.monotonic() - started < 5
     assert await callback_status(store, approval.id) == Delivery.PENDING
 
-    server = CallbackNotifier(store, SECRET, Background(), first_delay=0.01)
+    server = CallbackNotifier(store, SECRET, Background(), first_delay=0.01, policy=LOOPBACK)
     assert await server.redeliver() == 1  # what `serve` runs every 30 s
 
 
@@ -181,7 +196,7 @@ async def test_expiry_by_the_scheduler_is_called_back(
 ) -> None:
     receiver = await serve_receiver(0)
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background)
+    notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK)
     api = await make_api(
         background, notifier=notifier, policies=Policies(default=Policy(timeout=0.3))
     )
@@ -216,7 +231,7 @@ async def test_redeliver_sends_callbacks_a_previous_process_left_pending(
 
     second = await open_store(db_url)
     try:
-        notifier = CallbackNotifier(second, SECRET, Background(), first_delay=0.01)
+        notifier = CallbackNotifier(second, SECRET, Background(), first_delay=0.01, policy=LOOPBACK)
         assert await notifier.redeliver() == 1
         [payload] = receiver.delivered()
         assert payload["id"] == left.id

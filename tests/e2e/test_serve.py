@@ -40,6 +40,8 @@ def environment(tmp_path: Path, world: Path, port: int) -> dict[str, str]:
         "SIGNOFF_WORLD_DB": str(world),
         "SIGNOFF_API_TOKEN": TOKEN,
         "SIGNOFF_CALLBACK_SECRET": SECRET,
+        # The test's callback receiver is http on loopback: allowed only because it is listed.
+        "SIGNOFF_CALLBACK_ALLOWED_HOSTS": "http://127.0.0.1",
         "SIGNOFF_HOST": "127.0.0.1",
         "SIGNOFF_PORT": str(port),
         "SIGNOFF_API_ONLY": "1",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -201,3 +203,131 @@ def test_escalating_on_timeout_without_anyone_to_escalate_to_is_refused(
     with pytest.raises(ConfigError) as caught:
         load_settings(write(tmp_path, text))
     assert "needs escalate_to" in str(caught.value)
+
+
+# the HTTP API's tokens, rate and callback allowlist
+
+HASH = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"  # sha256("test")
+
+TOKENS = f"""\
+api_rate_per_minute = 120
+callback_allowed_hosts = ["hooks.example.com", ".corp.example", "http://127.0.0.1"]
+
+[api_tokens.refund-agent]
+scopes = ["runs:write", "runs:read", "approvals:request"]
+secret_env = "REFUND_AGENT_TOKEN"
+
+[api_tokens.approvals-page]
+scopes = ["approvals:decide"]
+sha256 = "{HASH}"
+rate_per_minute = 30
+"""
+
+
+def test_api_tokens_hold_a_hash_or_read_the_secret_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REFUND_AGENT_TOKEN", "agent-secret")
+    settings = load_settings(write(tmp_path, TOKENS))
+    agent, page = settings.api_tokens["refund-agent"], settings.api_tokens["approvals-page"]
+    assert agent.scopes == {"runs:write", "runs:read", "approvals:request"}
+    assert agent.digest == hashlib.sha256(b"agent-secret").digest()
+    assert page.digest == bytes.fromhex(HASH)
+    assert (page.rate_per_minute, settings.api_rate_per_minute) == (30, 120)
+    assert settings.callback_allowed_hosts == [
+        "hooks.example.com",
+        ".corp.example",
+        "http://127.0.0.1",
+    ]
+    assert "agent-secret" not in repr(settings)
+    assert "agent-secret" not in str(settings.model_dump())
+
+
+def test_api_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = {"auditor": {"scopes": ["audit:read"], "sha256": HASH}}
+    monkeypatch.setenv("SIGNOFF_API_TOKENS", json.dumps(tokens))
+    monkeypatch.setenv("SIGNOFF_CALLBACK_ALLOWED_HOSTS", "hooks.example.com, http://10.0.0.5")
+    monkeypatch.setenv("SIGNOFF_API_RATE_PER_MINUTE", "30")
+    settings = load_settings()
+    assert settings.api_tokens["auditor"].scopes == {"audit:read"}
+    assert settings.callback_allowed_hosts == ["hooks.example.com", "http://10.0.0.5"]
+    assert settings.api_rate_per_minute == 30
+
+
+BAD_API = [
+    pytest.param(
+        '[api_tokens.kiosk]\nscopes = ["approvals:request", "approvals:decide"]\n'
+        f'sha256 = "{HASH}"\n',
+        1,
+        "approve its own requests",
+        id="request and decide without saying so",
+    ),
+    pytest.param(
+        f'[api_tokens.x]\nscopes = ["runs:read"]\nsha256 = "{HASH}"\nsecret_env = "X_TOKEN"\n',
+        1,
+        "exactly one of sha256",
+        id="hash and environment",
+    ),
+    pytest.param(
+        '[api_tokens.x]\nscopes = ["runs:read"]\n', 1, "exactly one of sha256", id="neither"
+    ),
+    pytest.param(
+        '[api_tokens.x]\nscopes = ["runs:read"]\nsecret_env = "NO_SUCH_TOKEN_VAR"\n',
+        1,
+        "NO_SUCH_TOKEN_VAR is not set",
+        id="unset environment variable",
+    ),
+    pytest.param(
+        f'[api_tokens.x]\nscopes = ["runs:delete"]\nsha256 = "{HASH}"\n',
+        2,
+        "api_tokens.x.scopes",
+        id="unknown scope",
+    ),
+    pytest.param(f'[api_tokens.x]\nscopes = []\nsha256 = "{HASH}"\n', 2, "scopes", id="no scopes"),
+    pytest.param(
+        '[api_tokens.x]\nscopes = ["runs:read"]\nsha256 = "the-token-itself"\n',
+        3,
+        "sha256",
+        id="not a hash",
+    ),
+    pytest.param(
+        f'[api_tokens."Bad Name"]\nscopes = ["runs:read"]\nsha256 = "{HASH}"\n',
+        1,
+        "Bad Name",
+        id="bad token name",
+    ),
+    pytest.param(
+        'port = 3000\ncallback_allowed_hosts = ["*.example.com"]\n',
+        2,
+        "'*.example.com' is not a host name",
+        id="bad allowlist entry",
+    ),
+    pytest.param("api_rate_per_minute = 0\n", 1, "api_rate_per_minute", id="zero rate"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "reason"), BAD_API)
+def test_bad_api_settings_name_the_file_line_and_reason(
+    tmp_path: Path, text: str, line: int, reason: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    message = str(caught.value)
+    assert f"{path}:{line}:" in message
+    assert reason in message
+
+
+def test_request_and_decide_in_one_token_when_the_configuration_says_so(tmp_path: Path) -> None:
+    text = (
+        '[api_tokens.kiosk]\nscopes = ["approvals:request", "approvals:decide"]\n'
+        f'sha256 = "{HASH}"\nallow_request_and_decide = true\n'
+    )
+    settings = load_settings(write(tmp_path, text))
+    assert settings.api_tokens["kiosk"].allow_request_and_decide
+
+
+def test_a_revoked_token_needs_no_secret(tmp_path: Path) -> None:
+    text = '[api_tokens.old]\nscopes = ["runs:read"]\nsecret_env = "GONE"\nrevoked = true\n'
+    settings = load_settings(write(tmp_path, text))
+    assert settings.api_tokens["old"].digest is None
