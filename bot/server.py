@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Iterable
 from contextlib import suppress
 
 from aiohttp import web
@@ -19,6 +20,7 @@ from bot.callback_policy import CallbackPolicy
 from bot.settings import Settings, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import assemble
+from runtime import Agent
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
 
@@ -32,23 +34,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     nudge = OutboxNudge()
     process = await assemble(settings, notifier=None if settings.api_only else nudge)
     rt = process.runtime
-    for agent in rt.agents.values():
-        if agent.approval_waived:
-            log.warning(
-                "agent %s: irreversible tools that run WITHOUT approval: %s",
-                agent.name,
-                ", ".join(agent.approval_waived),
-            )
-    known_tools = {name for agent in rt.agents.values() for name in agent.tools}
-    for tool in sorted(set(settings.policies.tools) - known_tools):
-        log.warning(
-            "policy for %r: no configured agent has this tool (fine if only HTTP API "
-            "approvals name it)",
-            tool,
-        )
-    for name in open_policies(settings.policies):
-        log.warning("policy %s names no approvers: anyone but the requester may approve", name)
-    for warning in api_warnings(settings):
+    for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)
     app = api_app(
         rt,
@@ -88,6 +74,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
             rt.worker_id,
         )
         await stop.wait()
+        log.info("signoff stopping: runs in flight keep their checkpoints and resume on restart")
     finally:
         await scheduler.stop()
         if slack is not None:
@@ -120,6 +107,33 @@ def api_warnings(settings: Settings) -> list[str]:
         warnings.append(
             "no api_tokens (SIGNOFF_API_TOKENS) or SIGNOFF_API_TOKEN: the HTTP API (/v1/...) is off"
         )
+    return warnings
+
+
+def startup_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:
+    """What an operator should know before the first run: deliberate exceptions to asking a
+    human, and policies that cannot work as written."""
+    agents = list(agents)
+    warnings = []
+    for agent in agents:
+        for name in agent.approval_waived:
+            why = agent.tools[name].description
+            warnings.append(f"agent {agent.name}: {name} runs WITHOUT approval (by design: {why})")
+    known_tools = {name for agent in agents for name in agent.tools}
+    for tool in sorted(set(settings.policies.tools) - known_tools):
+        warnings.append(
+            f"policy for {tool!r}: no configured agent has this tool (fine if only HTTP API "
+            "approvals name it)"
+        )
+    for name in open_policies(settings.policies):
+        warnings.append(f"policy {name} names no approvers: anyone but the requester may approve")
+    for name in ["default", *settings.policies.tools]:
+        policy = settings.policies.for_tool(name)[1]
+        if policy.allow_edit and policy.required_approvals > 1:
+            warnings.append(
+                f"policy {name}: allow_edit has no effect with required_approvals = "
+                f"{policy.required_approvals} (approvers vote on the call as proposed)"
+            )
     return warnings
 
 

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import ConfigError, load_settings
+from bot.server import startup_warnings
+from bot.settings import ConfigError, Settings, load_settings
 from bot.wiring import load_agents
+from examples.refund_agent import agent as refund_agent
+from runtime.policy import Policies, Policy
 
 GOOD = """\
 database_url = "sqlite:///from-file.db"
@@ -331,3 +334,20 @@ def test_a_revoked_token_needs_no_secret(tmp_path: Path) -> None:
     text = '[api_tokens.old]\nscopes = ["runs:read"]\nsecret_env = "GONE"\nrevoked = true\n'
     settings = load_settings(write(tmp_path, text))
     assert settings.api_tokens["old"].digest is None
+
+
+def test_startup_warnings_say_why_a_tool_runs_without_approval_and_flag_dead_settings() -> None:
+    settings = Settings(
+        policies=Policies(
+            tools={
+                "issue_refund": Policy(
+                    approvers=("U0BOB", "U0ANN"), required_approvals=2, allow_edit=True
+                )
+            }
+        )
+    )
+    warnings = startup_warnings(settings, [refund_agent])
+
+    charge = next(w for w in warnings if " charge runs WITHOUT approval" in w)
+    assert "approved with the refund" in charge
+    assert any("allow_edit has no effect" in w and "issue_refund" in w for w in warnings)
