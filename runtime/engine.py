@@ -455,6 +455,13 @@ class Runtime:
         log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
 
     async def announce_approval(self, approval: Approval, run: Run | None) -> None:
+        log.info(
+            "approval %s requested: %s under policy %s%s",
+            approval.id,
+            approval.tool,
+            approval.policy,
+            f" (run {run.id})" if run else "",
+        )
         await safely(self.notifier.approval_requested(approval, run))
         due = [t for t in (approval.deadline, approval.next_reminder_at) if t is not None]
         if due and self.on_due is not None:
@@ -468,6 +475,9 @@ class Runtime:
         await safely(self.notifier.reminder_due(approval, run, escalated=escalated))
 
     async def announce_page(self, page: Page, run: Run | None) -> None:
+        log.warning(
+            "page %s: %s in run %s needs a human (%s)", page.id, page.tool, page.run_id, page.reason
+        )
         await safely(self.notifier.effect_needs_human(page, run))
 
 

@@ -3,8 +3,11 @@ on the refund's card (and can be edited there), and its answer says what really 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from examples import world as example_world
 from examples.refund_agent import _answer
@@ -58,3 +61,17 @@ def test_the_answer_says_when_the_customer_was_not_told() -> None:
 
     assert "could NOT e-mail the customer" in answer
     assert "told the customer" not in answer
+
+
+async def test_a_request_and_a_run_end_each_leave_one_log_line(
+    make_runtime: Callable[..., Runtime], world: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="signoff")
+    rt = make_runtime([refund_agent])
+    run_id = await park(rt)
+    [approval] = await rt.approvals(run_id)
+    await rt.decide(approval.id, "approved", by="U0BOB")
+
+    lines = [r.getMessage() for r in caplog.records]
+    assert sum(f"approval {approval.id} requested: issue_refund" in m for m in lines) == 1
+    assert sum(m.startswith(f"run {run_id} done at step") for m in lines) == 1
