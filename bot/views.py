@@ -16,6 +16,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
 from store import Approval, ApprovalState, Checkpoint, Effect, Message, Page, Run, RunStatus
 
@@ -202,7 +203,7 @@ def pages_table(pages: Sequence[Page]) -> Table:
     table = Table()
     _id_column(table, "page", [p.id for p in pages])
     _id_column(table, "run", [p.run_id for p in pages])
-    for name in ("call", "tool", "reason", "detail", "acknowledged"):
+    for name in ("call", "tool", "reason", "detail", "acknowledged", "to settle"):
         table.add_column(name)
     for p in pages:
         table.add_row(
@@ -210,6 +211,7 @@ def pages_table(pages: Sequence[Page]) -> Table:
             inert(p.reason),
             inert(p.detail, 200),
             inert(p.acknowledged_by or ""),
+            inert("\n".join(settle_commands(p)) if not p.acknowledged_by else "", 400),
         )
     return table
 

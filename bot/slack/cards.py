@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.blocks import Block
@@ -26,7 +26,6 @@ ARG_VALUE = 500
 REASON_TEXT = 500
 DETAIL_TEXT = 1500
 MAX_VOTERS = 10
-IN_DOUBT = frozenset({"in_doubt"})
 """Page reasons a human settles with `signoff runs resolve`."""
 
 _AMOUNT = re.compile(r"amount|cents|price|total|cost|quantity|qty", re.IGNORECASE)
@@ -367,21 +366,6 @@ def _page_body(page: Page, run: Run | None) -> str:
     task = escape.mrkdwn(escape.flat(run.task), limit=REASON_TEXT) if run else None
     tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
     return texts.page_body(tool, why, detail, task)
-
-
-def settle_commands(page: Page, run_id: str | None) -> list[str]:
-    """Plain text: the CLI commands that settle a page (resolve when in doubt, else show)."""
-    if not run_id:
-        return []
-    run = shlex.quote(run_id)
-    if page.reason in IN_DOUBT and page.call_id:
-        resolve = f"signoff runs resolve {run} {shlex.quote(page.call_id)}"
-        return [
-            f"{resolve} --happened --by {texts.YOU}",
-            f"{resolve} --did-not-happen --by {texts.YOU}",
-            f"signoff runs resume {run}",
-        ]
-    return [f"signoff runs show {run}"]
 
 
 def page_actions(page: Page, *, resolve: bool = False) -> Block:

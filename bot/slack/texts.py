@@ -251,9 +251,6 @@ def page_fallback(tool: str, run: str | None, reason: str) -> str:
     return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
 
 
-YOU = "<you>"
-"""Plain text, in the commands: who settles the effect."""
-
 
 # /runs replies and the App Home
 

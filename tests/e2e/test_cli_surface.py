@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from bot.api import _run_view
+from bot.settle import settle_commands
+from bot.views import pages_table
 from runtime import Runtime
-from store import Budget, Run
+from store import Budget, Page, Run
 
 from .test_cli import Cli
 from .test_cli_decide import fresh_cli, in_process, parked, row
@@ -143,3 +146,19 @@ def test_runs_resume_raises_the_token_and_cost_limits(cli: Cli) -> None:
         "max_cost": 2.5,
     }
     assert "--max-cost" in cli("runs", "resume", "r1", "--max-cost", "nan").refused()
+
+
+def test_pages_list_names_the_command_that_settles_each_page() -> None:
+    doubt = Page(id="pg1", reason="in_doubt", run_id="r1", call_id="call_3", tool="send_email")
+    undone = Page(id="pg2", reason="uncompensatable", run_id="r1", call_id="c4", tool="x")
+
+    assert settle_commands(doubt)[:2] == [
+        "signoff runs resolve r1 call_3 --happened --by <you>",
+        "signoff runs resolve r1 call_3 --did-not-happen --by <you>",
+    ]
+    assert settle_commands(undone) == ["signoff runs show r1"]
+    console = Console(width=400, record=True)
+    console.print(pages_table([doubt, undone]))
+    shown = console.export_text()
+    assert "signoff runs resolve r1 call_3 --happened --by <you>" in shown
+    assert "signoff runs show r1" in shown
