@@ -15,7 +15,8 @@ Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a 
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
 the reason, a body over 1 MiB 413; none of them changes anything. Every error is JSON,
 `{"error": reason}`. Without any configured token the API is off: 503 saying so. What a
-token creates or decides is audited under its name (`token:<name>`).
+token creates or decides is audited under its name (`token:<name>`). One job, the handlers
+of these routes; it is long because each route validates its body and maps refusals itself.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The approval card, what goes in its thread, and on-call pages.
 
 Everything an agent or a requester wrote (task, tool arguments, reasons, page details) goes
-through `bot.slack.escape`; mentions are made only from ids that look like Slack ids.
+through `bot.slack.escape`; mentions are made only from ids that look like Slack ids. One
+job, the messages about one approval or page; it is long because each part of a card keeps
+itself inside Block Kit's limits whatever the input.
 """
 
 from __future__ import annotations
