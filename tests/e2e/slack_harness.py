@@ -146,7 +146,7 @@ def start_server(
     return server
 
 
-# payloads, shaped like ../shared/slack/payloads
+# payloads, shaped like the ones Slack sends
 
 
 def button(action: str, value: str, *, user: str, channel: str = APPROVALS, ts: str = "1") -> bytes:
