@@ -14,9 +14,11 @@
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
 the reason, a body over 1 MiB 413; none of them changes anything. Every error is JSON,
-`{"error": reason}`. Without any configured token the API is off: 503 saying so. What a
+`{"error": reason}`; a full database disk 503 `{"error": reason, "kind": "DiskFull"}`
+(reads still answer). Without any configured token the API is off: 503 saying so. What a
 token creates or decides is audited under its name (`token:<name>`). One job, the handlers
 of these routes; it is long because each route validates its body and maps refusals itself.
+The request bodies are `bot.requests`' models (the CLI checks against them too).
 """
 
 from __future__ import annotations
@@ -24,86 +26,31 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from bot.api_auth import CALLER, Handler, RateLimiter, authenticate, callers, error, requires
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
 from bot.settings import ApiToken
 from bot.tasks import Background
 from runtime import Runtime, errors
-from store import Approval, ApprovalState, AuditEvent, Budget, Run
-from store.records import ID_PATTERN
+from store import Approval, ApprovalState, AuditEvent, Run
+from store.errors import DiskFull
+from store.limits import MAX_DEPTH, plain_reason
 
 M = TypeVar("M", bound=BaseModel)
 RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_BODY = 1024**2
-MAX_ARGS = 64 * 1024
-"""Arguments (of an approval, or edited in a decision) as JSON, in bytes."""
 MAX_AUDIT_PAGE = 10_000
 DEFAULT_RATE = 600
-SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
 log = logging.getLogger("signoff.api")
-
-
-def _small_args(args: dict[str, Any] | None) -> dict[str, Any] | None:
-    if args is not None and len(json.dumps(args).encode()) > MAX_ARGS:
-        raise ValueError(f"the arguments are over the limit of {MAX_ARGS} bytes as JSON")
-    return args
-
-
-class RunRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    agent: str = Field(min_length=1, max_length=200)
-    task: str = Field(min_length=1, max_length=20_000)
-    run_id: str | None = Field(None, pattern=ID_PATTERN)
-    requested_by: str | None = Field(None, max_length=64)
-    budget: Budget | None = None
-
-
-class ApprovalRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    tool: str = Field(min_length=1, max_length=200)
-    args: dict[str, Any] = Field(default_factory=dict)
-    approval_id: str | None = Field(None, pattern=ID_PATTERN)
-    requested_by: str | None = Field(None, max_length=64)
-    policy: str | None = Field(None, max_length=200)
-    callback_url: HttpUrl | None = None
-
-    _args = field_validator("args")(_small_args)
-
-
-class DecisionRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    decision: Literal["approved", "declined"]
-    by: str = Field(description="the deciding human's Slack user id")
-    reason: str | None = Field(None, max_length=3_000)
-    args: dict[str, Any] | None = None
-
-    _args = field_validator("args")(_small_args)
-
-    @field_validator("by")
-    @classmethod
-    def _slack_user(cls, by: str) -> str:
-        if not re.fullmatch(SLACK_USER_ID, by):
-            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
-        return by
-
-
-class CancelRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field("", max_length=3_000)
 
 
 # How the runtime's refusals of a decision answer over HTTP (first match wins).
@@ -137,6 +84,9 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400:
             raise
         return error(exc.status, exc.reason)
+    except DiskFull as exc:  # nothing was written; reads go on; writes resume once space is freed
+        log.error("%s %s: %s", request.method, request.path, exc)
+        return error(503, str(exc), kind="DiskFull", headers={"Retry-After": "30"})
     except Exception:
         log.exception("%s %s failed", request.method, request.path)
         return error(500, "internal error; the server log has the details")
@@ -148,9 +98,9 @@ async def _body(request: web.Request, model: type[M]) -> M | web.Response:
     except (json.JSONDecodeError, UnicodeDecodeError, LookupError):
         return error(400, "the body is not valid JSON (UTF-8)")
     except ValueError as exc:
-        return error(400, str(exc))
+        return error(400, plain_reason(exc))
     except RecursionError:
-        return error(400, "the body is nested too deeply")
+        return error(400, f"the body is nested deeper than the limit of {MAX_DEPTH} levels")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -409,6 +359,7 @@ def approval_view(approval: Approval) -> dict[str, Any]:
             "requested_by",
             "deadline",
             "required_approvals",
+            "duplicate_of",
             "created_at",
         },
     )

@@ -90,6 +90,11 @@ def approval_state(approval: Approval, votes: Votes) -> str:
     return f"pending, {quorum_text(approval, votes.get(approval.id, ()))}"
 
 
+def duplicate_note(approval: Approval) -> str:
+    """The note "; possible duplicate of run X" when another run asked for the same effect."""
+    return f"; possible duplicate of run {approval.duplicate_of}" if approval.duplicate_of else ""
+
+
 def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
     progress = f"{len(voters)} of {approval.required_approvals}"
     return f"{progress}: {', '.join(voters)}" if voters else progress
@@ -147,7 +152,7 @@ def run_table(
     table.add_row("created", f"{when(run.created_at)} UTC")
     for approval in approvals:
         decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
-        state = approval_state(approval, votes) + decided_by
+        state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
         table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}"))
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
@@ -190,7 +195,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
         table.add_row(
             inert(a.id),
             inert(call_text(a)),
-            inert(approval_state(a, votes)),
+            inert(approval_state(a, votes) + duplicate_note(a)),
             inert(a.run_id or "-"),
             inert(a.decided_by or ""),
             inert(a.reason or "", 60),

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from runtime import errors
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("signoff.approvals")
 
 Decision = Literal["approved", "declined"]
+DUPLICATE_WINDOW = timedelta(days=7)  # how long an approved request marks later ones
 
 
 class ApprovalDesk:
@@ -71,6 +72,21 @@ class ApprovalDesk:
             callback_status=Delivery.PENDING if callback_url else None,
             created_at=now,
         )
+
+    async def with_duplicate(self, approval: Approval) -> Approval:
+        """The approval naming another run that asked for the same effect (same idempotency
+        key, another lineage), pending or approved within DUPLICATE_WINDOW: two requests to
+        refund one order are shown to the approver as possible duplicates."""
+        if approval.idempotency_key is None:
+            return approval
+        other = await self.store.duplicate_approval(
+            approval.idempotency_key,
+            lineage_id=approval.lineage_id,
+            since=self.rt.clock() - DUPLICATE_WINDOW,
+        )
+        if other is None or other.run_id is None:
+            return approval
+        return approval.model_copy(update={"duplicate_of": other.run_id})
 
     def new_page(
         self, *, run_id: str | None, call_id: str | None, tool: str | None, reason: str, detail: str

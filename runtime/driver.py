@@ -245,6 +245,7 @@ class Driver:
         ]
         if not wanted:
             return {}
+        wanted = [await self.rt.desk.with_duplicate(a) for a in wanted]
         committed = await self.journal.write(request=wanted)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
         created = [a for a in wanted if a.call_id not in prior]

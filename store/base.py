@@ -157,6 +157,13 @@ class Store(Protocol):
     # approvals
     async def create_approval(self, approval: Approval) -> None: ...
     async def get_approval(self, approval_id: str) -> Approval: ...
+    async def duplicate_approval(
+        self, idempotency_key: str, *, lineage_id: str | None, since: datetime
+    ) -> Approval | None:
+        """The latest approval with this idempotency key in another lineage that is pending
+        or was approved at or after `since`: what a new request may duplicate."""
+        ...
+
     async def list_approvals(
         self,
         *,

@@ -13,6 +13,7 @@ StoreError
  ├── ForeignDatabase     a database file that belongs to another application
  ├── UnsupportedURL      a database URL whose scheme no backend handles
  └── DatabaseError       the driver failed (I/O, corruption, locked too long)
+      └── DiskFull       the database's disk (or quota) is full: nothing was written
 """
 
 from __future__ import annotations
@@ -76,3 +77,8 @@ class UnsupportedURL(StoreError):
 
 class DatabaseError(StoreError):
     """The database driver failed."""
+
+
+class DiskFull(DatabaseError):
+    """The database's disk is full; the write was not made. Reads still work, and writes
+    work again, without a restart, once space is freed."""

@@ -12,8 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
-"""Ids chosen by clients (runs, approvals): safe in URLs, Slack messages and shells."""
+from store.limits import ID_PATTERN as ID_PATTERN  # ids chosen by clients; the limits live there
 
 SYSTEM_ACTOR = "signoff"
 """Who Signoff itself is in decisions and audit events (expiries, withdrawals)."""
@@ -237,6 +236,9 @@ class Approval(Record):
     delivery: Delivery = Delivery.PENDING
     callback_url: str | None = None
     callback_status: Delivery | None = None
+    duplicate_of: str | None = None
+    """Another run that asked for the same effect (same idempotency key, another lineage),
+    pending or recently approved when this approval was created: a possible duplicate."""
     created_at: datetime = Field(default_factory=utcnow)
 
     @property

@@ -39,7 +39,7 @@ from store.records import (
     RunState,
     RunStatus,
 )
-from store.writer import GroupCommitWriter
+from store.writer import WAL_LIMIT, GroupCommitWriter
 
 T = TypeVar("T")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
@@ -60,7 +60,15 @@ def translate_errors() -> Iterator[None]:
             raise errors.AlreadyExists(f"already exists ({text})") from exc
         raise errors.Conflict(text) from exc
     except sqlite3.Error as exc:
+        if _disk_full(exc):
+            raise errors.DiskFull(
+                "the database's disk is full: nothing was written; free space and retry"
+            ) from exc
         raise errors.DatabaseError(f"sqlite: {exc}") from exc
+
+
+def _disk_full(exc: sqlite3.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_FULL
 
 
 class SqliteStore:
@@ -79,7 +87,10 @@ class SqliteStore:
         self.protected_facts = protected_facts
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
-        self._writer = GroupCommitWriter(self._connect, busy_timeout_ms=busy_timeout_ms)
+        wal = None if path == ":memory:" else f"{path}-wal"
+        self._writer = GroupCommitWriter(
+            self._connect, busy_timeout_ms=busy_timeout_ms, wal_path=wal
+        )
         self._reader: aiosqlite.Connection | None = None
 
     async def open(self, *, migrate: bool = True) -> SqliteStore:
@@ -140,6 +151,7 @@ class SqliteStore:
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")  # a checkpointed WAL shrinks
         return conn
 
     async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
@@ -255,6 +267,13 @@ class SqliteStore:
     async def get_approval(self, approval_id: str) -> Approval:
         row = await self._read_one("get_approval", {"id": approval_id}, "approval")
         return rows.approval_from_row(row)
+
+    async def duplicate_approval(
+        self, idempotency_key: str, *, lineage_id: str | None, since: datetime
+    ) -> Approval | None:
+        params = {"idempotency_key": idempotency_key, "lineage_id": lineage_id}
+        found = await self._read("duplicate_approval_by_key", params | {"since": rows.ts(since)})
+        return rows.approval_from_row(found[0]) if found else None
 
     async def list_approvals(
         self,

@@ -10,7 +10,9 @@ and waking a thread and then the loop again only adds to the fsync. It never wai
 lock there (busy timeout 0); if another process holds the database, the batch goes to the
 writer thread, which waits up to the busy timeout. Larger batches always go to the thread,
 so the loop keeps preparing the next batch while the disk syncs. WAL checkpoints run on the
-thread too.
+thread too: every 256 commits (PASSIVE), and (TRUNCATE, so the WAL gives its space back) once
+the WAL passes `wal_limit` bytes or after a write failed for want of space or on I/O, before
+the next batch, so a full disk recovers by itself once space is freed.
 
 aiosqlite offers one statement per round trip to its thread; a batch needs many statements
 in one transaction, so the writer drives its own single thread.
@@ -19,6 +21,8 @@ in one transaction, so the writer drives its own single thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +40,8 @@ Outcome = tuple[bool, Any]
 
 MAX_BATCH = 512
 CHECKPOINT_EVERY = 256
+WAL_LIMIT = 8 * 1024**2
+"""Past this many bytes of WAL, the next batch checkpoints it and truncates it."""
 
 
 class GroupCommitWriter:
@@ -45,10 +51,15 @@ class GroupCommitWriter:
         *,
         busy_timeout_ms: int = 10_000,
         inline: bool = True,
+        wal_path: str | None = None,
+        wal_limit: int = WAL_LIMIT,
     ) -> None:
         self._connect = connect
         self._busy_timeout_ms = busy_timeout_ms
         self._inline = inline
+        self._wal_path = wal_path
+        self._wal_limit = wal_limit
+        self._truncate_due = False  # after a write failed for want of space (or on I/O)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
         self._conn: sqlite3.Connection | None = None
         self._queue: list[tuple[Job, asyncio.Future[Any]]] = []
@@ -108,8 +119,8 @@ class GroupCommitWriter:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         jobs = [job for job, _ in batch]
         self._commits += 1
-        checkpoint = self._commits % CHECKPOINT_EVERY == 0
-        if self._inline and len(jobs) == 1 and not checkpoint:
+        checkpoint = self._commits % CHECKPOINT_EVERY == 0 or self._wal_too_big()
+        if self._inline and len(jobs) == 1 and not checkpoint and not self._truncate_due:
             try:
                 outcomes = self._try_inline(jobs)
             except BaseException as exc:  # never leave a caller waiting
@@ -138,11 +149,30 @@ class GroupCommitWriter:
     def _commit_waiting(self, jobs: list[Job], checkpoint: bool) -> list[Outcome]:
         conn = self._connection()
         self._set_waiting(conn, True)
+        if self._truncate_due:  # give the WAL's space back first, so this batch may fit
+            self._truncate(conn)
         conn.execute("BEGIN IMMEDIATE")
         outcomes = self._commit_open(conn, jobs)
-        if checkpoint:
+        if self._truncate_due or self._wal_too_big():
+            self._truncate(conn)
+        elif checkpoint:
             conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
         return outcomes
+
+    def _truncate(self, conn: sqlite3.Connection) -> None:
+        """Checkpoint the whole WAL and truncate it; still due if that failed or a reader
+        kept it from finishing (the disk may still be full)."""
+        with contextlib.suppress(sqlite3.Error):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            self._truncate_due = busy != 0
+
+    def _wal_too_big(self) -> bool:
+        if self._wal_path is None:
+            return False
+        try:
+            return os.stat(self._wal_path).st_size > self._wal_limit
+        except OSError:
+            return False
 
     def _set_waiting(self, conn: sqlite3.Connection, waits: bool) -> None:
         if waits != self._waits:
@@ -191,6 +221,8 @@ class GroupCommitWriter:
         self, batch: list[tuple[Job, asyncio.Future[Any]]], outcomes: list[Outcome]
     ) -> None:
         for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+            if not ok and _out_of_space(value):
+                self._truncate_due = True
             if future.done():
                 continue
             if ok:
@@ -209,11 +241,19 @@ class GroupCommitWriter:
         return self._conn
 
 
+def _out_of_space(exc: BaseException) -> bool:
+    """A write that failed because the disk is full (or on I/O, which a full disk can cause)."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return isinstance(exc, sqlite3.Error) and code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+
+
 def _run_in_savepoint(conn: sqlite3.Connection, job: Job) -> Outcome:
     conn.execute("SAVEPOINT job")
     try:
         result = job(conn)
     except Exception as exc:
+        if not conn.in_transaction:  # SQLite rolled back the whole batch (disk full, I/O)
+            raise
         conn.execute("ROLLBACK TO job")
         conn.execute("RELEASE job")
         return False, exc

@@ -88,7 +88,7 @@ def decide(
     """Approve or decline, under the same policy checks as Slack.
 
     The run resumes here if its agent is loaded here, else where it is."""
-    from bot.api import DecisionRequest
+    from bot.requests import DecisionRequest
 
     if decision not in DECISIONS:
         raise Failure("decision must be 'approve' or 'decline'")
@@ -161,12 +161,16 @@ def edited_args(text: str | None) -> dict[str, Any] | None:
     """`--edit`'s JSON object, as strict as the HTTP API's JSON (no NaN or Infinity)."""
     if text is None:
         return None
+    from store.limits import MAX_DEPTH, plain_reason
+
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise Failure(f"--edit: not valid JSON: {exc.msg} at character {exc.pos}") from None
-    except (ValueError, RecursionError) as exc:
-        raise Failure(f"--edit: {exc}") from None
+    except RecursionError:
+        raise Failure(f"--edit: nested deeper than the limit of {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise Failure(f"--edit: {plain_reason(exc)}") from None
     if not isinstance(value, dict):
         raise Failure("--edit: give a JSON object of the tool's arguments, e.g. '{\"amount\": 5}'")
     return value

@@ -82,7 +82,7 @@ def dumped(records: Sequence[BaseModel]) -> list[dict[str, Any]]:
 
 
 def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: Any) -> None:
-    """Refuse what the HTTP API would refuse in the same fields (`bot.api`'s request models:
+    """Refuse what the HTTP API would refuse in the same fields (`bot.requests`' models:
     lengths, user ids), naming the command-line option (`flags`: field -> option)."""
     from pydantic import ValidationError
 
@@ -97,7 +97,8 @@ def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: A
 def check_user_id(flag: str, user: str) -> None:
     """A person, named as the HTTP API names one: a Slack user id (as in its decisions), no
     longer than it accepts for a requester."""
-    from bot.api import SLACK_USER_ID, RunRequest
+    from bot.requests import RunRequest
+    from store.limits import SLACK_USER_ID
 
     longest = max_length(RunRequest, "requested_by")
     if len(user) > longest:

@@ -4,7 +4,9 @@ long only because the group has ten commands."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
@@ -40,21 +42,71 @@ def start(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(metavar="AGENT", help="The agent's name.")],
     task: Annotated[str, typer.Argument(metavar="TASK", help="What the agent is to do.")],
-    run_id: Annotated[str | None, typer.Option(help="Idempotent: an existing id resumes.")] = None,
+    run_id: Annotated[
+        str | None,
+        typer.Option(help="Idempotent: an existing id resumes. Default: derived from the request."),
+    ] = None,
     requested_by: Annotated[str | None, typer.Option(help="Slack id of the requester.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Start a run and drive it until it ends or waits."""
-    from bot.api import RunRequest
+    """Start a run and drive it until it ends or waits.
+
+    Idempotent: without --run-id the id is derived from the agent, task and requester, so a
+    retried command resumes the run it started instead of starting a second one."""
+    from bot.requests import RunRequest
 
     flags = {"task": "TASK", "requested_by": "--requested-by", "agent": "AGENT"}
     checked_as_api(RunRequest, flags, agent=agent, task=task, requested_by=requested_by)
+    from store.limits import MAX_ID
+    from store.records import ID_PATTERN
+
+    if run_id is not None and not re.fullmatch(ID_PATTERN, run_id):
+        raise Failure(f"--run-id {run_id[:80]!r} is not 1-{MAX_ID} letters, digits or _ . : -")
+
+    # Idempotent by default, like the API with an id: the same request names the same run.
+    chosen = run_id or derived_run_id(agent, task, requested_by)
 
     async def work(p: Process) -> None:
-        started = await p.runtime.start(agent, task, run_id=run_id, requested_by=requested_by)
-        await answer(p.runtime, await p.runtime.get(started), as_json=as_json)
+        from runtime.errors import SignoffRuntimeError
+        from store.errors import StoreError
+
+        # The run and its first checkpoint are created in one transaction: if that fails,
+        # nothing exists. Once it exists, a failure names the run it left and how to go on.
+        run, created = await p.runtime.create(agent, task, run_id=chosen, requested_by=requested_by)
+        if not created:
+            tell(
+                f"resumed existing run {run.id} (same agent, task and requester); "
+                "give --run-id to start another",
+                as_json=as_json,
+            )
+        try:
+            await p.runtime.drive(run.id)
+        except (SignoffRuntimeError, StoreError, OSError) as exc:
+            raise Failure(
+                f"{' '.join(str(exc).split())}; run {run.id} exists and was left unfinished: "
+                f"retry this command, or continue it with `signoff runs resume {run.id}`"
+            ) from None
+        await answer(p.runtime, await p.runtime.get(run.id), as_json=as_json)
 
     with_process(ctx, work, creates=True)
+
+
+def derived_run_id(agent: str, task: str, requested_by: str | None) -> str:
+    """A run id from the request itself: the agent's name to read, then a hash of the agent,
+    task and requester to tell requests apart. The same request names the same run."""
+    material = "\x00".join((agent, task, requested_by or ""))
+    digest = hashlib.blake2b(material.encode(), digest_size=8).hexdigest()
+    return f"{re.sub(r'[^A-Za-z0-9_.:-]', '-', agent)[:60]}-{digest}"
+
+
+def tell(line: str, *, as_json: bool) -> None:
+    """A line for people: on stderr under --json, so stdout stays one JSON document."""
+    from bot import views
+
+    if as_json:
+        typer.echo(views.inert(line).plain, err=True)
+    else:
+        say(views.inert(line))
 
 
 async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
@@ -70,7 +122,8 @@ async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
     say(views.runs_table([run]))
     for approval in await rt.approvals(run.id, state="pending"):
         call = views.call_text(approval)
-        say(views.inert(f"waiting for approval {approval.id}: {call}; decide with:"))
+        note = views.duplicate_note(approval)
+        say(views.inert(f"waiting for approval {approval.id}: {call}{note}; decide with:"))
         say(f"  signoff approvals decide {approval.id} approve --by <Slack user id>")
 
 
@@ -251,6 +304,9 @@ def cancel(
 ) -> None:
     """Cancel a run for good; its pending approvals are declined."""
     from bot import views
+    from bot.requests import CancelRequest
+
+    checked_as_api(CancelRequest, {"reason": "--reason"}, reason=reason)
 
     run = with_process(ctx, lambda p: p.runtime.cancel(run_id, by="cli", reason=reason))
     show(run.model_dump(mode="json"), as_json=as_json, table=views.runs_table([run]))

@@ -137,6 +137,8 @@ def approval_message(
         kit.section(_about(approval, run, run_id, step)),
         kit.fields(_card_fields(approval, reversibility, compensator)),
     ]
+    if approval.duplicate_of:  # another run asked for the same effect: the approver must know
+        blocks.append(kit.context(texts.possible_duplicate(_code(approval.duplicate_of) or "")))
     terms = _terms(approval, rule)
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]

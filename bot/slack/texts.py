@@ -98,6 +98,10 @@ def expires(when: str) -> str:
     return f"expires {when}"
 
 
+def possible_duplicate(run: str) -> str:
+    return f":warning: possible duplicate of run {run}: it asked for the same effect"
+
+
 def policy(name: str) -> str:
     return f"policy {name}"
 

@@ -60,7 +60,10 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "callback_url TEXT",
         "callback_status TEXT",
         "created_at REAL NOT NULL",
+        "duplicate_of TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
+        "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
+        " WHERE idempotency_key IS NOT NULL",
         "INDEX approvals_by_key (lineage_id, idempotency_key)",
         "INDEX approvals_by_run (run_id)",
         "INDEX approvals_by_state (state, created_at)",
@@ -479,6 +482,7 @@ def test_a_query_name_defined_twice_is_refused() -> None:
         ("completed_effect_by_key", "effects_by_key"),
         ("unsettled_effect_by_key", "effects_by_key"),
         ("declined_approval_by_key", "approvals_by_key"),
+        ("duplicate_approval_by_key", "approvals_by_idempotency_key"),
         ("load_state", "sqlite_autoindex_checkpoints_1"),
         ("interrupted_undos", "audit_events_undo_started"),
         ("seq_at_step", "checkpoints_snapshots"),

@@ -190,11 +190,20 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, created_at)
+                       callback_status, duplicate_of, created_at)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
-        :channel, :message_ts, :delivery, :callback_url, :callback_status, :created_at)
+        :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
+        :created_at)
+
+-- duplicate_approval_by_key --
+-- The latest approval in another lineage with this idempotency key that is pending, or was
+-- approved since :since (not declined, not withdrawn): what a new request may duplicate.
+SELECT * FROM approvals INDEXED BY approvals_by_idempotency_key
+WHERE idempotency_key = :idempotency_key AND lineage_id IS NOT :lineage_id
+  AND (state = 'pending' OR (state = 'approved' AND decided_at >= :since))
+ORDER BY created_at DESC LIMIT 1
 
 -- declined_approval_by_key --
 -- A decline with this idempotency key in a lineage, if any: a person's, or an expiry; not a

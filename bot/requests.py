@@ -1,0 +1,78 @@
+"""What a client may ask of Signoff: the HTTP API's request bodies, which the CLI checks its
+options against too, so both refuse the same input for the same reason. The numbers live in
+`store.limits`. Only pydantic is imported here (no aiohttp): the CLI loads this cheaply.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+
+from store import Budget
+from store.limits import (
+    ID_PATTERN,
+    MAX_AGENT,
+    MAX_REASON,
+    MAX_REQUESTER,
+    MAX_TASK,
+    MAX_TOOL,
+    SLACK_USER_ID,
+    check_args,
+)
+
+
+def _small_args(args: Any) -> Any:
+    """Checked before pydantic walks the value (mode="before"), so a hostile depth never
+    reaches a recursive validator or encoder."""
+    if args is not None:
+        check_args(args)
+    return args
+
+
+class RunRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    agent: str = Field(min_length=1, max_length=MAX_AGENT)
+    task: str = Field(min_length=1, max_length=MAX_TASK)
+    run_id: str | None = Field(None, pattern=ID_PATTERN)
+    requested_by: str | None = Field(None, max_length=MAX_REQUESTER)
+    budget: Budget | None = None
+
+
+class ApprovalRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = Field(min_length=1, max_length=MAX_TOOL)
+    args: dict[str, Any] = Field(default_factory=dict)
+    approval_id: str | None = Field(None, pattern=ID_PATTERN)
+    requested_by: str | None = Field(None, max_length=MAX_REQUESTER)
+    policy: str | None = Field(None, max_length=MAX_TOOL)
+    callback_url: HttpUrl | None = None
+
+    _args = field_validator("args", mode="before")(_small_args)
+
+
+class DecisionRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approved", "declined"]
+    by: str = Field(description="the deciding human's Slack user id")
+    reason: str | None = Field(None, max_length=MAX_REASON)
+    args: dict[str, Any] | None = None
+
+    _args = field_validator("args", mode="before")(_small_args)
+
+    @field_validator("by")
+    @classmethod
+    def _slack_user(cls, by: str) -> str:
+        if not re.fullmatch(SLACK_USER_ID, by):
+            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
+        return by
+
+
+class CancelRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field("", max_length=MAX_REASON)
