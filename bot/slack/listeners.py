@@ -22,6 +22,7 @@ from bot.slack import commands, replies
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
+from runtime.approvals import Decision
 from store import Approval, ApprovalState
 
 log = logging.getLogger("signoff.slack")
@@ -86,15 +87,7 @@ class Listeners:
         if not reason:
             await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
             return
-        try:
-            decided = await self.rt.decide(
-                view["private_metadata"], "declined", by=user, reason=reason, resume=False
-            )
-        except errors.SignoffRuntimeError as exc:
-            await ack(response_action="errors", errors={"reason": _plain(refusal(exc))})
-            return
-        await ack()
-        self._after(decided)
+        await self._submit(ack, view, "reason", "declined", by=user, reason=reason)
 
     async def approve_edited(self, ack: AsyncAck, body: Body, view: Body) -> None:
         user = body["user"]["id"]
@@ -106,12 +99,18 @@ class Listeners:
         if not isinstance(args, dict):
             await ack(response_action="errors", errors={"args": "Give the arguments as an object"})
             return
+        await self._submit(ack, view, "args", "approved", by=user, args=args)
+
+    async def _submit(
+        self, ack: AsyncAck, view: Body, field: str, decision: Decision, **details: Any
+    ) -> None:
+        """Record a modal's decision; a refusal is shown under the modal's `field`."""
         try:
             decided = await self.rt.decide(
-                view["private_metadata"], "approved", by=user, args=args, resume=False
+                view["private_metadata"], decision, resume=False, **details
             )
         except errors.SignoffRuntimeError as exc:
-            await ack(response_action="errors", errors={"args": _plain(refusal(exc))})
+            await ack(response_action="errors", errors={field: _plain(refusal(exc))})
             return
         await ack()
         self._after(decided)
