@@ -246,6 +246,10 @@ class Store(Protocol):
         """Unclaim `owner`'s unsent rows (it restarted); how many."""
         ...
 
+    async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
+        """How many unsent rows about these subjects are older than row `item_id`."""
+        ...
+
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         """How many rows wait to be sent, and when the oldest was written."""
         ...

@@ -491,6 +491,10 @@ class SqliteStore:
         params = {"owner": owner}
         return await self._write(lambda c: c.execute(Q["release_outbox_claims"], params).rowcount)
 
+    async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
+        params = {"before": item_id, "subjects": rows.dumps(list(subject_ids))}
+        return int((await self._read("outbox_waiting_before", params))[0][0])
+
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         count, oldest = (await self._read("outbox_backlog", {}))[0]
         return count, rows.dt(oldest)

@@ -263,8 +263,9 @@ class SlackDelivery:
         """One line under each of the run's cards."""
         note = cards.run_note(run)
         approvals = await self.store.list_approvals(run_id=run.id)
-        if any(a.delivery == Delivery.PENDING for a in approvals):
-            raise RuntimeError(f"run {run.id}: a card is not posted yet; its note waits")
+        # After the cards' own news (posted, decided): the thread reads in the order it happened.
+        if await self.store.outbox_waiting_before(item.id, [a.id for a in approvals]):
+            raise RuntimeError(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
 

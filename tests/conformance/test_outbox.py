@@ -202,3 +202,21 @@ async def test_a_restarted_worker_takes_back_its_own_claims_at_once(
     again = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=60))
     assert [i.id for i in again] == [mine[0].id]
     assert not await store.finish_outbox(theirs[0].id, "w1", at=now)  # still w2's
+
+
+async def test_rows_waiting_ahead_of_one_are_counted_by_subject(
+    store: Store, run: Run, make_approval: MakeApproval, append: Append
+) -> None:
+    first, other = make_approval(run.id), make_approval(run.id)
+    await store.create_approval(first)
+    await store.create_approval(other)
+    await append(run.id, status=RunStatus.DONE)
+    items = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
+    finished = next(i for i in items if i.topic == "run_finished")
+
+    assert await store.outbox_waiting_before(finished.id, [first.id, other.id]) == 2
+    for item in items:
+        if item.subject_id == first.id:
+            await store.finish_outbox(item.id, "w1", at=later())
+    assert await store.outbox_waiting_before(finished.id, [first.id, other.id]) == 1
+    assert await store.outbox_waiting_before(finished.id, []) == 0

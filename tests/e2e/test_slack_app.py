@@ -85,6 +85,10 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
         and m
     )
     assert not [b for b in updated["blocks"] if b["type"] == "actions"]
+    # The thread reads in the order things happened: the decision, then the run's end.
+    thread = server.wait_until(lambda: len(r := fake.replies(APPROVALS, card["ts"])) >= 2 and r)
+    assert "approved" in thread[0]["text"].lower()
+    assert "order-4471" in thread[1]["text"]
     # A second click, after the fact, changes nothing and says who decided.
     status, _, _ = server.slack(button("approve", approval_id, user=ANN, ts=card["ts"]))
     assert status == 200

@@ -455,3 +455,9 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
 -- A restarted worker (same id) lets go of the rows it had claimed: its sends died with it.
 UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
 WHERE claimed_by = :owner AND sent_at IS NULL
+
+-- outbox_waiting_before --
+-- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
+SELECT count(*) FROM outbox
+WHERE sent_at IS NULL AND id < :before
+  AND subject_id IN (SELECT value FROM json_each(:subjects))
