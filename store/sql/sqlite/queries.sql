@@ -461,3 +461,13 @@ WHERE claimed_by = :owner AND sent_at IS NULL
 SELECT count(*) FROM outbox
 WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT value FROM json_each(:subjects))
+
+-- approval_for_update --
+-- One approval, read to change it (the single writer already keeps others off it).
+SELECT * FROM approvals WHERE id = :id
+
+-- lock_lineage --
+-- (None: the single writer serializes every transaction.)
+
+-- lock_page_reminders --
+-- (None: the single writer serializes every transaction.)

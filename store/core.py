@@ -1,0 +1,322 @@
+"""The safety-critical write logic, once for every backend, as sans-IO transaction bodies.
+
+A body is a generator: it yields `Stmt`s (a query's name, its parameters, what to fetch)
+and receives each one's result; what it returns is the write's result, what it raises
+aborts the transaction. A backend drives it inside one transaction of its own (the SQLite
+writer thread, an asyncpg connection), running the named query in its dialect. So fencing,
+the compare-and-set on a run's history, the effect ledger's claim by idempotency key,
+decisions, votes and pages are written here and nowhere else; the backends differ only in
+SQL text, placeholders and connection handling.
+
+Statements a dialect does not need (row locks SQLite's single writer makes moot) are empty
+in its query file, and drivers skip empty statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from store import errors, rows
+from store.base import Batch, Committed
+from store.records import Approval, ApprovalState, AuditEvent, Effect, Page, Reversibility
+
+T = TypeVar("T")
+Fetch = Literal["all", "one", "count", "none", "many"]
+
+
+@dataclass(frozen=True, slots=True)
+class Stmt:
+    """One statement: `fetch` says what the body receives back (rows, a row or None, the
+    number of rows changed, nothing; `many` runs it once per parameter set in `params`)."""
+
+    name: str
+    params: Any
+    fetch: Fetch = "none"
+
+
+Body = Generator[Stmt, Any, T]
+MakeBody = Callable[[], Body[T]]
+
+
+def drive(body: Body[T], execute: Callable[[Stmt], Any]) -> T:
+    """Run a body to its end with a synchronous `execute` (the SQLite writer's)."""
+    try:
+        stmt = next(body)
+        while True:
+            stmt = body.send(execute(stmt))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+# simple bodies
+
+
+def one(name: str, params: Any, fetch: Fetch = "none") -> Body[Any]:
+    """A body of one statement."""
+    return (yield Stmt(name, params, fetch))
+
+
+def changed_one(name: str, params: dict[str, Any]) -> Body[bool]:
+    return (yield Stmt(name, params, "count")) == 1
+
+
+def update_one(name: str, params: dict[str, Any], what: str) -> Body[None]:
+    """Update the row `params['id']` names: NotFound, writing nothing, if there is none."""
+    if (yield Stmt(name, params, "count")) != 1:
+        raise errors.NotFound(f"no {what} {params['id']!r}", id=params["id"])
+
+
+def create_run(
+    run_params: dict[str, Any], cp_params: dict[str, Any], events: list[dict[str, Any]]
+) -> Body[None]:
+    yield Stmt("insert_run", run_params)
+    yield Stmt("insert_checkpoint", cp_params)
+    if events:
+        yield Stmt("insert_event", events, "many")
+
+
+def prune_runs(before: float | None) -> Body[int]:
+    yield Stmt("prune_outbox", {"before": before})
+    return (yield Stmt("prune_runs", {"before": before}, "count"))  # type: ignore[no-any-return]
+
+
+def remind_open_pages(params: dict[str, Any]) -> Body[int]:
+    yield Stmt("lock_page_reminders", {})  # two processes at once remind once
+    return (yield Stmt("remind_open_pages", params, "count"))  # type: ignore[no-any-return]
+
+
+# approvals and pages
+
+
+def add_vote(params: dict[str, Any]) -> Body[int]:
+    approval_id = params["approval_id"]
+    state = yield Stmt("approval_for_update", {"id": approval_id}, "one")
+    if state is None:
+        raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+    if state["state"] != ApprovalState.PENDING:
+        raise already_decided(rows.approval_from_row(state))
+    yield Stmt("insert_vote", params)
+    return (yield Stmt("count_votes", params, "one"))[0]  # type: ignore[no-any-return]
+
+
+def decide_approval(
+    params: dict[str, Any], event: dict[str, Any] | None, *, timeout: bool
+) -> Body[Approval]:
+    """Compare-and-set: one decision wins; every other gets why it lost."""
+    approval_id = params["id"]
+    changed = yield Stmt("decide_approval", params, "count")
+    row = yield Stmt("get_approval", {"id": approval_id}, "one")
+    if row is None:
+        raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+    approval = rows.approval_from_row(row)
+    if not changed:
+        if approval.state != ApprovalState.PENDING:
+            raise already_decided(approval)
+        if timeout:
+            raise errors.Conflict(
+                f"approval {approval_id!r} is not due yet", approval_id=approval_id
+            )
+        raise errors.Expired(
+            f"approval {approval_id!r} passed its deadline", approval_id=approval_id
+        )
+    if event:
+        yield Stmt("insert_event", event)
+    return approval
+
+
+def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
+    page_id = params["id"]
+    changed = yield Stmt("acknowledge_page", params, "count")
+    row = yield Stmt("get_page", {"id": page_id}, "one")
+    if row is None:
+        raise errors.NotFound(f"no page {page_id!r}", page_id=page_id)
+    page = rows.page_from_row(row)
+    if not changed:
+        raise errors.Conflict(
+            f"page {page_id!r} was already acknowledged by {page.acknowledged_by}", page=page
+        )
+    return page
+
+
+def already_decided(approval: Approval) -> errors.AlreadyDecided:
+    return errors.AlreadyDecided(
+        f"approval {approval.id!r} was already {approval.state.value} by {approval.decided_by}",
+        approval=approval,
+    )
+
+
+def insert_event(event: AuditEvent) -> Body[None]:
+    yield Stmt("insert_event", rows.event_params(event))
+
+
+# the commit of a batch
+
+
+def commit(batch: Batch) -> MakeBody[Committed]:
+    """Check a batch and prepare its parameters now; the body runs inside the transaction."""
+    check_batch(batch)
+    run_id = batch.run_id
+    cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
+    finish = [rows.outcome_params(o) for o in batch.finish]
+    start = [(e, rows.effect_params(e)) for e in batch.start]
+    request = [(a, rows.approval_params(a)) for a in batch.request]
+    pages = [rows.page_params(p) for p in batch.pages]
+    settle = [
+        {"run_id": run_id, "call_id": s.call_id, "by": s.by, "at": rows.ts(s.at)}
+        for s in batch.settle_pages
+    ]
+    events = [rows.event_params(e) for e in batch.events]
+    lineages = sorted(
+        {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
+        | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}
+    )
+
+    def body() -> Body[Committed]:
+        if batch.owner is not None or cps:
+            yield from check_head(run_id, batch.owner, cps)
+        for lineage_id in lineages:  # the ledger's claims by key are serialized per lineage
+            yield Stmt("lock_lineage", {"lineage_id": lineage_id})
+        for params in finish:
+            yield from finish_effect(params)
+        committed = Committed()
+        for effect, params in start:
+            yield from start_effect(committed, effect, params)
+        for approval, params in request:
+            yield from request_approval(committed, approval, params)
+        for params in pages:
+            if (yield Stmt("insert_page", params, "count")):
+                committed.new_pages.append(params["id"])
+        for params in settle:
+            yield Stmt("settle_pages_of_call", params)
+        if events:
+            yield Stmt("insert_event", events, "many")
+        return committed
+
+    return body
+
+
+def check_batch(batch: Batch) -> None:
+    """Every record in a batch belongs to its run: the lease is checked for that run only."""
+    records = (
+        *batch.checkpoints,
+        *batch.finish,
+        *batch.start,
+        *batch.request,
+        *batch.pages,
+        *(e for e in batch.events if e.run_id is not None),
+    )
+    strangers = {str(r.run_id) for r in records if r.run_id != batch.run_id}
+    if strangers:
+        raise errors.InvalidRecord(
+            f"a batch for run {batch.run_id!r} holds records of {', '.join(sorted(strangers))}"
+        )
+
+
+def check_head(run_id: str, owner: str | None, cps: Sequence[dict[str, Any]]) -> Body[None]:
+    """Fence on the lease, compare-and-set on the seq, append the checkpoints, mirror status.
+
+    `run_head` locks the run's row where the dialect has row locks, so two writers of one run
+    take turns and the second sees the first's seq."""
+    head = yield Stmt("run_head", {"id": run_id}, "one")
+    if head is None:
+        raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
+    holder, status, latest = head
+    if owner is not None and holder != owner:
+        raise errors.LeaseLost(
+            f"run {run_id!r} is leased to {holder!r}, not {owner!r}", run_id=run_id, holder=holder
+        )
+    for cp in cps:
+        if cp["seq"] != latest + 1:
+            raise errors.Conflict(
+                f"run {run_id!r} is at seq {latest}; cannot append seq {cp['seq']}",
+                run_id=run_id,
+                latest_seq=latest,
+            )
+        yield Stmt("insert_checkpoint", cp)
+        latest = cp["seq"]
+    if cps and cps[-1]["status"] != status:
+        params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
+        yield Stmt("set_run_status", params)
+
+
+def finish_effect(params: dict[str, Any]) -> Body[None]:
+    finished = yield Stmt("finish_effect", params, "one")
+    if finished is None:
+        raise errors.Conflict(
+            f"effect {params['call_id']!r} of run {params['run_id']!r} is not in flight",
+            run_id=params["run_id"],
+            call_id=params["call_id"],
+        )
+    if finished[0] is not None and params["status"] == "completed":
+        yield Stmt("mark_compensated", params | {"compensates": finished[0]})
+
+
+def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -> Body[None]:
+    prior, key = yield from claim_key(
+        effect.lineage_id, effect.idempotency_key, effect.reversibility
+    )
+    if prior is not None:
+        committed.preempted[effect.call_id] = prior
+        return
+    unsettled = None if effect.idempotent else (yield from unsettled_effect(effect, key))
+    if unsettled is not None:
+        committed.blocked[effect.call_id] = unsettled
+        return
+    if key != effect.idempotency_key:
+        committed.keys[effect.call_id] = key
+    yield Stmt("insert_effect", params | {"idempotency_key": key})
+
+
+def request_approval(
+    committed: Committed, approval: Approval, params: dict[str, Any]
+) -> Body[None]:
+    """Create an approval unless its call already happened or was declined in the lineage."""
+    call = approval.call_id or approval.id
+    if approval.lineage_id is not None and approval.idempotency_key is not None:
+        done, _ = yield from claim_key(
+            approval.lineage_id, approval.idempotency_key, Reversibility.IRREVERSIBLE
+        )
+        if done is not None:
+            committed.preempted[call] = done
+            return
+        key = {"lineage_id": approval.lineage_id, "idempotency_key": approval.idempotency_key}
+        declined = yield Stmt("declined_approval_by_key", key, "one")
+        if declined is not None:
+            committed.prior_decisions[call] = rows.approval_from_row(declined)
+            return
+    yield Stmt("insert_approval", params)
+
+
+def claim_key(
+    lineage_id: str, key: str, reversibility: Reversibility
+) -> Body[tuple[Effect | None, str]]:
+    """The completed effect that makes this one a repeat, or the key to start it under.
+
+    Reads never repeat-match. A completed effect that was compensated since does not count:
+    the new one takes the key's next generation, so the outside system sees a new request.
+    """
+    if reversibility == Reversibility.READ:
+        return None, key
+    candidate, generation = key, 1
+    while True:
+        params = {"lineage_id": lineage_id, "idempotency_key": candidate}
+        row = yield Stmt("completed_effect_by_key", params, "one")
+        if row is None:
+            return None, candidate
+        if row["compensated_by"] is None:
+            return rows.effect_from_row(row), candidate
+        generation += 1
+        candidate = f"{key}#{generation}"
+
+
+def unsettled_effect(effect: Effect, key: str) -> Body[Effect | None]:
+    """The same effect running or in doubt in the lineage: doing it again might do it twice."""
+    if effect.reversibility == Reversibility.READ:
+        return None
+    params = {"lineage_id": effect.lineage_id, "idempotency_key": key}
+    row = yield Stmt("unsettled_effect_by_key", params, "one")
+    if row is None or (row["run_id"], row["call_id"]) == (effect.run_id, effect.call_id):
+        return None  # the same call started twice is refused by its key in the table
+    return rows.effect_from_row(row)

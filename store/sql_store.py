@@ -1,0 +1,363 @@
+"""Every `Store` method, once, for the SQL backends.
+
+A method prepares its parameters (`store.rows`), then either reads through a named query or
+hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
+`_write` (and opening, closing and migrating): which driver runs the SQL, in which dialect.
+It is one job at this length because it is the one table of what each method does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from store import core, errors, rows
+from store.base import Batch, Committed, check_new_run, refuse_protected
+from store.core import MakeBody
+from store.records import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    Delivery,
+    Effect,
+    Fact,
+    OutboxItem,
+    Page,
+    Run,
+    RunState,
+    RunStatus,
+)
+
+T = TypeVar("T")
+Row = Mapping[str, Any]
+
+
+class SqlStore:
+    url: str
+    protected_facts: frozenset[str]
+
+    async def _write(self, make: MakeBody[T]) -> T:
+        """Run a fresh body from `make` in one transaction (it may be run again on a retry)."""
+        raise NotImplementedError
+
+    async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
+        raise NotImplementedError
+
+    async def _read_one(self, name: str, params: dict[str, Any], what: str) -> Any:
+        found = await self._read(name, params)
+        if not found:
+            raise errors.NotFound(f"no {what}", **params)
+        return found[0]
+
+    async def _one(self, name: str, params: Any, fetch: core.Fetch = "none") -> Any:
+        return await self._write(lambda: core.one(name, params, fetch))
+
+    async def _changed_one(self, name: str, params: dict[str, Any]) -> bool:
+        return await self._write(lambda: core.changed_one(name, params))
+
+    async def _update_one(self, name: str, params: dict[str, Any], what: str) -> None:
+        await self._write(lambda: core.update_one(name, params, what))
+
+    # runs
+
+    async def create_run(
+        self, run: Run, snapshot: Checkpoint, *, events: Sequence[AuditEvent] = ()
+    ) -> None:
+        check_new_run(run, snapshot, events)
+        run_params, cp_params = rows.run_params(run), rows.checkpoint_params(snapshot)
+        event_params = [rows.event_params(event) for event in events]
+        try:
+            await self._write(lambda: core.create_run(run_params, cp_params, event_params))
+        except errors.AlreadyExists as exc:
+            raise errors.AlreadyExists(f"run {run.id!r} already exists", run_id=run.id) from exc
+
+    async def get_run(self, run_id: str) -> Run:
+        row = await self._read_one("get_run", {"id": run_id}, f"run {run_id!r}")
+        return rows.run_from_row(row)
+
+    async def list_runs(self, status: RunStatus | None = None, *, limit: int = 100) -> list[Run]:
+        if status is None:
+            found = await self._read("list_runs", {"limit": limit})
+        else:
+            params = {"status": RunStatus(status).value, "limit": limit}
+            found = await self._read("list_runs_by_status", params)
+        return [rows.run_from_row(row) for row in found]
+
+    async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None:
+        params = {
+            "id": run_id,
+            "budget": budget.model_dump_json(exclude_defaults=True),
+            "updated_at": rows.ts(at),
+        }
+        await self._update_one("set_run_budget", params, "run")
+
+    async def prune_runs(self, finished_before: datetime) -> int:
+        before = rows.ts(finished_before)
+        return await self._write(lambda: core.prune_runs(before))
+
+    # history
+
+    async def commit(self, batch: Batch) -> Committed:
+        return await self._write(core.commit(batch))
+
+    async def load_state(
+        self, run_id: str, *, seq: int | None = None, step: int | None = None
+    ) -> RunState:
+        if step is not None:
+            found = await self._read("seq_at_step", {"run_id": run_id, "step": step})
+            seq = found[0][0] if found else None
+            if seq is None:
+                raise errors.NotFound(f"run {run_id!r} has no step {step}", run_id=run_id)
+        found = await self._read("load_state", {"run_id": run_id, "seq": seq})
+        if not found or found[-1][2] is None:
+            at = "" if seq is None else f" at seq {seq}"
+            raise errors.NotFound(f"no state for run {run_id!r}{at}", run_id=run_id)
+        return rows.state_from_rows(run_id, found)
+
+    async def history(self, run_id: str) -> list[Checkpoint]:
+        found = await self._read("history", {"run_id": run_id})
+        if not found:
+            raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
+        return [rows.checkpoint_from_row(row) for row in found]
+
+    # effects
+
+    async def get_effect(self, run_id: str, call_id: str) -> Effect:
+        params = {"run_id": run_id, "call_id": call_id}
+        return rows.effect_from_row(await self._read_one("get_effect", params, "effect"))
+
+    async def list_effects(self, run_id: str) -> list[Effect]:
+        found = await self._read("list_effects", {"run_id": run_id})
+        return [rows.effect_from_row(row) for row in found]
+
+    async def find_effect(self, lineage_id: str, idempotency_key: str) -> Effect | None:
+        params = {"lineage_id": lineage_id, "idempotency_key": idempotency_key}
+        found = await self._read("completed_effect_by_key", params)
+        return rows.effect_from_row(found[0]) if found else None
+
+    # approvals
+
+    async def create_approval(self, approval: Approval) -> None:
+        await self._one("insert_approval", rows.approval_params(approval))
+
+    async def get_approval(self, approval_id: str) -> Approval:
+        row = await self._read_one("get_approval", {"id": approval_id}, "approval")
+        return rows.approval_from_row(row)
+
+    async def duplicate_approval(
+        self, idempotency_key: str, *, lineage_id: str | None, since: datetime
+    ) -> Approval | None:
+        params = {"idempotency_key": idempotency_key, "lineage_id": lineage_id}
+        found = await self._read("duplicate_approval_by_key", params | {"since": rows.ts(since)})
+        return rows.approval_from_row(found[0]) if found else None
+
+    async def list_approvals(
+        self,
+        *,
+        run_id: str | None = None,
+        state: ApprovalState | None = None,
+        limit: int = 1000,
+    ) -> list[Approval]:
+        state_value = None if state is None else ApprovalState(state).value
+        params = {"run_id": run_id, "state": state_value, "limit": limit}
+        if run_id is not None:
+            found = await self._read("list_approvals_of_run", params)
+        elif state is not None:
+            found = await self._read("list_approvals_by_state", params)
+        else:
+            found = await self._read("list_approvals", params)
+        return [rows.approval_from_row(row) for row in found]
+
+    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
+        params = {"approval_id": approval_id, "user_id": user_id, "at": rows.ts(at)}
+        return await self._write(lambda: core.add_vote(params))
+
+    async def list_votes(self, approval_id: str) -> list[str]:
+        found = await self._read("list_votes", {"approval_id": approval_id})
+        return [row[0] for row in found]
+
+    async def decide_approval(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        not_before: datetime | None = None,
+        open_at: datetime | None = None,
+        event: AuditEvent | None = None,
+    ) -> Approval:
+        if state == ApprovalState.PENDING:
+            raise ValueError("a decision is approved or declined, never pending")
+        params = {
+            "id": approval_id,
+            "state": ApprovalState(state).value,
+            "decided_by": by,
+            "decided_at": rows.ts(at),
+            "reason": reason,
+            "approved_args": rows.maybe_dumps(approved_args),
+            "not_before": rows.ts(not_before),
+            "open_at": rows.ts(open_at),
+        }
+        event_params = rows.event_params(event) if event else None
+        timeout = not_before is not None
+        return await self._write(
+            lambda: core.decide_approval(params, event_params, timeout=timeout)
+        )
+
+    async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]:
+        found = await self._read("due_approvals", {"now": rows.ts(now), "limit": limit})
+        return [rows.approval_from_row(row) for row in found]
+
+    async def next_due_at(self) -> datetime | None:
+        found = await self._read("next_due_at", {})
+        return rows.dt(found[0][0]) if found else None
+
+    async def record_reminder(
+        self,
+        approval_id: str,
+        *,
+        reminders_sent: int,
+        next_reminder_at: datetime | None,
+        escalated: bool,
+    ) -> bool:
+        params = {
+            "id": approval_id,
+            "reminders_sent": reminders_sent,
+            "next_reminder_at": rows.ts(next_reminder_at),
+            "escalated": escalated,
+        }
+        return await self._changed_one("record_reminder", params)
+
+    async def extend_deadline(
+        self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
+    ) -> bool:
+        params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
+        return await self._changed_one("extend_deadline", params)
+
+    async def set_approval_message(
+        self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None:
+        delivery = Delivery(delivery).value  # refuse an unknown status before writing it
+        params = {"id": approval_id, "channel": channel, "message_ts": ts, "delivery": delivery}
+        await self._update_one("set_approval_message", params, "approval")
+
+    async def set_callback_status(self, approval_id: str, status: str) -> None:
+        params = {"id": approval_id, "callback_status": Delivery(status).value}
+        await self._update_one("set_callback_status", params, "approval")
+
+    async def undelivered_callbacks(self) -> list[Approval]:
+        return [rows.approval_from_row(r) for r in await self._read("undelivered_callbacks", {})]
+
+    # facts
+
+    async def put_fact(self, fact: Fact) -> None:
+        refuse_protected([fact.key], self.protected_facts)
+        await self._one("upsert_fact", rows.fact_params(fact))
+
+    async def get_fact(self, key: str) -> Fact:
+        return rows.fact_from_row(await self._read_one("get_fact", {"key": key}, "fact"))
+
+    async def list_facts(self) -> list[Fact]:
+        return [rows.fact_from_row(row) for row in await self._read("list_facts", {})]
+
+    async def forget_source(self, source: str) -> int:
+        return await self._one("delete_facts_by_source", {"source": source}, "count")
+
+    async def load_facts(self, facts: Sequence[Fact]) -> int:
+        refuse_protected([fact.key for fact in facts], self.protected_facts)
+        params = [rows.fact_params(fact) for fact in facts]
+        if params:
+            await self._one("upsert_fact", params, "many")
+        return len(params)
+
+    # pages
+
+    async def get_page(self, page_id: str) -> Page:
+        return rows.page_from_row(await self._read_one("get_page", {"id": page_id}, "page"))
+
+    async def list_pages(self, *, open_only: bool = True) -> list[Page]:
+        found = await self._read("list_pages", {"open_only": open_only})
+        return [rows.page_from_row(row) for row in found]
+
+    async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page:
+        params = {"id": page_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: core.acknowledge_page(params))
+
+    async def set_page_message(
+        self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
+    ) -> None:
+        delivery = Delivery(delivery).value  # refuse an unknown status before writing it
+        params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
+        await self._update_one("set_page_message", params, "page")
+
+    # outbox
+
+    async def claim_outbox(
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+    ) -> list[OutboxItem]:
+        params = {"owner": owner, "now": rows.ts(now), "until": rows.ts(until), "limit": limit}
+        claimed = await self._one("claim_outbox", params, "all")
+        return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
+
+    async def finish_outbox(
+        self, item_id: int, owner: str, *, at: datetime, error: str | None = None
+    ) -> bool:
+        params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
+        return await self._changed_one("finish_outbox", params)
+
+    async def retry_outbox(self, item_id: int, owner: str, *, at: datetime, error: str) -> bool:
+        params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
+        return await self._changed_one("retry_outbox", params)
+
+    async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
+        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        return await self._write(lambda: core.remind_open_pages(params))
+
+    async def release_outbox_claims(self, owner: str) -> int:
+        return await self._one("release_outbox_claims", {"owner": owner}, "count")
+
+    async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
+        params = {"before": item_id, "subjects": rows.dumps(list(subject_ids))}
+        return int((await self._read("outbox_waiting_before", params))[0][0])
+
+    async def outbox_backlog(self) -> tuple[int, datetime | None]:
+        count, oldest = (await self._read("outbox_backlog", {}))[0]
+        return count, rows.dt(oldest)
+
+    # audit
+
+    async def record_event(self, event: AuditEvent) -> None:
+        await self._write(lambda: core.insert_event(event))
+
+    async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
+        found = await self._read("list_events", {"run_id": run_id})
+        return [rows.event_from_row(row) for row in found]
+
+    # leases
+
+    async def acquire_lease(
+        self, run_id: str, owner: str, *, until: datetime, now: datetime
+    ) -> bool:
+        params = {"id": run_id, "owner": owner, "until": rows.ts(until), "now": rows.ts(now)}
+        return await self._changed_one("acquire_lease", params)
+
+    async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool:
+        params = {"id": run_id, "owner": owner, "until": rows.ts(until)}
+        return await self._changed_one("renew_lease", params)
+
+    async def release_lease(self, run_id: str, owner: str) -> None:
+        await self._one("release_lease", {"id": run_id, "owner": owner})
+
+    async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]:
+        found = await self._read("runs_to_recover", {"now": rows.ts(now), "owner": owner})
+        return [row[0] for row in found]
+
+    async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
+        found = await self._read("interrupted_undos", {"now": rows.ts(now), "owner": owner})
+        return [row[0] for row in found]
