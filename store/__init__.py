@@ -77,7 +77,9 @@ def open_store(url: str, *, migrate: bool = True, **options: Any) -> OpenStore:
 
     `store = await open_store(url)` (then `await store.close()`), or
     `async with open_store(url) as store:`, which closes it however the block ends.
-    Options go to the backend, e.g. `synchronous="NORMAL"` or `protected_facts=...` for SQLite.
+    Options go to the backend, e.g. `synchronous="NORMAL"` for SQLite, `pool_size=20` for
+    PostgreSQL (`postgresql://user@host/db`; `?search_path=schema` picks a schema), or
+    `protected_facts=...` for either.
     """
     return OpenStore(url, migrate=migrate, options=options)
 
@@ -119,9 +121,10 @@ async def _open_backend(url: str, *, migrate: bool, **options: Any) -> Store:
 
         return await SqliteStore(sqlite_path(url), **options).open(migrate=migrate)
     if scheme in ("postgres", "postgresql"):
-        raise errors.UnsupportedURL(
-            f"{url!r}: the PostgreSQL backend is not built yet; use sqlite:///signoff.db"
-        )
+        from store.postgres import PostgresStore
+
+        return await PostgresStore(url, **options).open(migrate=migrate)
     raise errors.UnsupportedURL(
-        f"no store for {url!r}: use sqlite:///path/to/file.db or sqlite://:memory:"
+        f"no store for {url!r}: use sqlite:///path/to/file.db, sqlite://:memory: or "
+        "postgresql://user@host/database"
     )

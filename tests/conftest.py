@@ -1,9 +1,19 @@
-"""Shared fixtures: a `store` per backend, a runtime factory, a clock you can move, a world."""
+"""Shared fixtures: a `store` per backend, a runtime factory, a clock you can move, a world.
+
+PostgreSQL runs where asyncpg is installed: one fresh schema per test session in the database
+`SIGNOFF_TEST_POSTGRES_URL` names (default: the local server's `test`), emptied before each
+test and dropped at the end. A server that cannot be reached fails those tests; only a
+missing driver skips them.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import os
-from collections.abc import AsyncIterator, Callable, Iterable
+import secrets
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -13,7 +23,21 @@ import pytest
 from runtime import Agent, Runtime
 from store import Store, open_store
 
-STORE_BACKENDS = ["sqlite-file", "sqlite-memory"]
+HAVE_ASYNCPG = importlib.util.find_spec("asyncpg") is not None
+POSTGRES_URL = os.environ.get(
+    "SIGNOFF_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
+)
+STORE_BACKENDS = [
+    "sqlite-file",
+    "sqlite-memory",
+    pytest.param(
+        "postgres",
+        marks=pytest.mark.skipif(not HAVE_ASYNCPG, reason="asyncpg is not installed"),
+    ),
+]
+SIGNOFF_TABLES = (
+    "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox"
+)
 
 
 def store_url(backend: str, tmp_path: Path) -> str:
@@ -24,10 +48,53 @@ def store_url(backend: str, tmp_path: Path) -> str:
     raise ValueError(backend)
 
 
+def with_search_path(url: str, schema: str) -> str:
+    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+
+
+async def postgres(statement: str, url: str = POSTGRES_URL) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute(statement)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_schema() -> Iterator[str]:
+    """A URL naming a fresh schema for this session, migrated by its first store."""
+    name = f"signoff_test_{os.getpid()}_{secrets.token_hex(3)}"
+    in_own_loop(postgres(f"CREATE SCHEMA {name}"))
+    try:
+        yield with_search_path(POSTGRES_URL, name)
+    finally:
+        in_own_loop(postgres(f"DROP SCHEMA {name} CASCADE"))
+
+
+def in_own_loop(work: Coroutine[Any, Any, None]) -> None:
+    """Run a coroutine to its end from a fixture that may be set up inside a running loop."""
+    with ThreadPoolExecutor(1) as thread:
+        thread.submit(asyncio.run, work).result()
+
+
+async def empty_postgres_store(request: pytest.FixtureRequest) -> str:
+    """The session's schema, migrated and emptied: a URL for one test's store."""
+    url: str = request.getfixturevalue("postgres_schema")
+    await (await open_store(url)).close()
+    await postgres(f"TRUNCATE {SIGNOFF_TABLES} RESTART IDENTITY", url)
+    return url
+
+
 @pytest.fixture(params=STORE_BACKENDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A fresh, migrated store on each backend."""
-    opened = await open_store(store_url(request.param, tmp_path))
+    if request.param == "postgres":
+        url = await empty_postgres_store(request)
+    else:
+        url = store_url(request.param, tmp_path)
+    opened = await open_store(url)
     yield opened
     await opened.close()
 

@@ -25,6 +25,9 @@ CREATE TABLE IF NOT EXISTS signoff_schema (
     applied_at REAL NOT NULL
 )
 
+-- lock_migrations --
+-- (None: migrations run in a BEGIN IMMEDIATE transaction, which one process holds at a time.)
+
 -- insert_run --
 -- Create a run.
 INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,

@@ -1,0 +1,215 @@
+"""The PostgreSQL store: a pool of asyncpg connections, one transaction per write.
+
+Writes run a `store.core` body on one pooled connection inside a READ COMMITTED transaction;
+where SQLite's single writer serializes everything, the PostgreSQL queries lock what they
+must (a run's row while its history grows, an approval while a vote lands, a lineage while
+an idempotency key is claimed). A transaction the server aborted for a deadlock or a
+serialization failure changed nothing and is run again, from a fresh body. Times travel as
+epoch seconds and NUL characters are escaped (codecs on each connection, `store.postgres.lossless`),
+so `store.rows` serves both backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from store import errors, migration
+from store.base import DEFAULT_PROTECTED_FACTS
+from store.core import MakeBody, Stmt
+from store.postgres import lossless, sql
+from store.sql_store import SqlStore
+
+try:
+    import asyncpg
+except ImportError as exc:  # pragma: no cover - depends on the install
+    raise errors.UnsupportedURL(
+        "the PostgreSQL backend needs asyncpg: pip install 'signoff[postgres]'"
+    ) from exc
+
+T = TypeVar("T")
+DIALECT = "postgres"
+Q = sql.load()
+RETRIES = 5
+NOTIFY_CHANNEL = "signoff_outbox"
+"""Every outbox row notifies this channel at commit, its topic as the payload."""
+
+_EPOCH_2000 = 946_684_800  # PostgreSQL counts time in microseconds from 2000-01-01 UTC
+
+
+@contextmanager
+def translate_errors() -> Iterator[None]:
+    """Map asyncpg errors to store errors, once, for every call."""
+    try:
+        yield
+    except asyncpg.UniqueViolationError as exc:
+        raise errors.AlreadyExists(f"already exists ({exc.detail or exc})") from exc
+    except asyncpg.ForeignKeyViolationError as exc:
+        raise errors.NotFound("the record this write refers to does not exist") from exc
+    except asyncpg.IntegrityConstraintViolationError as exc:
+        raise errors.Conflict(str(exc)) from exc
+    except asyncpg.DiskFullError as exc:
+        raise errors.DiskFull(
+            "the database's disk is full: nothing was written; free space and retry"
+        ) from exc
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError) as exc:
+        raise errors.DatabaseError(f"postgresql: {exc}") from exc
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec(
+        "timestamptz",
+        schema="pg_catalog",
+        encoder=lambda seconds: (round((seconds - _EPOCH_2000) * 1_000_000),),
+        decoder=lambda value: value[0] / 1_000_000 + _EPOCH_2000,
+        format="tuple",
+    )
+    await conn.set_type_codec(
+        "text",
+        schema="pg_catalog",
+        encoder=lossless.text_in,
+        decoder=lossless.text_out,
+        format="text",
+    )
+    for json_type in ("json", "jsonb"):
+        await conn.set_type_codec(
+            json_type, schema="pg_catalog", encoder=lossless.json_in, decoder=lossless.json_out
+        )
+
+
+class PostgresStore(SqlStore):
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 10,
+        protected_facts: frozenset[str] = DEFAULT_PROTECTED_FACTS,
+    ) -> None:
+        if pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, not {pool_size}")
+        self.url = url
+        self.protected_facts = protected_facts
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+
+    async def open(self, *, migrate: bool = True) -> PostgresStore:
+        try:
+            with translate_errors():
+                self._pool = await asyncpg.create_pool(
+                    self.url, min_size=1, max_size=self._pool_size, init=_init_connection
+                )
+                await self._check_schema()
+                if migrate:
+                    await self.migrate()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _check_schema(self) -> None:
+        version = await self.schema_version()
+        if version > migration.latest_version(DIALECT):
+            raise errors.SchemaTooNew(
+                f"the database has schema version {version}, newer than this Signoff "
+                f"understands ({migration.latest_version(DIALECT)}); upgrade Signoff",
+                found=version,
+                supported=migration.latest_version(DIALECT),
+            )
+        if version == 0 and await self._pool_().fetchval(Q["other_tables"].sql):
+            raise errors.ForeignDatabase(
+                "the database's schema holds another application's tables and no Signoff "
+                "schema; point SIGNOFF_DATABASE_URL at a new database (or search_path schema)"
+            )
+
+    async def migrate(self) -> tuple[int, int]:
+        """Apply pending migrations under an advisory lock: two processes at once apply each
+        migration once (the second waits, then finds nothing to do)."""
+        with translate_errors():
+            async with self._pool_().acquire() as conn, conn.transaction():
+                await conn.execute(Q["lock_migrations"].sql)
+                await conn.execute(Q["create_schema_table"].sql)
+                before = await conn.fetchval(Q["schema_version"].sql)
+                for step in migration.pending(DIALECT, before):
+                    await conn.execute(step.sql)
+                    record = Q["record_migration"]
+                    params = {"version": step.version, "name": step.name, "applied_at": time.time()}
+                    await conn.execute(record.sql, *record.args(params))
+        return before, max(before, migration.latest_version(DIALECT))
+
+    async def schema_version(self) -> int:
+        with translate_errors():
+            async with self._pool_().acquire() as conn:
+                if not await conn.fetchval(Q["schema_table_exists"].sql):
+                    return 0
+                return int(await conn.fetchval(Q["schema_version"].sql))
+
+    async def close(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    def _pool_(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise errors.DatabaseError("the store is closed")
+        return self._pool
+
+    async def _write(self, make: MakeBody[T]) -> T:
+        with translate_errors():
+            for attempt in range(RETRIES):
+                try:
+                    async with self._pool_().acquire() as conn, conn.transaction():
+                        return await _drive(conn, make)
+                except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                    if attempt == RETRIES - 1:
+                        raise
+                    await asyncio.sleep(0.005 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
+        query = Q[name]
+        with translate_errors():
+            return list(await self._pool_().fetch(query.sql, *query.args(params)))
+
+    async def listen(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call `callback(topic)` for each outbox row any process commits (a decision, a new
+        approval and its deadline, a page, a finished run); returns the function that stops.
+        A dedicated connection: a lost one only means waiting for the next poll."""
+        conn = await asyncpg.connect(self.url)
+        await conn.add_listener(NOTIFY_CHANNEL, lambda _c, _p, _ch, topic: callback(topic))
+
+        async def stop() -> None:
+            if not conn.is_closed():
+                await conn.close()
+
+        return stop
+
+
+async def _drive(conn: asyncpg.Connection, make: MakeBody[T]) -> T:
+    body = make()
+    try:
+        stmt = next(body)
+        while True:
+            stmt = body.send(await _execute(conn, stmt))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    finally:
+        body.close()
+
+
+async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
+    query = Q[stmt.name]
+    if not query.sql:
+        return None
+    if stmt.fetch == "many":
+        await conn.executemany(query.sql, [query.args(p) for p in stmt.params])
+        return None
+    args = query.args(stmt.params)
+    if stmt.fetch == "all":
+        return await conn.fetch(query.sql, *args)
+    if stmt.fetch == "one":
+        return await conn.fetchrow(query.sql, *args)
+    status = await conn.execute(query.sql, *args)
+    return int(status.rsplit(" ", 1)[-1]) if stmt.fetch == "count" else None

@@ -1,0 +1,470 @@
+-- PostgreSQL queries of the Signoff store: the same names and named parameters as SQLite's
+-- (the backend turns `:name` into `$n`). Times travel as epoch seconds (a codec on the
+-- connection), JSON as text. Statements that lock rows are the ones SQLite's single writer
+-- has no need of.
+
+-- schema_table_exists --
+-- Whether the migrations table exists yet (in the schema the search path names first).
+SELECT to_regclass('signoff_schema') IS NOT NULL
+
+-- record_migration --
+-- Record one applied migration.
+INSERT INTO signoff_schema (version, name, applied_at) VALUES (:version, :name, :applied_at)
+
+-- other_tables --
+-- How many tables the schema has that are not Signoff's bookkeeping.
+SELECT count(*) FROM pg_tables
+WHERE schemaname = current_schema() AND tablename <> 'signoff_schema'
+
+-- schema_version --
+-- The newest applied migration, or 0 on an empty database.
+SELECT coalesce(max(version), 0) FROM signoff_schema
+
+-- create_schema_table --
+-- The table that records applied migrations.
+CREATE TABLE IF NOT EXISTS signoff_schema (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL
+)
+
+-- lock_migrations --
+-- One migrating process at a time (the lock ends with the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_schema(), 0))
+
+-- insert_run --
+-- Create a run.
+INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
+                  fork_step, dry_run, created_at, updated_at)
+VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :parent_id,
+        :fork_step, :dry_run, :created_at, :updated_at)
+
+-- get_run --
+-- A run with the step and usage of its latest checkpoint.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM runs r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+WHERE r.id = :id
+
+-- list_runs --
+-- Runs, newest first; each joined to its latest checkpoint.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM (SELECT * FROM runs ORDER BY created_at DESC, id LIMIT :limit) r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+ORDER BY r.created_at DESC, r.id
+
+-- list_runs_by_status --
+-- Runs of one status, newest first; each joined to its latest checkpoint.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM (SELECT * FROM runs WHERE status = :status
+      ORDER BY created_at DESC, id LIMIT :limit) r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+ORDER BY r.created_at DESC, r.id
+
+-- run_head --
+-- What a write checks first: who holds the lease, the mirrored status, the latest seq. The
+-- run's row stays locked to the end of the transaction: writers of one run take turns.
+SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id)
+FROM runs WHERE id = :id
+FOR UPDATE
+
+-- set_run_status --
+-- Mirror the latest checkpoint's status onto the run row, for listing by status.
+UPDATE runs SET status = :status, updated_at = :updated_at WHERE id = :id
+
+-- set_run_budget --
+-- Change a run's limits (usage is untouched: a resumed run never gets a fresh allowance).
+UPDATE runs SET budget = :budget, updated_at = :updated_at WHERE id = :id
+
+-- prune_runs --
+-- Delete whole lineages that are all finished and were last touched before a time; their
+-- history cascades. A lineage a human still owes something is kept whatever its age.
+DELETE FROM runs
+WHERE lineage_id IN (
+    SELECT lineage_id FROM runs
+    GROUP BY lineage_id
+    HAVING max(updated_at) < :before
+       AND bool_and(status IN ('done', 'failed', 'cancelled'))
+)
+  AND lineage_id NOT IN (
+    SELECT r.lineage_id FROM pages p JOIN runs r ON r.id = p.run_id
+    WHERE p.acknowledged_by IS NULL
+)
+  AND lineage_id NOT IN (
+    SELECT r.lineage_id FROM effects e JOIN runs r ON r.id = e.run_id
+    WHERE e.status IN ('started', 'in_doubt')
+)
+
+-- insert_checkpoint --
+-- Append one checkpoint.
+INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
+                         output_tokens, cost, stop_reason, error, created_at, messages)
+VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output_tokens,
+        :cost, :stop_reason, :error, :created_at, :messages)
+
+-- seq_at_step --
+-- The last checkpoint seq of a step; none if a later rollback went back before the step.
+SELECT c.seq FROM checkpoints c
+WHERE c.run_id = :run_id
+  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step)
+  AND NOT EXISTS (SELECT 1 FROM checkpoints r
+                  WHERE r.run_id = :run_id AND r.snapshot AND r.seq > c.seq
+                    AND r.step < c.step)
+
+-- load_state --
+-- A state in one query, in seq order: the messages of the last snapshot up to the target seq
+-- and of every checkpoint after it; the target row also carries its own fields (as JSON).
+SELECT seq, messages,
+       CASE WHEN seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
+       THEN json_build_object('step', step, 'status', status, 'steps', steps,
+                              'input_tokens', input_tokens, 'output_tokens', output_tokens,
+                              'cost', cost, 'stop_reason', stop_reason, 'error', error)
+       END AS state
+FROM checkpoints
+WHERE run_id = :run_id
+  AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
+  AND seq >= (SELECT max(seq) FROM checkpoints
+              WHERE run_id = :run_id AND snapshot
+                AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints
+                                           WHERE run_id = :run_id)))
+ORDER BY seq
+
+-- history --
+-- Every checkpoint of a run, oldest first; `rolled_back` when a later checkpoint has a lower
+-- step.
+SELECT run_id, seq, step, snapshot, status, steps, input_tokens, output_tokens, cost,
+       stop_reason, error, created_at, messages,
+       coalesce(step > min(step) OVER later, false) AS rolled_back
+FROM checkpoints WHERE run_id = :run_id
+WINDOW later AS (ORDER BY seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
+ORDER BY seq
+
+-- insert_effect --
+-- Record an effect as started, before its tool runs.
+INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
+                     idempotency_key, idempotent, status, approval_id, compensates,
+                     started_at, args)
+VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
+        :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
+        :args)
+
+-- finish_effect --
+-- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
+UPDATE effects SET status = :status, result = :result, error = :error,
+                   finished_at = :finished_at
+WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
+RETURNING compensates
+
+-- mark_compensated --
+-- When a compensating effect completes, point the effect it undid at it.
+UPDATE effects SET compensated_by = :call_id WHERE run_id = :run_id AND call_id = :compensates
+
+-- lock_lineage --
+-- Claims by idempotency key in one lineage take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:lineage:' || :lineage_id, 0))
+
+-- completed_effect_by_key --
+-- The completed mutating effect with this idempotency key in a lineage, if any; one not
+-- undone first.
+SELECT * FROM effects
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
+  AND reversibility <> 'read' AND status = 'completed'
+ORDER BY compensated_by IS NOT NULL, id LIMIT 1
+
+-- unsettled_effect_by_key --
+-- A mutating effect with this key in the lineage that is running or in doubt, if any.
+SELECT * FROM effects
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
+  AND reversibility <> 'read' AND status IN ('started', 'in_doubt')
+ORDER BY id LIMIT 1
+
+-- get_effect --
+-- One effect.
+SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
+
+-- list_effects --
+-- A run's effects in the order they started.
+SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
+
+-- insert_approval --
+-- Create an approval.
+INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args,
+                       approved_args, policy, state, decided_by, decided_at, reason,
+                       requested_by, required_approvals, deadline, next_reminder_at,
+                       reminders_sent, escalated, channel, message_ts, delivery, callback_url,
+                       callback_status, duplicate_of, created_at)
+VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
+        :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
+        :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
+        :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
+        :created_at)
+
+-- duplicate_approval_by_key --
+-- The latest approval in another lineage with this idempotency key that is pending, or was
+-- approved since :since: what a new request may duplicate.
+SELECT * FROM approvals
+WHERE idempotency_key = :idempotency_key AND lineage_id IS DISTINCT FROM :lineage_id
+  AND (state = 'pending' OR (state = 'approved' AND decided_at >= :since))
+ORDER BY created_at DESC LIMIT 1
+
+-- declined_approval_by_key --
+-- A decline with this idempotency key in a lineage, if any: a person's, or an expiry; not a
+-- withdrawal by Signoff when its run was cancelled or rolled back.
+SELECT * FROM approvals
+WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
+  AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
+ORDER BY created_at LIMIT 1
+
+-- get_approval --
+-- One approval.
+SELECT * FROM approvals WHERE id = :id
+
+-- approval_for_update --
+-- One approval, locked to the end of the transaction: a vote and a decision take turns.
+SELECT * FROM approvals WHERE id = :id FOR UPDATE
+
+-- list_approvals --
+-- Every approval, oldest first.
+SELECT * FROM approvals ORDER BY created_at, id LIMIT :limit
+
+-- list_approvals_by_state --
+-- Approvals in one state, oldest first.
+SELECT * FROM approvals WHERE state = :state ORDER BY created_at, id LIMIT :limit
+
+-- list_approvals_of_run --
+-- A run's approvals, oldest first, optionally in one state.
+SELECT * FROM approvals
+WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
+ORDER BY created_at, id LIMIT :limit
+
+-- decide_approval --
+-- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline
+-- passed, a person only while it has not, when the policy declines at the deadline).
+UPDATE approvals
+SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
+    approved_args = :approved_args
+WHERE id = :id AND state = 'pending'
+  AND (:not_before::timestamptz IS NULL OR deadline <= :not_before)
+  AND (:open_at::timestamptz IS NULL OR deadline IS NULL OR deadline > :open_at)
+
+-- insert_vote --
+-- One approver's vote; a second vote by the same user is ignored.
+INSERT INTO approval_votes (approval_id, user_id, at) VALUES (:approval_id, :user_id, :at)
+ON CONFLICT DO NOTHING
+
+-- list_votes --
+-- Who voted for an approval, in the order they did.
+SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at, user_id
+
+-- count_votes --
+-- How many distinct approvers voted for an approval.
+SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
+
+-- due_approvals --
+-- Pending approvals whose deadline or next reminder has come.
+SELECT * FROM approvals
+WHERE state = 'pending' AND (deadline <= :now OR next_reminder_at <= :now)
+ORDER BY created_at
+LIMIT :limit
+
+-- next_due_at --
+-- The earliest deadline or reminder among pending approvals.
+SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
+             (SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'))
+
+-- record_reminder --
+-- Compare-and-set on the reminder count: one reminder is recorded once.
+UPDATE approvals
+SET reminders_sent = :reminders_sent, next_reminder_at = :next_reminder_at,
+    escalated = :escalated
+WHERE id = :id AND state = 'pending' AND reminders_sent = :reminders_sent - 1
+
+-- extend_deadline --
+-- Compare-and-set on the deadline: move it once, for approvals that escalate and wait.
+UPDATE approvals SET deadline = :deadline, escalated = true
+WHERE id = :id AND state = 'pending' AND deadline IS NOT DISTINCT FROM :expected
+
+-- set_approval_message --
+-- Where the approval was posted, and whether that worked.
+UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = :delivery
+WHERE id = :id
+
+-- set_callback_status --
+-- Whether the decision reached the approval's callback URL.
+UPDATE approvals SET callback_status = :callback_status WHERE id = :id
+
+-- undelivered_callbacks --
+-- Decided approvals whose callback was not delivered yet (still trying, or given up on).
+SELECT * FROM approvals
+WHERE state <> 'pending' AND callback_url IS NOT NULL AND callback_status <> 'delivered'
+ORDER BY decided_at
+
+-- upsert_fact --
+-- Write a fact.
+INSERT INTO facts (key, value, source, updated_at) VALUES (:key, :value, :source, :updated_at)
+ON CONFLICT (key) DO UPDATE
+SET value = excluded.value, source = excluded.source, updated_at = excluded.updated_at
+
+-- get_fact --
+-- One fact.
+SELECT * FROM facts WHERE key = :key
+
+-- list_facts --
+-- Every fact, by key.
+SELECT * FROM facts ORDER BY key
+
+-- delete_facts_by_source --
+-- Forget everything learned from one source.
+DELETE FROM facts WHERE source = :source
+
+-- insert_page --
+-- Page a human about an effect, unless a page with this id exists already.
+INSERT INTO pages (id, run_id, call_id, tool, reason, detail, channel, message_ts, delivery,
+                   acknowledged_by, acknowledged_at, created_at)
+VALUES (:id, :run_id, :call_id, :tool, :reason, :detail, :channel, :message_ts, :delivery,
+        :acknowledged_by, :acknowledged_at, :created_at)
+ON CONFLICT (id) DO NOTHING
+
+-- get_page --
+-- One page.
+SELECT * FROM pages WHERE id = :id
+
+-- list_pages --
+-- Pages, oldest first, optionally only those nobody acknowledged.
+SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY created_at, id
+
+-- acknowledge_page --
+-- Compare-and-set: acknowledge a page once.
+UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
+WHERE id = :id AND acknowledged_by IS NULL
+
+-- settle_pages_of_call --
+-- Acknowledge the open pages about one call of a run.
+UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
+WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
+
+-- set_page_message --
+-- Where the page was posted, and whether that worked.
+UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = :delivery
+WHERE id = :id
+
+-- insert_event --
+-- Append an audit event.
+INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
+
+-- list_events --
+-- Audit events in order, optionally of one run.
+SELECT * FROM audit_events WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY id
+
+-- acquire_lease --
+-- Take a run's lease if it is free, expired, or already ours (compare-and-set).
+UPDATE runs SET lease_owner = :owner, lease_expires_at = :until
+WHERE id = :id
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+
+-- renew_lease --
+-- Extend a lease we hold.
+UPDATE runs SET lease_expires_at = :until WHERE id = :id AND lease_owner = :owner
+
+-- release_lease --
+-- Give up a lease we hold.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE id = :id AND lease_owner = :owner
+
+-- interrupted_undos --
+-- Runs whose rollback (or saga) said it began and never said it ended, with no live lease on
+-- the run (or one of this worker's, from before a restart).
+SELECT DISTINCT r.id
+FROM audit_events s
+JOIN runs r ON r.id = s.run_id
+WHERE s.action = 'undo_started'
+  AND NOT EXISTS (SELECT 1 FROM audit_events e
+                  WHERE e.run_id = s.run_id AND e.id > s.id
+                    AND e.action IN ('rollback', 'compensate'))
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < :now)
+
+-- runs_to_recover --
+-- Runs that should be moving but nobody drives: running without a live lease (or leased to
+-- this worker before a restart), and parked runs whose approvals are all decided. Several
+-- processes may list the same run: taking its lease (compare-and-set) picks one.
+SELECT id FROM runs
+WHERE status = 'running'
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+UNION
+SELECT id FROM runs r
+WHERE status = 'waiting_approval'
+  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.state = 'pending')
+
+-- claim_outbox --
+-- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
+-- of the same subject precedes; rows another sender is claiming right now are skipped.
+UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
+WHERE id IN (
+    SELECT o.id FROM outbox o
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= :now
+      AND (o.claimed_until IS NULL OR o.claimed_until < :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox p
+          WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
+      )
+    ORDER BY o.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, topic, subject_id, detail, attempts, created_at
+
+-- finish_outbox --
+-- Mark a claimed row sent (or given up, with the error that makes retrying pointless).
+UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
+WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- retry_outbox --
+-- Release a claimed row for another attempt later.
+UPDATE outbox
+SET next_attempt_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
+WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- outbox_backlog --
+-- How many rows wait to be sent, and since when.
+SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
+
+-- prune_outbox --
+-- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
+DELETE FROM outbox WHERE created_at < :before
+
+-- lock_page_reminders --
+-- One process at a time queues page reminders (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
+
+-- remind_open_pages --
+-- Queue a reminder for each posted page nobody acknowledged and nobody was told about since
+-- `before`.
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'page_reminded', p.id, :now::timestamptz, :now::timestamptz FROM pages p
+WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox o
+      WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
+        AND o.created_at > :before
+  )
+
+-- release_outbox_claims --
+-- A restarted worker (same id) lets go of the rows it had claimed: its sends died with it.
+UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
+WHERE claimed_by = :owner AND sent_at IS NULL
+
+-- outbox_waiting_before --
+-- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
+SELECT count(*) FROM outbox
+WHERE sent_at IS NULL AND id < :before
+  AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
