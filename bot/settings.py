@@ -101,6 +101,10 @@ class Settings(BaseSettings):
     synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
         "FULL", validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
     )
+    database_pool_size: int = Field(
+        10, ge=1, le=1000, validation_alias="SIGNOFF_DATABASE_POOL_SIZE"
+    )
+    """PostgreSQL: connections this process may hold open at once."""
     agents: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["examples.refund_agent:agent"],
         validation_alias="SIGNOFF_AGENTS",
@@ -125,9 +129,7 @@ class Settings(BaseSettings):
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
     api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
-    outbox_claim_seconds: float = Field(
-        60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS"
-    )
+    outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""
     page_remind_every: Duration = Field(
         timedelta(hours=1), validation_alias="SIGNOFF_PAGE_REMIND_EVERY"

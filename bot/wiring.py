@@ -94,10 +94,7 @@ async def assemble(
     only reads) the configured agent modules are not imported.
     """
     agents = load_agents(settings.agents) if with_agents else []
-    options = (
-        {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
-    )
-    store = await open_store(settings.database_url, **options)
+    store = await open_store(settings.database_url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.callback_allowed_hosts)
@@ -127,3 +124,12 @@ def slack_directory(settings: Settings) -> Directory | None:
 
 def callback_secret(settings: Settings) -> str:
     return secret(settings.callback_secret) or secret(settings.api_token) or ""
+
+
+def store_options(settings: Settings) -> dict[str, Any]:
+    """The settings that belong to the configured backend only."""
+    if settings.database_url.startswith("sqlite"):
+        return {"synchronous": settings.synchronous}
+    if settings.database_url.startswith(("postgres:", "postgresql:")):
+        return {"pool_size": settings.database_pool_size}
+    return {}

@@ -9,7 +9,6 @@ missing driver skips them.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
@@ -19,14 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Agent, Runtime
 from store import Store, open_store
 
-HAVE_ASYNCPG = importlib.util.find_spec("asyncpg") is not None
-POSTGRES_URL = os.environ.get(
-    "SIGNOFF_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
-)
 STORE_BACKENDS = [
     "sqlite-file",
     "sqlite-memory",
@@ -46,20 +42,6 @@ def store_url(backend: str, tmp_path: Path) -> str:
     if backend == "sqlite-memory":
         return "sqlite://:memory:"
     raise ValueError(backend)
-
-
-def with_search_path(url: str, schema: str) -> str:
-    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
-
-
-async def postgres(statement: str, url: str = POSTGRES_URL) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(statement)
-    finally:
-        await conn.close()
 
 
 @pytest.fixture(scope="session")
