@@ -23,6 +23,7 @@ from bot.wiring import assemble
 from runtime import Agent
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
+from runtime.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
@@ -48,6 +49,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     if slack is not None:
         slack.mount(app)
     scheduler = ApprovalScheduler(rt)
+    # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
+    # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
+    wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
     runner = web.AppRunner(app)
     try:
         # Bind first: a second server started by mistake fails before it touches any run.
@@ -56,6 +60,8 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         await scheduler.start()
         if slack is not None:
             await slack.start()
+        if await wakeups.start():
+            log.info("listening for other processes' decisions and outbox rows")
         process.background.spawn(rt.recover(), name="recover")
         # Runs stranded since start-up (a driver that crashed in this process, a decision
         # whose resume found the run busy) are picked up again within a poll.
@@ -76,6 +82,7 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
         await stop.wait()
         log.info("signoff stopping: runs in flight keep their checkpoints and resume on restart")
     finally:
+        await wakeups.stop()
         await scheduler.stop()
         if slack is not None:
             await slack.stop()

@@ -7,7 +7,7 @@ events. The narrower methods are conveniences over the same transaction rules.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -269,4 +269,15 @@ class Store(Protocol):
         """Runs whose last `UNDO_STARTED` audit event has no `UNDO_ENDED` event after it (a
         rollback or saga that died, inside an undo or between two) and no live lease, or one
         leased to `owner` from before a restart."""
+        ...
+
+
+@runtime_checkable
+class Listens(Protocol):
+    """A store that can tell this process about commits made by other processes (PostgreSQL's
+    LISTEN/NOTIFY). Each outbox row announces itself by its topic (`approval_requested`,
+    `approval_decided`, `approval_reminded`, `approval_voted`, `page_opened`, ...)."""
+
+    async def listen(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
+        """Call `callback(topic)` for each announced commit; returns the function that stops."""
         ...

@@ -39,24 +39,24 @@ class OutboxNudge:
     def __init__(self) -> None:
         self.sender: OutboxSender | None = None
 
-    def _wake(self) -> None:
+    def wake(self) -> None:
         if self.sender is not None:
             self.sender.wake()
 
     async def approval_requested(self, approval: Approval, run: Run | None) -> None:
-        self._wake()
+        self.wake()
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:
-        self._wake()
+        self.wake()
 
     async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
-        self._wake()
+        self.wake()
 
     async def effect_needs_human(self, page: Page, run: Run | None) -> None:
-        self._wake()
+        self.wake()
 
     async def run_finished(self, run: Run) -> None:
-        self._wake()
+        self.wake()
 
 
 @dataclass

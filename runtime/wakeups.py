@@ -1,0 +1,122 @@
+"""Waking this process when another one commits something it should act on.
+
+With a store that `Listens` (PostgreSQL), every outbox row another process commits arrives
+here by its topic: a decision makes this process look for runs to resume and drive each one
+it finds (a lease taken by compare-and-set picks the one process that does), a new approval or
+reminder re-arms the approval scheduler, and every row wakes the outbox sender. Nothing here
+is needed for correctness: the polls (recovery, the scheduler's, the sender's) stay, and
+catch whatever a lost connection missed. Bursts coalesce: one pass at a time, and one more
+after it if anything arrived meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from store.base import Listens
+
+if TYPE_CHECKING:
+    from runtime.engine import Runtime
+
+log = logging.getLogger("signoff.wakeups")
+
+RESUMES = {"approval_decided"}
+SCHEDULES = {"approval_requested", "approval_reminded", "approval_decided"}
+
+
+class Coalesced:
+    """Run `job` on request; requests made while it runs make it run once more after."""
+
+    def __init__(self, job: Callable[[], Awaitable[Any]], name: str) -> None:
+        self.job, self.name = job, name
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+
+    def request(self) -> None:
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    async def _run(self) -> None:
+        while True:
+            self._again = False
+            try:
+                await self.job()
+            except Exception:
+                log.exception("%s failed; the next poll will try again", self.name)
+            if not self._again:
+                return
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+
+class Wakeups:
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        schedule: Callable[[], Awaitable[Any]] | None = None,
+        outbox: Callable[[], None] | None = None,
+    ) -> None:
+        self.rt = rt
+        self._resume = Coalesced(self._resume_decided, "signoff-wake-resume")
+        self._schedule = None if schedule is None else Coalesced(schedule, "signoff-wake-tick")
+        self._outbox = outbox
+        self._driving: dict[str, asyncio.Task[None]] = {}
+        self._stop: Callable[[], Awaitable[None]] | None = None
+
+    async def start(self) -> bool:
+        """Listen, if the store can; whether it does."""
+        if not isinstance(self.rt.store, Listens):
+            return False
+        try:
+            self._stop = await self.rt.store.listen(self.heard)
+        except Exception:
+            log.exception("cannot listen for other processes' commits; polling only")
+            return False
+        return True
+
+    def heard(self, topic: str) -> None:
+        if self._outbox is not None:
+            self._outbox()
+        if topic in RESUMES:
+            self._resume.request()
+        if topic in SCHEDULES and self._schedule is not None:
+            self._schedule.request()
+
+    async def _resume_decided(self) -> None:
+        """Start driving each run a decision unblocked, each in its own task: a long drive
+        never delays the next decision's resume."""
+        for run_id in await self.rt.store.runs_to_recover(self.rt.clock(), owner=self.rt.worker_id):
+            if run_id not in self._driving:
+                task = asyncio.get_running_loop().create_task(self._drive(run_id))
+                self._driving[run_id] = task
+
+    async def _drive(self, run_id: str) -> None:
+        try:
+            await self.rt.drive(run_id)
+        except Exception:
+            log.exception("run %s could not resume; recovery will try again", run_id)
+        finally:
+            self._driving.pop(run_id, None)
+
+    async def stop(self) -> None:
+        if self._stop is not None:
+            with contextlib.suppress(Exception):
+                await self._stop()
+            self._stop = None
+        await self._resume.stop()
+        if self._schedule is not None:
+            await self._schedule.stop()
+        for task in list(self._driving.values()):
+            task.cancel()
+        await asyncio.gather(*self._driving.values(), return_exceptions=True)

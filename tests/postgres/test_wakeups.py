@@ -1,0 +1,62 @@
+"""LISTEN/NOTIFY: a decision committed by one process wakes another, which resumes the run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from examples import refund_agent
+from runtime import NullNotifier, Runtime
+from runtime.wakeups import Wakeups
+from store import ApprovalState, Run, RunStatus, open_store
+
+
+class Finished(NullNotifier):
+    """Says when a run this process drove finished."""
+
+    def __init__(self) -> None:
+        self.finished: dict[str, asyncio.Event] = {}
+
+    def event(self, run_id: str) -> asyncio.Event:
+        return self.finished.setdefault(run_id, asyncio.Event())
+
+    async def run_finished(self, run: Run) -> None:
+        self.event(run.id).set()
+
+
+@pytest.mark.usefixtures("world")
+async def test_a_decision_made_elsewhere_resumes_the_run_here_without_polling(
+    pg_url: str,
+) -> None:
+    async with open_store(pg_url) as here_store, open_store(pg_url) as there_store:
+        told = Finished()
+        here = Runtime(here_store, [refund_agent.agent], told, worker_id="here")
+        there = Runtime(there_store, [refund_agent.agent], worker_id="there")
+        wakeups = Wakeups(here)
+        assert await wakeups.start()
+        try:
+            await there.start("refund-agent", "Refund order 4471", run_id="order-4471")
+            assert (await there.get("order-4471")).status == RunStatus.WAITING_APPROVAL
+            [approval] = await there.approvals(state=ApprovalState.PENDING)
+
+            await there.decide(approval.id, "approved", by="U_APPROVER", resume=False)
+
+            async with asyncio.timeout(10):  # recovery's poll is not running: only the wakeup
+                await told.event("order-4471").wait()
+        finally:
+            await wakeups.stop()
+        run = await there.get("order-4471")
+        effects = await there_store.list_effects("order-4471")
+    assert run.status == RunStatus.DONE
+    assert any(e.tool == "issue_refund" for e in effects)
+
+
+async def test_a_store_that_cannot_listen_leaves_the_polls_to_do_the_work(
+    tmp_path: Path,
+) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 's.db'}") as store:
+        wakeups = Wakeups(Runtime(store, [refund_agent.agent], worker_id="w"))
+        assert not await wakeups.start()
+        await wakeups.stop()
