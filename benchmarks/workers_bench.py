@@ -37,10 +37,10 @@ RUN_TIMEOUT = 600.0
 
 
 def worker(
-    path: str, index: int, runs: int, steps: int, ready: Barrier, results: Queue[Result]
+    url: str, index: int, runs: int, steps: int, ready: Barrier, results: Queue[Result]
 ) -> None:
     async def drive() -> None:
-        store = await open_store(f"sqlite:///{path}")
+        store = await open_store(url)
         agent = agent_for(steps, lookup)
         rt = Runtime(store, [agent], worker_id=f"worker-{index}")
         await rt.start(agent.name, "warm up", run_id=f"warm-up-{index}")
@@ -56,14 +56,14 @@ def worker(
     asyncio.run(drive())
 
 
-def steps_per_second(directory: str, workers: int, runs: int, steps: int) -> float:
-    path = os.path.join(directory, f"workers-{workers}-{time.monotonic_ns()}.db")
-    asyncio.run(_migrate(path))
+def steps_per_second(url: str, workers: int, runs: int, steps: int) -> float:
+    """Steps per second of `runs` runs split across `workers` processes on the (migrated,
+    empty) database `url`."""
     spawn = multiprocessing.get_context("spawn")  # fresh interpreters: no inherited threads
     ready, results = spawn.Barrier(workers), spawn.Queue()
     shares = [runs // workers + (i < runs % workers) for i in range(workers)]
     processes = [
-        spawn.Process(target=worker, args=(path, i, share, steps, ready, results), daemon=True)
+        spawn.Process(target=worker, args=(url, i, share, steps, ready, results), daemon=True)
         for i, share in enumerate(shares)
     ]
     for process in processes:
@@ -93,8 +93,14 @@ def _collect(results: Queue[Result], processes: list[BaseProcess]) -> list[Resul
     return measured
 
 
-async def _migrate(path: str) -> None:
-    store = await open_store(f"sqlite:///{path}")
+def sqlite_database(directory: str) -> str:
+    url = f"sqlite:///{os.path.join(directory, f'workers-{time.monotonic_ns()}.db')}"
+    asyncio.run(_migrate(url))
+    return url
+
+
+async def _migrate(url: str) -> None:
+    store = await open_store(url)
     await store.close()
 
 
@@ -112,7 +118,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         for workers in args.workers:
             rates = [
-                steps_per_second(directory, workers, args.runs, args.steps)
+                steps_per_second(sqlite_database(directory), workers, args.runs, args.steps)
                 for _ in range(args.rounds)
             ]
             print(f"  {workers} worker(s): {statistics.median(rates):,.0f} steps/s")
