@@ -172,7 +172,7 @@ async def resume_latency(url: str, decisions: int) -> list[float]:
         finished: asyncio.Queue[float] = asyncio.Queue()
         listener = await asyncpg.connect(schema)
         await listener.add_listener(
-            "signoff_outbox",
+            await listener.fetchval("SELECT left('signoff:' || current_schema(), 63)"),
             lambda *a: finished.put_nowait(time.perf_counter()) if a[3] == "run_finished" else None,
         )
         try:

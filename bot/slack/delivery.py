@@ -261,6 +261,11 @@ class SlackDelivery:
 
     async def run_finished(self, run: Run, item: OutboxItem) -> None:
         """One line under each of the run's cards."""
+        announced = item.detail.get("status")
+        if announced is not None and announced != run.status.value:
+            # The run moved on since this row was written (it failed, then was resumed): the
+            # note would say where it is now, twice; the row its next ending wrote says it.
+            return
         note = cards.run_note(run)
         approvals = await self.store.list_approvals(run_id=run.id)
         # After the cards' own news (posted, decided): the thread reads in the order it happened.

@@ -34,8 +34,9 @@ T = TypeVar("T")
 DIALECT = "postgres"
 Q = sql.load()
 RETRIES = 5
-NOTIFY_CHANNEL = "signoff_outbox"
-"""Every outbox row notifies this channel at commit, its topic as the payload."""
+NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
+"""The channel every outbox row notifies at commit (its topic as the payload): one per
+schema, named as the outbox trigger names it."""
 
 _EPOCH_2000 = 946_684_800  # PostgreSQL counts time in microseconds from 2000-01-01 UTC
 
@@ -178,7 +179,8 @@ class PostgresStore(SqlStore):
         approval and its deadline, a page, a finished run); returns the function that stops.
         A dedicated connection: a lost one only means waiting for the next poll."""
         conn = await asyncpg.connect(self.url)
-        await conn.add_listener(NOTIFY_CHANNEL, lambda _c, _p, _ch, topic: callback(topic))
+        channel = await conn.fetchval(NOTIFY_CHANNEL)
+        await conn.add_listener(channel, lambda _c, _p, _ch, topic: callback(topic))
 
         async def stop() -> None:
             if not conn.is_closed():

@@ -1,14 +1,11 @@
-"""The processes of the many-workers crash test, on one PostgreSQL database.
+"""The humans of the many-servers crash test, in a process of their own.
 
-    python fleet.py worker <url> <worker-id>     drive whatever needs driving, until killed
-    python fleet.py approver <url> <count>       approve, settle in-doubt effects, until done
+    python fleet.py <url> <count>
 
-A worker recovers in a loop: it takes the lease (compare-and-set) of every run that is
-running without a live lease or whose approval was decided, and drives it. The approver is
-the humans: it approves every pending approval (without driving the run: a worker does) and,
-as the on-call, settles effects a killed worker left in doubt, having checked the tools'
-ledger first. It exits 0 once all `count` runs are done. The tools' ledger is
-`SIGNOFF_WORLD_DB`.
+It approves every pending approval without driving the run (a server does, woken by the
+decision's notification) and, as the on-call, settles effects a killed server left in doubt,
+having checked the tools' ledger (`SIGNOFF_WORLD_DB`) first. It exits 0 once all `count`
+runs are done.
 """
 
 from __future__ import annotations
@@ -30,15 +27,6 @@ LEASE_TTL = 3.0
 POLL = 0.05
 
 
-async def worker(url: str, worker_id: str) -> None:
-    store = await open_store(url, migrate=False, pool_size=8)
-    rt = Runtime(store, [refund_agent.agent], worker_id=worker_id, lease_ttl=LEASE_TTL)
-    print("ready", flush=True)
-    while True:
-        await rt.recover()
-        await asyncio.sleep(POLL)
-
-
 async def approver(url: str, count: int) -> int:
     store = await open_store(url, migrate=False, pool_size=4)
     rt = Runtime(store, [refund_agent.agent], worker_id="approver", lease_ttl=LEASE_TTL)
@@ -57,8 +45,4 @@ async def approver(url: str, count: int) -> int:
 
 
 if __name__ == "__main__":
-    role, url, arg = sys.argv[1:4]
-    if role == "worker":
-        asyncio.run(worker(url, arg))
-    else:
-        sys.exit(asyncio.run(approver(url, int(arg))))
+    sys.exit(asyncio.run(approver(sys.argv[1], int(sys.argv[2]))))

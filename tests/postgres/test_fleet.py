@@ -1,20 +1,24 @@
-"""Four worker processes and an approver on one PostgreSQL database, workers SIGKILLed at
-random and restarted: every run finishes, every charge, refund and e-mail happens once, and
-no approval is decided twice."""
+"""Four `signoff serve` processes and an approver on one PostgreSQL database, servers
+SIGKILLed at random and restarted: every run finishes, every charge, refund and e-mail
+happens once, no approval is decided twice, and the fake Slack got each card once."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
+from e2e.helpers import SIGNOFF, free_port
+from e2e.slack_harness import FakeSlackProcess, approval_id_of, environment
 
 from examples import world
 from runtime import Runtime
@@ -24,13 +28,33 @@ HERE = Path(__file__).parent
 RUNS = 200
 WORKERS = 4
 WITHIN = 50.0
-"""Seconds the whole fleet has to finish every run."""
+"""Seconds the whole fleet has to finish every run and send every Slack message."""
+KILL_EVERY = (0.5, 1.5)
+"""A server is SIGKILLed every so many seconds (uniformly at random), and started again."""
 
 
 @pytest.fixture
-def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    monkeypatch.setenv("SIGNOFF_WORLD_DB", str(tmp_path / "world.db"))
-    return {**os.environ, "SIGNOFF_WORLD_DB": str(tmp_path / "world.db")}
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def fleet_env(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str, fake: FakeSlackProcess
+) -> dict[str, str]:
+    """What every `signoff serve` of the fleet shares: the database, the world, the fake
+    Slack, short leases. Outbox claims stay long: a killed server comes back under its own
+    id and releases its claims at once, and a claim that lapses under a sender stalled
+    longer than it (this machine is loaded) lets a second sender post the same card."""
+    world_db = tmp_path / "world.db"
+    monkeypatch.setenv("SIGNOFF_WORLD_DB", str(world_db))
+    return environment(tmp_path, world_db, 0, fake.base_url) | {
+        "SIGNOFF_DATABASE_URL": pg_url,
+        "SIGNOFF_OUTBOX_CLAIM_SECONDS": "30",
+        "SIGNOFF_LEASE_TTL": "3",
+    }
 
 
 async def _create_runs(url: str) -> None:
@@ -43,19 +67,19 @@ async def _create_runs(url: str) -> None:
 
 
 class Fleet:
-    def __init__(self, url: str, env: dict[str, str], logs: Path) -> None:
-        self.url, self.env, self.logs = url, env, logs
+    """Four servers, each with a stable worker id (a restarted one reclaims its leases)."""
+
+    def __init__(self, env: dict[str, str], logs: Path) -> None:
+        self.env, self.logs = env, logs
         self.workers: dict[int, subprocess.Popen[bytes]] = {}
         self.lives = Counter[int]()
 
     def start(self, slot: int) -> None:
         self.lives[slot] += 1
+        env = self.env | {"SIGNOFF_WORKER_ID": f"worker-{slot}", "SIGNOFF_PORT": str(free_port())}
         with (self.logs / f"worker-{slot}-{self.lives[slot]}.log").open("wb") as log:
             self.workers[slot] = subprocess.Popen(
-                [sys.executable, str(HERE / "fleet.py"), "worker", self.url, f"worker-{slot}"],
-                env=self.env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                [SIGNOFF, "serve"], env=env, cwd=self.logs, stdout=log, stderr=subprocess.STDOUT
             )
 
     def kill(self, slot: int) -> None:
@@ -70,11 +94,12 @@ class Fleet:
 def run_fleet(
     url: str, env: dict[str, str], logs: Path, rng: random.Random
 ) -> tuple[bool, int, str]:
-    """Start the approver and the workers; SIGKILL a random worker every 0.1-0.6 s and start
-    it again, until the approver is done or time is up. (done, kills, approver's output)."""
-    fleet = Fleet(url, env, logs)
+    """Start the approver and the servers; SIGKILL a random server now and then and start it
+    again, until the approver is done and the outbox is empty, or time is up.
+    (done, kills, approver's output)."""
+    fleet = Fleet(env, logs)
     approver = subprocess.Popen(
-        [sys.executable, str(HERE / "fleet.py"), "approver", url, str(RUNS)],
+        [sys.executable, str(HERE / "fleet.py"), url, str(RUNS)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -85,12 +110,15 @@ def run_fleet(
             fleet.start(slot)
         deadline = time.monotonic() + WITHIN
         while approver.poll() is None and time.monotonic() < deadline:
-            time.sleep(rng.uniform(0.1, 0.6))
+            time.sleep(rng.uniform(*KILL_EVERY))
             slot = rng.randrange(WORKERS)
             fleet.kill(slot)
             kills += 1
             fleet.start(slot)
         finished = approver.poll() == 0
+        while finished and asyncio.run(_backlog(url)) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the servers still alive send what is left
+        finished = finished and not asyncio.run(_backlog(url))
     finally:
         fleet.stop()
         if approver.poll() is None:
@@ -100,8 +128,8 @@ def run_fleet(
 
 
 @pytest.mark.slow
-async def test_four_workers_killed_at_random_do_every_effect_once(
-    pg_url: str, fleet_env: dict[str, str], tmp_path: Path
+async def test_four_servers_killed_at_random_do_every_effect_and_post_every_card_once(
+    pg_url: str, fleet_env: dict[str, str], fake: FakeSlackProcess, tmp_path: Path
 ) -> None:
     await _create_runs(pg_url)
     seed = int(os.environ.get("SIGNOFF_FLEET_SEED", time.time_ns() % 10**6))
@@ -110,9 +138,38 @@ async def test_four_workers_killed_at_random_do_every_effect_once(
         run_fleet, pg_url, fleet_env, tmp_path, random.Random(seed)
     )
 
-    assert done, f"seed {seed}: not done in {WITHIN}s after {kills} kills\n{output[-3000:]}"
+    assert done, (
+        f"seed {seed}: not done in {WITHIN}s after {kills} kills: {await _where(pg_url)}\n"
+        f"{output[-3000:]}"
+    )
     assert kills >= 5, f"seed {seed}: only {kills} kills"
     await _check_every_effect_once(pg_url, seed)
+    _check_slack(fake, seed, tmp_path)
+
+
+async def _where(url: str) -> str:
+    async with open_store(url, migrate=False) as store:
+        runs = Counter(run.status.value for run in await store.list_runs(limit=RUNS + 1))
+        return f"runs {dict(runs)}, outbox backlog {(await store.outbox_backlog())[0]}"
+
+
+async def _backlog(url: str) -> int:
+    async with open_store(url, migrate=False) as store:
+        return (await store.outbox_backlog())[0]
+
+
+def _check_slack(fake: FakeSlackProcess, seed: int, logs: Path) -> None:
+    (logs / "slack-calls.json").write_text(json.dumps(fake.calls()))  # for a failure's post-mortem
+    cards = Counter(approval_id_of(card) for card in fake.cards())
+    assert len(cards) == RUNS, f"seed {seed}: {len(cards)} approval cards for {RUNS} runs"
+    assert set(cards.values()) == {1}, f"seed {seed}: cards posted twice: {cards.most_common(3)}"
+    posts = Counter(
+        (c["args"].get("channel"), c["args"].get("thread_ts"), c["args"].get("text"))
+        for c in fake.calls()
+        if c["method"] == "chat.postMessage" and c["status"] == 200
+    )
+    twice = [post for post, n in posts.items() if n > 1]
+    assert not twice, f"seed {seed}: messages posted twice: {twice[:3]}"
 
 
 async def _check_every_effect_once(url: str, seed: int) -> None:
