@@ -177,16 +177,10 @@ class PostgresStore(SqlStore):
     async def listen(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
         """Call `callback(topic)` for each outbox row any process commits (a decision, a new
         approval and its deadline, a page, a finished run); returns the function that stops.
-        A dedicated connection: a lost one only means waiting for the next poll."""
-        conn = await asyncpg.connect(self.url)
-        channel = await conn.fetchval(NOTIFY_CHANNEL)
-        await conn.add_listener(channel, lambda _c, _p, _ch, topic: callback(topic))
-
-        async def stop() -> None:
-            if not conn.is_closed():
-                await conn.close()
-
-        return stop
+        On a dedicated connection, opened again if it is lost (meanwhile the polls cover)."""
+        listener = _Listener(self.url, callback)
+        await listener.connect()
+        return listener.stop
 
 
 async def _drive(conn: asyncpg.Connection, make: MakeBody[T]) -> T:
@@ -215,3 +209,40 @@ async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
         return await conn.fetchrow(query.sql, *args)
     status = await conn.execute(query.sql, *args)
     return int(status.rsplit(" ", 1)[-1]) if stmt.fetch == "count" else None
+
+
+class _Listener:
+    """One LISTEN connection that reconnects (every second until it can) when it drops."""
+
+    def __init__(self, url: str, callback: Callable[[str], None]) -> None:
+        self.url, self.callback = url, callback
+        self.conn: asyncpg.Connection | None = None
+        self.stopped = False
+        self.retry: asyncio.Task[None] | None = None
+
+    async def connect(self) -> None:
+        conn = await asyncpg.connect(self.url)
+        channel = await conn.fetchval(NOTIFY_CHANNEL)
+        await conn.add_listener(channel, lambda _c, _p, _ch, topic: self.callback(topic))
+        conn.add_termination_listener(lambda _c: self._lost())
+        self.conn = conn
+
+    def _lost(self) -> None:
+        if not self.stopped and (self.retry is None or self.retry.done()):
+            self.retry = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        while not self.stopped:
+            await asyncio.sleep(1.0)
+            try:
+                await self.connect()
+                return
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                continue
+
+    async def stop(self) -> None:
+        self.stopped = True
+        if self.retry is not None:
+            self.retry.cancel()
+        if self.conn is not None and not self.conn.is_closed():
+            await self.conn.close()

@@ -9,8 +9,6 @@ from collections.abc import AsyncIterator
 import pytest
 from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
-pytestmark = pytest.mark.skipif(not HAVE_ASYNCPG, reason="asyncpg is not installed")
-
 
 @pytest.fixture
 async def pg_url() -> AsyncIterator[str]:

@@ -15,7 +15,6 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 from e2e.helpers import SIGNOFF, free_port
 from e2e.slack_harness import FakeSlackProcess, approval_id_of, environment
@@ -23,6 +22,8 @@ from e2e.slack_harness import FakeSlackProcess, approval_id_of, environment
 from examples import world
 from runtime import Runtime
 from store import EffectStatus, RunStatus, open_store
+
+asyncpg = pytest.importorskip("asyncpg")
 
 HERE = Path(__file__).parent
 RUNS = 200

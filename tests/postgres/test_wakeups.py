@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pg_support import postgres
 
 from examples import refund_agent
 from runtime import NullNotifier, Runtime
 from runtime.wakeups import Wakeups
-from store import ApprovalState, Run, RunStatus, open_store
+from store import Approval, ApprovalState, Run, RunStatus, open_store
 
 
 class Finished(NullNotifier):
@@ -60,3 +63,31 @@ async def test_a_store_that_cannot_listen_leaves_the_polls_to_do_the_work(
         wakeups = Wakeups(Runtime(store, [refund_agent.agent], worker_id="w"))
         assert not await wakeups.start()
         await wakeups.stop()
+
+
+async def test_a_lost_listening_connection_is_opened_again(pg_url: str) -> None:
+    heard: asyncio.Queue[str] = asyncio.Queue()
+    async with open_store(pg_url) as store:
+        stop = await store.listen(heard.put_nowait)  # type: ignore[attr-defined]
+        try:
+            await postgres(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                f"WHERE query = 'LISTEN \"signoff:{schema_of(pg_url)}\"'"
+            )
+            for attempt in range(20):  # each new approval announces itself once it listens
+                approval = Approval(
+                    id=f"appr-{attempt}", tool="t", args={}, created_at=datetime.now(UTC)
+                )
+                await store.create_approval(approval)
+                with contextlib.suppress(TimeoutError):
+                    assert await asyncio.wait_for(heard.get(), 0.5) == "approval_requested"
+                    break
+            else:
+                pytest.fail("the listener never came back")
+        finally:
+            await stop()
+    assert attempt > 0  # the first one was missed: the connection was really cut
+
+
+def schema_of(url: str) -> str:
+    return url.rsplit("search_path=", 1)[1]
