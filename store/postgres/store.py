@@ -60,6 +60,14 @@ def translate_errors() -> Iterator[None]:
         raise errors.DatabaseError(f"postgresql: {exc}") from exc
 
 
+class _Connection(asyncpg.Connection):  # type: ignore[misc]
+    """A pooled connection returned without a reset round trip: the store leaves no session
+    state behind (its locks end with their transactions, it listens on its own connection)."""
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     await conn.set_type_codec(
         "timestamptz",
@@ -100,7 +108,11 @@ class PostgresStore(SqlStore):
         try:
             with translate_errors():
                 self._pool = await asyncpg.create_pool(
-                    self.url, min_size=1, max_size=self._pool_size, init=_init_connection
+                    self.url,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    init=_init_connection,
+                    connection_class=_Connection,
                 )
                 await self._check_schema()
                 if migrate:
