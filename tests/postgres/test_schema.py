@@ -1,0 +1,46 @@
+"""Opening a PostgreSQL schema: migrated once, a newer one refused untouched, a foreign one
+refused."""
+
+from __future__ import annotations
+
+import pytest
+from pg_support import postgres
+
+from store import errors, migration, open_store
+
+asyncpg = pytest.importorskip("asyncpg")
+
+
+async def test_a_schema_written_by_a_newer_signoff_is_refused_untouched(pg_url: str) -> None:
+    async with open_store(pg_url):
+        pass
+    newer = migration.latest_version("postgres") + 1
+    await postgres(f"INSERT INTO signoff_schema VALUES ({newer}, 'from_the_future', now())", pg_url)
+
+    with pytest.raises(errors.SchemaTooNew) as refused:
+        await open_store(pg_url)
+
+    assert refused.value.details == {"found": newer, "supported": newer - 1}
+    conn = await asyncpg.connect(pg_url)
+    try:
+        versions = await conn.fetchval(
+            "SELECT array_agg(version ORDER BY version) FROM signoff_schema"
+        )
+    finally:
+        await conn.close()
+    assert versions == list(range(1, newer + 1))
+
+
+async def test_a_schema_holding_another_applications_tables_is_refused(pg_url: str) -> None:
+    await postgres("CREATE TABLE invoices (id int)", pg_url)
+
+    with pytest.raises(errors.ForeignDatabase):
+        await open_store(pg_url)
+
+    with pytest.raises(errors.ForeignDatabase):
+        await open_store(pg_url, migrate=False)
+
+
+async def test_an_unreachable_server_is_one_clear_error() -> None:
+    with pytest.raises(errors.DatabaseError, match="postgresql"):
+        await open_store("postgresql://postgres@127.0.0.1:1/none")
