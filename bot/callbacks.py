@@ -24,7 +24,7 @@ import time
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from bot.api import approval_view
+from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.tasks import Background
 from runtime import NullNotifier

@@ -34,7 +34,7 @@ async def cancel(rt: Runtime, run_id: str, *, by: str, reason: str) -> Run:
     """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
     run = await rt.get(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
-        raise errors.InvalidRequest(f"run {run_id} is already {run.status.value}")
+        raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
     event = AuditEvent(
         action="cancel", actor=by, run_id=run_id, at=rt.clock(), detail={"reason": reason}
     )

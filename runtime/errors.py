@@ -4,6 +4,7 @@ SignoffRuntimeError
  ├── DefinitionError     a tool or agent is defined wrongly (refused when the agent is built)
  ├── UnknownAgent        a run names an agent this runtime was not given
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
+ │    └── RunFinished      the run is done or cancelled already, so it cannot be stopped
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
  ├── PageNotFound        no page with this id
@@ -42,6 +43,10 @@ class UnknownAgent(SignoffRuntimeError):
 
 class InvalidRequest(SignoffRuntimeError):
     """The request is invalid."""
+
+
+class RunFinished(InvalidRequest):
+    """The run is done or cancelled already."""
 
 
 class RunNotFound(SignoffRuntimeError):
