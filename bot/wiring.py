@@ -17,6 +17,8 @@ from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret
 from bot.tasks import Background
 from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime.errors import DefinitionError
+from runtime.models.config import configure
 from store import Approval, Run, Store, open_store
 
 if TYPE_CHECKING:
@@ -94,6 +96,10 @@ async def assemble(
     only reads) the configured agent modules are not imported.
     """
     agents = load_agents(settings.agents) if with_agents else []
+    try:
+        agents = configure(agents, settings.models, settings.prices) if agents else agents
+    except (DefinitionError, ImportError, ValueError) as exc:
+        raise ConfigError(f"models: {exc}") from None
     options = (
         {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
     )
