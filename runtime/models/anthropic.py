@@ -16,13 +16,13 @@ DEFAULT_MAX_TOKENS = 4096
 
 
 class AnthropicModel(HostedModel):
-    """`AnthropicModel("claude-sonnet-4-5")`; the key comes from `ANTHROPIC_API_KEY` and the
+    """`AnthropicModel("claude-sonnet-5")`; the key comes from `ANTHROPIC_API_KEY` and the
     base URL from `base_url` or `ANTHROPIC_BASE_URL`."""
 
     provider = "anthropic"
     package = "anthropic"
     client_class = "AsyncAnthropic"
-    example = "claude-sonnet-4-5"
+    example = "claude-sonnet-5"
 
     def request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {

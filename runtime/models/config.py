@@ -53,7 +53,8 @@ def build(config: ModelConfig, prices: Mapping[str, Price]) -> Model:
 def configure(
     agents: Iterable[Agent], models: Mapping[str, ModelConfig], prices: Mapping[str, Price]
 ) -> list[Agent]:
-    """The agents, each on the model configured for it by name (the others unchanged)."""
+    """The agents, each on the model configured for it by name; a hosted model given in code
+    without a price takes the configured one."""
     agents = list(agents)
     unknown = set(models) - {a.name for a in agents}
     if unknown:
@@ -61,4 +62,15 @@ def configure(
         raise DefinitionError(
             f"models are configured for {sorted(unknown)}, which are not agents here ({known})"
         )
-    return [a.with_model(build(models[a.name], prices)) if a.name in models else a for a in agents]
+    return [_configured(a, models, prices) for a in agents]
+
+
+def _configured(
+    agent: Agent, models: Mapping[str, ModelConfig], prices: Mapping[str, Price]
+) -> Agent:
+    if agent.name in models:
+        return agent.with_model(build(models[agent.name], prices))
+    model = agent.model
+    if isinstance(model, HostedModel) and model.price is None and model.model in prices:
+        return agent.with_model(model.priced(prices[model.model]))
+    return agent

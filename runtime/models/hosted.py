@@ -4,6 +4,7 @@ from configuration; an estimate of the next call for the run's budget."""
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,12 @@ class HostedModel:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model}>"
 
+    def priced(self, price: Price) -> HostedModel:
+        """The same model with this price (one from configuration)."""
+        other = copy.copy(self)
+        other.price = price
+        return other
+
     @cached_property
     def sdk(self) -> ModuleType:
         try:
@@ -76,6 +83,12 @@ class HostedModel:
                 timeout=self.timeout, max_retries=self.max_retries, **options
             )
         return self._client
+
+    async def close(self) -> None:
+        """Close the client's connections (a process closes its agents' models on exit)."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     def request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         """The provider request for this transcript: a function of it alone."""

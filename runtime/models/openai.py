@@ -19,13 +19,13 @@ from store import Message, ToolCall
 
 
 class OpenAIModel(HostedModel):
-    """`OpenAIModel("gpt-4.1-mini")`; the key comes from `OPENAI_API_KEY` and the base URL
+    """`OpenAIModel("gpt-5.5")`; the key comes from `OPENAI_API_KEY` and the base URL
     from `base_url` or `OPENAI_BASE_URL` (proxies, gateways, compatible servers)."""
 
     provider = "openai"
     package = "openai"
     client_class = "AsyncOpenAI"
-    example = "gpt-4.1-mini"
+    example = "gpt-5.5"
 
     def request(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": translate.messages(messages)}

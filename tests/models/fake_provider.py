@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class Seen:
     path: str
     headers: Mapping[str, str]
     body: bytes
+    at: float
 
     @property
     def json(self) -> dict[str, Any]:
@@ -73,7 +75,7 @@ class FakeProvider:
 
     async def _handle(self, request: web.Request) -> web.Response:
         body = await request.read()
-        self.seen.append(Seen(request.path, dict(request.headers), body))
+        self.seen.append(Seen(request.path, dict(request.headers), body, time.monotonic()))
         if self.delay:
             await asyncio.sleep(self.delay)
         if problem := self._auth_problem(request):
@@ -101,7 +103,9 @@ class FakeProvider:
             if request.headers.get("Authorization") != f"Bearer {KEY}":
                 return "Incorrect API key provided."
             return None
-        if request.headers.get("x-api-key") != KEY:
+        # The key travels as x-api-key, or as a bearer token (newer SDKs send that).
+        bearer = request.headers.get("Authorization") == f"Bearer {KEY}"
+        if request.headers.get("x-api-key") != KEY and not bearer:
             return "invalid x-api-key"
         if not request.headers.get("anthropic-version"):
             return "anthropic-version: header is required"
@@ -200,7 +204,9 @@ class FakeProvider:
             response.headers["retry-after"] = failure.retry_after
         return response
 
-    def _error(self, status: int, message: str, kind: str = "invalid_request_error") -> web.Response:
+    def _error(
+        self, status: int, message: str, kind: str = "invalid_request_error"
+    ) -> web.Response:
         if self.kind == "openai":
             code = "rate_limit_exceeded" if status == 429 else None
             body: dict[str, Any] = {
