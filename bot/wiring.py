@@ -79,6 +79,10 @@ class Process:
     async def close(self) -> None:
         """Let callbacks and resumed runs finish (they are durable either way), then close."""
         await self.background.drain()
+        for agent in self.runtime.agents.values():
+            close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
+            if close is not None:
+                await close()
         await self.store.close()
 
 

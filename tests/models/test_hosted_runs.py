@@ -4,20 +4,19 @@ and cost in the run's budget, budgets that stop a call before it is made, timeou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runtime import Agent, Budget, Runtime
-from runtime.models import Price
-from runtime.models import translate_anthropic, translate_openai
+from runtime.models import Price, translate_anthropic, translate_openai
 from store import Message, RunStatus, Store, open_store
 
 from . import agents
 from .conftest import model_for
-from .fake_provider import Failure, FakeProvider, Turn
+from .fake_provider import Failure, Turn
 
 
 @pytest.fixture(autouse=True)
@@ -28,8 +27,8 @@ def tool_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[str]:
-    yield f"sqlite:///{tmp_path / 'runs.db'}"
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'runs.db'}"
 
 
 def scripted(*turns: Turn) -> Callable[[dict[str, Any]], Turn]:
@@ -114,7 +113,7 @@ async def test_parallel_calls_with_text_round_trip_through_the_provider(
     both = (("lookup", {"order_id": "1"}), ("ship", {"order_id": "2"}))
     fake, url = await serve(scripted(Turn(text="Doing both.", calls=both), Turn(text="Done.")))
     async with open_store(db) as store:
-        rt, run_id = await run_on(store, kind, url)
+        _rt, run_id = await run_on(store, kind, url)
         state = await store.load_state(run_id)
 
     assert agents.executed() == [["lookup", "1"], ["ship", "2"]]
@@ -173,7 +172,7 @@ async def test_usage_and_cost_of_each_call_go_into_the_runs_durable_usage(
         )
     )
     async with open_store(db) as store:
-        rt, run_id = await run_on(store, kind, url, price=price)
+        _rt, run_id = await run_on(store, kind, url, price=price)
     async with open_store(db) as reopened:
         usage = (await reopened.get_run(run_id)).usage
 
@@ -261,7 +260,8 @@ async def test_malformed_calls_go_back_to_the_model_as_errors(
     assert run.status == RunStatus.DONE
     assert agents.executed() == []
     bad, unknown = state.messages[3:5]
-    assert '"executed":false' in bad.content and "lookup" in bad.content
+    assert '"executed":false' in bad.content
+    assert "lookup" in bad.content
     assert "unknown tool 'refund_everything'" in unknown.content
     last = fake.seen[-1].json["messages"]
     if kind == "openai":
