@@ -7,6 +7,7 @@ missing package at start-up).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
@@ -19,6 +20,8 @@ from runtime.models.anthropic import AnthropicModel
 from runtime.models.hosted import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HostedModel
 from runtime.models.openai import OpenAIModel
 from runtime.models.pricing import Price
+
+log = logging.getLogger("signoff.models")
 
 
 class ModelConfig(BaseModel):
@@ -62,7 +65,20 @@ def configure(
         raise DefinitionError(
             f"models are configured for {sorted(unknown)}, which are not agents here ({known})"
         )
-    return [_configured(a, models, prices) for a in agents]
+    configured = [_configured(a, models, prices) for a in agents]
+    for agent in configured:
+        model = agent.model
+        if isinstance(model, HostedModel) and model.price is None and (
+            agent.budget.max_cost is not None
+        ):
+            log.warning(
+                "agent %s has a cost budget but no price for %s: add [prices.%r] to "
+                "signoff.toml, or its runs count no cost",
+                agent.name,
+                model.model,
+                model.model,
+            )
+    return configured
 
 
 def _configured(
