@@ -124,11 +124,8 @@ class HostedModel:
 
     def _status_error(self, exc: Any) -> str:
         request = f" (request {exc.request_id})" if getattr(exc, "request_id", None) else ""
-        retried = (
-            f" after {self.max_retries} retries"
-            if exc.status_code == 429 or exc.status_code >= 500
-            else ""
-        )
+        retries = _retries(exc)
+        retried = f" after {retries} retries" if retries else ""
         return f"{self.provider} {exc.status_code}{retried}: {_error_message(exc)}{request}"
 
     def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage:
@@ -136,6 +133,14 @@ class HostedModel:
         body = self.request(messages, tools)
         prompt = estimated_prompt(_text_length(body))
         return usage(Tokens(input=prompt), self.price)
+
+
+def _retries(exc: Any) -> int:
+    """How many times the SDK retried before this answer (it numbers each attempt)."""
+    try:
+        return int(exc.response.request.headers.get("x-stainless-retry-count", 0))
+    except (AttributeError, ValueError):
+        return 0
 
 
 def _error_message(exc: Any) -> str:

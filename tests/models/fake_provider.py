@@ -79,7 +79,8 @@ class FakeProvider:
         if self.delay:
             await asyncio.sleep(self.delay)
         if problem := self._auth_problem(request):
-            return self._error(401, problem, "authentication_error")
+            kind = "invalid_request_error" if self.kind == "openai" else "authentication_error"
+            return self._error(401, problem, kind)
         failure = self.failures.popleft() if self.failures else self.fail_always
         if failure is not None:
             return self._failure(failure)
@@ -208,7 +209,7 @@ class FakeProvider:
         self, status: int, message: str, kind: str = "invalid_request_error"
     ) -> web.Response:
         if self.kind == "openai":
-            code = "rate_limit_exceeded" if status == 429 else None
+            code = {429: "rate_limit_exceeded", 401: "invalid_api_key"}.get(status)
             body: dict[str, Any] = {
                 "error": {"message": message, "type": kind, "param": None, "code": code}
             }

@@ -283,3 +283,23 @@ async def test_a_model_that_does_not_answer_in_time_fails_the_run(
 
     assert (run.status, run.stop_reason) == (RunStatus.FAILED, "error")
     assert run.error == f"model: {kind}: no answer within 0.2s (after 0 retries)"
+
+
+async def test_a_refused_key_fails_the_run_at_once_with_the_providers_words(
+    kind: str, serve: Callable[..., Any], db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-wrong")
+    fake, url = await serve(scripted(Turn(text="never")))
+    async with open_store(db) as store:
+        rt, run_id = await run_on(store, kind, url)
+        run = await rt.get(run_id)
+
+    assert (run.status, run.stop_reason) == (RunStatus.FAILED, "error")
+    assert len(fake.seen) == 1  # a 401 is not retried
+    expected = (
+        "model: openai 401: Incorrect API key provided. (invalid_request_error)"
+        if kind == "openai"
+        else "model: anthropic 401: invalid x-api-key (authentication_error)"
+    )
+    assert run.error == f"{expected} (request req_000001)"
