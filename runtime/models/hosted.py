@@ -4,6 +4,7 @@ from configuration; an estimate of the next call for the run's budget."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib
 import json
@@ -53,6 +54,8 @@ class HostedModel:
         self.max_retries = max_retries
         self._options = {"api_key": api_key, "base_url": base_url}
         self._client = client
+        self._own_client = client is None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model}>"
@@ -61,6 +64,8 @@ class HostedModel:
         """The same model with this price (one from configuration)."""
         other = copy.copy(self)
         other.price = price
+        if other._own_client:  # each makes (and closes) its own connections
+            other._client = None
         return other
 
     @cached_property
@@ -76,17 +81,20 @@ class HostedModel:
     @property
     def client(self) -> Any:
         """The SDK's async client; it reads its key (and base URL) from the environment when
-        none is given."""
-        if self._client is None:
+        none is given. Its connections belong to one event loop, so a model used under a
+        new loop (a second `asyncio.run`) gets a new client."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or (self._own_client and self._loop is not loop):
             options = {k: v for k, v in self._options.items() if v is not None}
             self._client = getattr(self.sdk, self.client_class)(
                 timeout=self.timeout, max_retries=self.max_retries, **options
             )
+            self._loop = loop
         return self._client
 
     async def close(self) -> None:
         """Close the client's connections (a process closes its agents' models on exit)."""
-        if self._client is not None:
+        if self._client is not None and self._own_client:
             await self._client.close()
             self._client = None
 

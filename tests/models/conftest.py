@@ -36,9 +36,6 @@ def kind(request: pytest.FixtureRequest) -> str:
     return request.param
 
 
-Serve = Callable[[Brain], "AsyncIterator[tuple[FakeProvider, str]]"]
-
-
 @pytest.fixture
 async def serve(kind: str) -> AsyncIterator[Callable[..., Any]]:
     """Start a fake of the test's provider; returns it and the base URL its SDK takes."""
