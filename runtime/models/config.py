@@ -68,9 +68,8 @@ def configure(
     configured = [_configured(a, models, prices) for a in agents]
     for agent in configured:
         model = agent.model
-        if isinstance(model, HostedModel) and model.price is None and (
-            agent.budget.max_cost is not None
-        ):
+        unpriced = isinstance(model, HostedModel) and model.price is None
+        if unpriced and agent.budget.max_cost is not None:
             log.warning(
                 "agent %s has a cost budget but no price for %s: add [prices.%r] to "
                 "signoff.toml, or its runs count no cost",

@@ -16,7 +16,9 @@ import pytest
 
 from bot.settings import load_settings
 from bot.wiring import assemble
-from runtime.models import OpenAIModel
+from runtime import Agent, Budget
+from runtime.models import OpenAIModel, Price
+from runtime.models.config import configure
 from store import RunStatus, open_store
 
 from . import agents
@@ -25,6 +27,7 @@ from .fake_provider import KEY, Failure, FakeProvider, Turn
 ROOT = Path(__file__).parent.parent.parent
 _BESIDE_PYTHON = Path(sys.executable).with_name("signoff")
 SIGNOFF = str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("signoff") or "signoff"
+PRICE = Price(input_per_mtok=1.0, output_per_mtok=2.0)
 MODEL = {"openai": "gpt-5.5", "anthropic": "claude-sonnet-5"}
 
 
@@ -119,8 +122,6 @@ async def test_a_failed_call_resumes_in_a_new_process_with_the_identical_request
 def test_a_model_configured_for_an_agent_replaces_the_one_in_code(tmp_path: Path) -> None:
     settings = load_settings(config(tmp_path, "openai", "http://127.0.0.1:9/v1"))
 
-    from runtime.models.config import configure
-
     [agent] = configure([agents.agent], settings.models, settings.prices)
 
     assert isinstance(agent.model, OpenAIModel)
@@ -128,3 +129,15 @@ def test_a_model_configured_for_an_agent_replaces_the_one_in_code(tmp_path: Path
     assert agent.model.price is not None
     assert agent.model.price.output_per_mtok == 8.0
     assert agents.agent.model is not agent.model  # the agent in code is left as it was
+
+
+def test_an_agent_with_a_cost_budget_and_no_price_is_warned_about(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = Agent("costly", model=OpenAIModel("gpt-5.5"), budget=Budget(max_cost=1.0))
+
+    with caplog.at_level("WARNING", logger="signoff.models"):
+        [same] = configure([agent], {}, {"another-model": PRICE})
+
+    assert same is agent
+    assert "agent costly has a cost budget but no price for gpt-5.5" in caplog.text
