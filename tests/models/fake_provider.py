@@ -59,6 +59,7 @@ class FakeProvider:
     failures: deque[Failure] = field(default_factory=deque)
     fail_always: Failure | None = None
     delay: float = 0.0
+    stalled: asyncio.Event | None = None
     seen: list[Seen] = field(default_factory=list)
     reported: list[dict[str, Any]] = field(default_factory=list)
     """The usage object of every successful response, as sent."""
@@ -78,6 +79,8 @@ class FakeProvider:
         self.seen.append(Seen(request.path, dict(request.headers), body, time.monotonic()))
         if self.delay:
             await asyncio.sleep(self.delay)
+        if self.stalled is not None:  # the model "thinks" until the test lets it answer
+            await self.stalled.wait()
         if problem := self._auth_problem(request):
             kind = "invalid_request_error" if self.kind == "openai" else "authentication_error"
             return self._error(401, problem, kind)

@@ -5,6 +5,7 @@ same step, sends byte for byte the request that failed, and runs no tool again."
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import sys
@@ -31,10 +32,11 @@ PRICE = Price(input_per_mtok=1.0, output_per_mtok=2.0)
 MODEL = {"openai": "gpt-5.5", "anthropic": "claude-sonnet-5"}
 
 
-def config(tmp_path: Path, kind: str, url: str) -> Path:
+def config(tmp_path: Path, kind: str, url: str, lease_ttl: float = 30) -> Path:
     path = tmp_path / "signoff.toml"
     path.write_text(
         f'database_url = "sqlite:///{tmp_path / "runs.db"}"\n'
+        f"lease_ttl = {lease_ttl}\n"
         'agents = ["tests.models.agents:agent"]\n\n'
         "[models.shipper]\n"
         f'provider = "{kind}"\n'
@@ -48,6 +50,28 @@ def config(tmp_path: Path, kind: str, url: str) -> Path:
         "utf-8",
     )
     return path
+
+
+async def signoff(
+    tmp_path: Path, config_path: Path, log: Path, *args: str
+) -> asyncio.subprocess.Process:
+    """`signoff ARGS` in a process of its own, configured by the test's signoff.toml."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env |= {
+        "SIGNOFF_CONFIG": str(config_path),
+        "SIGNOFF_TEST_TOOL_LOG": str(log),
+        "PYTHONPATH": str(ROOT),
+        "OPENAI_API_KEY": KEY,
+        "ANTHROPIC_API_KEY": KEY,
+    }
+    return await asyncio.create_subprocess_exec(
+        SIGNOFF,
+        *args,
+        env=env,
+        cwd=tmp_path,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
 
 
 def fail_after_first_answer(fake: FakeProvider) -> Callable[[dict[str, Any]], Turn]:
@@ -84,24 +108,7 @@ async def test_a_failed_call_resumes_in_a_new_process_with_the_identical_request
     assert failed.usage.cost > 0  # priced from [prices] in signoff.toml
 
     fake.fail_always = None
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
-    env |= {
-        "SIGNOFF_CONFIG": str(path),
-        "SIGNOFF_TEST_TOOL_LOG": str(log),
-        "PYTHONPATH": str(ROOT),
-        "OPENAI_API_KEY": KEY,
-        "ANTHROPIC_API_KEY": KEY,
-    }
-    resume = await asyncio.create_subprocess_exec(
-        SIGNOFF,
-        "runs",
-        "resume",
-        run_id,
-        env=env,
-        cwd=tmp_path,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    resume = await signoff(tmp_path, path, log, "runs", "resume", run_id)
     _out, err = await asyncio.wait_for(resume.communicate(), 60)
     assert resume.returncode == 0, err.decode()
 
@@ -117,6 +124,56 @@ async def test_a_failed_call_resumes_in_a_new_process_with_the_identical_request
     assert resumed.headers.get("x-stainless-retry-count") == "0"
     assert run.usage.steps == 2
     assert run.usage.cost > failed.usage.cost
+
+
+async def test_a_process_killed_while_the_model_thinks_is_resumed_with_the_same_request(
+    kind: str, serve: Callable[..., Any], tmp_path: Path
+) -> None:
+    log = tmp_path / "tools.jsonl"
+    fake, url = await serve(lambda body: Turn())
+    fake.brain = stall_after_first_answer(fake)
+    path = config(tmp_path, kind, url, lease_ttl=1)
+
+    start = ("runs", "start", "shipper", "Ship 42.", "--run-id", "r1")
+    first = await signoff(tmp_path, path, log, *start)
+    try:
+        await wait_for(lambda: len(fake.seen) == 2)  # the second call is in flight
+    finally:
+        first.kill()  # SIGKILL: no clean-up of any kind
+        await first.wait()
+    await asyncio.sleep(1.2)  # its lease expires
+    assert fake.stalled is not None
+    fake.stalled.set()
+    fake.stalled = None
+    again = await signoff(tmp_path, path, log, "runs", "resume", "r1")
+    _out, err = await asyncio.wait_for(again.communicate(), 60)
+
+    assert again.returncode == 0, err.decode()
+    async with open_store(f"sqlite:///{tmp_path / 'runs.db'}") as store:
+        run = await store.get_run("r1")
+    assert (run.status, run.step) == (RunStatus.DONE, 2)
+    assert [json.loads(line) for line in log.read_text().splitlines()] == [["ship", "42"]]
+    killed, resumed = fake.seen[1], fake.seen[2]
+    assert len(fake.seen) == 3
+    assert resumed.body == killed.body  # byte for byte, rebuilt from the checkpoints
+
+
+def stall_after_first_answer(fake: FakeProvider) -> Callable[[dict[str, Any]], Turn]:
+    def brain(body: dict[str, Any]) -> Turn:
+        if not any(m["role"] == "assistant" for m in body["messages"]):
+            fake.stalled = asyncio.Event()
+            return Turn(calls=(("ship", {"order_id": "42"}),))
+        return Turn(text="Shipped order 42.")
+
+    return brain
+
+
+async def wait_for(check: Callable[[], bool], within: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("timed out waiting")
+        await asyncio.sleep(0.02)
 
 
 def test_a_model_configured_for_an_agent_replaces_the_one_in_code(tmp_path: Path) -> None:
