@@ -34,6 +34,8 @@ from pydantic_settings import (
 )
 
 from bot.callback_policy import parse_allowed
+from runtime.models.config import ModelConfig
+from runtime.models.pricing import Price
 from runtime.policy import Duration, Policies
 
 DEFAULT_CONFIG = "signoff.toml"
@@ -106,6 +108,10 @@ class Settings(BaseSettings):
         validation_alias="SIGNOFF_AGENTS",
     )
     policies: Policies = Field(default_factory=Policies)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    """A hosted model per agent name, in place of the one its code gives."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Dollars per million tokens per model name: what a run's cost budget counts."""
     protected_facts: list[str] = Field(default_factory=list)
     worker_id: str | None = Field(None, validation_alias="SIGNOFF_WORKER_ID")
     lease_ttl: float = Field(30.0, gt=0)

@@ -17,6 +17,8 @@ from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret
 from bot.tasks import Background
 from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime.errors import DefinitionError
+from runtime.models.config import configure
 from store import Approval, Run, Store, open_store
 
 if TYPE_CHECKING:
@@ -77,6 +79,10 @@ class Process:
     async def close(self) -> None:
         """Let callbacks and resumed runs finish (they are durable either way), then close."""
         await self.background.drain()
+        for agent in self.runtime.agents.values():
+            close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
+            if close is not None:
+                await close()
         await self.store.close()
 
 
@@ -94,6 +100,10 @@ async def assemble(
     only reads) the configured agent modules are not imported.
     """
     agents = load_agents(settings.agents) if with_agents else []
+    try:
+        agents = configure(agents, settings.models, settings.prices) if agents else agents
+    except (DefinitionError, ImportError, ValueError) as exc:
+        raise ConfigError(f"models: {exc}") from None
     options = (
         {"synchronous": settings.synchronous} if settings.database_url.startswith("sqlite") else {}
     )

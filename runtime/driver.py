@@ -17,10 +17,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runtime import results
-from runtime.budget import StopReason, exhausted
+from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
 from runtime.journal import Journal, Stopped
 from runtime.keys import idempotency_key
-from runtime.model import RateLimited, Reply
+from runtime.model import ModelError, RateLimited, Reply, estimate, unparsed_arguments
 from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
@@ -108,6 +108,9 @@ class Driver:
         if reason is not None:
             await self._stop(RunStatus.FAILED, reason)
             return None
+        if (over := self._next_call_exceeds()) is not None:
+            await self._stop(RunStatus.FAILED, over[0], error=over[1])
+            return None
         if journal.pending:
             if journal.unsafe:
                 await journal.write()
@@ -122,6 +125,23 @@ class Driver:
             message = Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
             journal.reply(message, reply.usage)
         return reply
+
+    def _next_call_exceeds(self) -> tuple[StopReason, str] | None:
+        """Why the next model call may not be made: it would overrun a token or cost limit."""
+        budget = self.run.budget
+        if not watches_usage(budget):
+            return None
+        usage = self.journal.usage
+        call = estimate(self.agent.model, self.journal.transcript, self.agent.specs)
+        reason = would_exceed(budget, usage, call)
+        if reason is None:
+            return None
+        return reason, (
+            f"the next model call (at least {call.input_tokens} prompt tokens, "
+            f"${call.cost:.6f}) would exceed the budget {budget.model_dump(exclude_none=True)} "
+            f"with {usage.input_tokens} input tokens, {usage.output_tokens} output tokens and "
+            f"${usage.cost:.6f} used"
+        )
 
     async def _load_used_ids(self) -> None:
         """Call ids this run already used: in its transcript, and in effects and approvals,
@@ -163,7 +183,9 @@ class Driver:
                 await asyncio.sleep(min(exc.retry_after, MAX_RETRY_AFTER))
             except Exception as exc:
                 log.exception("model call failed in run %s", self.run.id)
-                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc!r}")
+                # A model error's message is the provider's own word; anything else is a bug.
+                said = str(exc) if isinstance(exc, ModelError) and str(exc) else repr(exc)
+                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {said}")
                 return None
         return None
 
@@ -221,6 +243,11 @@ class Driver:
         if tool is None:
             known = ", ".join(self.agent.tools) or "none"
             return Plan(call, problem=f"unknown tool {call.name!r}; the tools are: {known}")
+        raw = unparsed_arguments(call)
+        if raw is not None:
+            return Plan(
+                call, tool, problem=f"the arguments of {call.name} are not a JSON object: {raw!r}"
+            )
         try:
             args = tool.validate(call.arguments)
         except ToolArgumentError as exc:

@@ -33,7 +33,7 @@ def clean_env(tmp_path: Path) -> dict[str, str]:
 def test_the_python_in_readme_runs_and_prints_what_its_comments_say(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    [program] = blocks("python")
+    program, _hosted = blocks("python")  # the quickstart; the hosted agent is checked below
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
 
@@ -41,6 +41,29 @@ def test_the_python_in_readme_runs_and_prints_what_its_comments_say(
     asyncio.run(namespace["main"]())  # type: ignore[operator]
 
     assert capsys.readouterr().out.split() == ["waiting_approval", "done"]
+
+
+def test_the_hosted_agent_in_readme_is_the_example_that_the_tests_run() -> None:
+    _quickstart, hosted = blocks("python")
+    example = (ROOT / "examples" / "hosted_refund_agent.py").read_text("utf-8")
+
+    assert example.endswith(hosted)
+    assert len(example.splitlines()) < 30
+
+
+def test_the_model_configuration_in_readme_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    [config] = [b for b in blocks("") if b.startswith("# in signoff.toml: examples/refund")]
+    for name in list(os.environ):
+        if name.startswith(("SIGNOFF_", "SLACK_")):
+            monkeypatch.delenv(name)
+    path = tmp_path / "signoff.toml"
+    path.write_text(config, "utf-8")
+
+    settings = load_settings(path)
+
+    assert settings.models["refund-agent"].model in settings.prices
 
 
 def test_the_configuration_in_readme_loads(
