@@ -9,7 +9,7 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api import RUNTIME, _refused, _run_view
+from bot.api import RUNTIME, _run_view
 from bot.api_auth import CALLER, error, requires
 from bot.console import timeline
 from runtime import errors
@@ -43,7 +43,7 @@ async def show_run(request: web.Request) -> web.Response:
     try:
         run = await rt.get(request.match_info["run_id"])
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     pages = [page for page in await rt.store.list_pages(open_only=False) if page.run_id == run.id]
     rows = timeline.timeline(
         await rt.history(run.id),
@@ -75,7 +75,7 @@ async def rollback_preview(request: web.Request) -> web.Response:
     except ValueError as exc:
         return error(400, str(exc))
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
     effects = await rt.store.list_effects(run_id)
     return web.json_response(timeline.rollback_preview(effects, step, on_timeline))
@@ -90,7 +90,7 @@ async def rollback(request: web.Request) -> web.Response:
     except ValueError as exc:
         return error(400, str(exc))
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     return web.json_response(report.as_dict())
 
 
@@ -107,7 +107,7 @@ async def fork(request: web.Request) -> web.Response:
     except ValueError as exc:
         return error(400, str(exc))
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     already = [{"tool": e.tool, "call_id": e.call_id, "step": e.step} for e in happened]
     return web.json_response({"run_id": new_id, "already_happened": already}, status=201)
 
@@ -118,7 +118,7 @@ async def cancel(request: web.Request) -> web.Response:
     try:
         run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     return web.json_response(await _run_view(rt, run))
 
 
@@ -128,7 +128,7 @@ async def resume(request: web.Request) -> web.Response:
     try:
         run = await rt.resume(run_id)
     except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+        return _refusal(exc)
     return web.json_response(await _run_view(rt, run))
 
 
@@ -140,6 +140,21 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/fork", fork)
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/cancel", cancel)
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/resume", resume)
+
+
+# How the runtime's refusals of an operation answer over HTTP (first match wins).
+REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
+    (errors.RunNotFound, 404),
+    (errors.InvalidRequest, 400),
+    (errors.UnknownAgent, 400),
+    (errors.RunBusy, 409),
+)
+
+
+def _refusal(exc: errors.SignoffRuntimeError) -> web.Response:
+    """400, 404 or 409 with the runtime's one-line reason; nothing was changed."""
+    status = next((code for kind, code in REFUSALS if isinstance(exc, kind)), 409)
+    return error(status, str(exc))
 
 
 def _actor(request: web.Request) -> str:

@@ -38,12 +38,15 @@ class StepLog:
                 self._seen[run.id] = history[-1].seq
 
     async def follow(self, stop: asyncio.Event) -> None:
+        """Tell new steps every EVERY seconds until `stop`, and once more then."""
         await self.mark_existing()
-        while not stop.is_set():
+        while True:
             try:
                 await self.tick()
             except Exception:  # a log line missed is not worth stopping the server for
                 log.exception("dev: could not read the runs for the step log")
+            if stop.is_set():
+                return
             with suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), EVERY)
 

@@ -14,14 +14,22 @@ from typing import Any
 
 import pytest
 
-from .dev_support import APPROVER, CHROMEDRIVER, CHROMIUM, REQUESTER, DevServer, chromium
-from .dev_support import requested_urls
+from .dev_support import (
+    APPROVER,
+    CHROMEDRIVER,
+    CHROMIUM,
+    REQUESTER,
+    DevServer,
+    chromium,
+    requested_urls,
+)
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
     reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
 )
 WAIT = 20
+LOADED = "['navigation', 'resource'].flatMap(t => performance.getEntriesByType(t)).map(e => e.name)"
 
 
 @pytest.fixture
@@ -44,9 +52,9 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select, WebDriverWait
+    from selenium.webdriver.support.ui import Select
 
-    wait = WebDriverWait(browser, WAIT)
+    wait = _wait(browser)
     shot = _shots(browser, tmp_path)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
@@ -63,8 +71,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
 
     # bob approves: Slack's confirm dialog first, then the card is edited in place
     who.select_by_value(APPROVER)
-    wait.until(lambda d: _card(d, first).find_element(By.CSS_SELECTOR, "[data-action-id=approve]"))
-    _card(browser, first).find_element(By.CSS_SELECTOR, "[data-action-id=approve]").click()
+    _click(wait, lambda d: _button(d, first, "approve"))
     wait.until(ec.visibility_of_element_located((By.ID, "overlay")))
     assert "Approve" in browser.find_element(By.ID, "dialog-title").text
     browser.find_element(By.ID, "dialog-ok").click()
@@ -92,10 +99,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     second = _run_id_of_notice(wait, not_this=first)
     wait.until(lambda d: _card(d, second))
     who.select_by_value(APPROVER)
-    decline = wait.until(
-        lambda d: _card(d, second).find_element(By.CSS_SELECTOR, "[data-action-id=decline]")
-    )
-    decline.click()
+    _click(wait, lambda d: _button(d, second, "decline"))
     reason_box = wait.until(
         ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]"))
     )
@@ -115,32 +119,32 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     # the console says what will happen first, then the refund is compensated and the
     # e-mail, which nothing can undo, pages a human
     _select_run(browser, wait, first, until_text="send_email")
-    step_one = browser.find_element(By.CSS_SELECTOR, "#run .step[data-step='1']")
-    step_one.find_element(By.CSS_SELECTOR, "button.rollback").click()
+    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#run .step[data-step='1'] .rollback"))
     panel = wait.until(ec.visibility_of_element_located((By.ID, "panel")))
     planned = panel.text
     assert "issue_refund (step 2) will be compensated by reverse_refund" in planned
-    assert "send_email" in planned and "will page a human" in planned
+    assert "send_email" in planned
+    assert "will page a human" in planned
     shot("6-rollback-preview")
     browser.find_element(By.ID, "panel-ok").click()
     wait.until(
-        lambda d: "compensated"
-        in d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=issue_refund]").text
+        lambda d: (
+            "compensated"
+            in d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=issue_refund]").text
+        )
     )
-    emailed = browser.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=send_email]")
-    wait.until(lambda d: emailed.find_elements(By.CSS_SELECTOR, ".page"))
-    assert "PAGE" in emailed.find_element(By.CSS_SELECTOR, ".page").text
+    paged = wait.until(
+        lambda d: d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=send_email] .page")
+    )
+    assert "PAGE" in paged.text
     assert _payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
     shot("7-rolled-back")
 
     # the page reached #oncall, with its Acknowledge button
     browser.switch_to.default_content()
-    browser.find_element(By.CSS_SELECTOR, "[data-channel=C0ONCALL]").click()
-    page = wait.until(
-        lambda d: d.find_element(By.CSS_SELECTOR, "#channel [data-action-id=acknowledge]")
-    )
-    assert "send_email" in browser.find_element(By.ID, "channel").text
-    page.click()
+    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "[data-channel=C0ONCALL]"))
+    wait.until(lambda d: "send_email" in d.find_element(By.ID, "channel").text)
+    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#channel [data-action-id=acknowledge]"))
     wait.until(lambda d: "Acknowledged" in d.find_element(By.ID, "channel").text)
     shot("8-oncall")
 
@@ -149,34 +153,52 @@ def test_the_pages_load_nothing_from_past_127_0_0_1(
     dev: DevServer, browser: Any, tmp_path: Path
 ) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    wait = WebDriverWait(browser, WAIT)
+    wait = _wait(browser)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     browser.switch_to.frame("console")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
-    in_frame = browser.execute_script(
-        "return performance.getEntriesByType('resource').map(e => e.name)"
-    )
+    in_frame = browser.execute_script(f"return {LOADED}")
     browser.switch_to.default_content()
-    on_page = browser.execute_script(
-        "return performance.getEntries().map(e => e.name).concat([location.href])"
-    )
-    browser.get(dev.base + "/console/")  # alone, as `signoff serve` serves it: asks a token
+    on_page = browser.execute_script(f"return {LOADED}.concat([location.href])")
+    # alone, as `signoff serve` serves it to someone without a token yet: it asks for one
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(dev.base + "/console/")
     wait.until(lambda d: d.find_element(By.ID, "login").is_displayed())
-    alone = browser.execute_script("return performance.getEntries().map(e => e.name)")
+    alone = browser.execute_script(f"return {LOADED}")
     sent = requested_urls(browser)
     browser.save_screenshot(str(tmp_path / "console-login.png"))
 
     everything = [*in_frame, *on_page, *alone, *sent]
+    # what goes over a network (not data:, nor the browser's own chrome:// pages) is ours
     web = [url for url in everything if url.startswith(("http:", "https:", "ws:", "wss:"))]
     assert any(url.endswith("/dev/static/blocks.js") for url in web)
     assert any(url.endswith("/console/static/console.js") for url in web)
     assert any("/v1/console/runs" in url for url in web)
     elsewhere = [url for url in web if not url.startswith(dev.base + "/")]
     assert elsewhere == []
-    assert all(not url.startswith(("data:", "blob:")) or url == "data:," for url in everything)
+
+
+def _click(wait: Any, find: Any) -> None:
+    """Find and click in one go, again if the element was redrawn (or not there yet)."""
+
+    def clicked(driver: Any) -> bool:
+        found = find(driver)
+        if found is None:
+            return False
+        found.click()
+        return True
+
+    wait.until(clicked)
+
+
+def _wait(browser: Any) -> Any:
+    """Waits that look again when the page redrew an element under them (news, polls)."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, WAIT, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def _shots(browser: Any, folder: Path) -> Any:
@@ -213,6 +235,15 @@ def _card(driver: Any, run_id: str) -> Any:
     return None
 
 
+def _button(driver: Any, run_id: str, action_id: str) -> Any:
+    """The card's button for this action, or None (no card yet, or no such button)."""
+    from selenium.webdriver.common.by import By
+
+    card = _card(driver, run_id)
+    found = card.find_elements(By.CSS_SELECTOR, f"[data-action-id={action_id}]") if card else []
+    return found[0] if found else None
+
+
 def _card_text(driver: Any, run_id: str) -> str:
     from selenium.common.exceptions import StaleElementReferenceException
 
@@ -229,11 +260,13 @@ def _select_run(browser: Any, wait: Any, run_id: str, *, until_text: str) -> Non
 
     browser.switch_to.default_content()
     browser.switch_to.frame("console")
-    row = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{run_id}']"))
-    row.click()
+    # the list is redrawn every 1.5 s: find the row and click it in one go
+    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{run_id}']"))
     wait.until(
-        lambda d: d.find_element(By.ID, "run").get_attribute("data-run-id") == run_id
-        and until_text in d.find_element(By.ID, "run").text
+        lambda d: (
+            d.find_element(By.ID, "run").get_attribute("data-run-id") == run_id
+            and until_text in d.find_element(By.ID, "run").text
+        )
     )
 
 

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: "", selected: null, busy: false };
+const state = { token: "", selected: null, busy: false, shown: "" };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -71,6 +71,10 @@ async function select(runId) {
 async function loadRun() {
   if (!state.selected) return;
   const data = await api("GET", "/runs/" + encodeURIComponent(state.selected));
+  // Redraw only on news, so what someone reads or clicks stays put between polls.
+  const shown = JSON.stringify({ ...data, run: { ...data.run, age_seconds: 0 } });
+  if (shown === state.shown) return;
+  state.shown = shown;
   const box = $("run");
   box.hidden = false;
   box.dataset.runId = data.run.id;

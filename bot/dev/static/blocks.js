@@ -7,8 +7,13 @@
 const SignoffBlocks = (() => {
   const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'" };
 
+  // The emoji shortcodes Slack would draw; others stay as written.
+  const EMOJI = { ":warning:": "\u26a0\ufe0f", ":white_check_mark:": "\u2705", ":x:": "\u274c" };
+
   function decode(text) {
-    return text.replace(/&(amp|lt|gt|quot|#39);/g, (m) => ENTITIES[m]);
+    return text
+      .replace(/&(amp|lt|gt|quot|#39);/g, (m) => ENTITIES[m])
+      .replace(/:[a-z_]+:/g, (m) => EMOJI[m] || m);
   }
 
   function el(tag, cls, text) {
