@@ -22,6 +22,7 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
+from bot.api_auth import Handler
 from bot.dev import people
 from bot.dev.slack_state import Hub
 from bot.slack.fake import FakeSlack
@@ -34,6 +35,7 @@ DEV = web.AppKey("dev", "DevWorkspace")
 REFUND_TASK = "Refund order 4471 for $25"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
 
 @dataclass
@@ -52,13 +54,35 @@ def mount(app: web.Application, dev: DevWorkspace) -> None:
     app.on_shutdown.append(_close_streams)
     app.router.add_get("/", _index)
     app.router.add_static("/dev/static/", STATIC, show_index=False)
-    app.router.add_get("/dev/api/session", session)
-    app.router.add_get("/dev/api/workspace", workspace)
-    app.router.add_get("/dev/events", events)
-    app.router.add_post("/dev/api/action", action)
-    app.router.add_post("/dev/api/submit", submit)
-    app.router.add_post("/dev/api/command", command)
-    app.router.add_post("/dev/api/refund", refund)
+    for path, handler in (
+        ("/dev/api/session", session),
+        ("/dev/api/workspace", workspace),
+        ("/dev/events", events),
+    ):
+        app.router.add_get(path, _local_only(handler))
+    for path, handler in (
+        ("/dev/api/action", action),
+        ("/dev/api/submit", submit),
+        ("/dev/api/command", command),
+        ("/dev/api/refund", refund),
+    ):
+        app.router.add_post(path, _local_only(handler))
+
+
+def _local_only(handler: Handler) -> Handler:
+    """Only this machine's pages: the Host must be loopback (another site's page that got a
+    name resolved to 127.0.0.1 sends its own name), and a POST must be JSON (which a page
+    of another origin cannot send here without a preflight this server never answers)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        host = (request.host or "").rsplit(":", 1)[0]
+        if host not in LOOPBACK:
+            return web.json_response({"error": f"not served to host {host!r}"}, status=403)
+        if request.method == "POST" and request.content_type != "application/json":
+            return web.json_response({"error": "send JSON (application/json)"}, status=415)
+        return await handler(request)
+
+    return guarded
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:

@@ -120,6 +120,10 @@ def test_refusals_change_nothing_and_forks_link_both_ways(tmp_path: Path) -> Non
         )
         assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
         assert dev.post("/dev/api/refund", {"user": "U0NOBODY"})[0] == 400
+        # another site's page, by a name that resolves here, or a cross-origin form: refused
+        assert dev.get("/dev/api/session", {"Host": "evil.example:80"})[0] == 403
+        form = {"Content-Type": "text/plain"}
+        assert dev.post("/dev/api/refund", {"user": REQUESTER}, form)[0] == 415
         assert dev.post("/dev/api/action", {"user": 7})[0] == 400
 
         assert dev.get("/v1/console/runs")[0] == 401
@@ -149,6 +153,17 @@ def test_refusals_change_nothing_and_forks_link_both_ways(tmp_path: Path) -> Non
         assert [p["tool"] for p in preview["page"]] == ["send_email"]
         assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "done"  # only looked
         assert _console(dev, "/runs?q=fork")[1]["runs"][0]["id"] == forked["run_id"]
+
+        # cancel a parked run from the console: its card is withdrawn; resume is refused
+        other = _start_refund(dev)
+        status, cancelled = _console(dev, f"/runs/{other}/cancel", {})
+        assert status == 200, cancelled
+        assert cancelled["status"] == "cancelled"
+        dev.wait_until(lambda: _button(_card(dev, other) or {"blocks": []}, "approve") is None)
+        status, refused = _console(dev, f"/runs/{other}/resume", {})
+        assert status == 400
+        assert "cancelled" in refused["error"]
+        assert _refunds(tmp_path) == [("4471", 2500)]
     finally:
         assert dev.interrupt() == 0
 
