@@ -35,6 +35,7 @@ DEV = web.AppKey("dev", "DevWorkspace")
 REFUND_TASK = "Refund order 4471 for $25"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
+EPHEMERALS = 3
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
 
 
@@ -119,7 +120,8 @@ async def workspace(request: web.Request) -> web.Response:
                 by_ts[reply.thread_ts]["replies"].append(_message(reply))
         name = people.CHANNEL_NAMES.get(channel, channel)
         channels.append({"id": channel, "name": name, "messages": shown})
-    ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user]
+    # like Slack's, they do not pile up: only the last few are shown
+    ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user][-EPHEMERALS:]
     return web.json_response({"channels": channels, "ephemerals": ephemerals})
 
 
@@ -145,7 +147,7 @@ async def events(request: web.Request) -> web.StreamResponse:
                 await response.write(f"event: {news.result()}\ndata: {{}}\n\n".encode())
             elif not done:
                 await response.write(b": keepalive\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:  # the page went away
         pass
     finally:
         hub.unsubscribe(queue)
