@@ -9,6 +9,7 @@ in-process fake; this package adds the workspace view and the step log on top.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import os
 import secrets
@@ -20,7 +21,7 @@ from aiohttp import web
 
 from bot.dev import people, slack_state, workspace
 from bot.dev.steplog import StepLog
-from bot.settings import Settings
+from bot.settings import ApiToken, Settings
 from bot.slack.fake import FakeSlack
 from bot.wiring import Process
 from runtime.policy import Policies, Policy
@@ -28,6 +29,7 @@ from runtime.policy import Policies, Policy
 log = logging.getLogger("signoff.dev")
 BOT_TOKEN = "xoxb-dev"
 REFUND_AGENT = "examples.refund_agent:agent"
+CONSOLE_TOKEN = "console"
 
 
 def dev_settings(
@@ -41,8 +43,16 @@ def dev_settings(
         agents=[REFUND_AGENT, *[a.strip() for a in extra if a.strip() != REFUND_AGENT]],
         host="127.0.0.1",
         port=port,
-        api_token=api_token,
-        api_tokens={},
+        api_token=None,
+        # The console's token: it reads and operates runs, and cannot decide approvals
+        # (people decide on their cards, as in Slack).
+        api_tokens={
+            CONSOLE_TOKEN: ApiToken(
+                scopes=frozenset({"runs:read", "runs:write"}),
+                sha256=hashlib.sha256(api_token.encode()).hexdigest(),
+            )
+        },
+        callback_secret=secrets.token_hex(16),
         api_only=False,
         worker_id="signoff-dev",  # the same after a restart: parked runs are ours at once
         slack_bot_token=BOT_TOKEN,
