@@ -125,7 +125,9 @@ class Settings(BaseSettings):
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
     api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
-    outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
+    outbox_claim_seconds: float = Field(
+        60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS"
+    )
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""
     page_remind_every: Duration = Field(
         timedelta(hours=1), validation_alias="SIGNOFF_PAGE_REMIND_EVERY"

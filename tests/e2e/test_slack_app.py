@@ -51,12 +51,8 @@ def start_refund(server: SlackServer, run_id: str, order: str = "4471") -> None:
     status, view = server.api(
         "POST",
         "/v1/runs",
-        {
-            "agent": "refund-agent",
-            "task": f"Refund order {order}",
-            "run_id": run_id,
-            "requested_by": REQUESTER,
-        },
+        {"agent": "refund-agent", "task": f"Refund order {order}", "run_id": run_id,
+         "requested_by": REQUESTER},
     )
     assert status in (200, 201, 202), view
 
@@ -85,9 +81,8 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
     server.wait_until(lambda: server.run("order-4471")["status"] == "done")
     assert len(refunds()) == 1
     updated = server.wait_until(
-        lambda: (
-            (m := fake.cards()[0]) and m["edited"] and "Approved" in json.dumps(m["blocks"]) and m
-        )
+        lambda: (m := fake.cards()[0]) and m["edited"] and "Approved" in json.dumps(m["blocks"])
+        and m
     )
     assert not [b for b in updated["blocks"] if b["type"] == "actions"]
     # The thread reads in the order things happened: the decision, then the run's end.
@@ -219,15 +214,9 @@ def test_runs_slash_command_answers_ephemerally(
     card_for(fake, server)
 
     answers = {}
-    for text, who in [
-        ("status order-slash", BOB),
-        ("pending", BOB),
-        ("list", BOB),
-        ("history order-slash", BOB),
-        ("status nope", BOB),
-        ("frobnicate", BOB),
-        ("cancel order-slash", EVE),
-    ]:
+    for text, who in [("status order-slash", BOB), ("pending", BOB), ("list", BOB),
+                      ("history order-slash", BOB), ("status nope", BOB), ("frobnicate", BOB),
+                      ("cancel order-slash", EVE)]:
         status, body, seconds = server.slack(slash(text, user=who))
         assert status == 200, body
         assert seconds < 3

@@ -40,7 +40,8 @@ def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
 
 def start_refunds(server: SlackServer, *run_ids: str, task: str = "Refund order 4471") -> None:
     for run_id in run_ids:
-        body = {"agent": "refund-agent", "task": task, "run_id": run_id, "requested_by": REQUESTER}
+        body = {"agent": "refund-agent", "task": task, "run_id": run_id,
+                "requested_by": REQUESTER}
         status, view = server.api("POST", "/v1/runs", body)
         assert status in (200, 201, 202), view
 
@@ -108,7 +109,9 @@ def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
 def test_a_page_reaches_on_call_and_acknowledge_records_who(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(tmp_path, world, fake.base_url, extra={"SIGNOFF_PAGE_REMIND_EVERY": "1s"})
+    server = start_server(
+        tmp_path, world, fake.base_url, extra={"SIGNOFF_PAGE_REMIND_EVERY": "1s"}
+    )
     try:
         start_refunds(server, "paged")
         [card] = server.wait_until(fake.cards)
@@ -117,20 +120,13 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         env = _cli_env(tmp_path, world)
         rolled = subprocess.run(
             [SIGNOFF, "runs", "rollback", "paged", "--to-step", "1", "--yes"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            cwd=tmp_path,
+            env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
         )
         assert rolled.returncode == 0, rolled.stderr
 
         pages = server.wait_until(
-            lambda: [
-                m
-                for m in fake.messages(ONCALL)
-                if (m.get("metadata") or {}).get("event_type") == "signoff_page"
-            ],
+            lambda: [m for m in fake.messages(ONCALL)
+                     if (m.get("metadata") or {}).get("event_type") == "signoff_page"],
             within=20,
         )
         page_id = pages[0]["metadata"]["event_payload"]["page_id"]
@@ -144,11 +140,8 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         listed = server.wait_until(lambda: _acknowledged(tmp_path, world, page_id))
         assert listed["acknowledged_by"] == BOB
         server.wait_until(
-            lambda: (
-                "Acknowledged"
-                in json.dumps(
-                    next(m for m in fake.messages(ONCALL) if m["ts"] == pages[0]["ts"])["blocks"]
-                )
+            lambda: "Acknowledged" in json.dumps(
+                next(m for m in fake.messages(ONCALL) if m["ts"] == pages[0]["ts"])["blocks"]
             )
         )
         # Acknowledged pages are not announced again.
@@ -163,9 +156,7 @@ def test_the_approve_flow_over_socket_mode(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     server = start_server(
-        tmp_path,
-        world,
-        fake.base_url,
+        tmp_path, world, fake.base_url,
         extra={"SLACK_APP_TOKEN": APP_TOKEN, "SLACK_SIGNING_SECRET": ""},
     )
     try:
@@ -174,11 +165,8 @@ def test_the_approve_flow_over_socket_mode(
         click = button("approve", approval_id_of(card), user=BOB, ts=card["ts"]).decode()
         payload = json.loads(urllib.parse.parse_qs(click)["payload"][0])
         ack = server.wait_until(
-            lambda: (
-                (a := fake.control("socket", {"type": "interactive", "payload": payload}))
-                and "envelope_id" in a
-                and a
-            ),
+            lambda: (a := fake.control("socket", {"type": "interactive", "payload": payload}))
+            and "envelope_id" in a and a,
         )
         assert ack["envelope_id"]
         server.wait_until(lambda: server.run("socket-1")["status"] == "done")
@@ -227,17 +215,14 @@ def _cli_env(tmp_path: Path, world: Path) -> dict[str, str]:
 def _acknowledged(tmp_path: Path, world: Path, page_id: str) -> dict[str, str] | None:
     listed = subprocess.run(
         [SIGNOFF, "pages", "list", "--all", "--json"],
-        env=_cli_env(tmp_path, world),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        cwd=tmp_path,
+        env=_cli_env(tmp_path, world), capture_output=True, text=True, timeout=30, cwd=tmp_path,
     )
     assert listed.returncode == 0, listed.stderr
     for page in json.loads(listed.stdout):
         if page["id"] == page_id and page["acknowledged_by"]:
             return dict(page)
     return None
+
 
 
 def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(

@@ -39,12 +39,8 @@ def served(tmp_path: Path, world: Path, fake: FakeSlackProcess, policy: str) -> 
 
 def start(server: SlackServer, fake: FakeSlackProcess, run_id: str, *, by: str) -> dict:
     """Start a refund run requested by `by`; its card once posted."""
-    body = {
-        "agent": "refund-agent",
-        "task": "Refund order 4471",
-        "run_id": run_id,
-        "requested_by": by,
-    }
+    body = {"agent": "refund-agent", "task": "Refund order 4471", "run_id": run_id,
+            "requested_by": by}
     status, view = server.api("POST", "/v1/runs", body)
     assert status in (200, 201, 202), view
     [card] = server.wait_until(
@@ -82,16 +78,8 @@ def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
         server.slack(button("approve", approval_id_of(expiring), user=BOB, ts=expiring["ts"]))
         assert "expired" in told(server, fake, BOB)
 
-        server.api(
-            "POST",
-            "/v1/runs",
-            {
-                "agent": "refund-agent",
-                "task": "Refund order 4471",
-                "run_id": "withdrawn",
-                "requested_by": EVE,
-            },
-        )
+        server.api("POST", "/v1/runs", {"agent": "refund-agent", "task": "Refund order 4471",
+                                        "run_id": "withdrawn", "requested_by": EVE})
         [card] = server.wait_until(
             lambda: [c for c in fake.cards() if "withdrawn" in json.dumps(c["metadata"])]
         )
@@ -129,7 +117,8 @@ def test_a_quorum_card_shows_who_approved_so_far(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     policy = (
-        f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\nrequired_approvals = 2\n'
+        f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\n'
+        "required_approvals = 2\n"
     )
     server = served(tmp_path, world, fake, policy)
     try:
@@ -155,13 +144,8 @@ def test_the_home_tab_shows_what_waits_for_the_viewer(
             "type": "event_callback",
             "team_id": "T0SIGNOFF",
             "api_app_id": "A0SIGNOFF",
-            "event": {
-                "type": "app_home_opened",
-                "user": BOB,
-                "channel": "D0BOB",
-                "tab": "home",
-                "event_ts": "1700000000.000100",
-            },
+            "event": {"type": "app_home_opened", "user": BOB, "channel": "D0BOB", "tab": "home",
+                      "event_ts": "1700000000.000100"},
             "event_id": "Ev0HOME",
             "event_time": 1700000000,
             "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
@@ -172,9 +156,8 @@ def test_the_home_tab_shows_what_waits_for_the_viewer(
         [published] = server.wait_until(fake.views)
         assert published["user_id"] == BOB
         assert published["view"]["type"] == "home"
-        buttons = [
-            e for b in published["view"]["blocks"] if b["type"] == "actions" for e in b["elements"]
-        ]
+        buttons = [e for b in published["view"]["blocks"] if b["type"] == "actions"
+                   for e in b["elements"]]
         assert approval_id_of(card) in {b["value"] for b in buttons}
     finally:
         server.kill()
@@ -190,7 +173,8 @@ def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
             "style": "*bold* _x_ ~s~ ```code``` & done",
         }
         status, view = server.api(
-            "POST", "/v1/approvals", {"tool": "wire_transfer", "args": hostile, "requested_by": EVE}
+            "POST", "/v1/approvals", {"tool": "wire_transfer", "args": hostile,
+                                      "requested_by": EVE}
         )
         assert status == 201, view
         [card] = server.wait_until(fake.cards)
@@ -203,6 +187,7 @@ def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
         assert "```code```" not in parsed
     finally:
         server.kill()
+
 
 
 def mrkdwn_texts(node: object) -> list[str]:
