@@ -10,16 +10,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
 
+from bot import console
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.settings import Settings, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
-from bot.wiring import assemble
+from bot.wiring import Process, assemble
 from runtime import Agent
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
@@ -28,7 +29,14 @@ log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
 
 
-async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+async def serve(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    extend: Callable[[web.Application, Process], None] | None = None,
+) -> None:
+    """Serve until `stop` (default: SIGINT or SIGTERM); `extend` adds routes to the app
+    (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
@@ -47,6 +55,9 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     slack = None if settings.api_only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
+    console.mount(app)
+    if extend is not None:
+        extend(app, process)
     scheduler = ApprovalScheduler(rt)
     runner = web.AppRunner(app)
     try:

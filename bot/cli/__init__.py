@@ -57,6 +57,22 @@ def serve(ctx: typer.Context) -> None:
         asyncio.run(serve_forever(settings))
 
 
+@app.command()
+def dev(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any).")] = 8000,
+    db: Annotated[str, typer.Option(metavar="PATH", help="The SQLite file.")] = "signoff-dev.db",
+) -> None:
+    """Everything on this machine: the bot, a local Slack workspace and the run console."""
+    import asyncio
+    from pathlib import Path
+
+    from bot.dev import run_dev
+
+    logging.getLogger("signoff").setLevel(logging.INFO)
+    with refusals():
+        asyncio.run(run_dev(database=Path(db).resolve(), port=port))
+
+
 def main() -> None:
     """The console script: one line on stderr and a non-zero exit for any refusal."""
     try:
