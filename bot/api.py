@@ -342,7 +342,9 @@ async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
 
 
 def approval_view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(
+    """The approval for an API client; `rule` says which approval rule it was made under."""
+    rule = approval.rule.summary if approval.rule else None
+    return {"rule": rule} | approval.model_dump(
         mode="json",
         include={
             "id",

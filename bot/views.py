@@ -95,6 +95,11 @@ def duplicate_note(approval: Approval) -> str:
     return f"; possible duplicate of run {approval.duplicate_of}" if approval.duplicate_of else ""
 
 
+def rule_text(approval: Approval) -> str:
+    """Which approval rule it was made under ("rule 3: amount over $200 → 2 approvals …")."""
+    return approval.rule.summary if approval.rule else ""
+
+
 def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
     progress = f"{len(voters)} of {approval.required_approvals}"
     return f"{progress}: {', '.join(voters)}" if voters else progress
@@ -153,7 +158,8 @@ def run_table(
     for approval in approvals:
         decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
-        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}"))
+        rule = f" ({rule_text(approval)})" if approval.rule else ""
+        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
         line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"
@@ -189,7 +195,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
     table.add_column("call")
     table.add_column("state")
     _id_column(table, "run", [a.run_id for a in approvals])
-    for name in ("by", "reason", "deadline (UTC)"):
+    for name in ("by", "reason", "deadline (UTC)", "rule"):
         table.add_column(name)
     for a in approvals:
         table.add_row(
@@ -200,6 +206,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
             inert(a.decided_by or ""),
             inert(a.reason or "", 60),
             when(a.deadline),
+            inert(rule_text(a), 100),
         )
     return table
 

@@ -26,7 +26,7 @@ from runtime.keys import canonical_json
 from runtime.lease import RunLocks, hold_lease
 from runtime.notifier import Notifier, NullNotifier, safely
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
-from runtime.routing import rule_problems, tool_arg_types
+from runtime.routing import check_rules
 from runtime.tools import Tool
 from store import (
     TERMINAL_STATUSES,
@@ -77,7 +77,7 @@ class Runtime:
         self.clock = clock
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
         self.desk = ApprovalDesk(self, policies or Policies(), directory or StaticDirectory())
-        _check_rules(self.desk.policies, self.agents.values())
+        check_rules(self.desk.policies, self.agents.values())
         self.on_due: Callable[[datetime], None] | None = None
         """Set by the scheduler: told when a new deadline or reminder exists."""
         self.locks = RunLocks()
@@ -494,18 +494,6 @@ def _status(status: RunStatus | str | None) -> RunStatus | None:
     except ValueError:
         choices = ", ".join(s.value for s in RunStatus)
         raise errors.InvalidRequest(f"unknown status {status!r}; use one of {choices}") from None
-
-
-def _check_rules(policies: Policies, agents: Iterable[Agent]) -> None:
-    """Refuse rules that name an argument a tool lacks or compare a field with a value of
-    another type, before any call is routed by them."""
-    tools = {name: t for agent in agents for name, t in agent.tools.items()}
-    types = {name: tool_arg_types(t) for name, t in tools.items() if t.requires_approval}
-    problems = rule_problems(policies, types)
-    if problems:
-        (loc, first), more = problems[0], len(problems) - 1
-        also = f" (and {more} more)" if more else ""
-        raise errors.RuleError(f"{'.'.join(loc)}: {first}{also}", problems=problems)
 
 
 def _request_of(approval: Approval) -> tuple[object, ...]:

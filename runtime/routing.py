@@ -11,13 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from runtime import errors
 from runtime.policy import SYSTEM_ACTOR, Policies, Policy, under
 from runtime.rules import CelType, Facts, Rule, RuleEvaluationError, arg_types, check, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState
 from store.records import RuleMatch
+
+if TYPE_CHECKING:
+    from runtime.agent import Agent
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +56,7 @@ def route(
             kind="no_match",
             action="ask",
             summary=f"no rule matched → policy {policy_name}: {_asks(base)}",
-            policy=_snapshot(base),
+            policy=snapshot(base),
         ),
     )
 
@@ -72,7 +76,7 @@ def _matched(policy: Policy, number: int, rule: Rule) -> Route:
         action=rule.action,
         deny=rule.deny,
         summary=f"rule {number}: {rule.describe()} → {outcome}",
-        policy=_snapshot(effective),
+        policy=snapshot(effective),
     )
     return Route(effective, match)
 
@@ -94,7 +98,7 @@ def _fail_closed(name: str, policy: Policy, number: int, rule: Rule, error: str)
             f"rule {number} could not be evaluated ({error}) → the most restrictive policy, "
             f"{chosen_name}: {_asks(chosen)}"
         ),
-        policy=_snapshot(chosen),
+        policy=snapshot(chosen),
     )
     return Route(chosen, match)
 
@@ -120,7 +124,7 @@ def _bare(policy: Policy) -> Policy:
     return policy.model_copy(update={"rules": ()})
 
 
-def _snapshot(policy: Policy) -> dict[str, Any]:
+def snapshot(policy: Policy) -> dict[str, Any]:
     """The policy as JSON; durations in seconds, which `Policy` reads back as such."""
     values = policy.model_dump(exclude={"rules"})
     return {
@@ -157,6 +161,18 @@ def policy_of(match: RuleMatch | None, fallback: Policy) -> Policy:
 # checking at start-up
 
 Loc = tuple[str, ...]
+
+
+def check_rules(policies: Policies, agents: Iterable[Agent]) -> None:
+    """Refuse rules that name an argument a tool lacks or compare a field with a value of
+    another type, before any call is routed by them."""
+    tools = {name: t for agent in agents for name, t in agent.tools.items()}
+    types = {name: tool_arg_types(t) for name, t in tools.items() if t.requires_approval}
+    problems = rule_problems(policies, types)
+    if problems:
+        (loc, first), more = problems[0], len(problems) - 1
+        also = f" (and {more} more)" if more else ""
+        raise errors.RuleError(f"{'.'.join(loc)}: {first}{also}", problems=problems)
 
 
 def rule_problems(

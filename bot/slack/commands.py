@@ -82,7 +82,7 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
     """Pending approvals this user may decide, newest first (not their own requests)."""
     mine = []
     for approval in await rt.approvals(state=ApprovalState.PENDING):
-        _, policy = rt.desk.policies.for_tool(approval.policy)
+        policy = rt.desk.policy_of(approval)
         if approval.requested_by == user and not policy.allow_self_approval:
             continue
         if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):
