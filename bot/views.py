@@ -176,9 +176,19 @@ def appended(message: Message) -> str:
     return f"{message.role}: {short(message.content, 60)}"
 
 
-def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
+def ruled(approval: Approval) -> bool:
+    """Approved or declined at once by an approval rule, with no one asked."""
+    return approval.rule is not None and approval.rule.action != "ask"
+
+
+def history_table(checkpoints: Sequence[Checkpoint], ruled: Sequence[Approval] = ()) -> Table:
+    """One row per checkpoint; a call a rule approved or denied at once gets a row of its
+    own, before the checkpoint that recorded what followed."""
     table = Table("seq", "step", "status", "cost", "appended")
+    waiting = sorted(ruled, key=lambda a: a.decided_at or a.created_at)
     for cp in checkpoints:
+        while waiting and (waiting[0].decided_at or waiting[0].created_at) <= cp.created_at:
+            table.add_row("", "", "rule", "", inert(_ruled_text(waiting.pop(0))))
         lines = [appended(m) for m in cp.messages] or ["(status only)"]
         if cp.snapshot and cp.seq > 0:
             lines = [f"snapshot of {len(cp.messages)} messages"]
@@ -186,7 +196,14 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
         status += " (undone by a rollback)" if cp.rolled_back else ""
         cell = Text("\n").join(inert(line) for line in lines)
         table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", cell)
+    for approval in waiting:
+        table.add_row("", "", "rule", "", inert(_ruled_text(approval)))
     return table
+
+
+def _ruled_text(approval: Approval) -> str:
+    call = f"{approval.tool}({args_text(approval.args, 40)})"
+    return f"{call} {approval.state.value}: {rule_text(approval)}"
 
 
 def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
