@@ -45,8 +45,8 @@ def check(
         raise Failure(f"--expect: one of {', '.join(EXPECTED)}, not {expect!r}")
     with refusals():
         settings = load(ctx)
-        routed, known = _route(settings, tool, arguments, requested_by)
-    report = _report(tool, arguments, routed, known)
+        routed, asks, seen = _route(settings, tool, arguments, requested_by)
+    report = _report(tool, seen, routed, asks)
     show(report, as_json=as_json, table="\n".join(_lines(report)))
     if expect is not None and routed.action != expect:
         say(f"expected {expect}, but the call would {routed.action}")
@@ -55,8 +55,9 @@ def check(
 
 def _route(
     settings: Settings, tool: str, args: dict[str, Any], requested_by: str | None
-) -> tuple[Route, bool]:
-    """Check every rule as `serve` does at start-up, then route this one call."""
+) -> tuple[Route, bool, dict[str, Any]]:
+    """Check every rule as `serve` does at start-up, then route this one call. Also returns
+    whether the tool asks at all, and the arguments as the rules see them (defaults filled)."""
     from bot.settings import ConfigError
     from bot.wiring import load_agents, rule_error_text
     from runtime.errors import RuleError
@@ -79,7 +80,7 @@ def _route(
     name, chosen = settings.policies.for_tool(tool)
     facts = Facts(requested_by=requested_by or "", now=utcnow())
     asks = found is None or found.requires_approval
-    return route(name, chosen, tool, args, facts), asks
+    return route(name, chosen, tool, args, facts), asks, args
 
 
 def _report(tool: str, args: dict[str, Any], routed: Route, asks: bool) -> dict[str, Any]:
