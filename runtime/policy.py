@@ -71,8 +71,15 @@ class Policies(BaseModel):
         override = self.tools.get(tool)
         if override is None:
             return "default", self.default
-        merged = self.default.model_dump() | override.model_dump(exclude_unset=True)
-        return tool, Policy.model_validate(merged)
+        merged = self.default.model_dump(exclude={"rules"}) | override.model_dump(
+            exclude_unset=True, exclude={"rules"}
+        )
+        # Rules pass as they are (a dump would mark every setting of a rule as set); a tool
+        # with no rules of its own has the default's.
+        own = "rules" in override.model_fields_set
+        return tool, Policy.model_validate(
+            merged | {"rules": (override if own else self.default).rules}
+        )
 
 
 def under(policy: Policy, rule: Rule) -> Policy:
