@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Any
 
 from runtime import errors
 from runtime.policy import SYSTEM_ACTOR, Policies, Policy, under
-from runtime.rules import CelType, Facts, Rule, RuleEvaluationError, arg_types, check, holds
+from runtime.rules import (
+    CelType,
+    Facts,
+    Rule,
+    RuleEvaluationError,
+    activation,
+    arg_types,
+    check,
+    holds,
+)
 from runtime.tools import Tool
 from store import Approval, ApprovalState
 from store.records import RuleMatch
@@ -42,9 +51,10 @@ def route(
     """Evaluate `policy`'s rules for one call; without rules, the policy as it is."""
     if not policy.rules:
         return Route(policy, None)
+    context = activation(tool, args, facts)
     for number, rule in enumerate(policy.rules, start=1):
         try:
-            matched = holds(rule.when, tool, args, facts)
+            matched = holds(rule.when, context)
         except RuleEvaluationError as exc:
             return _fail_closed(policy_name, policy, number, rule, str(exc))
         if matched:

@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import celpy
 from celpy import celtypes
+from celpy.celparser import CELParser
 from lark import Token, Tree
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -53,7 +54,11 @@ _LITERALS = {
     "NULL_LIT": "null",
 }
 _PY_TYPES: dict[Any, CelType] = {int: "int", float: "double", str: "string", bool: "bool"}
-_ENVIRONMENT = celpy.Environment()
+# The compiled runner: cel-python turns each condition's syntax tree into Python once, which
+# evaluates about three times faster than walking the tree. It needs the parser to build its
+# own kind of tree (a subclass of lark's), and the parser is one per process: made here.
+CELParser.CEL_PARSER = None
+_ENVIRONMENT = celpy.Environment(runner_class=celpy.CompiledRunner)
 
 
 class Rule(BaseModel):
@@ -149,9 +154,10 @@ class RuleEvaluationError(Exception):
     """A condition failed while it ran (a missing key, a division by zero, not a boolean)."""
 
 
-def holds(when: str, tool: str, args: Mapping[str, Any], facts: Facts) -> bool:
+def holds(when: str, context: Mapping[str, Any]) -> bool:
+    """Whether the condition is true for this call (`context`: its `activation`)."""
     try:
-        value = program(when).evaluate(activation(tool, args, facts))
+        value = program(when).evaluate(dict(context))
     except Exception as exc:  # cel-python raises CELEvalError and, rarely, Python's own
         raise RuleEvaluationError(_one_line(exc)) from None
     if not isinstance(value, celtypes.BoolType):
@@ -160,6 +166,7 @@ def holds(when: str, tool: str, args: Mapping[str, Any], facts: Facts) -> bool:
 
 
 def activation(tool: str, args: Mapping[str, Any], facts: Facts) -> dict[str, Any]:
+    """The call as CEL values, made once for all of a tool's rules."""
     usage = {name: facts.usage.get(name, 0) for name in USAGE_FIELDS}
     run = {
         "id": facts.run_id,
