@@ -15,22 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from runtime import errors
 from runtime.policy import SYSTEM_ACTOR, Policies, Policy, under
-from runtime.rules import (
-    CelType,
-    Facts,
-    Rule,
-    RuleEvaluationError,
-    activation,
-    arg_types,
-    check,
-    holds,
-)
+from runtime.rules import Facts, Rule, RuleEvaluationError, activation, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState
 from store.records import RuleMatch
 
 if TYPE_CHECKING:
     from runtime.agent import Agent
+    from runtime.rule_check import CelType
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +168,8 @@ Loc = tuple[str, ...]
 def check_rules(policies: Policies, agents: Iterable[Agent]) -> None:
     """Refuse rules that name an argument a tool lacks or compare a field with a value of
     another type, before any call is routed by them."""
+    if not any(p.rules for p in [policies.default, *policies.tools.values()]):
+        return  # nothing to check: cel-python and the checker stay unloaded
     tools = {name: t for agent in agents for name, t in agent.tools.items()}
     types = {name: tool_arg_types(t) for name, t in tools.items() if t.requires_approval}
     problems = rule_problems(policies, types)
@@ -204,6 +198,8 @@ def rule_problems(
 def _problems(
     loc: Loc, tool: str, policy: Policy, args: Mapping[str, CelType] | None
 ) -> list[tuple[Loc, str]]:
+    from runtime.rule_check import check
+
     return [
         ((*loc, "rules", str(index), "when"), f"rule {index + 1}: {problem}")
         for index, rule in enumerate(policy.rules)
@@ -221,5 +217,7 @@ def _union(each: Iterable[Mapping[str, CelType]]) -> dict[str, CelType]:
 
 
 def tool_arg_types(tool: Tool) -> dict[str, CelType]:
+    from runtime.rule_check import arg_types
+
     fields = tool.args_model.model_fields
     return arg_types({name: info.annotation for name, info in fields.items()})

@@ -13,7 +13,8 @@ from rich.console import Console
 from bot import views
 from runtime.policy import Policies, Policy
 from runtime.routing import policy_of, route
-from runtime.rules import Facts, Rule, check
+from runtime.rule_check import check
+from runtime.rules import Facts, Rule
 from store import Approval, ApprovalState, Checkpoint, RunStatus
 
 ARGS = {"amount_cents": "int", "order_id": "string", "items": ""}
