@@ -323,8 +323,9 @@ class Runtime:
             return existing, False
         if approval.state == ApprovalState.PENDING:
             await self.announce_approval(approval, None)
-        else:  # a rule approved or denied it at once
+        else:  # a rule approved or denied it at once; its callback, if any, is told so
             await self.desk.audit_rule_decision(approval)
+            await self.announce_decision(approval, None)
         return approval, True
 
     async def resolve(

@@ -4,7 +4,9 @@ the rule it was created under when the rules change before the decision."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +99,9 @@ async def test_a_deny_rule_before_a_routing_rule_wins(boot: Boot) -> None:
     assert PAID == []
 
 
-async def test_auto_approve_runs_the_call_at_once_asks_no_one_and_is_audited(boot: Boot) -> None:
+async def test_auto_approve_runs_the_call_at_once_asks_no_one_and_is_audited(
+    boot: Boot, tmp_path: Path
+) -> None:
     notifier = RecordingNotifier()
     rt = await boot(cents=1000, notifier=notifier)
 
@@ -115,6 +119,13 @@ async def test_auto_approve_runs_the_call_at_once_asks_no_one_and_is_audited(boo
     ]
     effects = await rt.store.list_effects("r1")
     assert [e.approval_id for e in effects] == [approval.id]
+    assert outbox_topics(tmp_path, approval.id) == []  # no card for Slack to post
+
+
+def outbox_topics(folder: Path, subject: str) -> list[str]:
+    with closing(sqlite3.connect(folder / "rules.db")) as conn:
+        rows = conn.execute("SELECT topic FROM outbox WHERE subject_id = ?", (subject,))
+        return [topic for (topic,) in rows]
 
 
 async def test_deny_declines_at_once_and_the_model_reads_the_deny_text(boot: Boot) -> None:
@@ -137,7 +148,7 @@ async def test_deny_declines_at_once_and_the_model_reads_the_deny_text(boot: Boo
     ]
 
 
-async def test_a_routing_rule_asks_its_approvers_for_its_quorum(boot: Boot) -> None:
+async def test_a_routing_rule_asks_its_approvers_for_its_quorum(boot: Boot, tmp_path: Path) -> None:
     notifier = RecordingNotifier()
     rt = await boot(cents=30_000, notifier=notifier)
 
@@ -150,6 +161,7 @@ async def test_a_routing_rule_asks_its_approvers_for_its_quorum(boot: Boot) -> N
         "rule 3: amount over $200 → 2 approvals from U0LEAD1, U0LEAD2, U0LEAD3"
     )
     assert [a.id for a in notifier.requested] == [approval.id]
+    assert outbox_topics(tmp_path, approval.id) == ["approval_requested"]
     with pytest.raises(errors.NotAnApprover):  # the tool's own approver is not the rule's
         await rt.decide(approval.id, "approved", by="U0CLERK")
     assert (await rt.decide(approval.id, "approved", by="U0LEAD1")).state == "pending"
