@@ -70,9 +70,9 @@ async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
     """Whoever may approve the run's actions: under the policies of its approvals, or the
     default policy before it asked for any (a policy naming no approvers lets anyone)."""
-    names = {a.policy for a in await rt.approvals(run.id)} or {"default"}
-    for name in sorted(names):
-        _, policy = rt.desk.policies.for_tool(name)
+    approvals = await rt.approvals(run.id)
+    policies = [rt.desk.policy_of(a) for a in approvals]  # as their rules chose
+    for policy in policies or [rt.desk.policies.default]:
         if await may_decide(policy, user, rt.desk.directory, escalated=False):
             return True
     return False
