@@ -59,6 +59,8 @@ class ApprovalDesk:
         now = self.rt.clock()
         asker = run.requested_by if run else requested_by
         routed: Route = route(name, tool_policy, tool, args, _facts(run, asker, now))
+        if routed.match is not None and routed.match.kind == "error":
+            log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
         rules = routed.policy
         approval = Approval(
             id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
