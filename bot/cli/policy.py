@@ -16,6 +16,7 @@ from bot.cli.session import load, refusals
 if TYPE_CHECKING:
     from bot.settings import Settings
     from runtime.routing import Route
+    from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
 EXPECTED = ("ask", "auto_approve", "deny")
@@ -45,19 +46,18 @@ def check(
         raise Failure(f"--expect: one of {', '.join(EXPECTED)}, not {expect!r}")
     with refusals():
         settings = load(ctx)
-        routed, asks, seen = _route(settings, tool, arguments, requested_by)
-    report = _report(tool, seen, routed, asks)
+        report = _check(settings, tool, arguments, requested_by)
     show(report, as_json=as_json, table="\n".join(_lines(report)))
-    if expect is not None and routed.action != expect:
-        say(f"expected {expect}, but the call would {routed.action}")
+    if expect is not None and report["action"] != expect:
+        say(f"expected {expect}, but the call would {report['action']}")
         raise typer.Exit(1)
 
 
-def _route(
+def _check(
     settings: Settings, tool: str, args: dict[str, Any], requested_by: str | None
-) -> tuple[Route, bool, dict[str, Any]]:
-    """Check every rule as `serve` does at start-up, then route this one call. Also returns
-    whether the tool asks at all, and the arguments as the rules see them (defaults filled)."""
+) -> dict[str, Any]:
+    """Check every rule as `serve` does at start-up, then route this one call, with its
+    arguments as the rules see them (checked by the tool, defaults filled)."""
     from bot.settings import ConfigError
     from bot.wiring import load_agents, rule_error_text
     from runtime.errors import RuleError
@@ -79,17 +79,18 @@ def _route(
             raise Failure(f"ARGS: {exc}") from None
     name, chosen = settings.policies.for_tool(tool)
     facts = Facts(requested_by=requested_by or "", now=utcnow())
-    asks = found is None or found.requires_approval
-    return route(name, chosen, tool, args, facts), asks, args
+    routed = route(name, chosen, tool, args, facts)
+    return _report(tool, args, routed, found)
 
 
-def _report(tool: str, args: dict[str, Any], routed: Route, asks: bool) -> dict[str, Any]:
+def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
     from runtime.routing import snapshot
 
     return {
         "tool": tool,
         "args": args,
-        "needs_approval": asks,
+        "known_tool": found is not None,
+        "needs_approval": found is None or found.requires_approval,
         "action": routed.action,
         "rule": routed.match.model_dump(mode="json") if routed.match else None,
         "policy": snapshot(routed.policy),
@@ -100,6 +101,8 @@ def _lines(report: dict[str, Any]) -> list[str]:
     rule = report["rule"]
     policy = report["policy"]
     lines = [f"{report['tool']} {json.dumps(report['args'], ensure_ascii=False)}"]
+    if not report["known_tool"]:
+        lines.append("no configured agent has this tool: its arguments were not checked")
     if not report["needs_approval"]:
         lines.append("the tool needs no approval: it runs without asking, whatever the rules say")
     lines.append(f"matches: {rule['summary'] if rule else 'the tool has no rules'}")
