@@ -28,4 +28,6 @@ APPROVAL_FIELDS = {
 
 
 def approval_view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(mode="json", include=APPROVAL_FIELDS)
+    """The approval for an API client; `rule` says which approval rule it was made under."""
+    rule = approval.rule.summary if approval.rule else None
+    return {"rule": rule} | approval.model_dump(mode="json", include=APPROVAL_FIELDS)

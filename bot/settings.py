@@ -131,9 +131,7 @@ class Settings(BaseSettings):
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
     api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
-    outbox_claim_seconds: float = Field(
-        60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS"
-    )
+    outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""
     page_remind_every: Duration = Field(
         timedelta(hours=1), validation_alias="SIGNOFF_PAGE_REMIND_EVERY"
@@ -143,6 +141,16 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
+    _source: tuple[Path, str] | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> tuple[Path, str] | None:
+        """The configuration file read and its text, to say where a setting is."""
+        return self._source
+
+    @source.setter
+    def source(self, value: tuple[Path, str]) -> None:
+        self._source = value
 
     @field_validator("agents", "callback_allowed_hosts", mode="before")
     @classmethod
@@ -175,6 +183,15 @@ def config_path(explicit: str | Path | None = None) -> Path:
     return Path(explicit or os.environ.get("SIGNOFF_CONFIG") or DEFAULT_CONFIG)
 
 
+def where(settings: Settings, loc: tuple[str, ...]) -> str:
+    """`signoff.toml:14`: where in the file the settings came from a key is set."""
+    source = settings.source
+    if source is None:
+        return "configuration"
+    file, text = source
+    return _where(file, loc, _key_lines(text))
+
+
 def load_settings(path: str | Path | None = None) -> Settings:
     """Settings from the environment and the config file.
 
@@ -191,11 +208,13 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     try:
-        return Settings(**data)
+        settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_explain(file, text, exc)) from None
     except SettingsError as exc:  # an environment value that is not the JSON a field needs
         raise ConfigError(f"environment: {exc}") from None
+    settings.source = (file, text)
+    return settings
 
 
 def _explain(file: Path, text: str, exc: ValidationError) -> str:
@@ -234,13 +253,19 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_.\-\"']+)\s*=")
 
 
 def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Where each dotted key (and each table) is defined in a TOML text."""
+    """Where each dotted key (and each table) is defined in a TOML text; the entries of an
+    array of tables (`[[policies.tools.x.rules]]`) by their index, as validation names them."""
     found: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
+    entries: dict[tuple[str, ...], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if header := _HEADER.match(line):
             table = _split(header[1])
             found.setdefault(table, number)
+            if line.lstrip().startswith("[["):
+                entries[table] = entries.get(table, -1) + 1
+                table = (*table, str(entries[table]))
+                found.setdefault(table, number)
         elif key := _KEY.match(line):
             found.setdefault(table + _split(key[1]), number)
     return found

@@ -95,6 +95,11 @@ def duplicate_note(approval: Approval) -> str:
     return f"; possible duplicate of run {approval.duplicate_of}" if approval.duplicate_of else ""
 
 
+def rule_text(approval: Approval) -> str:
+    """Which approval rule it was made under ("rule 3: amount over $200 → 2 approvals …")."""
+    return approval.rule.summary if approval.rule else ""
+
+
 def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
     progress = f"{len(voters)} of {approval.required_approvals}"
     return f"{progress}: {', '.join(voters)}" if voters else progress
@@ -153,7 +158,8 @@ def run_table(
     for approval in approvals:
         decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
-        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}"))
+        rule = f" ({rule_text(approval)})" if approval.rule else ""
+        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
         line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"
@@ -170,9 +176,19 @@ def appended(message: Message) -> str:
     return f"{message.role}: {short(message.content, 60)}"
 
 
-def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
+def ruled(approval: Approval) -> bool:
+    """Approved or declined at once by an approval rule, with no one asked."""
+    return approval.rule is not None and approval.rule.action != "ask"
+
+
+def history_table(checkpoints: Sequence[Checkpoint], ruled: Sequence[Approval] = ()) -> Table:
+    """One row per checkpoint; a call a rule approved or denied at once gets a row of its
+    own, before the checkpoint that recorded what followed."""
     table = Table("seq", "step", "status", "cost", "appended")
+    waiting = sorted(ruled, key=lambda a: a.decided_at or a.created_at)
     for cp in checkpoints:
+        while waiting and (waiting[0].decided_at or waiting[0].created_at) <= cp.created_at:
+            table.add_row("", "", "rule", "", inert(_ruled_text(waiting.pop(0))))
         lines = [appended(m) for m in cp.messages] or ["(status only)"]
         if cp.snapshot and cp.seq > 0:
             lines = [f"snapshot of {len(cp.messages)} messages"]
@@ -180,7 +196,14 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
         status += " (undone by a rollback)" if cp.rolled_back else ""
         cell = Text("\n").join(inert(line) for line in lines)
         table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", cell)
+    for approval in waiting:
+        table.add_row("", "", "rule", "", inert(_ruled_text(approval)))
     return table
+
+
+def _ruled_text(approval: Approval) -> str:
+    call = f"{approval.tool}({args_text(approval.args, 40)})"
+    return f"{call} {approval.state.value}: {rule_text(approval)}"
 
 
 def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
@@ -189,7 +212,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
     table.add_column("call")
     table.add_column("state")
     _id_column(table, "run", [a.run_id for a in approvals])
-    for name in ("by", "reason", "deadline (UTC)"):
+    for name in ("by", "reason", "deadline (UTC)", "rule"):
         table.add_column(name)
     for a in approvals:
         table.add_row(
@@ -200,6 +223,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
             inert(a.decided_by or ""),
             inert(a.reason or "", 60),
             when(a.deadline),
+            inert(rule_text(a), 100),
         )
     return table
 

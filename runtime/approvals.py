@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runtime import errors
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
+from runtime.routing import Route, decided_at_once, policy_of, route
+from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
 from store import errors as store_errors
@@ -51,10 +53,16 @@ class ApprovalDesk:
         policy: str | None = None,
         callback_url: str | None = None,
     ) -> Approval:
-        """A pending approval with its deadline and first reminder set from the policy."""
-        name, rules = self.policies.for_tool(policy or tool)
+        """A pending approval with its deadline and first reminder set from the policy its
+        rules chose; decided already when a rule approves or denies the call at once."""
+        name, tool_policy = self.policies.for_tool(policy or tool)
         now = self.rt.clock()
-        return Approval(
+        asker = run.requested_by if run else requested_by
+        routed: Route = route(name, tool_policy, tool, args, _facts(run, asker, now))
+        if routed.match is not None and routed.match.kind == "error":
+            log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
+        rules = routed.policy
+        approval = Approval(
             id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
             tool=tool,
             args=args,
@@ -70,8 +78,29 @@ class ApprovalDesk:
             channel=rules.channel,
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,
+            rule=routed.match,
             created_at=now,
         )
+        return decided_at_once(approval, now)
+
+    def policy_of(self, approval: Approval) -> Policy:
+        """The policy an approval is decided under: the one its rule chose when it was made."""
+        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+
+    async def audit_rule_decision(self, approval: Approval) -> None:
+        """An approval a rule decided when it was made: in the audit log, with the rule."""
+        rule = approval.rule.summary if approval.rule else None
+        await self.store.record_event(
+            AuditEvent(
+                action=f"approval_{approval.state.value}",
+                actor=SYSTEM_ACTOR,
+                run_id=approval.run_id,
+                approval_id=approval.id,
+                at=approval.decided_at or self.rt.clock(),
+                detail={"reason": approval.reason, "tool": approval.tool, "rule": rule},
+            )
+        )
+        log.info("%s %s (%s)", _about(approval), approval.state.value, rule)
 
     async def with_duplicate(self, approval: Approval) -> Approval:
         """The approval naming another run that asked for the same effect (same idempotency
@@ -122,7 +151,7 @@ class ApprovalDesk:
         if not by:
             raise errors.InvalidRequest("a decision needs the deciding user's id")
         approval = await self.get(approval_id)
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
         await self._check_decider(approval, policy, decision, by)
         approved_args = None
@@ -317,7 +346,7 @@ class ApprovalDesk:
 
     async def _due(self, approval: Approval, now: datetime) -> bool:
         """Act on one due approval; False if someone else already did (or it failed)."""
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self.policy_of(approval)
         try:
             if _overdue(approval, now):
                 await self._deadline_passed(approval, policy, now)
@@ -387,6 +416,19 @@ class ApprovalDesk:
                 update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
             )
             await self.rt.announce_reminder(current, escalated=escalate)
+
+
+def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
+    if run is None:
+        return Facts(requested_by=requested_by or "", now=now)
+    return Facts(
+        run_id=run.id,
+        agent=run.agent,
+        task=run.task,
+        requested_by=run.requested_by or "",
+        usage=run.usage.model_dump(),
+        now=now,
+    )
 
 
 def _reminds(policy: Policy) -> bool:

@@ -279,14 +279,17 @@ class Driver:
         approvals.update({a.call_id: a for a in created if a.call_id})
         run = self.journal.run_now()
         for approval in created:
-            await self.rt.announce_approval(approval, run)
+            if approval.state == ApprovalState.PENDING:
+                await self.rt.announce_approval(approval, run)
+            else:  # a rule approved or denied it at once: no one is asked
+                await self.rt.desk.audit_rule_decision(approval)
         return prior
 
     def _new_approval(self, plan: Plan) -> Approval:
         return self.rt.desk.new_approval(
             tool=plan.call.name,
             args=plan.args or {},
-            run=self.run,
+            run=self.journal.run_now(),  # its usage so far, which rules may look at
             call_id=plan.call.id,
             idempotency_key=plan.key,
         )

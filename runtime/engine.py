@@ -26,6 +26,7 @@ from runtime.keys import canonical_json
 from runtime.lease import RunLocks, hold_lease
 from runtime.notifier import Notifier, NullNotifier, safely
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.routing import check_rules
 from runtime.tools import Tool
 from store import (
     TERMINAL_STATUSES,
@@ -76,6 +77,7 @@ class Runtime:
         self.clock = clock
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
         self.desk = ApprovalDesk(self, policies or Policies(), directory or StaticDirectory())
+        check_rules(self.desk.policies, self.agents.values())
         self.on_due: Callable[[datetime], None] | None = None
         """Set by the scheduler: told when a new deadline or reminder exists."""
         self.locks = RunLocks()
@@ -319,7 +321,11 @@ class Runtime:
                     "names one request (tool, args, policy, requester, callback)"
                 ) from None
             return existing, False
-        await self.announce_approval(approval, None)
+        if approval.state == ApprovalState.PENDING:
+            await self.announce_approval(approval, None)
+        else:  # a rule approved or denied it at once; its callback, if any, is told so
+            await self.desk.audit_rule_decision(approval)
+            await self.announce_decision(approval, None)
         return approval, True
 
     async def resolve(

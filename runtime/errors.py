@@ -2,6 +2,7 @@
 
 SignoffRuntimeError
  ├── DefinitionError     a tool or agent is defined wrongly (refused when the agent is built)
+ │    └── RuleError       an approval rule names an unknown argument or compares wrong types
  ├── UnknownAgent        a run names an agent this runtime was not given
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
  │    └── RunFinished      the run is done or cancelled already, so it cannot be stopped
@@ -35,6 +36,12 @@ class SignoffRuntimeError(Exception):
 
 class DefinitionError(SignoffRuntimeError):
     """A tool or agent is defined wrongly."""
+
+
+class RuleError(DefinitionError):
+    """An approval rule cannot work for the tools it applies to.
+
+    `problems` holds each as (where in the configuration, what is wrong)."""
 
 
 class UnknownAgent(SignoffRuntimeError):

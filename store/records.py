@@ -211,6 +211,24 @@ class EffectOutcome(Record):
     finished_at: datetime = Field(default_factory=utcnow)
 
 
+class RuleMatch(Record):
+    """Which approval rule an approval was created under, and the policy that rule chose, so
+    a later change to the rules never changes who decides it. `kind`: `matched` (rule
+    `number` held), `no_match` (the tool's policy), `error` (rule `number` failed while it ran:
+    the most restrictive policy was asked)."""
+
+    kind: Literal["matched", "no_match", "error"]
+    action: Literal["ask", "auto_approve", "deny"] = "ask"
+    number: int | None = None
+    when: str | None = None
+    label: str | None = None
+    deny: str | None = None
+    error: str | None = None
+    summary: str
+    """What every surface shows: "rule 3: amount over $200 → 2 approvals from S0LEADS"."""
+    policy: dict[str, Any] = Field(default_factory=dict)
+
+
 class Approval(Record):
     id: str
     tool: str
@@ -239,6 +257,7 @@ class Approval(Record):
     duplicate_of: str | None = None
     """Another run that asked for the same effect (same idempotency key, another lineage),
     pending or recently approved when this approval was created: a possible duplicate."""
+    rule: RuleMatch | None = None
     created_at: datetime = Field(default_factory=utcnow)
 
     @property

@@ -218,6 +218,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
     values.update(
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
+        rule=approval.rule.model_dump_json() if approval.rule else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -234,6 +235,7 @@ def approval_from_row(row: Row) -> Approval:
     values.update(
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
+        rule=maybe_loads(row["rule"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),

@@ -1,6 +1,6 @@
 """The `signoff` command line: serve, operate runs, decide approvals, handle pages, migrate.
 
-One module per command group (`runs`, `approvals`, `pages`, `db`); `base` holds what they
+One module per command group (`runs`, `approvals`, `pages`, `db`, `policy`); `base` holds what they
 share and `session` opens the database for a command. Every command is one async operation
 entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a one-line reason
 on stderr; `--json` prints machine-readable output. The store, the runtime and the server
@@ -19,6 +19,7 @@ from bot.cli.approvals import approvals
 from bot.cli.base import Failure, Options, group
 from bot.cli.db import db
 from bot.cli.pages import pages
+from bot.cli.policy import policy
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
 from bot.logs import configure_logging
@@ -28,6 +29,7 @@ app.add_typer(runs, name="runs")
 app.add_typer(approvals, name="approvals")
 app.add_typer(pages, name="pages")
 app.add_typer(db, name="db")
+app.add_typer(policy, name="policy")
 
 
 @app.callback()

@@ -188,8 +188,12 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     """One line per checkpoint: step, status, cost, what was appended."""
     from bot import views
 
-    found = with_process(ctx, lambda p: p.runtime.history(run_id), agents=False)
-    show(dumped(found), as_json=as_json, table=views.history_table(found))
+    async def work(p: Process) -> Any:
+        found = await p.runtime.history(run_id)
+        return found, [a for a in await p.runtime.approvals(run_id) if views.ruled(a)]
+
+    found, ruled = with_process(ctx, work, agents=False)
+    show(dumped(found), as_json=as_json, table=views.history_table(found, ruled))
 
 
 @runs.command()

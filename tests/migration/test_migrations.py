@@ -61,6 +61,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "callback_status TEXT",
         "created_at REAL NOT NULL",
         "duplicate_of TEXT",
+        "rule TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
         " WHERE idempotency_key IS NOT NULL",
