@@ -19,6 +19,7 @@ from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
 from store import errors as store_errors
+from store.records import masked
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -50,6 +51,7 @@ class ApprovalDesk:
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
+        sensitive: tuple[str, ...] = (),
     ) -> Approval:
         """A pending approval with its deadline and first reminder set from the policy."""
         name, rules = self.policies.for_tool(policy or tool)
@@ -71,6 +73,7 @@ class ApprovalDesk:
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,
             created_at=now,
+            sensitive=sensitive,
         )
 
     async def with_duplicate(self, approval: Approval) -> Approval:
@@ -249,6 +252,7 @@ class ApprovalDesk:
             by,
             votes,
             approval.required_approvals,
+            extra=_ids(approval, "voted"),
         )
         return votes
 
@@ -278,7 +282,12 @@ class ApprovalDesk:
             detail={
                 "reason": reason,
                 "tool": approval.tool,
-                **({"approved_args": approved_args} if approved_args else {}),
+                "policy": approval.policy,
+                **(
+                    {"approved_args": masked(approved_args, approval.sensitive)}
+                    if approved_args
+                    else {}
+                ),
             },
         )
         try:
@@ -297,7 +306,7 @@ class ApprovalDesk:
             raise _already_decided(exc) from None
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
-        log.info("%s %s", _about(decided), _decision_text(decided))
+        log.info("%s %s", _about(decided), _decision_text(decided), extra=_ids(decided, "decided"))
         if not defer:
             await self.rt.after_decision(decided, resume=resume)
         return decided
@@ -380,9 +389,12 @@ class ApprovalDesk:
                     _about(approval),
                     policy.escalate_to,
                     sent - 1,
+                    extra=_ids(approval, "escalated"),
                 )
             else:
-                log.info("%s: reminder %d sent", _about(approval), sent)
+                log.info(
+                    "%s: reminder %d sent", _about(approval), sent, extra=_ids(approval, "reminded")
+                )
             current = approval.model_copy(
                 update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
             )
@@ -393,6 +405,11 @@ def _reminds(policy: Policy) -> bool:
     return policy.remind_every is not None and (
         policy.max_reminders > 0 or bool(policy.escalate_to)
     )
+
+
+def _ids(approval: Approval, event: str) -> dict[str, Any]:
+    """The fields a structured log line about an approval carries."""
+    return {"approval_id": approval.id, "run_id": approval.run_id, "event": f"approval_{event}"}
 
 
 def _about(approval: Approval) -> str:

@@ -26,6 +26,7 @@ from runtime.keys import canonical_json
 from runtime.lease import RunLocks, hold_lease
 from runtime.notifier import Notifier, NullNotifier, safely
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.telemetry import NullTelemetry, Telemetry, log_context
 from runtime.tools import Tool
 from store import (
     TERMINAL_STATUSES,
@@ -63,6 +64,7 @@ class Runtime:
         lease_ttl: float = 30.0,
         clock: Callable[[], datetime] = utcnow,
         protected_facts: Iterable[str] = (),
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.store = store
         self.agents: dict[str, Agent] = {}
@@ -79,6 +81,7 @@ class Runtime:
         self.on_due: Callable[[datetime], None] | None = None
         """Set by the scheduler: told when a new deadline or reminder exists."""
         self.locks = RunLocks()
+        self.telemetry: Telemetry = telemetry or NullTelemetry()
 
     # runs
 
@@ -168,7 +171,8 @@ class Runtime:
         if self.locks.held_here(run_id):
             return await self.get(run_id)
         try:
-            return await self._drive(run_id)
+            with log_context(run_id=run_id):
+                return await self._drive(run_id)
         except errors.RunBusy:
             log.info("run %s is driven by another worker", run_id)
             return await self.get(run_id)

@@ -35,6 +35,7 @@ async def recover(rt: Runtime) -> list[str]:
         undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finishing the undo of"
     )
     run_ids = await rt.store.runs_to_recover(rt.clock(), owner=rt.worker_id)
+    rt.telemetry.runs_recovered(len(run_ids))
     await _each(run_ids, rt.drive, "recovering")
     return undos + [run_id for run_id in run_ids if run_id not in undos]
 

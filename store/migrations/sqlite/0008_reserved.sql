@@ -1,0 +1,2 @@
+-- Reserved: migration 0008 belongs to another change being made at the same time; this
+-- placeholder keeps the numbers 1..n on this branch and is replaced by it when both merge.
