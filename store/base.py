@@ -152,9 +152,9 @@ class Store(Protocol):
         stored. Returns (runs, audit events) removed."""
         ...
 
-    async def health(self) -> list[str]:
-        """What keeps the store from serving now (unreachable, schema not current, disk
-        full); empty when it is ready."""
+    async def health(self) -> dict[str, str]:
+        """What keeps the store from serving now, by check (`database` unreachable, `schema`
+        not current, `disk` full) with details for the log; empty when it is ready."""
         ...
 
     async def operational_counts(self) -> OperationalCounts: ...

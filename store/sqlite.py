@@ -167,9 +167,9 @@ class SqliteStore:
         self._refused_for_space = False
         return done
 
-    async def health(self) -> list[str]:
+    async def health(self) -> dict[str, str]:
         if self.path == ":memory:":
-            return []
+            return {}
         return await asyncio.to_thread(
             sqlite_health.problems, self.path, refused_for_space=self._refused_for_space
         )

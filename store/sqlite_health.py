@@ -15,8 +15,9 @@ PROBE_TIMEOUT = 1.0  # seconds a locked database may keep the probe waiting
 ROOM_TO_WRITE = 64 * 1024  # free bytes under which a disk that refused a write is still full
 
 
-def problems(path: str, *, refused_for_space: bool) -> list[str]:
-    """What keeps the database at `path` from serving; empty when it can.
+def problems(path: str, *, refused_for_space: bool) -> dict[str, str]:
+    """What keeps the database at `path` from serving, by check (`database`, `schema`,
+    `disk`) with the details for the log; empty when it can.
 
     `refused_for_space`: the last write failed because the disk was full (and none has
     succeeded since). The disk counts as full while that holds and space is still short,
@@ -25,7 +26,7 @@ def problems(path: str, *, refused_for_space: bool) -> list[str]:
     found = _schema_problems(path)
     free = free_bytes(path)
     if free is not None and (free == 0 or (refused_for_space and free < ROOM_TO_WRITE)):
-        found.append(f"disk full: {free} bytes free where {path} lives; writes are refused")
+        found["disk"] = f"disk full: {free} bytes free where {path} lives; writes are refused"
     return found
 
 
@@ -37,21 +38,21 @@ def free_bytes(path: str) -> int | None:
     return stats.f_bavail * stats.f_frsize
 
 
-def _schema_problems(path: str) -> list[str]:
+def _schema_problems(path: str) -> dict[str, str]:
     try:
         conn = sqlite3.connect(
             f"{Path(path).resolve().as_uri()}?mode=rw", uri=True, timeout=PROBE_TIMEOUT
         )
     except sqlite3.Error as exc:
-        return [f"database unreachable: {exc}"]
+        return {"database": f"{path} unreachable: {exc}"}
     try:
         conn.execute("PRAGMA query_only = ON")
         version = conn.execute(Q["schema_version"]).fetchone()[0]
     except sqlite3.Error as exc:
-        return [f"database unreachable: {exc}"]
+        return {"database": f"{path} unreachable: {exc}"}
     finally:
         conn.close()
     latest = migration.latest_version("sqlite")
     if version != latest:
-        return [f"schema at version {version}, this Signoff needs {latest}: run signoff db migrate"]
-    return []
+        return {"schema": f"schema version {version}, this Signoff needs {latest} (db migrate)"}
+    return {}
