@@ -342,7 +342,8 @@ async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
 
 
 def approval_view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(
+    """The approval as the API shows it: sensitive arguments masked."""
+    return approval.shown().model_dump(
         mode="json",
         include={
             "id",

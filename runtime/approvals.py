@@ -19,7 +19,7 @@ from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
 from store import errors as store_errors
-from store.records import masked
+from store.records import SENSITIVE_MASK, masked
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -217,6 +217,13 @@ class ApprovalDesk:
     ) -> dict[str, Any]:
         if not policy.allow_edit:
             raise errors.EditRefused(f"policy {approval.policy!r} does not allow editing arguments")
+        # Approvers see a sensitive argument masked; the mask sent back means "as proposed".
+        args = {
+            name: approval.args.get(name, value)
+            if name in approval.sensitive and value == SENSITIVE_MASK
+            else value
+            for name, value in args.items()
+        }
         tool = await self.rt.tool_for(approval)
         if tool is None:
             return args

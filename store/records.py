@@ -215,6 +215,10 @@ class Effect(Record):
     def shown_args(self) -> dict[str, Any]:
         return masked(self.args, self.sensitive)
 
+    def shown(self) -> Effect:
+        """The effect as people and logs may see it (sensitive arguments masked)."""
+        return self.model_copy(update={"args": self.shown_args}) if self.sensitive else self
+
 
 class EffectOutcome(Record):
     """How a started effect ended."""
@@ -267,6 +271,13 @@ class Approval(Record):
     @property
     def shown_approved_args(self) -> dict[str, Any] | None:
         return None if self.approved_args is None else masked(self.approved_args, self.sensitive)
+
+    def shown(self) -> Approval:
+        """The approval as people and logs may see it (sensitive arguments masked)."""
+        if not self.sensitive:
+            return self
+        update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
+        return self.model_copy(update=update)
 
     @property
     def withdrawn(self) -> bool:
