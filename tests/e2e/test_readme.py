@@ -84,7 +84,7 @@ def named_commands() -> set[tuple[str, ...]]:
     found: set[tuple[str, ...]] = set()
     for text in re.findall(r"`signoff ([^`]*)`", README):
         words = [w for w in text.split() if re.fullmatch(r"[a-z|]+", w)][:2]
-        if not words or words[0] not in {"serve", "dev", "runs", "approvals", "pages", "db"}:
+        if not words or words[0] not in {"serve", "dev", "runs", "approvals", "pages", "db", "audit"}:
             continue
         if len(words) == 1 or words[0] in {"serve", "dev"}:
             found.add((words[0],))
