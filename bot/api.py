@@ -4,7 +4,8 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
     POST /v1/runs/{id}/cancel {reason?}                               runs:write
-    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
+    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
+                               sensitive?}
                               (idempotent by id)                      approvals:request
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
                                           approvals:request, approvals:decide or runs:read
@@ -195,6 +196,7 @@ async def request_approval(request: web.Request) -> web.Response:
             requested_by=body.requested_by,
             policy=body.policy,
             callback_url=callback_url,
+            sensitive=body.sensitive,
         )
     except errors.InvalidRequest as exc:
         return error(400, str(exc))

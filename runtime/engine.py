@@ -289,8 +289,10 @@ class Runtime:
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
+        sensitive: Sequence[str] = (),
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
+        `sensitive` names arguments to mask wherever the approval is shown.
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -305,6 +307,9 @@ class Runtime:
             raise errors.InvalidRequest(
                 f"{tool} has a policy of its own; a request cannot choose another ({policy!r})"
             )
+        unknown = sorted(set(sensitive) - set(args))
+        if unknown:
+            raise errors.InvalidRequest(f"sensitive names no argument: {', '.join(unknown)}")
         approval = self.desk.new_approval(
             tool=tool,
             args=args,
@@ -312,6 +317,7 @@ class Runtime:
             requested_by=requested_by,
             policy=policy,
             callback_url=callback_url,
+            sensitive=tuple(dict.fromkeys(sensitive)),
         )
         try:
             await self.store.create_approval(approval)
@@ -503,4 +509,5 @@ def _request_of(approval: Approval) -> tuple[object, ...]:
         approval.policy,
         approval.requested_by,
         approval.callback_url,
+        approval.sensitive,
     )

@@ -31,7 +31,7 @@ from bot.cli.session import database_label, with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from store import Run
+    from store import Checkpoint, Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -187,8 +187,14 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
     """One line per checkpoint: step, status, cost, what was appended."""
     from bot import views
+    from bot.masking import masked_history, sensitive_by_tool
 
-    found = with_process(ctx, lambda p: p.runtime.history(run_id), agents=False)
+    async def work(p: Process) -> list[Checkpoint]:
+        found = await p.runtime.history(run_id)
+        records = [*await p.store.list_effects(run_id), *await p.runtime.approvals(run_id)]
+        return masked_history(found, sensitive_by_tool(records))
+
+    found = with_process(ctx, work, agents=False)
     show(dumped(found), as_json=as_json, table=views.history_table(found))
 
 

@@ -246,11 +246,14 @@ def test_json_logs_carry_ids_and_no_secret_or_sensitive_argument_leaks(
         "cli approvals": cli(tmp_path, "approvals", "list"),
         "cli approvals json": cli(tmp_path, "approvals", "list", "--json"),
         "cli run json": cli(tmp_path, "runs", "show", "charge-1", "--json"),
+        "cli history": cli(tmp_path, "runs", "history", "charge-1"),
+        "cli history json": cli(tmp_path, "runs", "history", "charge-1", "--json"),
     }
     assert "[sensitive]" in surfaces["slack messages"]
     assert "[sensitive]" in surfaces["export jsonl"]
     assert "[sensitive]" in surfaces["api approval"]
     assert "[sensitive]" in surfaces["cli approvals json"]
+    assert "[sensitive]" in surfaces["cli history json"]
     for secret in (CARD, SIGNING_SECRET, TOKEN, BOT_TOKEN, APP_TOKEN):
         for surface, text in surfaces.items():
             assert secret not in text, f"{secret!r} appears in the {surface}"

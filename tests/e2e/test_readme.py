@@ -79,12 +79,15 @@ def test_the_first_command_of_readme_runs_offline(tmp_path: Path) -> None:
     assert "done" in result.stdout
 
 
+GROUPS = {"serve", "dev", "runs", "approvals", "pages", "db", "audit"}
+
+
 def named_commands() -> set[tuple[str, ...]]:
     """Every `signoff a b` README names, with `a|b` alternatives spelled out."""
     found: set[tuple[str, ...]] = set()
     for text in re.findall(r"`signoff ([^`]*)`", README):
         words = [w for w in text.split() if re.fullmatch(r"[a-z|]+", w)][:2]
-        if not words or words[0] not in {"serve", "dev", "runs", "approvals", "pages", "db", "audit"}:
+        if not words or words[0] not in GROUPS:
             continue
         if len(words) == 1 or words[0] in {"serve", "dev"}:
             found.add((words[0],))
