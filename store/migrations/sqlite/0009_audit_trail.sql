@@ -23,7 +23,7 @@ BEGIN
     INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
     VALUES (
         new.created_at,
-        coalesce(new.requested_by, 'signoff'),
+        coalesce(new.requested_by, 'unknown'),  -- who asked; an API request may not say
         CASE new.state WHEN 'pending' THEN 'approval_requested'
                        WHEN 'approved' THEN 'approval_auto_approved'
                        ELSE 'approval_denied' END,
