@@ -85,7 +85,7 @@ class PrometheusTelemetry:
         EFFECTS.labels(classification, outcome).inc()
         EFFECT_SECONDS.labels(classification).observe(seconds)
 
-    def runs_recovered(self, count: int) -> None:
+    def leases_taken_over(self, count: int) -> None:
         TAKEOVERS.inc(count)
 
 

@@ -41,8 +41,8 @@ class Telemetry(Protocol):
     def effect_ended(self, tool: str, classification: str, outcome: str, seconds: float) -> None:
         """A mutating tool finished: `completed`, `failed` or `in_doubt`."""
 
-    def runs_recovered(self, count: int) -> None:
-        """Runs whose worker was gone (an expired lease) taken over by this process."""
+    def leases_taken_over(self, count: int) -> None:
+        """Runs whose worker was gone (its lease expired) taken over by this process."""
 
 
 class NullTelemetry:
@@ -52,5 +52,5 @@ class NullTelemetry:
     def effect_ended(self, tool: str, classification: str, outcome: str, seconds: float) -> None:
         return None
 
-    def runs_recovered(self, count: int) -> None:
+    def leases_taken_over(self, count: int) -> None:
         return None
