@@ -11,6 +11,7 @@ same however long the history grows.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 
@@ -23,8 +24,10 @@ from prometheus_client.registry import Collector
 from runtime import NullNotifier
 from store import Approval, Page, Run, Store, Usage
 from store.base import OperationalCounts
+from store.errors import StoreError
 from store.records import SYSTEM_ACTOR
 
+log = logging.getLogger("signoff.metrics")
 DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 DECISION_TIMES = (10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400)
 
@@ -165,8 +168,13 @@ def metrics_handler(store: Store) -> Callable[[web.Request], Awaitable[web.Respo
     """`GET /metrics`: this process's counters, then the database's gauges."""
 
     async def metrics(request: web.Request) -> web.Response:
+        try:
+            counts = await store.operational_counts()
+        except StoreError as exc:  # the scrape fails visibly (`up` 0), as JSON like any error
+            log.warning("metrics: the database did not answer: %s", exc)
+            return web.json_response({"error": "the database did not answer"}, status=503)
         gauges = CollectorRegistry(auto_describe=False)
-        gauges.register(StoreGauges(await store.operational_counts(), datetime.now(UTC)))
+        gauges.register(StoreGauges(counts, datetime.now(UTC)))
         body = generate_latest(REGISTRY) + generate_latest(gauges)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
