@@ -48,3 +48,15 @@ async def test_the_audit_export_pages_by_id(db: Path) -> None:
     await migrate(db)
     plan = " ".join(plan_of(db, "list_audit"))
     assert "INTEGER PRIMARY KEY" in plan or "INDEX audit_events_by_time" in plan, plan
+
+
+async def test_audit_events_are_never_updated(db: Path) -> None:
+    await migrate(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO audit_events (at, actor, action, detail) VALUES (1, 'U0', 'cancel', '{}')"
+        )
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("UPDATE audit_events SET actor = 'U0EVIL'")
+        assert conn.execute("SELECT actor FROM audit_events").fetchall() == [("U0",)]
+    conn.close()
