@@ -264,14 +264,12 @@ async def audit(request: web.Request) -> web.Response:
         limit = _limit(query.get("limit"))
     except ValueError as exc:
         return error(400, str(exc))
-    events = await request.app[RUNTIME].store.list_events(run_id=query.get("run_id") or None)
-    approval_id = query.get("approval_id")
-    chosen = [
-        event
-        for event in events
-        if (approval_id is None or event.approval_id == approval_id)
-        and (since is None or event.at >= since)
-    ]
+    chosen = await request.app[RUNTIME].store.list_audit(
+        since=since,
+        run_id=query.get("run_id") or None,
+        approval_id=query.get("approval_id"),
+        limit=limit + 1,  # one more says whether there are more
+    )
     return web.json_response(
         {
             "events": [event.model_dump(mode="json") for event in chosen[:limit]],
