@@ -4,7 +4,8 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
     POST /v1/runs/{id}/cancel {reason?}                               runs:write
-    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
+    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
+                               sensitive?}
                               (idempotent by id)                      approvals:request
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
                                           approvals:request, approvals:decide or runs:read
@@ -140,6 +141,7 @@ async def request_approval(request: web.Request) -> web.Response:
         requested_by=body.requested_by,
         policy=body.policy,
         callback_url=callback_url,
+        sensitive=body.sensitive,
     )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
@@ -194,14 +196,12 @@ async def audit(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
     since = _instant(query.get("since"))
     limit = _limit(query.get("limit"))
-    events = await request.app[RUNTIME].store.list_events(run_id=query.get("run_id") or None)
-    approval_id = query.get("approval_id")
-    chosen = [
-        event
-        for event in events
-        if (approval_id is None or event.approval_id == approval_id)
-        and (since is None or event.at >= since)
-    ]
+    chosen = await request.app[RUNTIME].store.list_audit(
+        since=since,
+        run_id=query.get("run_id") or None,
+        approval_id=query.get("approval_id"),
+        limit=limit + 1,  # one more says whether there are more
+    )
     return web.json_response(
         {
             "events": [event.model_dump(mode="json") for event in chosen[:limit]],

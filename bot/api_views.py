@@ -28,6 +28,7 @@ APPROVAL_FIELDS = {
 
 
 def approval_view(approval: Approval) -> dict[str, Any]:
-    """The approval for an API client; `rule` says which approval rule it was made under."""
+    """The approval for an API client: sensitive arguments masked; `rule` says which approval
+    rule it was made under."""
     rule = approval.rule.summary if approval.rule else None
-    return {"rule": rule} | approval.model_dump(mode="json", include=APPROVAL_FIELDS)
+    return {"rule": rule} | approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)

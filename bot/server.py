@@ -2,7 +2,7 @@
 
 It recovers runs left mid-flight, re-arms reminders and timeouts from the store, re-sends
 undelivered callbacks, delivers the Slack outbox, and serves the HTTP API and `/slack/events`
-(or Socket Mode) until SIGINT or SIGTERM.
+(or Socket Mode), `/healthz`, `/readyz` and `/metrics` until SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from contextlib import suppress
 
 from aiohttp import web
 
-from bot import console
+from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
+from bot.metrics import MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
-from runtime import Agent
+from runtime import Agent, FanOut
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
 
@@ -40,8 +41,10 @@ async def serve(
     check_slack_settings(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
-    process = await assemble(settings, notifier=None if settings.api_only else nudge)
+    told = [MetricsNotifier()] if settings.api_only else [nudge, MetricsNotifier()]
+    process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
+    rt.telemetry = PrometheusTelemetry()
     for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)
     app = api_app(
@@ -59,6 +62,10 @@ async def serve(
     if extend is not None:
         extend(app, process)
     scheduler = ApprovalScheduler(rt)
+    running = {"scheduler": lambda: scheduler.running}
+    if slack is not None:
+        running["outbox_sender"] = lambda: slack.sender.running
+    health.mount(app, health.Readiness(rt.store, running))
     runner = web.AppRunner(app)
     try:
         # Bind first: a second server started by mistake fails before it touches any run.

@@ -48,9 +48,10 @@ def args_text(args: Mapping[str, Any], width: int = 80) -> str:
 
 def call_text(approval: Approval, width: int = 100) -> str:
     """The call an approval is about; approved arguments that differ follow an arrow."""
-    text = f"{approval.tool}({args_text(approval.args, width)})"
-    if approval.approved_args is not None and approval.approved_args != approval.args:
-        text += f" → approved as ({args_text(approval.approved_args, width)})"
+    args, approved = approval.shown_args, approval.shown_approved_args
+    text = f"{approval.tool}({args_text(args, width)})"
+    if approved is not None and approved != args:
+        text += f" → approved as ({args_text(approved, width)})"
     return text
 
 
@@ -252,7 +253,7 @@ def effects_table(effects: Sequence[Effect]) -> Table:
             str(e.step),
             inert(e.tool),
             e.reversibility.value,
-            inert(args_text(e.args, 60)),
+            inert(args_text(e.shown_args, 60)),
             inert(_json(e.result), 40),
         )
     return table

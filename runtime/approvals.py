@@ -21,6 +21,7 @@ from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
 from store import errors as store_errors
+from store.records import SENSITIVE_MASK, masked
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -52,6 +53,7 @@ class ApprovalDesk:
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
+        sensitive: tuple[str, ...] = (),
     ) -> Approval:
         """A pending approval with its deadline and first reminder set from the policy its
         rules chose; decided already when a rule approves or denies the call at once."""
@@ -80,6 +82,7 @@ class ApprovalDesk:
             callback_status=Delivery.PENDING if callback_url else None,
             rule=routed.match,
             created_at=now,
+            sensitive=sensitive,
         )
         return decided_at_once(approval, now)
 
@@ -87,20 +90,17 @@ class ApprovalDesk:
         """The policy an approval is decided under: the one its rule chose when it was made."""
         return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
 
-    async def audit_rule_decision(self, approval: Approval) -> None:
-        """An approval a rule decided when it was made: in the audit log, with the rule."""
+    def log_rule_decision(self, approval: Approval) -> None:
+        """An approval a rule decided when it was made (the audit trail has it already: the
+        database writes it with the approval)."""
         rule = approval.rule.summary if approval.rule else None
-        await self.store.record_event(
-            AuditEvent(
-                action=f"approval_{approval.state.value}",
-                actor=SYSTEM_ACTOR,
-                run_id=approval.run_id,
-                approval_id=approval.id,
-                at=approval.decided_at or self.rt.clock(),
-                detail={"reason": approval.reason, "tool": approval.tool, "rule": rule},
-            )
+        log.info(
+            "%s %s (%s)",
+            _about(approval),
+            approval.state.value,
+            rule,
+            extra=_ids(approval, approval.state.value),
         )
-        log.info("%s %s (%s)", _about(approval), approval.state.value, rule)
 
     async def with_duplicate(self, approval: Approval) -> Approval:
         """The approval naming another run that asked for the same effect (same idempotency
@@ -243,6 +243,13 @@ class ApprovalDesk:
     ) -> dict[str, Any]:
         if not policy.allow_edit:
             raise errors.EditRefused(f"policy {approval.policy!r} does not allow editing arguments")
+        # Approvers see a sensitive argument masked; the mask sent back means "as proposed".
+        args = {
+            name: approval.args.get(name, value)
+            if name in approval.sensitive and value == SENSITIVE_MASK
+            else value
+            for name, value in args.items()
+        }
         tool = await self.rt.tool_for(approval)
         if tool is None:
             return args
@@ -278,6 +285,7 @@ class ApprovalDesk:
             by,
             votes,
             approval.required_approvals,
+            extra=_ids(approval, "voted"),
         )
         return votes
 
@@ -307,7 +315,12 @@ class ApprovalDesk:
             detail={
                 "reason": reason,
                 "tool": approval.tool,
-                **({"approved_args": approved_args} if approved_args else {}),
+                "policy": approval.policy,
+                **(
+                    {"approved_args": masked(approved_args, approval.sensitive)}
+                    if approved_args
+                    else {}
+                ),
             },
         )
         try:
@@ -326,7 +339,7 @@ class ApprovalDesk:
             raise _already_decided(exc) from None
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
-        log.info("%s %s", _about(decided), _decision_text(decided))
+        log.info("%s %s", _about(decided), _decision_text(decided), extra=_ids(decided, "decided"))
         if not defer:
             await self.rt.after_decision(decided, resume=resume)
         return decided
@@ -409,9 +422,12 @@ class ApprovalDesk:
                     _about(approval),
                     policy.escalate_to,
                     sent - 1,
+                    extra=_ids(approval, "escalated"),
                 )
             else:
-                log.info("%s: reminder %d sent", _about(approval), sent)
+                log.info(
+                    "%s: reminder %d sent", _about(approval), sent, extra=_ids(approval, "reminded")
+                )
             current = approval.model_copy(
                 update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
             )
@@ -435,6 +451,11 @@ def _reminds(policy: Policy) -> bool:
     return policy.remind_every is not None and (
         policy.max_reminders > 0 or bool(policy.escalate_to)
     )
+
+
+def _ids(approval: Approval, event: str) -> dict[str, Any]:
+    """The fields a structured log line about an approval carries."""
+    return {"approval_id": approval.id, "run_id": approval.run_id, "event": f"approval_{event}"}
 
 
 def _about(approval: Approval) -> str:

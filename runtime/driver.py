@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,6 +22,7 @@ from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
 from runtime.journal import Journal, Stopped
 from runtime.keys import idempotency_key
 from runtime.model import ModelError, RateLimited, Reply, estimate, unparsed_arguments
+from runtime.telemetry import set_log_step
 from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
@@ -119,11 +121,14 @@ class Driver:
                 # while the model thinks, they re-run under the same keys, harmlessly. So their
                 # results ride in the transaction that records the model's reply.
                 journal.seal()
+        asked = time.monotonic()
         reply = await self._ask_model()
         if reply is not None:
+            self.rt.telemetry.model_step(self.agent.name, time.monotonic() - asked, reply.usage)
             reply = Reply(reply.content, self._unique_ids(reply.tool_calls), reply.usage)
             message = Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
             journal.reply(message, reply.usage)
+            set_log_step(journal.step)
         return reply
 
     def _next_call_exceeds(self) -> tuple[StopReason, str] | None:
@@ -280,9 +285,17 @@ class Driver:
         run = self.journal.run_now()
         for approval in created:
             if approval.state == ApprovalState.PENDING:
+                log.info(
+                    "approval %s (%s, run %s) requested under policy %s",
+                    approval.id,
+                    approval.tool,
+                    approval.run_id,
+                    approval.policy,
+                    extra={"approval_id": approval.id, "event": "approval_requested"},
+                )
                 await self.rt.announce_approval(approval, run)
             else:  # a rule approved or denied it at once: no one is asked
-                await self.rt.desk.audit_rule_decision(approval)
+                self.rt.desk.log_rule_decision(approval)
         return prior
 
     def _new_approval(self, plan: Plan) -> Approval:
@@ -292,6 +305,7 @@ class Driver:
             run=self.journal.run_now(),  # its usage so far, which rules may look at
             call_id=plan.call.id,
             idempotency_key=plan.key,
+            sensitive=plan.tool.sensitive if plan.tool else (),
         )
 
     def _prior_result(self, plan: Plan, prior: Effect | Approval) -> Message:
@@ -323,6 +337,7 @@ class Driver:
             compensator=tool.compensate,
             approval_id=approval_id,
             started_at=self.rt.clock(),
+            sensitive=tool.sensitive,
         )
         committed = await self.journal.write(start=[effect])
         if call.id in committed.keys:
@@ -354,18 +369,28 @@ class Driver:
 
     async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
         ctx = self._context(tool, effect, attempt)
+        began = time.monotonic()
         try:
             value = await tool.invoke(effect.args, ctx)
         except ToolTimeout as exc:
+            self._observe(tool, "failed" if not tool.mutating else "in_doubt", began)
             if not tool.mutating:
                 return self._record(tool, effect, EffectStatus.FAILED, error=str(exc))
             return await self._in_doubt(tool, effect, str(exc), attempt)
         except Exception as exc:
-            log.info("tool %s failed in run %s: %r", tool.name, self.run.id, exc)
+            # The exception's text may repeat the arguments: its type names the failure.
+            log.info("tool %s failed in run %s: %s", tool.name, self.run.id, type(exc).__name__)
+            self._observe(tool, "failed", began)
             return self._record(
                 tool, effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
             )
+        self._observe(tool, "completed", began)
         return self._record(tool, effect, EffectStatus.COMPLETED, value=value)
+
+    def _observe(self, tool: Tool, outcome: str, began: float) -> None:
+        if tool.mutating and tool.effect is not None:
+            seconds = time.monotonic() - began
+            self.rt.telemetry.effect_ended(tool.name, tool.effect.value, outcome, seconds)
 
     def _record(
         self,

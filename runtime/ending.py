@@ -91,7 +91,14 @@ async def after_stop(rt: Runtime, run: Run) -> Run:
     """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
     if run.status not in TERMINAL_STATUSES:
         return run
-    log.info("run %s %s at step %d (%s)", run.id, run.status.value, run.step, run.stop_reason)
+    log.info(
+        "run %s %s at step %d (%s)",
+        run.id,
+        run.status.value,
+        run.step,
+        run.stop_reason,
+        extra={"run_id": run.id, "step": run.step, "event": "run_finished"},
+    )
     await safely(rt.notifier.run_finished(run))
     await saga(rt, run)
     return run

@@ -176,6 +176,7 @@ def effect_params(effect: Effect) -> dict[str, Any]:
         "compensates": effect.compensates,
         "started_at": ts(effect.started_at),
         "args": dumps(effect.args),
+        "sensitive": dumps(list(effect.sensitive)),
     }
 
 
@@ -199,6 +200,7 @@ def effect_from_row(row: Row) -> Effect:
         compensated_by=row["compensated_by"],
         started_at=dt(row["started_at"]),
         finished_at=dt(row["finished_at"]),
+        sensitive=tuple(json.loads(row["sensitive"])),
     )
 
 
@@ -226,6 +228,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        sensitive=dumps(list(approval.sensitive)),
     )
     return values
 
@@ -241,6 +244,7 @@ def approval_from_row(row: Row) -> Approval:
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)
 

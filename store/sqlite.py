@@ -8,6 +8,7 @@ reads go through the writer.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -16,11 +17,12 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import errors, migration, queries, rows, sqlite_batch, sqlite_schema
+from store import errors, migration, queries, rows, sqlite_batch, sqlite_health, sqlite_schema
 from store.base import (
     DEFAULT_PROTECTED_FACTS,
     Batch,
     Committed,
+    OperationalCounts,
     check_new_run,
     refuse_protected,
 )
@@ -92,6 +94,7 @@ class SqliteStore:
             self._connect, busy_timeout_ms=busy_timeout_ms, wal_path=wal
         )
         self._reader: aiosqlite.Connection | None = None
+        self._refused_for_space = False  # the last write failed for want of space
 
     async def open(self, *, migrate: bool = True) -> SqliteStore:
         try:
@@ -155,8 +158,21 @@ class SqliteStore:
         return conn
 
     async def _write(self, job: Callable[[sqlite3.Connection], T]) -> T:
-        with translate_errors():
-            return await self._writer.run(job)
+        try:
+            with translate_errors():
+                done = await self._writer.run(job)
+        except errors.DiskFull:
+            self._refused_for_space = True
+            raise
+        self._refused_for_space = False
+        return done
+
+    async def health(self) -> dict[str, str]:
+        if self.path == ":memory:":
+            return {}
+        return await asyncio.to_thread(
+            sqlite_health.problems, self.path, refused_for_space=self._refused_for_space
+        )
 
     async def _read(self, name: str, params: dict[str, Any]) -> list[sqlite3.Row]:
         sql = Q[name]
@@ -210,11 +226,18 @@ class SqliteStore:
         await self._write(_update_one("set_run_budget", params, "run"))
 
     async def prune_runs(self, finished_before: datetime) -> int:
+        return (await self.prune(finished_before, include_audit=False))[0]
+
+    async def prune(self, finished_before: datetime, *, include_audit: bool) -> tuple[int, int]:
         before = rows.ts(finished_before)
 
-        def job(conn: sqlite3.Connection) -> int:
+        def job(conn: sqlite3.Connection) -> tuple[int, int]:
             conn.execute(Q["prune_outbox"], {"before": before})
-            return conn.execute(Q["prune_runs"], {"before": before}).rowcount
+            runs = conn.execute(Q["prune_runs"], {"before": before}).rowcount
+            events = (
+                conn.execute(Q["prune_audit"], {"before": before}).rowcount if include_audit else 0
+            )
+            return runs, events
 
         return await self._write(job)
 
@@ -508,6 +531,37 @@ class SqliteStore:
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
         found = await self._read("list_events", {"run_id": run_id})
         return [rows.event_from_row(row) for row in found]
+
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        run_id: str | None = None,
+        approval_id: str | None = None,
+        after: int = 0,
+        limit: int = 1000,
+    ) -> list[AuditEvent]:
+        params = {
+            "since": rows.ts(since) if since else 0.0,
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "after": after,
+            "limit": limit,
+        }
+        return [rows.event_from_row(row) for row in await self._read("list_audit", params)]
+
+    async def operational_counts(self) -> OperationalCounts:
+        row = (await self._read("operational_counts", {}))[0]
+        return OperationalCounts(
+            runs_running=row["runs_running"],
+            runs_waiting_approval=row["runs_waiting_approval"],
+            approvals_pending=row["approvals_pending"],
+            oldest_pending_at=rows.dt(row["oldest_pending_at"]),
+            effects_in_doubt=row["effects_in_doubt"],
+            pages_open=row["pages_open"],
+            outbox_backlog=row["outbox_backlog"],
+            outbox_oldest_at=rows.dt(row["outbox_oldest_at"]),
+        )
 
     # leases
 

@@ -120,7 +120,7 @@ def tell_decided(
     """The approval, then one line on what happens next (on stderr under --json)."""
     from bot import views
 
-    data = decided.model_dump(mode="json") | {
+    data = decided.shown().model_dump(mode="json") | {
         "votes": votes.get(decided.id, []),
         "run": run.model_dump(mode="json") if run else None,
         "resumed": resumed,

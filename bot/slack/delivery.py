@@ -329,7 +329,7 @@ class SlackDelivery:
         if page.run_id is None or page.call_id is None:
             return None
         try:
-            return (await self.store.get_effect(page.run_id, page.call_id)).args
+            return (await self.store.get_effect(page.run_id, page.call_id)).shown_args
         except store_errors.NotFound:
             return None
 

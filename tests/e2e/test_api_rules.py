@@ -72,7 +72,7 @@ async def test_a_small_refund_is_approved_at_once_by_its_rule(
     assert approval["rule"] == "rule 1: args.amount_cents <= 2500 → approved at once"
     assert recorder.of("requested") == []  # nobody is asked
     events = (await get(api, f"/v1/audit?approval_id={approval['id']}"))["events"]
-    decided = [e for e in events if e["action"] == "approval_approved"]
+    decided = [e for e in events if e["action"] == "approval_auto_approved"]
     assert [(e["actor"], e["detail"]["rule"]) for e in decided] == [
         ("signoff", "rule 1: args.amount_cents <= 2500 → approved at once")
     ]

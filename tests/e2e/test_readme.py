@@ -144,6 +144,7 @@ def _get_when_up(url: str) -> str:
         except OSError:
             assert time.monotonic() < deadline, f"{url} did not answer"
             time.sleep(0.1)
+GROUPS = {"serve", "dev", "runs", "approvals", "pages", "db", "policy", "audit"}
 
 
 def named_commands() -> set[tuple[str, ...]]:
@@ -151,7 +152,7 @@ def named_commands() -> set[tuple[str, ...]]:
     found: set[tuple[str, ...]] = set()
     for text in re.findall(r"`signoff ([^`]*)`", README):
         words = [w for w in text.split() if re.fullmatch(r"[a-z|]+", w)][:2]
-        if not words or words[0] not in {"serve", "dev", "runs", "approvals", "pages", "db"}:
+        if not words or words[0] not in GROUPS:
             continue
         if len(words) == 1 or words[0] in {"serve", "dev"}:
             found.add((words[0],))

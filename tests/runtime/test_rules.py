@@ -115,7 +115,7 @@ async def test_auto_approve_runs_the_call_at_once_asks_no_one_and_is_audited(
     assert notifier.requested == []  # no card, no one asked
     events = [e for e in await rt.store.list_events(run_id="r1") if e.approval_id == approval.id]
     assert [(e.action, e.actor, e.detail["rule"]) for e in events] == [
-        ("approval_approved", "signoff", "rule 1: up to $25 → approved at once")
+        ("approval_auto_approved", "signoff", "rule 1: up to $25 → approved at once")
     ]
     effects = await rt.store.list_effects("r1")
     assert [e.approval_id for e in effects] == [approval.id]
@@ -144,7 +144,7 @@ async def test_deny_declines_at_once_and_the_model_reads_the_deny_text(boot: Boo
     assert '"executed":false' in result.content
     events = [e for e in await rt.store.list_events(run_id="r1") if e.approval_id == approval.id]
     assert [(e.action, e.detail["reason"]) for e in events] == [
-        ("approval_declined", "refunds over $1,000 go through the finance desk")
+        ("approval_denied", "refunds over $1,000 go through the finance desk")
     ]
 
 
