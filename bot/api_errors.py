@@ -26,6 +26,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
     (errors.AlreadyVoted, 409),
     (errors.RunFinished, 409),
+    (errors.RunBusy, 409),
     (errors.NotAnApprover, 403),
     (errors.SelfApproval, 403),
     (errors.EditRefused, 400),

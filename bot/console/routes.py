@@ -1,6 +1,7 @@
 """The run console's JSON, under /v1/console/ behind the HTTP API's bearer token: the runs
 list, one run's timeline, a rollback's preview, and the operations (fork, roll back, cancel,
-resume), each one call of the Runtime facade; refusals map to HTTP as the API maps them."""
+resume), each one call of the Runtime facade. Handlers raise; `bot.api_errors` answers
+refusals as the API does. Arguments tools mark sensitive are masked, as everywhere."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 from aiohttp import web
 
 from bot.api import RUNTIME, _run_view
-from bot.api_auth import CALLER, error, requires
+from bot.api_auth import CALLER, requires
+from bot.api_errors import BadRequest
 from bot.console import timeline
+from bot.masking import masked_history, sensitive_by_tool
 from runtime import errors
 from store import RunStatus
 
@@ -26,7 +29,7 @@ async def list_runs(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     status = request.query.get("status") or None
     if status is not None and status not in {s.value for s in RunStatus}:
-        return error(400, f"unknown status {status!r}")
+        raise BadRequest(f"unknown status {status!r}")
     query = (request.query.get("q") or "").lower()
     now = rt.clock()
     found = [
@@ -40,17 +43,12 @@ async def list_runs(request: web.Request) -> web.Response:
 @requires("runs:read")
 async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    try:
-        run = await rt.get(request.match_info["run_id"])
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    run = await rt.get(request.match_info["run_id"])
     pages = [page for page in await rt.store.list_pages(open_only=False) if page.run_id == run.id]
-    rows = timeline.timeline(
-        await rt.history(run.id),
-        await rt.store.list_effects(run.id),
-        await rt.approvals(run.id),
-        pages,
-    )
+    effects = await rt.store.list_effects(run.id)
+    approvals = await rt.approvals(run.id)
+    history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
+    rows = timeline.timeline(history, effects, approvals, pages)
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     body = {
         "run": timeline.run_summary(run, rt.clock()),
@@ -66,16 +64,11 @@ async def show_run(request: web.Request) -> web.Response:
 @requires("runs:read")
 async def rollback_preview(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    try:
-        run_id, step = request.match_info["run_id"], _step(request.query.get("to_step"))
-        run = await rt.get(run_id)
-        if step > run.step:
-            raise errors.InvalidRequest(f"run {run_id} is at step {run.step}; pick an earlier one")
-        latest = await rt.store.load_state(run_id)
-    except ValueError as exc:
-        return error(400, str(exc))
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    run_id, step = request.match_info["run_id"], _step(request.query.get("to_step"))
+    run = await rt.get(run_id)
+    if step > run.step:
+        raise errors.InvalidRequest(f"run {run_id} is at step {run.step}; pick an earlier one")
+    latest = await rt.store.load_state(run_id)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
     effects = await rt.store.list_effects(run_id)
     return web.json_response(timeline.rollback_preview(effects, step, on_timeline))
@@ -84,30 +77,20 @@ async def rollback_preview(request: web.Request) -> web.Response:
 @requires("runs:write")
 async def rollback(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
-    try:
-        body = await _json(request)
-        report = await rt.rollback(run_id, _step(body.get("to_step")), by=_actor(request))
-    except ValueError as exc:
-        return error(400, str(exc))
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    body = await _json(request)
+    report = await rt.rollback(run_id, _step(body.get("to_step")), by=_actor(request))
     return web.json_response(report.as_dict())
 
 
 @requires("runs:write")
 async def fork(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
-    try:
-        body = await _json(request)
-        step, dry_run = _step(body.get("from_step")), body.get("dry_run", False)
-        if not isinstance(dry_run, bool):
-            raise ValueError("dry_run: true or false")
-        happened = await rt.effects_after(run_id, step)
-        new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_actor(request))
-    except ValueError as exc:
-        return error(400, str(exc))
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    body = await _json(request)
+    step, dry_run = _step(body.get("from_step")), body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise BadRequest("dry_run: true or false")
+    happened = await rt.effects_after(run_id, step)
+    new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_actor(request))
     already = [{"tool": e.tool, "call_id": e.call_id, "step": e.step} for e in happened]
     return web.json_response({"run_id": new_id, "already_happened": already}, status=201)
 
@@ -115,20 +98,14 @@ async def fork(request: web.Request) -> web.Response:
 @requires("runs:write")
 async def cancel(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
-    try:
-        run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
     return web.json_response(await _run_view(rt, run))
 
 
 @requires("runs:write")
 async def resume(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
-    try:
-        run = await rt.resume(run_id)
-    except errors.SignoffRuntimeError as exc:
-        return _refusal(exc)
+    run = await rt.resume(run_id)
     return web.json_response(await _run_view(rt, run))
 
 
@@ -142,43 +119,28 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/resume", resume)
 
 
-# How the runtime's refusals of an operation answer over HTTP (first match wins).
-REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
-    (errors.RunNotFound, 404),
-    (errors.InvalidRequest, 400),
-    (errors.UnknownAgent, 400),
-    (errors.RunBusy, 409),
-)
-
-
-def _refusal(exc: errors.SignoffRuntimeError) -> web.Response:
-    """400, 404 or 409 with the runtime's one-line reason; nothing was changed."""
-    status = next((code for kind, code in REFUSALS if isinstance(exc, kind)), 409)
-    return error(status, str(exc))
-
-
 def _actor(request: web.Request) -> str:
     return request[CALLER].actor
 
 
 def _step(value: Any) -> int:
     if isinstance(value, bool) or value is None:
-        raise ValueError("a step is a whole number, 0 or more")
+        raise BadRequest("a step is a whole number, 0 or more")
     try:
         step = int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"step {str(value)[:20]!r} is not a whole number") from None
+        raise BadRequest(f"step {str(value)[:20]!r} is not a whole number") from None
     if step < 0 or step > 2**31 - 1:
-        raise ValueError("a step is a whole number, 0 or more")
+        raise BadRequest("a step is a whole number, 0 or more")
     return step
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
-    """The request's JSON object (empty without a body); ValueError says what is wrong."""
+    """The request's JSON object (empty without a body)."""
     try:
         body = await request.json() if request.can_read_body else {}
     except ValueError:
-        raise ValueError("the body is not JSON") from None
+        raise BadRequest("the body is not JSON") from None
     if not isinstance(body, dict):
-        raise ValueError("the body is not a JSON object")
+        raise BadRequest("the body is not a JSON object")
     return body

@@ -110,7 +110,7 @@ def effect_view(effect: Effect, compensation: Effect | None) -> View:
         "compensator": effect.compensator,
         "compensated_by": effect.compensated_by or (compensation.call_id if compensation else None),
         "idempotency_key": effect.idempotency_key,
-        "args": effect.args,
+        "args": effect.shown_args,
         "result": effect.result,
         "error": effect.error,
     }
@@ -124,8 +124,8 @@ def approval_view(approval: Approval) -> View:
         "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
         "reason": approval.reason,
         "policy": approval.policy,
-        "args": approval.args,
-        "approved_args": approval.approved_args,
+        "args": approval.shown_args,
+        "approved_args": approval.shown_approved_args,
     }
 
 

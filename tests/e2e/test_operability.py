@@ -241,6 +241,7 @@ def test_json_logs_carry_ids_and_no_secret_or_sensitive_argument_leaks(
         "api run": json.dumps(server.api("GET", "/v1/runs/charge-1")),
         "api approval": json.dumps(server.api("GET", f"/v1/approvals/{approval_id}")),
         "api audit": json.dumps(server.api("GET", "/v1/audit?run_id=charge-1")),
+        "console run": json.dumps(server.api("GET", "/v1/console/runs/charge-1")),
         "export jsonl": cli(tmp_path, "audit", "export"),
         "export csv": cli(tmp_path, "audit", "export", "--format", "csv"),
         "cli approvals": cli(tmp_path, "approvals", "list"),
@@ -254,6 +255,7 @@ def test_json_logs_carry_ids_and_no_secret_or_sensitive_argument_leaks(
     assert "[sensitive]" in surfaces["api approval"]
     assert "[sensitive]" in surfaces["cli approvals json"]
     assert "[sensitive]" in surfaces["cli history json"]
+    assert "[sensitive]" in surfaces["console run"]
     for secret in (CARD, SIGNING_SECRET, TOKEN, BOT_TOKEN, APP_TOKEN):
         for surface, text in surfaces.items():
             assert secret not in text, f"{secret!r} appears in the {surface}"
