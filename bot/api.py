@@ -4,7 +4,8 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
     POST /v1/runs/{id}/cancel {reason?}                               runs:write
-    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?}
+    POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
+                               sensitive?}
                               (idempotent by id)                      approvals:request
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
                                           approvals:request, approvals:decide or runs:read
@@ -14,11 +15,11 @@
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
 the reason, a body over 1 MiB 413; none of them changes anything. Every error is JSON,
-`{"error": reason}`; a full database disk 503 `{"error": reason, "kind": "DiskFull"}`
-(reads still answer). Without any configured token the API is off: 503 saying so. What a
-token creates or decides is audited under its name (`token:<name>`). One job, the handlers
-of these routes; it is long because each route validates its body and maps refusals itself.
-The request bodies are `bot.requests`' models (the CLI checks against them too).
+`{"error": reason}` (`bot.api_errors` maps refusals to statuses); a full database disk 503
+`{"error": reason, "kind": "DiskFull"}` (reads still answer). Without any configured token
+the API is off: 503 saying so. What a token creates or decides is audited under its name
+(`token:<name>`). The request bodies are `bot.requests`' models (the CLI checks against them
+too). One job, the handlers of these routes; long because each route is its own handler.
 """
 
 from __future__ import annotations
@@ -33,80 +34,43 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from bot.api_auth import CALLER, Handler, RateLimiter, authenticate, callers, error, requires
+from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
+from bot.api_errors import MAX_BODY, BadRequest, json_errors
+from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
 from bot.settings import ApiToken
 from bot.tasks import Background
-from runtime import Runtime, errors
+from runtime import Runtime
 from store import Approval, ApprovalState, AuditEvent, Run
-from store.errors import DiskFull
 from store.limits import MAX_DEPTH, plain_reason
 
 M = TypeVar("M", bound=BaseModel)
 RUNTIME = web.AppKey("runtime", Runtime)
 BACKGROUND = web.AppKey("background", Background)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
-MAX_BODY = 1024**2
 MAX_AUDIT_PAGE = 10_000
 DEFAULT_RATE = 600
 log = logging.getLogger("signoff.api")
 
 
-# How the runtime's refusals of a decision answer over HTTP (first match wins).
-REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
-    (errors.ApprovalNotFound, 404),
-    (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
-    (errors.AlreadyVoted, 409),
-    (errors.NotAnApprover, 403),
-    (errors.SelfApproval, 403),
-    (errors.EditRefused, 400),
-    (errors.InvalidRequest, 400),
-)
-
-
-@web.middleware
-async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Under /v1/ every error is JSON: unknown paths, wrong methods, oversized bodies, bugs."""
-    if not request.path.startswith("/v1/"):
-        return await handler(request)
-    try:
-        return await handler(request)
-    except web.HTTPRequestEntityTooLarge:
-        return error(413, f"the body is over the limit of {MAX_BODY} bytes")
-    except web.HTTPNotFound:
-        return error(404, f"no endpoint {request.method} {request.path}")
-    except web.HTTPMethodNotAllowed as exc:
-        allowed = ", ".join(sorted(exc.allowed_methods))
-        text = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
-        return error(405, text, headers={"Allow": allowed})
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        return error(exc.status, exc.reason)
-    except DiskFull as exc:  # nothing was written; reads go on; writes resume once space is freed
-        log.error("%s %s: %s", request.method, request.path, exc)
-        return error(503, str(exc), kind="DiskFull", headers={"Retry-After": "30"})
-    except Exception:
-        log.exception("%s %s failed", request.method, request.path)
-        return error(500, "internal error; the server log has the details")
-
-
-async def _body(request: web.Request, model: type[M]) -> M | web.Response:
+async def _body(request: web.Request, model: type[M]) -> M:
     try:
         data = await request.json(loads=_strict_json)
     except (json.JSONDecodeError, UnicodeDecodeError, LookupError):
-        return error(400, "the body is not valid JSON (UTF-8)")
+        raise BadRequest("the body is not valid JSON (UTF-8)") from None
     except ValueError as exc:
-        return error(400, plain_reason(exc))
+        raise BadRequest(plain_reason(exc)) from None
     except RecursionError:
-        return error(400, f"the body is nested deeper than the limit of {MAX_DEPTH} levels")
+        raise BadRequest(
+            f"the body is nested deeper than the limit of {MAX_DEPTH} levels"
+        ) from None
     try:
         return model.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
-        return error(400, f"{where}: {first['msg']}")
+        raise BadRequest(f"{where}: {first['msg']}") from None
 
 
 def _strict_json(text: str) -> Any:
@@ -128,18 +92,13 @@ def _strict_json(text: str) -> Any:
 async def start_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, RunRequest)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        run, created = await rt.create(
-            body.agent,
-            body.task,
-            run_id=body.run_id,
-            budget=body.budget,
-            requested_by=body.requested_by,
-        )
-    except (errors.UnknownAgent, errors.InvalidRequest) as exc:
-        return error(400, str(exc))
+    run, created = await rt.create(
+        body.agent,
+        body.task,
+        run_id=body.run_id,
+        budget=body.budget,
+        requested_by=body.requested_by,
+    )
     if created:
         await _audit(request, "api_run_started", run_id=run.id, agent=run.agent)
     # A new run starts; an existing one is driven on if it was left mid-flight.
@@ -150,10 +109,7 @@ async def start_run(request: web.Request) -> web.Response:
 @requires("runs:read")
 async def get_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    try:
-        run = await rt.get(request.match_info["run_id"])
-    except errors.RunNotFound as exc:
-        return error(404, str(exc))
+    run = await rt.get(request.match_info["run_id"])
     return web.json_response(await _run_view(rt, run))
 
 
@@ -162,16 +118,9 @@ async def cancel_run(request: web.Request) -> web.Response:
     """Stop a run for good (its pending approvals are withdrawn); audited under the token."""
     rt = request.app[RUNTIME]
     body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
-    if isinstance(body, web.Response):
-        return body
-    try:
-        run = await rt.cancel(
-            request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason
-        )
-    except errors.RunNotFound as exc:
-        return error(404, str(exc))
-    except errors.InvalidRequest as exc:  # done or cancelled already
-        return error(409, str(exc))
+    run = await rt.cancel(
+        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason
+    )
     return web.json_response(await _run_view(rt, run))
 
 
@@ -179,25 +128,21 @@ async def cancel_run(request: web.Request) -> web.Response:
 async def request_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, ApprovalRequest)
-    if isinstance(body, web.Response):
-        return body
     callback_url = str(body.callback_url) if body.callback_url else None
     if callback_url:
         try:
             await request.app[CALLBACKS].check(callback_url)
         except CallbackRefused as exc:
-            return error(400, f"callback_url: {exc}")
-    try:
-        approval, created = await rt.request_approval(
-            body.tool,
-            body.args,
-            approval_id=body.approval_id,
-            requested_by=body.requested_by,
-            policy=body.policy,
-            callback_url=callback_url,
-        )
-    except errors.InvalidRequest as exc:
-        return error(400, str(exc))
+            raise BadRequest(f"callback_url: {exc}") from None
+    approval, created = await rt.request_approval(
+        body.tool,
+        body.args,
+        approval_id=body.approval_id,
+        requested_by=body.requested_by,
+        policy=body.policy,
+        callback_url=callback_url,
+        sensitive=body.sensitive,
+    )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
     return web.json_response(approval_view(approval), status=201 if created else 200)
@@ -206,10 +151,7 @@ async def request_approval(request: web.Request) -> web.Response:
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def get_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    try:
-        approval = await rt.desk.get(request.match_info["approval_id"])
-    except errors.ApprovalNotFound as exc:
-        return error(404, str(exc))
+    approval = await rt.desk.get(request.match_info["approval_id"])
     return web.json_response(await _voted_view(rt, approval))
 
 
@@ -220,19 +162,14 @@ async def decide(request: web.Request) -> web.Response:
     (`by`) and, next to it, the token it came through."""
     rt = request.app[RUNTIME]
     body = await _body(request, DecisionRequest)
-    if isinstance(body, web.Response):
-        return body
-    try:
-        approval = await rt.decide(
-            request.match_info["approval_id"],
-            body.decision,
-            by=body.by,
-            reason=body.reason,
-            args=body.args,
-            resume=False,
-        )
-    except errors.SignoffRuntimeError as exc:
-        return _refused(exc)
+    approval = await rt.decide(
+        request.match_info["approval_id"],
+        body.decision,
+        by=body.by,
+        reason=body.reason,
+        args=body.args,
+        resume=False,
+    )
     await _audit(
         request,
         "api_decision",
@@ -256,20 +193,15 @@ async def audit(request: web.Request) -> web.Response:
     query = request.query
     unknown = sorted(set(query) - {"run_id", "approval_id", "since", "limit"})
     if unknown:
-        return error(400, f"unknown query parameter(s): {', '.join(unknown)}")
-    try:
-        since = _instant(query.get("since"))
-        limit = _limit(query.get("limit"))
-    except ValueError as exc:
-        return error(400, str(exc))
-    events = await request.app[RUNTIME].store.list_events(run_id=query.get("run_id") or None)
-    approval_id = query.get("approval_id")
-    chosen = [
-        event
-        for event in events
-        if (approval_id is None or event.approval_id == approval_id)
-        and (since is None or event.at >= since)
-    ]
+        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
+    since = _instant(query.get("since"))
+    limit = _limit(query.get("limit"))
+    chosen = await request.app[RUNTIME].store.list_audit(
+        since=since,
+        run_id=query.get("run_id") or None,
+        approval_id=query.get("approval_id"),
+        limit=limit + 1,  # one more says whether there are more
+    )
     return web.json_response(
         {
             "events": [event.model_dump(mode="json") for event in chosen[:limit]],
@@ -285,7 +217,7 @@ def _instant(text: str | None) -> datetime | None:
         # A "+" left unescaped in a query string arrives as a space.
         when = datetime.fromisoformat(text.replace(" ", "+"))
     except ValueError:
-        raise ValueError(f"since: {text[:60]!r} is not an ISO 8601 date and time") from None
+        raise BadRequest(f"since: {text[:60]!r} is not an ISO 8601 date and time") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
@@ -293,7 +225,7 @@ def _limit(text: str | None) -> int:
     if text is None:
         return 1000
     if not text.isdigit() or not 1 <= int(text) <= MAX_AUDIT_PAGE:
-        raise ValueError(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
+        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
     return int(text)
 
 
@@ -320,15 +252,6 @@ async def _audit(
     )
 
 
-def _refused(exc: errors.SignoffRuntimeError) -> web.Response:
-    status = next((code for kind, code in REFUSALS if isinstance(exc, kind)), None)
-    if status is None:
-        raise exc
-    decided = getattr(exc, "approval", None)
-    more = {"approval": approval_view(decided)} if isinstance(decided, Approval) else {}
-    return error(status, str(exc), **more)
-
-
 async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
     pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
     view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
@@ -339,30 +262,6 @@ async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
 async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
     """The approval with who approved it so far (a quorum fills up vote by vote)."""
     return approval_view(approval) | {"votes": await rt.store.list_votes(approval.id)}
-
-
-def approval_view(approval: Approval) -> dict[str, Any]:
-    return approval.model_dump(
-        mode="json",
-        include={
-            "id",
-            "tool",
-            "args",
-            "approved_args",
-            "policy",
-            "state",
-            "run_id",
-            "call_id",
-            "decided_by",
-            "decided_at",
-            "reason",
-            "requested_by",
-            "deadline",
-            "required_approvals",
-            "duplicate_of",
-            "created_at",
-        },
-    )
 
 
 def add_routes(app: web.Application) -> None:

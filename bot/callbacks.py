@@ -24,8 +24,9 @@ import time
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 
-from bot.api import approval_view
+from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier
 from store import Approval, Delivery, Run, Store
@@ -135,6 +136,7 @@ class CallbackNotifier(NullNotifier):
             self.attempts,
             failure,
         )
+        CALLBACK_FAILURES.inc()
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False
 
@@ -145,6 +147,7 @@ class CallbackNotifier(NullNotifier):
         self._refusals_told.add(told)
         log.log(level, "callback for approval %s refused, not sent: %s", approval.id, reason)
         if not self.hand_over:
+            CALLBACK_FAILURES.inc()
             await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False
 

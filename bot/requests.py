@@ -50,6 +50,8 @@ class ApprovalRequest(BaseModel):
     requested_by: str | None = Field(None, max_length=MAX_REQUESTER)
     policy: str | None = Field(None, max_length=MAX_TOOL)
     callback_url: HttpUrl | None = None
+    sensitive: list[str] = Field(default_factory=list, max_length=100)
+    """Arguments to mask wherever the approval is shown (Slack, CLI, API, audit, logs)."""
 
     _args = field_validator("args", mode="before")(_small_args)
 

@@ -2,7 +2,7 @@
 
 It recovers runs left mid-flight, re-arms reminders and timeouts from the store, re-sends
 undelivered callbacks, delivers the Slack outbox, and serves the HTTP API and `/slack/events`
-(or Socket Mode) until SIGINT or SIGTERM.
+(or Socket Mode), `/healthz`, `/readyz` and `/metrics` until SIGINT or SIGTERM.
 """
 
 from __future__ import annotations
@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
 
+from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
+from bot.metrics import MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
-from bot.wiring import assemble
-from runtime import Agent
+from bot.wiring import Process, assemble
+from runtime import Agent, FanOut
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
 from runtime.wakeups import Wakeups
@@ -29,12 +31,21 @@ log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
 
 
-async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> None:
+async def serve(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    extend: Callable[[web.Application, Process], None] | None = None,
+) -> None:
+    """Serve until `stop` (default: SIGINT or SIGTERM); `extend` adds routes to the app
+    (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
-    process = await assemble(settings, notifier=None if settings.api_only else nudge)
+    told = [MetricsNotifier()] if settings.api_only else [nudge, MetricsNotifier()]
+    process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
+    rt.telemetry = PrometheusTelemetry()
     for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)
     app = api_app(
@@ -48,10 +59,17 @@ async def serve(settings: Settings, *, stop: asyncio.Event | None = None) -> Non
     slack = None if settings.api_only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
+    console.mount(app)
+    if extend is not None:
+        extend(app, process)
     scheduler = ApprovalScheduler(rt)
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
+    running = {"scheduler": lambda: scheduler.running}
+    if slack is not None:
+        running["outbox_sender"] = lambda: slack.sender.running
+    health.mount(app, health.Readiness(rt.store, running))
     runner = web.AppRunner(app)
     try:
         # Bind first: a second server started by mistake fails before it touches any run.

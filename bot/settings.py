@@ -34,6 +34,8 @@ from pydantic_settings import (
 )
 
 from bot.callback_policy import parse_allowed
+from runtime.models.config import ModelConfig
+from runtime.models.pricing import Price
 from runtime.policy import Duration, Policies
 
 DEFAULT_CONFIG = "signoff.toml"
@@ -110,6 +112,10 @@ class Settings(BaseSettings):
         validation_alias="SIGNOFF_AGENTS",
     )
     policies: Policies = Field(default_factory=Policies)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    """A hosted model per agent name, in place of the one its code gives."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Dollars per million tokens per model name: what a run's cost budget counts."""
     protected_facts: list[str] = Field(default_factory=list)
     worker_id: str | None = Field(None, validation_alias="SIGNOFF_WORKER_ID")
     lease_ttl: float = Field(30.0, gt=0)
@@ -139,6 +145,16 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
     slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
     slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
+    _source: tuple[Path, str] | None = PrivateAttr(None)
+
+    @property
+    def source(self) -> tuple[Path, str] | None:
+        """The configuration file read and its text, to say where a setting is."""
+        return self._source
+
+    @source.setter
+    def source(self, value: tuple[Path, str]) -> None:
+        self._source = value
 
     @field_validator("agents", "callback_allowed_hosts", mode="before")
     @classmethod
@@ -171,6 +187,15 @@ def config_path(explicit: str | Path | None = None) -> Path:
     return Path(explicit or os.environ.get("SIGNOFF_CONFIG") or DEFAULT_CONFIG)
 
 
+def where(settings: Settings, loc: tuple[str, ...]) -> str:
+    """`signoff.toml:14`: where in the file the settings came from a key is set."""
+    source = settings.source
+    if source is None:
+        return "configuration"
+    file, text = source
+    return _where(file, loc, _key_lines(text))
+
+
 def load_settings(path: str | Path | None = None) -> Settings:
     """Settings from the environment and the config file.
 
@@ -187,11 +212,13 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: {exc}") from None
     try:
-        return Settings(**data)
+        settings = Settings(**data)
     except ValidationError as exc:
         raise ConfigError(_explain(file, text, exc)) from None
     except SettingsError as exc:  # an environment value that is not the JSON a field needs
         raise ConfigError(f"environment: {exc}") from None
+    settings.source = (file, text)
+    return settings
 
 
 def _explain(file: Path, text: str, exc: ValidationError) -> str:
@@ -230,13 +257,19 @@ _KEY = re.compile(r"^\s*([A-Za-z0-9_.\-\"']+)\s*=")
 
 
 def _key_lines(text: str) -> dict[tuple[str, ...], int]:
-    """Where each dotted key (and each table) is defined in a TOML text."""
+    """Where each dotted key (and each table) is defined in a TOML text; the entries of an
+    array of tables (`[[policies.tools.x.rules]]`) by their index, as validation names them."""
     found: dict[tuple[str, ...], int] = {}
     table: tuple[str, ...] = ()
+    entries: dict[tuple[str, ...], int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         if header := _HEADER.match(line):
             table = _split(header[1])
             found.setdefault(table, number)
+            if line.lstrip().startswith("[["):
+                entries[table] = entries.get(table, -1) + 1
+                table = (*table, str(entries[table]))
+                found.setdefault(table, number)
         elif key := _KEY.match(line):
             found.setdefault(table + _split(key[1]), number)
     return found

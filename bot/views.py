@@ -48,9 +48,10 @@ def args_text(args: Mapping[str, Any], width: int = 80) -> str:
 
 def call_text(approval: Approval, width: int = 100) -> str:
     """The call an approval is about; approved arguments that differ follow an arrow."""
-    text = f"{approval.tool}({args_text(approval.args, width)})"
-    if approval.approved_args is not None and approval.approved_args != approval.args:
-        text += f" → approved as ({args_text(approval.approved_args, width)})"
+    args, approved = approval.shown_args, approval.shown_approved_args
+    text = f"{approval.tool}({args_text(args, width)})"
+    if approved is not None and approved != args:
+        text += f" → approved as ({args_text(approved, width)})"
     return text
 
 
@@ -93,6 +94,11 @@ def approval_state(approval: Approval, votes: Votes) -> str:
 def duplicate_note(approval: Approval) -> str:
     """The note "; possible duplicate of run X" when another run asked for the same effect."""
     return f"; possible duplicate of run {approval.duplicate_of}" if approval.duplicate_of else ""
+
+
+def rule_text(approval: Approval) -> str:
+    """Which approval rule it was made under ("rule 3: amount over $200 → 2 approvals …")."""
+    return approval.rule.summary if approval.rule else ""
 
 
 def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
@@ -153,7 +159,8 @@ def run_table(
     for approval in approvals:
         decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
-        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}"))
+        rule = f" ({rule_text(approval)})" if approval.rule else ""
+        table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
         line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"
@@ -170,9 +177,19 @@ def appended(message: Message) -> str:
     return f"{message.role}: {short(message.content, 60)}"
 
 
-def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
+def ruled(approval: Approval) -> bool:
+    """Approved or declined at once by an approval rule, with no one asked."""
+    return approval.rule is not None and approval.rule.action != "ask"
+
+
+def history_table(checkpoints: Sequence[Checkpoint], ruled: Sequence[Approval] = ()) -> Table:
+    """One row per checkpoint; a call a rule approved or denied at once gets a row of its
+    own, before the checkpoint that recorded what followed."""
     table = Table("seq", "step", "status", "cost", "appended")
+    waiting = sorted(ruled, key=lambda a: a.decided_at or a.created_at)
     for cp in checkpoints:
+        while waiting and (waiting[0].decided_at or waiting[0].created_at) <= cp.created_at:
+            table.add_row("", "", "rule", "", inert(_ruled_text(waiting.pop(0))))
         lines = [appended(m) for m in cp.messages] or ["(status only)"]
         if cp.snapshot and cp.seq > 0:
             lines = [f"snapshot of {len(cp.messages)} messages"]
@@ -180,7 +197,14 @@ def history_table(checkpoints: Sequence[Checkpoint]) -> Table:
         status += " (undone by a rollback)" if cp.rolled_back else ""
         cell = Text("\n").join(inert(line) for line in lines)
         table.add_row(str(cp.seq), str(cp.step), status, f"${cp.usage.cost:.4f}", cell)
+    for approval in waiting:
+        table.add_row("", "", "rule", "", inert(_ruled_text(approval)))
     return table
+
+
+def _ruled_text(approval: Approval) -> str:
+    call = f"{approval.tool}({args_text(approval.args, 40)})"
+    return f"{call} {approval.state.value}: {rule_text(approval)}"
 
 
 def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
@@ -189,7 +213,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
     table.add_column("call")
     table.add_column("state")
     _id_column(table, "run", [a.run_id for a in approvals])
-    for name in ("by", "reason", "deadline (UTC)"):
+    for name in ("by", "reason", "deadline (UTC)", "rule"):
         table.add_column(name)
     for a in approvals:
         table.add_row(
@@ -200,6 +224,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
             inert(a.decided_by or ""),
             inert(a.reason or "", 60),
             when(a.deadline),
+            inert(rule_text(a), 100),
         )
     return table
 
@@ -228,7 +253,7 @@ def effects_table(effects: Sequence[Effect]) -> Table:
             str(e.step),
             inert(e.tool),
             e.reversibility.value,
-            inert(args_text(e.args, 60)),
+            inert(args_text(e.shown_args, 60)),
             inert(_json(e.result), 40),
         )
     return table

@@ -14,9 +14,12 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from bot.callback_policy import CallbackPolicy
-from bot.settings import ConfigError, Settings, secret
+from bot.settings import ConfigError, Settings, secret, where
 from bot.tasks import Background
 from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime.errors import DefinitionError, RuleError
+from runtime.models.config import configure
+from runtime.routing import check_rules
 from store import Approval, Run, Store, open_store
 
 if TYPE_CHECKING:
@@ -77,6 +80,10 @@ class Process:
     async def close(self) -> None:
         """Let callbacks and resumed runs finish (they are durable either way), then close."""
         await self.background.drain()
+        for agent in self.runtime.agents.values():
+            close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
+            if close is not None:
+                await close()
         await self.store.close()
 
 
@@ -94,12 +101,41 @@ async def assemble(
     only reads) the configured agent modules are not imported.
     """
     agents = load_agents(settings.agents) if with_agents else []
+    try:
+        agents = configure(agents, settings.models, settings.prices) if agents else agents
+    except (DefinitionError, ImportError, ValueError) as exc:
+        raise ConfigError(f"models: {exc}") from None
+    try:  # before the store is opened (or created): a bad rule changes nothing
+        check_rules(settings.policies, agents)
+    except RuleError as exc:
+        raise ConfigError(rule_error_text(settings, exc)) from None
     store = await open_store(settings.database_url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.callback_allowed_hosts)
     callbacks = Callbacks(store, callback_secret(settings), background, policy=policy, **quick)
-    runtime = Runtime(
+    runtime = _runtime(settings, store, agents, notifier, callbacks)
+    return Process(settings, store, runtime, background, callbacks)
+
+
+def rule_error_text(settings: Settings, exc: RuleError) -> str:
+    """`signoff.toml:14: rule 2: issue_refund has no argument 'amount' (…)`, one line."""
+    problems: list[tuple[tuple[str, ...], str]] = exc.details.get("problems", [])
+    if not problems:
+        return str(exc)
+    (loc, text), more = problems[0], len(problems) - 1
+    also = f" (and {more} more; `signoff policy check` lists them)" if more else ""
+    return f"{where(settings, loc)}: {'.'.join(loc)}: {text}{also}"
+
+
+def _runtime(
+    settings: Settings,
+    store: Store,
+    agents: list[Agent],
+    notifier: Notifier | None,
+    callbacks: Callbacks,
+) -> Runtime:
+    return Runtime(
         store,
         agents,
         FanOut([notifier or NullNotifier(), callbacks]),
@@ -109,7 +145,6 @@ async def assemble(
         lease_ttl=settings.lease_ttl,
         protected_facts=settings.protected_facts,
     )
-    return Process(settings, store, runtime, background, callbacks)
 
 
 def slack_directory(settings: Settings) -> Directory | None:

@@ -107,7 +107,7 @@ def policy(messages: Sequence[Message]) -> Entry:
     if refund is None:
         proposed = {
             "order_id": found["order_id"],
-            "amount_cents": found["amount_cents"],
+            "amount_cents": _asked_cents(task, found["amount_cents"]),
             "restocking_fee_cents": found["restocking_fee_cents"],
         }
         return tool_call("issue_refund", proposed)
@@ -133,6 +133,15 @@ def policy(messages: Sequence[Message]) -> Entry:
             "send_email", {"to": found["customer_email"], "subject": subject, "body": body}
         )
     return _answer(found["order_id"], refund, results)
+
+
+def _asked_cents(task: str, order_cents: int) -> int:
+    """A task that names an amount ("Refund order 4471 for $25") refunds that much, never
+    more than the order; otherwise the whole order."""
+    match = re.search(r"\bfor\s+\$(\d{1,9})(?:\.(\d{2}))?\b", task)
+    if match is None:
+        return order_cents
+    return min(order_cents, int(match[1]) * 100 + int(match[2] or 0))
 
 
 def _answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> str:

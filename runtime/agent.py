@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from typing import Literal
 
@@ -40,6 +41,12 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"<Agent {self.name} tools={list(self.tools)}>"
+
+    def with_model(self, model: Model) -> Agent:
+        """The same agent on another model (one chosen in configuration, say)."""
+        other = copy.copy(self)
+        other.model = model
+        return other
 
     @property
     def approval_waived(self) -> list[str]:

@@ -16,9 +16,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from runtime import errors
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
+from runtime.routing import Route, decided_at_once, policy_of, route
+from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
 from store import errors as store_errors
+from store.records import SENSITIVE_MASK, masked
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -50,11 +53,18 @@ class ApprovalDesk:
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
+        sensitive: tuple[str, ...] = (),
     ) -> Approval:
-        """A pending approval with its deadline and first reminder set from the policy."""
-        name, rules = self.policies.for_tool(policy or tool)
+        """A pending approval with its deadline and first reminder set from the policy its
+        rules chose; decided already when a rule approves or denies the call at once."""
+        name, tool_policy = self.policies.for_tool(policy or tool)
         now = self.rt.clock()
-        return Approval(
+        asker = run.requested_by if run else requested_by
+        routed: Route = route(name, tool_policy, tool, args, _facts(run, asker, now))
+        if routed.match is not None and routed.match.kind == "error":
+            log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
+        rules = routed.policy
+        approval = Approval(
             id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
             tool=tool,
             args=args,
@@ -70,7 +80,26 @@ class ApprovalDesk:
             channel=rules.channel,
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,
+            rule=routed.match,
             created_at=now,
+            sensitive=sensitive,
+        )
+        return decided_at_once(approval, now)
+
+    def policy_of(self, approval: Approval) -> Policy:
+        """The policy an approval is decided under: the one its rule chose when it was made."""
+        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+
+    def log_rule_decision(self, approval: Approval) -> None:
+        """An approval a rule decided when it was made (the audit trail has it already: the
+        database writes it with the approval)."""
+        rule = approval.rule.summary if approval.rule else None
+        log.info(
+            "%s %s (%s)",
+            _about(approval),
+            approval.state.value,
+            rule,
+            extra=_ids(approval, approval.state.value),
         )
 
     async def with_duplicate(self, approval: Approval) -> Approval:
@@ -122,7 +151,7 @@ class ApprovalDesk:
         if not by:
             raise errors.InvalidRequest("a decision needs the deciding user's id")
         approval = await self.get(approval_id)
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
         await self._check_decider(approval, policy, decision, by)
         approved_args = None
@@ -214,6 +243,13 @@ class ApprovalDesk:
     ) -> dict[str, Any]:
         if not policy.allow_edit:
             raise errors.EditRefused(f"policy {approval.policy!r} does not allow editing arguments")
+        # Approvers see a sensitive argument masked; the mask sent back means "as proposed".
+        args = {
+            name: approval.args.get(name, value)
+            if name in approval.sensitive and value == SENSITIVE_MASK
+            else value
+            for name, value in args.items()
+        }
         tool = await self.rt.tool_for(approval)
         if tool is None:
             return args
@@ -249,6 +285,7 @@ class ApprovalDesk:
             by,
             votes,
             approval.required_approvals,
+            extra=_ids(approval, "voted"),
         )
         return votes
 
@@ -278,7 +315,12 @@ class ApprovalDesk:
             detail={
                 "reason": reason,
                 "tool": approval.tool,
-                **({"approved_args": approved_args} if approved_args else {}),
+                "policy": approval.policy,
+                **(
+                    {"approved_args": masked(approved_args, approval.sensitive)}
+                    if approved_args
+                    else {}
+                ),
             },
         )
         try:
@@ -297,7 +339,7 @@ class ApprovalDesk:
             raise _already_decided(exc) from None
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
-        log.info("%s %s", _about(decided), _decision_text(decided))
+        log.info("%s %s", _about(decided), _decision_text(decided), extra=_ids(decided, "decided"))
         if not defer:
             await self.rt.after_decision(decided, resume=resume)
         return decided
@@ -317,7 +359,7 @@ class ApprovalDesk:
 
     async def _due(self, approval: Approval, now: datetime) -> bool:
         """Act on one due approval; False if someone else already did (or it failed)."""
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self.policy_of(approval)
         try:
             if _overdue(approval, now):
                 await self._deadline_passed(approval, policy, now)
@@ -380,19 +422,40 @@ class ApprovalDesk:
                     _about(approval),
                     policy.escalate_to,
                     sent - 1,
+                    extra=_ids(approval, "escalated"),
                 )
             else:
-                log.info("%s: reminder %d sent", _about(approval), sent)
+                log.info(
+                    "%s: reminder %d sent", _about(approval), sent, extra=_ids(approval, "reminded")
+                )
             current = approval.model_copy(
                 update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
             )
             await self.rt.announce_reminder(current, escalated=escalate)
 
 
+def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
+    if run is None:
+        return Facts(requested_by=requested_by or "", now=now)
+    return Facts(
+        run_id=run.id,
+        agent=run.agent,
+        task=run.task,
+        requested_by=run.requested_by or "",
+        usage=run.usage.model_dump(),
+        now=now,
+    )
+
+
 def _reminds(policy: Policy) -> bool:
     return policy.remind_every is not None and (
         policy.max_reminders > 0 or bool(policy.escalate_to)
     )
+
+
+def _ids(approval: Approval, event: str) -> dict[str, Any]:
+    """The fields a structured log line about an approval carries."""
+    return {"approval_id": approval.id, "run_id": approval.run_id, "event": f"approval_{event}"}
 
 
 def _about(approval: Approval) -> str:

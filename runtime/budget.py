@@ -35,3 +35,21 @@ def exhausted(budget: Budget, usage: Usage) -> StopReason | None:
     if budget.max_cost is not None and usage.cost >= budget.max_cost:
         return StopReason.COST_BUDGET
     return None
+
+
+def would_exceed(budget: Budget, usage: Usage, next_call: Usage) -> StopReason | None:
+    """The budget the next call would overrun, judged on what it will use at least."""
+    after = usage + next_call
+    if budget.max_input_tokens is not None and after.input_tokens > budget.max_input_tokens:
+        return StopReason.TOKEN_BUDGET
+    if budget.max_output_tokens is not None and after.output_tokens > budget.max_output_tokens:
+        return StopReason.TOKEN_BUDGET
+    if budget.max_cost is not None and after.cost > budget.max_cost:
+        return StopReason.COST_BUDGET
+    return None
+
+
+def watches_usage(budget: Budget) -> bool:
+    """Whether the budget limits tokens or cost (so the next call is worth estimating)."""
+    limits = (budget.max_input_tokens, budget.max_output_tokens, budget.max_cost)
+    return any(limit is not None for limit in limits)

@@ -11,16 +11,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from runtime import results
-from runtime.budget import StopReason, exhausted
+from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
 from runtime.journal import Journal, Stopped
 from runtime.keys import idempotency_key
-from runtime.model import RateLimited, Reply
+from runtime.model import ModelError, RateLimited, Reply, estimate, unparsed_arguments
+from runtime.telemetry import set_log_step
 from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
@@ -108,6 +110,9 @@ class Driver:
         if reason is not None:
             await self._stop(RunStatus.FAILED, reason)
             return None
+        if (over := self._next_call_exceeds()) is not None:
+            await self._stop(RunStatus.FAILED, over[0], error=over[1])
+            return None
         if journal.pending:
             if journal.unsafe:
                 await journal.write()
@@ -116,12 +121,32 @@ class Driver:
                 # while the model thinks, they re-run under the same keys, harmlessly. So their
                 # results ride in the transaction that records the model's reply.
                 journal.seal()
+        asked = time.monotonic()
         reply = await self._ask_model()
         if reply is not None:
+            self.rt.telemetry.model_step(self.agent.name, time.monotonic() - asked, reply.usage)
             reply = Reply(reply.content, self._unique_ids(reply.tool_calls), reply.usage)
             message = Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
             journal.reply(message, reply.usage)
+            set_log_step(journal.step)
         return reply
+
+    def _next_call_exceeds(self) -> tuple[StopReason, str] | None:
+        """Why the next model call may not be made: it would overrun a token or cost limit."""
+        budget = self.run.budget
+        if not watches_usage(budget):
+            return None
+        usage = self.journal.usage
+        call = estimate(self.agent.model, self.journal.transcript, self.agent.specs)
+        reason = would_exceed(budget, usage, call)
+        if reason is None:
+            return None
+        return reason, (
+            f"the next model call (at least {call.input_tokens} prompt tokens, "
+            f"${call.cost:.6f}) would exceed the budget {budget.model_dump(exclude_none=True)} "
+            f"with {usage.input_tokens} input tokens, {usage.output_tokens} output tokens and "
+            f"${usage.cost:.6f} used"
+        )
 
     async def _load_used_ids(self) -> None:
         """Call ids this run already used: in its transcript, and in effects and approvals,
@@ -163,7 +188,9 @@ class Driver:
                 await asyncio.sleep(min(exc.retry_after, MAX_RETRY_AFTER))
             except Exception as exc:
                 log.exception("model call failed in run %s", self.run.id)
-                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc!r}")
+                # A model error's message is the provider's own word; anything else is a bug.
+                said = str(exc) if isinstance(exc, ModelError) and str(exc) else repr(exc)
+                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {said}")
                 return None
         return None
 
@@ -221,6 +248,11 @@ class Driver:
         if tool is None:
             known = ", ".join(self.agent.tools) or "none"
             return Plan(call, problem=f"unknown tool {call.name!r}; the tools are: {known}")
+        raw = unparsed_arguments(call)
+        if raw is not None:
+            return Plan(
+                call, tool, problem=f"the arguments of {call.name} are not a JSON object: {raw!r}"
+            )
         try:
             args = tool.validate(call.arguments)
         except ToolArgumentError as exc:
@@ -252,16 +284,28 @@ class Driver:
         approvals.update({a.call_id: a for a in created if a.call_id})
         run = self.journal.run_now()
         for approval in created:
-            await self.rt.announce_approval(approval, run)
+            if approval.state == ApprovalState.PENDING:
+                log.info(
+                    "approval %s (%s, run %s) requested under policy %s",
+                    approval.id,
+                    approval.tool,
+                    approval.run_id,
+                    approval.policy,
+                    extra={"approval_id": approval.id, "event": "approval_requested"},
+                )
+                await self.rt.announce_approval(approval, run)
+            else:  # a rule approved or denied it at once: no one is asked
+                self.rt.desk.log_rule_decision(approval)
         return prior
 
     def _new_approval(self, plan: Plan) -> Approval:
         return self.rt.desk.new_approval(
             tool=plan.call.name,
             args=plan.args or {},
-            run=self.run,
+            run=self.journal.run_now(),  # its usage so far, which rules may look at
             call_id=plan.call.id,
             idempotency_key=plan.key,
+            sensitive=plan.tool.sensitive if plan.tool else (),
         )
 
     def _prior_result(self, plan: Plan, prior: Effect | Approval) -> Message:
@@ -293,6 +337,7 @@ class Driver:
             compensator=tool.compensate,
             approval_id=approval_id,
             started_at=self.rt.clock(),
+            sensitive=tool.sensitive,
         )
         committed = await self.journal.write(start=[effect])
         if call.id in committed.keys:
@@ -324,18 +369,28 @@ class Driver:
 
     async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
         ctx = self._context(tool, effect, attempt)
+        began = time.monotonic()
         try:
             value = await tool.invoke(effect.args, ctx)
         except ToolTimeout as exc:
+            self._observe(tool, "failed" if not tool.mutating else "in_doubt", began)
             if not tool.mutating:
                 return self._record(tool, effect, EffectStatus.FAILED, error=str(exc))
             return await self._in_doubt(tool, effect, str(exc), attempt)
         except Exception as exc:
-            log.info("tool %s failed in run %s: %r", tool.name, self.run.id, exc)
+            # The exception's text may repeat the arguments: its type names the failure.
+            log.info("tool %s failed in run %s: %s", tool.name, self.run.id, type(exc).__name__)
+            self._observe(tool, "failed", began)
             return self._record(
                 tool, effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
             )
+        self._observe(tool, "completed", began)
         return self._record(tool, effect, EffectStatus.COMPLETED, value=value)
+
+    def _observe(self, tool: Tool, outcome: str, began: float) -> None:
+        if tool.mutating and tool.effect is not None:
+            seconds = time.monotonic() - began
+            self.rt.telemetry.effect_ended(tool.name, tool.effect.value, outcome, seconds)
 
     def _record(
         self,

@@ -34,7 +34,7 @@ async def cancel(rt: Runtime, run_id: str, *, by: str, reason: str) -> Run:
     """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
     run = await rt.get(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
-        raise errors.InvalidRequest(f"run {run_id} is already {run.status.value}")
+        raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
     event = AuditEvent(
         action="cancel", actor=by, run_id=run_id, at=rt.clock(), detail={"reason": reason}
     )
@@ -91,7 +91,14 @@ async def after_stop(rt: Runtime, run: Run) -> Run:
     """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
     if run.status not in TERMINAL_STATUSES:
         return run
-    log.info("run %s %s at step %d (%s)", run.id, run.status.value, run.step, run.stop_reason)
+    log.info(
+        "run %s %s at step %d (%s)",
+        run.id,
+        run.status.value,
+        run.step,
+        run.stop_reason,
+        extra={"run_id": run.id, "step": run.step, "event": "run_finished"},
+    )
     await safely(rt.notifier.run_finished(run))
     await saga(rt, run)
     return run

@@ -26,6 +26,8 @@ from runtime.keys import canonical_json
 from runtime.lease import RunLocks, hold_lease
 from runtime.notifier import Notifier, NullNotifier, safely
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.routing import check_rules
+from runtime.telemetry import NullTelemetry, Telemetry, log_context
 from runtime.tools import Tool
 from store import (
     TERMINAL_STATUSES,
@@ -63,6 +65,7 @@ class Runtime:
         lease_ttl: float = 30.0,
         clock: Callable[[], datetime] = utcnow,
         protected_facts: Iterable[str] = (),
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.store = store
         self.agents: dict[str, Agent] = {}
@@ -76,9 +79,11 @@ class Runtime:
         self.clock = clock
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
         self.desk = ApprovalDesk(self, policies or Policies(), directory or StaticDirectory())
+        check_rules(self.desk.policies, self.agents.values())
         self.on_due: Callable[[datetime], None] | None = None
         """Set by the scheduler: told when a new deadline or reminder exists."""
         self.locks = RunLocks()
+        self.telemetry: Telemetry = telemetry or NullTelemetry()
 
     # runs
 
@@ -168,7 +173,8 @@ class Runtime:
         if self.locks.held_here(run_id):
             return await self.get(run_id)
         try:
-            return await self._drive(run_id)
+            with log_context(run_id=run_id):
+                return await self._drive(run_id)
         except errors.RunBusy:
             log.info("run %s is driven by another worker", run_id)
             return await self.get(run_id)
@@ -285,8 +291,10 @@ class Runtime:
         requested_by: str | None = None,
         policy: str | None = None,
         callback_url: str | None = None,
+        sensitive: Sequence[str] = (),
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
+        `sensitive` names arguments to mask wherever the approval is shown.
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -301,6 +309,9 @@ class Runtime:
             raise errors.InvalidRequest(
                 f"{tool} has a policy of its own; a request cannot choose another ({policy!r})"
             )
+        unknown = sorted(set(sensitive) - set(args))
+        if unknown:
+            raise errors.InvalidRequest(f"sensitive names no argument: {', '.join(unknown)}")
         approval = self.desk.new_approval(
             tool=tool,
             args=args,
@@ -308,6 +319,7 @@ class Runtime:
             requested_by=requested_by,
             policy=policy,
             callback_url=callback_url,
+            sensitive=tuple(dict.fromkeys(sensitive)),
         )
         try:
             await self.store.create_approval(approval)
@@ -319,7 +331,11 @@ class Runtime:
                     "names one request (tool, args, policy, requester, callback)"
                 ) from None
             return existing, False
-        await self.announce_approval(approval, None)
+        if approval.state == ApprovalState.PENDING:
+            await self.announce_approval(approval, None)
+        else:  # a rule approved or denied it at once; its callback, if any, is told so
+            self.desk.log_rule_decision(approval)
+            await self.announce_decision(approval, None)
         return approval, True
 
     async def resolve(
@@ -499,4 +515,5 @@ def _request_of(approval: Approval) -> tuple[object, ...]:
         approval.policy,
         approval.requested_by,
         approval.callback_url,
+        approval.sensitive,
     )

@@ -2,8 +2,10 @@
 
 SignoffRuntimeError
  ├── DefinitionError     a tool or agent is defined wrongly (refused when the agent is built)
+ │    └── RuleError       an approval rule names an unknown argument or compares wrong types
  ├── UnknownAgent        a run names an agent this runtime was not given
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
+ │    └── RunFinished      the run is done or cancelled already, so it cannot be stopped
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
  ├── PageNotFound        no page with this id
@@ -36,12 +38,22 @@ class DefinitionError(SignoffRuntimeError):
     """A tool or agent is defined wrongly."""
 
 
+class RuleError(DefinitionError):
+    """An approval rule cannot work for the tools it applies to.
+
+    `problems` holds each as (where in the configuration, what is wrong)."""
+
+
 class UnknownAgent(SignoffRuntimeError):
     """No agent with this name is registered."""
 
 
 class InvalidRequest(SignoffRuntimeError):
     """The request is invalid."""
+
+
+class RunFinished(InvalidRequest):
+    """The run is done or cancelled already."""
 
 
 class RunNotFound(SignoffRuntimeError):

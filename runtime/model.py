@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from runtime.tools import ToolSpec
 from store import Message, ToolCall, Usage
@@ -28,6 +28,20 @@ class Model(Protocol):
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply: ...
 
 
+@runtime_checkable
+class Estimating(Protocol):
+    """A model that can tell, before calling, what a call will cost at least."""
+
+    def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage: ...
+
+
+def estimate(model: Model, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage:
+    """What the next call will use at least; nothing known for a model that cannot say."""
+    if isinstance(model, Estimating):
+        return model.estimate(messages, tools)
+    return Usage()
+
+
 class ModelError(Exception):
     """The model call failed."""
 
@@ -40,8 +54,22 @@ class RateLimited(ModelError):
         self.retry_after = retry_after
 
 
+class ProviderError(ModelError):
+    """A hosted model's API refused or failed, after its client's own retries."""
+
+
 class ScriptExhausted(ModelError):
     """The script has no reply for this turn."""
+
+
+UNPARSED_ARGUMENTS = "__unparsed_arguments__"
+"""The key under which a call keeps arguments that were not a JSON object, as sent."""
+
+
+def unparsed_arguments(call: ToolCall) -> str | None:
+    """The model's raw arguments text when it was not a JSON object, else None."""
+    raw = call.arguments.get(UNPARSED_ARGUMENTS)
+    return raw if len(call.arguments) == 1 and isinstance(raw, str) else None
 
 
 def tool_call(name: str, args: dict[str, Any] | None = None, *, id: str = "") -> ToolCall:

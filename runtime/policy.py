@@ -6,42 +6,16 @@ resolved through a `Directory`, which the bot implements with `usergroups.users.
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
-from typing import Annotated, Any, Literal, Protocol
+from typing import Literal, Protocol
 
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+from runtime.policy_types import Duration, approver_ids, positive
+from runtime.policy_types import parse_duration as parse_duration  # its old home
+from runtime.rules import Rule
+
 SYSTEM_ACTOR = "signoff"
-
-
-def parse_duration(value: Any, *, unit_required: bool = False) -> Any:
-    """`90`, `"90s"`, `"15m"`, `"2h"`, `"1d"` or a timedelta (bare numbers are seconds)."""
-    if isinstance(value, timedelta) or value is None:
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match and (match[2] or not unit_required):
-            try:
-                return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
-            except OverflowError:
-                raise ValueError(f"{value!r} is longer than any date") from None
-        raise ValueError(f"{value!r} is not a duration with a unit (e.g. 90s, 15m, 2h, 30d)")
-    return value
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class Policy(BaseModel):
@@ -58,20 +32,18 @@ class Policy(BaseModel):
     timeout: Duration | None = None
     on_timeout: Literal["decline", "escalate"] = "decline"
 
+    rules: tuple[Rule, ...] = ()
+    """Ordered refinements by the call's arguments and run (`runtime.rules`); first match wins."""
+
     @field_validator("approvers")
     @classmethod
     def _ids(cls, approvers: tuple[str, ...]) -> tuple[str, ...]:
-        for who in approvers:
-            if not re.fullmatch(r"[UWS][A-Z0-9]{2,}", who):
-                raise ValueError(f"{who!r} is not a Slack user id (U…/W…) or user-group id (S…)")
-        return approvers
+        return approver_ids(approvers)
 
     @field_validator("remind_every", "timeout")
     @classmethod
     def _positive(cls, value: timedelta | None) -> timedelta | None:
-        if value is not None and value <= timedelta(0):
-            raise ValueError("must be a positive duration")
-        return value
+        return positive(value)
 
 
 class Policies(BaseModel):
@@ -86,11 +58,12 @@ class Policies(BaseModel):
     def _escalations_name_someone(self) -> Policies:
         for name in ["default", *self.tools]:
             policy = self.default if name == "default" else self.for_tool(name)[1]
-            if policy.on_timeout == "escalate" and not policy.escalate_to:
-                raise ValueError(
-                    f"policy {name!r}: on_timeout = 'escalate' needs escalate_to (a user or "
-                    "user group to escalate to); otherwise the approval waits unseen"
-                )
+            for label, each in [(f"policy {name!r}", policy), *_under_rules(name, policy)]:
+                if each.on_timeout == "escalate" and not each.escalate_to:
+                    raise ValueError(
+                        f"{label}: on_timeout = 'escalate' needs escalate_to (a user or "
+                        "user group to escalate to); otherwise the approval waits unseen"
+                    )
         return self
 
     def for_tool(self, tool: str) -> tuple[str, Policy]:
@@ -98,8 +71,28 @@ class Policies(BaseModel):
         override = self.tools.get(tool)
         if override is None:
             return "default", self.default
-        merged = self.default.model_dump() | override.model_dump(exclude_unset=True)
-        return tool, Policy.model_validate(merged)
+        merged = self.default.model_dump(exclude={"rules"}) | override.model_dump(
+            exclude_unset=True, exclude={"rules"}
+        )
+        # Rules pass as they are (a dump would mark every setting of a rule as set); a tool
+        # with no rules of its own has the default's.
+        own = "rules" in override.model_fields_set
+        return tool, Policy.model_validate(
+            merged | {"rules": (override if own else self.default).rules}
+        )
+
+
+def under(policy: Policy, rule: Rule) -> Policy:
+    """The policy a call is asked under when `rule` matched: the rule's settings over it."""
+    return Policy.model_validate(policy.model_dump(exclude={"rules"}) | rule.overrides())
+
+
+def _under_rules(name: str, policy: Policy) -> list[tuple[str, Policy]]:
+    return [
+        (f"policy {name!r} rule {n}", under(policy, rule))
+        for n, rule in enumerate(policy.rules, start=1)
+        if rule.asks
+    ]
 
 
 def open_policies(policies: Policies) -> list[str]:

@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from runtime import rollback
+from store import RunStatus
+from store import errors as store_errors
 
 if TYPE_CHECKING:
     from runtime.engine import Runtime
@@ -35,8 +37,23 @@ async def recover(rt: Runtime) -> list[str]:
         undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finishing the undo of"
     )
     run_ids = await rt.store.runs_to_recover(rt.clock(), owner=rt.worker_id)
+    if run_ids:
+        rt.telemetry.leases_taken_over(await _taken_over(rt, run_ids))
     await _each(run_ids, rt.drive, "recovering")
     return undos + [run_id for run_id in run_ids if run_id not in undos]
+
+
+async def _taken_over(rt: Runtime, run_ids: list[str]) -> int:
+    """How many of these runs another worker held a lease on (it expired): takeovers, as
+    against runs parked with every approval decided, or this worker's before a restart."""
+    taken = 0
+    for run_id in run_ids:
+        try:
+            run = await rt.store.get_run(run_id)
+        except store_errors.NotFound:  # pruned meanwhile
+            continue
+        taken += run.status == RunStatus.RUNNING and run.lease_owner not in (None, rt.worker_id)
+    return taken
 
 
 async def _each(run_ids: list[str], work: Callable[[str], Awaitable[object]], what: str) -> None:

@@ -31,6 +31,8 @@ def failure(call_id: str, tool: str, reason: str) -> Message:
 
 
 def declined(call_id: str, tool: str, approval: Approval) -> Message:
+    denied = approval.rule is not None and approval.rule.action == "deny"
+    who = "A policy rule" if denied else "A human"
     return _message(
         call_id,
         tool,
@@ -40,7 +42,8 @@ def declined(call_id: str, tool: str, approval: Approval) -> Message:
             "declined_by": approval.decided_by,
             "reason": approval.reason or "no reason given",
             "approval_id": approval.id,
-            "instruction": "A human declined this call. Do not retry it; "
+            **({"rule": approval.rule.summary} if denied and approval.rule else {}),
+            "instruction": f"{who} declined this call. Do not retry it; "
             "continue without it or tell the user.",
         },
     )

@@ -52,6 +52,10 @@ class ApprovalScheduler:
         self.rt.on_due = self.poke
         await self.tick()
 
+    @property
+    def running(self) -> bool:
+        return bool(self._scheduler.running)
+
     async def stop(self) -> None:
         if self.rt.on_due == self.poke:
             self.rt.on_due = None

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -72,6 +72,7 @@ class Tool:
         idempotent: bool = False,
         timeout: float | None = DEFAULT_TIMEOUT,
         idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+        sensitive: Sequence[str] = (),
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -98,6 +99,7 @@ class Tool:
         self.business_key = idempotency_key
         self.is_async = inspect.iscoroutinefunction(fn)
         self.takes_ctx, self.args_model = _arguments_model(fn, self.name)
+        self.sensitive = _sensitive(self.name, sensitive, self.parameter_names)
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} effect={self.effect and self.effect.value}>"
@@ -165,8 +167,11 @@ def tool(
     idempotent: bool = False,
     timeout: float | None = DEFAULT_TIMEOUT,
     idempotency_key: Callable[[dict[str, Any]], str] | None = None,
+    sensitive: Sequence[str] = (),
 ) -> Any:
-    """Declare a tool. `effect` classifies it; irreversible tools need approval by default."""
+    """Declare a tool. `effect` classifies it; irreversible tools need approval by default.
+    Arguments named in `sensitive` are masked wherever the call is shown (Slack, the CLI, the
+    API, logs, the audit trail); the tool receives them whole."""
 
     def wrap(function: Callable[..., Any]) -> Tool:
         return Tool(
@@ -179,9 +184,21 @@ def tool(
             idempotent=idempotent,
             timeout=timeout,
             idempotency_key=idempotency_key,
+            sensitive=sensitive,
         )
 
     return wrap(fn) if fn is not None else wrap
+
+
+def _sensitive(name: str, sensitive: Sequence[str], parameters: frozenset[str]) -> tuple[str, ...]:
+    if isinstance(sensitive, str):
+        raise DefinitionError(f"tool {name!r}: sensitive is a list of argument names")
+    unknown = sorted(set(sensitive) - parameters)
+    if unknown:
+        raise DefinitionError(
+            f"tool {name!r}: sensitive names no parameter of the tool: {', '.join(unknown)}"
+        )
+    return tuple(dict.fromkeys(sensitive))
 
 
 def _arguments_model(fn: Callable[..., Any], name: str) -> tuple[bool, type[pydantic.BaseModel]]:

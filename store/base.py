@@ -109,6 +109,20 @@ class Committed:
     new_pages: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class OperationalCounts:
+    """What an operator watches, read from indexes only (cheap on every metrics scrape)."""
+
+    runs_running: int
+    runs_waiting_approval: int
+    approvals_pending: int
+    oldest_pending_at: datetime | None
+    effects_in_doubt: int
+    pages_open: int
+    outbox_backlog: int
+    outbox_oldest_at: datetime | None
+
+
 @runtime_checkable
 class Store(Protocol):
     url: str
@@ -132,6 +146,18 @@ class Store(Protocol):
     ) -> list[Run]: ...
     async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None: ...
     async def prune_runs(self, finished_before: datetime) -> int: ...
+    async def prune(self, finished_before: datetime, *, include_audit: bool) -> tuple[int, int]:
+        """Prune finished lineages as `prune_runs` does, in one transaction; with
+        `include_audit`, also the audit events written before then about runs no longer
+        stored. Returns (runs, audit events) removed."""
+        ...
+
+    async def health(self) -> dict[str, str]:
+        """What keeps the store from serving now, by check (`database` unreachable, `schema`
+        not current, `disk` full) with details for the log; empty when it is ready."""
+        ...
+
+    async def operational_counts(self) -> OperationalCounts: ...
 
     # history
     async def commit(self, batch: Batch) -> Committed: ...
@@ -257,6 +283,18 @@ class Store(Protocol):
     # audit
     async def record_event(self, event: AuditEvent) -> None: ...
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]: ...
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        run_id: str | None = None,
+        approval_id: str | None = None,
+        after: int = 0,
+        limit: int = 1000,
+    ) -> list[AuditEvent]:
+        """Audit events in the order they were written (by id), at or after `since`, with
+        an id above `after`, of one run or approval if given, at most `limit`."""
+        ...
 
     # leases
     async def acquire_lease(

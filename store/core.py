@@ -77,9 +77,11 @@ def create_run(
         yield Stmt("insert_event", events, "many")
 
 
-def prune_runs(before: float | None) -> Body[int]:
+def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:
     yield Stmt("prune_outbox", {"before": before})
-    return (yield Stmt("prune_runs", {"before": before}, "count"))  # type: ignore[no-any-return]
+    runs = yield Stmt("prune_runs", {"before": before}, "count")
+    events = (yield Stmt("prune_audit", {"before": before}, "count")) if include_audit else 0
+    return runs, events
 
 
 def remind_open_pages(params: dict[str, Any]) -> Body[int]:

@@ -60,6 +60,16 @@ class Delivery(StrEnum):
     FAILED = "failed"
 
 
+SENSITIVE_MASK = "[sensitive]"
+
+
+def masked(args: dict[str, Any], sensitive: Sequence[str]) -> dict[str, Any]:
+    """`args` with the value of each argument named in `sensitive` replaced by the mask."""
+    if not sensitive:
+        return args
+    return {name: SENSITIVE_MASK if name in sensitive else value for name, value in args.items()}
+
+
 class Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -198,6 +208,16 @@ class Effect(Record):
     compensated_by: str | None = None
     started_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    sensitive: tuple[str, ...] = ()
+    """Arguments the tool marks sensitive: masked wherever the effect is shown."""
+
+    @property
+    def shown_args(self) -> dict[str, Any]:
+        return masked(self.args, self.sensitive)
+
+    def shown(self) -> Effect:
+        """The effect as people and logs may see it (sensitive arguments masked)."""
+        return self.model_copy(update={"args": self.shown_args}) if self.sensitive else self
 
 
 class EffectOutcome(Record):
@@ -209,6 +229,24 @@ class EffectOutcome(Record):
     result: Any = None
     error: str | None = None
     finished_at: datetime = Field(default_factory=utcnow)
+
+
+class RuleMatch(Record):
+    """Which approval rule an approval was created under, and the policy that rule chose, so
+    a later change to the rules never changes who decides it. `kind`: `matched` (rule
+    `number` held), `no_match` (the tool's policy), `error` (rule `number` failed while it ran:
+    the most restrictive policy was asked)."""
+
+    kind: Literal["matched", "no_match", "error"]
+    action: Literal["ask", "auto_approve", "deny"] = "ask"
+    number: int | None = None
+    when: str | None = None
+    label: str | None = None
+    deny: str | None = None
+    error: str | None = None
+    summary: str
+    """What every surface shows: "rule 3: amount over $200 → 2 approvals from S0LEADS"."""
+    policy: dict[str, Any] = Field(default_factory=dict)
 
 
 class Approval(Record):
@@ -239,7 +277,26 @@ class Approval(Record):
     duplicate_of: str | None = None
     """Another run that asked for the same effect (same idempotency key, another lineage),
     pending or recently approved when this approval was created: a possible duplicate."""
+    rule: RuleMatch | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    sensitive: tuple[str, ...] = ()
+    """Arguments the tool marks sensitive: masked on every surface, whole for the tool."""
+
+    @property
+    def shown_args(self) -> dict[str, Any]:
+        """The arguments as people and logs may see them (sensitive ones masked)."""
+        return masked(self.args, self.sensitive)
+
+    @property
+    def shown_approved_args(self) -> dict[str, Any] | None:
+        return None if self.approved_args is None else masked(self.approved_args, self.sensitive)
+
+    def shown(self) -> Approval:
+        """The approval as people and logs may see it (sensitive arguments masked)."""
+        if not self.sensitive:
+            return self
+        update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
+        return self.model_copy(update=update)
 
     @property
     def withdrawn(self) -> bool:

@@ -176,6 +176,7 @@ def effect_params(effect: Effect) -> dict[str, Any]:
         "compensates": effect.compensates,
         "started_at": ts(effect.started_at),
         "args": dumps(effect.args),
+        "sensitive": dumps(list(effect.sensitive)),
     }
 
 
@@ -199,6 +200,7 @@ def effect_from_row(row: Row) -> Effect:
         compensated_by=row["compensated_by"],
         started_at=dt(row["started_at"]),
         finished_at=dt(row["finished_at"]),
+        sensitive=tuple(json.loads(row["sensitive"])),
     )
 
 
@@ -218,6 +220,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
     values.update(
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
+        rule=approval.rule.model_dump_json() if approval.rule else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -225,6 +228,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        sensitive=dumps(list(approval.sensitive)),
     )
     return values
 
@@ -234,11 +238,13 @@ def approval_from_row(row: Row) -> Approval:
     values.update(
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
+        rule=maybe_loads(row["rule"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)
 

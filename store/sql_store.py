@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from store import core, errors, rows
-from store.base import Batch, Committed, check_new_run, refuse_protected
+from store.base import Batch, Committed, OperationalCounts, check_new_run, refuse_protected
 from store.core import MakeBody
 from store.records import (
     Approval,
@@ -95,8 +95,24 @@ class SqlStore:
         await self._update_one("set_run_budget", params, "run")
 
     async def prune_runs(self, finished_before: datetime) -> int:
+        return (await self.prune(finished_before, include_audit=False))[0]
+
+    async def prune(self, finished_before: datetime, *, include_audit: bool) -> tuple[int, int]:
         before = rows.ts(finished_before)
-        return await self._write(lambda: core.prune_runs(before))
+        return await self._write(lambda: core.prune(before, include_audit=include_audit))
+
+    async def operational_counts(self) -> OperationalCounts:
+        row = (await self._read("operational_counts", {}))[0]
+        return OperationalCounts(
+            runs_running=row["runs_running"],
+            runs_waiting_approval=row["runs_waiting_approval"],
+            approvals_pending=row["approvals_pending"],
+            oldest_pending_at=rows.dt(row["oldest_pending_at"]),
+            effects_in_doubt=row["effects_in_doubt"],
+            pages_open=row["pages_open"],
+            outbox_backlog=row["outbox_backlog"],
+            outbox_oldest_at=rows.dt(row["outbox_oldest_at"]),
+        )
 
     # history
 
@@ -338,6 +354,24 @@ class SqlStore:
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
         found = await self._read("list_events", {"run_id": run_id})
         return [rows.event_from_row(row) for row in found]
+
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        run_id: str | None = None,
+        approval_id: str | None = None,
+        after: int = 0,
+        limit: int = 1000,
+    ) -> list[AuditEvent]:
+        params = {
+            "since": rows.ts(since) if since else 0.0,
+            "run_id": run_id,
+            "approval_id": approval_id,
+            "after": after,
+            "limit": limit,
+        }
+        return [rows.event_from_row(row) for row in await self._read("list_audit", params)]
 
     # leases
 

@@ -8,6 +8,7 @@ reads go through the writer. What each method does is `store.sql_store` and `sto
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import core, errors, migration, queries, sqlite_schema
+from store import core, errors, migration, queries, sqlite_health, sqlite_schema
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
 from store.sql_store import SqlStore
@@ -72,6 +73,7 @@ class SqliteStore(SqlStore):
             self._connect, busy_timeout_ms=busy_timeout_ms, wal_path=wal
         )
         self._reader: aiosqlite.Connection | None = None
+        self._refused_for_space = False  # the last write failed for want of space
 
     async def open(self, *, migrate: bool = True) -> SqliteStore:
         try:
@@ -135,8 +137,21 @@ class SqliteStore(SqlStore):
         return conn
 
     async def _write(self, make: MakeBody[T]) -> T:
-        with translate_errors():
-            return await self._writer.run(lambda conn: core.drive(make(), _executor(conn)))
+        try:
+            with translate_errors():
+                done = await self._writer.run(lambda conn: core.drive(make(), _executor(conn)))
+        except errors.DiskFull:
+            self._refused_for_space = True
+            raise
+        self._refused_for_space = False
+        return done
+
+    async def health(self) -> dict[str, str]:
+        if self.path == ":memory:":
+            return {}
+        return await asyncio.to_thread(
+            sqlite_health.problems, self.path, refused_for_space=self._refused_for_space
+        )
 
     async def _read(self, name: str, params: dict[str, Any]) -> list[sqlite3.Row]:
         sql = Q[name]

@@ -1,10 +1,10 @@
 """The `signoff` command line: serve, operate runs, decide approvals, handle pages, migrate.
 
-One module per command group (`runs`, `approvals`, `pages`, `db`); `base` holds what they
-share and `session` opens the database for a command. Every command is one async operation
-entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a one-line reason
-on stderr; `--json` prints machine-readable output. The store, the runtime and the server
-are imported only by the commands that use them, so `--help` and reads start quickly.
+One module per command group (`runs`, `approvals`, `pages`, `db`, `policy`, `audit`); `base`
+holds what they share and `session` opens the database for a command. Every command is one
+async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
+one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
+and the server are imported only by the commands that use them, so `--help` and reads start quickly.
 """
 
 from __future__ import annotations
@@ -16,18 +16,22 @@ from typing import Annotated
 import typer
 
 from bot.cli.approvals import approvals
+from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group
 from bot.cli.db import db
 from bot.cli.pages import pages
+from bot.cli.policy import policy
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
-from bot.logs import configure_logging
+from bot.logs import LogFormatChoice, configure_logging
 
 app = group("Durable agent runs with human sign-off in Slack.")
 app.add_typer(runs, name="runs")
 app.add_typer(approvals, name="approvals")
 app.add_typer(pages, name="pages")
 app.add_typer(db, name="db")
+app.add_typer(policy, name="policy")
+app.add_typer(audit, name="audit")
 
 
 @app.callback()
@@ -39,8 +43,12 @@ def main_options(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Log what happens; name the database.")
     ] = False,
+    log_format: Annotated[
+        LogFormatChoice,
+        typer.Option(envvar="SIGNOFF_LOG_FORMAT", help="Log lines for people, or JSON."),
+    ] = LogFormatChoice.human,
 ) -> None:
-    configure_logging(verbose)
+    configure_logging(verbose, log_format.value)
     ctx.obj = Options(config, verbose)
 
 
@@ -55,6 +63,22 @@ def serve(ctx: typer.Context) -> None:
 
         logging.getLogger("signoff").setLevel(logging.INFO)
         asyncio.run(serve_forever(settings))
+
+
+@app.command()
+def dev(
+    port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any).")] = 8000,
+    db: Annotated[str, typer.Option(metavar="PATH", help="The SQLite file.")] = "signoff-dev.db",
+) -> None:
+    """Everything on this machine: the bot, a local Slack workspace and the run console."""
+    import asyncio
+    from pathlib import Path
+
+    from bot.dev import run_dev
+
+    logging.getLogger("signoff").setLevel(logging.INFO)
+    with refusals():
+        asyncio.run(run_dev(database=Path(db).resolve(), port=port))
 
 
 def main() -> None:

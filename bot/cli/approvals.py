@@ -120,7 +120,7 @@ def tell_decided(
     """The approval, then one line on what happens next (on stderr under --json)."""
     from bot import views
 
-    data = decided.model_dump(mode="json") | {
+    data = decided.shown().model_dump(mode="json") | {
         "votes": votes.get(decided.id, []),
         "run": run.model_dump(mode="json") if run else None,
         "resumed": resumed,
@@ -157,8 +157,8 @@ async def check_edit_here(rt: Runtime, approval_id: str) -> None:
         )
 
 
-def edited_args(text: str | None) -> dict[str, Any] | None:
-    """`--edit`'s JSON object, as strict as the HTTP API's JSON (no NaN or Infinity)."""
+def edited_args(text: str | None, flag: str = "--edit") -> dict[str, Any] | None:
+    """The JSON object given to `flag`, as strict as the HTTP API's JSON (no NaN, Infinity)."""
     if text is None:
         return None
     from store.limits import MAX_DEPTH, plain_reason
@@ -166,13 +166,15 @@ def edited_args(text: str | None) -> dict[str, Any] | None:
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
     except json.JSONDecodeError as exc:
-        raise Failure(f"--edit: not valid JSON: {exc.msg} at character {exc.pos}") from None
+        raise Failure(f"{flag}: not valid JSON: {exc.msg} at character {exc.pos}") from None
     except RecursionError:
-        raise Failure(f"--edit: nested deeper than the limit of {MAX_DEPTH} levels") from None
+        raise Failure(f"{flag}: nested deeper than the limit of {MAX_DEPTH} levels") from None
     except ValueError as exc:
-        raise Failure(f"--edit: {plain_reason(exc)}") from None
+        raise Failure(f"{flag}: {plain_reason(exc)}") from None
     if not isinstance(value, dict):
-        raise Failure("--edit: give a JSON object of the tool's arguments, e.g. '{\"amount\": 5}'")
+        raise Failure(
+            f"{flag}: give a JSON object of the tool's arguments, e.g. '{{\"amount\": 5}}'"
+        )
     return value
 
 

@@ -78,7 +78,13 @@ def show(value: Any, *, as_json: bool, table: RenderableType | None = None) -> N
 
 
 def dumped(records: Sequence[BaseModel]) -> list[dict[str, Any]]:
-    return [record.model_dump(mode="json") for record in records]
+    """Records as JSON; approvals and effects with their sensitive arguments masked."""
+    return [_shown(record).model_dump(mode="json") for record in records]
+
+
+def _shown(record: BaseModel) -> BaseModel:
+    shown = getattr(record, "shown", None)
+    return shown() if callable(shown) else record
 
 
 def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: Any) -> None:

@@ -31,7 +31,7 @@ from bot.cli.session import database_label, with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from store import Run
+    from store import Approval, Checkpoint, Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -187,9 +187,17 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
     """One line per checkpoint: step, status, cost, what was appended."""
     from bot import views
+    from bot.masking import masked_history, sensitive_by_tool
 
-    found = with_process(ctx, lambda p: p.runtime.history(run_id), agents=False)
-    show(dumped(found), as_json=as_json, table=views.history_table(found))
+    async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
+        found = await p.runtime.history(run_id)
+        approvals = await p.runtime.approvals(run_id)
+        records = [*await p.store.list_effects(run_id), *approvals]
+        ruled = [a for a in approvals if views.ruled(a)]
+        return masked_history(found, sensitive_by_tool(records)), ruled
+
+    found, ruled = with_process(ctx, work, agents=False)
+    show(dumped(found), as_json=as_json, table=views.history_table(found, ruled))
 
 
 @runs.command()
@@ -331,7 +339,7 @@ def resolve(
         ctx, lambda p: p.runtime.resolve(run_id, call_id, happened=happened, by=by)
     )
     show(
-        effect.model_dump(mode="json"),
+        effect.shown().model_dump(mode="json"),
         as_json=as_json,
         table=f"{effect.tool} ({call_id}) is now {effect.status.value}; "
         f"continue with: signoff runs resume {run_id}",
@@ -342,30 +350,41 @@ def resolve(
 def prune(
     ctx: typer.Context,
     older_than: Annotated[str, typer.Option("--older-than", help="e.g. 30d, 12h.")],
+    include_audit: Annotated[
+        bool,
+        typer.Option(
+            "--include-audit", help="Also delete the pruned runs' audit events before the cutoff."
+        ),
+    ] = False,
     yes: YesFlag = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Delete old finished runs.
 
     Deletes the lineages (a run and its forks) last touched before the cutoff, with their
-    whole history; never one with an open page or an effect still running or in doubt."""
+    whole history; never one with an open page or an effect still running or in doubt.
+    Their audit events are kept (auditors keep them longer) unless --include-audit."""
     age = parsed_age(older_than)
     if not yes:
+        audit = " and their audit events" if include_audit else ""
         typer.confirm(
-            f"Delete every finished run (with its forks) untouched for {older_than}?",
+            f"Delete every finished run (with its forks){audit} untouched for {older_than}?",
             abort=True,
             err=True,  # stdout stays the command's answer (--json)
         )
 
-    async def work(p: Process) -> int:
+    async def work(p: Process) -> tuple[int, int]:
         try:
             cutoff = p.runtime.clock() - age
         except OverflowError:
             raise Failure(f"--older-than: {older_than!r} reaches before any date") from None
-        return await p.store.prune_runs(cutoff)
+        return await p.store.prune(cutoff, include_audit=include_audit)
 
-    removed = with_process(ctx, work, agents=False)
-    show({"pruned": removed}, as_json=as_json, table=f"pruned {removed} finished run(s)")
+    removed, events = with_process(ctx, work, agents=False)
+    said = f"pruned {removed} finished run(s)"
+    said += f" and {events} audit event(s)" if include_audit else "; their audit events are kept"
+    answer = {"pruned": removed} | ({"audit_events_pruned": events} if include_audit else {})
+    show(answer, as_json=as_json, table=said)
 
 
 def parsed_age(text: str) -> timedelta:

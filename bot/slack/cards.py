@@ -130,7 +130,7 @@ def approval_message(
     escalate_to: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons."""
-    action = action_summary(approval.tool, approval.args)
+    action = action_summary(approval.tool, approval.shown_args)
     run_id = run.id if run else approval.run_id
     blocks = [
         kit.header(action),
@@ -178,7 +178,7 @@ def _card_fields(
         effect = texts.effect(escape.mrkdwn(reversibility, limit=ARG_NAME), undo)
         head.append(texts.field(texts.EFFECT, effect))
     slots = kit.MAX_FIELDS - len(head)
-    return [*head, *arg_fields(approval.args, approval.approved_args, slots=slots)]
+    return [*head, *arg_fields(approval.shown_args, approval.shown_approved_args, slots=slots)]
 
 
 def _progress(approval: Approval, votes: Sequence[str]) -> list[str]:
@@ -220,7 +220,7 @@ def decision_actions(
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
     is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit."""
-    action = action or action_summary(approval.tool, approval.args)
+    action = action or action_summary(approval.tool, approval.shown_args)
     sure = kit.confirm(
         texts.confirm_title(action),
         texts.confirm_text(action, reversibility, compensator),
@@ -276,7 +276,7 @@ def decision_note(approval: Approval) -> str:
     """One line telling the requester how their request ended."""
     asker = approval.requested_by
     mention = kit.mention(asker) if kit.is_user_id(asker) else None
-    action = escape.code(action_summary(approval.tool, approval.args))
+    action = escape.code(action_summary(approval.tool, approval.shown_args))
     return texts.decision_note(mention, action, _verdict(approval))
 
 
@@ -297,7 +297,7 @@ def reminder_message(
     approval: Approval, *, reminders_sent: int, escalated: bool, escalate_to: Sequence[str]
 ) -> dict[str, Any]:
     """A reminder in the card's thread; an escalation mentions its users and user groups."""
-    action = escape.code(action_summary(approval.tool, approval.args))
+    action = escape.code(action_summary(approval.tool, approval.shown_args))
     deadline = kit.date(approval.deadline) if approval.deadline else None
     if escalated and escalate_to:
         since = kit.date(approval.created_at)

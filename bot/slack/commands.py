@@ -70,9 +70,9 @@ async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
     """Whoever may approve the run's actions: under the policies of its approvals, or the
     default policy before it asked for any (a policy naming no approvers lets anyone)."""
-    names = {a.policy for a in await rt.approvals(run.id)} or {"default"}
-    for name in sorted(names):
-        _, policy = rt.desk.policies.for_tool(name)
+    approvals = await rt.approvals(run.id)
+    policies = [rt.desk.policy_of(a) for a in approvals]  # as their rules chose
+    for policy in policies or [rt.desk.policies.default]:
         if await may_decide(policy, user, rt.desk.directory, escalated=False):
             return True
     return False
@@ -82,7 +82,7 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
     """Pending approvals this user may decide, newest first (not their own requests)."""
     mine = []
     for approval in await rt.approvals(state=ApprovalState.PENDING):
-        _, policy = rt.desk.policies.for_tool(approval.policy)
+        policy = rt.desk.policy_of(approval)
         if approval.requested_by == user and not policy.allow_self_approval:
             continue
         if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):

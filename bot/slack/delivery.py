@@ -18,7 +18,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import cards
 from bot.slack.outbox import Misconfigured, Undeliverable
-from runtime.policy import Policies
+from runtime.policy import Policies, Policy
+from runtime.routing import policy_of
 from runtime.tools import Tool
 from store import Approval, ApprovalState, Delivery, Page, Run, Store
 from store import errors as store_errors
@@ -143,7 +144,7 @@ class SlackDelivery:
     async def card(self, approval: Approval) -> dict[str, Any]:
         """The approval's card as it should look now."""
         run = await self._run(approval.run_id)
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self._policy(approval)
         tool = await self.tool_of(approval)
         votes = await self.store.list_votes(approval.id) if approval.required_approvals > 1 else []
         return cards.approval_message(
@@ -154,8 +155,13 @@ class SlackDelivery:
             reversibility=tool.effect.value if tool and tool.effect else None,
             compensator=tool.compensate if tool else None,
             allow_edit=policy.allow_edit,
+            rule=approval.rule.summary if approval.rule else None,
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
         )
+
+    def _policy(self, approval: Approval) -> Policy:
+        """The policy the approval was created under (its rule's), not today's."""
+        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
 
     async def post_card(self, approval: Approval, item: OutboxItem) -> None:
         if approval.message_ts:
@@ -190,7 +196,7 @@ class SlackDelivery:
     async def remind(self, approval: Approval, item: OutboxItem) -> None:
         if approval.state != ApprovalState.PENDING:
             return
-        _, policy = self.policies.for_tool(approval.policy)
+        policy = self._policy(approval)
         message = cards.reminder_message(
             approval,
             reminders_sent=int(item.detail.get("reminders_sent", approval.reminders_sent)),
@@ -328,7 +334,7 @@ class SlackDelivery:
         if page.run_id is None or page.call_id is None:
             return None
         try:
-            return (await self.store.get_effect(page.run_id, page.call_id)).args
+            return (await self.store.get_effect(page.run_id, page.call_id)).shown_args
         except store_errors.NotFound:
             return None
 

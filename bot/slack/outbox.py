@@ -66,6 +66,10 @@ class OutboxSender:
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="outbox sender")
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()

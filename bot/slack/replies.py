@@ -31,7 +31,7 @@ DECLINE_REASON = 1000
 
 def decline_modal(approval: Approval) -> dict[str, Any]:
     """Asks the decliner why; the reason is required and goes to the agent."""
-    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     reason = kit.text_input(
         "reason",
@@ -52,8 +52,8 @@ def decline_modal(approval: Approval) -> dict[str, Any]:
 
 def edit_modal(approval: Approval) -> dict[str, Any]:
     """The arguments as pretty JSON to edit; too long to fit, the modal only says so."""
-    initial = escape.json_text(approval.args, limit=kit.INPUT_VALUE)
-    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    initial = escape.json_text(approval.shown_args, limit=kit.INPUT_VALUE)
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     if initial is None:
         return kit.modal(
             kit.EDIT_CALLBACK,
@@ -151,7 +151,7 @@ def _limit(value: int | None) -> str | None:
 
 def _detail(approval: Approval) -> str:
     lines = [_pending_line(approval)]
-    items = list(approval.args.items())
+    items = list(approval.shown_args.items())
     for name, value in items[:MAX_STATUS_ARGS]:
         shown = escape.mrkdwn(escape.flat(cards.show(value)), limit=VALUE_TEXT)
         lines.append(f"{escape.code(name, limit=NAME_TEXT)} {shown}")
@@ -161,7 +161,7 @@ def _detail(approval: Approval) -> str:
 
 
 def _pending_line(approval: Approval) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     deadline = kit.date(approval.deadline) if approval.deadline else None
     return texts.pending_line(action, run, kit.mention(approval.requested_by), deadline)
@@ -283,7 +283,7 @@ def home_view(
 
 
 def _recent_line(approval: Approval) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.args))
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     return f"{cards.outcome_line(approval)} · {action}"
 
 

@@ -107,7 +107,8 @@ def policy(name: str) -> str:
 
 
 def rule(text: str) -> str:
-    return f"rule: {text}"
+    """The approval rule a card was made under; a rule's summary names itself ("rule 3: …")."""
+    return text if text.startswith(("rule ", "no rule")) else f"rule: {text}"
 
 
 def escalated_to(targets: str) -> str:
@@ -255,7 +256,6 @@ def page_reminder(tool: str, since: str) -> str:
 
 def page_fallback(tool: str, run: str | None, reason: str) -> str:
     return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
-
 
 
 # /runs replies and the App Home

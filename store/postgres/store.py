@@ -34,6 +34,7 @@ T = TypeVar("T")
 DIALECT = "postgres"
 Q = sql.load()
 RETRIES = 5
+HEALTH_TIMEOUT = 2.0  # seconds a readiness probe waits for the server
 NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
 """The channel every outbox row notifies at commit (its topic as the payload): one per
 schema, named as the outbox trigger names it."""
@@ -158,6 +159,18 @@ class PostgresStore(SqlStore):
                 if not await conn.fetchval(Q["schema_table_exists"].sql):
                     return 0
                 return int(await conn.fetchval(Q["schema_version"].sql))
+
+    async def health(self) -> dict[str, str]:
+        """What keeps the store from serving now: the server unreachable (within
+        `HEALTH_TIMEOUT`), or a schema that is not the one this Signoff runs on."""
+        try:
+            version = await asyncio.wait_for(self.schema_version(), HEALTH_TIMEOUT)
+        except (errors.StoreError, TimeoutError) as exc:
+            return {"database": f"cannot read the database: {exc or 'timed out'}"}
+        latest = migration.latest_version(DIALECT)
+        if version != latest:
+            return {"schema": f"schema version {version}, not {latest}: run `signoff db migrate`"}
+        return {}
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None

@@ -149,6 +149,7 @@ async def test_a_decision_names_the_human_and_the_audit_names_the_token(api: Api
     mine = [(e["action"], e["actor"]) for e in events if e["action"].startswith(("api_", "appr"))]
     assert mine == [
         ("api_run_started", "token:refund-agent"),
+        ("approval_requested", "U0ASKER"),  # written with the approval itself
         ("approval_approved", "U0BOSS"),
         ("api_decision", "token:approvals-page"),
     ]
@@ -162,7 +163,9 @@ async def test_an_approval_asked_over_the_api_is_audited_under_the_token(api: Ap
     body = {"tool": "wire_money", "args": {"cents": 5}, "approval_id": "a1"}
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 201
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 200  # a retry
-    [event] = await audit(api, "approval_id=a1")
+    [requested, event] = await audit(api, "approval_id=a1")
+    assert (requested["action"], requested["actor"]) == ("approval_requested", "unknown")
+    assert requested["detail"]["args"] == {"cents": 5}
     assert (event["action"], event["actor"]) == ("api_approval_requested", "token:refund-agent")
     assert event["detail"] == {"token": "refund-agent", "tool": "wire_money"}
 
@@ -201,9 +204,14 @@ async def test_the_audit_filters_by_time_and_pages(api: Api) -> None:
     for n in range(3):
         await call(api, AGENT, "POST", "/v1/approvals", {"tool": "wire", "approval_id": f"a{n}"})
     events = await audit(api, "")
-    assert [e["approval_id"] for e in events] == ["a0", "a1", "a2"]
-    since = events[1]["at"].replace("+", "%2B")
-    assert [e["approval_id"] for e in await audit(api, f"since={since}")] == ["a1", "a2"]
+    assert [e["approval_id"] for e in events] == ["a0", "a0", "a1", "a1", "a2", "a2"]
+    since = events[2]["at"].replace("+", "%2B")
+    assert [e["approval_id"] for e in await audit(api, f"since={since}")] == [
+        "a1",
+        "a1",
+        "a2",
+        "a2",
+    ]
     assert await audit(api, "since=2999-01-01T00:00:00") == []
     _status, answer = await call(api, AUDITOR, "GET", "/v1/audit?limit=2")
     assert (len(answer["events"]), answer["more"]) == (2, True)
@@ -278,7 +286,7 @@ async def test_the_legacy_token_still_has_every_scope(make_api: MakeApi) -> None
     assert response.status == 200
     response = await api.client.get("/v1/audit?approval_id=a1", headers=AUTH)
     actors = [e["actor"] for e in (await response.json())["events"]]
-    assert actors == ["token:SIGNOFF_API_TOKEN", "U0BOSS", "token:SIGNOFF_API_TOKEN"]
+    assert actors == ["U0BOT", "token:SIGNOFF_API_TOKEN", "U0BOSS", "token:SIGNOFF_API_TOKEN"]
     assert (await call(api, AGENT, "GET", "/v1/approvals/a1"))[0] == 200  # named ones too
 
 
@@ -327,7 +335,7 @@ async def test_the_token_configuration_in_readme_loads_and_serves(
     decision = {"decision": "approved", "by": "U0BOSS"}
     page = "approvals-page-example-token"  # README's hash is of this one
     assert (await call(api, page, "POST", "/v1/approvals/a1/decision", decision))[0] == 200
-    assert len(await audit(api, "approval_id=a1")) == 3
+    assert len(await audit(api, "approval_id=a1")) == 4  # requested (twice: store, token), decided
 
 
 async def test_without_any_token_the_api_is_off(make_api: MakeApi) -> None:
@@ -358,7 +366,8 @@ async def test_past_its_rate_a_token_gets_429_with_retry_after_and_nothing_is_cr
         assert response.headers["Retry-After"] == "20"  # 3 a minute: one every 20 s
         assert "refund-agent" in (await response.json())["error"]
     assert await api.counts() == (0, 3)
-    assert [e["approval_id"] for e in await audit(api, "")] == ["a0", "a1", "a2"]  # own bucket
+    asked = [e["approval_id"] for e in await audit(api, "") if e["action"].startswith("api_")]
+    assert asked == ["a0", "a1", "a2"]  # the auditor's own bucket
 
 
 async def test_a_token_may_have_its_own_rate(make_api: MakeApi) -> None:

@@ -1,8 +1,9 @@
 """The `signoff` console script, run as a real subprocess on a real SQLite file.
 
-One database serves the whole module: a fixture prepares runs in-process (parked, done,
-to roll back, to cancel, an old one to prune), and each test runs the commands it checks.
-Every error case also checks that the database and the world did not change.
+A fixture prepares runs in-process once (parked, done, to roll back, to cancel, an old one
+to prune); each test gets its own copy of that database and world, so no test depends on
+another having run, and runs the commands it checks. Every error case also checks that the
+database and the world did not change.
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
-from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import timedelta
@@ -111,35 +112,52 @@ async def prepare(store: Store) -> dict[str, str]:
     return ids
 
 
+@dataclass
+class Prepared:
+    home: Path
+    ids: dict[str, str]
+
+
 @pytest.fixture(scope="module")
-def cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    home = tmp_path_factory.mktemp("cli")
-    db, world_db = home / "signoff.db", home / "world.db"
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Prepared:
+    """The prepared database and world, built once and copied for each test."""
+    home = tmp_path_factory.mktemp("cli-prepared")
+
+    async def run() -> dict[str, str]:
+        store = await open_store(f"sqlite:///{home / 'signoff.db'}")
+        try:
+            return await prepare(store)
+        finally:
+            await store.close()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIGNOFF_WORLD_DB", str(home / "world.db"))
+        ids = asyncio.run(run())
+    return Prepared(home, ids)
+
+
+@pytest.fixture
+def cli(prepared: Prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    for file in prepared.home.iterdir():  # closed stores: no WAL left beside the files
+        shutil.copy(file, tmp_path / file.name)
+    db, world_db = tmp_path / "signoff.db", tmp_path / "world.db"
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith(("SIGNOFF_", "SLACK_")) and k not in ("COLUMNS", "LINES")
     }
     env |= {"SIGNOFF_DATABASE_URL": f"sqlite:///{db}", "SIGNOFF_WORLD_DB": str(world_db)}
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("SIGNOFF_WORLD_DB", str(world_db))
-        yield Cli(home, env, db)
+    monkeypatch.setenv("SIGNOFF_WORLD_DB", str(world_db))
+    return Cli(tmp_path, env, db)
 
 
-@pytest.fixture(scope="module")
-def approval_ids(cli: Cli) -> dict[str, str]:
-    async def run() -> dict[str, str]:
-        store = await open_store(f"sqlite:///{cli.db}")
-        try:
-            return await prepare(store)
-        finally:
-            await store.close()
-
-    return asyncio.run(run())
+@pytest.fixture
+def approval_ids(prepared: Prepared) -> dict[str, str]:
+    return prepared.ids
 
 
-@pytest.fixture(scope="module")
-def started(cli: Cli, approval_ids: dict[str, str]) -> Result:
+@pytest.fixture
+def started(cli: Cli) -> Result:
     return cli("runs", "start", "refund-agent", "Refund order 1005", "--run-id", "r-cli", "--json")
 
 
@@ -300,8 +318,8 @@ def test_rollback_asks_and_no_aborts_with_nothing_changed(
     assert cli.fingerprint() == before
 
 
-@pytest.fixture(scope="module")
-def rolled_back(cli: Cli, approval_ids: dict[str, str]) -> Result:
+@pytest.fixture
+def rolled_back(cli: Cli) -> Result:
     return cli("runs", "rollback", "r-rollback", "--to-step", "1", "--yes", "--json")
 
 

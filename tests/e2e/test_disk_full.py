@@ -8,6 +8,7 @@ where mounting is not permitted), which a filler file fills to the last byte."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import sqlite3
 import subprocess
@@ -16,7 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from aiohttp.test_utils import make_mocked_request
 
+from bot.health import Readiness
 from store import Checkpoint, Message, Run, Store, errors
 
 from .helpers import AUTH, Api
@@ -157,3 +160,33 @@ async def test_a_full_disk_refuses_writes_clearly_serves_reads_and_recovers_by_i
         left = conn.execute(f"SELECT count(*) FROM checkpoints WHERE run_id IN ({marks})", failed)
         assert left.fetchone() == (0,)
     conn.close()
+
+
+async def test_readyz_reports_a_full_disk_and_recovers_once_space_is_freed(
+    store: Store, disk: Path
+) -> None:
+    readiness = Readiness(store, {"scheduler": lambda: True})
+
+    async def probe() -> tuple[int, object]:
+        answer = await readiness.readyz(make_mocked_request("GET", "/readyz"))
+        return answer.status, json.loads(answer.body)
+
+    assert await probe() == (200, {"ready": True})
+    filler = fill(disk)
+    refused = 0
+    for n in range(200):
+        run, snapshot = new_run(f"probe-{n}")
+        try:
+            await store.create_run(run, snapshot)
+        except errors.DiskFull:
+            refused += 1
+            break
+    assert refused == 1, "the writes never ran out of space"
+    assert await probe() == (503, {"ready": False, "failing": ["disk"]})
+    assert "disk full" in (await readiness.failing())["disk"]
+
+    filler.unlink()
+    assert await probe() == (200, {"ready": True})
+    run, snapshot = new_run("after-space")
+    await store.create_run(run, snapshot)
+    assert await probe() == (200, {"ready": True})

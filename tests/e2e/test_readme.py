@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 from bot.settings import load_settings
 
-from .helpers import SIGNOFF
+from .helpers import SIGNOFF, free_port
 
 ROOT = Path(__file__).parent.parent.parent
 README = (ROOT / "README.md").read_text("utf-8")
@@ -33,7 +36,7 @@ def clean_env(tmp_path: Path) -> dict[str, str]:
 def test_the_python_in_readme_runs_and_prints_what_its_comments_say(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    [program] = blocks("python")
+    program, _hosted = blocks("python")  # the quickstart; the hosted agent is checked below
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {"__name__": "readme"}
 
@@ -43,9 +46,30 @@ def test_the_python_in_readme_runs_and_prints_what_its_comments_say(
     assert capsys.readouterr().out.split() == ["waiting_approval", "done"]
 
 
-def test_the_configuration_in_readme_loads(
+def test_the_hosted_agent_in_readme_is_the_example_that_the_tests_run() -> None:
+    _quickstart, hosted = blocks("python")
+    example = (ROOT / "examples" / "hosted_refund_agent.py").read_text("utf-8")
+
+    assert example.endswith(hosted)
+    assert len(example.splitlines()) < 30
+
+
+def test_the_model_configuration_in_readme_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    [config] = [b for b in blocks("") if b.startswith("# in signoff.toml: examples/refund")]
+    for name in list(os.environ):
+        if name.startswith(("SIGNOFF_", "SLACK_")):
+            monkeypatch.delenv(name)
+    path = tmp_path / "signoff.toml"
+    path.write_text(config, "utf-8")
+
+    settings = load_settings(path)
+
+    assert settings.models["refund-agent"].model in settings.prices
+
+
+def test_the_configuration_in_readme_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("SIGNOFF_", "SLACK_")):
             monkeypatch.delenv(name)
@@ -58,11 +82,43 @@ def test_the_configuration_in_readme_loads(
         assert settings.policies.for_tool("issue_refund")[1].required_approvals == 2
 
 
-def test_the_first_command_of_readme_runs_offline(tmp_path: Path) -> None:
+def test_the_first_command_of_readme_brings_the_page_up_offline(tmp_path: Path) -> None:
     [shell, *_] = blocks("bash")
     first = shell.splitlines()[0]
     command = first.split("&&", 1)[1].strip()  # the install half needs no test
-    assert command.startswith("python -m examples.demo")
+    assert command == "signoff dev"
+    port = free_port()  # the README's default, 8000, may be taken on a test machine
+    log = tmp_path / "dev.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [SIGNOFF, "dev", "--port", str(port)],
+            cwd=tmp_path,  # a fresh folder: no database, no configuration
+            env=clean_env(tmp_path),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 30
+        while f"open {url}" not in log.read_text():
+            assert process.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        page = _get_when_up(url)
+        assert "Refund order 4471 for $25" in page
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=15) == 0, log.read_text()
+    assert (tmp_path / "signoff-dev.db").exists()
+
+
+def test_the_terminal_demo_of_readme_runs_offline(tmp_path: Path) -> None:
+    [command] = [
+        line.split("&&", 1)[1].strip()
+        for body in blocks("bash")
+        for line in body.splitlines()
+        if "examples.demo" in line
+    ]
     args = re.findall(r'"[^"]*"|\S+', command.removeprefix("python "))
     args = [a.strip('"') for a in args]
 
@@ -79,12 +135,24 @@ def test_the_first_command_of_readme_runs_offline(tmp_path: Path) -> None:
     assert "done" in result.stdout
 
 
+def _get_when_up(url: str) -> str:
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return str(response.read().decode())
+        except OSError:
+            assert time.monotonic() < deadline, f"{url} did not answer"
+            time.sleep(0.1)
+GROUPS = {"serve", "dev", "runs", "approvals", "pages", "db", "policy", "audit"}
+
+
 def named_commands() -> set[tuple[str, ...]]:
     """Every `signoff a b` README names, with `a|b` alternatives spelled out."""
     found: set[tuple[str, ...]] = set()
     for text in re.findall(r"`signoff ([^`]*)`", README):
         words = [w for w in text.split() if re.fullmatch(r"[a-z|]+", w)][:2]
-        if not words or words[0] not in {"serve", "dev", "runs", "approvals", "pages", "db"}:
+        if not words or words[0] not in GROUPS:
             continue
         if len(words) == 1 or words[0] in {"serve", "dev"}:
             found.add((words[0],))

@@ -6,7 +6,7 @@ import pydantic
 import pytest
 
 from runtime import Budget, StopReason
-from runtime.budget import BUDGET_REASONS, exhausted
+from runtime.budget import BUDGET_REASONS, exhausted, watches_usage, would_exceed
 from store import Usage
 
 
@@ -78,3 +78,28 @@ def test_every_stop_reason_has_its_wire_name() -> None:
         StopReason.TOKEN_BUDGET,
         StopReason.COST_BUDGET,
     } == BUDGET_REASONS
+
+
+@pytest.mark.parametrize(
+    ("budget", "usage", "next_call", "reason"),
+    [
+        (Budget(max_input_tokens=100), Usage(input_tokens=60), Usage(input_tokens=40), None),
+        (
+            Budget(max_input_tokens=100),
+            Usage(input_tokens=60),
+            Usage(input_tokens=41),
+            StopReason.TOKEN_BUDGET,
+        ),
+        (Budget(max_cost=0.5), Usage(cost=0.3), Usage(cost=0.2), None),
+        (Budget(max_cost=0.5), Usage(cost=0.3), Usage(cost=0.21), StopReason.COST_BUDGET),
+        (Budget(max_steps=1), Usage(steps=5), Usage(input_tokens=10**9), None),
+        (Budget(), Usage(), Usage(input_tokens=10**9, cost=10**6), None),
+    ],
+)
+def test_a_call_is_refused_only_if_what_it_uses_at_least_would_overrun_a_limit(
+    budget: Budget, usage: Usage, next_call: Usage, reason: StopReason | None
+) -> None:
+    assert would_exceed(budget, usage, next_call) == reason
+    assert watches_usage(budget) == any(
+        (budget.max_input_tokens, budget.max_output_tokens, budget.max_cost is not None)
+    )

@@ -152,10 +152,10 @@ ORDER BY seq
 -- Record an effect as started, before its tool runs.
 INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
                      idempotency_key, idempotent, status, approval_id, compensates,
-                     started_at, args)
+                     started_at, args, sensitive)
 VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
         :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
-        :args)
+        :args, :sensitive)
 
 -- finish_effect --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
@@ -201,12 +201,12 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, created_at)
+                       callback_status, duplicate_of, rule, created_at, sensitive)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :created_at)
+        :rule, :created_at, :sensitive)
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
@@ -468,3 +468,32 @@ WHERE claimed_by = :owner AND sent_at IS NULL
 SELECT count(*) FROM outbox
 WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
+
+-- list_audit --
+-- The audit trail in the order it was written, at or after a time, optionally of one run
+-- or one approval, after an event id (paging), at most `limit` events.
+SELECT * FROM audit_events
+WHERE at >= :since AND id > :after
+  AND (:run_id::text IS NULL OR run_id = :run_id)
+  AND (:approval_id::text IS NULL OR approval_id = :approval_id)
+ORDER BY id
+LIMIT :limit
+
+-- prune_audit --
+-- Forget audit events written before a time about runs that are no longer stored (asked
+-- for explicitly: auditors keep the trail longer than the runs).
+DELETE FROM audit_events
+WHERE at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs)
+
+-- operational_counts --
+-- What a metrics scrape reads from the database: each count from an index or a partial
+-- index on the few rows in that state, never a scan of a table's history.
+SELECT
+    (SELECT count(*) FROM runs WHERE status = 'running') AS runs_running,
+    (SELECT count(*) FROM runs WHERE status = 'waiting_approval') AS runs_waiting_approval,
+    (SELECT count(*) FROM approvals WHERE state = 'pending') AS approvals_pending,
+    (SELECT min(created_at) FROM approvals WHERE state = 'pending') AS oldest_pending_at,
+    (SELECT count(*) FROM effects WHERE status = 'in_doubt') AS effects_in_doubt,
+    (SELECT count(*) FROM pages WHERE acknowledged_by IS NULL) AS pages_open,
+    (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
+    (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at

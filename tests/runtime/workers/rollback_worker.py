@@ -14,6 +14,7 @@ It prints `rolling back` just before it starts. Run it with `tests/runtime` on P
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
 import signal
@@ -23,7 +24,7 @@ from typing import Any
 
 from approvals_conftest_helpers import hold, record, reserve, settle, stock_agent
 
-from examples import refund_agent, world
+from examples import refund_agent
 from runtime import Agent, Runtime, ToolContext, tool
 from store import open_store
 
@@ -37,19 +38,16 @@ def after_compensating() -> None:
         time.sleep(0.15)
 
 
-@tool(
-    name="reverse_refund",
-    description="Take back a refund.",
-    effect="irreversible",
-    requires_approval=False,
-    idempotent=True,
-    timeout=30,
-)
-def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+def _reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
     record("reverse_refund", order_id, -amount_cents, ctx.idempotency_key)
-    result = world.pay("refund_reversal", order_id, -amount_cents, ctx.idempotency_key)
+    result = refund_agent.reverse_refund.fn(order_id, amount_cents, ctx=ctx)
     after_compensating()
     return result
+
+
+# The example's own compensator (its name, classification and key), instrumented.
+reverse_refund = copy.copy(refund_agent.reverse_refund)
+reverse_refund.fn = _reverse_refund
 
 
 @tool(

@@ -1,0 +1,87 @@
+"""How errors answer over HTTP: one middleware turns every refusal and failure under /v1/
+into JSON with its status, so handlers raise and never build error responses themselves."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from bot.api_auth import Handler, error
+from bot.api_views import approval_view
+from runtime import errors
+from store import Approval
+from store.errors import DiskFull
+
+log = logging.getLogger("signoff.api")
+
+MAX_BODY = 1024**2
+
+# The runtime's refusals, by status (first match wins: subclasses before their parents).
+REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
+    (errors.RunNotFound, 404),
+    (errors.ApprovalNotFound, 404),
+    (errors.PageNotFound, 404),
+    (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
+    (errors.AlreadyVoted, 409),
+    (errors.RunFinished, 409),
+    (errors.RunBusy, 409),
+    (errors.NotAnApprover, 403),
+    (errors.SelfApproval, 403),
+    (errors.EditRefused, 400),
+    (errors.UnknownAgent, 400),
+    (errors.InvalidRequest, 400),
+)
+
+
+class BadRequest(Exception):
+    """The request itself is wrong (its body, a query parameter): 400 with the reason."""
+
+
+def refusal(exc: errors.SignoffRuntimeError) -> web.Response | None:
+    """The answer to a runtime refusal, or None for an error no request should cause."""
+    status = next((code for kind, code in REFUSALS if isinstance(exc, kind)), None)
+    if status is None:
+        return None
+    decided = getattr(exc, "approval", None)
+    more: dict[str, Any] = {}
+    if isinstance(decided, Approval):
+        more["approval"] = approval_view(decided)
+    return error(status, str(exc), **more)
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Under /v1/ every error is JSON: refusals, unknown paths, wrong methods, oversized
+    bodies, a full disk, bugs."""
+    if not request.path.startswith("/v1/"):
+        return await handler(request)
+    try:
+        return await handler(request)
+    except BadRequest as exc:
+        return error(400, str(exc))
+    except errors.SignoffRuntimeError as exc:
+        answer = refusal(exc)
+        if answer is None:
+            log.exception("%s %s failed", request.method, request.path)
+            return error(500, "internal error; the server log has the details")
+        return answer
+    except web.HTTPRequestEntityTooLarge:
+        return error(413, f"the body is over the limit of {MAX_BODY} bytes")
+    except web.HTTPNotFound:
+        return error(404, f"no endpoint {request.method} {request.path}")
+    except web.HTTPMethodNotAllowed as exc:
+        allowed = ", ".join(sorted(exc.allowed_methods))
+        text = f"{request.method} is not allowed on {request.path} (allowed: {allowed})"
+        return error(405, text, headers={"Allow": allowed})
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return error(exc.status, exc.reason)
+    except DiskFull as exc:  # nothing was written; reads go on; writes resume once space is freed
+        log.error("%s %s: %s", request.method, request.path, exc)
+        return error(503, str(exc), kind="DiskFull", headers={"Retry-After": "30"})
+    except Exception:
+        log.exception("%s %s failed", request.method, request.path)
+        return error(500, "internal error; the server log has the details")

@@ -1,0 +1,160 @@
+"""`signoff audit list|export`: the audit trail, in the order it was written.
+
+`list` shows events for people (or `--json`); `export` writes every event since a time as
+JSON Lines or CSV, to stdout or a file, reading the store a page at a time, so a long trail
+never sits in memory. A file is written next to its destination and moved into place at the
+end: a failed export leaves no half file behind.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+
+from bot.cli.base import Failure, JsonFlag, group, show
+from bot.cli.session import with_store
+
+if TYPE_CHECKING:
+    from store import AuditEvent, Store
+
+audit = group("The audit trail: every request, decision, execution, page and undo.")
+PAGE = 1000
+
+Since = Annotated[
+    str | None,
+    typer.Option(help="An age (30d, 12h) or an ISO 8601 time; default: the whole trail."),
+]
+RunFilter = Annotated[str | None, typer.Option("--run", help="Only this run's events.")]
+ApprovalFilter = Annotated[
+    str | None, typer.Option("--approval", help="Only this approval's events.")
+]
+
+
+class ExportFormat(StrEnum):
+    jsonl = "jsonl"
+    csv = "csv"
+
+
+@audit.command("list")
+def list_events(
+    ctx: typer.Context,
+    since: Since = None,
+    run_id: RunFilter = None,
+    approval_id: ApprovalFilter = None,
+    limit: Annotated[int, typer.Option(min=1, max=10_000, help="At most this many.")] = 100,
+    as_json: JsonFlag = False,
+) -> None:
+    """Audit events, oldest first."""
+    from bot import audit_export
+
+    start = _since(since)
+
+    async def work(store: Store) -> list[AuditEvent]:
+        return await store.list_audit(
+            since=start, run_id=run_id, approval_id=approval_id, limit=limit
+        )
+
+    found = with_store(ctx, work)
+    records = [audit_export.record(event) for event in found]
+    show(records, as_json=as_json, table=audit_export.audit_table(found))
+
+
+@audit.command("export")
+def export(
+    ctx: typer.Context,
+    since: Since = None,
+    run_id: RunFilter = None,
+    approval_id: ApprovalFilter = None,
+    export_format: Annotated[
+        ExportFormat, typer.Option("--format", help="jsonl or csv.")
+    ] = ExportFormat.jsonl,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file (default: stdout).")
+    ] = None,
+) -> None:
+    """Every audit event since a time, in order, as JSON Lines or CSV."""
+    from bot import audit_export
+
+    start = _since(since)
+    as_csv = export_format == ExportFormat.csv
+
+    async def work(store: Store) -> int:
+        written = 0
+        with _destination(output) as out:
+            async for page in _pages(store, start, run_id, approval_id):
+                if as_csv:
+                    lines = audit_export.csv_lines(page, header=written == 0)
+                else:
+                    lines = audit_export.jsonl(page)
+                out.writelines(lines)
+                written += len(page)
+            if as_csv and written == 0:
+                out.writelines(audit_export.csv_lines([], header=True))
+        return written
+
+    written = with_store(ctx, work)
+    if output is not None:
+        typer.echo(f"exported {written} audit event(s) to {output}", err=True)
+
+
+async def _pages(
+    store: Store, since: datetime | None, run_id: str | None, approval_id: str | None
+) -> AsyncIterator[list[AuditEvent]]:
+    after = 0
+    while True:
+        page = await store.list_audit(
+            since=since, run_id=run_id, approval_id=approval_id, after=after, limit=PAGE
+        )
+        if page:
+            yield page
+        if len(page) < PAGE:
+            return
+        after = page[-1].id or after
+
+
+@contextmanager
+def _destination(output: Path | None) -> Iterator[TextIO]:
+    """stdout, or a file that appears whole or not at all."""
+    if output is None:
+        yield sys.stdout
+        return
+    partial = output.with_name(f".{output.name}.partial")
+    try:
+        with partial.open("w", encoding="utf-8", newline="") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        partial.replace(output)
+    except OSError as exc:
+        raise Failure(f"--output: cannot write {output}: {exc.strerror or exc}") from None
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    from bot.audit_export import since_instant
+    from runtime.policy import parse_duration
+
+    def age(value: str) -> timedelta:
+        try:
+            parsed: timedelta = parse_duration(value, unit_required=True)
+        except ValueError as exc:
+            raise Failure(f"--since: {exc} (or give an ISO 8601 time)") from None
+        if parsed <= timedelta(0):
+            raise Failure("--since must be a positive age such as 30d, or an ISO 8601 time")
+        return parsed
+
+    try:
+        return since_instant(text, datetime.now(UTC), age)
+    except OverflowError:
+        raise Failure(f"--since: {text!r} reaches before any date") from None

@@ -1,0 +1,146 @@
+"""The run console's JSON, under /v1/console/ behind the HTTP API's bearer token: the runs
+list, one run's timeline, a rollback's preview, and the operations (fork, roll back, cancel,
+resume), each one call of the Runtime facade. Handlers raise; `bot.api_errors` answers
+refusals as the API does. Arguments tools mark sensitive are masked, as everywhere."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiohttp import web
+
+from bot.api import RUNTIME, _run_view
+from bot.api_auth import CALLER, requires
+from bot.api_errors import BadRequest
+from bot.console import timeline
+from bot.masking import masked_history, sensitive_by_tool
+from runtime import errors
+from store import RunStatus
+
+log = logging.getLogger("signoff.console")
+PREFIX = "/v1/console"
+MAX_LIST = 500
+
+
+@requires("runs:read")
+async def list_runs(request: web.Request) -> web.Response:
+    """Newest first; `status` filters by status, `q` by id, agent or task text."""
+    rt = request.app[RUNTIME]
+    status = request.query.get("status") or None
+    if status is not None and status not in {s.value for s in RunStatus}:
+        raise BadRequest(f"unknown status {status!r}")
+    query = (request.query.get("q") or "").lower()
+    now = rt.clock()
+    found = [
+        timeline.run_summary(run, now)
+        for run in await rt.list(status, limit=MAX_LIST)
+        if not query or query in f"{run.id} {run.agent} {run.task}".lower()
+    ]
+    return web.json_response({"runs": found})
+
+
+@requires("runs:read")
+async def show_run(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    run = await rt.get(request.match_info["run_id"])
+    pages = [page for page in await rt.store.list_pages(open_only=False) if page.run_id == run.id]
+    effects = await rt.store.list_effects(run.id)
+    approvals = await rt.approvals(run.id)
+    history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
+    rows = timeline.timeline(history, effects, approvals, pages)
+    forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
+    body = {
+        "run": timeline.run_summary(run, rt.clock()),
+        "view": await _run_view(rt, run),
+        "budget": timeline.budget_view(run),
+        "timeline": rows,
+        "events": [timeline.event_view(e) for e in await rt.store.list_events(run_id=run.id)],
+        "forks": forks,
+    }
+    return web.json_response(body)
+
+
+@requires("runs:read")
+async def rollback_preview(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    run_id, step = request.match_info["run_id"], _step(request.query.get("to_step"))
+    run = await rt.get(run_id)
+    if step > run.step:
+        raise errors.InvalidRequest(f"run {run_id} is at step {run.step}; pick an earlier one")
+    latest = await rt.store.load_state(run_id)
+    on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
+    effects = await rt.store.list_effects(run_id)
+    return web.json_response(timeline.rollback_preview(effects, step, on_timeline))
+
+
+@requires("runs:write")
+async def rollback(request: web.Request) -> web.Response:
+    rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    body = await _json(request)
+    report = await rt.rollback(run_id, _step(body.get("to_step")), by=_actor(request))
+    return web.json_response(report.as_dict())
+
+
+@requires("runs:write")
+async def fork(request: web.Request) -> web.Response:
+    rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    body = await _json(request)
+    step, dry_run = _step(body.get("from_step")), body.get("dry_run", False)
+    if not isinstance(dry_run, bool):
+        raise BadRequest("dry_run: true or false")
+    happened = await rt.effects_after(run_id, step)
+    new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_actor(request))
+    already = [{"tool": e.tool, "call_id": e.call_id, "step": e.step} for e in happened]
+    return web.json_response({"run_id": new_id, "already_happened": already}, status=201)
+
+
+@requires("runs:write")
+async def cancel(request: web.Request) -> web.Response:
+    rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
+    return web.json_response(await _run_view(rt, run))
+
+
+@requires("runs:write")
+async def resume(request: web.Request) -> web.Response:
+    rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    run = await rt.resume(run_id)
+    return web.json_response(await _run_view(rt, run))
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get(f"{PREFIX}/runs", list_runs)
+    app.router.add_get(f"{PREFIX}/runs/{{run_id}}", show_run)
+    app.router.add_get(f"{PREFIX}/runs/{{run_id}}/rollback", rollback_preview)
+    app.router.add_post(f"{PREFIX}/runs/{{run_id}}/rollback", rollback)
+    app.router.add_post(f"{PREFIX}/runs/{{run_id}}/fork", fork)
+    app.router.add_post(f"{PREFIX}/runs/{{run_id}}/cancel", cancel)
+    app.router.add_post(f"{PREFIX}/runs/{{run_id}}/resume", resume)
+
+
+def _actor(request: web.Request) -> str:
+    return request[CALLER].actor
+
+
+def _step(value: Any) -> int:
+    if isinstance(value, bool) or value is None:
+        raise BadRequest("a step is a whole number, 0 or more")
+    try:
+        step = int(value)
+    except (TypeError, ValueError):
+        raise BadRequest(f"step {str(value)[:20]!r} is not a whole number") from None
+    if step < 0 or step > 2**31 - 1:
+        raise BadRequest("a step is a whole number, 0 or more")
+    return step
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    """The request's JSON object (empty without a body)."""
+    try:
+        body = await request.json() if request.can_read_body else {}
+    except ValueError:
+        raise BadRequest("the body is not JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("the body is not a JSON object")
+    return body

@@ -1,0 +1,299 @@
+// The run console: the runs list, one run's timeline, and fork / roll back / cancel /
+// resume, all through /v1/console/ with the API token. Text from runs is set as text only.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = { token: "", selected: null, busy: false, shown: "" };
+
+function el(tag, cls, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined && text !== null) node.textContent = text;
+  return node;
+}
+
+async function api(method, path, body) {
+  const answer = await fetch("/v1/console" + path, {
+    method,
+    headers: { Authorization: "Bearer " + state.token, "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await answer.json().catch(() => ({}));
+  if (answer.status === 401) { showLogin(); throw new Error("the token was refused"); }
+  if (!answer.ok) throw new Error(data.error || answer.statusText);
+  return data;
+}
+
+function say(text) { $("message").textContent = text; }
+
+function age(seconds) {
+  if (seconds < 60) return Math.round(seconds) + "s";
+  if (seconds < 3600) return Math.round(seconds / 60) + "m";
+  if (seconds < 86400) return Math.round(seconds / 3600) + "h";
+  return Math.round(seconds / 86400) + "d";
+}
+
+function money(cost) { return "$" + Number(cost || 0).toFixed(4); }
+
+// -- runs list ---------------------------------------------------------------------------
+
+async function loadRuns() {
+  const params = new URLSearchParams();
+  if ($("status-filter").value) params.set("status", $("status-filter").value);
+  if ($("text-filter").value) params.set("q", $("text-filter").value);
+  const data = await api("GET", "/runs?" + params.toString());
+  const body = $("runs");
+  body.replaceChildren();
+  for (const run of data.runs) {
+    const row = el("tr", "run-row" + (run.id === state.selected ? " selected" : ""));
+    row.dataset.runId = run.id;
+    const first = el("td");
+    first.appendChild(el("div", "id", run.id));
+    first.appendChild(el("div", null, run.task));
+    row.appendChild(first);
+    row.appendChild(el("td")).appendChild(el("span", "status " + run.status, run.status));
+    row.appendChild(el("td", null, run.stop_reason || ""));
+    row.appendChild(el("td", null, money(run.cost)));
+    row.appendChild(el("td", null, age(run.age_seconds)));
+    row.addEventListener("click", () => select(run.id));
+    body.appendChild(row);
+  }
+}
+
+async function select(runId) {
+  state.selected = runId;
+  await loadRun();
+  await loadRuns();
+}
+
+// -- one run -----------------------------------------------------------------------------
+
+async function loadRun() {
+  if (!state.selected) return;
+  const data = await api("GET", "/runs/" + encodeURIComponent(state.selected));
+  // Redraw only on news, so what someone reads or clicks stays put between polls.
+  const shown = JSON.stringify({ ...data, run: { ...data.run, age_seconds: 0 } });
+  if (shown === state.shown) return;
+  state.shown = shown;
+  const box = $("run");
+  box.hidden = false;
+  box.dataset.runId = data.run.id;
+  box.replaceChildren();
+  const head = el("h2");
+  head.appendChild(el("span", "id", data.run.id + " "));
+  head.appendChild(el("span", "status " + data.run.status, data.run.status));
+  box.appendChild(head);
+  box.appendChild(el("div", null, data.run.task + " (agent " + data.run.agent + ", asked by " + (data.run.requested_by || "nobody") + ")"));
+  box.appendChild(links(data));
+  box.appendChild(budget(data.budget));
+  box.appendChild(runButtons(data.run));
+  const steps = el("div", "timeline");
+  for (const row of data.timeline) steps.appendChild(stepRow(row, data.run));
+  box.appendChild(steps);
+  const events = el("div", "events");
+  events.appendChild(el("strong", null, "Audit"));
+  for (const event of data.events) {
+    const line = el("div", "event", event.at.slice(0, 19).replace("T", " ") + "  " + event.action + " by " + event.actor);
+    line.dataset.action = event.action;
+    events.appendChild(line);
+  }
+  box.appendChild(events);
+}
+
+function runLink(runId, label) {
+  const link = el("a", "run-link", label);
+  link.href = "#";
+  link.dataset.runId = runId;
+  link.addEventListener("click", (event) => { event.preventDefault(); select(runId); });
+  return link;
+}
+
+function links(data) {
+  const box = el("div", "links");
+  if (data.run.parent_id) {
+    box.appendChild(document.createTextNode("forked from "));
+    box.appendChild(runLink(data.run.parent_id, data.run.parent_id + " at step " + data.run.fork_step));
+    if (data.run.dry_run) box.appendChild(el("span", "badge", "dry run"));
+  }
+  if (data.forks.length) {
+    box.appendChild(document.createTextNode(" forks: "));
+    for (const fork of data.forks) box.appendChild(runLink(fork, fork));
+  }
+  return box;
+}
+
+function budget(lines) {
+  const box = el("div", "budget");
+  for (const line of lines) {
+    box.appendChild(el("span", null, line.name));
+    const track = el("div", "bar-track");
+    const fill = el("div", "bar-fill" + (line.fraction !== null && line.fraction > 0.8 ? " high" : ""));
+    fill.style.width = line.fraction === null ? "0%" : Math.round(line.fraction * 100) + "%";
+    track.appendChild(fill);
+    box.appendChild(track);
+    const used = line.name === "cost" ? money(line.used) : String(line.used);
+    const limit = line.limit === null ? "no limit" : (line.name === "cost" ? money(line.limit) : String(line.limit));
+    box.appendChild(el("span", null, used + " of " + limit));
+  }
+  return box;
+}
+
+function runButtons(run) {
+  const box = el("div", "actions");
+  const cancel = el("button", "danger", "Cancel run");
+  cancel.id = "cancel-run";
+  cancel.addEventListener("click", () => operate("cancel", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/cancel")));
+  const resume = el("button", null, "Resume");
+  resume.id = "resume-run";
+  resume.addEventListener("click", () => operate("resume", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/resume")));
+  box.append(cancel, resume);
+  return box;
+}
+
+function stepRow(row, run) {
+  const box = el("div", "step" + (row.rolled_back ? " undone" : ""));
+  box.dataset.step = row.step;
+  const head = el("div", "step-head");
+  head.appendChild(el("span", null, "step " + row.step + (row.rolled_back ? " (undone by a rollback)" : "") + (row.restored ? " (restored)" : "")));
+  head.appendChild(el("span", "status " + row.status, row.status + (row.stop_reason ? ": " + row.stop_reason : "")));
+  head.appendChild(el("span", "grow"));
+  if (!row.rolled_back) {
+    const fork = el("button", "fork", "Fork from here");
+    fork.addEventListener("click", () => forkFrom(run.id, row.step, false));
+    const dry = el("button", "dry-fork", "Dry-run fork");
+    dry.addEventListener("click", () => forkFrom(run.id, row.step, true));
+    const back = el("button", "rollback danger", "Roll back to here");
+    back.addEventListener("click", () => rollbackTo(run.id, row.step));
+    head.append(fork, dry, back);
+  }
+  box.appendChild(head);
+  for (const note of row.notes) box.appendChild(el("div", "note", note));
+  for (const reply of row.replies) box.appendChild(el("div", "reply", reply));
+  for (const call of row.calls) box.appendChild(callView(call));
+  return box;
+}
+
+function callView(call) {
+  const box = el("div", "call");
+  box.dataset.tool = call.tool;
+  const name = el("div", "call-name", call.tool + "(" + JSON.stringify(call.args) + ")");
+  if (call.effect) {
+    name.appendChild(el("span", "badge " + call.effect.classification, call.effect.classification));
+    const effectState = el("span", "badge effect-state " + call.effect.state, call.effect.state);
+    name.appendChild(effectState);
+    if (call.effect.compensated_by) name.appendChild(el("span", "badge", "undone by " + call.effect.compensated_by));
+  }
+  box.appendChild(name);
+  for (const approval of call.approvals) {
+    let text = "approval " + approval.state;
+    if (approval.decided_by) text += " by " + approval.decided_by + " at " + (approval.decided_at || "").slice(0, 19).replace("T", " ");
+    if (approval.reason) text += ": " + approval.reason;
+    const line = el("div", "approval", text);
+    line.dataset.state = approval.state;
+    box.appendChild(line);
+  }
+  if (call.result) box.appendChild(el("div", "result", "-> " + call.result));
+  for (const page of call.pages) {
+    const line = el("div", "page", "PAGE (" + page.reason + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + page.acknowledged_by : ""));
+    box.appendChild(line);
+  }
+  return box;
+}
+
+// -- operations ----------------------------------------------------------------------------
+
+async function operate(what, work) {
+  state.busy = true;
+  try {
+    const result = await work();
+    say(what + ": done");
+    return result;
+  } catch (error) {
+    say(what + " refused: " + error.message);
+    return null;
+  } finally {
+    state.busy = false;
+    await loadRun().catch(() => {});
+    await loadRuns().catch(() => {});
+  }
+}
+
+function panel(title, body) {
+  return new Promise((resolve) => {
+    $("panel-title").textContent = title;
+    $("panel-body").replaceChildren(body);
+    $("panel").hidden = false;
+    state.busy = true;
+    const done = (value) => { $("panel").hidden = true; state.busy = false; resolve(value); };
+    $("panel-ok").onclick = () => done(true);
+    $("panel-cancel").onclick = () => done(false);
+  });
+}
+
+async function forkFrom(runId, step, dryRun) {
+  const forked = await operate(dryRun ? "dry-run fork" : "fork", () =>
+    api("POST", "/runs/" + encodeURIComponent(runId) + "/fork", { from_step: step, dry_run: dryRun }));
+  if (forked) {
+    say("forked as " + forked.run_id + (forked.already_happened.length ? " (" + forked.already_happened.length + " effect(s) already happened and will not run again)" : ""));
+    await select(forked.run_id);
+  }
+}
+
+async function rollbackTo(runId, step) {
+  let preview;
+  try {
+    preview = await api("GET", "/runs/" + encodeURIComponent(runId) + "/rollback?to_step=" + step);
+  } catch (error) { say("rollback refused: " + error.message); return; }
+  const body = el("div", "preview");
+  body.appendChild(el("p", null, "Rolling " + runId + " back to step " + step + ":"));
+  const list = el("ul");
+  for (const item of preview.compensate) {
+    const line = el("li", "will-compensate", item.tool + " (step " + item.step + ") will be compensated by " + item.compensator);
+    list.appendChild(line);
+  }
+  for (const item of preview.page) {
+    list.appendChild(el("li", "will-page", item.tool + " (step " + item.step + ") will page a human: " + item.why));
+  }
+  if (!preview.compensate.length && !preview.page.length) list.appendChild(el("li", null, "nothing to undo; the state of step " + step + " is restored"));
+  body.appendChild(list);
+  if (!(await panel("Roll back?", body))) return;
+  const report = await operate("rollback", () =>
+    api("POST", "/runs/" + encodeURIComponent(runId) + "/rollback", { to_step: step }));
+  if (report) say("rolled back: " + report.compensated.length + " compensated, " + report.paged.length + " paged");
+}
+
+// -- start ---------------------------------------------------------------------------------
+
+function showLogin() {
+  $("app").hidden = true;
+  $("login").hidden = false;
+}
+
+async function start() {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  if (fromHash) {
+    sessionStorage.setItem("signoff-token", fromHash);
+    history.replaceState(null, "", location.pathname);
+  }
+  state.token = sessionStorage.getItem("signoff-token") || "";
+  $("login").addEventListener("submit", (event) => {
+    event.preventDefault();
+    sessionStorage.setItem("signoff-token", $("token").value);
+    state.token = $("token").value;
+    start();
+  });
+  if (!state.token) { showLogin(); return; }
+  $("login").hidden = true;
+  $("app").hidden = false;
+  $("status-filter").onchange = () => loadRuns();
+  $("text-filter").oninput = () => loadRuns();
+  await loadRuns();
+  document.body.dataset.ready = "1";
+  setInterval(() => {
+    if (state.busy || document.hidden) return;
+    loadRuns().catch(() => {});
+    loadRun().catch(() => {});
+  }, 1500);
+}
+
+start();

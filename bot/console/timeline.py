@@ -1,0 +1,207 @@
+"""A run as the console shows it, built from its records by pure functions: one row per step
+(the model's reply, its tool calls and results, each effect's classification and state, the
+approvals and pages about them), the budget used against its limits, and what rolling back
+to a step would do before anyone confirms it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from store import (
+    Approval,
+    AuditEvent,
+    Checkpoint,
+    Effect,
+    EffectStatus,
+    Message,
+    Page,
+    Reversibility,
+    Run,
+)
+
+View = dict[str, Any]
+
+
+def run_summary(run: Run, now: datetime) -> View:
+    """One line of the runs list: status, why it stopped, what it cost, how old it is."""
+    return {
+        "id": run.id,
+        "agent": run.agent,
+        "task": run.task,
+        "status": run.status.value,
+        "stop_reason": run.stop_reason,
+        "step": run.step,
+        "cost": run.usage.cost,
+        "age_seconds": max(0.0, (now - run.created_at).total_seconds()),
+        "created_at": run.created_at.isoformat(),
+        "requested_by": run.requested_by,
+        "parent_id": run.parent_id,
+        "fork_step": run.fork_step,
+        "dry_run": run.dry_run,
+    }
+
+
+def budget_view(run: Run) -> list[View]:
+    """Each limit the run has, with what it used: the console draws one bar per line."""
+    pairs = (
+        ("steps", run.usage.steps, run.budget.max_steps),
+        ("input tokens", run.usage.input_tokens, run.budget.max_input_tokens),
+        ("output tokens", run.usage.output_tokens, run.budget.max_output_tokens),
+        ("cost", run.usage.cost, run.budget.max_cost),
+    )
+    return [
+        {
+            "name": name,
+            "used": used,
+            "limit": limit,
+            "fraction": min(1.0, used / limit) if limit else None,
+        }
+        for name, used, limit in pairs
+    ]
+
+
+def timeline(
+    history: Sequence[Checkpoint],
+    effects: Sequence[Effect],
+    approvals: Iterable[Approval],
+    pages: Iterable[Page],
+) -> list[View]:
+    """One row per step on the run's record, oldest first; undone steps stay, marked."""
+    by_call = {effect.call_id: effect for effect in effects}
+    compensations = {e.compensates: e for e in effects if e.compensates is not None}
+    approvals_by_call = _grouped(approvals)
+    pages_by_call = _grouped(pages)
+    rows: dict[tuple[int, bool], View] = {}
+    for checkpoint in history:
+        key = (checkpoint.step, checkpoint.rolled_back)
+        row = rows.setdefault(key, _row(checkpoint))
+        row.update(status=checkpoint.status.value, stop_reason=checkpoint.stop_reason)
+        row["cost"] = checkpoint.usage.cost
+        if checkpoint.snapshot and checkpoint.seq > 0:
+            row["restored"] = True
+            continue
+        for message in checkpoint.messages:
+            _add_message(row, message)
+    results = {call: text for row in rows.values() for call, text in row.pop("results").items()}
+    for row in rows.values():
+        for call in row["calls"]:
+            call_id = call["id"]
+            call["result"] = results.get(call_id)
+            effect = by_call.get(call_id)
+            call["effect"] = effect_view(effect, compensations.get(call_id)) if effect else None
+            call["approvals"] = [approval_view(a) for a in approvals_by_call.get(call_id, [])]
+            call["pages"] = [page_view(p) for p in pages_by_call.get(call_id, [])]
+    return list(rows.values())
+
+
+def effect_view(effect: Effect, compensation: Effect | None) -> View:
+    """An effect's classification and state: completed, in doubt, compensated, ..."""
+    state = effect.status.value
+    if effect.compensated_by is not None or (
+        compensation is not None and compensation.status == EffectStatus.COMPLETED
+    ):
+        state = "compensated"
+    return {
+        "tool": effect.tool,
+        "classification": effect.reversibility.value,
+        "state": state,
+        "compensator": effect.compensator,
+        "compensated_by": effect.compensated_by or (compensation.call_id if compensation else None),
+        "idempotency_key": effect.idempotency_key,
+        "args": effect.shown_args,
+        "result": effect.result,
+        "error": effect.error,
+    }
+
+
+def approval_view(approval: Approval) -> View:
+    return {
+        "id": approval.id,
+        "state": approval.state.value,
+        "decided_by": approval.decided_by,
+        "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
+        "reason": approval.reason,
+        "policy": approval.policy,
+        "args": approval.shown_args,
+        "approved_args": approval.shown_approved_args,
+    }
+
+
+def page_view(page: Page) -> View:
+    return {
+        "id": page.id,
+        "reason": page.reason,
+        "detail": page.detail,
+        "acknowledged_by": page.acknowledged_by,
+        "created_at": page.created_at.isoformat(),
+    }
+
+
+def event_view(event: AuditEvent) -> View:
+    return {
+        "action": event.action,
+        "actor": event.actor,
+        "at": event.at.isoformat(),
+        "approval_id": event.approval_id,
+        "detail": event.detail,
+    }
+
+
+def rollback_preview(effects: Sequence[Effect], step: int, on_timeline: set[str]) -> View:
+    """What `Runtime.rollback(run, step)` would do, newest first, as its undo does it: a
+    completed effect with a compensator is compensated; one without, or in doubt, is paged."""
+    compensate: list[View] = []
+    page: list[View] = []
+    for effect in reversed(effects):
+        if effect.step <= step or effect.call_id not in on_timeline:
+            continue
+        if effect.compensates is not None or effect.compensated_by is not None:
+            continue
+        if effect.reversibility == Reversibility.READ or effect.status == EffectStatus.FAILED:
+            continue
+        line = {"call_id": effect.call_id, "tool": effect.tool, "step": effect.step}
+        if effect.status == EffectStatus.COMPLETED and effect.compensator:
+            compensate.append(line | {"compensator": effect.compensator})
+        else:
+            page.append(line | {"why": _page_reason(effect)})
+    return {"to_step": step, "compensate": compensate, "page": page}
+
+
+def _page_reason(effect: Effect) -> str:
+    if effect.status != EffectStatus.COMPLETED:
+        return f"{effect.status.value}: it may or may not have happened"
+    return "no compensating tool: a person undoes it"
+
+
+def _row(checkpoint: Checkpoint) -> View:
+    return {
+        "step": checkpoint.step,
+        "rolled_back": checkpoint.rolled_back,
+        "at": checkpoint.created_at.isoformat(),
+        "replies": [],
+        "calls": [],
+        "results": {},
+        "notes": [],
+    }
+
+
+def _add_message(row: View, message: Message) -> None:
+    if message.role == "assistant":
+        if message.content:
+            row["replies"].append(message.content)
+        for call in message.tool_calls:
+            row["calls"].append({"id": call.id, "tool": call.name, "args": call.arguments})
+    elif message.role == "tool" and message.tool_call_id:
+        row["results"][message.tool_call_id] = message.content
+    elif message.role == "user":
+        row["notes"].append(f"task: {message.content}")
+
+
+def _grouped(items: Iterable[Approval] | Iterable[Page]) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = {}
+    for item in items:
+        if item.call_id:
+            grouped.setdefault(item.call_id, []).append(item)
+    return grouped

@@ -1,0 +1,126 @@
+"""`signoff dev`: the whole product on one machine, in one process - the bot over HTTP, the
+runtime with the refund agent, the scheduler, the outbox sender, a local fake Slack
+workspace, and a page on 127.0.0.1 that shows that workspace and the run console.
+
+Everything is `signoff serve` (`bot.server.serve`) with settings that point Slack at the
+in-process fake; this package adds the workspace view and the step log on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from bot.dev import people, slack_state, workspace
+from bot.dev.steplog import StepLog
+from bot.settings import ApiToken, Settings
+from bot.slack.fake import FakeSlack
+from bot.wiring import Process
+from runtime.policy import Policies, Policy
+
+log = logging.getLogger("signoff.dev")
+BOT_TOKEN = "xoxb-dev"
+REFUND_AGENT = "examples.refund_agent:agent"
+CONSOLE_TOKEN = "console"
+
+
+def dev_settings(
+    *, database: Path, port: int, slack_api_url: str, signing_secret: str, api_token: str
+) -> Settings:
+    """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
+    approver (bob) who may edit, and the refund agent (with any agents SIGNOFF_AGENTS adds)."""
+    extra = [a for a in os.environ.get("SIGNOFF_AGENTS", "").split(",") if a.strip()]
+    return Settings(
+        database_url=f"sqlite:///{database}",
+        agents=[REFUND_AGENT, *[a.strip() for a in extra if a.strip() != REFUND_AGENT]],
+        host="127.0.0.1",
+        port=port,
+        api_token=None,
+        # The console's token: it reads and operates runs, and cannot decide approvals
+        # (people decide on their cards, as in Slack).
+        api_tokens={
+            CONSOLE_TOKEN: ApiToken(
+                scopes=frozenset({"runs:read", "runs:write"}),
+                sha256=hashlib.sha256(api_token.encode()).hexdigest(),
+            )
+        },
+        callback_secret=secrets.token_hex(16),
+        api_only=False,
+        worker_id="signoff-dev",  # the same after a restart: parked runs are ours at once
+        slack_bot_token=BOT_TOKEN,
+        slack_signing_secret=signing_secret,
+        slack_app_token=None,
+        slack_api_url=slack_api_url,
+        approvals_channel=people.APPROVALS,
+        oncall_channel=people.ONCALL,
+        policies=Policies(
+            default=Policy(channel=people.APPROVALS, approvers=(people.APPROVER,), allow_edit=True)
+        ),
+    )
+
+
+async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = None) -> None:
+    """Run until Ctrl-C (or `stop`); a restart on the same database resumes parked runs."""
+    from bot.server import serve
+
+    os.environ.setdefault("SIGNOFF_WORLD_DB", str(database.with_name(f"{database.stem}-world.db")))
+    port = port or free_port()
+    fake = FakeSlack(token=BOT_TOKEN, channels=tuple(people.CHANNEL_NAMES), users=people.NAMES)
+    saved = database.with_name(f"{database.stem}-slack.json")
+    restored = slack_state.load(fake.workspace, saved)
+    hub = slack_state.Hub()
+    slack_state.watch(fake.workspace, hub, saved)
+    slack_url = await fake.start("127.0.0.1", 0)
+    signing_secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
+    settings = dev_settings(
+        database=database,
+        port=port,
+        slack_api_url=slack_url,
+        signing_secret=signing_secret,
+        api_token=api_token,
+    )
+    url = f"http://127.0.0.1:{port}/"
+
+    def extend(app: web.Application, process: Process) -> None:
+        dev = workspace.DevWorkspace(fake, hub, process, signing_secret, api_token)
+        workspace.mount(app, dev)
+        app.cleanup_ctx.append(_step_log(process))
+
+        async def tell(app: web.Application) -> None:
+            print(f"signoff dev: open {url}  (database {database}; Ctrl-C stops)", flush=True)
+
+        app.on_startup.append(tell)
+
+    if restored:
+        log.info("dev: %d Slack message(s) restored from %s", restored, saved)
+    try:
+        await serve(settings, stop=stop, extend=extend)
+    finally:
+        await fake.stop()
+
+
+def _step_log(process: Process) -> Callable[[web.Application], AsyncIterator[None]]:
+    """The step log as an aiohttp cleanup context: it follows the runs while the app runs."""
+
+    async def follow(app: web.Application) -> AsyncIterator[None]:
+        stop = asyncio.Event()
+        task = asyncio.create_task(StepLog(process.store).follow(stop), name="step log")
+        yield
+        stop.set()
+        await task
+
+    return follow
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

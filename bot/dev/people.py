@@ -1,0 +1,29 @@
+"""Who lives in the dev workspace: the people the page lets you be, and its channels."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+TEAM = "T0SIGNOFF"
+APP = "A0SIGNOFF"
+APPROVALS = "C0APPROVALS"
+ONCALL = "C0ONCALL"
+CHANNEL_NAMES = {APPROVALS: "approvals", ONCALL: "oncall"}
+REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
+PEOPLE = [
+    {"id": REQUESTER, "name": "riley", "role": "requester"},
+    {"id": APPROVER, "name": "bob", "role": "approver"},
+    {"id": OUTSIDER, "name": "eve", "role": "outsider"},
+]
+NAMES = {person["id"]: person["name"] for person in PEOPLE}
+
+
+def name(user: str) -> str:
+    return NAMES.get(user, user.lower())
+
+
+def check(user: object) -> str:
+    """One of the workspace's people; anything else is a 400 that changes nothing."""
+    if not isinstance(user, str) or user not in NAMES:
+        raise web.HTTPBadRequest(text=f"user: one of {', '.join(NAMES)}")
+    return user

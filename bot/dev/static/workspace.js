@@ -1,0 +1,202 @@
+// The dev workspace page: the fake Slack's channels as Slack shows them, and what a person
+// does there sent to the bot as Slack sends it (the server signs it). News arrives by
+// server-sent events; the run console sits beside it.
+"use strict";
+
+const state = { people: [], names: {}, channel: "C0APPROVALS", data: null, token: "" };
+const $ = (id) => document.getElementById(id);
+const { el, render } = SignoffBlocks;
+
+async function post(path, body) {
+  const answer = await fetch(path, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  if (!answer.ok) throw new Error(await answer.text());
+  return answer.json();
+}
+
+function me() { return $("who").value; }
+
+function notice(text) {
+  $("notice").textContent = text;
+}
+
+async function refresh() {
+  const answer = await fetch("/dev/api/workspace?user=" + encodeURIComponent(me()));
+  state.data = await answer.json();
+  draw();
+}
+
+function draw() {
+  const nav = $("channels");
+  nav.replaceChildren();
+  for (const channel of state.data.channels) {
+    const link = el("button", "channel-link" + (channel.id === state.channel ? " active" : ""), "# " + channel.name);
+    link.dataset.channel = channel.id;
+    const count = channel.messages.length;
+    if (count) link.appendChild(el("span", "count", String(count)));
+    link.addEventListener("click", () => { state.channel = channel.id; draw(); });
+    nav.appendChild(link);
+  }
+  const channel = state.data.channels.find((c) => c.id === state.channel) || state.data.channels[0];
+  const box = $("channel");
+  box.replaceChildren();
+  if (!channel.messages.length) box.appendChild(el("p", "empty", "No messages in #" + channel.name + " yet."));
+  for (const message of channel.messages) box.appendChild(drawMessage(message, channel.id));
+  for (const eph of state.data.ephemerals.filter((e) => e.channel === channel.id)) {
+    box.appendChild(drawEphemeral(eph.text, eph.blocks));
+  }
+}
+
+function drawMessage(message, channel) {
+  const node = el("article", "message");
+  node.dataset.ts = message.ts;
+  const head = el("div", "message-head");
+  head.appendChild(el("span", "author", "Signoff"));
+  head.appendChild(el("span", "app-badge", "APP"));
+  head.appendChild(el("time", "stamp", new Date(parseFloat(message.ts) * 1000).toLocaleTimeString()));
+  if (message.edited) head.appendChild(el("span", "edited", "(edited)"));
+  node.appendChild(head);
+  const ctx = { names: state.names, onAction: (element) => click(element, channel, message.ts) };
+  node.appendChild(message.blocks && message.blocks.length ? render(message.blocks, ctx) : plain(message.text));
+  if (message.replies.length) {
+    const thread = el("div", "thread");
+    thread.appendChild(el("div", "thread-count", message.replies.length + (message.replies.length === 1 ? " reply" : " replies")));
+    for (const reply of message.replies) thread.appendChild(drawMessage(reply, channel));
+    node.appendChild(thread);
+  }
+  return node;
+}
+
+function plain(text) {
+  const node = el("div", "plain");
+  node.appendChild(SignoffBlocks.mrkdwn(text || "", state.names));
+  return node;
+}
+
+function drawEphemeral(text, blocks) {
+  const node = el("article", "message ephemeral");
+  node.appendChild(el("div", "message-head")).appendChild(el("span", "only-you", "Only visible to you"));
+  const ctx = { names: state.names, onAction: () => {} };
+  node.appendChild(blocks && blocks.length ? render(blocks, ctx) : plain(text));
+  return node;
+}
+
+// -- dialogs ---------------------------------------------------------------------------
+
+function dialog({ title, body, ok, cancel }) {
+  return new Promise((resolve) => {
+    $("dialog-title").textContent = title;
+    $("dialog-body").replaceChildren(body);
+    $("dialog-error").textContent = "";
+    $("dialog-ok").textContent = ok || "OK";
+    $("dialog-cancel").textContent = cancel || "Cancel";
+    $("overlay").hidden = false;
+    const done = (value) => { $("overlay").hidden = true; resolve(value); };
+    $("dialog-ok").onclick = () => resolve_ok();
+    $("dialog-cancel").onclick = () => done(false);
+    function resolve_ok() { done(true); }
+  });
+}
+
+async function confirmFirst(confirm) {
+  if (!confirm) return true;
+  const body = el("div");
+  body.appendChild(SignoffBlocks.textObject(confirm.text, state.names));
+  return dialog({
+    title: confirm.title ? confirm.title.text : "Are you sure?",
+    body,
+    ok: confirm.confirm ? confirm.confirm.text : "Yes",
+    cancel: confirm.deny ? confirm.deny.text : "Cancel",
+  });
+}
+
+async function click(element, channel, ts) {
+  if (!(await confirmFirst(element.confirm))) return;
+  const opens = element.action_id === "decline" || element.action_id === "edit";
+  const answer = await post("/dev/api/action", {
+    user: me(), channel, ts, action_id: element.action_id, value: element.value,
+    block_id: "", opens_modal: opens,
+  });
+  if (answer.view) await openModal(answer.view);
+}
+
+// A modal the bot opened: its inputs, submitted as a view_submission; errors the bot
+// answers with are shown under their fields and the modal stays open.
+async function openModal(view) {
+  const body = render(view.blocks, { names: state.names, onAction: () => {} });
+  $("dialog-title").textContent = view.title ? view.title.text : "";
+  $("dialog-body").replaceChildren(body);
+  $("dialog-error").textContent = "";
+  $("dialog-ok").textContent = view.submit ? view.submit.text : "Submit";
+  $("dialog-cancel").textContent = view.close ? view.close.text : "Cancel";
+  $("overlay").hidden = false;
+  $("overlay").dataset.callbackId = view.callback_id || "";
+  $("dialog-cancel").onclick = () => { $("overlay").hidden = true; };
+  $("dialog-ok").onclick = async () => {
+    const values = {};
+    for (const field of body.querySelectorAll(".input-field")) values[field.dataset.blockId] = field.value;
+    const answer = await post("/dev/api/submit", {
+      user: me(), view_id: view.id, callback_id: view.callback_id,
+      private_metadata: view.private_metadata, values,
+    });
+    const reply = answer.answer;
+    if (reply && reply.response_action === "errors") {
+      for (const field of body.querySelectorAll(".input-field")) {
+        const message = reply.errors[field.dataset.blockId] || "";
+        field.parentElement.querySelector(".input-error").textContent = message;
+      }
+      $("dialog-error").textContent = Object.values(reply.errors).join(" ");
+      return;
+    }
+    $("overlay").hidden = true;
+  };
+}
+
+// -- /runs, the refund button, the console --------------------------------------------
+
+async function runsCommand(event) {
+  event.preventDefault();
+  const text = $("runs-text").value;
+  const answer = await post("/dev/api/command", { user: me(), text });
+  const reply = answer.answer || {};
+  const area = $("ephemeral");
+  area.replaceChildren(el("div", "command-echo", "/runs " + text));
+  area.appendChild(drawEphemeral(reply.text || "", reply.blocks));
+}
+
+async function startRefund() {
+  const answer = await post("/dev/api/refund", { user: me() });
+  notice("Started run " + answer.run_id + " for " + state.names[me()] + ". Its card appears in #approvals.");
+  state.channel = "C0APPROVALS";
+}
+
+function listen() {
+  const events = new EventSource("/dev/events");
+  events.addEventListener("workspace", () => refresh());
+  events.addEventListener("hello", () => refresh());
+}
+
+async function main() {
+  const session = await (await fetch("/dev/api/session")).json();
+  state.people = session.people;
+  state.token = session.token;
+  for (const person of session.people) {
+    state.names[person.id] = person.name;
+    const option = el("option", null, person.name + " (" + person.role + ")");
+    option.value = person.id;
+    $("who").appendChild(option);
+  }
+  $("who").addEventListener("change", refresh);
+  $("start-refund").textContent = session.refund_task;
+  $("start-refund").addEventListener("click", startRefund);
+  $("runs-form").addEventListener("submit", runsCommand);
+  $("console").src = "/console/#token=" + encodeURIComponent(session.token);
+  await refresh();
+  listen();
+  document.body.dataset.ready = "1";
+}
+
+main();

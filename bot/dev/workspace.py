@@ -1,0 +1,306 @@
+"""The workspace view's server side: the fake workspace as JSON for the page, its news as
+server-sent events, and what a person does on the page (a click, a modal, `/runs`) sent to
+the bot as Slack sends it, a request signed with the signing secret to `/slack/events`.
+
+Nothing here decides anything: the bot's own listeners do, exactly as they do for Slack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import urllib.parse
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from slack_sdk.signature import SignatureVerifier
+
+from bot.api_auth import Handler
+from bot.dev import people
+from bot.dev.slack_state import Hub
+from bot.slack.fake import FakeSlack
+from bot.slack.fake_web import Message
+from bot.wiring import Process
+
+log = logging.getLogger("signoff.dev")
+STATIC = Path(__file__).parent / "static"
+DEV = web.AppKey("dev", "DevWorkspace")
+REFUND_TASK = "Refund order 4471 for $25"
+MODAL_WAIT = 3.0
+KEEPALIVE = 15.0
+EPHEMERALS = 3
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]"})
+
+
+@dataclass
+class DevWorkspace:
+    fake: FakeSlack
+    hub: Hub
+    process: Process
+    signing_secret: str
+    api_token: str
+    session: aiohttp.ClientSession | None = None
+
+
+def mount(app: web.Application, dev: DevWorkspace) -> None:
+    app[DEV] = dev
+    app.cleanup_ctx.append(_client_session)
+    app.on_shutdown.append(_close_streams)
+    app.router.add_get("/", _index)
+    app.router.add_static("/dev/static/", STATIC, show_index=False)
+    for path, handler in (
+        ("/dev/api/session", session),
+        ("/dev/api/workspace", workspace),
+        ("/dev/events", events),
+    ):
+        app.router.add_get(path, _local_only(handler))
+    for path, handler in (
+        ("/dev/api/action", action),
+        ("/dev/api/submit", submit),
+        ("/dev/api/command", command),
+        ("/dev/api/refund", refund),
+    ):
+        app.router.add_post(path, _local_only(handler))
+
+
+def _local_only(handler: Handler) -> Handler:
+    """Only this machine's pages: the Host must be loopback (another site's page that got a
+    name resolved to 127.0.0.1 sends its own name), and a POST must be JSON (which a page
+    of another origin cannot send here without a preflight this server never answers)."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        host = (request.host or "").rsplit(":", 1)[0]
+        if host not in LOOPBACK:
+            return web.json_response({"error": f"not served to host {host!r}"}, status=403)
+        if request.method == "POST" and request.content_type != "application/json":
+            return web.json_response({"error": "send JSON (application/json)"}, status=415)
+        return await handler(request)
+
+    return guarded
+
+
+async def _client_session(app: web.Application) -> AsyncIterator[None]:
+    app[DEV].session = aiohttp.ClientSession()
+    yield
+    await app[DEV].session.close()
+
+
+async def _close_streams(app: web.Application) -> None:
+    app[DEV].hub.close()
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STATIC / "workspace.html", headers={"Cache-Control": "no-store"})
+
+
+async def session(request: web.Request) -> web.Response:
+    """Who can be played, and the console's token (this server listens on 127.0.0.1 only)."""
+    dev = request.app[DEV]
+    return web.json_response(
+        {"people": people.PEOPLE, "token": dev.api_token, "refund_task": REFUND_TASK}
+    )
+
+
+async def workspace(request: web.Request) -> web.Response:
+    """Every channel's messages, threads under their parent, and what only `user` sees."""
+    dev, user = request.app[DEV], request.query.get("user", "")
+    channels = []
+    for channel, messages in sorted(dev.fake.messages.items()):
+        shown = [_message(m) for m in messages if m.thread_ts is None]
+        by_ts = {m["ts"]: m for m in shown}
+        for reply in (m for m in messages if m.thread_ts is not None):
+            if reply.thread_ts in by_ts:
+                by_ts[reply.thread_ts]["replies"].append(_message(reply))
+        name = people.CHANNEL_NAMES.get(channel, channel)
+        channels.append({"id": channel, "name": name, "messages": shown})
+    # like Slack's, they do not pile up: only the last few are shown
+    ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user][-EPHEMERALS:]
+    return web.json_response({"channels": channels, "ephemerals": ephemerals})
+
+
+async def events(request: web.Request) -> web.StreamResponse:
+    """Server-sent events: `workspace` whenever a message is posted, updated or shown."""
+    hub = request.app[DEV].hub
+    response = web.StreamResponse(
+        headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+    )
+    await response.prepare(request)
+    queue = hub.subscribe()
+    try:
+        await response.write(b"retry: 1000\nevent: hello\ndata: {}\n\n")
+        while not hub.closed.is_set():
+            closing = asyncio.ensure_future(hub.closed.wait())
+            news = asyncio.ensure_future(queue.get())
+            done, pending = await asyncio.wait(
+                {closing, news}, timeout=KEEPALIVE, return_when=asyncio.FIRST_COMPLETED
+            )
+            for task in pending:
+                task.cancel()
+            if news in done:
+                await response.write(f"event: {news.result()}\ndata: {{}}\n\n".encode())
+            elif not done:
+                await response.write(b": keepalive\n\n")
+    except ConnectionResetError:  # the page went away
+        pass
+    finally:
+        hub.unsubscribe(queue)
+    return response
+
+
+async def action(request: web.Request) -> web.Response:
+    """A button click, as Slack posts it; a modal the bot opened for it comes back with it."""
+    dev, order = request.app[DEV], await _order(request)
+    user = people.check(order.get("user"))
+    trigger = f"dev-{uuid.uuid4().hex}"
+    payload = {
+        "type": "block_actions",
+        "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
+        "api_app_id": people.APP,
+        "token": "dev",
+        "container": {
+            "type": "message",
+            "message_ts": str(order.get("ts", "")),
+            "channel_id": str(order.get("channel", "")),
+        },
+        "trigger_id": trigger,
+        "team": {"id": people.TEAM, "domain": "signoff-dev"},
+        "channel": {"id": str(order.get("channel", "")), "name": "dev"},
+        "message": {"type": "message", "ts": str(order.get("ts", "")), "text": ""},
+        "response_url": f"{request.url.origin()}/dev/response",
+        "actions": [
+            {
+                "action_id": str(order.get("action_id", "")),
+                "block_id": str(order.get("block_id", "")),
+                "value": str(order.get("value", "")),
+                "type": "button",
+                "action_ts": str(time.time()),
+            }
+        ],
+    }
+    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
+    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
+    return web.json_response({"status": status, "answer": body, "view": view})
+
+
+async def submit(request: web.Request) -> web.Response:
+    """A modal's submission; the bot's answer may carry errors to show under its fields."""
+    order = await _order(request)
+    user = people.check(order.get("user"))
+    values = order.get("values") or {}
+    if not isinstance(values, dict):
+        raise web.HTTPBadRequest(text="values: an object of block id to text")
+    payload = {
+        "type": "view_submission",
+        "team": {"id": people.TEAM, "domain": "signoff-dev"},
+        "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
+        "api_app_id": people.APP,
+        "token": "dev",
+        "trigger_id": f"dev-{uuid.uuid4().hex}",
+        "view": {
+            "id": str(order.get("view_id", "")),
+            "type": "modal",
+            "callback_id": str(order.get("callback_id", "")),
+            "private_metadata": str(order.get("private_metadata", "")),
+            "state": {
+                "values": {
+                    str(block): {str(block): {"type": "plain_text_input", "value": str(text)}}
+                    for block, text in values.items()
+                }
+            },
+        },
+    }
+    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
+    return web.json_response({"status": status, "answer": body})
+
+
+async def command(request: web.Request) -> web.Response:
+    """`/runs <text>` typed by `user`; the bot's ephemeral answer comes back."""
+    order = await _order(request)
+    user = people.check(order.get("user"))
+    fields = {
+        "token": "dev",
+        "team_id": people.TEAM,
+        "team_domain": "signoff-dev",
+        "channel_id": people.APPROVALS,
+        "channel_name": "approvals",
+        "user_id": user,
+        "user_name": people.name(user),
+        "command": "/runs",
+        "text": str(order.get("text", ""))[:4000],
+        "api_app_id": people.APP,
+        "response_url": f"{request.url.origin()}/dev/response",
+        "trigger_id": f"dev-{uuid.uuid4().hex}",
+    }
+    status, body = await _to_bot(request, fields)
+    return web.json_response({"status": status, "answer": body})
+
+
+async def refund(request: web.Request) -> web.Response:
+    """Start a refund-agent run for `user`; it drives in the background until it parks."""
+    dev, order = request.app[DEV], await _order(request)
+    user = people.check(order.get("user"))
+    rt = dev.process.runtime
+    run, _ = await rt.create("refund-agent", REFUND_TASK, requested_by=user)
+    dev.process.background.spawn(rt.drive(run.id), name=f"drive {run.id}")
+    log.info("dev: %s started run %s: %s", people.name(user), run.id, REFUND_TASK)
+    return web.json_response({"run_id": run.id}, status=201)
+
+
+async def _to_bot(request: web.Request, fields: dict[str, str]) -> tuple[int, Any]:
+    """POST to this server's /slack/events, signed as Slack signs (v0, HMAC-SHA256)."""
+    dev = request.app[DEV]
+    if dev.session is None:
+        raise web.HTTPServiceUnavailable(text="the server is not started")
+    body = urllib.parse.urlencode(fields).encode()
+    stamp = str(int(time.time()))
+    signature = SignatureVerifier(dev.signing_secret).generate_signature(timestamp=stamp, body=body)
+    headers = {
+        "Content-Type": "application/x-www-form-urlencoded",
+        "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": signature,
+    }
+    url = f"http://127.0.0.1:{request.url.port}/slack/events"
+    async with dev.session.post(url, data=body, headers=headers) as answer:
+        text = await answer.text()
+        try:
+            return answer.status, json.loads(text) if text else None
+        except ValueError:
+            return answer.status, text
+
+
+def _message(message: Message) -> dict[str, Any]:
+    return {
+        "ts": message.ts,
+        "text": message.text,
+        "blocks": message.blocks,
+        "edited": message.edited,
+        "replies": [],
+    }
+
+
+async def _opened_view(fake: FakeSlack, trigger: str) -> dict[str, Any] | None:
+    """The modal the bot opened with this click's trigger id, if it opens one in time."""
+    deadline = time.monotonic() + MODAL_WAIT
+    while time.monotonic() < deadline:
+        for opened in reversed(fake.views):
+            if opened.trigger_id == trigger:
+                return opened.view
+        await asyncio.sleep(0.05)
+    return None
+
+
+async def _order(request: web.Request) -> dict[str, Any]:
+    try:
+        order = await request.json()
+    except ValueError:
+        raise web.HTTPBadRequest(text="the body is not JSON") from None
+    if not isinstance(order, dict):
+        raise web.HTTPBadRequest(text="the body is not a JSON object")
+    return order

@@ -1,0 +1,60 @@
+"""`GET /readyz` and `GET /metrics` next to `/healthz` (which says only that the process
+answers): whether this process can do its work now, and what it has done.
+
+`/readyz` is 200 `{"ready": true}` when the database answers a fresh connection, its schema
+is current, its disk has room, and the scheduler and the outbox sender run; otherwise 503
+`{"ready": false, "failing": [...]}` naming the checks that fail and nothing more (it is
+unauthenticated). The details go to the log, once each time the set of failures changes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from bot.metrics import metrics_handler
+from store import Store
+
+log = logging.getLogger("signoff.health")
+
+
+@dataclass
+class Readiness:
+    store: Store
+    running: Mapping[str, Callable[[], bool]]
+    """Components that must be running, by name (`scheduler`, `outbox_sender`)."""
+    _told: frozenset[str] = field(default=frozenset())
+
+    async def failing(self) -> dict[str, str]:
+        """Each failing check with its details; empty when ready."""
+        failing = await self.store.health()
+        for name, is_running in self.running.items():
+            if not is_running():
+                failing[name] = f"the {name.replace('_', ' ')} is not running"
+        self._tell(failing)
+        return failing
+
+    def _tell(self, failing: Mapping[str, str]) -> None:
+        names = frozenset(failing)
+        if names == self._told:
+            return
+        self._told = names
+        if failing:
+            log.warning("not ready: %s", "; ".join(failing.values()))
+        else:
+            log.info("ready again")
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        failing = await self.failing()
+        if failing:
+            return web.json_response({"ready": False, "failing": sorted(failing)}, status=503)
+        return web.json_response({"ready": True})
+
+
+def mount(app: web.Application, readiness: Readiness) -> None:
+    """Serve `/readyz` and `/metrics` on the server's application (no token needed)."""
+    app.router.add_get("/readyz", readiness.readyz)
+    app.router.add_get("/metrics", metrics_handler(readiness.store))

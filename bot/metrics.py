@@ -1,0 +1,181 @@
+"""Prometheus metrics of one `signoff serve` process, at `GET /metrics`.
+
+Two kinds. What happens in this process (steps, tokens, effects, decisions, reminders, pages,
+callback failures, runs taken over) are counters and histograms kept in memory, fed by the
+runtime's `Telemetry` hooks and its notifier; several processes on one PostgreSQL each
+expose their own, and Prometheus sums them. What the database holds now (runs by status,
+pending approvals, effects in doubt, open pages, the outbox backlog) is read at each scrape
+with one query that touches indexes only (`Store.operational_counts`), so a scrape costs the
+same however long the history grows.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
+
+from aiohttp import web
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.registry import Collector
+
+from runtime import NullNotifier
+from store import Approval, Page, Run, Store, Usage
+from store.base import OperationalCounts
+from store.errors import StoreError
+from store.records import SYSTEM_ACTOR
+
+log = logging.getLogger("signoff.metrics")
+DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+DECISION_TIMES = (10, 30, 60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 86400, 3 * 86400)
+
+STEPS = Counter("signoff_steps", "Model replies recorded (steps), by agent.", ["agent"])
+STEP_SECONDS = Histogram(
+    "signoff_step_duration_seconds",
+    "Time to a model reply, by agent.",
+    ["agent"],
+    buckets=DURATIONS,
+)
+TOKENS = Counter("signoff_model_tokens", "Model tokens used, by agent and kind.", ["agent", "kind"])
+COST = Counter("signoff_model_cost_dollars", "Model cost, by agent.", ["agent"])
+EFFECTS = Counter(
+    "signoff_effects",
+    "Mutating tool executions that ended, by classification and outcome.",
+    ["classification", "outcome"],
+)
+EFFECT_SECONDS = Histogram(
+    "signoff_effect_duration_seconds",
+    "Time a mutating tool took, by classification.",
+    ["classification"],
+    buckets=DURATIONS,
+)
+RUNS_FINISHED = Counter("signoff_runs_finished", "Runs that ended, by status.", ["status"])
+APPROVALS_REQUESTED = Counter("signoff_approvals_requested", "Approvals requested.")
+APPROVALS_DECIDED = Counter(
+    "signoff_approvals_decided",
+    "Approvals decided, by outcome (approved, declined, expired, withdrawn).",
+    ["outcome"],
+)
+DECISION_SECONDS = Histogram(
+    "signoff_approval_decision_seconds",
+    "Time from an approval's request to its decision.",
+    buckets=DECISION_TIMES,
+)
+REMINDERS = Counter("signoff_approval_reminders", "Approval reminders sent.")
+ESCALATIONS = Counter("signoff_approval_escalations", "Approvals escalated.")
+PAGES = Counter("signoff_pages_opened", "Pages opened: effects a human must handle.")
+CALLBACK_FAILURES = Counter(
+    "signoff_callback_failures", "Decision callbacks that failed every attempt."
+)
+TAKEOVERS = Counter(
+    "signoff_lease_takeovers", "Runs whose worker was gone, taken over by this process."
+)
+
+
+class PrometheusTelemetry:
+    """The runtime's `Telemetry`, counted in this process."""
+
+    def model_step(self, agent: str, seconds: float, usage: Usage) -> None:
+        STEPS.labels(agent).inc()
+        STEP_SECONDS.labels(agent).observe(seconds)
+        TOKENS.labels(agent, "input").inc(usage.input_tokens)
+        TOKENS.labels(agent, "output").inc(usage.output_tokens)
+        COST.labels(agent).inc(usage.cost)
+
+    def effect_ended(self, tool: str, classification: str, outcome: str, seconds: float) -> None:
+        EFFECTS.labels(classification, outcome).inc()
+        EFFECT_SECONDS.labels(classification).observe(seconds)
+
+    def leases_taken_over(self, count: int) -> None:
+        TAKEOVERS.inc(count)
+
+
+class MetricsNotifier(NullNotifier):
+    """Counts what the runtime announces: requests, decisions, reminders, pages, ends."""
+
+    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
+        APPROVALS_REQUESTED.inc()
+
+    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
+        if approval.decided_at is None:
+            return  # a vote towards a quorum: not decided yet
+        APPROVALS_DECIDED.labels(outcome(approval)).inc()
+        DECISION_SECONDS.observe((approval.decided_at - approval.created_at).total_seconds())
+
+    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
+        (ESCALATIONS if escalated else REMINDERS).inc()
+
+    async def effect_needs_human(self, page: Page, run: Run | None) -> None:
+        PAGES.inc()
+
+    async def run_finished(self, run: Run) -> None:
+        RUNS_FINISHED.labels(run.status.value).inc()
+
+
+def outcome(approval: Approval) -> str:
+    if approval.withdrawn:
+        return "withdrawn"
+    if approval.decided_by == SYSTEM_ACTOR and approval.reason == "expired":
+        return "expired"
+    return approval.state.value
+
+
+class StoreGauges(Collector):
+    """What the database holds at one scrape, as gauges."""
+
+    def __init__(self, counts: OperationalCounts, now: datetime) -> None:
+        self.counts = counts
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        c = self.counts
+        runs = GaugeMetricFamily("signoff_runs", "Runs not finished, by status.", labels=["status"])
+        runs.add_metric(["running"], c.runs_running)
+        runs.add_metric(["waiting_approval"], c.runs_waiting_approval)
+        yield runs
+        yield _gauge(
+            "signoff_approvals_pending", "Approvals waiting for a decision.", c.approvals_pending
+        )
+        yield _gauge(
+            "signoff_approval_oldest_pending_age_seconds",
+            "Age of the oldest pending approval (0 when none).",
+            self._age(c.oldest_pending_at),
+        )
+        yield _gauge(
+            "signoff_effects_in_doubt",
+            "Effects in doubt: a human must settle them.",
+            c.effects_in_doubt,
+        )
+        yield _gauge("signoff_pages_open", "Pages nobody acknowledged yet.", c.pages_open)
+        yield _gauge("signoff_outbox_backlog", "Notifications not delivered yet.", c.outbox_backlog)
+        yield _gauge(
+            "signoff_outbox_oldest_undelivered_age_seconds",
+            "Age of the oldest undelivered notification (0 when none).",
+            self._age(c.outbox_oldest_at),
+        )
+
+    def _age(self, since: datetime | None) -> float:
+        return max(0.0, (self.now - since).total_seconds()) if since else 0.0
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+def metrics_handler(store: Store) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """`GET /metrics`: this process's counters, then the database's gauges."""
+
+    async def metrics(request: web.Request) -> web.Response:
+        try:
+            counts = await store.operational_counts()
+        except StoreError as exc:  # the scrape fails visibly (`up` 0), as JSON like any error
+            log.warning("metrics: the database did not answer: %s", exc)
+            return web.json_response({"error": "the database did not answer"}, status=503)
+        gauges = CollectorRegistry(auto_describe=False)
+        gauges.register(StoreGauges(counts, datetime.now(UTC)))
+        body = generate_latest(REGISTRY) + generate_latest(gauges)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    return metrics

@@ -1,0 +1,48 @@
+"""The value types policies and rules share: durations and approver ids (a leaf module, so
+`runtime.policy` and `runtime.rules` can both use them)."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(value: Any, *, unit_required: bool = False) -> Any:
+    """`90`, `"90s"`, `"15m"`, `"2h"`, `"1d"` or a timedelta (bare numbers are seconds)."""
+    if isinstance(value, timedelta) or value is None:
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match and (match[2] or not unit_required):
+            try:
+                return timedelta(seconds=float(match[1]) * _UNITS[match[2] or "s"])
+            except OverflowError:
+                raise ValueError(f"{value!r} is longer than any date") from None
+        raise ValueError(f"{value!r} is not a duration with a unit (e.g. 90s, 15m, 2h, 30d)")
+    return value
+
+
+def approver_ids(approvers: tuple[str, ...]) -> tuple[str, ...]:
+    for who in approvers:
+        if not re.fullmatch(r"[UWS][A-Z0-9]{2,}", who):
+            raise ValueError(f"{who!r} is not a Slack user id (U…/W…) or user-group id (S…)")
+    return approvers
+
+
+def positive(value: timedelta | None) -> timedelta | None:
+    if value is not None and value <= timedelta(0):
+        raise ValueError("must be a positive duration")
+    return value
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(positive)]
+Approvers = Annotated[tuple[str, ...], AfterValidator(approver_ids)]
