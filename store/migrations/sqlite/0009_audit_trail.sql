@@ -32,7 +32,7 @@ BEGIN
                        ELSE 'approval_denied' END,
         new.run_id,
         new.id,
-        json_object(
+        json_patch(json_object(
             'tool', new.tool,
             'policy', new.policy,
             'call_id', new.call_id,
@@ -46,9 +46,11 @@ BEGIN
                                        ELSE value END AS atom_json
                       FROM json_each(new.args)) AS j)),
             'required_approvals', new.required_approvals,
-            'duplicate_of', new.duplicate_of,
-            'rule', json_extract(new.rule, '$.summary'),  -- which approval rule, if any
-            'reason', new.reason  -- a denial's text
+            'duplicate_of', new.duplicate_of
+        ),
+        -- the approval rule that made it and a denial's text, when there are (a null in a
+        -- JSON merge patch adds nothing)
+        json_object('rule', json_extract(new.rule, '$.summary'), 'reason', new.reason)
         )
     );
 END;
