@@ -52,10 +52,11 @@ BEGIN
             'call_id', new.call_id,
             'args', signoff_masked(new.args, new.sensitive),
             'required_approvals', new.required_approvals,
-            'duplicate_of', new.duplicate_of,
-            'rule', new.rule ->> 'summary',  -- which approval rule, if any
-            'reason', new.reason  -- a denial's text
+            'duplicate_of', new.duplicate_of
         )
+        -- the approval rule that made it and a denial's text, when there are
+        || jsonb_strip_nulls(jsonb_build_object('rule', new.rule ->> 'summary',
+                                                'reason', new.reason))
     );
     RETURN NULL;
 END;
