@@ -257,7 +257,6 @@ def page_fallback(tool: str, run: str | None, reason: str) -> str:
     return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
 
 
-
 # /runs replies and the App Home
 
 HELP = (
