@@ -100,13 +100,15 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, env_prefix="SIGNOFF_")
 
     database_url: str = Field("sqlite:///signoff.db", validation_alias="SIGNOFF_DATABASE_URL")
-    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = Field(
-        "FULL", validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] | None = Field(
+        None, validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
     )
-    database_pool_size: int = Field(
-        10, ge=1, le=1000, validation_alias="SIGNOFF_DATABASE_POOL_SIZE"
+    """SQLite only; None: the URL's `?synchronous=`, else FULL."""
+    database_pool_size: int | None = Field(
+        None, ge=1, le=1000, validation_alias="SIGNOFF_DATABASE_POOL_SIZE"
     )
-    """PostgreSQL: connections this process may hold open at once."""
+    """PostgreSQL: connections this process may hold open at once (None: the URL's
+    `?pool_size=`, else 10)."""
     agents: Annotated[list[str], NoDecode] = Field(
         default_factory=lambda: ["examples.refund_agent:agent"],
         validation_alias="SIGNOFF_AGENTS",

@@ -164,7 +164,8 @@ def callback_secret(settings: Settings) -> str:
 def store_options(settings: Settings) -> dict[str, Any]:
     """The settings that belong to the configured backend only."""
     if settings.database_url.startswith("sqlite"):
-        return {"synchronous": settings.synchronous}
+        return {} if settings.synchronous is None else {"synchronous": settings.synchronous}
     if settings.database_url.startswith(("postgres:", "postgresql:")):
-        return {"pool_size": settings.database_pool_size}
+        size = settings.database_pool_size
+        return {} if size is None else {"pool_size": size}
     return {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
 from store import errors
 from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, PageSettlement, Store
@@ -61,8 +62,41 @@ __all__ = [
 ]
 
 
+SQLITE_URL_OPTIONS: dict[str, type] = {"synchronous": str, "busy_timeout_ms": int}
+POSTGRES_URL_OPTIONS: dict[str, type] = {"pool_size": int}
+"""A backend's own options, which its URL may carry: `sqlite:///s.db?synchronous=NORMAL`,
+`postgresql://db/signoff?pool_size=20` (other PostgreSQL parameters go to the server)."""
+
+
+def url_options(url: str, allowed: dict[str, type]) -> tuple[str, dict[str, Any]]:
+    """Split a backend's own options off a URL's query; the rest of the query stays."""
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url, {}
+    kept, options = [], {}
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        if key not in allowed:
+            kept.append((key, value))
+            continue
+        try:
+            options[key] = allowed[key](value)
+        except ValueError:
+            raise errors.UnsupportedURL(
+                f"{key}={value!r} in the database URL is not a {allowed[key].__name__}"
+            ) from None
+    return (f"{base}?{urlencode(kept)}" if kept else base), options
+
+
 def sqlite_path(url: str) -> str:
-    """`sqlite:///relative.db`, `sqlite:////abs/path.db` or `sqlite://:memory:` -> a path."""
+    """`sqlite:///relative.db`, `sqlite:////abs/path.db` or `sqlite://:memory:` -> a path
+    (options in the query, `?synchronous=NORMAL`, are not part of it)."""
+    url, _ = url_options(url, SQLITE_URL_OPTIONS)
+    if "?" in url:
+        unknown = ", ".join(key for key, _ in parse_qsl(url.partition("?")[2]))
+        raise errors.UnsupportedURL(
+            f"unknown SQLite option(s) in the database URL: {unknown} "
+            f"(known: {', '.join(SQLITE_URL_OPTIONS)})"
+        )
     if url in ("sqlite://:memory:", "sqlite:///:memory:"):
         return ":memory:"
     if not url.startswith("sqlite:///") or len(url) == len("sqlite:///"):
@@ -116,14 +150,17 @@ class OpenStore:
 
 async def _open_backend(url: str, *, migrate: bool, **options: Any) -> Store:
     scheme = url.split(":", 1)[0]
+    # Options given in code win over those in the URL.
     if scheme == "sqlite":
         from store.sqlite import SqliteStore
 
-        return await SqliteStore(sqlite_path(url), **options).open(migrate=migrate)
+        path, in_url = sqlite_path(url), url_options(url, SQLITE_URL_OPTIONS)[1]
+        return await SqliteStore(path, **(in_url | options)).open(migrate=migrate)
     if scheme in ("postgres", "postgresql"):
         from store.postgres import PostgresStore
 
-        return await PostgresStore(url, **options).open(migrate=migrate)
+        url, in_url = url_options(url, POSTGRES_URL_OPTIONS)
+        return await PostgresStore(url, **(in_url | options)).open(migrate=migrate)
     raise errors.UnsupportedURL(
         f"no store for {url!r}: use sqlite:///path/to/file.db, sqlite://:memory: or "
         "postgresql://user@host/database"

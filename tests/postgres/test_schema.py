@@ -44,3 +44,10 @@ async def test_a_schema_holding_another_applications_tables_is_refused(pg_url: s
 async def test_an_unreachable_server_is_one_clear_error() -> None:
     with pytest.raises(errors.DatabaseError, match="postgresql"):
         await open_store("postgresql://postgres@127.0.0.1:1/none")
+
+
+async def test_the_pool_size_may_ride_in_the_url_and_never_reaches_the_server(
+    pg_url: str,
+) -> None:
+    async with open_store(f"{pg_url}&pool_size=2") as store:  # the server would refuse it
+        assert await store.schema_version() == migration.latest_version("postgres")

@@ -107,3 +107,34 @@ async def test_a_bad_url_is_refused_either_way() -> None:
     with pytest.raises(errors.UnsupportedURL):
         async with open_store("mysql://x"):
             pass
+
+
+def test_a_backends_own_options_ride_in_its_url_and_the_rest_of_the_query_stays() -> None:
+    from store import POSTGRES_URL_OPTIONS, SQLITE_URL_OPTIONS, sqlite_path, url_options
+
+    assert url_options(
+        "sqlite:///s.db?synchronous=NORMAL&busy_timeout_ms=50", SQLITE_URL_OPTIONS
+    ) == (
+        "sqlite:///s.db",
+        {"synchronous": "NORMAL", "busy_timeout_ms": 50},
+    )
+    assert sqlite_path("sqlite:///s.db?synchronous=NORMAL") == "s.db"
+    assert url_options("postgresql://h/db?pool_size=3&search_path=x", POSTGRES_URL_OPTIONS) == (
+        "postgresql://h/db?search_path=x",
+        {"pool_size": 3},
+    )
+    with pytest.raises(errors.UnsupportedURL, match="pool_size='many'"):
+        url_options("postgresql://h/db?pool_size=many", POSTGRES_URL_OPTIONS)
+    with pytest.raises(errors.UnsupportedURL, match=r"unknown SQLite option.*journal"):
+        sqlite_path("sqlite:///s.db?journal=off")
+
+
+async def test_the_synchronous_mode_in_a_sqlite_url_is_the_one_used(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}?synchronous=NORMAL"
+    async with open_store(url) as store:
+        mode = await store._writer.run(  # type: ignore[attr-defined]
+            lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]
+        )
+    assert mode == 1  # NORMAL (FULL is 2)
+    with pytest.raises(ValueError, match="synchronous must be"):
+        await open_store(f"sqlite:///{tmp_path / 's.db'}?synchronous=SOMETIMES")
