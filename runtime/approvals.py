@@ -1,5 +1,6 @@
-"""The approval desk: creating approvals under their policy, deciding them (DESIGN rules 4, 9),
-and the time-driven work the scheduler triggers: reminders, escalation, expiry.
+"""The approval desk: creating approvals under their policy and deciding them (DESIGN rules
+4, 9). The time-driven work the scheduler triggers (reminders, escalation, expiry) is in
+`runtime.approval_timers`.
 
 Every state change is a compare-and-set in the store, so a decision, a reminder or an expiry
 that is attempted twice, or by two processes at once, happens once.
@@ -7,24 +8,23 @@ that is attempted twice, or by two processes at once, happens once.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from runtime import errors
+from runtime import approval_timers, errors
+from runtime.approval_log import about, decided_text, decision_text, log_ids, overdue
+from runtime.deps import Deps
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
 from runtime.routing import Route, decided_at_once, policy_of, route
 from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
-from store import Approval, ApprovalState, AuditEvent, Delivery, Page, Run, Store
+from store import Approval, ApprovalState, AuditEvent, Delivery, Run, Store
 from store import errors as store_errors
 from store.records import SENSITIVE_MASK, masked
-
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.approvals")
 
@@ -33,11 +33,20 @@ DUPLICATE_WINDOW = timedelta(days=7)  # how long an approved request marks later
 
 
 class ApprovalDesk:
-    def __init__(self, rt: Runtime, policies: Policies, directory: Directory) -> None:
-        self.rt = rt
-        self.store: Store = rt.store
+    def __init__(
+        self,
+        deps: Deps,
+        policies: Policies,
+        directory: Directory,
+        after_decision: Callable[[Approval, bool], Awaitable[None]],
+    ) -> None:
+        """`after_decision(approval, resume)` runs once a decision is durable: tell the
+        notifier, resume the run it unblocks (unless `resume` is False)."""
+        self.deps = deps
+        self.store: Store = deps.store
         self.policies = policies
         self.directory = directory
+        self.after_decision = after_decision
 
     # creating
 
@@ -58,7 +67,7 @@ class ApprovalDesk:
         """A pending approval with its deadline and first reminder set from the policy its
         rules chose; decided already when a rule approves or denies the call at once."""
         name, tool_policy = self.policies.for_tool(policy or tool)
-        now = self.rt.clock()
+        now = self.deps.clock()
         asker = run.requested_by if run else requested_by
         routed: Route = route(name, tool_policy, tool, args, _facts(run, asker, now))
         if routed.match is not None and routed.match.kind == "error":
@@ -96,10 +105,10 @@ class ApprovalDesk:
         rule = approval.rule.summary if approval.rule else None
         log.info(
             "%s %s (%s)",
-            _about(approval),
+            about(approval),
             approval.state.value,
             rule,
-            extra=_ids(approval, approval.state.value),
+            extra=log_ids(approval, approval.state.value),
         )
 
     async def with_duplicate(self, approval: Approval) -> Approval:
@@ -111,25 +120,11 @@ class ApprovalDesk:
         other = await self.store.duplicate_approval(
             approval.idempotency_key,
             lineage_id=approval.lineage_id,
-            since=self.rt.clock() - DUPLICATE_WINDOW,
+            since=self.deps.clock() - DUPLICATE_WINDOW,
         )
         if other is None or other.run_id is None:
             return approval
         return approval.model_copy(update={"duplicate_of": other.run_id})
-
-    def new_page(
-        self, *, run_id: str | None, call_id: str | None, tool: str | None, reason: str, detail: str
-    ) -> Page:
-        """A page whose id is fixed by what it is about, so paging twice pages once."""
-        return Page(
-            id=f"pg_{run_id}_{call_id}_{reason}",
-            run_id=run_id,
-            call_id=call_id,
-            tool=tool,
-            reason=reason,
-            detail=detail,
-            created_at=self.rt.clock(),
-        )
 
     # deciding
 
@@ -168,7 +163,7 @@ class ApprovalDesk:
             votes = await self._vote(approval, by)
             if votes < approval.required_approvals:
                 return approval
-        open_at = self.rt.clock() if policy.on_timeout == "decline" else None
+        open_at = self.deps.clock() if policy.on_timeout == "decline" else None
         return await self.settle(
             approval,
             ApprovalState(decision),
@@ -182,8 +177,8 @@ class ApprovalDesk:
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
         """A decision after the deadline of a policy that declines then comes too late: the
         approval is expired now (if the scheduler has not yet) and the decision refused."""
-        now = self.rt.clock()
-        if approval.state != ApprovalState.PENDING or not _overdue(approval, now):
+        now = self.deps.clock()
+        if approval.state != ApprovalState.PENDING or not overdue(approval, now):
             return
         if policy.on_timeout != "decline":
             return
@@ -220,10 +215,10 @@ class ApprovalDesk:
         self, approval: Approval, policy: Policy, decision: Decision, by: str
     ) -> None:
         if approval.state != ApprovalState.PENDING:
-            raise errors.AlreadyDecided(_decided_text(approval), approval=approval)
+            raise errors.AlreadyDecided(decided_text(approval), approval=approval)
         # Past an escalating deadline the escalation is due, whether or not a scheduler has
         # run since (the server may be down while someone decides from the CLI).
-        due = policy.on_timeout == "escalate" and _overdue(approval, self.rt.clock())
+        due = policy.on_timeout == "escalate" and overdue(approval, self.deps.clock())
         escalated = approval.escalated or due
         if not await may_decide(policy, by, self.directory, escalated=escalated):
             raise errors.NotAnApprover(
@@ -250,7 +245,7 @@ class ApprovalDesk:
             else value
             for name, value in args.items()
         }
-        tool = await self.rt.tool_for(approval)
+        tool = await self.deps.tool_for(approval)
         if tool is None:
             return args
         try:
@@ -266,7 +261,7 @@ class ApprovalDesk:
                 f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
             )
         try:
-            votes = await self.store.add_vote(approval.id, by, self.rt.clock())
+            votes = await self.store.add_vote(approval.id, by, self.deps.clock())
         except store_errors.AlreadyDecided as exc:
             raise _already_decided(exc) from None
         await self.store.record_event(
@@ -276,16 +271,16 @@ class ApprovalDesk:
                 run_id=approval.run_id,
                 approval_id=approval.id,
                 detail={"votes": votes, "required": approval.required_approvals},
-                at=self.rt.clock(),
+                at=self.deps.clock(),
             )
         )
         log.info(
             "%s: approved by %s, %d of %d approvals",
-            _about(approval),
+            about(approval),
             by,
             votes,
             approval.required_approvals,
-            extra=_ids(approval, "voted"),
+            extra=log_ids(approval, "voted"),
         )
         return votes
 
@@ -305,7 +300,7 @@ class ApprovalDesk:
         """Compare-and-set the decision with its audit event, then tell the notifier and
         resume (unless `resume=False`). `defer`: only record; the caller runs
         `Runtime.after_decision` once it has answered."""
-        now = self.rt.clock()
+        now = self.deps.clock()
         event = AuditEvent(
             action=f"approval_{state.value}",
             actor=by,
@@ -339,99 +334,16 @@ class ApprovalDesk:
             raise _already_decided(exc) from None
         except store_errors.Expired as exc:
             raise errors.ApprovalExpired(str(exc), approval=approval) from None
-        log.info("%s %s", _about(decided), _decision_text(decided), extra=_ids(decided, "decided"))
+        log.info("%s %s", about(decided), decision_text(decided), extra=log_ids(decided, "decided"))
         if not defer:
-            await self.rt.after_decision(decided, resume=resume)
+            await self.after_decision(decided, resume)
         return decided
 
-    # timed work (the scheduler calls these)
+    # timed work
 
     async def tick(self, now: datetime) -> datetime | None:
         """Expire, remind and escalate whatever is due; return when the next thing falls due."""
-        limit = 500
-        while True:
-            due = await self.store.due_approvals(now, limit=limit)
-            # Independent approvals, each acted on by compare-and-set: their writes share
-            # group commits instead of paying one fsync each.
-            acted = await asyncio.gather(*(self._due(approval, now) for approval in due))
-            if len(due) < limit or not any(acted):
-                return await self.store.next_due_at()
-
-    async def _due(self, approval: Approval, now: datetime) -> bool:
-        """Act on one due approval; False if someone else already did (or it failed)."""
-        policy = self.policy_of(approval)
-        try:
-            if _overdue(approval, now):
-                await self._deadline_passed(approval, policy, now)
-            elif approval.next_reminder_at is not None and approval.next_reminder_at <= now:
-                await self._remind(approval, policy, now)
-            return True
-        except (errors.AlreadyDecided, store_errors.Conflict):
-            log.info("approval %s changed while its timer fired; nothing to do", approval.id)
-        except Exception:
-            log.exception("approval %s: timed action failed; it stays due", approval.id)
-        return False
-
-    async def _deadline_passed(self, approval: Approval, policy: Policy, now: datetime) -> None:
-        if policy.on_timeout == "escalate":
-            moved = await self.store.extend_deadline(
-                approval.id, deadline=None, expected=approval.deadline
-            )
-            if moved and not approval.escalated:  # escalated by reminders: told once already
-                log.info(
-                    "%s: deadline passed; escalated to %s, still waiting",
-                    _about(approval),
-                    policy.escalate_to or "its approvers",
-                )
-                escalated = approval.model_copy(update={"escalated": True, "deadline": None})
-                await self.rt.announce_reminder(escalated, escalated=True)
-            elif moved:
-                log.info("%s: deadline passed; already escalated, still waiting", _about(approval))
-            return
-        await self.settle(
-            approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
-        )
-
-    async def _remind(self, approval: Approval, policy: Policy, now: datetime) -> None:
-        sent = approval.reminders_sent + 1
-        escalate = sent > policy.max_reminders
-        if escalate and (approval.escalated or not policy.escalate_to):
-            stopped = await self.store.record_reminder(
-                approval.id,
-                reminders_sent=sent,
-                next_reminder_at=None,
-                escalated=approval.escalated,
-            )
-            if stopped:
-                log.info("%s: no more reminders; still waiting", _about(approval))
-            return
-        more = policy.remind_every is not None and (
-            sent < policy.max_reminders or (not escalate and bool(policy.escalate_to))
-        )
-        next_at = now + policy.remind_every if more and policy.remind_every else None
-        recorded = await self.store.record_reminder(
-            approval.id,
-            reminders_sent=sent,
-            next_reminder_at=next_at,
-            escalated=approval.escalated or escalate,
-        )
-        if recorded:
-            if escalate:
-                log.info(
-                    "%s: escalated to %s after %d reminder(s)",
-                    _about(approval),
-                    policy.escalate_to,
-                    sent - 1,
-                    extra=_ids(approval, "escalated"),
-                )
-            else:
-                log.info(
-                    "%s: reminder %d sent", _about(approval), sent, extra=_ids(approval, "reminded")
-                )
-            current = approval.model_copy(
-                update={"reminders_sent": sent, "escalated": approval.escalated or escalate}
-            )
-            await self.rt.announce_reminder(current, escalated=escalate)
+        return await approval_timers.tick(self, self.deps.announcer, now)
 
 
 def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
@@ -453,43 +365,8 @@ def _reminds(policy: Policy) -> bool:
     )
 
 
-def _ids(approval: Approval, event: str) -> dict[str, Any]:
-    """The fields a structured log line about an approval carries."""
-    return {"approval_id": approval.id, "run_id": approval.run_id, "event": f"approval_{event}"}
-
-
-def _about(approval: Approval) -> str:
-    """`approval ap_1 (issue_refund, run order-4471)`: the head of every log line."""
-    run = f", run {approval.run_id}" if approval.run_id else ""
-    return f"approval {approval.id} ({approval.tool}{run})"
-
-
-def _decision_text(approval: Approval) -> str:
-    reason = approval.reason or ""
-    if approval.decided_by == SYSTEM_ACTOR and reason == "expired":
-        return "expired at its deadline: declined"
-    if approval.decided_by == SYSTEM_ACTOR and reason.startswith("withdrawn"):
-        return reason
-    because = f": {reason!r}" if reason else ""
-    return f"{approval.state.value} by {approval.decided_by}{because}"
-
-
-def _decided_text(approval: Approval) -> str:
-    """Who decided and when (and why, for a decline): what a refused decider needs to know."""
-    by = approval.decided_by or "?"
-    when = f" at {approval.decided_at:%Y-%m-%d %H:%M:%S} UTC" if approval.decided_at else ""
-    declined = approval.state == ApprovalState.DECLINED
-    why = f" ({approval.reason})" if approval.reason and declined else ""
-    decided = f"{approval.state.value} by {by}{when}{why}"
-    return f"approval {approval.id} was already {decided}; a decision never changes"
-
-
 def _already_decided(exc: store_errors.AlreadyDecided) -> errors.AlreadyDecided:
     """The store lost a race to another decision: say who won, and when."""
     approval = getattr(exc, "approval", None)
-    text = _decided_text(approval) if isinstance(approval, Approval) else str(exc)
+    text = decided_text(approval) if isinstance(approval, Approval) else str(exc)
     return errors.AlreadyDecided(text, approval=approval)
-
-
-def _overdue(approval: Approval, now: datetime) -> bool:
-    return approval.deadline is not None and approval.deadline <= now

@@ -15,10 +15,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-from runtime import results
+from runtime import paging, results
+from runtime.agent import Agent
+from runtime.approvals import ApprovalDesk
 from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
+from runtime.deps import Deps
 from runtime.journal import Journal, Stopped
 from runtime.keys import idempotency_key
 from runtime.model import ModelError, RateLimited, Reply, estimate, unparsed_arguments
@@ -27,7 +30,6 @@ from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,
     ApprovalState,
-    Batch,
     Effect,
     EffectOutcome,
     EffectStatus,
@@ -40,10 +42,6 @@ from store import (
     errors,
 )
 from store.records import pending_calls
-
-if TYPE_CHECKING:
-    from runtime.agent import Agent
-    from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.driver")
 T = TypeVar("T")
@@ -65,12 +63,15 @@ class Plan:
 
 
 class Driver:
-    def __init__(self, rt: Runtime, run: Run, agent: Agent, state: RunState) -> None:
-        self.rt = rt
-        self.store = rt.store
+    def __init__(
+        self, deps: Deps, desk: ApprovalDesk, run: Run, agent: Agent, state: RunState
+    ) -> None:
+        self.deps = deps
+        self.desk = desk
+        self.store = deps.store
         self.run = run
         self.agent = agent
-        self.journal = Journal(rt.store, run, state, owner=rt.worker_id, clock=rt.clock)
+        self.journal = Journal(deps.store, run, state, owner=deps.worker_id, clock=deps.clock)
         self.ended = False
         self.used_ids: set[str] = set()
         self.earlier_effects: dict[str, Effect] = {}
@@ -124,7 +125,7 @@ class Driver:
         asked = time.monotonic()
         reply = await self._ask_model()
         if reply is not None:
-            self.rt.telemetry.model_step(self.agent.name, time.monotonic() - asked, reply.usage)
+            self.deps.telemetry.model_step(self.agent.name, time.monotonic() - asked, reply.usage)
             reply = Reply(reply.content, self._unique_ids(reply.tool_calls), reply.usage)
             message = Message(role="assistant", content=reply.content, tool_calls=reply.tool_calls)
             journal.reply(message, reply.usage)
@@ -277,7 +278,7 @@ class Driver:
         ]
         if not wanted:
             return {}
-        wanted = [await self.rt.desk.with_duplicate(a) for a in wanted]
+        wanted = [await self.desk.with_duplicate(a) for a in wanted]
         committed = await self.journal.write(request=wanted)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
         created = [a for a in wanted if a.call_id not in prior]
@@ -293,13 +294,13 @@ class Driver:
                     approval.policy,
                     extra={"approval_id": approval.id, "event": "approval_requested"},
                 )
-                await self.rt.announce_approval(approval, run)
+                await self.deps.announcer.approval_requested(approval, run)
             else:  # a rule approved or denied it at once: no one is asked
-                self.rt.desk.log_rule_decision(approval)
+                self.desk.log_rule_decision(approval)
         return prior
 
     def _new_approval(self, plan: Plan) -> Approval:
-        return self.rt.desk.new_approval(
+        return self.desk.new_approval(
             tool=plan.call.name,
             args=plan.args or {},
             run=self.journal.run_now(),  # its usage so far, which rules may look at
@@ -336,7 +337,7 @@ class Driver:
             idempotent=tool.idempotent,
             compensator=tool.compensate,
             approval_id=approval_id,
-            started_at=self.rt.clock(),
+            started_at=self.deps.clock(),
             sensitive=tool.sensitive,
         )
         committed = await self.journal.write(start=[effect])
@@ -358,7 +359,8 @@ class Driver:
             f"{effect.tool} with the same idempotency key is {other.status.value} in run "
             f"{other.run_id} (call {other.call_id}); doing it here could do it twice"
         )
-        page = self.rt.desk.new_page(
+        page = paging.new_page(
+            self.deps,
             run_id=self.run.id,
             call_id=effect.call_id,
             tool=effect.tool,
@@ -390,7 +392,7 @@ class Driver:
     def _observe(self, tool: Tool, outcome: str, began: float) -> None:
         if tool.mutating and tool.effect is not None:
             seconds = time.monotonic() - began
-            self.rt.telemetry.effect_ended(tool.name, tool.effect.value, outcome, seconds)
+            self.deps.telemetry.effect_ended(tool.name, tool.effect.value, outcome, seconds)
 
     def _record(
         self,
@@ -408,7 +410,7 @@ class Driver:
             status=status,
             result=value,
             error=error,
-            finished_at=self.rt.clock(),
+            finished_at=self.deps.clock(),
         )
         if status == EffectStatus.COMPLETED:
             message = results.result(effect.call_id, effect.tool, value)
@@ -420,7 +422,7 @@ class Driver:
     def _context(self, tool: Tool, effect: Effect, attempt: int) -> ToolContext:
         deadline = None
         if tool.timeout is not None:
-            deadline = self.rt.clock() + timedelta(seconds=tool.timeout)
+            deadline = self.deps.clock() + timedelta(seconds=tool.timeout)
         return ToolContext(
             run_id=effect.run_id,
             call_id=effect.call_id,
@@ -429,7 +431,7 @@ class Driver:
             lineage_id=effect.lineage_id,
             deadline=deadline,
             attempt=attempt,
-            facts=self.rt.facts,
+            facts=self.deps.facts,
         )
 
     async def _resume_effect(self, plan: Plan, effect: Effect) -> bool:
@@ -455,10 +457,11 @@ class Driver:
                     call_id=effect.call_id,
                     status=EffectStatus.IN_DOUBT,
                     error=why,
-                    finished_at=self.rt.clock(),
+                    finished_at=self.deps.clock(),
                 )
             )
-        page = self.rt.desk.new_page(
+        page = paging.new_page(
+            self.deps,
             run_id=self.run.id,
             call_id=effect.call_id,
             tool=effect.tool,
@@ -473,19 +476,18 @@ class Driver:
         """Our tool acted after the run was taken over and a human settled it as not done."""
         for outcome, settled in acted_late:
             said = settled.status.value + (f" ({settled.error})" if settled.error else "")
-            page = self.rt.desk.new_page(
+            page = paging.new_page(
+                self.deps,
                 run_id=self.run.id,
                 call_id=settled.call_id,
                 tool=settled.tool,
                 reason="acted_late",
                 detail=f"{settled.tool}({settled.args}) did complete, in worker "
-                f"{self.rt.worker_id} after the run was taken over, with result "
+                f"{self.deps.worker_id} after the run was taken over, with result "
                 f"{outcome.result!r}; the ledger says {said}. Check the outside system and "
                 "undo or account for it by hand.",
             )
-            committed = await self.store.commit(Batch(run_id=self.run.id, pages=[page]))
-            if page.id in committed.new_pages:
-                await self.rt.announce_page(page, self.journal.run_now())
+            await paging.page(self.deps, self.journal.run_now(), page)
 
     # writes
 
@@ -510,10 +512,7 @@ class Driver:
             status=status, stop_reason=reason, error=error, pages=pages
         )
         self.ended = True
-        run = self.journal.run_now()
-        for page in pages:
-            if page.id in committed.new_pages:
-                await self.rt.announce_page(page, run)
+        await paging.announce_new(self.deps, pages, committed, self.journal.run_now())
 
 
 def _pick(found: dict[str, T], ids: Sequence[str]) -> dict[str, T]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime import errors, rollback
+from runtime.approvals import ApprovalDesk
 from runtime.budget import BUDGET_REASONS, StopReason
-from runtime.notifier import safely
+from runtime.deps import Deps
 from store import (
     TERMINAL_STATUSES,
     AuditEvent,
@@ -24,42 +25,39 @@ from store import (
 )
 from store import errors as store_errors
 
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
-
 log = logging.getLogger("signoff.ending")
 
 
-async def cancel(rt: Runtime, run_id: str, *, by: str, reason: str) -> Run:
+async def cancel(deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason: str) -> Run:
     """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
-    run = await rt.get(run_id)
+    run = await deps.run(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
     event = AuditEvent(
-        action="cancel", actor=by, run_id=run_id, at=rt.clock(), detail={"reason": reason}
+        action="cancel", actor=by, run_id=run_id, at=deps.clock(), detail={"reason": reason}
     )
-    await _append_status(rt, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
-    await rt.desk.withdraw(
+    await _append_status(deps, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
+    await desk.withdraw(
         run_id, by=by, reason=f"run cancelled ({reason})" if reason else "run cancelled"
     )
-    async with rt.locks.hold(run_id):
-        return await after_stop(rt, await rt.get(run_id))
+    async with deps.locks.hold(run_id):
+        return await after_stop(deps, await deps.run(run_id))
 
 
 async def resolve(
-    rt: Runtime, run_id: str, call_id: str, *, happened: bool, by: str, result: Any
+    deps: Deps, run_id: str, call_id: str, *, happened: bool, by: str, result: Any
 ) -> Effect:
     """A human settles an in-doubt effect: it happened (with this result) or it did not.
 
     The effect and its pages are settled in one transaction; `resume` then continues.
     """
-    await rt.get(run_id)  # an unknown run says so, not "no effect"
-    effect = await _effect(rt, run_id, call_id)
+    await deps.run(run_id)  # an unknown run says so, not "no effect"
+    effect = await _effect(deps, run_id, call_id)
     if effect.status != EffectStatus.IN_DOUBT:
         raise errors.InvalidRequest(
             f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
         )
-    now = rt.clock()
+    now = deps.clock()
     outcome = EffectOutcome(
         run_id=run_id,
         call_id=call_id,
@@ -79,15 +77,15 @@ async def resolve(
     )
     settle = PageSettlement(call_id=call_id, by=by, at=now)
     try:
-        await rt.store.commit(
+        await deps.store.commit(
             Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
         )
     except store_errors.Conflict:
         raise errors.InvalidRequest(f"effect {call_id} was settled meanwhile") from None
-    return await _effect(rt, run_id, call_id)
+    return await _effect(deps, run_id, call_id)
 
 
-async def after_stop(rt: Runtime, run: Run) -> Run:
+async def after_stop(deps: Deps, run: Run) -> Run:
     """Tell the notifier a run ended; compensate it if its agent asks for a saga."""
     if run.status not in TERMINAL_STATUSES:
         return run
@@ -99,14 +97,14 @@ async def after_stop(rt: Runtime, run: Run) -> Run:
         run.stop_reason,
         extra={"run_id": run.id, "step": run.step, "event": "run_finished"},
     )
-    await safely(rt.notifier.run_finished(run))
-    await saga(rt, run)
+    await deps.announcer.run_finished(run)
+    await saga(deps, run)
     return run
 
 
-def compensated(rt: Runtime, run: Run) -> bool:
+def compensated(deps: Deps, run: Run) -> bool:
     """Whether the run ended in a way its saga agent undoes (so it may not resume)."""
-    agent = rt.agents.get(run.agent)
+    agent = deps.agents.get(run.agent)
     if agent is None or agent.on_failure != "compensate":
         return False
     kept = BUDGET_REASONS | {StopReason.IN_DOUBT, StopReason.ROLLED_BACK}
@@ -115,22 +113,22 @@ def compensated(rt: Runtime, run: Run) -> bool:
     )
 
 
-async def saga(rt: Runtime, run: Run) -> None:
+async def saga(deps: Deps, run: Run) -> None:
     """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not)."""
-    if not compensated(rt, run):
+    if not compensated(deps, run):
         return
     try:
-        await rollback.compensate_all(rt, run)
+        await rollback.compensate_all(deps, run)
     except errors.RunBusy:
         log.info("run %s: its driver compensates it when it stops", run.id)
 
 
 async def _append_status(
-    rt: Runtime, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
+    deps: Deps, run_id: str, status: RunStatus, reason: StopReason, event: AuditEvent
 ) -> None:
     """Append a status change on top of whatever the latest checkpoint is (CAS, retried)."""
     for _ in range(20):
-        state = await rt.store.load_state(run_id)
+        state = await deps.store.load_state(run_id)
         if state.status in (RunStatus.DONE, RunStatus.CANCELLED):
             raise errors.InvalidRequest(f"run {run_id} is already {state.status.value}")
         checkpoint = Checkpoint(
@@ -140,18 +138,18 @@ async def _append_status(
             status=status,
             usage=state.usage,
             stop_reason=reason,
-            created_at=rt.clock(),
+            created_at=deps.clock(),
         )
         try:
-            await rt.store.commit(Batch(run_id=run_id, checkpoints=[checkpoint], events=[event]))
+            await deps.store.commit(Batch(run_id=run_id, checkpoints=[checkpoint], events=[event]))
             return
         except store_errors.Conflict:
             await asyncio.sleep(0.01)
     raise errors.RunBusy(f"run {run_id} kept changing; try again")
 
 
-async def _effect(rt: Runtime, run_id: str, call_id: str) -> Effect:
+async def _effect(deps: Deps, run_id: str, call_id: str) -> Effect:
     try:
-        return await rt.store.get_effect(run_id, call_id)
+        return await deps.store.get_effect(run_id, call_id)
     except store_errors.NotFound:
         raise errors.InvalidRequest(f"run {run_id} has no effect {call_id!r}") from None

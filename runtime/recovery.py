@@ -13,46 +13,45 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
 
-from runtime import rollback
+from runtime.deps import Deps
 from store import RunStatus
 from store import errors as store_errors
-
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.recovery")
 
 CONCURRENCY = 32
 
 
-async def recover(rt: Runtime) -> list[str]:
+async def recover(
+    deps: Deps,
+    *,
+    drive: Callable[[str], Awaitable[object]],
+    finish_undo: Callable[[str], Awaitable[object]],
+) -> list[str]:
     """Finish rollbacks (and sagas) that died before they ended, then drive runs left
     `running` without a live lease, and parked runs nobody resumed after their last approval
     was decided. Returns their ids."""
-    undos = await rt.store.interrupted_undos(rt.clock(), owner=rt.worker_id)
-    undos = [run_id for run_id in undos if not rt.locks.held_here(run_id)]
-    await _each(
-        undos, lambda run_id: rollback.finish_interrupted(rt, run_id), "finishing the undo of"
-    )
-    run_ids = await rt.store.runs_to_recover(rt.clock(), owner=rt.worker_id)
+    undos = await deps.store.interrupted_undos(deps.clock(), owner=deps.worker_id)
+    undos = [run_id for run_id in undos if not deps.locks.held_here(run_id)]
+    await _each(undos, finish_undo, "finishing the undo of")
+    run_ids = await deps.store.runs_to_recover(deps.clock(), owner=deps.worker_id)
     if run_ids:
-        rt.telemetry.leases_taken_over(await _taken_over(rt, run_ids))
-    await _each(run_ids, rt.drive, "recovering")
+        deps.telemetry.leases_taken_over(await _taken_over(deps, run_ids))
+    await _each(run_ids, drive, "recovering")
     return undos + [run_id for run_id in run_ids if run_id not in undos]
 
 
-async def _taken_over(rt: Runtime, run_ids: list[str]) -> int:
+async def _taken_over(deps: Deps, run_ids: list[str]) -> int:
     """How many of these runs another worker held a lease on (it expired): takeovers, as
     against runs parked with every approval decided, or this worker's before a restart."""
     taken = 0
     for run_id in run_ids:
         try:
-            run = await rt.store.get_run(run_id)
+            run = await deps.store.get_run(run_id)
         except store_errors.NotFound:  # pruned meanwhile
             continue
-        taken += run.status == RunStatus.RUNNING and run.lease_owner not in (None, rt.worker_id)
+        taken += run.status == RunStatus.RUNNING and run.lease_owner not in (None, deps.worker_id)
     return taken
 
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from runtime import errors
+from runtime import errors, paging, timetravel
+from runtime.agent import Agent
+from runtime.approvals import ApprovalDesk
 from runtime.budget import StopReason
+from runtime.deps import Deps
 from runtime.keys import compensation_key
-from runtime.lease import hold_lease
 from runtime.tools import Tool, ToolContext, ToolTimeout
+from runtime.undo_log import unfinished
 from store import (
     AuditEvent,
     Batch,
@@ -31,11 +34,7 @@ from store import (
     RunStatus,
 )
 from store import errors as store_errors
-from store.base import UNDO_ENDED, UNDO_STARTED
-
-if TYPE_CHECKING:
-    from runtime.agent import Agent
-    from runtime.engine import Runtime
+from store.base import UNDO_STARTED
 
 log = logging.getLogger("signoff.rollback")
 
@@ -61,26 +60,28 @@ class RollbackReport:
         }
 
 
-async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> RollbackReport:
+async def rollback(
+    deps: Deps, desk: ApprovalDesk, run_id: str, to_step: int, *, by: str
+) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot.
 
     Rolling back again to the step the run was rolled back to does nothing, and says so."""
-    run = await rt.get(run_id)
-    agent = _agent_of(rt, run)
+    run = await deps.run(run_id)
+    agent = _agent_of(deps, run)
     if to_step > run.step:
         raise errors.InvalidRequest(
             f"run {run_id} is at step {run.step}; a rollback goes back, not forward "
             f"(fork from step {to_step} to replay from there)"
         )
-    state = await rt.state_at(run_id, to_step)
-    if await _rolled_back_to(rt, run, to_step):
+    state = await timetravel.state_at(deps, run_id, to_step)
+    if await _rolled_back_to(deps, run, to_step):
         why = f"run {run_id} is already rolled back to step {to_step}; nothing to undo"
         return RollbackReport(run_id, to_step, nothing_to_do=why)
-    async with hold_lease(rt.store, run_id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
-        await _intend(rt, run_id, by, to_step=to_step, restore=True)
-        report = await _undo_after(rt, run, agent, to_step, at_step=to_step)
-        await rt.desk.withdraw(run_id, by=by, reason="run rolled back")
-        latest = await rt.store.load_state(run_id)
+    async with deps.lease(run_id):
+        await _intend(deps, run_id, by, to_step=to_step, restore=True)
+        report = await _undo_after(deps, run, agent, to_step, at_step=to_step)
+        await desk.withdraw(run_id, by=by, reason="run rolled back")
+        latest = await deps.store.load_state(run_id)
         restore = Checkpoint(
             run_id=run_id,
             seq=latest.seq + 1,
@@ -90,100 +91,90 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
             usage=latest.usage,
             stop_reason=StopReason.ROLLED_BACK,
             messages=state.messages,
-            created_at=rt.clock(),
+            created_at=deps.clock(),
         )
         event = AuditEvent(
-            action="rollback", actor=by, run_id=run_id, at=rt.clock(), detail=report.as_dict()
+            action="rollback", actor=by, run_id=run_id, at=deps.clock(), detail=report.as_dict()
         )
-        await rt.store.commit(
-            Batch(run_id=run_id, owner=rt.worker_id, checkpoints=[restore], events=[event])
+        await deps.store.commit(
+            Batch(run_id=run_id, owner=deps.worker_id, checkpoints=[restore], events=[event])
         )
     return report
 
 
-async def compensate_all(rt: Runtime, run: Run) -> RollbackReport:
+async def compensate_all(deps: Deps, run: Run) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects; its state stays as it ended."""
-    agent = _agent_of(rt, run)
-    async with hold_lease(rt.store, run.id, rt.worker_id, ttl=rt.lease_ttl, clock=rt.clock):
-        await _intend(rt, run.id, rt.worker_id, to_step=0, restore=False)
-        report = await _undo_after(rt, run, agent, 0, at_step=run.step)
+    agent = _agent_of(deps, run)
+    async with deps.lease(run.id):
+        await _intend(deps, run.id, deps.worker_id, to_step=0, restore=False)
+        report = await _undo_after(deps, run, agent, 0, at_step=run.step)
         event = AuditEvent(
             action="compensate",
-            actor=rt.worker_id,
+            actor=deps.worker_id,
             run_id=run.id,
-            at=rt.clock(),
+            at=deps.clock(),
             detail=report.as_dict(),
         )
-        await rt.store.commit(Batch(run_id=run.id, owner=rt.worker_id, events=[event]))
+        await deps.store.commit(Batch(run_id=run.id, owner=deps.worker_id, events=[event]))
     return report
 
 
-async def unfinished(rt: Runtime, run_id: str) -> AuditEvent | None:
-    """The intent of this run's rollback (or saga) that began and never ended, if any."""
-    intent = None
-    for event in await rt.store.list_events(run_id=run_id):
-        if event.action == UNDO_STARTED:
-            intent = event
-        elif event.action in UNDO_ENDED:
-            intent = None
-    return intent
-
-
-async def finish_interrupted(rt: Runtime, run_id: str) -> RollbackReport | None:
+async def finish_interrupted(deps: Deps, desk: ApprovalDesk, run_id: str) -> RollbackReport | None:
     """Run again the rollback (or saga) that died before it ended (inside an undo or between
     two); each effect is still compensated once. None if no undo of this run is unfinished."""
-    intent = await unfinished(rt, run_id)
+    intent = await unfinished(deps.store, run_id)
     if intent is None:
         return None
-    if intent.detail.get("restore"):
-        return await rt.rollback(run_id, int(intent.detail["to_step"]), by=intent.actor)
-    async with rt.locks.hold(run_id):
-        return await compensate_all(rt, await rt.get(run_id))
+    async with deps.locks.hold(run_id):
+        if intent.detail.get("restore"):
+            to_step = int(intent.detail["to_step"])
+            return await rollback(deps, desk, run_id, to_step, by=intent.actor)
+        return await compensate_all(deps, await deps.run(run_id))
 
 
-def _agent_of(rt: Runtime, run: Run) -> Agent:
+def _agent_of(deps: Deps, run: Run) -> Agent:
     """The agent whose compensators undo this run's effects: checked before anything is written."""
-    agent = rt.agents.get(run.agent)
+    agent = deps.agents.get(run.agent)
     if agent is None:
         raise errors.UnknownAgent(f"run {run.id} needs agent {run.agent!r} to compensate")
     return agent
 
 
-async def _rolled_back_to(rt: Runtime, run: Run, step: int) -> bool:
+async def _rolled_back_to(deps: Deps, run: Run, step: int) -> bool:
     """Whether the run's last word is a finished rollback to this very step."""
     if run.stop_reason != StopReason.ROLLED_BACK or run.step != step:
         return False
-    return await unfinished(rt, run.id) is None
+    return await unfinished(deps.store, run.id) is None
 
 
-async def _intend(rt: Runtime, run_id: str, by: str, *, to_step: int, restore: bool) -> None:
+async def _intend(deps: Deps, run_id: str, by: str, *, to_step: int, restore: bool) -> None:
     """Say what is being undone before undoing it: recovery finishes an interrupted undo."""
     detail = {"to_step": to_step, "restore": restore}
-    event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=rt.clock(), detail=detail)
-    await rt.store.commit(Batch(run_id=run_id, owner=rt.worker_id, events=[event]))
+    event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=deps.clock(), detail=detail)
+    await deps.store.commit(Batch(run_id=run_id, owner=deps.worker_id, events=[event]))
 
 
 async def _undo_after(
-    rt: Runtime, run: Run, agent: Agent, step: int, *, at_step: int
+    deps: Deps, run: Run, agent: Agent, step: int, *, at_step: int
 ) -> RollbackReport:
     """Undo, newest first, the effects after `step` on the run's current timeline: those whose
     call is in its transcript (not compensations, nor what an earlier rollback undid).
     Compensations are recorded at `at_step`."""
     report = RollbackReport(run.id, step)
-    latest = await rt.store.load_state(run.id)
+    latest = await deps.store.load_state(run.id)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
-    effects = await rt.store.list_effects(run.id)
+    effects = await deps.store.list_effects(run.id)
     done = {e.compensates: e for e in effects if e.compensates is not None}
     for effect in reversed(effects):
         if effect.step <= step or effect.call_id not in on_timeline:
             continue
-        outcome = await _undo(rt, run, agent, effect, done.get(effect.call_id), at_step)
+        outcome = await _undo(deps, run, agent, effect, done.get(effect.call_id), at_step)
         getattr(report, outcome).append(effect.call_id)
     return report
 
 
 async def _undo(
-    rt: Runtime, run: Run, agent: Agent, effect: Effect, earlier: Effect | None, at_step: int
+    deps: Deps, run: Run, agent: Agent, effect: Effect, earlier: Effect | None, at_step: int
 ) -> str:
     """Undo one effect; returns the report bucket it belongs in."""
     if effect.reversibility == Reversibility.READ or effect.status == EffectStatus.FAILED:
@@ -192,7 +183,7 @@ async def _undo(
         return "compensated"
     if effect.status != EffectStatus.COMPLETED:
         await _page(
-            rt,
+            deps,
             run,
             effect,
             "in_doubt",
@@ -202,18 +193,18 @@ async def _undo(
     undo = agent.tools.get(effect.compensator or "")
     if effect.reversibility != Reversibility.REVERSIBLE or undo is None:
         await _page(
-            rt,
+            deps,
             run,
             effect,
             "uncompensatable",
             f"{effect.tool} is irreversible; undo it by hand if it must be undone",
         )
         return "paged"
-    problem = await _compensate(rt, run, undo, effect, earlier, at_step)
+    problem = await _compensate(deps, run, undo, effect, earlier, at_step)
     if problem is None:
         return "compensated"
     await _page(
-        rt,
+        deps,
         run,
         effect,
         "compensation_failed",
@@ -223,7 +214,7 @@ async def _undo(
 
 
 async def _compensate(
-    rt: Runtime, run: Run, undo: Tool, effect: Effect, earlier: Effect | None, at_step: int
+    deps: Deps, run: Run, undo: Tool, effect: Effect, earlier: Effect | None, at_step: int
 ) -> str | None:
     """Run the compensator as its own effect; None on success, else what went wrong."""
     args = {k: v for k, v in effect.args.items() if k in undo.parameter_names}
@@ -237,11 +228,11 @@ async def _compensate(
         idempotency_key=compensation_key(run.lineage_id, run.id, effect.call_id),
         reversibility=undo.effect or Reversibility.IRREVERSIBLE,
         compensates=effect.call_id,
-        started_at=rt.clock(),
+        started_at=deps.clock(),
     )
     if earlier is None:
-        committed = await rt.store.commit(
-            Batch(run_id=run.id, owner=rt.worker_id, start=[compensation])
+        committed = await deps.store.commit(
+            Batch(run_id=run.id, owner=deps.worker_id, start=[compensation])
         )
         if compensation.call_id in committed.preempted:
             return None
@@ -251,14 +242,14 @@ async def _compensate(
         return earlier.error or "the compensation failed"
     elif not undo.idempotent:
         if earlier.status == EffectStatus.STARTED:
-            await _mark_in_doubt(rt, run, earlier)
+            await _mark_in_doubt(deps, run, earlier)
         return "an earlier compensation was interrupted and the compensator is not idempotent"
-    status, value, error = await _invoke(rt, undo, compensation, effect)
+    status, value, error = await _invoke(deps, undo, compensation, effect)
     try:
-        await rt.store.commit(
+        await deps.store.commit(
             Batch(
                 run_id=run.id,
-                owner=rt.worker_id,
+                owner=deps.worker_id,
                 finish=[
                     EffectOutcome(
                         run_id=run.id,
@@ -266,7 +257,7 @@ async def _compensate(
                         status=status,
                         result=value,
                         error=error,
-                        finished_at=rt.clock(),
+                        finished_at=deps.clock(),
                     )
                 ],
             )
@@ -276,20 +267,20 @@ async def _compensate(
     return None if status == EffectStatus.COMPLETED else (error or status.value)
 
 
-async def _mark_in_doubt(rt: Runtime, run: Run, compensation: Effect) -> None:
+async def _mark_in_doubt(deps: Deps, run: Run, compensation: Effect) -> None:
     """An interrupted compensation that may not run again waits for a human, not `started`."""
     outcome = EffectOutcome(
         run_id=run.id,
         call_id=compensation.call_id,
         status=EffectStatus.IN_DOUBT,
         error="interrupted before its result was recorded",
-        finished_at=rt.clock(),
+        finished_at=deps.clock(),
     )
-    await rt.store.commit(Batch(run_id=run.id, owner=rt.worker_id, finish=[outcome]))
+    await deps.store.commit(Batch(run_id=run.id, owner=deps.worker_id, finish=[outcome]))
 
 
 async def _invoke(
-    rt: Runtime, undo: Tool, compensation: Effect, original: Effect
+    deps: Deps, undo: Tool, compensation: Effect, original: Effect
 ) -> tuple[EffectStatus, Any, str | None]:
     ctx = ToolContext(
         run_id=compensation.run_id,
@@ -297,7 +288,7 @@ async def _invoke(
         step=compensation.step,
         idempotency_key=compensation.idempotency_key,
         lineage_id=compensation.lineage_id,
-        facts=rt.facts,
+        facts=deps.facts,
         original=original,
     )
     try:
@@ -309,10 +300,8 @@ async def _invoke(
         return EffectStatus.FAILED, None, f"{type(exc).__name__}: {exc}"
 
 
-async def _page(rt: Runtime, run: Run, effect: Effect, reason: str, detail: str) -> None:
-    page = rt.desk.new_page(
-        run_id=run.id, call_id=effect.call_id, tool=effect.tool, reason=reason, detail=detail
+async def _page(deps: Deps, run: Run, effect: Effect, reason: str, detail: str) -> None:
+    page = paging.new_page(
+        deps, run_id=run.id, call_id=effect.call_id, tool=effect.tool, reason=reason, detail=detail
     )
-    committed = await rt.store.commit(Batch(run_id=run.id, pages=[page]))
-    if page.id in committed.new_pages:
-        await rt.announce_page(page, run)
+    await paging.page(deps, run, page)

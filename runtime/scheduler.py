@@ -15,12 +15,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.scheduler")
 
@@ -28,8 +25,25 @@ NEXT_DUE_JOB = "signoff-next-due"
 POLL_JOB = "signoff-poll"
 
 
+class _Timers(Protocol):
+    async def tick(self, now: datetime) -> datetime | None: ...
+
+
+class Scheduled(Protocol):
+    """What the scheduler drives: the runtime's desk timers, its clock, and the hook it is
+    told of new due times through (the `Runtime` facade has all three)."""
+
+    on_due: Callable[[datetime], None] | None
+
+    @property
+    def desk(self) -> _Timers: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+
 class ApprovalScheduler:
-    def __init__(self, rt: Runtime, *, poll_every: float = 5.0) -> None:
+    def __init__(self, rt: Scheduled, *, poll_every: float = 5.0) -> None:
         self.rt = rt
         self.poll_every = poll_every
         self.armed_at: datetime | None = None

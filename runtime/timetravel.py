@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
 
 from pydantic import TypeAdapter, ValidationError
 
-from runtime import errors, rollback
+from runtime import errors
+from runtime.deps import Deps
+from runtime.undo_log import unfinished
 from store import (
     AuditEvent,
     Checkpoint,
@@ -29,24 +30,21 @@ from store import (
 )
 from store import errors as store_errors
 
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
-
 log = logging.getLogger("signoff.timetravel")
 _MESSAGES = TypeAdapter(list[Message])
 
 
-async def history(rt: Runtime, run_id: str) -> list[Checkpoint]:
-    await rt.get(run_id)
-    return await rt.store.history(run_id)
+async def history(deps: Deps, run_id: str) -> list[Checkpoint]:
+    await deps.run(run_id)
+    return await deps.store.history(run_id)
 
 
-async def state_at(rt: Runtime, run_id: str, step: int) -> RunState:
-    run = await rt.get(run_id)
+async def state_at(deps: Deps, run_id: str, step: int) -> RunState:
+    run = await deps.run(run_id)
     if step < 0:
         raise errors.InvalidRequest("a step is 0 or more")
     try:
-        return await rt.store.load_state(run_id, step=step)
+        return await deps.store.load_state(run_id, step=step)
     except store_errors.NotFound:
         first = run.fork_step or 0
         raise errors.InvalidRequest(
@@ -54,12 +52,12 @@ async def state_at(rt: Runtime, run_id: str, step: int) -> RunState:
         ) from None
 
 
-async def effects_after(rt: Runtime, run_id: str, step: int) -> list[Effect]:
+async def effects_after(deps: Deps, run_id: str, step: int) -> list[Effect]:
     """Effects after `step` that happened in the world: completed, not reads, not undone."""
-    await rt.get(run_id)
+    await deps.run(run_id)
     return [
         e
-        for e in await rt.store.list_effects(run_id)
+        for e in await deps.store.list_effects(run_id)
         if e.step > step
         and e.status == EffectStatus.COMPLETED
         and e.reversibility != Reversibility.READ
@@ -69,23 +67,24 @@ async def effects_after(rt: Runtime, run_id: str, step: int) -> list[Effect]:
 
 
 async def fork(
-    rt: Runtime,
+    deps: Deps,
     run_id: str,
     from_step: int,
     modify: Callable[[list[Message]], Sequence[Message]] | None,
     *,
     dry_run: bool,
     requested_by: str | None,
+    drive: Callable[[str], Awaitable[object]],
 ) -> str:
     """Start a run in the same lineage from the state at `from_step`, edited by `modify`.
 
     Everything it needs is checked first, and the fork is created with its first checkpoint
     and its audit event in one transaction: a refused fork leaves nothing behind."""
-    parent = await rt.get(run_id)
-    await _check_forkable(rt, parent)
-    state = await state_at(rt, run_id, from_step)
+    parent = await deps.run(run_id)
+    await _check_forkable(deps, parent)
+    state = await state_at(deps, run_id, from_step)
     messages = _modified(list(state.messages), modify)
-    happened = await effects_after(rt, run_id, from_step)
+    happened = await effects_after(deps, run_id, from_step)
     for effect in happened:
         log.info(
             "fork of %s from step %d: %s (step %d) already happened and will not run again",
@@ -95,7 +94,7 @@ async def fork(
             effect.step,
         )
     new_id = f"{parent.lineage_id}-fork-{uuid.uuid4().hex[:8]}"
-    now = rt.clock()
+    now = deps.clock()
     run = Run(
         id=new_id,
         agent=parent.agent,
@@ -121,7 +120,7 @@ async def fork(
     )
     event = AuditEvent(
         action="fork",
-        actor=requested_by or rt.worker_id,
+        actor=requested_by or deps.worker_id,
         run_id=new_id,
         at=now,
         detail={
@@ -131,19 +130,19 @@ async def fork(
             "already_happened": [f"{e.tool}:{e.call_id}" for e in happened],
         },
     )
-    await rt.store.create_run(run, snapshot, events=[event])
-    await rt.drive(new_id)
+    await deps.store.create_run(run, snapshot, events=[event])
+    await drive(new_id)
     return new_id
 
 
-async def _check_forkable(rt: Runtime, parent: Run) -> None:
+async def _check_forkable(deps: Deps, parent: Run) -> None:
     """A fork needs its agent here, and a parent whose rollback is not half done."""
-    if parent.agent not in rt.agents:
-        known = ", ".join(rt.agents) or "none"
+    if parent.agent not in deps.agents:
+        known = ", ".join(deps.agents) or "none"
         raise errors.UnknownAgent(
             f"run {parent.id} needs agent {parent.agent!r} to fork; this runtime has: {known}"
         )
-    if await rollback.unfinished(rt, parent.id) is not None:
+    if await unfinished(deps.store, parent.id) is not None:
         raise errors.InvalidRequest(
             f"run {parent.id}: a rollback of it was interrupted; recovery finishes it (or run "
             "the rollback again) before it can be forked"

@@ -15,12 +15,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any, Protocol
 
+from store import Run, Store
 from store.base import Listens
-
-if TYPE_CHECKING:
-    from runtime.engine import Runtime
 
 log = logging.getLogger("signoff.wakeups")
 
@@ -59,10 +58,26 @@ class Coalesced:
                 await self._task
 
 
+class Drives(Protocol):
+    """What the wakeups need: the store, the clock, this worker's id and driving a run (the
+    `Runtime` facade has all four)."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def clock(self) -> Callable[[], datetime]: ...
+
+    @property
+    def worker_id(self) -> str: ...
+
+    async def drive(self, run_id: str) -> Run: ...
+
+
 class Wakeups:
     def __init__(
         self,
-        rt: Runtime,
+        rt: Drives,
         *,
         schedule: Callable[[], Awaitable[Any]] | None = None,
         outbox: Callable[[], None] | None = None,

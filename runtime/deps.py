@@ -1,0 +1,65 @@
+"""What the runtime's modules share, passed to them explicitly: the store, the clock, this
+worker's identity and lease, the agents, the in-process locks, facts, telemetry and the
+announcer. The `Runtime` facade builds one; nothing below it needs the facade."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
+
+from runtime import errors
+from runtime.agent import Agent
+from runtime.announcer import Announcer
+from runtime.facts import FactStore
+from runtime.lease import RunLocks, hold_lease
+from runtime.telemetry import Telemetry
+from runtime.tools import Tool
+from store import Approval, Run, Store
+from store import errors as store_errors
+
+
+@dataclass(eq=False)
+class Deps:
+    store: Store
+    clock: Callable[[], datetime]
+    worker_id: str
+    lease_ttl: float
+    agents: Mapping[str, Agent]
+    locks: RunLocks
+    facts: FactStore
+    telemetry: Telemetry
+    announcer: Announcer
+
+    async def run(self, run_id: str) -> Run:
+        """The run, or `RunNotFound`."""
+        try:
+            return await self.store.get_run(run_id)
+        except store_errors.NotFound:
+            raise errors.RunNotFound(f"no run {run_id!r}", run_id=run_id) from None
+
+    async def find_run(self, run_id: str | None) -> Run | None:
+        if run_id is None:
+            return None
+        try:
+            return await self.store.get_run(run_id)
+        except store_errors.NotFound:
+            return None
+
+    def agent(self, name: str) -> Agent:
+        try:
+            return self.agents[name]
+        except KeyError:
+            known = ", ".join(self.agents) or "none"
+            raise errors.UnknownAgent(f"no agent {name!r}; this runtime has: {known}") from None
+
+    async def tool_for(self, approval: Approval) -> Tool | None:
+        """The tool an approval is about, if its run's agent is here."""
+        run = await self.find_run(approval.run_id)
+        agent = self.agents.get(run.agent) if run else None
+        return agent.tools.get(approval.tool) if agent else None
+
+    def lease(self, run_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the run's lease in the store while working on it (fenced writes)."""
+        return hold_lease(self.store, run_id, self.worker_id, ttl=self.lease_ttl, clock=self.clock)

@@ -1,0 +1,130 @@
+"""Driving a run under its in-process lock and its lease: the step loop itself is
+`runtime.driver`; here are reopening a failed run, what follows once it stops, and resuming
+the run a decision unblocked."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from runtime import ending, errors
+from runtime.approvals import ApprovalDesk
+from runtime.deps import Deps
+from runtime.driver import Driver
+from runtime.telemetry import log_context
+from store import (
+    TERMINAL_STATUSES,
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Batch,
+    Budget,
+    Checkpoint,
+    Run,
+    RunState,
+    RunStatus,
+)
+
+log = logging.getLogger("signoff.runtime")
+
+
+async def drive(deps: Deps, desk: ApprovalDesk, run_id: str) -> Run:
+    """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere.
+
+    Called from inside this run's own driver (a notifier deciding at once), it returns at
+    once: that driver reads the approval again after parking."""
+    if deps.locks.held_here(run_id):
+        return await deps.run(run_id)
+    try:
+        with log_context(run_id=run_id):
+            return await drive_now(deps, desk, run_id)
+    except errors.RunBusy:
+        log.info("run %s is driven by another worker", run_id)
+        return await deps.run(run_id)
+
+
+async def drive_now(
+    deps: Deps,
+    desk: ApprovalDesk,
+    run_id: str,
+    *,
+    reopen: bool = False,
+    budget: Budget | None = None,
+) -> Run:
+    """Drive the run, or `RunBusy` if another worker holds it. `reopen` resumes a failed run;
+    `budget` replaces its limits, written only once the lease is held."""
+    async with deps.locks.hold(run_id):
+        run = await deps.run(run_id)
+        agent = deps.agent(run.agent)
+        if run.status in TERMINAL_STATUSES and not (reopen and run.status == RunStatus.FAILED):
+            return run
+        async with deps.lease(run_id):
+            if budget is not None:  # only now: a refused resume changes nothing
+                await deps.store.set_run_budget(run_id, budget, at=deps.clock())
+                run = run.model_copy(update={"budget": budget})
+            state = await deps.store.load_state(run_id)
+            if state.status == RunStatus.FAILED and reopen:
+                state = await _reopen(deps, run, state)
+            if state.status in TERMINAL_STATUSES:
+                return await deps.run(run_id)
+            ended = await Driver(deps, desk, run, agent, state).drive()
+        run = await deps.run(run_id)
+        if ended:
+            return await ending.after_stop(deps, run)
+        if run.status == RunStatus.CANCELLED:  # cancelled under this driver, maybe elsewhere
+            await ending.saga(deps, run)
+        return run
+
+
+async def _reopen(deps: Deps, run: Run, state: RunState) -> RunState:
+    checkpoint = Checkpoint(
+        run_id=run.id,
+        seq=state.seq + 1,
+        step=state.step,
+        status=RunStatus.RUNNING,
+        usage=state.usage,
+        created_at=deps.clock(),
+    )
+    event = AuditEvent(
+        action="resume",
+        actor=deps.worker_id,
+        run_id=run.id,
+        at=deps.clock(),
+        detail={"was": state.stop_reason},
+    )
+    await deps.store.commit(
+        Batch(run_id=run.id, owner=deps.worker_id, checkpoints=[checkpoint], events=[event])
+    )
+    return await deps.store.load_state(run.id)
+
+
+async def after_decision(
+    deps: Deps,
+    approval: Approval,
+    *,
+    resume: bool,
+    resume_run: Callable[[str], Awaitable[None]],
+) -> None:
+    """What follows a recorded decision: tell the notifier, resume the run it unblocks."""
+    run = await deps.find_run(approval.run_id)
+    await deps.announcer.approval_decided(approval, run)
+    if run is not None and resume and approval.state != ApprovalState.PENDING:
+        await resume_run(run.id)
+
+
+async def resume_after_decision(deps: Deps, desk: ApprovalDesk, run_id: str) -> None:
+    """Drive the run a decision unblocked. Its driver elsewhere may be about to park: wait
+    for it a few seconds; past that, or on an error, recovery picks the run up."""
+    if deps.locks.held_here(run_id):
+        return
+    for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2):
+        try:
+            await drive_now(deps, desk, run_id)
+            return
+        except errors.RunBusy:
+            await asyncio.sleep(delay)
+        except Exception:
+            log.exception("run %s could not resume after a decision", run_id)
+            return
+    log.info("run %s is still driven elsewhere; recovery will resume it", run_id)

@@ -1,0 +1,36 @@
+"""Listing runs and approvals, with their filters checked: an unknown status or state is a
+clear error, not an empty list."""
+
+from __future__ import annotations
+
+from runtime import errors
+from runtime.deps import Deps
+from store import Approval, ApprovalState, Run, RunStatus
+
+
+async def list_runs(deps: Deps, status: RunStatus | str | None, *, limit: int) -> list[Run]:
+    return await deps.store.list_runs(_status(status), limit=limit)
+
+
+async def list_approvals(
+    deps: Deps, run_id: str | None, state: ApprovalState | str | None
+) -> list[Approval]:
+    if run_id is not None:
+        await deps.run(run_id)
+    try:
+        chosen = ApprovalState(state) if state else None
+    except ValueError:
+        raise errors.InvalidRequest(
+            f"unknown approval state {state!r}; use pending, approved or declined"
+        ) from None
+    return await deps.store.list_approvals(run_id=run_id, state=chosen)
+
+
+def _status(status: RunStatus | str | None) -> RunStatus | None:
+    if status is None:
+        return None
+    try:
+        return RunStatus(status)
+    except ValueError:
+        choices = ", ".join(s.value for s in RunStatus)
+        raise errors.InvalidRequest(f"unknown status {status!r}; use one of {choices}") from None

@@ -1,0 +1,31 @@
+"""Whether a stopped run may resume: refused, changing nothing, while a rollback of it is
+unfinished, once it is done, cancelled or compensated, or while an effect of it that may not
+run twice is in doubt."""
+
+from __future__ import annotations
+
+from runtime import errors
+from runtime.deps import Deps
+from runtime.ending import compensated
+from runtime.undo_log import unfinished
+from store import EffectStatus, Run, RunStatus
+
+
+async def check_resumable(deps: Deps, run: Run) -> None:
+    if await unfinished(deps.store, run.id) is not None:
+        raise errors.InvalidRequest(
+            f"run {run.id}: a rollback was interrupted; recovery finishes it (or run the "
+            "rollback again) before the run can go on"
+        )
+    if run.status in (RunStatus.DONE, RunStatus.CANCELLED) or compensated(deps, run):
+        why = "its effects were compensated" if compensated(deps, run) else run.status.value
+        raise errors.InvalidRequest(
+            f"run {run.id} is {why}; fork it to continue from one of its steps"
+        )
+    for effect in await deps.store.list_effects(run.id):
+        if effect.status == EffectStatus.IN_DOUBT and not effect.idempotent:
+            raise errors.InvalidRequest(
+                f"run {run.id}: {effect.tool} (call {effect.call_id}) is in doubt; check "
+                f"the outside system, then settle it first: signoff runs resolve {run.id} "
+                f"{effect.call_id} --happened | --did-not-happen --by <you>"
+            )
