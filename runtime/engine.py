@@ -4,7 +4,8 @@ logic of its own; each method hands over to the module whose job it is:
 creation (new runs), driving and driver (the loop), resumability (may a run go on),
 ending (cancel, resolve, the saga), recovery, approvals and approval_timers (the desk),
 api_approvals (requests over HTTP), paging, listing, timetravel and rollback. They share a
-`Deps`, never this class.
+`Deps`, never this class. One job, the public surface; long only because of its signatures
+and docstrings.
 """
 
 from __future__ import annotations

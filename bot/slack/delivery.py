@@ -3,7 +3,8 @@
 Slack has no idempotency key, so a post that an earlier claim may have made before its
 process died (`item.attempts > 1`) is looked for first, by the `metadata` every message
 carries, before it is sent again. Updates (`chat.update`) render the record as it is now, so
-doing one twice is harmless. Long because each kind of row is its own short method.
+doing one twice is harmless. One job, the outbox rows' meaning; long because each kind of
+row is its own short method.
 """
 
 from __future__ import annotations
