@@ -48,6 +48,8 @@ def refusal(exc: errors.SignoffRuntimeError) -> web.Response | None:
     more: dict[str, Any] = {}
     if isinstance(decided, Approval):
         more["approval"] = approval_view(decided)
+    if isinstance(exc, errors.EffectInDoubt):  # what a client needs to resolve it
+        more["in_doubt"] = {"run_id": exc.run_id, "call_id": exc.call_id, "tool": exc.tool}
     return error(status, str(exc), **more)
 
 

@@ -34,9 +34,10 @@ from pydantic_settings import (
 )
 
 from bot.callback_policy import parse_allowed
+from bot.policy_ids import SlackPolicies
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
-from runtime.policy import Duration, Policies
+from runtime.policy import Duration
 
 DEFAULT_CONFIG = "signoff.toml"
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]
@@ -113,7 +114,7 @@ class Settings(BaseSettings):
         default_factory=lambda: ["examples.refund_agent:agent"],
         validation_alias="SIGNOFF_AGENTS",
     )
-    policies: Policies = Field(default_factory=Policies)
+    policies: SlackPolicies = Field(default_factory=SlackPolicies)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     """A hosted model per agent name, in place of the one its code gives."""
     prices: dict[str, Price] = Field(default_factory=dict)

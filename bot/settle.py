@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from runtime.errors import EffectInDoubt
 from store import Page
 
 IN_DOUBT = frozenset({"in_doubt"})
@@ -18,10 +19,20 @@ def settle_commands(page: Page, run_id: str | None = None) -> list[str]:
         return []
     run = shlex.quote(run_id)
     if page.reason in IN_DOUBT and page.call_id:
-        resolve = f"signoff runs resolve {run} {shlex.quote(page.call_id)}"
-        return [
-            f"{resolve} --happened --by {YOU}",
-            f"{resolve} --did-not-happen --by {YOU}",
-            f"signoff runs resume {run}",
-        ]
+        return [*resolve_commands(run_id, page.call_id), f"signoff runs resume {run}"]
     return [f"signoff runs show {run}"]
+
+
+def resolve_commands(run_id: str, call_id: str) -> list[str]:
+    """The two ways a human resolves an effect in doubt, as commands."""
+    resolve = f"signoff runs resolve {shlex.quote(run_id)} {shlex.quote(call_id)}"
+    return [f"{resolve} --happened --by {YOU}", f"{resolve} --did-not-happen --by {YOU}"]
+
+
+def refusal_text(exc: Exception) -> str:
+    """A runtime refusal in words for a person at a terminal: an effect in doubt names the
+    commands that resolve it."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, EffectInDoubt):
+        text += ": " + " or ".join(f"`{c}`" for c in resolve_commands(exc.run_id, exc.call_id))
+    return text

@@ -26,7 +26,7 @@ class Deciding(Protocol):
 
     def policy_of(self, approval: Approval) -> Policy: ...
 
-    async def settle(
+    async def record_decision(
         self,
         approval: Approval,
         state: ApprovalState,
@@ -83,7 +83,7 @@ async def _deadline_passed(
         elif moved:
             log.info("%s: deadline passed; already escalated, still waiting", about(approval))
         return
-    await desk.settle(
+    await desk.record_decision(
         approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
     )
 

@@ -165,7 +165,7 @@ class ApprovalDesk:
             if votes < approval.required_approvals:
                 return approval
         open_at = self.deps.clock() if policy.on_timeout == "decline" else None
-        return await self.settle(
+        return await self.record_decision(
             approval,
             ApprovalState(decision),
             by=by,
@@ -184,7 +184,7 @@ class ApprovalDesk:
         if policy.on_timeout != "decline":
             return
         with contextlib.suppress(errors.AlreadyDecided, store_errors.Conflict):
-            await self.settle(
+            await self.record_decision(
                 approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
             )
         raise errors.ApprovalExpired(
@@ -198,7 +198,7 @@ class ApprovalDesk:
         rolled back). A withdrawal is not a person's "no": the call may be asked again."""
         for approval in await self.store.list_approvals(run_id=run_id, state=ApprovalState.PENDING):
             with contextlib.suppress(errors.AlreadyDecided):
-                await self.settle(
+                await self.record_decision(
                     approval,
                     ApprovalState.DECLINED,
                     by=SYSTEM_ACTOR,
@@ -285,7 +285,7 @@ class ApprovalDesk:
         )
         return votes
 
-    async def settle(
+    async def record_decision(
         self,
         approval: Approval,
         state: ApprovalState,

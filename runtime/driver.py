@@ -86,13 +86,13 @@ class Driver:
         try:
             await self._load_used_ids()
             calls = pending_calls(self.journal.messages)
-            if calls and not await self._settle(calls, fresh=False):
+            if calls and not await self._handle_calls(calls, fresh=False):
                 return self.ended
             while (reply := await self._next_reply()) is not None:
                 if not reply.tool_calls:
                     await self._stop(RunStatus.DONE, StopReason.ANSWERED)
                     break
-                if not await self._settle(reply.tool_calls, fresh=True):
+                if not await self._handle_calls(reply.tool_calls, fresh=True):
                     break
         except Stopped as stop:
             self.ended = self.ended or stop.ended
@@ -199,7 +199,7 @@ class Driver:
 
     # tool calls
 
-    async def _settle(self, calls: Sequence[ToolCall], *, fresh: bool) -> bool:
+    async def _handle_calls(self, calls: Sequence[ToolCall], *, fresh: bool) -> bool:
         """Resolve each open call in order. False if the run parked or stopped.
 
         Calls of a reply just received (`fresh`) have nothing written for them yet; calls
@@ -475,16 +475,16 @@ class Driver:
         return False
 
     async def _page_acted_late(self, acted_late: Sequence[tuple[EffectOutcome, Effect]]) -> None:
-        """Our tool acted after the run was taken over and a human settled it as not done."""
-        for outcome, settled in acted_late:
-            said = settled.status.value + (f" ({settled.error})" if settled.error else "")
+        """Our tool acted after the run was taken over and a human resolved it as not done."""
+        for outcome, resolved in acted_late:
+            said = resolved.status.value + (f" ({resolved.error})" if resolved.error else "")
             page = paging.new_page(
                 self.deps,
                 run_id=self.run.id,
-                call_id=settled.call_id,
-                tool=settled.tool,
+                call_id=resolved.call_id,
+                tool=resolved.tool,
                 reason="acted_late",
-                detail=f"{settled.tool}({settled.args}) did complete, in worker "
+                detail=f"{resolved.tool}({resolved.args}) did complete, in worker "
                 f"{self.deps.worker_id} after the run was taken over, with result "
                 f"{outcome.result!r}; the ledger says {said}. Check the outside system and "
                 "undo or account for it by hand.",

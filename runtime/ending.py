@@ -1,4 +1,4 @@
-"""How runs end and are settled: cancel, the saga of an abandoned run, and a human
+"""How runs end and are resolved: cancel, the saga of an abandoned run, and a human
 settling an effect left in doubt. Each acts by compare-and-set on the run's history."""
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ async def cancel(deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason
 async def resolve(
     deps: Deps, run_id: str, call_id: str, *, happened: bool, by: str, result: Any
 ) -> Effect:
-    """A human settles an in-doubt effect: it happened (with this result) or it did not.
+    """A human resolves an in-doubt effect: it happened (with this result) or it did not.
 
-    The effect and its pages are settled in one transaction; `resume` then continues.
+    The effect is recorded and its pages settled in one transaction; `resume` then continues.
     """
     await deps.run(run_id)  # an unknown run says so, not "no effect"
     effect = await _effect(deps, run_id, call_id)
@@ -81,7 +81,7 @@ async def resolve(
             Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
         )
     except store_errors.Conflict:
-        raise errors.InvalidRequest(f"effect {call_id} was settled meanwhile") from None
+        raise errors.InvalidRequest(f"effect {call_id} was resolved meanwhile") from None
     return await _effect(deps, run_id, call_id)
 
 

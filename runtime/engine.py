@@ -247,7 +247,7 @@ class Runtime:
     async def resolve(
         self, run_id: str, call_id: str, *, happened: bool, by: str, result: Any = None
     ) -> Effect:
-        """A human settles an in-doubt effect: it happened (with this result) or it did not."""
+        """A human resolves an in-doubt effect: it happened (with this result) or it did not."""
         return await ending.resolve(
             self.deps, run_id, call_id, happened=happened, by=by, result=result
         )

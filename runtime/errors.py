@@ -5,7 +5,8 @@ SignoffRuntimeError
  │    └── RuleError       an approval rule names an unknown argument or compares wrong types
  ├── UnknownAgent        a run names an agent this runtime was not given
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
- │    └── RunFinished      the run is done or cancelled already, so it cannot be stopped
+ │    ├── RunFinished      the run is done or cancelled already, so it cannot be stopped
+ │    └── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
  ├── PageNotFound        no page with this id
@@ -54,6 +55,16 @@ class InvalidRequest(SignoffRuntimeError):
 
 class RunFinished(InvalidRequest):
     """The run is done or cancelled already."""
+
+
+class EffectInDoubt(InvalidRequest):
+    """An effect that may not run twice is in doubt; a human resolves it first.
+
+    Carries `run_id`, `call_id` and `tool`; each surface says how to resolve it."""
+
+    run_id: str
+    call_id: str
+    tool: str
 
 
 class RunNotFound(SignoffRuntimeError):

@@ -40,7 +40,7 @@ class Stopped(Exception):
     """The run was changed by someone else (cancelled, taken over); stop driving it.
 
     `acted_late` pairs what our tools did with the ledger's word on them, where the ledger
-    had already settled an effect as not done (a human resolved it while this driver was
+    had already recorded an effect as not done (a human resolved it while this driver was
     stalled): someone must look at the outside world.
     """
 
@@ -217,19 +217,21 @@ class Journal:
 
     async def _save_outcomes_anyway(self) -> list[tuple[EffectOutcome, Effect]]:
         """Another worker took the run over; what our tools did must still be recorded,
-        unless it was settled meanwhile. Returns what our tools did that the ledger had
-        settled as not done."""
+        unless it was recorded meanwhile. Returns what our tools did that the ledger had
+        recorded as not done."""
         acted_late = []
         for outcome in self.finished:
             try:
                 await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
             except errors.Conflict:
-                settled = await self.store.get_effect(self.run.id, outcome.call_id)
+                recorded = await self.store.get_effect(self.run.id, outcome.call_id)
                 done = EffectStatus.COMPLETED
-                if outcome.status == done and settled.status != done:
-                    acted_late.append((outcome, settled))
+                if outcome.status == done and recorded.status != done:
+                    acted_late.append((outcome, recorded))
                 else:
-                    log.info("effect %s was settled by the worker that took over", settled.call_id)
+                    log.info(
+                        "effect %s was recorded by the worker that took over", recorded.call_id
+                    )
         return acted_late
 
     async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:

@@ -1,7 +1,8 @@
 """Approval policies: who may decide, how many must agree, reminders, escalation, timeouts.
 
-Approvers are Slack user ids (`U…`/`W…`) or user-group ids (`S…`). Group membership is
-resolved through a `Directory`, which the bot implements with `usergroups.users.list`.
+Approvers are user ids or user-group ids, as the `Directory` knows them; group membership is
+resolved through it. The bot's directory is Slack's, and the bot checks Slack's id formats
+when it loads policies (`bot.policy_ids`).
 """
 
 from __future__ import annotations

@@ -24,8 +24,10 @@ async def check_resumable(deps: Deps, run: Run) -> None:
         )
     for effect in await deps.store.list_effects(run.id):
         if effect.status == EffectStatus.IN_DOUBT and not effect.idempotent:
-            raise errors.InvalidRequest(
+            raise errors.EffectInDoubt(
                 f"run {run.id}: {effect.tool} (call {effect.call_id}) is in doubt; check "
-                f"the outside system, then settle it first: signoff runs resolve {run.id} "
-                f"{effect.call_id} --happened | --did-not-happen --by <you>"
+                "the outside system, then resolve it first",
+                run_id=run.id,
+                call_id=effect.call_id,
+                tool=effect.tool,
             )

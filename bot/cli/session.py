@@ -85,13 +85,14 @@ def load(ctx: typer.Context) -> Settings:
 def refusals() -> Iterator[None]:
     """Errors of the settings, the store and the runtime, as one-line refusals."""
     from bot.settings import ConfigError
+    from bot.settle import refusal_text
     from runtime.errors import SignoffRuntimeError
     from store.errors import StoreError
 
     try:
         yield
     except (ConfigError, SignoffRuntimeError, StoreError, OSError) as exc:
-        raise Failure(" ".join(str(exc).split())) from None
+        raise Failure(refusal_text(exc)) from None
 
 
 def database_file(url: str) -> Path | None:

@@ -129,8 +129,12 @@ async def test_resume_before_anyone_resolves_is_refused_and_changes_nothing(
     await rt.recover()
     history = await store.history(RUN)
 
-    with pytest.raises(errors.InvalidRequest, match=r"send_email \(call call_2_1\) is in doubt"):
+    with pytest.raises(
+        errors.EffectInDoubt, match=r"send_email \(call call_2_1\) is in doubt"
+    ) as e:
         await rt.resume(RUN)
+    assert (e.value.run_id, e.value.call_id, e.value.tool) == (RUN, "call_2_1", "send_email")
+    assert "signoff" not in str(e.value)  # the words of a surface are the surface's
 
     run = await rt.get(RUN)
     assert (run.status, run.stop_reason) == (RunStatus.FAILED, "in_doubt")

@@ -1,0 +1,48 @@
+"""Policies as the bot loads them: every approver is a Slack user id (`U…`/`W…`) or
+user-group id (`S…`), the ids the bot's directory (Slack) knows. The runtime's own models
+ask only for one-word ids; these subclasses add Slack's format, so a mistyped approver is
+refused at start-up at the line that names it."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, model_validator
+
+from runtime.policy import Policies, Policy
+from runtime.rules import Rule
+
+SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
+
+
+def slack_ids(approvers: tuple[str, ...]) -> tuple[str, ...]:
+    for who in approvers:
+        if not SLACK_APPROVER.fullmatch(who):
+            raise ValueError(f"{who!r} is not a Slack user id (U…/W…) or user-group id (S…)")
+    return approvers
+
+
+SlackApprovers = Annotated[tuple[str, ...], AfterValidator(slack_ids)]
+
+
+class SlackRule(Rule):
+    approvers: SlackApprovers = ()
+
+
+class SlackPolicy(Policy):
+    approvers: SlackApprovers = ()
+    rules: tuple[SlackRule, ...] = ()
+
+
+class SlackPolicies(Policies):
+    default: SlackPolicy = SlackPolicy()
+    tools: dict[str, SlackPolicy] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_runtime_policies(cls, data: Any) -> Any:
+        """Policies built in code (`runtime.Policies`) are checked like those from a file."""
+        if isinstance(data, Policies) and not isinstance(data, SlackPolicies):
+            return data.model_dump(exclude_unset=True)
+        return data
