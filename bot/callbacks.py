@@ -23,6 +23,13 @@ import time
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
@@ -32,6 +39,8 @@ from runtime import NullNotifier
 from store import Approval, Delivery, Run, Store
 
 log = logging.getLogger("signoff.callbacks")
+MAX_DELAY = 30.0
+"""The longest wait between two attempts at one callback (the waits double from the first)."""
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -101,26 +110,34 @@ class CallbackNotifier(NullNotifier):
 
     async def _send(self, approval: Approval, url: str) -> bool:
         body = json.dumps(approval_view(approval)).encode()
-        delay = self.first_delay
         failure = ""
         connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.policy))
         async with aiohttp.ClientSession(timeout=self.timeout, connector=connector) as session:
-            for attempt in range(1, self.attempts + 1):
-                failure = await self._post(session, url, body)
-                if not failure:
-                    await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
-                    log.info(
-                        "callback for approval %s (%s) delivered to %s (attempt %d)",
-                        approval.id,
-                        approval.state.value,
-                        approval.callback_url,
-                        attempt,
-                    )
-                    return True
-                log.debug("callback for approval %s, attempt %d: %s", approval.id, attempt, failure)
-                if attempt < self.attempts:
-                    await asyncio.sleep(delay)
-                    delay *= 2
+            retrying = AsyncRetrying(
+                retry=retry_if_result(bool),  # what went wrong, in words; "" once delivered
+                stop=stop_after_attempt(self.attempts),
+                wait=wait_exponential_jitter(
+                    multiplier=self.first_delay, max=MAX_DELAY, jitter=self.first_delay
+                ),
+                retry_error_callback=_last_failure,
+                before_sleep=lambda state: log.debug(
+                    "callback for approval %s, attempt %d: %s",
+                    approval.id,
+                    state.attempt_number,
+                    state.outcome.result() if state.outcome else "",
+                ),
+            )
+            failure = await retrying(self._post, session, url, body)
+            if not failure:
+                await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
+                log.info(
+                    "callback for approval %s (%s) delivered to %s (attempt %d)",
+                    approval.id,
+                    approval.state.value,
+                    approval.callback_url,
+                    retrying.statistics.get("attempt_number", 1),
+                )
+                return True
         if self.hand_over:
             log.warning(
                 "callback for approval %s not delivered (%s); left to the server to deliver",
@@ -166,6 +183,11 @@ class CallbackNotifier(NullNotifier):
                 return "" if 200 <= response.status < 300 else f"HTTP {response.status}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             return repr(exc)
+
+
+def _last_failure(state: RetryCallState) -> str:
+    """Out of attempts: the last thing that went wrong (instead of tenacity's RetryError)."""
+    return str(state.outcome.result()) if state.outcome else "no attempt made"
 
 
 class CheckedResolver(AbstractResolver):

@@ -10,14 +10,21 @@ effect in doubt) is its own short method.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+)
 
 from runtime import paging, results
 from runtime.agent import Agent
@@ -180,21 +187,25 @@ class Driver:
         return tuple(unique)
 
     async def _ask_model(self) -> Reply | None:
+        """The model's reply; a rate limit is waited out (as long as it says, capped, with
+        jitter) up to MAX_RATE_LIMIT_RETRIES times. Any other failure stops the run."""
         transcript = self.journal.transcript
-        for attempt in range(MAX_RATE_LIMIT_RETRIES + 1):
-            try:
-                return await self.agent.model.complete(transcript, self.agent.specs)
-            except RateLimited as exc:
-                if attempt == MAX_RATE_LIMIT_RETRIES:
-                    await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc}")
-                    return None
-                await asyncio.sleep(min(exc.retry_after, MAX_RETRY_AFTER))
-            except Exception as exc:
-                log.exception("model call failed in run %s", self.run.id)
-                # A model error's message is the provider's own word; anything else is a bug.
-                said = str(exc) if isinstance(exc, ModelError) and str(exc) else repr(exc)
-                await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {said}")
-                return None
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(RateLimited),
+                stop=stop_after_attempt(MAX_RATE_LIMIT_RETRIES + 1),
+                wait=_retry_after,
+                reraise=True,
+            ):
+                with attempt:
+                    return await self.agent.model.complete(transcript, self.agent.specs)
+        except RateLimited as exc:
+            await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc}")
+        except Exception as exc:
+            log.exception("model call failed in run %s", self.run.id)
+            # A model error's message is the provider's own word; anything else is a bug.
+            said = str(exc) if isinstance(exc, ModelError) and str(exc) else repr(exc)
+            await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {said}")
         return None
 
     # tool calls
@@ -515,6 +526,15 @@ class Driver:
         )
         self.ended = True
         await paging.announce_new(self.deps, pages, committed, self.journal.run_now())
+
+
+def _retry_after(retry: RetryCallState) -> float:
+    """As long as the provider asked (capped), plus up to a tenth more: runs limited at once
+    do not all come back at once."""
+    failure = retry.outcome.exception() if retry.outcome else None
+    asked = failure.retry_after if isinstance(failure, RateLimited) else 1.0
+    wait = min(asked, MAX_RETRY_AFTER)
+    return wait + random.uniform(0, wait / 10)
 
 
 def _pick(found: dict[str, T], ids: Sequence[str]) -> dict[str, T]:

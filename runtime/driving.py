@@ -4,9 +4,15 @@ the run a decision unblocked."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 from runtime import ending, errors
 from runtime.approvals import ApprovalDesk
@@ -27,6 +33,9 @@ from store import (
 )
 
 log = logging.getLogger("signoff.runtime")
+
+RESUME_ATTEMPTS = 8
+"""A run busy elsewhere is tried again for about six seconds (doubling waits from 50 ms)."""
 
 
 async def drive(deps: Deps, desk: ApprovalDesk, run_id: str) -> Run:
@@ -118,13 +127,16 @@ async def resume_after_decision(deps: Deps, desk: ApprovalDesk, run_id: str) -> 
     for it a few seconds; past that, or on an error, recovery picks the run up."""
     if deps.locks.held_here(run_id):
         return
-    for delay in (0.05, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2):
-        try:
-            await drive_now(deps, desk, run_id)
-            return
-        except errors.RunBusy:
-            await asyncio.sleep(delay)
-        except Exception:
-            log.exception("run %s could not resume after a decision", run_id)
-            return
-    log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(errors.RunBusy),
+            stop=stop_after_attempt(RESUME_ATTEMPTS),
+            wait=wait_exponential_jitter(multiplier=0.05, max=3.2, jitter=0.05),
+            reraise=True,
+        ):
+            with attempt:
+                await drive_now(deps, desk, run_id)
+    except errors.RunBusy:
+        log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
+    except Exception:
+        log.exception("run %s could not resume after a decision", run_id)
