@@ -3,37 +3,21 @@ processes that drive a run until they are killed."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+import runtime_scenarios as scenarios
 
 from store import Store, open_store
 
-WORKERS = Path(__file__).parent / "workers"
+HERE = Path(__file__).parent
+WORKERS = HERE / "workers"
 DRIVE = WORKERS / "drive.py"
-
-
-def _load_scenarios() -> ModuleType:
-    """Make `workers/scenarios.py` importable as `runtime_scenarios`, whatever the import mode."""
-    if "runtime_scenarios" in sys.modules:
-        return sys.modules["runtime_scenarios"]
-    spec = importlib.util.spec_from_file_location("runtime_scenarios", WORKERS / "scenarios.py")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {WORKERS / 'scenarios.py'}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["runtime_scenarios"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scenarios = _load_scenarios()
 
 
 @pytest.fixture
@@ -63,7 +47,8 @@ def run_worker(db_url: str, world: Path) -> Callable[..., Any]:
     def run(
         agent: str, run_id: str, task: str, *, die: str | None = None, max_steps: int | None = None
     ) -> Any:
-        env = dict(os.environ, SIGNOFF_WORLD_DB=str(world))
+        path = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+        env = dict(os.environ, SIGNOFF_WORLD_DB=str(world), PYTHONPATH=path)
         env.pop("SIGNOFF_TEST_DIE", None)
         if die is not None:
             env["SIGNOFF_TEST_DIE"] = die

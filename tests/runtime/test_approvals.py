@@ -241,64 +241,69 @@ async def test_second_decision_is_refused(
     assert len(invocations()) == 1
 
 
-@pytest.mark.parametrize("decision", ["approved", "declined"])
-async def test_non_approver_is_refused(
-    make_runtime: Callable[..., Runtime], world: Path, decision: str
+APPROVERS = Policies(tools={"wire_money": Policy(approvers=("U0BOSS", "S0FINANCE"))})
+FINANCE = StaticDirectory({"S0FINANCE": {"U0FIN1", "U0FIN2"}, "S0OTHER": {"U0STRANGER"}})
+REQUESTER_APPROVES = Policies(tools={"wire_money": Policy(approvers=("U0REQ", "U0BOSS"))})
+
+
+@pytest.mark.parametrize(
+    ("policies", "by", "decision", "refusal"),
+    [
+        (APPROVERS, "U0STRANGER", "approved", errors.NotAnApprover),
+        (APPROVERS, "U0STRANGER", "declined", errors.NotAnApprover),
+        (REQUESTER_APPROVES, "U0REQ", "approved", errors.SelfApproval),
+    ],
+    ids=["stranger approves", "stranger declines", "requester approves own"],
+)
+async def test_a_decider_the_policy_forbids_is_refused_and_nothing_changes(
+    make_runtime: Callable[..., Runtime],
+    world: Path,
+    policies: Policies,
+    by: str,
+    decision: str,
+    refusal: type[Exception],
 ) -> None:
-    policies = Policies(tools={"wire_money": Policy(approvers=("U0BOSS", "S0FINANCE"))})
-    directory = StaticDirectory({"S0FINANCE": {"U0FIN1", "U0FIN2"}, "S0OTHER": {"U0STRANGER"}})
-    rt = make_runtime([wire_agent()], policies=policies, directory=directory)
-    approval = await start_wire(rt)
-    before = await snapshot(rt.store, approval.id)
-
-    with pytest.raises(errors.NotAnApprover, match="U0STRANGER"):
-        await rt.decide(approval.id, decision, by="U0STRANGER")  # type: ignore[arg-type]
-
-    assert await snapshot(rt.store, approval.id) == before
-    assert invocations() == []
-
-
-async def test_approver_named_by_user_id_may_decide(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    policies = Policies(tools={"wire_money": Policy(approvers=("U0BOSS", "S0FINANCE"))})
-    rt = make_runtime([wire_agent()], policies=policies, directory=StaticDirectory())
-    approval = await start_wire(rt)
-
-    decided = await rt.decide(approval.id, "approved", by="U0BOSS")
-
-    assert decided.decided_by == "U0BOSS"
-    assert len(invocations()) == 1
-
-
-async def test_member_of_an_approver_group_may_decide(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    policies = Policies(tools={"wire_money": Policy(approvers=("U0BOSS", "S0FINANCE"))})
-    directory = StaticDirectory({"S0FINANCE": {"U0FIN1", "U0FIN2"}})
-    rt = make_runtime([wire_agent()], policies=policies, directory=directory)
-    approval = await start_wire(rt)
-
-    decided = await rt.decide(approval.id, "declined", by="U0FIN2", reason="no")
-
-    assert decided.state == ApprovalState.DECLINED
-    assert decided.decided_by == "U0FIN2"
-
-
-async def test_self_approval_is_refused_when_the_policy_forbids_it(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    policies = Policies(tools={"wire_money": Policy(approvers=("U0REQ", "U0BOSS"))})
-    rt = make_runtime([wire_agent()], policies=policies)
+    rt = make_runtime([wire_agent()], policies=policies, directory=FINANCE)
     approval = await start_wire(rt, requested_by="U0REQ")
     before = await snapshot(rt.store, approval.id)
 
-    with pytest.raises(errors.SelfApproval, match="U0REQ"):
-        await rt.decide(approval.id, "approved", by="U0REQ")
+    with pytest.raises(refusal, match=by):
+        await rt.decide(approval.id, decision, by=by)  # type: ignore[arg-type]
 
     assert await snapshot(rt.store, approval.id) == before
     assert invocations() == []
     assert (await rt.get("run-wire")).status == RunStatus.WAITING_APPROVAL
+
+
+@pytest.mark.parametrize(
+    ("policies", "by", "decision", "executed"),
+    [
+        (APPROVERS, "U0BOSS", "approved", 1),
+        (APPROVERS, "U0FIN2", "declined", 0),
+        (
+            Policies(tools={"wire_money": Policy(allow_self_approval=True)}),
+            REQUESTER,
+            "approved",
+            1,
+        ),
+    ],
+    ids=["approver by user id", "member of an approver group", "self-approval allowed"],
+)
+async def test_a_decider_the_policy_allows_decides(
+    make_runtime: Callable[..., Runtime],
+    world: Path,
+    policies: Policies,
+    by: str,
+    decision: str,
+    executed: int,
+) -> None:
+    rt = make_runtime([wire_agent()], policies=policies, directory=FINANCE)
+    approval = await start_wire(rt)
+
+    decided = await rt.decide(approval.id, decision, by=by)  # type: ignore[arg-type]
+
+    assert (decided.state.value, decided.decided_by) == (decision, by)
+    assert len(invocations()) == executed
 
 
 async def test_self_approval_is_refused_under_the_default_policy(
@@ -313,19 +318,6 @@ async def test_self_approval_is_refused_under_the_default_policy(
 
     assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
     assert example_world.payments() == []
-
-
-async def test_self_approval_is_allowed_when_the_policy_says_so(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    policies = Policies(tools={"wire_money": Policy(allow_self_approval=True)})
-    rt = make_runtime([wire_agent()], policies=policies)
-    approval = await start_wire(rt)
-
-    decided = await rt.decide(approval.id, "approved", by=REQUESTER)
-
-    assert decided.decided_by == REQUESTER
-    assert len(invocations()) == 1
 
 
 async def test_unknown_approval_id_is_refused(
@@ -557,9 +549,7 @@ async def test_every_decision_is_audited_with_the_deciding_user(
     await rt.decide(approved.id, "approved", by="U0ALICE")
     await rt.decide(declined.id, "declined", by="U0BOB", reason="duplicate")
 
-    events = {
-        e.approval_id: e for e in await rt.store.list_events() if e.action in DECISIONS
-    }
+    events = {e.approval_id: e for e in await rt.store.list_events() if e.action in DECISIONS}
     assert events[approved.id].action == "approval_approved"
     assert events[approved.id].actor == "U0ALICE"
     assert events[approved.id].run_id == "run-1"

@@ -2,7 +2,8 @@
 
     python drive.py <agent> <database-url> <run-id> <task> [max-steps]
 
-It prints the run's status as JSON if it lives to the end.
+It prints the run's status as JSON if it lives to the end. Run it with `tests/runtime` on
+PYTHONPATH (for `runtime_scenarios`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import asyncio
 import json
 import sys
 
-import scenarios
+import runtime_scenarios as scenarios
 
 from runtime import Budget, Runtime
 from store import open_store

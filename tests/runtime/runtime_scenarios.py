@@ -1,9 +1,12 @@
 """Agents and helpers shared by the runtime tests and the worker processes they kill.
 
-A worker (`drive.py`) imports this file as `scenarios`; the tests get the same module as
-`runtime_scenarios` (registered by `tests/runtime/conftest.py`). A tool or model dies with
-SIGKILL at the point named by the `SIGNOFF_TEST_DIE` environment variable, which only the
-worker processes set, so the same agents run to completion in the test process.
+The tests import it as `runtime_scenarios` (pytest puts `tests/runtime` on the path); a
+worker (`workers/drive.py`) imports it the same way, started with `tests/runtime` on
+PYTHONPATH (a unique name, so it never shadows the real `runtime` package).
+
+A tool or model dies with SIGKILL at the point named by the `SIGNOFF_TEST_DIE` environment
+variable, which only the worker processes set, so the same agents run to completion in the
+test process.
 """
 
 from __future__ import annotations
