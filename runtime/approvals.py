@@ -86,7 +86,9 @@ class ApprovalDesk:
             requested_by=run.requested_by if run else requested_by,
             required_approvals=rules.required_approvals,
             deadline=now + rules.timeout if rules.timeout else None,
-            next_reminder_at=now + rules.remind_every if _reminds(rules) else None,
+            next_reminder_at=now + rules.remind_every
+            if rules.remind_every is not None and _reminds(rules)
+            else None,
             channel=rules.channel,
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,

@@ -10,6 +10,7 @@ and docstrings.
 
 from __future__ import annotations
 
+import builtins
 import os
 import socket
 from collections.abc import Callable, Iterable, Sequence
@@ -37,6 +38,7 @@ from runtime.lease import RunLocks
 from runtime.notifier import Notifier, NullNotifier
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
 from runtime.resumability import check_resumable
+from runtime.rollback import RollbackReport
 from runtime.routing import check_rules
 from runtime.telemetry import NullTelemetry, Telemetry
 from runtime.tools import Tool
@@ -173,14 +175,16 @@ class Runtime:
     async def get(self, run_id: str) -> Run:
         return await self.deps.run(run_id)
 
-    async def list(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
+    async def list(
+        self, status: RunStatus | str | None = None, *, limit: int = 100
+    ) -> builtins.list[Run]:
         return await listing.list_runs(self.deps, status, limit=limit)
 
     async def cancel(self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "") -> Run:
         """Stop a run for good; its pending approvals are withdrawn."""
         return await ending.cancel(self.deps, self.desk, run_id, by=by, reason=reason)
 
-    async def recover(self) -> list[str]:
+    async def recover(self) -> builtins.list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
         return await recovery.recover(self.deps, drive=self.drive, finish_undo=self._finish_undo)
 
@@ -188,7 +192,7 @@ class Runtime:
 
     async def approvals(
         self, run_id: str | None = None, *, state: ApprovalState | str | None = None
-    ) -> list[Approval]:
+    ) -> builtins.list[Approval]:
         return await listing.list_approvals(self.deps, run_id, state)
 
     async def decide(
@@ -254,13 +258,13 @@ class Runtime:
 
     # time travel
 
-    async def history(self, run_id: str) -> list[Checkpoint]:
+    async def history(self, run_id: str) -> builtins.list[Checkpoint]:
         return await timetravel.history(self.deps, run_id)
 
     async def state_at(self, run_id: str, step: int) -> RunState:
         return await timetravel.state_at(self.deps, run_id, step)
 
-    async def effects_after(self, run_id: str, step: int) -> list[Effect]:
+    async def effects_after(self, run_id: str, step: int) -> builtins.list[Effect]:
         """The run's effects after `step` that really happened in the world."""
         return await timetravel.effects_after(self.deps, run_id, step)
 
@@ -268,7 +272,7 @@ class Runtime:
         self,
         run_id: str,
         from_step: int,
-        modify: Callable[[list[Message]], Sequence[Message]] | None = None,
+        modify: Callable[[builtins.list[Message]], Sequence[Message]] | None = None,
         *,
         dry_run: bool = False,
         requested_by: str | None = None,
@@ -285,7 +289,7 @@ class Runtime:
 
     async def rollback(
         self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR
-    ) -> rollback.RollbackReport:
+    ) -> RollbackReport:
         async with self.locks.hold(run_id):
             return await rollback.rollback(self.deps, self.desk, run_id, to_step, by=by)
 
@@ -319,7 +323,7 @@ class Runtime:
     async def announce_page(self, page: Page, run: Run | None) -> None:
         await self.deps.announcer.page(page, run)
 
-    async def _finish_undo(self, run_id: str) -> rollback.RollbackReport | None:
+    async def _finish_undo(self, run_id: str) -> RollbackReport | None:
         return await rollback.finish_interrupted(self.deps, self.desk, run_id)
 
 

@@ -144,7 +144,8 @@ class Journal:
         pages: Sequence[Page] = (),
     ) -> Committed:
         """Write everything queued, plus these records, in one transaction."""
-        checkpoints, cut = [], 0
+        checkpoints: list[Checkpoint] = []
+        cut = 0
         for sealed in self.sealed:
             part = self.unsaved[cut : sealed.messages]
             checkpoints.append(

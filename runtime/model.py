@@ -182,6 +182,8 @@ def _as_reply(entry: Entry, turn: int) -> Reply:
         reply = Reply(content=entry)
     elif isinstance(entry, ToolCall):
         reply = Reply(tool_calls=(entry,))
+    elif isinstance(entry, Exception):
+        raise entry
     else:
         reply = Reply(tool_calls=tuple(entry))
     calls = tuple(

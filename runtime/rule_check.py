@@ -71,7 +71,7 @@ def check(when: str, tool: str | None, args: Mapping[str, CelType] | None) -> li
 
 
 def _names(
-    node: Tree, bound: set[str], tool: str | None, args: Mapping[str, CelType] | None
+    node: Tree[Token], bound: set[str], tool: str | None, args: Mapping[str, CelType] | None
 ) -> Iterator[str]:
     if node.data == "ident" and str(node.children[0]) not in bound:
         name = str(node.children[0])
@@ -89,7 +89,7 @@ def _names(
         yield f"run.usage has no field {path[2]!r} (it has {', '.join(USAGE_TYPES)})"
 
 
-def _path(node: Tree) -> tuple[str, ...] | None:
+def _path(node: Tree[Token]) -> tuple[str, ...] | None:
     """`args.amount_cents` and `args['amount_cents']` as ("args", "amount_cents")."""
     if node.data == "member_dot":
         base = _path(_unwrap(node.children[0]))
@@ -144,7 +144,7 @@ def _type_of(node: Any, args: Mapping[str, CelType]) -> CelType:
     return ""
 
 
-def _comparison(node: Tree, args: Mapping[str, CelType]) -> Iterator[str]:
+def _comparison(node: Tree[Token], args: Mapping[str, CelType]) -> Iterator[str]:
     if node.data != "relation" or len(node.children) != 2:
         return
     op_node, right = node.children
@@ -190,7 +190,7 @@ def _source(node: Any) -> str:
     return "a value"
 
 
-def _macro_variables(ast: Tree) -> set[str]:
+def _macro_variables(ast: Tree[Token]) -> set[str]:
     """Names bound by `list.exists(x, …)` and the other macros."""
     bound = set()
     for node in ast.iter_subtrees():

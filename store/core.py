@@ -20,7 +20,16 @@ from typing import Any, Literal, TypeVar
 
 from store import errors, rows
 from store.base import Batch, Committed
-from store.records import Approval, ApprovalState, AuditEvent, Effect, Page, Reversibility
+from store.records import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Checkpoint,
+    Effect,
+    EffectOutcome,
+    Page,
+    Reversibility,
+)
 
 T = TypeVar("T")
 Fetch = Literal["all", "one", "count", "none", "many"]
@@ -59,7 +68,7 @@ def one(name: str, params: Any, fetch: Fetch = "none") -> Body[Any]:
 
 
 def changed_one(name: str, params: dict[str, Any]) -> Body[bool]:
-    return (yield Stmt(name, params, "count")) == 1
+    return bool((yield Stmt(name, params, "count")) == 1)
 
 
 def update_one(name: str, params: dict[str, Any], what: str) -> Body[None]:
@@ -201,7 +210,7 @@ def commit(batch: Batch) -> MakeBody[Committed]:
 
 def check_batch(batch: Batch) -> None:
     """Every record in a batch belongs to its run: the lease is checked for that run only."""
-    records = (
+    records: tuple[Checkpoint | EffectOutcome | Effect | Approval | Page | AuditEvent, ...] = (
         *batch.checkpoints,
         *batch.finish,
         *batch.start,

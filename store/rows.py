@@ -6,7 +6,7 @@ Times become epoch seconds; structured values become compact JSON text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -136,7 +136,7 @@ def checkpoint_from_row(row: Row) -> Checkpoint:
     )
 
 
-def state_from_rows(run_id: str, rows: list[Row]) -> RunState:
+def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
     """Rebuild a state from its rows: messages in seq order, its own fields on the last."""
     seq, _, fields = rows[-1]
     state = json.loads(fields)

@@ -283,7 +283,7 @@ class SqlStore:
         return [rows.fact_from_row(row) for row in await self._read("list_facts", {})]
 
     async def forget_source(self, source: str) -> int:
-        return await self._one("delete_facts_by_source", {"source": source}, "count")
+        return int(await self._one("delete_facts_by_source", {"source": source}, "count"))
 
     async def load_facts(self, facts: Sequence[Fact]) -> int:
         refuse_protected([fact.key for fact in facts], self.protected_facts)
@@ -336,7 +336,7 @@ class SqlStore:
         return await self._write(lambda: core.remind_open_pages(params))
 
     async def release_outbox_claims(self, owner: str) -> int:
-        return await self._one("release_outbox_claims", {"owner": owner}, "count")
+        return int(await self._one("release_outbox_claims", {"owner": owner}, "count"))
 
     async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
         params = {"before": item_id, "subjects": rows.dumps(list(subject_ids))}

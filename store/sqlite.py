@@ -95,7 +95,7 @@ class SqliteStore(SqlStore):
                     found=version,
                     supported=migration.latest_version(DIALECT),
                 )
-            if version == 0 and await self._writer.run_alone(sqlite_schema.other_tables):
+            if version == 0 and await self._writer.run_alone(sqlite_schema.other_tables) > 0:
                 raise errors.ForeignDatabase(
                     f"{self.path} holds another application's tables and no Signoff schema; "
                     "point SIGNOFF_DATABASE_URL at a new or Signoff file"

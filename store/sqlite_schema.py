@@ -18,7 +18,7 @@ def use_wal(conn: sqlite3.Connection) -> None:
 
 
 def other_tables(conn: sqlite3.Connection) -> int:
-    return conn.execute(Q["other_tables"]).fetchone()[0]
+    return int(conn.execute(Q["other_tables"]).fetchone()[0])
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

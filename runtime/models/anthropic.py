@@ -38,7 +38,8 @@ class AnthropicModel(HostedModel):
 
     async def send(self, body: dict[str, Any]) -> Mapping[str, Any]:
         message = await self.client.messages.create(**body)
-        return message.model_dump(mode="json")
+        answer: Mapping[str, Any] = message.model_dump(mode="json")
+        return answer
 
     def parse(self, data: Mapping[str, Any]) -> tuple[str, tuple[ToolCall, ...], Tokens]:
         content, calls = translate.reply(data)

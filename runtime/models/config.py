@@ -40,15 +40,15 @@ class ModelConfig(BaseModel):
 
 
 def build(config: ModelConfig, prices: Mapping[str, Price]) -> Model:
-    options = {
-        "base_url": config.base_url,
-        "timeout": config.timeout,
-        "max_retries": config.max_retries,
-        "max_tokens": config.max_tokens,
-        "price": prices.get(config.model),
-    }
     kind: type[HostedModel] = OpenAIModel if config.provider == "openai" else AnthropicModel
-    model = kind(config.model, **options)
+    model = kind(
+        config.model,
+        base_url=config.base_url,
+        timeout=config.timeout,
+        max_retries=config.max_retries,
+        max_tokens=config.max_tokens,
+        price=prices.get(config.model),
+    )
     _ = model.sdk  # a missing package is a start-up error, not the first run's
     return model
 
@@ -68,8 +68,11 @@ def configure(
     configured = [_configured(a, models, prices) for a in agents]
     for agent in configured:
         model = agent.model
-        unpriced = isinstance(model, HostedModel) and model.price is None
-        if unpriced and agent.budget.max_cost is not None:
+        if (
+            isinstance(model, HostedModel)
+            and model.price is None
+            and agent.budget.max_cost is not None
+        ):
             log.warning(
                 "agent %s has a cost budget but no price for %s: add [prices.%r] to "
                 "signoff.toml, or its runs count no cost",

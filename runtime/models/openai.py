@@ -37,7 +37,8 @@ class OpenAIModel(HostedModel):
 
     async def send(self, body: dict[str, Any]) -> Mapping[str, Any]:
         completion = await self.client.chat.completions.create(**body)
-        return completion.model_dump(mode="json")
+        answer: Mapping[str, Any] = completion.model_dump(mode="json")
+        return answer
 
     def parse(self, data: Mapping[str, Any]) -> tuple[str, tuple[ToolCall, ...], Tokens]:
         content, calls = translate.reply(data)
