@@ -474,64 +474,61 @@ async def test_one_approval_of_two_keeps_it_pending(
     assert invocations() == []
 
 
-async def test_same_approver_twice_does_not_count_twice(
-    make_runtime: Callable[..., Runtime], world: Path
+@pytest.mark.parametrize(
+    ("by", "decision", "state", "executed"),
+    [
+        ("U0BOB", "approved", ApprovalState.APPROVED, 1),
+        ("U0CAROL", "declined", ApprovalState.DECLINED, 0),
+    ],
+    ids=["a second approver approves", "any decline declines"],
+)
+async def test_the_vote_after_the_first_decides_a_quorum(
+    make_runtime: Callable[..., Runtime],
+    world: Path,
+    by: str,
+    decision: str,
+    state: str,
+    executed: int,
 ) -> None:
     rt = make_runtime([wire_agent()], policies=QUORUM)
     approval = await start_wire(rt)
 
     await rt.decide(approval.id, "approved", by="U0ALICE")
+    decided = await rt.decide(approval.id, decision, by=by)  # type: ignore[arg-type]
+
+    assert (decided.state, decided.decided_by) == (state, by)
+    assert len(invocations()) == executed
+    assert (await rt.get("run-wire")).status == RunStatus.DONE
+    (last,) = {"U0ALICE", "U0BOB", "U0CAROL"} - {"U0ALICE", by}
+    with pytest.raises(errors.AlreadyDecided):  # decided: no more votes
+        await rt.decide(approval.id, "approved", by=last)
+
+
+@pytest.mark.parametrize(
+    ("by", "refusal", "says"),
+    [
+        ("U0ALICE", errors.AlreadyVoted, r"U0ALICE already approved .* 1 more"),
+        ("U0MALLORY", errors.NotAnApprover, "U0MALLORY"),
+    ],
+    ids=["the same approver twice", "a non-approver"],
+)
+async def test_a_vote_that_does_not_count_changes_nothing(
+    make_runtime: Callable[..., Runtime],
+    world: Path,
+    by: str,
+    refusal: type[Exception],
+    says: str,
+) -> None:
+    rt = make_runtime([wire_agent()], policies=QUORUM)
+    approval = await start_wire(rt)
+    await rt.decide(approval.id, "approved", by="U0ALICE")
     events = await rt.store.list_events(run_id="run-wire")
-    with pytest.raises(errors.AlreadyVoted, match=r"U0ALICE already approved .* 1 more"):
-        await rt.decide(approval.id, "approved", by="U0ALICE")
+
+    with pytest.raises(refusal, match=says):
+        await rt.decide(approval.id, "approved", by=by)
 
     assert await rt.store.list_events(run_id="run-wire") == events
     assert await rt.store.list_votes(approval.id) == ["U0ALICE"]
-    assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
-    assert invocations() == []
-
-
-async def test_second_distinct_approver_approves(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([wire_agent()], policies=QUORUM)
-    approval = await start_wire(rt)
-
-    await rt.decide(approval.id, "approved", by="U0ALICE")
-    decided = await rt.decide(approval.id, "approved", by="U0BOB")
-
-    assert decided.state == ApprovalState.APPROVED
-    assert decided.decided_by == "U0BOB"
-    assert len(invocations()) == 1
-    assert (await rt.get("run-wire")).status == RunStatus.DONE
-
-
-async def test_any_decline_declines_a_quorum(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([wire_agent()], policies=QUORUM)
-    approval = await start_wire(rt)
-
-    await rt.decide(approval.id, "approved", by="U0ALICE")
-    decided = await rt.decide(approval.id, "declined", by="U0CAROL", reason="too much")
-
-    assert decided.state == ApprovalState.DECLINED
-    with pytest.raises(errors.AlreadyDecided):
-        await rt.decide(approval.id, "approved", by="U0BOB")
-    assert invocations() == []
-    assert (await rt.get("run-wire")).status == RunStatus.DONE
-
-
-async def test_quorum_votes_are_refused_from_non_approvers(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([wire_agent()], policies=QUORUM)
-    approval = await start_wire(rt)
-
-    await rt.decide(approval.id, "approved", by="U0ALICE")
-    with pytest.raises(errors.NotAnApprover):
-        await rt.decide(approval.id, "approved", by="U0MALLORY")
-
     assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
     assert invocations() == []
 
