@@ -75,7 +75,6 @@ class Runtime:
     ) -> None:
         self.store = store
         self.agents = _by_name(agents)
-        self.notifier: Notifier = notifier or NullNotifier()
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
         self.lease_ttl = lease_ttl
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
@@ -89,7 +88,7 @@ class Runtime:
             locks=self.locks,
             facts=self.facts,
             telemetry=telemetry or NullTelemetry(),
-            announcer=Announcer(self.notifier, store),
+            announcer=Announcer(notifier or NullNotifier(), store),
         )
         self.desk = ApprovalDesk(
             self.deps,
@@ -98,6 +97,14 @@ class Runtime:
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
         check_rules(self.desk.policies, self.agents.values())
+
+    @property
+    def notifier(self) -> Notifier:
+        return self.deps.announcer.notifier
+
+    @notifier.setter
+    def notifier(self, notifier: Notifier) -> None:
+        self.deps.announcer.notifier = notifier
 
     @property
     def clock(self) -> Callable[[], datetime]:

@@ -86,3 +86,15 @@ async def test_the_default_notifier_tells_nobody(store: Store) -> None:
     assert isinstance(rt.notifier, NullNotifier)
     run_id = await rt.start("counter", "Count", budget=Budget(max_steps=1))
     assert (await rt.get(run_id)).status == RunStatus.FAILED
+
+
+async def test_a_notifier_set_after_construction_is_the_one_told(store: Store) -> None:
+    """The facade's attributes are the modules' own: what is set on it reaches them."""
+    rt = Runtime(store, [counter_agent()], worker_id="w")
+    notifier = RecordingNotifier()
+    rt.notifier = notifier
+
+    run_id = await rt.start("counter", "Count", budget=Budget(max_steps=1))
+
+    assert rt.notifier is notifier
+    assert [run.id for run in notifier.finished] == [run_id]
