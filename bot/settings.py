@@ -84,14 +84,35 @@ class ApiToken(BaseModel):
             self._digest = bytes.fromhex(self.sha256)
         elif value := os.environ.get(self.secret_env or ""):
             self._digest = hashlib.sha256(value.encode()).digest()
-        elif not self.revoked:
-            raise ValueError(f"secret_env: the environment variable {self.secret_env} is not set")
+        # An unset secret_env matters only to `serve` (check_token_secrets): a CLI command
+        # that reads the same signoff.toml never needs the server's secrets.
         return self
+
+    @property
+    def missing_secret(self) -> str | None:
+        """The environment variable `serve` needs and does not have, if any."""
+        if self._digest is None and not self.revoked:
+            return self.secret_env
+        return None
 
     @property
     def digest(self) -> bytes | None:
         """SHA-256 of the token (None for a revoked one whose secret is gone)."""
         return self._digest
+
+
+def check_token_secrets(settings: Settings) -> None:
+    """Refuse to serve with a token whose secret is not in the environment, naming it."""
+    missing = {
+        name: token.missing_secret
+        for name, token in settings.api_tokens.items()
+        if token.missing_secret
+    }
+    if missing:
+        name, variable = next(iter(missing.items()))
+        raise ConfigError(
+            f"api_tokens.{name}: secret_env: the environment variable {variable} is not set"
+        )
 
 
 class Settings(BaseSettings):

@@ -240,5 +240,6 @@ async def test_a_refund_a_rollback_reversed_can_be_issued_again_and_is_no_duplic
 
     moves = [(kind, amount) for kind, _, amount, _ in example_world.payments()]
     refunded = [amount for kind, amount in moves if kind == "refund"]
-    assert len(refunded) == 2 and ("refund_reversal", -refunded[0]) in moves
+    assert len(refunded) == 2
+    assert ("refund_reversal", -refunded[0]) in moves
     assert sum(a for k, a in moves if k.startswith("refund")) == refunded[1]  # net: one refund
