@@ -21,7 +21,7 @@ from aiohttp import web
 
 from bot.dev import people, slack_state, workspace
 from bot.dev.steplog import StepLog
-from bot.settings import ApiToken, Settings
+from bot.settings import ApiToken, ConfigError, Settings
 from bot.slack.fake import FakeSlack
 from bot.wiring import Process
 from runtime.policy import Policies, Policy
@@ -71,6 +71,10 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
     """Run until Ctrl-C (or `stop`); a restart on the same database resumes parked runs."""
     from bot.server import serve
 
+    if port and not _port_free(port):  # before anything is opened or printed
+        raise ConfigError(
+            f"port {port} on 127.0.0.1 is in use (another signoff dev?); pick one with --port"
+        )
     os.environ.setdefault("SIGNOFF_WORLD_DB", str(database.with_name(f"{database.stem}-world.db")))
     port = port or free_port()
     fake = FakeSlack(token=BOT_TOKEN, channels=tuple(people.CHANNEL_NAMES), users=people.NAMES)
@@ -96,6 +100,12 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
 
         async def tell(app: web.Application) -> None:
             print(f"signoff dev: open {url}  (database {database}; Ctrl-C stops)", flush=True)
+            print(
+                "signoff dev: the CLI on this database, in another terminal: "
+                f"export SIGNOFF_DATABASE_URL=sqlite:///{database} "
+                f"SIGNOFF_WORLD_DB={os.environ['SIGNOFF_WORLD_DB']}",
+                flush=True,
+            )
 
         app.on_startup.append(tell)
 
@@ -124,3 +134,13 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True

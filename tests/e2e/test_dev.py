@@ -257,3 +257,28 @@ class _Probe(DevServer):
             return _send(urllib.request.Request(self.base + path, headers=headers))[0]
         except OSError:
             return 0
+
+
+def test_a_second_dev_on_a_taken_port_says_so_before_it_opens_anything(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+        done = subprocess.run(
+            [SIGNOFF, "dev", "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: port {port} on 127.0.0.1 is in use (another signoff dev?); pick one with --port"
+    ]
+    assert "open" not in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no database, world or workspace file
