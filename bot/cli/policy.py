@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
-EXPECTED = ("ask", "auto_approve", "deny")
+EXPECTED = ("ask", "auto_approve", "deny", "run")
 
 
 @policy.command("check")
@@ -32,7 +32,9 @@ def check(
     ] = None,
     expect: Annotated[
         str | None,
-        typer.Option(metavar="ACTION", help="ask, auto_approve or deny: exit 1 if otherwise."),
+        typer.Option(
+            metavar="ACTION", help="ask, auto_approve, deny or run: exit 1 if otherwise."
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -72,6 +74,12 @@ def _check(
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
     found = next((a.tools[tool] for a in agents if tool in a.tools), None)
+    if found is None and agents and tool not in settings.policies.tools:  # a typo, likely
+        known = sorted({name for a in agents for name in a.tools})
+        raise Failure(
+            f"no configured agent has a tool {tool!r} and no policy names it; "
+            f"the tools are: {', '.join(known)}"
+        )
     if found is not None:
         try:
             args = found.validate(args)
@@ -86,12 +94,13 @@ def _check(
 def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
     from runtime.routing import snapshot
 
+    needs_approval = found is None or found.requires_approval
     return {
         "tool": tool,
         "args": args,
         "known_tool": found is not None,
-        "needs_approval": found is None or found.requires_approval,
-        "action": routed.action,
+        "needs_approval": needs_approval,
+        "action": routed.action if needs_approval else "run",
         "rule": routed.match.model_dump(mode="json") if routed.match else None,
         "policy": snapshot(routed.policy),
     }
@@ -104,7 +113,7 @@ def _lines(report: dict[str, Any]) -> list[str]:
     if not report["known_tool"]:
         lines.append("no configured agent has this tool: its arguments were not checked")
     if not report["needs_approval"]:
-        lines.append("the tool needs no approval: it runs without asking, whatever the rules say")
+        return [*lines, "would: run without asking: the tool needs no approval (rules not used)"]
     lines.append(f"matches: {rule['summary'] if rule else 'the tool has no rules'}")
     if rule:
         lines.append(f"because: {_because(rule)}")

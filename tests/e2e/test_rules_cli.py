@@ -183,6 +183,27 @@ def test_policy_check_refuses_arguments_the_tool_would_refuse(signoff: object) -
     )
 
 
+def test_policy_check_refuses_a_tool_nobody_has_so_a_typo_fails_ci(signoff: object) -> None:
+    done = signoff("--config", str(EXAMPLE), "policy", "check", "issue_refnud", "{}")  # type: ignore[operator]
+
+    assert done.code == 1
+    assert done.err.startswith("error: no configured agent has a tool 'issue_refnud'")
+    assert "issue_refund" in done.err  # the tools it does know
+
+
+def test_policy_check_of_a_tool_that_needs_no_approval_says_it_just_runs(signoff: object) -> None:
+    args = '{"to": "a@example.com", "subject": "s", "body": "b"}'
+    done = signoff("--config", str(EXAMPLE), "policy", "check", "send_email", args, "--json")  # type: ignore[operator]
+
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["action"] == "run"
+    text = signoff("--config", str(EXAMPLE), "policy", "check", "send_email", args).out  # type: ignore[operator]
+    assert text.splitlines()[-1] == (
+        "would: run without asking: the tool needs no approval (rules not used)"
+    )
+    assert "would: ask" not in text
+
+
 def test_approvals_list_shows_the_rule(signoff: object, tmp_path: Path) -> None:
     config = ["--config", str(EXAMPLE)]
     # An intern asks: rule 3 routes the refund to two finance leads.
