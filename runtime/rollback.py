@@ -70,7 +70,7 @@ async def rollback(rt: Runtime, run_id: str, to_step: int, *, by: str) -> Rollba
     if to_step > run.step:
         raise errors.InvalidRequest(
             f"run {run_id} is at step {run.step}; a rollback goes back, not forward "
-            f"(fork from step {to_step} to replay from there)"
+            f"(pick a step from 0 to {run.step})"
         )
     state = await rt.state_at(run_id, to_step)
     if await _rolled_back_to(rt, run, to_step):
