@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -83,7 +84,7 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
     hub = slack_state.Hub()
     slack_state.watch(fake.workspace, hub, saved)
     slack_url = await fake.start("127.0.0.1", 0)
-    signing_secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
+    signing_secret, api_token = _dev_secrets(database.with_name(f"{database.stem}-secrets.json"))
     settings = dev_settings(
         database=database,
         port=port,
@@ -144,3 +145,17 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def _dev_secrets(path: Path) -> tuple[str, str]:
+    """The signing secret and console token of this dev database, kept across restarts so a
+    page left open keeps working (made once, readable by this user only)."""
+    try:
+        kept = json.loads(path.read_text("utf-8"))
+        return str(kept["signing_secret"]), str(kept["api_token"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    made = {"signing_secret": secrets.token_hex(16), "api_token": secrets.token_urlsafe(24)}
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(made), "utf-8")
+    return made["signing_secret"], made["api_token"]

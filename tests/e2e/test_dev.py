@@ -80,6 +80,7 @@ def test_ctrl_c_is_clean_and_a_restart_resumes_the_parked_run(tmp_path: Path) ->
     dev = DevServer(tmp_path)
     run_id = _start_refund(dev)
     assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
+    page_token = dev.get("/dev/api/session")[1]["token"]
     # a page listening for news must not hold the shutdown up
     listening = http.client.HTTPConnection("127.0.0.1", dev.port, timeout=10)
     listening.request("GET", "/dev/events")
@@ -94,6 +95,9 @@ def test_ctrl_c_is_clean_and_a_restart_resumes_the_parked_run(tmp_path: Path) ->
 
     again = DevServer(tmp_path)
     try:
+        # a page left open across the restart still reaches the console with its token
+        headers = {"Authorization": f"Bearer {page_token}"}
+        assert again.get(f"/v1/console/runs/{run_id}", headers)[0] == 200
         card = _card(again, run_id)  # the workspace kept the card across the restart
         assert card is not None
         assert _button(card, "approve") is not None
