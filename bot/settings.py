@@ -250,8 +250,15 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     for error in exc.errors():
         loc = tuple(str(part) for part in error["loc"])
         where = _where(file, loc, lines)
-        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {error['msg']}")
+        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {_said(error)}")
     return "\n".join(problems)
+
+
+def _said(error: Any) -> str:
+    """pydantic's message in the words of a configuration file."""
+    if error["type"] == "extra_forbidden":
+        return "unknown setting"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _where(file: Path, loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:

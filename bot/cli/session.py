@@ -91,7 +91,8 @@ def refusals() -> Iterator[None]:
     try:
         yield
     except (ConfigError, SignoffRuntimeError, StoreError, OSError) as exc:
-        raise Failure(" ".join(str(exc).split())) from None
+        lines = (" ".join(line.split()) for line in str(exc).splitlines())
+        raise Failure("; ".join(line for line in lines if line)) from None
 
 
 def database_file(url: str) -> Path | None:

@@ -59,7 +59,7 @@ def signoff(tmp_path: Path) -> object:
 MISTAKES = {
     "does not parse": (
         'when = "args.amount_cents >"\ndeny = "no"\n',
-        "policies.tools.issue_refund.rules.1.when: Value error, `args.amount_cents >` is not a "
+        "policies.tools.issue_refund.rules.1.when: `args.amount_cents >` is not a "
         "CEL expression (the error is at column 19)",
     ),
     "unknown argument": (
