@@ -5,7 +5,6 @@ can test its policy file in CI (`--expect` makes a surprise exit non-zero)."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -144,5 +143,14 @@ def _asks(policy: dict[str, Any]) -> str:
         parts.append(f"in {policy['channel']}")
     if policy["timeout"]:
         then = "escalated" if policy["on_timeout"] == "escalate" else "declined as expired"
-        parts.append(f"({then} after {timedelta(seconds=policy['timeout'])})")
+        parts.append(f"({then} after {_duration(policy['timeout'])})")
     return " ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    """`1d`, `4h`, `90m`, `45s`: the largest unit that divides it, as signoff.toml writes it."""
+    whole = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole >= size and whole % size == 0:
+            return f"{whole // size}{unit}"
+    return f"{whole}s"

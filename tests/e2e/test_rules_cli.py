@@ -134,7 +134,7 @@ def test_policy_check_says_which_rule_matches_why_and_what_would_happen(signoff:
         "because: `args.amount_cents > 20000 || run.requested_by in ['U0INTERN']` holds; "
         "rules 1-2 did not hold",
         "would: ask S0FINANCELEADS for 2 approval(s) in C0REFUNDSLARGE (declined as expired "
-        "after 1 day, 0:00:00)",
+        "after 1d)",
     ]
 
 
