@@ -202,6 +202,12 @@ def test_edit_approves_edited_arguments_and_runs_answers_in_the_box(tmp_path: Pa
         status, refused = dev.post("/dev/api/submit", submission | {"values": {"args": "{"}})
         assert refused["answer"]["response_action"] == "errors", refused
         assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
+        # arguments the tool refuses: said in plain text, no invisible mrkdwn guards in it
+        bad = json.dumps({"order_id": "4471", "amount_cents": "lots"})
+        status, refused = dev.post("/dev/api/submit", submission | {"values": {"args": bad}})
+        [said] = refused["answer"]["errors"].values()
+        assert "issue_refund" in said, said
+        assert "\u2060" not in said
         edited = {"order_id": "4471", "amount_cents": 1200, "restocking_fee_cents": 0}
         values = {"args": json.dumps(edited)}
         status, answer = dev.post("/dev/api/submit", submission | {"values": values})
