@@ -197,8 +197,13 @@ def _executor(conn: sqlite3.Connection) -> Callable[[core.Stmt], Any]:
 
 
 def _inline_reader(path: str) -> sqlite3.Connection:
-    """The event loop's read-only connection: it never waits for a lock (busy timeout 0)."""
-    conn = sqlite3.connect(path, isolation_level=None)
+    """The event loop's read-only connection: it never waits for a lock (busy timeout 0).
+
+    Each read runs to its last row without an await, so reads on one loop never interleave
+    on it; a store opened on one thread's loop may be read from another thread's where the
+    SQLite library serializes a connection's use across threads (threadsafety 3)."""
+    shareable = sqlite3.threadsafety == 3
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=not shareable)
     conn.row_factory = sqlite3.Row
     conn.execute("PRAGMA busy_timeout = 0")
     conn.execute("PRAGMA query_only = ON")
