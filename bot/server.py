@@ -19,7 +19,7 @@ from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.metrics import MetricsNotifier, PrometheusTelemetry
-from bot.settings import Settings, secret
+from bot.settings import Settings, check_token_secrets, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
@@ -40,6 +40,7 @@ async def serve(
     """Serve until `stop` (default: SIGINT or SIGTERM); `extend` adds routes to the app
     (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
+    check_token_secrets(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
     told = [MetricsNotifier()] if settings.api_only else [nudge, MetricsNotifier()]

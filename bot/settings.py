@@ -2,6 +2,8 @@
 
 The environment wins over the file. A file with a mistake fails at start-up with the file,
 the line and the reason, e.g. `signoff.toml:12: policies.tools.issue_refund.timeout: ...`.
+One job, the settings and their errors; long because each setting is declared, checked and
+explained here, next to the code that maps a mistake back to its line.
 """
 
 from __future__ import annotations
@@ -85,14 +87,35 @@ class ApiToken(BaseModel):
             self._digest = bytes.fromhex(self.sha256)
         elif value := os.environ.get(self.secret_env or ""):
             self._digest = hashlib.sha256(value.encode()).digest()
-        elif not self.revoked:
-            raise ValueError(f"secret_env: the environment variable {self.secret_env} is not set")
+        # An unset secret_env matters only to `serve` (check_token_secrets): a CLI command
+        # that reads the same signoff.toml never needs the server's secrets.
         return self
+
+    @property
+    def missing_secret(self) -> str | None:
+        """The environment variable `serve` needs and does not have, if any."""
+        if self._digest is None and not self.revoked:
+            return self.secret_env
+        return None
 
     @property
     def digest(self) -> bytes | None:
         """SHA-256 of the token (None for a revoked one whose secret is gone)."""
         return self._digest
+
+
+def check_token_secrets(settings: Settings) -> None:
+    """Refuse to serve with a token whose secret is not in the environment, naming it."""
+    missing = {
+        name: token.missing_secret
+        for name, token in settings.api_tokens.items()
+        if token.missing_secret
+    }
+    if missing:
+        name, variable = next(iter(missing.items()))
+        raise ConfigError(
+            f"api_tokens.{name}: secret_env: the environment variable {variable} is not set"
+        )
 
 
 class Settings(BaseSettings):
@@ -230,8 +253,15 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     for error in exc.errors():
         loc = tuple(str(part) for part in error["loc"])
         where = _where(file, loc, lines)
-        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {error['msg']}")
+        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {_said(error)}")
     return "\n".join(problems)
+
+
+def _said(error: Any) -> str:
+    """pydantic's message in the words of a configuration file."""
+    if error["type"] == "extra_forbidden":
+        return "unknown setting"
+    return str(error["msg"]).removeprefix("Value error, ")
 
 
 def _where(file: Path, loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:

@@ -46,7 +46,8 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     timeout=30,
     # The order is the refund's business identity: two runs refunding one order (a retried
     # request) refund it once at the provider, and the second approval names the first run.
-    idempotency_key=lambda args: f"refund:{args['order_id']}",
+    # A refund a rollback reversed is spent: the order's next refund is a new one.
+    idempotency_key=lambda args: f"refund:{args['order_id']}:{world.reversals(args['order_id'])}",
 )
 def issue_refund(
     order_id: str, amount_cents: int, restocking_fee_cents: int = 0, *, ctx: ToolContext

@@ -74,6 +74,16 @@ def pay(kind: str, reference: str, amount_cents: int, idempotency_key: str) -> d
     }
 
 
+def reversals(reference: str) -> int:
+    """How many refunds of this order were reversed (each makes room for a new refund)."""
+    with closing(_connect()) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM payments WHERE kind = 'refund_reversal' AND reference = ?",
+            (reference,),
+        ).fetchone()
+    return int(row[0])
+
+
 def send(recipient: str, subject: str, idempotency_key: str) -> dict[str, Any]:
     """Send an e-mail. Sending twice sends twice."""
     with closing(_connect()) as conn:

@@ -28,6 +28,11 @@ class Announcer:
             approval.tool,
             approval.policy,
             f" (run {run.id})" if run else "",
+            extra={
+                "approval_id": approval.id,
+                "run_id": approval.run_id,
+                "event": "approval_requested",
+            },
         )
         await safely(self.notifier.approval_requested(approval, run))
         due = [t for t in (approval.deadline, approval.next_reminder_at) if t is not None]

@@ -299,14 +299,6 @@ class Driver:
         run = self.journal.run_now()
         for approval in created:
             if approval.state == ApprovalState.PENDING:
-                log.info(
-                    "approval %s (%s, run %s) requested under policy %s",
-                    approval.id,
-                    approval.tool,
-                    approval.run_id,
-                    approval.policy,
-                    extra={"approval_id": approval.id, "event": "approval_requested"},
-                )
                 await self.deps.announcer.approval_requested(approval, run)
             else:  # a rule approved or denied it at once: no one is asked
                 self.desk.log_rule_decision(approval)

@@ -73,7 +73,7 @@ async def rollback(
     if to_step > run.step:
         raise errors.InvalidRequest(
             f"run {run_id} is at step {run.step}; a rollback goes back, not forward "
-            f"(fork from step {to_step} to replay from there)"
+            f"(pick a step from 0 to {run.step})"
         )
     state = await timetravel.state_at(deps, run_id, to_step)
     if await _rolled_back_to(deps, run, to_step):

@@ -5,7 +5,6 @@ can test its policy file in CI (`--expect` makes a surprise exit non-zero)."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -19,7 +18,7 @@ if TYPE_CHECKING:
     from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
-EXPECTED = ("ask", "auto_approve", "deny")
+EXPECTED = ("ask", "auto_approve", "deny", "run")
 
 
 @policy.command("check")
@@ -32,7 +31,9 @@ def check(
     ] = None,
     expect: Annotated[
         str | None,
-        typer.Option(metavar="ACTION", help="ask, auto_approve or deny: exit 1 if otherwise."),
+        typer.Option(
+            metavar="ACTION", help="ask, auto_approve, deny or run: exit 1 if otherwise."
+        ),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -72,6 +73,12 @@ def _check(
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
     found = next((a.tools[tool] for a in agents if tool in a.tools), None)
+    if found is None and agents and tool not in settings.policies.tools:  # a typo, likely
+        known = sorted({name for a in agents for name in a.tools})
+        raise Failure(
+            f"no configured agent has a tool {tool!r} and no policy names it; "
+            f"the tools are: {', '.join(known)}"
+        )
     if found is not None:
         try:
             args = found.validate(args)
@@ -86,12 +93,13 @@ def _check(
 def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
     from runtime.routing import snapshot
 
+    needs_approval = found is None or found.requires_approval
     return {
         "tool": tool,
         "args": args,
         "known_tool": found is not None,
-        "needs_approval": found is None or found.requires_approval,
-        "action": routed.action,
+        "needs_approval": needs_approval,
+        "action": routed.action if needs_approval else "run",
         "rule": routed.match.model_dump(mode="json") if routed.match else None,
         "policy": snapshot(routed.policy),
     }
@@ -104,7 +112,7 @@ def _lines(report: dict[str, Any]) -> list[str]:
     if not report["known_tool"]:
         lines.append("no configured agent has this tool: its arguments were not checked")
     if not report["needs_approval"]:
-        lines.append("the tool needs no approval: it runs without asking, whatever the rules say")
+        return [*lines, "would: run without asking: the tool needs no approval (rules not used)"]
     lines.append(f"matches: {rule['summary'] if rule else 'the tool has no rules'}")
     if rule:
         lines.append(f"because: {_because(rule)}")
@@ -135,5 +143,14 @@ def _asks(policy: dict[str, Any]) -> str:
         parts.append(f"in {policy['channel']}")
     if policy["timeout"]:
         then = "escalated" if policy["on_timeout"] == "escalate" else "declined as expired"
-        parts.append(f"({then} after {timedelta(seconds=policy['timeout'])})")
+        parts.append(f"({then} after {_duration(policy['timeout'])})")
     return " ".join(parts)
+
+
+def _duration(seconds: float) -> str:
+    """`1d`, `4h`, `90m`, `45s`: the largest unit that divides it, as signoff.toml writes it."""
+    whole = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if whole >= size and whole % size == 0:
+            return f"{whole // size}{unit}"
+    return f"{whole}s"

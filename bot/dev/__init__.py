@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import os
 import secrets
@@ -21,7 +22,7 @@ from aiohttp import web
 
 from bot.dev import people, slack_state, workspace
 from bot.dev.steplog import StepLog
-from bot.settings import ApiToken, Settings
+from bot.settings import ApiToken, ConfigError, Settings
 from bot.slack.fake import FakeSlack
 from bot.wiring import Process
 from runtime.policy import Policies, Policy
@@ -71,6 +72,10 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
     """Run until Ctrl-C (or `stop`); a restart on the same database resumes parked runs."""
     from bot.server import serve
 
+    if port and not _port_free(port):  # before anything is opened or printed
+        raise ConfigError(
+            f"port {port} on 127.0.0.1 is in use (another signoff dev?); pick one with --port"
+        )
     os.environ.setdefault("SIGNOFF_WORLD_DB", str(database.with_name(f"{database.stem}-world.db")))
     port = port or free_port()
     fake = FakeSlack(token=BOT_TOKEN, channels=tuple(people.CHANNEL_NAMES), users=people.NAMES)
@@ -79,7 +84,7 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
     hub = slack_state.Hub()
     slack_state.watch(fake.workspace, hub, saved)
     slack_url = await fake.start("127.0.0.1", 0)
-    signing_secret, api_token = secrets.token_hex(16), secrets.token_urlsafe(24)
+    signing_secret, api_token = _dev_secrets(database.with_name(f"{database.stem}-secrets.json"))
     settings = dev_settings(
         database=database,
         port=port,
@@ -96,6 +101,12 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
 
         async def tell(app: web.Application) -> None:
             print(f"signoff dev: open {url}  (database {database}; Ctrl-C stops)", flush=True)
+            print(
+                "signoff dev: the CLI on this database, in another terminal: "
+                f"export SIGNOFF_DATABASE_URL=sqlite:///{database} "
+                f"SIGNOFF_WORLD_DB={os.environ['SIGNOFF_WORLD_DB']}",
+                flush=True,
+            )
 
         app.on_startup.append(tell)
 
@@ -124,3 +135,27 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _dev_secrets(path: Path) -> tuple[str, str]:
+    """The signing secret and console token of this dev database, kept across restarts so a
+    page left open keeps working (made once, readable by this user only)."""
+    try:
+        kept = json.loads(path.read_text("utf-8"))
+        return str(kept["signing_secret"]), str(kept["api_token"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    made = {"signing_secret": secrets.token_hex(16), "api_token": secrets.token_urlsafe(24)}
+    path.touch(mode=0o600)
+    path.write_text(json.dumps(made), "utf-8")
+    return made["signing_secret"], made["api_token"]

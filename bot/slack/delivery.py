@@ -18,7 +18,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import cards
-from bot.slack.outbox import Misconfigured, Undeliverable
+from bot.slack.outbox import Misconfigured, Undeliverable, WaitsItsTurn
 from runtime.policy import Policies, Policy
 from runtime.routing import policy_of
 from runtime.tools import Tool
@@ -277,7 +277,7 @@ class SlackDelivery:
         approvals = await self.store.list_approvals(run_id=run.id)
         # After the cards' own news (posted, decided): the thread reads in the order it happened.
         if await self.store.outbox_waiting_before(item.id, [a.id for a in approvals]):
-            raise RuntimeError(f"run {run.id}: its cards' updates go first; its note waits")
+            raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
 

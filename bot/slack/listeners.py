@@ -19,6 +19,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import commands, replies
+from bot.slack.escape import WORD_JOINER
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
@@ -168,8 +169,10 @@ def _input(view: Body, block_id: str) -> str:
 
 
 def _plain(text: str) -> str:
-    """Modal errors are plain text: drop the mrkdwn date markup to its fallback."""
-    return re.sub(r"<!date\^[^|>]*\|([^>]*)>", r"\1", text)
+    """Modal errors are plain text: drop the mrkdwn date markup to its fallback, and the word
+    joiners that keep mrkdwn from formatting (invisible, but copied with the text)."""
+    text = re.sub(r"<!date\^[^|>]*\|([^>]*)>", r"\1", text)
+    return text.replace(WORD_JOINER, "")
 
 
 async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:

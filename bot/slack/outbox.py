@@ -26,6 +26,7 @@ Deliver = Callable[[OutboxItem], Awaitable[None]]
 CLAIM_FOR = timedelta(seconds=60)
 POLL_EVERY = 1.0
 MAX_BACKOFF = 300.0
+TURN_WAIT = 0.5  # seconds a row waiting for earlier rows of its subjects waits again
 
 
 class Undeliverable(Exception):
@@ -35,6 +36,10 @@ class Undeliverable(Exception):
 class Misconfigured(Exception):
     """A person must fix something (a channel, a token, an invitation): keep the row, retry
     every minute at most, and say so at WARNING so it is seen."""
+
+
+class WaitsItsTurn(Exception):
+    """The row must wait for earlier rows about the same things; try again shortly."""
 
 
 class OutboxSender:
@@ -110,6 +115,11 @@ class OutboxSender:
                 await self.store.finish_outbox(
                     item.id, self.owner, at=datetime.now(UTC), error=str(exc)[:500]
                 )
+                return
+            except WaitsItsTurn as exc:
+                log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
+                at = datetime.now(UTC) + timedelta(seconds=TURN_WAIT)
+                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
                 return
             except Misconfigured as exc:
                 log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)

@@ -21,6 +21,7 @@ class AnthropicModel(HostedModel):
 
     provider = "anthropic"
     package = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
     client_class = "AsyncAnthropic"
     example = "claude-sonnet-5"
 

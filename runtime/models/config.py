@@ -68,6 +68,8 @@ def configure(
     configured = [_configured(a, models, prices) for a in agents]
     for agent in configured:
         model = agent.model
+        if isinstance(model, HostedModel):
+            model.check()
         if (
             isinstance(model, HostedModel)
             and model.price is None

@@ -8,6 +8,7 @@ import asyncio
 import copy
 import importlib
 import json
+import os
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from types import ModuleType
@@ -30,6 +31,8 @@ class HostedModel:
     """The SDK's import name, and the extra that installs it (`signoff[<package>]`)."""
     client_class = ""
     example = ""
+    key_env = ""
+    """The environment variable the SDK reads the API key from."""
 
     def __init__(
         self,
@@ -67,6 +70,16 @@ class HostedModel:
         if other._own_client:  # each makes (and closes) its own connections
             other._client = None
         return other
+
+    def check(self) -> None:
+        """Refuse at start-up what would fail every call: the SDK missing (ImportError
+        naming the extra) or no API key (ValueError naming the variable)."""
+        self.sdk  # noqa: B018  (importing it is the check)
+        given = self._options["api_key"] or os.environ.get(self.key_env)
+        if self._own_client and not given:
+            raise ValueError(
+                f"{type(self).__name__}({self.model!r}) has no API key: set {self.key_env}"
+            )
 
     @cached_property
     def sdk(self) -> ModuleType:

@@ -24,6 +24,7 @@ class OpenAIModel(HostedModel):
 
     provider = "openai"
     package = "openai"
+    key_env = "OPENAI_API_KEY"
     client_class = "AsyncOpenAI"
     example = "gpt-5.5"
 

@@ -80,6 +80,7 @@ def test_ctrl_c_is_clean_and_a_restart_resumes_the_parked_run(tmp_path: Path) ->
     dev = DevServer(tmp_path)
     run_id = _start_refund(dev)
     assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
+    page_token = dev.get("/dev/api/session")[1]["token"]
     # a page listening for news must not hold the shutdown up
     listening = http.client.HTTPConnection("127.0.0.1", dev.port, timeout=10)
     listening.request("GET", "/dev/events")
@@ -94,6 +95,9 @@ def test_ctrl_c_is_clean_and_a_restart_resumes_the_parked_run(tmp_path: Path) ->
 
     again = DevServer(tmp_path)
     try:
+        # a page left open across the restart still reaches the console with its token
+        headers = {"Authorization": f"Bearer {page_token}"}
+        assert again.get(f"/v1/console/runs/{run_id}", headers)[0] == 200
         card = _card(again, run_id)  # the workspace kept the card across the restart
         assert card is not None
         assert _button(card, "approve") is not None
@@ -198,6 +202,12 @@ def test_edit_approves_edited_arguments_and_runs_answers_in_the_box(tmp_path: Pa
         status, refused = dev.post("/dev/api/submit", submission | {"values": {"args": "{"}})
         assert refused["answer"]["response_action"] == "errors", refused
         assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
+        # arguments the tool refuses: said in plain text, no invisible mrkdwn guards in it
+        bad = json.dumps({"order_id": "4471", "amount_cents": "lots"})
+        status, refused = dev.post("/dev/api/submit", submission | {"values": {"args": bad}})
+        [said] = refused["answer"]["errors"].values()
+        assert "issue_refund" in said, said
+        assert "\u2060" not in said
         edited = {"order_id": "4471", "amount_cents": 1200, "restocking_fee_cents": 0}
         values = {"args": json.dumps(edited)}
         status, answer = dev.post("/dev/api/submit", submission | {"values": values})
@@ -257,3 +267,28 @@ class _Probe(DevServer):
             return _send(urllib.request.Request(self.base + path, headers=headers))[0]
         except OSError:
             return 0
+
+
+def test_a_second_dev_on_a_taken_port_says_so_before_it_opens_anything(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+        done = subprocess.run(
+            [SIGNOFF, "dev", "--port", str(port)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"error: port {port} on 127.0.0.1 is in use (another signoff dev?); pick one with --port"
+    ]
+    assert "open" not in done.stdout
+    assert list(tmp_path.iterdir()) == []  # no database, world or workspace file

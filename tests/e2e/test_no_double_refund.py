@@ -222,3 +222,24 @@ async def test_two_runs_refunding_one_order_refund_it_once_and_the_second_asks_a
     # A third request after the first was approved still says so (recently approved).
     third = await rt.start("refund-agent", TASK, run_id="r-third", requested_by="U0REQ")
     assert (await rt.approvals(third))[0].duplicate_of in {first, second}
+
+
+async def test_a_refund_a_rollback_reversed_can_be_issued_again_and_is_no_duplicate(
+    make_api: Callable[..., Any], world: Path
+) -> None:
+    rt: Runtime = (await make_api()).rt
+    first = await rt.start("refund-agent", TASK, run_id="r-first", requested_by="U0REQ")
+    [asked] = await rt.approvals(first)
+    await rt.decide(asked.id, "approved", by="U0BOB")
+    await rt.rollback(first, 1)  # the refund is reversed
+
+    again = await rt.start("refund-agent", TASK, run_id="r-again", requested_by="U0REQ")
+    [asked_again] = await rt.approvals(again)
+    assert asked_again.duplicate_of is None  # what it would duplicate was undone
+    await rt.decide(asked_again.id, "approved", by="U0BOB")
+
+    moves = [(kind, amount) for kind, _, amount, _ in example_world.payments()]
+    refunded = [amount for kind, amount in moves if kind == "refund"]
+    assert len(refunded) == 2
+    assert ("refund_reversal", -refunded[0]) in moves
+    assert sum(a for k, a in moves if k.startswith("refund")) == refunded[1]  # net: one refund

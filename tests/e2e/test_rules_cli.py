@@ -59,7 +59,7 @@ def signoff(tmp_path: Path) -> object:
 MISTAKES = {
     "does not parse": (
         'when = "args.amount_cents >"\ndeny = "no"\n',
-        "policies.tools.issue_refund.rules.1.when: Value error, `args.amount_cents >` is not a "
+        "policies.tools.issue_refund.rules.1.when: `args.amount_cents >` is not a "
         "CEL expression (the error is at column 19)",
     ),
     "unknown argument": (
@@ -134,7 +134,7 @@ def test_policy_check_says_which_rule_matches_why_and_what_would_happen(signoff:
         "because: `args.amount_cents > 20000 || run.requested_by in ['U0INTERN']` holds; "
         "rules 1-2 did not hold",
         "would: ask S0FINANCELEADS for 2 approval(s) in C0REFUNDSLARGE (declined as expired "
-        "after 1 day, 0:00:00)",
+        "after 1d)",
     ]
 
 
@@ -181,6 +181,27 @@ def test_policy_check_refuses_arguments_the_tool_would_refuse(signoff: object) -
     assert done.err == (
         "error: ARGS: invalid arguments for issue_refund: amount_cents: Field required\n"
     )
+
+
+def test_policy_check_refuses_a_tool_nobody_has_so_a_typo_fails_ci(signoff: object) -> None:
+    done = signoff("--config", str(EXAMPLE), "policy", "check", "issue_refnud", "{}")  # type: ignore[operator]
+
+    assert done.code == 1
+    assert done.err.startswith("error: no configured agent has a tool 'issue_refnud'")
+    assert "issue_refund" in done.err  # the tools it does know
+
+
+def test_policy_check_of_a_tool_that_needs_no_approval_says_it_just_runs(signoff: object) -> None:
+    args = '{"to": "a@example.com", "subject": "s", "body": "b"}'
+    done = signoff("--config", str(EXAMPLE), "policy", "check", "send_email", args, "--json")  # type: ignore[operator]
+
+    assert done.code == 0, done.err
+    assert json.loads(done.out)["action"] == "run"
+    text = signoff("--config", str(EXAMPLE), "policy", "check", "send_email", args).out  # type: ignore[operator]
+    assert text.splitlines()[-1] == (
+        "would: run without asking: the tool needs no approval (rules not used)"
+    )
+    assert "would: ask" not in text
 
 
 def test_approvals_list_shows_the_rule(signoff: object, tmp_path: Path) -> None:

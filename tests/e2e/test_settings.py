@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bot.server import startup_warnings
-from bot.settings import ConfigError, Settings, load_settings
+from bot.settings import ConfigError, Settings, check_token_secrets, load_settings
 from bot.wiring import load_agents
 from examples.refund_agent import agent as refund_agent
 from runtime.policy import Policies, Policy
@@ -275,12 +275,6 @@ BAD_API = [
         '[api_tokens.x]\nscopes = ["runs:read"]\n', 1, "exactly one of sha256", id="neither"
     ),
     pytest.param(
-        '[api_tokens.x]\nscopes = ["runs:read"]\nsecret_env = "NO_SUCH_TOKEN_VAR"\n',
-        1,
-        "NO_SUCH_TOKEN_VAR is not set",
-        id="unset environment variable",
-    ),
-    pytest.param(
         f'[api_tokens.x]\nscopes = ["runs:delete"]\nsha256 = "{HASH}"\n',
         2,
         "api_tokens.x.scopes",
@@ -328,6 +322,26 @@ def test_request_and_decide_in_one_token_when_the_configuration_says_so(tmp_path
     )
     settings = load_settings(write(tmp_path, text))
     assert settings.api_tokens["kiosk"].allow_request_and_decide
+
+
+def test_a_token_secret_missing_from_the_environment_stops_serve_not_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("NO_SUCH_TOKEN_VAR", raising=False)
+    config = write(
+        tmp_path, '[api_tokens.x]\nscopes = ["runs:read"]\nsecret_env = "NO_SUCH_TOKEN_VAR"\n'
+    )
+
+    settings = load_settings(config)  # what every CLI command reads: fine
+
+    with pytest.raises(
+        ConfigError,
+        match=r"^api_tokens.x: secret_env: the environment variable "
+        r"NO_SUCH_TOKEN_VAR is not set$",
+    ):
+        check_token_secrets(settings)
+    monkeypatch.setenv("NO_SUCH_TOKEN_VAR", "s")
+    check_token_secrets(load_settings(config))
 
 
 def test_a_revoked_token_needs_no_secret(tmp_path: Path) -> None:

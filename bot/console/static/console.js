@@ -142,9 +142,14 @@ function runButtons(run) {
   const box = el("div", "actions");
   const cancel = el("button", "danger", "Cancel run");
   cancel.id = "cancel-run";
-  cancel.addEventListener("click", () => operate("cancel", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/cancel")));
+  cancel.addEventListener("click", () => {
+    if (!window.confirm("Cancel run " + run.id + "? It stops for good and its pending approvals are withdrawn.")) return;
+    operate("cancel", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/cancel"));
+  });
   const resume = el("button", null, "Resume");
   resume.id = "resume-run";
+  // A finished run has nothing left to stop or to drive on.
+  cancel.disabled = resume.disabled = run.status === "done" || run.status === "cancelled";
   resume.addEventListener("click", () => operate("resume", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/resume")));
   box.append(cancel, resume);
   return box;
