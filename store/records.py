@@ -1,7 +1,8 @@
 """The durable records: immutable pydantic models, one per table.
 
 Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
-"""
+
+One job, the records; long because there is one model per table, each with its fields said."""
 
 from __future__ import annotations
 

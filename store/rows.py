@@ -1,7 +1,8 @@
 """Records to column values and back, the same for every SQL dialect.
 
 Times become epoch seconds; structured values become compact JSON text.
-"""
+
+One job, records to columns and back; long because each record has its two short functions."""
 
 from __future__ import annotations
 
