@@ -1,6 +1,6 @@
 """The SQLite backend: the embedded default.
 
-One writer thread with group commit (`store.writer`), WAL, `synchronous=FULL` by default,
+One writer thread with group commit (`store.sqlite.writer`), WAL, `synchronous=FULL` by default,
 `BEGIN IMMEDIATE` and a busy timeout. A read runs first on the event loop, on a read-only
 connection that never waits for a lock (busy timeout 0): a WAL read is a few dozen
 microseconds, less than a hop to a thread and back. Only if the database is busy (another
@@ -20,11 +20,13 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import core, errors, migration, queries, sqlite_health, sqlite_schema
+from store import core, errors, migration, queries
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
 from store.sql_store import SqlStore
-from store.writer import WAL_LIMIT, GroupCommitWriter
+from store.sqlite import health as sqlite_health
+from store.sqlite import schema as sqlite_schema
+from store.sqlite.writer import WAL_LIMIT, GroupCommitWriter
 
 T = TypeVar("T")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]
