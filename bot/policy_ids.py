@@ -14,6 +14,8 @@ from runtime.policy import Policies, Policy
 from runtime.rules import Rule
 
 SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
+SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
+"""A person, as decisions name them (the CLI's `--by`, the API's `by`)."""
 
 
 def slack_ids(approvers: tuple[str, ...]) -> tuple[str, ...]:

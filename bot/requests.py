@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
+from bot.policy_ids import SLACK_USER_ID
 from store import Budget
 from store.limits import (
     ID_PATTERN,
@@ -18,7 +19,6 @@ from store.limits import (
     MAX_REQUESTER,
     MAX_TASK,
     MAX_TOOL,
-    SLACK_USER_ID,
     check_args,
 )
 

@@ -29,8 +29,6 @@ MAX_DEPTH = 32
 counted as the first level: far past any real tool's arguments, far below where encoding
 them for storage runs out of stack (about 250 levels)."""
 
-SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
-"""A person, as decisions name them."""
 
 
 def nesting_depth(value: Any) -> int:

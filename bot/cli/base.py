@@ -103,8 +103,8 @@ def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: A
 def check_user_id(flag: str, user: str) -> None:
     """A person, named as the HTTP API names one: a Slack user id (as in its decisions), no
     longer than it accepts for a requester."""
+    from bot.policy_ids import SLACK_USER_ID
     from bot.requests import RunRequest
-    from store.limits import SLACK_USER_ID
 
     longest = max_length(RunRequest, "requested_by")
     if len(user) > longest:
