@@ -171,6 +171,7 @@ def slack_surface(
         policies=rt.desk.policies,
         channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
         tool_of=rt.tool_for,
+        find_run=rt.find_run,
     )
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)

@@ -67,6 +67,7 @@ _HINTS = {
 LOOKBACK = 200  # messages searched for an earlier post of the same card
 
 ToolOf = Callable[[Approval], Awaitable[Tool | None]]
+FindRun = Callable[[str | None], Awaitable[Run | None]]
 
 
 @dataclass(frozen=True)
@@ -86,12 +87,14 @@ class SlackDelivery:
         policies: Policies,
         channels: Channels,
         tool_of: ToolOf,
+        find_run: FindRun,
     ) -> None:
         self.client = client
         self.store = store
         self.policies = policies
         self.channels = channels
         self.tool_of = tool_of
+        self._run = find_run  # the run a record names, or None when it has none or is gone
 
     async def __call__(self, item: OutboxItem) -> None:
         try:
@@ -322,14 +325,6 @@ class SlackDelivery:
                 log.info("found an earlier post of %s %s; not posting it again", key, value)
                 return str(message["ts"])
         return None
-
-    async def _run(self, run_id: str | None) -> Run | None:
-        if run_id is None:
-            return None
-        try:
-            return await self.store.get_run(run_id)
-        except store_errors.NotFound:
-            return None
 
     async def _args_of(self, page: Page) -> dict[str, Any] | None:
         if page.run_id is None or page.call_id is None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .helpers import SIGNOFF, free_port
+from .slack_harness import wait_while_alive
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -57,14 +58,7 @@ class DevServer:
         return _send(request)
 
     def wait_until(self, check: Callable[[], Any], within: float = 15.0) -> Any:
-        deadline = time.monotonic() + within
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            found = check()
-            if found:
-                return found
-            assert time.monotonic() < deadline, f"not within {within}s:\n{self.log.read_text()}"
-            time.sleep(0.05)
+        return wait_while_alive(self.process, self.log, check, within)
 
     def interrupt(self, within: float = 15.0) -> int:
         """Ctrl-C, as a person stops it; the exit code."""

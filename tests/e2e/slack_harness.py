@@ -78,14 +78,7 @@ class SlackServer:
         return dict(view)
 
     def wait_until(self, check: Callable[[], Any], within: float = 15.0) -> Any:
-        deadline = time.monotonic() + within
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            found = check()
-            if found:
-                return found
-            assert time.monotonic() < deadline, f"not within {within}s:\n{self.log.read_text()}"
-            time.sleep(0.05)
+        return wait_while_alive(self.process, self.log, check, within)
 
     def healthy(self) -> bool:
         try:
@@ -300,3 +293,18 @@ class FakeSlackProcess:
 
 def approval_id_of(card: dict[str, Any]) -> str:
     return str(card["metadata"]["event_payload"]["approval_id"])
+
+
+def wait_while_alive(
+    process: subprocess.Popen[bytes], log: Path, check: Callable[[], Any], within: float
+) -> Any:
+    """`check()`'s first truthy answer, polled while the server `process` lives (its `log`
+    is the failure message if it dies or `within` seconds pass)."""
+    deadline = time.monotonic() + within
+    while True:
+        assert process.poll() is None, log.read_text()
+        found = check()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"not within {within}s:\n{log.read_text()}"
+        time.sleep(0.05)
