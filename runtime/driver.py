@@ -10,13 +10,15 @@ effect in doubt) is its own short method.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from typing import Any, TypeVar
 
 from tenacity import (
@@ -189,16 +191,13 @@ class Driver:
     async def _ask_model(self) -> Reply | None:
         """The model's reply; a rate limit is waited out (as long as it says, capped, with
         jitter) up to MAX_RATE_LIMIT_RETRIES times. Any other failure stops the run."""
-        transcript = self.journal.transcript
+        complete = partial(self.agent.model.complete, self.journal.transcript, self.agent.specs)
         try:
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type(RateLimited),
-                stop=stop_after_attempt(MAX_RATE_LIMIT_RETRIES + 1),
-                wait=_retry_after,
-                reraise=True,
-            ):
-                with attempt:
-                    return await self.agent.model.complete(transcript, self.agent.specs)
+            try:
+                return await complete()
+            except RateLimited as limited:  # rare: only now pay for the retry machinery
+                await asyncio.sleep(_wait_for(limited))
+                return await _retried(complete)
         except RateLimited as exc:
             await self._stop(RunStatus.FAILED, StopReason.ERROR, error=f"model: {exc}")
         except Exception as exc:
@@ -520,11 +519,28 @@ class Driver:
         await paging.announce_new(self.deps, pages, committed, self.journal.run_now())
 
 
+async def _retried(complete: Callable[[], Awaitable[Reply]]) -> Reply:
+    """The tries after a first rate limit, up to MAX_RATE_LIMIT_RETRIES of them."""
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type(RateLimited),
+        stop=stop_after_attempt(MAX_RATE_LIMIT_RETRIES),
+        wait=_retry_after,
+        reraise=True,
+    ):
+        with attempt:
+            return await complete()
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
 def _retry_after(retry: RetryCallState) -> float:
+    failure = retry.outcome.exception() if retry.outcome else None
+    return _wait_for(failure if isinstance(failure, RateLimited) else None)
+
+
+def _wait_for(limited: RateLimited | None) -> float:
     """As long as the provider asked (capped), plus up to a tenth more: runs limited at once
     do not all come back at once."""
-    failure = retry.outcome.exception() if retry.outcome else None
-    asked = failure.retry_after if isinstance(failure, RateLimited) else 1.0
+    asked = limited.retry_after if limited is not None else 1.0
     wait = min(asked, MAX_RETRY_AFTER)
     return wait + random.uniform(0, wait / 10)
 
