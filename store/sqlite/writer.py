@@ -2,8 +2,8 @@
 
 Callers submit jobs (functions of the connection). Everything queued in one turn of the event
 loop, or while the previous transaction was being committed, goes into the next transaction
-together, each job in its own savepoint: a hundred concurrent runs share one fsync, and one
-failing job does not undo its neighbours.
+together: a hundred concurrent runs share one fsync. One failing job does not undo its
+neighbours: the batch is rolled back and run again with each job in its own savepoint.
 
 A batch of one job (a lone run) commits inline on the event loop: nothing else is waiting,
 and waking a thread and then the loop again only adds to the fsync. It never waits for a
@@ -183,7 +183,10 @@ class GroupCommitWriter:
         if len(jobs) == 1:
             return self._commit_one(conn, jobs[0])
         try:
-            outcomes = [_run_in_savepoint(conn, job) for job in jobs]
+            outcomes = _run_all_or_none(conn, jobs)
+            if outcomes is None:  # one job failed: run them again, each in its own savepoint
+                conn.execute("BEGIN IMMEDIATE")
+                outcomes = [_run_in_savepoint(conn, job) for job in jobs]
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -245,6 +248,23 @@ def _out_of_space(exc: BaseException) -> bool:
     """A write that failed because the disk is full (or on I/O, which a full disk can cause)."""
     code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
     return isinstance(exc, sqlite3.Error) and code in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR)
+
+
+def _run_all_or_none(conn: sqlite3.Connection, jobs: list[Job]) -> list[Outcome] | None:
+    """Every job's result, in the open transaction; None, with the transaction rolled back,
+    if any job failed. Failures are rare, so a batch pays for savepoints only when one does:
+    jobs are functions of the database alone, so running them again after the rollback is
+    running them for the first time."""
+    results = []
+    for job in jobs:
+        try:
+            results.append((True, job(conn)))
+        except Exception:
+            if not conn.in_transaction:  # SQLite rolled back the whole batch (disk full, I/O)
+                raise
+            conn.execute("ROLLBACK")
+            return None
+    return results
 
 
 def _run_in_savepoint(conn: sqlite3.Connection, job: Job) -> Outcome:
