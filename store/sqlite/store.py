@@ -171,11 +171,19 @@ class SqliteStore(SqlStore):
                 return await self._writer.run(lambda conn: conn.execute(sql, params).fetchall())
             if self._inline_reader is not None:
                 try:
-                    return self._inline_reader.execute(sql, params).fetchall()
+                    cursor = self._inline_reader.cursor()
+                    if name in BY_POSITION:
+                        cursor.row_factory = None
+                    return cursor.execute(sql, params).fetchall()
                 except sqlite3.OperationalError as exc:
                     if not _busy(exc):
                         raise
             return list(await self._reader.execute_fetchall(sql, params))
+
+
+BY_POSITION = frozenset({"load_state"})
+"""Reads whose rows are used by position only: plain tuples, no `sqlite3.Row` per row (a
+state's load reads hundreds of rows)."""
 
 
 def _executor(conn: sqlite3.Connection) -> Callable[[core.Stmt], Any]:

@@ -40,9 +40,16 @@ class BusyOnce(sqlite3.Connection):
 
     busy = 1
 
+    def cursor(self, factory: type[sqlite3.Cursor] | None = None) -> sqlite3.Cursor:
+        return super().cursor(factory or BusyOnceCursor)
+
+
+class BusyOnceCursor(sqlite3.Cursor):
     def execute(self, sql: str, parameters: object = (), /) -> sqlite3.Cursor:
-        if self.busy:
-            self.busy -= 1
+        conn = self.connection
+        assert isinstance(conn, BusyOnce)
+        if conn.busy:
+            conn.busy -= 1
             refused = sqlite3.OperationalError("database is locked")
             refused.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
             raise refused
@@ -63,5 +70,8 @@ async def test_a_read_the_database_refuses_goes_to_the_reader_thread(tmp_path: P
         assert run.id == "r1"
         assert store._inline_reader.busy == 0  # it was tried first, and refused
         assert (await store.get_run("r1")).id == "r1"  # and is used again afterwards
+        store._inline_reader.busy = 1  # a state's load reads plain rows: refused the same way
+        assert [m.content for m in (await store.load_state("r1")).messages] == ["t"]
+        assert store._inline_reader.busy == 0
     finally:
         await store.close()
