@@ -117,7 +117,7 @@ class Journal:
     def reply(self, message: Message, usage: Usage) -> None:
         """The model answered: a new step, paid for."""
         self.step += 1
-        self.usage = self.usage + usage + Usage(steps=1)
+        self.usage = self.usage.plus(usage, steps=1)
         self.unsaved.append(message)
 
     def seal(self) -> None:

@@ -186,6 +186,8 @@ def _as_reply(entry: Entry, turn: int) -> Reply:
         raise entry
     else:
         reply = Reply(tool_calls=tuple(entry))
+    if all(c.id for c in reply.tool_calls):
+        return reply
     calls = tuple(
         c if c.id else c.model_copy(update={"id": f"call_{turn + 1}_{i + 1}"})
         for i, c in enumerate(reply.tool_calls)

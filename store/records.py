@@ -99,8 +99,12 @@ class Usage(Record):
     cost: float = 0.0
 
     def __add__(self, other: Usage) -> Usage:
+        return self.plus(other)
+
+    def plus(self, other: Usage, *, steps: int = 0) -> Usage:
+        """This usage and `other`'s, and `steps` more steps, in one record."""
         return Usage(
-            steps=self.steps + other.steps,
+            steps=self.steps + other.steps + steps,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cost=round(self.cost + other.cost, 10),
