@@ -8,9 +8,9 @@ from datetime import timedelta
 
 import pytest
 
-from store import ApprovalState, AuditEvent, Run, Store
+from store import ApprovalState, AuditEvent, Batch, EffectOutcome, EffectStatus, Run, Store
 
-from .builders import Clock, MakeApproval, MakeRun
+from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
 
 
 @pytest.mark.parametrize(
@@ -86,3 +86,37 @@ async def test_pruning_keeps_the_trail_unless_asked(
     assert [e.action for e in await store.list_audit()] == ["cancel", "resume"]
     assert await store.prune(cutoff, include_audit=True) == (0, 1)
     assert [e.action for e in await store.list_audit()] == ["resume"]  # its run still exists
+
+
+@pytest.mark.parametrize(
+    ("sensitive", "shown"),
+    [
+        ((), {"order_id": "4471", "card": "4111111111111111", "flags": [True, None]}),
+        (("card",), {"order_id": "4471", "card": "[sensitive]", "flags": [True, None]}),
+    ],
+)
+async def test_an_effect_that_ended_is_recorded_with_its_arguments_masked(
+    store: Store,
+    run: Run,
+    append: Append,
+    make_effect: MakeEffect,
+    clock: Clock,
+    sensitive: tuple[str, ...],
+    shown: dict[str, object],
+) -> None:
+    args = {"order_id": "4471", "card": "4111111111111111", "flags": [True, None]}
+    effect = make_effect(run.id, args=args, sensitive=sensitive)
+    await append(run.id, start=[effect])
+    done = EffectOutcome(
+        run_id=run.id,
+        call_id=effect.call_id,
+        status=EffectStatus.COMPLETED,
+        result={"refund_id": "re_1"},
+        finished_at=clock(),
+    )
+    await store.commit(Batch(run_id=run.id, finish=[done]))
+
+    [event] = [e for e in await store.list_events(run_id=run.id) if e.action != "step"]
+    assert event.action == "effect_completed"
+    assert event.detail["args"] == shown
+    assert event.detail["call_id"] == effect.call_id
