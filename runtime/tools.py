@@ -73,6 +73,7 @@ class Tool:
         timeout: float | None = DEFAULT_TIMEOUT,
         idempotency_key: Callable[[dict[str, Any]], str] | None = None,
         sensitive: Sequence[str] = (),
+        blocking: bool = True,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -98,6 +99,12 @@ class Tool:
         self.timeout = timeout
         self.business_key = idempotency_key
         self.is_async = inspect.iscoroutinefunction(fn)
+        if not blocking and (self.is_async or timeout not in (None, DEFAULT_TIMEOUT)):
+            raise DefinitionError(
+                f"tool {self.name!r}: blocking=False is for a fast `def` tool, which runs on "
+                "the event loop where no timeout can stop it; an async tool never blocks"
+            )
+        self.on_loop = not blocking
         self.takes_ctx, self.args_model = _arguments_model(fn, self.name)
         self.sensitive = _sensitive(self.name, sensitive, self.parameter_names)
 
@@ -138,8 +145,11 @@ class Tool:
         return None if self.business_key is None else str(self.business_key(args))
 
     async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
-        """Run the tool within its timeout; sync tools run in a worker thread."""
-        kwargs = dict(args, ctx=ctx) if self.takes_ctx else dict(args)
+        """Run the tool within its timeout; sync tools run in a worker thread, unless they
+        said they do not block (`blocking=False`): then they run on the loop, no timeout."""
+        kwargs = dict(args, ctx=ctx) if self.takes_ctx else args
+        if self.on_loop:
+            return to_jsonable_python(self.fn(**kwargs), fallback=repr)
         limit = asyncio.timeout(self.timeout)
         try:
             async with limit:
@@ -168,10 +178,16 @@ def tool(
     timeout: float | None = DEFAULT_TIMEOUT,
     idempotency_key: Callable[[dict[str, Any]], str] | None = None,
     sensitive: Sequence[str] = (),
+    blocking: bool = True,
 ) -> Any:
     """Declare a tool. `effect` classifies it; irreversible tools need approval by default.
     Arguments named in `sensitive` are masked wherever the call is shown (Slack, the CLI, the
-    API, logs, the audit trail); the tool receives them whole."""
+    API, logs, the audit trail); the tool receives them whole.
+
+    A `def` tool runs in a worker thread, since it may block (a request, a query) and would
+    stall every run, approval and Slack acknowledgement meanwhile; `blocking=False` says it
+    does not (it computes, or reads memory) and runs it on the event loop, saving the thread
+    hop, without a timeout (nothing can stop a `def` running on the loop)."""
 
     def wrap(function: Callable[..., Any]) -> Tool:
         return Tool(
@@ -185,6 +201,7 @@ def tool(
             timeout=timeout,
             idempotency_key=idempotency_key,
             sensitive=sensitive,
+            blocking=blocking,
         )
 
     return wrap(fn) if fn is not None else wrap

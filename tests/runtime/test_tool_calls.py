@@ -362,6 +362,46 @@ async def test_sync_and_async_tools_both_run(store: Store) -> None:
     assert threads["sync"] != threading.main_thread().name
 
 
+async def test_a_def_tool_that_does_not_block_runs_on_the_loop(store: Store) -> None:
+    threads: dict[str, str] = {}
+
+    @tool(description="Pure arithmetic.", effect="read", blocking=False)
+    def double(n: int, *, ctx: ToolContext) -> int:
+        threads["ran on"] = threading.current_thread().name
+        return n * 2 + ctx.attempt
+
+    agent, _ = agent_with(double, script=[tool_call("double", {"n": 4}), "done"])
+    rt, run_id = await run_once(store, agent)
+
+    assert (await rt.get(run_id)).status == RunStatus.DONE
+    [effect] = await store.list_effects(run_id)
+    assert (effect.status, effect.result) == (EffectStatus.COMPLETED, 9)
+    assert threads["ran on"] == threading.main_thread().name
+
+
+@pytest.mark.parametrize(
+    "declare",
+    [
+        lambda: tool(effect="read", blocking=False)(_async_lookup),
+        lambda: tool(effect="read", blocking=False, timeout=5)(_sync_lookup),
+    ],
+    ids=["async", "with a timeout"],
+)
+def test_blocking_false_is_only_for_a_def_tool_without_a_timeout(
+    declare: Callable[[], Tool],
+) -> None:
+    with pytest.raises(errors.DefinitionError, match="blocking=False is for a fast `def` tool"):
+        declare()
+
+
+async def _async_lookup(key: str) -> str:
+    return key
+
+
+def _sync_lookup(key: str) -> str:
+    return key
+
+
 async def test_tool_context_describes_the_call(store: Store, clock: Callable[[], datetime]) -> None:
     seen: list[ToolContext] = []
 
