@@ -13,9 +13,14 @@ import json
 from hashlib import blake2b
 from typing import Any
 
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+"""Built once: `json.dumps` with options builds an encoder on every call."""
+
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _CANONICAL.encode(value)
 
 
 def idempotency_key(
