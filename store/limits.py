@@ -30,7 +30,6 @@ counted as the first level: far past any real tool's arguments, far below where 
 them for storage runs out of stack (about 250 levels)."""
 
 
-
 def nesting_depth(value: Any) -> int:
     """How many objects and arrays deep `value` nests (a scalar is 0, `{}` is 1). Iterative,
     so a hostile value cannot exhaust the stack; it stops counting past `MAX_DEPTH + 1`."""

@@ -39,8 +39,12 @@ class SqlStore:
     url: str
     protected_facts: frozenset[str]
 
-    async def _write(self, make: MakeBody[T]) -> T:
-        """Run a fresh body from `make` in one transaction (it may be run again on a retry)."""
+    async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
+        """Run a fresh body from `make` in one transaction (it may be run again on a retry).
+
+        `durable=False`: the transaction need not reach the disk before it returns (a lease:
+        a hint to other workers, which expires by itself); a later durable one takes it
+        there, and a crash of the process loses nothing."""
         raise NotImplementedError
 
     async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
@@ -52,11 +56,15 @@ class SqlStore:
             raise errors.NotFound(f"no {what}", **params)
         return found[0]
 
-    async def _one(self, name: str, params: Any, fetch: core.Fetch = "none") -> Any:
-        return await self._write(lambda: core.one(name, params, fetch))
+    async def _one(
+        self, name: str, params: Any, fetch: core.Fetch = "none", *, durable: bool = True
+    ) -> Any:
+        return await self._write(lambda: core.one(name, params, fetch), durable=durable)
 
-    async def _changed_one(self, name: str, params: dict[str, Any]) -> bool:
-        return await self._write(lambda: core.changed_one(name, params))
+    async def _changed_one(
+        self, name: str, params: dict[str, Any], *, durable: bool = True
+    ) -> bool:
+        return await self._write(lambda: core.changed_one(name, params), durable=durable)
 
     async def _update_one(self, name: str, params: dict[str, Any], what: str) -> None:
         await self._write(lambda: core.update_one(name, params, what))
@@ -373,20 +381,22 @@ class SqlStore:
         }
         return [rows.event_from_row(row) for row in await self._read("list_audit", params)]
 
-    # leases
+    # leases: not synced on their own (durable=False). A lease only tells other workers to
+    # keep off, and expires by itself; every write that counts checks it inside its own
+    # transaction and is synced, which takes the lease before it to the disk too.
 
     async def acquire_lease(
         self, run_id: str, owner: str, *, until: datetime, now: datetime
     ) -> bool:
         params = {"id": run_id, "owner": owner, "until": rows.ts(until), "now": rows.ts(now)}
-        return await self._changed_one("acquire_lease", params)
+        return await self._changed_one("acquire_lease", params, durable=False)
 
     async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool:
         params = {"id": run_id, "owner": owner, "until": rows.ts(until)}
-        return await self._changed_one("renew_lease", params)
+        return await self._changed_one("renew_lease", params, durable=False)
 
     async def release_lease(self, run_id: str, owner: str) -> None:
-        await self._one("release_lease", {"id": run_id, "owner": owner})
+        await self._one("release_lease", {"id": run_id, "owner": owner}, durable=False)
 
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]:
         found = await self._read("runs_to_recover", {"now": rows.ts(now), "owner": owner})

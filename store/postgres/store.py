@@ -182,11 +182,13 @@ class PostgresStore(SqlStore):
             raise errors.DatabaseError("the store is closed")
         return self._pool
 
-    async def _write(self, make: MakeBody[T]) -> T:
+    async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         with translate_errors():
             for attempt in range(RETRIES):
                 try:
                     async with self._pool_().acquire() as conn, conn.transaction():
+                        if not durable:
+                            await conn.execute("SET LOCAL synchronous_commit = off")
                         return await _drive(conn, make)
                 except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
                     if attempt == RETRIES - 1:

@@ -76,7 +76,7 @@ class SqliteStore(SqlStore):
         self._busy_timeout_ms = busy_timeout_ms
         wal = None if path == ":memory:" else f"{path}-wal"
         self._writer = GroupCommitWriter(
-            self._connect, busy_timeout_ms=busy_timeout_ms, wal_path=wal
+            self._connect, busy_timeout_ms=busy_timeout_ms, wal_path=wal, synchronous=synchronous
         )
         self._reader: aiosqlite.Connection | None = None
         self._inline_reader: sqlite3.Connection | None = None
@@ -147,10 +147,12 @@ class SqliteStore(SqlStore):
         conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT}")  # a checkpointed WAL shrinks
         return conn
 
-    async def _write(self, make: MakeBody[T]) -> T:
+    async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         try:
             with translate_errors():
-                done = await self._writer.run(lambda conn: core.drive(make(), _executor(conn)))
+                done = await self._writer.run(
+                    lambda conn: core.drive(make(), _executor(conn)), durable=durable
+                )
         except errors.DiskFull:
             self._refused_for_space = True
             raise

@@ -14,6 +14,11 @@ thread too: every 256 commits (PASSIVE), and (TRUNCATE, so the WAL gives its spa
 the WAL passes `wal_limit` bytes or after a write failed for want of space or on I/O, before
 the next batch, so a full disk recovers by itself once space is freed.
 
+A write may say it need not be durable on its own (`durable=False`: a lease taken, renewed
+or given back): a batch of only such writes commits without syncing the disk. SQLite's WAL
+is one ordered log, so the next synced commit makes them durable too, and a crash of the
+process (not of the machine) loses nothing.
+
 aiosqlite offers one statement per round trip to its thread; a batch needs many statements
 in one transaction, so the writer drives its own single thread.
 """
@@ -24,7 +29,7 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -53,8 +58,10 @@ class GroupCommitWriter:
         inline: bool = True,
         wal_path: str | None = None,
         wal_limit: int = WAL_LIMIT,
+        synchronous: str = "FULL",
     ) -> None:
         self._connect = connect
+        self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         self._inline = inline
         self._wal_path = wal_path
@@ -63,6 +70,7 @@ class GroupCommitWriter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
         self._conn: sqlite3.Connection | None = None
         self._queue: list[tuple[Job, asyncio.Future[Any]]] = []
+        self._lazy: set[asyncio.Future[Any]] = set()  # those of jobs that need no sync
         self._in_flight = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -73,13 +81,15 @@ class GroupCommitWriter:
         loop = asyncio.get_running_loop()
         self._conn = await loop.run_in_executor(self._executor, self._connect)
 
-    async def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+    async def run(self, job: Callable[[sqlite3.Connection], T], *, durable: bool = True) -> T:
         """Run `job` inside the next group transaction and return what it returned."""
         if self._conn is None:
             raise StoreClosed("the store is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._queue.append((job, future))
+        if not durable:
+            self._lazy.add(future)
         if not self._in_flight:
             # Flush at the end of this loop turn, so that every run woken by the last commit
             # gets to queue its next write into the same transaction.
@@ -118,41 +128,46 @@ class GroupCommitWriter:
     def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
         jobs = [job for job, _ in batch]
+        lazy = self._lazy
+        synced = any(f not in lazy for _, f in batch)
+        lazy.difference_update(f for _, f in batch)
         self._commits += 1
         checkpoint = self._commits % CHECKPOINT_EVERY == 0 or self._wal_too_big()
         if self._inline and len(jobs) == 1 and not checkpoint and not self._truncate_due:
             try:
-                outcomes = self._try_inline(jobs)
+                outcomes = self._try_inline(jobs, synced)
             except BaseException as exc:  # never leave a caller waiting
                 outcomes = [(False, exc)] * len(jobs)
             if outcomes is not None:
                 self._settle(batch, outcomes)
                 return
         done = asyncio.get_running_loop().run_in_executor(
-            self._executor, self._commit_waiting, jobs, checkpoint
+            self._executor, self._commit_waiting, jobs, checkpoint, synced
         )
         done.add_done_callback(lambda f: self._settled_by_thread(batch, f))
 
-    def _try_inline(self, jobs: list[Job]) -> list[Outcome] | None:
+    def _try_inline(self, jobs: list[Job], synced: bool) -> list[Outcome] | None:
         """Commit on the loop without waiting for a lock; None if the database is busy."""
         conn = self._connection()
         self._set_waiting(conn, False)
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError:
-            return None
-        try:
-            return self._commit_open(conn, jobs)
-        except BaseException as exc:
-            return [(False, exc)] * len(jobs)
+        with self._syncing(conn, synced):
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                return None
+            try:
+                return self._commit_open(conn, jobs)
+            except BaseException as exc:
+                return [(False, exc)] * len(jobs)
 
-    def _commit_waiting(self, jobs: list[Job], checkpoint: bool) -> list[Outcome]:
+    def _commit_waiting(self, jobs: list[Job], checkpoint: bool, synced: bool) -> list[Outcome]:
         conn = self._connection()
         self._set_waiting(conn, True)
         if self._truncate_due:  # give the WAL's space back first, so this batch may fit
             self._truncate(conn)
-        conn.execute("BEGIN IMMEDIATE")
-        outcomes = self._commit_open(conn, jobs)
+        with self._syncing(conn, synced):
+            conn.execute("BEGIN IMMEDIATE")
+            outcomes = self._commit_open(conn, jobs)
         if self._truncate_due or self._wal_too_big():
             self._truncate(conn)
         elif checkpoint:
@@ -173,6 +188,19 @@ class GroupCommitWriter:
             return os.stat(self._wal_path).st_size > self._wal_limit
         except OSError:
             return False
+
+    @contextlib.contextmanager
+    def _syncing(self, conn: sqlite3.Connection, synced: bool) -> Iterator[None]:
+        """A batch that need not be synced commits with `synchronous = OFF`, then the mode
+        goes back to the store's own."""
+        if synced or self._synchronous == "OFF":
+            yield
+            return
+        conn.execute("PRAGMA synchronous = OFF")
+        try:
+            yield
+        finally:
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
 
     def _set_waiting(self, conn: sqlite3.Connection, waits: bool) -> None:
         if waits != self._waits:
