@@ -55,7 +55,8 @@ def agent_for(steps: int, chosen: Tool) -> Agent:
         turn = (len(messages) - 1) // 2  # a user task, then an assistant reply + a tool result
         if turn >= steps:
             return "done"
-        call = tool_call(chosen.name, {"key": f"k{turn}", "payload": "p" * 80})
+        # with an id, as a provider's call has one (and as the peers' replies do)
+        call = tool_call(chosen.name, {"key": f"k{turn}", "payload": "p" * 80}, id=f"c{turn}")
         return Reply(content=f"step {turn} {TEXT}", tool_calls=(call,))
 
     return Agent(
