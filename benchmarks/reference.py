@@ -80,6 +80,7 @@ def _read_step(conn: sqlite3.Connection, run_id: str, step: int, result: str, re
         "compensates": None,
         "started_at": time.time(),
         "args": ARGS,
+        "sensitive": "[]",
     }
     conn.execute(Q["insert_effect"], effect)
 
