@@ -66,7 +66,7 @@ def start(
     # Idempotent by default, like the API with an id: the same request names the same run.
     chosen = run_id or derived_run_id(agent, task, requested_by)
 
-    async def work(p: Process) -> None:
+    async def work(p: Process) -> Run:
         from runtime.errors import SignoffRuntimeError
         from store.errors import StoreError
 
@@ -86,9 +86,11 @@ def start(
                 f"{' '.join(str(exc).split())}; run {run.id} exists and was left unfinished: "
                 f"retry this command, or continue it with `signoff runs resume {run.id}`"
             ) from None
-        await answer(p.runtime, await p.runtime.get(run.id), as_json=as_json)
+        ended = await p.runtime.get(run.id)
+        await answer(p.runtime, ended, as_json=as_json)
+        return ended
 
-    with_process(ctx, work, creates=True)
+    exit_if_it_failed(with_process(ctx, work, creates=True))
 
 
 def derived_run_id(agent: str, task: str, requested_by: str | None) -> str:
@@ -107,6 +109,20 @@ def tell(line: str, *, as_json: bool) -> None:
         typer.echo(views.inert(line).plain, err=True)
     else:
         say(views.inert(line))
+
+
+RUN_FAILED = 3
+"""The exit status of `runs start` and `runs resume` when the run they drove failed or was
+cancelled: the command did its work (1 is for a refusal, which changes nothing)."""
+
+
+def exit_if_it_failed(run: Run) -> None:
+    from store import RunStatus
+
+    if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        why = f"{run.stop_reason}: {run.error}" if run.error else str(run.stop_reason)
+        tell(f"run {run.id} {run.status.value} ({why})", as_json=True)  # on stderr
+        raise typer.Exit(RUN_FAILED)
 
 
 async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
@@ -232,13 +248,15 @@ def resume(
     }
     limits = {name: value for name, value in given.items() if value is not None}
 
-    async def work(p: Process) -> None:
+    async def work(p: Process) -> Run:
         budget = None
         if limits:
             budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
-        await answer(p.runtime, await p.runtime.resume(run_id, budget=budget), as_json=as_json)
+        ended = await p.runtime.resume(run_id, budget=budget)
+        await answer(p.runtime, ended, as_json=as_json)
+        return ended
 
-    with_process(ctx, work)
+    exit_if_it_failed(with_process(ctx, work))
 
 
 @runs.command()

@@ -33,6 +33,8 @@ def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path) -> None:
     started = signoff(tmp_path, "runs", "start", "shipper", "Ship p1", "--run-id", "s1", "--json")
     assert json.loads(started.stdout)["stop_reason"] == "in_doubt", started.stderr
+    assert started.returncode == 3  # the run failed; the command did its work
+    assert "run s1 failed (in_doubt" in started.stderr
     [page] = json.loads(signoff(tmp_path, "pages", "list", "--json").stdout)
     assert (page["run_id"], page["reason"]) == ("s1", "in_doubt")
     history = signoff(tmp_path, "runs", "history", "s1", "--json").stdout
@@ -50,8 +52,10 @@ def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path
     assert "signoff runs resume s1" in resolved.stdout
     assert json.loads(signoff(tmp_path, "pages", "list", "--json").stdout) == []
 
-    resumed = json.loads(signoff(tmp_path, "runs", "resume", "s1", "--json").stdout)
+    resuming = signoff(tmp_path, "runs", "resume", "s1", "--json")
+    resumed = json.loads(resuming.stdout)
     assert (resumed["status"], resumed["stop_reason"]) == ("done", "answered")
+    assert resuming.returncode == 0, resuming.stderr
 
 
 def test_start_says_how_to_decide_and_decide_says_what_the_run_did(tmp_path: Path) -> None:
