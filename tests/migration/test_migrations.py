@@ -113,6 +113,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "created_at REAL NOT NULL",
         "messages TEXT NOT NULL",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
+        "INDEX checkpoints_by_step (run_id, step, seq)",
         "INDEX checkpoints_snapshots (run_id, seq) WHERE snapshot = 1",
     ],
     "effects": [
@@ -514,6 +515,7 @@ def test_a_query_name_defined_twice_is_refused() -> None:
         ("load_state", "sqlite_autoindex_checkpoints_1"),
         ("interrupted_undos", "audit_events_undo_started"),
         ("seq_at_step", "checkpoints_snapshots"),
+        ("seq_at_step", "checkpoints_by_step"),  # time travel reads no whole run
     ],
 )
 async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:
@@ -526,6 +528,7 @@ async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index
     assert f"INDEX {index}" in plan
     assert "SCAN effects" not in plan
     assert "SCAN approvals" not in plan
+    assert "SCAN checkpoints" not in plan
 
 
 async def test_every_sqlite_query_compiles_against_the_migrated_schema(db: Path) -> None:
