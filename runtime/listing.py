@@ -33,4 +33,9 @@ def _status(status: RunStatus | str | None) -> RunStatus | None:
         return RunStatus(status)
     except ValueError:
         choices = ", ".join(s.value for s in RunStatus)
-        raise errors.InvalidRequest(f"unknown status {status!r}; use one of {choices}") from None
+        hint = ""
+        if status == "rolled_back":  # shown as a status, stored as a stop reason
+            hint = " (a rolled-back run is failed, with the stop reason rolled_back)"
+        raise errors.InvalidRequest(
+            f"unknown status {status!r}; use one of {choices}{hint}"
+        ) from None

@@ -390,6 +390,7 @@ REFUSALS = [
     (("runs", "cancel", "nope"), "no run 'nope'"),
     (("runs", "rollback", "nope", "--to-step", "1", "--yes"), "no run 'nope'"),
     (("runs", "list", "--status", "bogus"), "unknown status 'bogus'"),
+    (("runs", "list", "--status", "rolled_back"), "a rolled-back run is failed, with the stop"),
     (("runs", "fork", "r-done", "--from-step", "-1"), "--from-step"),
     (("runs", "fork", "r-done", "--from-step", "99"), "no step 99"),
     (("runs", "fork", "r-done"), "Missing option '--from-step'"),

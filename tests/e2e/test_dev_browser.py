@@ -138,6 +138,14 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     )
     assert "PAGE" in paged.text
     assert _payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
+    # the run reads as the CLI says it, in its header and in the list
+    wait.until(lambda d: "rolled back" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
+    wait.until(
+        lambda d: (
+            "rolled back"
+            in d.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{first}'] .status").text
+        )
+    )
     shot("7-rolled-back")
 
     # the page reached #oncall, with its Acknowledge button

@@ -33,6 +33,11 @@ function age(seconds) {
   return Math.round(seconds / 86400) + "d";
 }
 
+// As the CLI says it: a run restored by a rollback reads "rolled back", not "failed".
+function statusLabel(run) {
+  return run.stop_reason === "rolled_back" ? "rolled back" : run.status;
+}
+
 function money(cost) { return "$" + Number(cost || 0).toFixed(4); }
 
 // -- runs list ---------------------------------------------------------------------------
@@ -51,7 +56,7 @@ async function loadRuns() {
     first.appendChild(el("div", "id", run.id));
     first.appendChild(el("div", null, run.task));
     row.appendChild(first);
-    row.appendChild(el("td")).appendChild(el("span", "status " + run.status, run.status));
+    row.appendChild(el("td")).appendChild(el("span", "status " + run.status, statusLabel(run)));
     row.appendChild(el("td", null, run.stop_reason || ""));
     row.appendChild(el("td", null, money(run.cost)));
     row.appendChild(el("td", null, age(run.age_seconds)));
@@ -81,7 +86,7 @@ async function loadRun() {
   box.replaceChildren();
   const head = el("h2");
   head.appendChild(el("span", "id", data.run.id + " "));
-  head.appendChild(el("span", "status " + data.run.status, data.run.status));
+  head.appendChild(el("span", "status " + data.run.status, statusLabel(data.run)));
   box.appendChild(head);
   box.appendChild(el("div", null, data.run.task + " (agent " + data.run.agent + ", asked by " + (data.run.requested_by || "nobody") + ")"));
   box.appendChild(links(data));
