@@ -16,6 +16,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -29,6 +30,20 @@ from runtime import Runtime
 from store import Approval, Page, Run, Store
 
 log = logging.getLogger("signoff.slack")
+
+
+class _UnusedTokenNotice(logging.Filter):
+    """Bolt warns at start-up that SLACK_BOT_TOKEN "will be unused" when it is also given a
+    client; Signoff builds that client from the very same token, so the warning is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+def quiet_unused_token_notice() -> None:
+    bolt = logging.getLogger("slack_bolt.AsyncApp")
+    if not any(isinstance(f, _UnusedTokenNotice) for f in bolt.filters):
+        bolt.addFilter(_UnusedTokenNotice())
 EVENTS_PATH = "/slack/events"
 
 
@@ -149,6 +164,7 @@ def slack_surface(
     token = secret(settings.slack_bot_token) or ""
     client = web_client(token, base_url=settings.slack_api_url)
     signing_secret = secret(settings.slack_signing_secret) or None
+    quiet_unused_token_notice()
     app = AsyncApp(
         client=client,
         signing_secret=signing_secret or "",

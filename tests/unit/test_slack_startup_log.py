@@ -1,0 +1,31 @@
+"""Starting the Slack app logs no warning that says nothing: bolt's notice that the
+SLACK_BOT_TOKEN it finds will be unused (Signoff hands it a client built from that token)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack.app import quiet_unused_token_notice
+
+
+def build_app() -> None:
+    AsyncApp(client=AsyncWebClient(token="xoxb-test"), signing_secret="secret")
+
+
+def test_bolts_unused_token_notice_is_quiet_and_other_warnings_are_not(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    caplog.set_level(logging.WARNING, logger="slack_bolt")
+    quiet_unused_token_notice()
+    quiet_unused_token_notice()  # twice adds one filter
+    build_app()
+    assert not [r for r in caplog.records if "will be unused" in r.getMessage()]
+    bolt = logging.getLogger("slack_bolt.AsyncApp")
+    assert len(bolt.filters) == 1
+    bolt.warning("something else")
+    assert [r.getMessage() for r in caplog.records] == ["something else"]
