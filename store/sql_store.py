@@ -305,8 +305,11 @@ class SqlStore:
     async def get_page(self, page_id: str) -> Page:
         return rows.page_from_row(await self._read_one("get_page", {"id": page_id}, "page"))
 
-    async def list_pages(self, *, open_only: bool = True) -> list[Page]:
-        found = await self._read("list_pages", {"open_only": open_only})
+    async def list_pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
+        if run_id is not None:
+            found = await self._read("pages_of_run", {"run_id": run_id, "open_only": open_only})
+        else:
+            found = await self._read("list_pages", {"open_only": open_only})
         return [rows.page_from_row(row) for row in found]
 
     async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page:

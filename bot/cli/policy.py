@@ -31,9 +31,7 @@ def check(
     ] = None,
     expect: Annotated[
         str | None,
-        typer.Option(
-            metavar="ACTION", help="ask, auto_approve, deny or run: exit 1 if otherwise."
-        ),
+        typer.Option(metavar="ACTION", help="ask, auto_approve, deny or run: exit 1 if otherwise."),
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

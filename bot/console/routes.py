@@ -44,7 +44,7 @@ async def list_runs(request: web.Request) -> web.Response:
 async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     run = await rt.get(request.match_info["run_id"])
-    pages = [page for page in await rt.store.list_pages(open_only=False) if page.run_id == run.id]
+    pages = await rt.store.list_pages(open_only=False, run_id=run.id)
     effects = await rt.store.list_effects(run.id)
     approvals = await rt.approvals(run.id)
     history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))

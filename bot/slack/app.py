@@ -44,6 +44,8 @@ def quiet_unused_token_notice() -> None:
     bolt = logging.getLogger("slack_bolt.AsyncApp")
     if not any(isinstance(f, _UnusedTokenNotice) for f in bolt.filters):
         bolt.addFilter(_UnusedTokenNotice())
+
+
 EVENTS_PATH = "/slack/events"
 
 

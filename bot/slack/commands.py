@@ -51,7 +51,7 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     if verb == "cancel":
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
-    pages = [p for p in await rt.store.list_pages() if p.run_id == run_id]
+    pages = await rt.store.list_pages(run_id=run_id)
     return replies.run_status(run, approvals, pages)
 
 

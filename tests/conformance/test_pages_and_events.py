@@ -9,7 +9,7 @@ import pytest
 
 from store import AuditEvent, Batch, Delivery, Page, Run, Store, errors
 
-from .builders import Clock, MakePage
+from .builders import Clock, MakePage, MakeRun
 
 
 async def page_of(store: Store, run: Run, page: Page) -> Page:
@@ -58,6 +58,25 @@ async def test_list_pages_open_only_hides_acknowledged_ones(
 
     assert [p.id for p in await store.list_pages()] == [pages[0].id, pages[2].id]
     assert [p.id for p in await store.list_pages(open_only=False)] == [p.id for p in pages]
+
+
+async def test_list_pages_of_one_run(
+    store: Store, make_run: MakeRun, make_page: MakePage, clock: Clock
+) -> None:
+    first, second = await make_run(), await make_run()
+    pages = [
+        await page_of(store, run, make_page(run.id, created_at=clock() + timedelta(seconds=i)))
+        for i, run in enumerate([first, second, first])
+    ]
+    await store.acknowledge_page(pages[2].id, by="U1", at=clock())
+
+    assert [p.id for p in await store.list_pages(run_id=first.id)] == [pages[0].id]
+    assert [p.id for p in await store.list_pages(run_id=first.id, open_only=False)] == [
+        pages[0].id,
+        pages[2].id,
+    ]
+    assert [p.id for p in await store.list_pages(run_id=second.id)] == [pages[1].id]
+    assert await store.list_pages(run_id="no-such-run") == []
 
 
 async def test_a_page_is_acknowledged_once(

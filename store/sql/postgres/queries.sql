@@ -342,6 +342,11 @@ SELECT * FROM pages WHERE id = :id
 -- Pages, oldest first, optionally only those nobody acknowledged.
 SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY created_at, id
 
+-- pages_of_run --
+-- A run's pages, oldest first (by the run's index, whatever the number of pages).
+SELECT * FROM pages WHERE run_id = :run_id AND (NOT :open_only OR acknowledged_by IS NULL)
+ORDER BY created_at, id
+
 -- acknowledge_page --
 -- Compare-and-set: acknowledge a page once.
 UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
