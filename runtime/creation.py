@@ -68,8 +68,9 @@ async def create(
         if (existing.agent, existing.task, existing.requested_by, existing.budget) != asked:
             raise errors.InvalidRequest(
                 f"run {run_id!r} exists already, for agent {existing.agent!r} and task "
-                f"{existing.task!r} (requested by {existing.requested_by}, budget "
-                f"{existing.budget.model_dump(exclude_none=True)}); an id names one run"
+                f"{existing.task!r} (requested by {existing.requested_by or 'nobody'}, "
+                f"budget {existing.budget.model_dump_json(exclude_none=True)}); "
+                "an id names one run"
             ) from None
         return existing, False
     return await deps.run(run_id), True

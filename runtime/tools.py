@@ -99,10 +99,15 @@ class Tool:
         self.timeout = timeout
         self.business_key = idempotency_key
         self.is_async = inspect.iscoroutinefunction(fn)
-        if not blocking and (self.is_async or timeout not in (None, DEFAULT_TIMEOUT)):
+        if not blocking and self.is_async:
             raise DefinitionError(
-                f"tool {self.name!r}: blocking=False is for a fast `def` tool, which runs on "
-                "the event loop where no timeout can stop it; an async tool never blocks"
+                f"tool {self.name!r}: blocking=False is for a fast `def` tool; an async tool "
+                "never blocks the event loop"
+            )
+        if not blocking and timeout not in (None, DEFAULT_TIMEOUT):
+            raise DefinitionError(
+                f"tool {self.name!r}: blocking=False runs the `def` tool on the event loop, "
+                "where no timeout can stop it: drop the timeout, or let it run in a thread"
             )
         self.on_loop = not blocking
         self.takes_ctx, self.args_model = _arguments_model(fn, self.name)

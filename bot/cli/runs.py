@@ -73,12 +73,14 @@ def start(
         # The run and its first checkpoint are created in one transaction: if that fails,
         # nothing exists. Once it exists, a failure names the run it left and how to go on.
         run, created = await p.runtime.create(agent, task, run_id=chosen, requested_by=requested_by)
-        if not created:
+        if not created and run_id is None:
             tell(
                 f"resumed existing run {run.id} (same agent, task and requester); "
                 "give --run-id to start another",
                 as_json=as_json,
             )
+        elif not created:
+            tell(f"resumed existing run {run.id}", as_json=as_json)
         try:
             await p.runtime.drive(run.id)
         except (SignoffRuntimeError, StoreError, OSError) as exc:
@@ -120,8 +122,10 @@ def exit_if_it_failed(run: Run) -> None:
     from store import RunStatus
 
     if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
-        why = f"{run.stop_reason}: {run.error}" if run.error else str(run.stop_reason)
-        tell(f"run {run.id} {run.status.value} ({why})", as_json=True)  # on stderr
+        from bot import views
+
+        said = views.status_text(run.status.value, run.stop_reason)
+        tell(f"run {run.id} {said}" + (f": {run.error}" if run.error else ""), as_json=True)
         raise typer.Exit(RUN_FAILED)
 
 

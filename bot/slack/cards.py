@@ -55,9 +55,14 @@ def action_summary(tool: str, args: Mapping[str, Any]) -> str:
     pairs = []
     if amount is None and subject is None:
         pairs = [f"{k}={_short(v)}" for k, v in list(_scalars(args))[:2]]
+    shown_amount = None
+    if amount is not None:
+        shown_amount = _short(args[amount])
+        if "cents" in amount.lower():  # 2500 is not $2,500: say the unit the tool counts in
+            shown_amount = texts.in_cents(shown_amount)
     words = texts.action(
         tool,
-        _short(args[amount]) if amount is not None else None,
+        shown_amount,
         _short(args[subject]) if subject is not None else None,
         pairs,
     )

@@ -45,10 +45,14 @@ def and_more(count: int) -> str:
 
 
 def action(tool: str, amount: str | None, subject: str | None, pairs: Sequence[str]) -> str:
-    """The action in a few words, plain text: `issue_refund 2500 on 4471`."""
+    """The action in a few words, plain text: `issue_refund 2500 cents on 4471`."""
     if amount is not None and subject is not None:
         return f"{tool} {amount} on {subject}"
     return " ".join([tool, *(w for w in (amount, subject) if w is not None), *pairs])
+
+
+def in_cents(amount: str) -> str:
+    return f"{amount} cents"
 
 
 def about(task: str | None, asker: str, run: str | None, step: int | None) -> str:

@@ -34,7 +34,7 @@ def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path
     started = signoff(tmp_path, "runs", "start", "shipper", "Ship p1", "--run-id", "s1", "--json")
     assert json.loads(started.stdout)["stop_reason"] == "in_doubt", started.stderr
     assert started.returncode == 3  # the run failed; the command did its work
-    assert "run s1 failed (in_doubt" in started.stderr
+    assert "run s1 failed (in_doubt): " in started.stderr
     [page] = json.loads(signoff(tmp_path, "pages", "list", "--json").stdout)
     assert (page["run_id"], page["reason"]) == ("s1", "in_doubt")
     history = signoff(tmp_path, "runs", "history", "s1", "--json").stdout

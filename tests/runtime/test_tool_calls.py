@@ -380,17 +380,20 @@ async def test_a_def_tool_that_does_not_block_runs_on_the_loop(store: Store) -> 
 
 
 @pytest.mark.parametrize(
-    "declare",
+    ("declare", "why"),
     [
-        lambda: tool(effect="read", blocking=False)(_async_lookup),
-        lambda: tool(effect="read", blocking=False, timeout=5)(_sync_lookup),
+        (lambda: tool(effect="read", blocking=False)(_async_lookup), "an async tool never"),
+        (
+            lambda: tool(effect="read", blocking=False, timeout=5)(_sync_lookup),
+            "no timeout can stop it",
+        ),
     ],
     ids=["async", "with a timeout"],
 )
 def test_blocking_false_is_only_for_a_def_tool_without_a_timeout(
-    declare: Callable[[], Tool],
+    declare: Callable[[], Tool], why: str
 ) -> None:
-    with pytest.raises(errors.DefinitionError, match="blocking=False is for a fast `def` tool"):
+    with pytest.raises(errors.DefinitionError, match=why):
         declare()
 
 

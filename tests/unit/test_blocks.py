@@ -242,7 +242,7 @@ def test_pending_card_has_the_sketched_shape() -> None:
     header, about, fields, context, actions = message["blocks"]
     assert header == {
         "type": "header",
-        "text": {"type": "plain_text", "text": "issue_refund 2500 on 4471"},
+        "text": {"type": "plain_text", "text": "issue_refund 2500 cents on 4471"},
     }
     assert about["text"]["text"] == (
         "*Task:* Refund order 4471 for the cracked blender jar\n"
@@ -260,14 +260,14 @@ def test_pending_card_has_the_sketched_shape() -> None:
     assert [b["value"] for b in actions["elements"]] == ["apr_123"] * 3
     assert [b.get("style") for b in actions["elements"]] == ["primary", None, "danger"]
     confirm = actions["elements"][0]["confirm"]
-    assert confirm["title"]["text"] == "Approve issue_refund 2500 on 4471?"
+    assert confirm["title"]["text"] == "Approve issue_refund 2500 cents on 4471?"
     assert "can be reversed" in confirm["text"]["text"]
     assert message["metadata"] == {
         "event_type": "signoff_approval",
         "event_payload": {"approval_id": "apr_123", "run_id": "order-4471"},
     }
     assert message["text"] == (
-        "Approval needed: issue\u2060_\u2060refund 2500 on 4471 (run `order-4471`), "
+        "Approval needed: issue\u2060_\u2060refund 2500 cents on 4471 (run `order-4471`), "
         "asked by <@U0ASKER>"
     )
     assert_message(message)
@@ -286,7 +286,9 @@ def test_pending_card_without_edit_or_effect() -> None:
 def test_irreversible_confirm_says_so() -> None:
     message = card(reversibility="irreversible", compensator=None)
     confirm = message["blocks"][-1]["elements"][0]["confirm"]
-    assert confirm["text"]["text"] == "This runs issue_refund 2500 on 4471. It cannot be undone."
+    assert confirm["text"]["text"] == (
+        "This runs issue_refund 2500 cents on 4471. It cannot be undone."
+    )
     assert "*Effect*\nirreversible: cannot be undone" in mrkdwn_texts(message)
 
 
@@ -433,7 +435,7 @@ def test_long_ids_stay_within_limits() -> None:
 
 
 def test_decision_notes_tell_the_requester() -> None:
-    action = "`issue_refund 2500 on 4471`"
+    action = "`issue_refund 2500 cents on 4471`"
     assert cards.decision_note(decided(ApprovalState.APPROVED)) == (
         f"<@U0ASKER> your request {action} was approved by <@U0BOB>."
     )
@@ -451,7 +453,7 @@ def test_reminder_and_escalation() -> None:
         make_approval(), reminders_sent=2, escalated=False, escalate_to=["S0OPS"]
     )
     assert reminder["text"] == (
-        f"⏰ Reminder 2: `issue_refund 2500 on 4471` still waits for a decision. "
+        f"⏰ Reminder 2: `issue_refund 2500 cents on 4471` still waits for a decision. "
         f"It expires {AT_SLACK}."
     )
     assert_message(reminder)
