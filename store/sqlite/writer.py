@@ -31,7 +31,7 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -42,6 +42,14 @@ class StoreClosed(sqlite3.ProgrammingError):
 
 Job = Callable[[sqlite3.Connection], Any]
 Outcome = tuple[bool, Any]
+
+
+class Queued(NamedTuple):
+    job: Job
+    future: asyncio.Future[Any]
+    durable: bool
+    """False: the job need not reach the disk on its own (a lease)."""
+
 
 MAX_BATCH = 512
 CHECKPOINT_EVERY = 256
@@ -69,8 +77,7 @@ class GroupCommitWriter:
         self._truncate_due = False  # after a write failed for want of space (or on I/O)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
         self._conn: sqlite3.Connection | None = None
-        self._queue: list[tuple[Job, asyncio.Future[Any]]] = []
-        self._lazy: set[asyncio.Future[Any]] = set()  # those of jobs that need no sync
+        self._queue: list[Queued] = []
         self._in_flight = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -87,9 +94,7 @@ class GroupCommitWriter:
             raise StoreClosed("the store is closed")
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
-        self._queue.append((job, future))
-        if not durable:
-            self._lazy.add(future)
+        self._queue.append(Queued(job, future, durable))
         if not self._in_flight:
             # Flush at the end of this loop turn, so that every run woken by the last commit
             # gets to queue its next write into the same transaction.
@@ -127,10 +132,8 @@ class GroupCommitWriter:
 
     def _flush(self) -> None:
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-        jobs = [job for job, _ in batch]
-        lazy = self._lazy
-        synced = any(f not in lazy for _, f in batch)
-        lazy.difference_update(f for _, f in batch)
+        jobs = [queued.job for queued in batch]
+        synced = any(queued.durable for queued in batch)
         self._commits += 1
         checkpoint = self._commits % CHECKPOINT_EVERY == 0 or self._wal_too_big()
         if self._inline and len(jobs) == 1 and not checkpoint and not self._truncate_due:
@@ -242,16 +245,12 @@ class GroupCommitWriter:
             raise
         return [(True, result)]
 
-    def _settled_by_thread(
-        self, batch: list[tuple[Job, asyncio.Future[Any]]], done: asyncio.Future[Any]
-    ) -> None:
+    def _settled_by_thread(self, batch: list[Queued], done: asyncio.Future[Any]) -> None:
         error = done.exception()
         self._settle(batch, [(False, error)] * len(batch) if error else done.result())
 
-    def _settle(
-        self, batch: list[tuple[Job, asyncio.Future[Any]]], outcomes: list[Outcome]
-    ) -> None:
-        for (_, future), (ok, value) in zip(batch, outcomes, strict=True):
+    def _settle(self, batch: list[Queued], outcomes: list[Outcome]) -> None:
+        for (_, future, _), (ok, value) in zip(batch, outcomes, strict=True):
             if not ok and _out_of_space(value):
                 self._truncate_due = True
             if future.done():
