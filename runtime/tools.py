@@ -110,6 +110,8 @@ class Tool:
                 "where no timeout can stop it: drop the timeout, or let it run in a thread"
             )
         self.on_loop = not blocking
+        if self.on_loop:
+            self.timeout = None  # nothing enforces one, so the tool is told of none
         self.takes_ctx, self.args_model = _arguments_model(fn, self.name)
         self.sensitive = _sensitive(self.name, sensitive, self.parameter_names)
 

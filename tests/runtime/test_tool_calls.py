@@ -368,6 +368,7 @@ async def test_a_def_tool_that_does_not_block_runs_on_the_loop(store: Store) -> 
     @tool(description="Pure arithmetic.", effect="read", blocking=False)
     def double(n: int, *, ctx: ToolContext) -> int:
         threads["ran on"] = threading.current_thread().name
+        assert ctx.deadline is None  # no timeout can stop it, so it is told of none
         return n * 2 + ctx.attempt
 
     agent, _ = agent_with(double, script=[tool_call("double", {"n": 4}), "done"])
