@@ -9,18 +9,14 @@ lineage only.
 
 from __future__ import annotations
 
-import json
 from hashlib import blake2b
 from typing import Any
 
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-)
-"""Built once: `json.dumps` with options builds an encoder on every call."""
+from store.digest import args_digest as args_digest
+from store.digest import canonical_json as canonical_json
 
-
-def canonical_json(value: Any) -> str:
-    return _CANONICAL.encode(value)
+SEPARATE = "~separate:"
+"""What joins a key and the suffix a person chose by approving a call as a separate effect."""
 
 
 def idempotency_key(
@@ -36,3 +32,9 @@ def idempotency_key(
 def compensation_key(lineage_id: str, run_id: str, call_id: str) -> str:
     material = f"{lineage_id}\x00compensate\x00{run_id}\x00{call_id}"
     return f"undo-{blake2b(material.encode(), digest_size=12).hexdigest()}"
+
+
+def separate_key(key: str, suffix: str | None) -> str:
+    """The key a call runs under: its own, or re-keyed because a person approved it as a
+    separate effect from another call under the same key with other arguments."""
+    return key if suffix is None else f"{key}{SEPARATE}{suffix}"

@@ -149,6 +149,7 @@ def decided_at_once(approval: Approval, now: datetime) -> Approval:
             "reason": match.summary if approved else match.deny,
             "deadline": None,
             "next_reminder_at": None,
+            "approved_digest": approval.args_digest if approved else None,
         }
     )
 

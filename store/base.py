@@ -107,6 +107,8 @@ class Committed:
     prior_decisions: dict[str, Approval] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
     blocked: dict[str, Effect] = field(default_factory=dict)
+    conflicts: dict[str, Effect] = field(default_factory=dict)
+    """Calls not started: their key was used by an effect with other arguments."""
     new_pages: list[str] = field(default_factory=list)
 
 
@@ -181,6 +183,12 @@ class Store(Protocol):
         """The completed mutating effect with this key in the lineage (reads never repeat)."""
         ...
 
+    async def conflicting_effect(self, idempotency_key: str, args_digest: str) -> Effect | None:
+        """The latest mutating effect in any lineage under this key with another digest that
+        may have happened (completed and not undone, running, in doubt): what a call with
+        these arguments under this key conflicts with."""
+        ...
+
     # approvals
     async def create_approval(self, approval: Approval) -> None: ...
     async def get_approval(self, approval_id: str) -> Approval: ...
@@ -215,7 +223,12 @@ class Store(Protocol):
         not_before: datetime | None = None,
         open_at: datetime | None = None,
         event: AuditEvent | None = None,
-    ) -> Approval: ...
+        approved_digest: str | None = None,
+        key_suffix: str | None = None,
+    ) -> Approval:
+        """`approved_digest`: of what was approved (the edit, else the arguments shown);
+        `key_suffix`: set when approved as a separate effect."""
+        ...
     async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
     async def next_due_at(self) -> datetime | None: ...
     async def record_reminder(

@@ -184,12 +184,17 @@ def commit(batch: Batch) -> MakeBody[Committed]:
         {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
         | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}
     )
+    keys = sorted(
+        {e.idempotency_key for e in batch.start if e.reversibility != Reversibility.READ}
+    )
 
     def body() -> Body[Committed]:
         if batch.owner is not None or cps:
             yield from check_head(run_id, batch.owner, cps)
         for lineage_id in lineages:  # the ledger's claims by key are serialized per lineage
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
+        for key in keys:  # and per key across lineages, which the arguments bind (after them)
+            yield Stmt("lock_key", {"idempotency_key": key})
         for params in finish:
             yield from finish_effect(params)
         committed = Committed()
@@ -270,7 +275,14 @@ def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -
         effect.lineage_id, effect.idempotency_key, effect.reversibility
     )
     if prior is not None:
-        committed.preempted[effect.call_id] = prior
+        if prior.digest == effect.digest:
+            committed.preempted[effect.call_id] = prior
+        else:  # the key is bound to other arguments: never hand out that call's result
+            committed.conflicts[effect.call_id] = prior
+        return
+    other = yield from conflicting_effect(effect, key)
+    if other is not None:
+        committed.conflicts[effect.call_id] = other
         return
     unsettled = None if effect.idempotent else (yield from unsettled_effect(effect, key))
     if unsettled is not None:
@@ -284,16 +296,21 @@ def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -
 def request_approval(
     committed: Committed, approval: Approval, params: dict[str, Any]
 ) -> Body[None]:
-    """Create an approval unless its call already happened or was declined in the lineage."""
+    """Create an approval unless its call (its key and arguments) already happened or was
+    declined in the lineage. The same key with other arguments is asked: a person decides."""
     call = approval.call_id or approval.id
     if approval.lineage_id is not None and approval.idempotency_key is not None:
         done, _ = yield from claim_key(
             approval.lineage_id, approval.idempotency_key, Reversibility.IRREVERSIBLE
         )
-        if done is not None:
+        if done is not None and done.digest == approval.shown_digest:
             committed.preempted[call] = done
             return
-        key = {"lineage_id": approval.lineage_id, "idempotency_key": approval.idempotency_key}
+        key = {
+            "lineage_id": approval.lineage_id,
+            "idempotency_key": approval.idempotency_key,
+            "args_digest": approval.shown_digest,
+        }
         declined = yield Stmt("declined_approval_by_key", key, "one")
         if declined is not None:
             committed.prior_decisions[call] = rows.approval_from_row(declined)
@@ -321,6 +338,18 @@ def claim_key(
             return rows.effect_from_row(row), candidate
         generation += 1
         candidate = f"{key}#{generation}"
+
+
+def conflicting_effect(effect: Effect, key: str) -> Body[Effect | None]:
+    """An effect under this key in any lineage with other arguments that may have happened:
+    starting this one would either repeat that effect's receipt or do a second one unasked."""
+    if effect.reversibility == Reversibility.READ:
+        return None
+    params = {"idempotency_key": key, "args_digest": effect.digest}
+    row = yield Stmt("conflicting_effect_by_key", params, "one")
+    if row is None or (row["run_id"], row["call_id"]) == (effect.run_id, effect.call_id):
+        return None
+    return rows.effect_from_row(row)
 
 
 def unsettled_effect(effect: Effect, key: str) -> Body[Effect | None]:

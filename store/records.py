@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from store.digest import args_digest
 from store.limits import ID_PATTERN as ID_PATTERN  # ids chosen by clients; the limits live there
 
 SYSTEM_ACTOR = "signoff"
@@ -69,6 +70,13 @@ def masked(args: dict[str, Any], sensitive: Sequence[str]) -> dict[str, Any]:
     if not sensitive:
         return args
     return {name: SENSITIVE_MASK if name in sensitive else value for name, value in args.items()}
+
+
+def _with_digest(data: Any) -> Any:
+    """A record's fields with `args_digest` filled in from `args` where it is missing."""
+    if isinstance(data, dict) and data.get("args_digest") is None and "args" in data:
+        return {**data, "args_digest": args_digest(data["args"])}
+    return data
 
 
 class Record(BaseModel):
@@ -215,6 +223,15 @@ class Effect(Record):
     finished_at: datetime | None = None
     sensitive: tuple[str, ...] = ()
     """Arguments the tool marks sensitive: masked wherever the effect is shown."""
+    args_digest: str | None = None
+    """The digest of the canonical `args` the effect runs with: computed from them when not
+    given (a new effect, a row written before digests were kept)."""
+
+    _digested = model_validator(mode="before")(lambda data: _with_digest(data))
+
+    @property
+    def digest(self) -> str:
+        return self.args_digest or args_digest(self.args)
 
     @property
     def shown_args(self) -> dict[str, Any]:
@@ -254,6 +271,22 @@ class RuleMatch(Record):
     policy: dict[str, Any] = Field(default_factory=dict)
 
 
+class EffectConflict(Record):
+    """An effect made under the key an approval asks for, with other arguments: running the
+    call under that key would not do what the approver sees. Shown on the approval's card."""
+
+    run_id: str
+    call_id: str
+    tool: str
+    status: EffectStatus
+    args: dict[str, Any]
+    """As people may see them (sensitive arguments masked)."""
+    digest: str
+    approval_id: str | None = None
+    approved_by: str | None = None
+    approved_at: datetime | None = None
+
+
 class Approval(Record):
     id: str
     tool: str
@@ -286,6 +319,31 @@ class Approval(Record):
     created_at: datetime = Field(default_factory=utcnow)
     sensitive: tuple[str, ...] = ()
     """Arguments the tool marks sensitive: masked on every surface, whole for the tool."""
+    args_digest: str | None = None
+    """The digest of the arguments shown to the approver (`args`): computed from them when
+    not given."""
+    approved_digest: str | None = None
+    """The digest of the arguments approved (`approved_args`, or `args` unedited): the only
+    call the runtime executes under this approval."""
+    key_suffix: str | None = None
+    """Set when a person approved the call as a separate effect from `conflict`: the call
+    runs under its key with this suffix, so the outside system sees a new request."""
+    conflict: EffectConflict | None = None
+    """An effect already made under this key with other arguments, when the approval was
+    created: plain approval would replay it, so the approver declines or approves as separate."""
+
+    _digested = model_validator(mode="before")(lambda data: _with_digest(data))
+
+    @property
+    def shown_digest(self) -> str:
+        return self.args_digest or args_digest(self.args)
+
+    @property
+    def edited(self) -> bool:
+        """The approver changed the arguments: what runs is not what was proposed."""
+        return self.approved_args is not None and args_digest(self.approved_args) != (
+            self.shown_digest
+        )
 
     @property
     def shown_args(self) -> dict[str, Any]:

@@ -13,9 +13,11 @@ from typing import Any
 
 from pydantic_core import to_json
 
+from store.digest import args_digest
 from store.records import (
     MESSAGES,
     Approval,
+    ApprovalState,
     AuditEvent,
     Budget,
     Checkpoint,
@@ -178,6 +180,7 @@ def effect_params(effect: Effect) -> dict[str, Any]:
         "started_at": ts(effect.started_at),
         "args": dumps(effect.args),
         "sensitive": dumps(list(effect.sensitive)),
+        "args_digest": effect.digest,
     }
 
 
@@ -202,6 +205,7 @@ def effect_from_row(row: Row) -> Effect:
         started_at=dt(row["started_at"]),
         finished_at=dt(row["finished_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
+        args_digest=row["args_digest"],
     )
 
 
@@ -230,8 +234,18 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
         sensitive=dumps(list(approval.sensitive)),
+        args_digest=approval.shown_digest,
+        approved_digest=approval.approved_digest or decided_digest(approval),
+        conflict=approval.conflict.model_dump_json() if approval.conflict else None,
     )
     return values
+
+
+def decided_digest(approval: Approval) -> str | None:
+    """What an approval decided at once (by a rule) approved: its arguments, unedited."""
+    if approval.state != ApprovalState.APPROVED:
+        return None
+    return args_digest(approval.approved_args or approval.args)
 
 
 def approval_from_row(row: Row) -> Approval:
@@ -240,6 +254,7 @@ def approval_from_row(row: Row) -> Approval:
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
+        conflict=maybe_loads(row["conflict"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),

@@ -162,6 +162,11 @@ class SqlStore:
         found = await self._read("completed_effect_by_key", params)
         return rows.effect_from_row(found[0]) if found else None
 
+    async def conflicting_effect(self, idempotency_key: str, args_digest: str) -> Effect | None:
+        params = {"idempotency_key": idempotency_key, "args_digest": args_digest}
+        found = await self._read("conflicting_effect_by_key", params)
+        return rows.effect_from_row(found[0]) if found else None
+
     # approvals
 
     async def create_approval(self, approval: Approval) -> None:
@@ -215,6 +220,8 @@ class SqlStore:
         not_before: datetime | None = None,
         open_at: datetime | None = None,
         event: AuditEvent | None = None,
+        approved_digest: str | None = None,
+        key_suffix: str | None = None,
     ) -> Approval:
         if state == ApprovalState.PENDING:
             raise ValueError("a decision is approved or declined, never pending")
@@ -227,6 +234,8 @@ class SqlStore:
             "approved_args": rows.maybe_dumps(approved_args),
             "not_before": rows.ts(not_before),
             "open_at": rows.ts(open_at),
+            "approved_digest": approved_digest,
+            "key_suffix": key_suffix,
         }
         event_params = rows.event_params(event) if event else None
         timeout = not_before is not None

@@ -152,10 +152,10 @@ ORDER BY seq
 -- Record an effect as started, before its tool runs.
 INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
                      idempotency_key, idempotent, status, approval_id, compensates,
-                     started_at, args, sensitive)
+                     started_at, args, sensitive, args_digest)
 VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
         :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
-        :args, :sensitive)
+        :args, :sensitive, :args_digest)
 
 -- finish_effect --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
@@ -187,6 +187,15 @@ WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key
   AND reversibility <> 'read' AND status IN ('started', 'in_doubt')
 ORDER BY id LIMIT 1
 
+-- conflicting_effect_by_key --
+-- The latest mutating effect in any lineage under this idempotency key with other arguments
+-- (another digest) that may have happened: completed and not undone, running or in doubt.
+SELECT * FROM effects
+WHERE idempotency_key = :idempotency_key AND reversibility <> 'read'
+  AND args_digest IS NOT NULL AND args_digest <> :args_digest
+  AND (status IN ('started', 'in_doubt') OR (status = 'completed' AND compensated_by IS NULL))
+ORDER BY id DESC LIMIT 1
+
 -- get_effect --
 -- One effect.
 SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
@@ -201,12 +210,14 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, rule, created_at, sensitive)
+                       callback_status, duplicate_of, rule, created_at, sensitive,
+                       args_digest, approved_digest, key_suffix, conflict)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :rule, :created_at, :sensitive)
+        :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
+        :conflict)
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
@@ -217,10 +228,12 @@ WHERE idempotency_key = :idempotency_key AND lineage_id IS DISTINCT FROM :lineag
 ORDER BY created_at DESC LIMIT 1
 
 -- declined_approval_by_key --
--- A decline with this idempotency key in a lineage, if any: a person's, or an expiry; not a
--- withdrawal by Signoff when its run was cancelled or rolled back.
+-- A decline of this call (this idempotency key and arguments) in a lineage, if any: a
+-- person's, or an expiry; not a withdrawal by Signoff when its run was cancelled or rolled
+-- back.
 SELECT * FROM approvals
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
+  AND (args_digest IS NULL OR args_digest = :args_digest)
   AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
 ORDER BY created_at LIMIT 1
 
@@ -251,7 +264,8 @@ ORDER BY created_at, id LIMIT :limit
 -- passed, a person only while it has not, when the policy declines at the deadline).
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
-    approved_args = :approved_args
+    approved_args = :approved_args, approved_digest = :approved_digest,
+    key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
   AND (:not_before::timestamptz IS NULL OR deadline <= :not_before)
   AND (:open_at::timestamptz IS NULL OR deadline IS NULL OR deadline > :open_at)
@@ -446,6 +460,10 @@ SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
 -- prune_outbox --
 -- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
 DELETE FROM outbox WHERE created_at < :before
+
+-- lock_key --
+-- Claims by one idempotency key across lineages take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:key:' || :idempotency_key, 0))
 
 -- lock_page_reminders --
 -- One process at a time queues page reminders (to the end of the transaction).

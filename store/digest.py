@@ -1,0 +1,36 @@
+"""Canonical arguments and their digest: what binds a key, an approval and an effect to one
+call (DESIGN rule 2, "a key is bound to its arguments").
+
+Canonical JSON is stable: keys sorted, no whitespace, numbers as Python writes them, text
+as is (not escaped to ASCII). Two calls with the same canonical arguments have the same
+digest; any other difference, however small, gives another digest.
+"""
+
+from __future__ import annotations
+
+import json
+from hashlib import sha256
+from typing import Any
+
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
+"""Built once: `json.dumps` with options builds an encoder on every call."""
+
+DIGEST_PREFIX = "sha256:"
+
+
+def canonical_json(value: Any) -> str:
+    return _CANONICAL.encode(value)
+
+
+def args_digest(args: dict[str, Any]) -> str:
+    """The digest of a call's canonical arguments, e.g. `sha256:3f2a…` (71 characters)."""
+    return DIGEST_PREFIX + sha256(canonical_json(args).encode()).hexdigest()
+
+
+def short(digest: str | None) -> str:
+    """A digest as people read it in a message: enough of it to tell two apart."""
+    if digest is None:
+        return "none"
+    return digest.removeprefix(DIGEST_PREFIX)[:12]
