@@ -30,6 +30,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.NotAnApprover, 403),
     (errors.SelfApproval, 403),
     (errors.EditRefused, 400),
+    (errors.KeyConflict, 409),
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
 )

@@ -9,7 +9,9 @@ What runs without a person's click, and why (`signoff serve` lists these at star
   runs it.
 
 Every money movement is keyed by its business identity (the order, the invoice), so the
-payment provider does it once however many runs ask. Driven by a deterministic policy, so it
+payment provider does it once however many runs ask; a key is bound to its arguments, so a
+second refund of an order for another amount is asked as a conflict, never passed off as the
+first. Driven by a deterministic policy, so it
 runs offline; swap `ScriptedModel(policy)` for a real model adapter to use an LLM.
 `examples/demo.py` runs it end to end:
 
@@ -44,8 +46,11 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     compensate="reverse_refund",
     requires_approval=True,
     timeout=30,
-    # The order is the refund's business identity: two runs refunding one order (a retried
-    # request) refund it once at the provider, and the second approval names the first run.
+    # The order is the refund's business identity, and the key is bound to the arguments:
+    # a second request to refund the order with the same amount (a retried request) is the
+    # same refund, made once at the provider; one with another amount is a conflict, never
+    # a replay of the first refund's receipt: its card says what was refunded, by which run,
+    # and the approver declines it or approves it as a separate refund (re-keyed).
     # A refund a rollback reversed is spent: the order's next refund is a new one.
     idempotency_key=lambda args: f"refund:{args['order_id']}:{world.reversals(args['order_id'])}",
 )

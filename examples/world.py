@@ -2,8 +2,10 @@
 
 It lives in its own SQLite file, apart from Signoff's store, the way Stripe or an e-mail
 provider would: Signoff cannot see into it or roll it back. Like Stripe, the payment provider
-honours idempotency keys: a repeated request with the same key returns the first result.
-The mailbox does not, which is why an e-mail whose fate is unknown must go to a human.
+honours idempotency keys: a repeated request with the same key and the same parameters returns
+the first result, and the same key with other parameters is an error (`KeyReused`), never the
+first request's receipt. The mailbox does not dedupe, which is why an e-mail whose fate is
+unknown must go to a human.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ def order(order_id: str) -> dict[str, Any]:
     }
 
 
+class KeyReused(ValueError):
+    """The payment provider refuses a key it saw with other parameters."""
+
+
 def pay(kind: str, reference: str, amount_cents: int, idempotency_key: str) -> dict[str, Any]:
     """A payment-provider call: a refund, a refund reversal or a charge, once per key."""
     with closing(_connect()) as conn:
@@ -66,6 +72,11 @@ def pay(kind: str, reference: str, amount_cents: int, idempotency_key: str) -> d
             "SELECT kind, reference, amount_cents FROM payments WHERE idempotency_key = ?",
             (idempotency_key,),
         ).fetchone()
+    if tuple(row) != (kind, reference, amount_cents):
+        raise KeyReused(
+            f"idempotency key {idempotency_key!r} was used for {row[0]} {row[1]} {row[2]}; "
+            f"this request is {kind} {reference} {amount_cents}"
+        )
     return {
         "id": f"{row[0]}_{idempotency_key[-8:]}",
         "kind": row[0],

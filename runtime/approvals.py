@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from runtime import approval_timers, errors
 from runtime.approval_log import about, decided_text, decision_text, log_ids, overdue
+from runtime.binding import conflict_of, conflict_text, differences
 from runtime.deps import Deps
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
 from runtime.routing import Route, decided_at_once, policy_of, route
@@ -25,7 +26,8 @@ from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Run, Store
 from store import errors as store_errors
-from store.records import SENSITIVE_MASK, masked
+from store.digest import args_digest
+from store.records import SENSITIVE_MASK, EffectConflict, masked
 
 log = logging.getLogger("signoff.approvals")
 
@@ -129,6 +131,24 @@ class ApprovalDesk:
             return approval
         return approval.model_copy(update={"duplicate_of": other.run_id})
 
+    async def with_conflict(self, approval: Approval) -> Approval:
+        """The approval naming the earlier effect made under its key with other arguments,
+        if any: approving it as it is would not do what the approver sees."""
+        conflict = await self._conflict(approval, approval.shown_digest)
+        return approval if conflict is None else approval.model_copy(update={"conflict": conflict})
+
+    async def _conflict(self, approval: Approval, digest: str) -> EffectConflict | None:
+        if approval.idempotency_key is None:
+            return None
+        other = await self.store.conflicting_effect(approval.idempotency_key, digest)
+        if other is None:
+            return None
+        approved = None
+        if other.approval_id is not None:
+            with contextlib.suppress(store_errors.NotFound):
+                approved = await self.store.get_approval(other.approval_id)
+        return conflict_of(other, approved)
+
     # deciding
 
     async def decide(
@@ -140,10 +160,13 @@ class ApprovalDesk:
         reason: str | None = None,
         args: dict[str, Any] | None = None,
         resume: bool = True,
+        separate: bool = False,
     ) -> Approval:
         """Record a human's decision; returns the approval (still pending while a quorum forms).
 
-        `resume=False`: return once the decision is durable; the caller resumes the run."""
+        `resume=False`: return once the decision is durable; the caller resumes the run.
+        `separate`: approve a call whose key an earlier effect used with other arguments as
+        an effect of its own (it is re-keyed); without it such an approval is refused."""
         if decision not in ("approved", "declined"):
             raise errors.InvalidRequest(f"a decision is 'approved' or 'declined', not {decision!r}")
         if not by:
@@ -162,6 +185,7 @@ class ApprovalDesk:
                     "they vote on the proposed arguments, which cannot be edited"
                 )
             approved_args = await self._check_edit(approval, policy, args)
+        key_suffix = await self._check_conflict(approval, decision, approved_args, separate)
         if decision == "approved" and approval.required_approvals > 1:
             votes = await self._vote(approval, by)
             if votes < approval.required_approvals:
@@ -175,7 +199,37 @@ class ApprovalDesk:
             approved_args=approved_args,
             open_at=open_at,
             defer=not resume,
+            key_suffix=key_suffix,
         )
+
+    async def _check_conflict(
+        self,
+        approval: Approval,
+        decision: Decision,
+        approved_args: dict[str, Any] | None,
+        separate: bool,
+    ) -> str | None:
+        """The key suffix of an approval as a separate effect; refuses a plain approval of a
+        call whose key an earlier effect used with other arguments, and a needless separate."""
+        if decision != "approved":
+            if separate:
+                raise errors.InvalidRequest("only an approval can be separate; a decline is not")
+            return None
+        digest = args_digest(approved_args if approved_args is not None else approval.args)
+        conflict = await self._conflict(approval, digest)
+        if separate:
+            if conflict is None and approval.conflict is None:
+                raise errors.InvalidRequest(
+                    f"approval {approval.id}: no earlier effect used its key with other "
+                    "arguments, so there is nothing to be separate from; approve it as it is"
+                )
+            return approval.id
+        if conflict is not None:
+            raise errors.KeyConflict(
+                conflict_text(conflict, approved_args or approval.args, approval.sensitive),
+                conflict=conflict,
+            )
+        return None
 
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
         """A decision after the deadline of a policy that declines then comes too late: the
@@ -252,9 +306,16 @@ class ApprovalDesk:
         if tool is None:
             return args
         try:
-            return tool.validate(args)
+            edited = tool.validate(args)
         except ToolArgumentError as exc:
             raise errors.EditRefused(str(exc)) from None
+        if tool.business_id(edited) != tool.business_id(approval.args):
+            changed = ", ".join(name for name, _, _ in differences(approval.args, edited))
+            raise errors.EditRefused(
+                f"the edit changes what {approval.tool} acts on ({changed}: its identity, "
+                "the key it runs under); decline and ask for a new request instead"
+            )
+        return edited
 
     async def _vote(self, approval: Approval, by: str) -> int:
         voted = await self.store.list_votes(approval.id)
@@ -299,11 +360,15 @@ class ApprovalDesk:
         open_at: datetime | None = None,
         resume: bool = True,
         defer: bool = False,
+        key_suffix: str | None = None,
     ) -> Approval:
         """Compare-and-set the decision with its audit event, then tell the notifier and
         resume (unless `resume=False`). `defer`: only record; the caller runs
         `Runtime.after_decision` once it has answered."""
         now = self.deps.clock()
+        approved_digest = None
+        if state == ApprovalState.APPROVED:
+            approved_digest = args_digest(approved_args or approval.args)
         event = AuditEvent(
             action=f"approval_{state.value}",
             actor=by,
@@ -319,6 +384,7 @@ class ApprovalDesk:
                     if approved_args
                     else {}
                 ),
+                **_binding_detail(approval, approved_args, approved_digest, key_suffix),
             },
         )
         try:
@@ -332,6 +398,8 @@ class ApprovalDesk:
                 not_before=not_before,
                 open_at=open_at,
                 event=event,
+                approved_digest=approved_digest,
+                key_suffix=key_suffix,
             )
         except store_errors.AlreadyDecided as exc:
             raise _already_decided(exc) from None
@@ -360,6 +428,38 @@ def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
         usage=run.usage.model_dump(),
         now=now,
     )
+
+
+def _binding_detail(
+    approval: Approval,
+    approved_args: dict[str, Any] | None,
+    approved_digest: str | None,
+    key_suffix: str | None,
+) -> dict[str, Any]:
+    """What the audit says of the call a decision binds: the digests shown and approved, each
+    edited argument (proposed -> approved), and a choice to run it as a separate effect."""
+    if approved_digest is None:
+        return {}
+    detail: dict[str, Any] = {
+        "args_digest": approval.shown_digest,
+        "approved_digest": approved_digest,
+    }
+    if approved_args is not None:
+        shown, approved = (
+            masked(approval.args, approval.sensitive),
+            masked(approved_args, approval.sensitive),
+        )
+        edits = {
+            name: {"proposed": a, "approved": b} for name, a, b in differences(shown, approved)
+        }
+        if edits:
+            detail["edited"] = edits
+    if key_suffix is not None:
+        detail["separate"] = {
+            "key_suffix": key_suffix,
+            "conflict": approval.conflict and approval.conflict.model_dump(mode="json"),
+        }
+    return detail
 
 
 def _reminds(policy: Policy) -> bool:

@@ -17,6 +17,10 @@ class StopReason(StrEnum):
     ERROR = "error"
     IN_DOUBT = "in_doubt"
     ROLLED_BACK = "rolled_back"
+    CONFLICT = "conflict"
+    """A call's key was used by an earlier effect with other arguments: it did not run."""
+    ARGS_MISMATCH = "args_mismatch"
+    """A call's arguments were not those approved: it did not run."""
 
 
 BUDGET_REASONS = frozenset(

@@ -16,7 +16,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from functools import partial
 from typing import Any, TypeVar
@@ -31,6 +31,7 @@ from tenacity import (
 from runtime import paging, results
 from runtime.agent import Agent
 from runtime.approvals import ApprovalDesk
+from runtime.binding import Unbound, bind, differences, said
 from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
 from runtime.deps import Deps
 from runtime.journal import Journal, Stopped
@@ -235,10 +236,8 @@ class Driver:
                     return False
                 if approval.state == ApprovalState.DECLINED:
                     self.journal.add(results.declined(call.id, call.name, approval))
-                else:
-                    args = approval.approved_args or plan.args or {}
-                    if not await self._execute(plan, args, approval_id=approval.id):
-                        return False
+                elif not await self._execute_approved(plan, approval):
+                    return False
             elif not await self._execute(plan, plan.args or {}):
                 return False
         return True
@@ -290,7 +289,7 @@ class Driver:
         ]
         if not wanted:
             return {}
-        wanted = [await self.desk.with_duplicate(a) for a in wanted]
+        wanted = [await self.desk.with_conflict(await self.desk.with_duplicate(a)) for a in wanted]
         committed = await self.journal.write(request=wanted)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
         created = [a for a in wanted if a.call_id not in prior]
@@ -319,8 +318,47 @@ class Driver:
             return results.declined(call.id, call.name, prior)
         return results.result(call.id, call.name, prior.result)
 
+    async def _execute_approved(self, plan: Plan, approval: Approval) -> bool:
+        """Run the call as approved: only if it is the call shown and the arguments are those
+        approved (digests equal), under its key (re-keyed if approved as separate)."""
+        bound = bind(approval, plan.args or {}, plan.key or "")
+        if isinstance(bound, Unbound):
+            await self._unbound(plan, approval, bound)
+            return False
+        plan = replace(plan, key=bound.key)
+        return await self._execute(
+            plan, bound.args, approval_id=approval.id, asked_digest=bound.asked_digest
+        )
+
+    async def _unbound(self, plan: Plan, approval: Approval, unbound: Unbound) -> None:
+        """Refuse to run a call that is not the one approved: page, naming both digests."""
+        why = f"{plan.call.name} was not run: {unbound.why}"
+        page = paging.new_page(
+            self.deps,
+            run_id=self.run.id,
+            call_id=plan.call.id,
+            tool=plan.call.name,
+            reason="args_mismatch",
+            detail=f"{why} (approval {approval.id}: expected digest {unbound.expected}, found "
+            f"{unbound.found}). Nothing was done; check the approval and the run, then start "
+            "a new request if the call is still wanted.",
+        )
+        self.journal.event(
+            "args_mismatch",
+            call_id=plan.call.id,
+            approval_id=approval.id,
+            expected=unbound.expected,
+            found=unbound.found,
+        )
+        await self._stop(RunStatus.FAILED, StopReason.ARGS_MISMATCH, error=why, pages=[page])
+
     async def _execute(
-        self, plan: Plan, args: dict[str, Any], *, approval_id: str | None = None
+        self,
+        plan: Plan,
+        args: dict[str, Any],
+        *,
+        approval_id: str | None = None,
+        asked_digest: str | None = None,
     ) -> bool:
         tool, call, key = plan.tool, plan.call, plan.key
         if tool is None or key is None:
@@ -343,6 +381,7 @@ class Driver:
             approval_id=approval_id,
             started_at=self.deps.clock(),
             sensitive=tool.sensitive,
+            asked_digest=asked_digest,
         )
         committed = await self.journal.write(start=[effect])
         if call.id in committed.keys:
@@ -355,7 +394,39 @@ class Driver:
         if call.id in committed.blocked:
             await self._blocked(effect, committed.blocked[call.id])
             return False
+        if call.id in committed.conflicts:
+            await self._conflicted(effect, committed.conflicts[call.id])
+            return False
         return await self._run_tool(tool, effect, attempt=1)
+
+    async def _conflicted(self, effect: Effect, other: Effect) -> None:
+        """The key was used by an effect with other arguments (found as the call was about to
+        start, after any approval): nothing is done, and a person decides what to do."""
+        changes = differences(other.shown_args, effect.shown_args)
+        why = (
+            f"{effect.tool} was not run: its key was used by run {other.run_id} (call "
+            f"{other.call_id}, {other.status.value}) with {said(changes, 1)}; this call has "
+            f"{said(changes, 2)}"
+        )
+        page = paging.new_page(
+            self.deps,
+            run_id=self.run.id,
+            call_id=effect.call_id,
+            tool=effect.tool,
+            reason="key_conflict",
+            detail=f"{why}. Nothing was done and no result of run {other.run_id} was used; "
+            "start a new request (it will ask to approve it as a separate effect) if it is "
+            "still wanted.",
+        )
+        self.journal.event(
+            "key_conflict",
+            call_id=effect.call_id,
+            other_run=other.run_id,
+            other_call=other.call_id,
+            digest=effect.digest,
+            other_digest=other.digest,
+        )
+        await self._stop(RunStatus.FAILED, StopReason.CONFLICT, error=why, pages=[page])
 
     async def _blocked(self, effect: Effect, other: Effect) -> None:
         """The same effect is running or in doubt elsewhere in the lineage: do not guess."""

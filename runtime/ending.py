@@ -107,7 +107,12 @@ def compensated(deps: Deps, run: Run) -> bool:
     agent = deps.agents.get(run.agent)
     if agent is None or agent.on_failure != "compensate":
         return False
-    kept = BUDGET_REASONS | {StopReason.IN_DOUBT, StopReason.ROLLED_BACK}
+    kept = BUDGET_REASONS | {
+        StopReason.IN_DOUBT,
+        StopReason.ROLLED_BACK,
+        StopReason.CONFLICT,
+        StopReason.ARGS_MISMATCH,
+    }
     return run.status == RunStatus.CANCELLED or (
         run.status == RunStatus.FAILED and run.stop_reason not in kept
     )

@@ -211,15 +211,24 @@ class Runtime:
         reason: str | None = None,
         args: dict[str, Any] | None = None,
         resume: bool = True,
+        separate: bool = False,
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
         With `resume=False` it returns as soon as the decision is durable; the caller runs
         `after_decision` (tell the notifier, resume the run) once it has answered, as Slack's
-        3-second ack needs.
+        3-second ack needs. `separate=True` approves a call whose key an earlier effect used
+        with other arguments as an effect of its own (re-keyed); a plain approval of such a
+        call is refused (`KeyConflict`), since it would not do what the approver sees.
         """
         return await self.desk.decide(
-            approval_id, decision, by=by, reason=reason, args=args, resume=resume
+            approval_id,
+            decision,
+            by=by,
+            reason=reason,
+            args=args,
+            resume=resume,
+            separate=separate,
         )
 
     async def acknowledge_page(self, page_id: str, *, by: str) -> Page:

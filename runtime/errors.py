@@ -16,7 +16,9 @@ SignoffRuntimeError
  │    │    └── ApprovalExpired  its deadline passed and it was declined as expired
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
- │    └── EditRefused      the policy forbids edits, or the edited arguments are invalid
+ │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
+ │    └── KeyConflict      the call's key was used with other arguments: decline, or approve
+ │                         it as a separate effect
  └── RunBusy             another worker holds the run's lease
 """
 
@@ -109,6 +111,11 @@ class SelfApproval(DecisionRefused):
 
 class EditRefused(DecisionRefused):
     """The arguments may not be edited this way."""
+
+
+class KeyConflict(DecisionRefused):
+    """An earlier effect used this call's key with other arguments: decline the call, or
+    approve it as a separate effect."""
 
 
 class RunBusy(SignoffRuntimeError):

@@ -303,7 +303,7 @@ def request_approval(
         done, _ = yield from claim_key(
             approval.lineage_id, approval.idempotency_key, Reversibility.IRREVERSIBLE
         )
-        if done is not None and done.digest == approval.shown_digest:
+        if done is not None and done.repeated_by(approval.shown_digest):
             committed.preempted[call] = done
             return
         key = {

@@ -227,11 +227,19 @@ class Effect(Record):
     """The digest of the canonical `args` the effect runs with: computed from them when not
     given (a new effect, a row written before digests were kept)."""
 
+    asked_digest: str | None = None
+    """Of the arguments proposed, when an approver edited them before it ran: a call that
+    repeats that proposal in the lineage is this effect again (the person decided it)."""
+
     _digested = model_validator(mode="before")(lambda data: _with_digest(data))
 
     @property
     def digest(self) -> str:
         return self.args_digest or args_digest(self.args)
+
+    def repeated_by(self, digest: str) -> bool:
+        """A call with arguments of this digest, under this effect's key, is this effect."""
+        return digest in (self.digest, self.asked_digest)
 
     @property
     def shown_args(self) -> dict[str, Any]:

@@ -181,6 +181,7 @@ def effect_params(effect: Effect) -> dict[str, Any]:
         "args": dumps(effect.args),
         "sensitive": dumps(list(effect.sensitive)),
         "args_digest": effect.digest,
+        "asked_digest": effect.asked_digest,
     }
 
 
@@ -206,6 +207,7 @@ def effect_from_row(row: Row) -> Effect:
         finished_at=dt(row["finished_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
         args_digest=row["args_digest"],
+        asked_digest=row["asked_digest"],
     )
 
 

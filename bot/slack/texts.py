@@ -226,6 +226,8 @@ PAGE_REASONS = {
     "uncompensatable": "cannot be undone automatically",
     "compensation_failed": "could not be undone",
     "acted_late": "completed after its run was taken over",
+    "key_conflict": "was not run: its key was used with other arguments",
+    "args_mismatch": "was not run: its arguments are not those approved",
 }
 AN_EFFECT = "an effect"
 

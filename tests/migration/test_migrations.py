@@ -142,6 +142,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "result TEXT",
         "sensitive TEXT NOT NULL DEFAULT '[]'",
         "args_digest TEXT",
+        "asked_digest TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX effects_by_key (lineage_id, idempotency_key) WHERE reversibility <> 'read'",
         "INDEX effects_by_key_alone (idempotency_key) WHERE reversibility <> 'read'",

@@ -152,10 +152,10 @@ ORDER BY seq
 -- Record an effect as started, before its tool runs.
 INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
                      idempotency_key, idempotent, status, approval_id, compensates,
-                     started_at, args, sensitive, args_digest)
+                     started_at, args, sensitive, args_digest, asked_digest)
 VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensator,
         :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
-        :args, :sensitive, :args_digest)
+        :args, :sensitive, :args_digest, :asked_digest)
 
 -- finish_effect --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.

@@ -1,0 +1,243 @@
+"""Issue 25: what a person approved is exactly what runs, once (DESIGN rule 2, "a key is bound
+to its arguments"), with the refund example on every store backend.
+
+- two runs refunding one order with other amounts: one refund at the provider; the second
+  run's approval names the first; a plain approval is refused; declining ends it truthfully;
+  approving it as separate makes exactly one more refund, with the approved amount;
+- an edit: the provider gets the edited amount, the ledger and the audit keep both;
+- a tampered approval (stored arguments changed) refuses to run and pages, naming digests;
+- the same key with the same arguments (a retry, a resume, a fork) is the recorded result.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from pg_support import postgres
+
+from examples import world as example_world
+from examples.refund_agent import agent as refund_agent
+from runtime import Runtime, errors
+from runtime.policy import Policies, Policy
+from store import ApprovalState, Store
+from store.digest import args_digest
+
+ORDER = "4471"  # no restocking fee: a refund, then an e-mail
+ASK_25 = f"Refund order {ORDER} for $25"
+ASK_20 = f"Refund order {ORDER} for $20"
+EDITABLE = Policies(tools={"issue_refund": Policy(allow_edit=True)})
+
+
+def refunds() -> list[tuple[str, int, str]]:
+    """(order, amount, key) of every refund the provider made."""
+    return [
+        (ref, cents, key) for kind, ref, cents, key in example_world.payments() if kind == "refund"
+    ]
+
+
+async def answer(rt: Runtime, run_id: str) -> str:
+    return (await rt.store.load_state(run_id)).messages[-1].content
+
+
+async def refunded_by_a(rt: Runtime) -> str:
+    first = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
+    [asked] = await rt.approvals(first)
+    await rt.decide(asked.id, "approved", by="U0ALICE")
+    assert (await rt.get(first)).status == "done"
+    return first
+
+
+async def test_a_second_refund_for_another_amount_is_a_conflict_and_a_plain_approval_is_refused(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    first = await refunded_by_a(rt)
+
+    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+
+    assert (await rt.get(second)).status == "waiting_approval"
+    [asked] = await rt.approvals(second)
+    assert asked.conflict is not None
+    assert (asked.conflict.run_id, asked.conflict.approved_by) == (first, "U0ALICE")
+    assert asked.conflict.args["amount_cents"] == 2500
+    with pytest.raises(errors.KeyConflict) as refused:
+        await rt.decide(asked.id, "approved", by="U0BOB")
+    said = str(refused.value)
+    assert "amount_cents 2500 by run run-a (approved by U0ALICE" in said
+    assert "this run asks amount_cents 2000" in said
+    assert "approve it as a separate issue_refund" in said
+    assert (await rt.store.get_approval(asked.id)).state == ApprovalState.PENDING  # unchanged
+    assert [cents for _, cents, _ in refunds()] == [2500]
+
+
+async def test_declining_the_conflict_ends_the_run_truthfully(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    await refunded_by_a(rt)
+    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    [asked] = await rt.approvals(second)
+
+    await rt.decide(asked.id, "declined", by="U0BOB", reason="already refunded")
+
+    assert (await rt.get(second)).status == "done"
+    assert f"The refund for order {ORDER} was not made" in await answer(rt, second)
+    assert [cents for _, cents, _ in refunds()] == [2500]
+    assert [e.tool for e in await rt.store.list_effects(second)] == ["lookup_order", "send_email"]
+
+
+async def test_approving_the_conflict_as_separate_makes_exactly_one_more_refund(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    first = await refunded_by_a(rt)
+    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    [asked] = await rt.approvals(second)
+
+    decided = await rt.decide(asked.id, "approved", by="U0BOB", separate=True)
+
+    assert decided.key_suffix == asked.id
+    assert (await rt.get(second)).status == "done"
+    assert "Refunded order 4471 (2000 cents)" in await answer(rt, second)
+    made = refunds()
+    assert [cents for _, cents, _ in made] == [2500, 2000]
+    assert made[1][2].endswith(f"~separate:{asked.id}")
+    # The ledger and the provider agree on every amount and key.
+    ledger = [
+        (e.args["amount_cents"], e.idempotency_key, e.result["amount_cents"])
+        for run_id in (first, second)
+        for e in await rt.store.list_effects(run_id)
+        if e.tool == "issue_refund"
+    ]
+    assert ledger == [(cents, key, cents) for _, cents, key in made]
+    [event] = [
+        e for e in await rt.store.list_events(run_id=second) if e.action == "approval_approved"
+    ]
+    assert event.actor == "U0BOB"
+    assert event.detail["separate"]["key_suffix"] == asked.id
+    assert event.detail["separate"]["conflict"]["run_id"] == first
+    # A retried request and a resume of either run change nothing.
+    await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
+    assert refunds() == made
+
+
+async def test_separate_is_refused_where_nothing_conflicts_and_on_a_decline(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
+    [asked] = await rt.approvals(run_id)
+
+    with pytest.raises(errors.InvalidRequest, match="nothing to be separate from"):
+        await rt.decide(asked.id, "approved", by="U0BOB", separate=True)
+    with pytest.raises(errors.InvalidRequest, match="only an approval can be separate"):
+        await rt.decide(asked.id, "declined", by="U0BOB", separate=True)
+
+    assert (await rt.store.get_approval(asked.id)).state == ApprovalState.PENDING
+    assert refunds() == []
+
+
+async def test_an_edit_runs_the_edited_amount_and_keeps_both(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent], policies=EDITABLE)
+    run_id = await rt.start("refund-agent", ASK_25, run_id="run-e", requested_by="U0REQ")
+    [asked] = await rt.approvals(run_id)
+    edited = {**asked.args, "amount_cents": 2000}
+
+    decided = await rt.decide(asked.id, "approved", by="U0BOB", args=edited)
+
+    assert decided.edited
+    assert (decided.args_digest, decided.approved_digest) == (
+        args_digest(asked.args),
+        args_digest(edited),
+    )
+    assert [cents for _, cents, _ in refunds()] == [2000]
+    [refund] = [e for e in await rt.store.list_effects(run_id) if e.tool == "issue_refund"]
+    assert (refund.args["amount_cents"], refund.result["amount_cents"]) == (2000, 2000)
+    assert (refund.args_digest, refund.asked_digest) == (
+        args_digest(edited),
+        args_digest(asked.args),
+    )
+    [event] = [
+        e for e in await rt.store.list_events(run_id=run_id) if e.action == "approval_approved"
+    ]
+    assert event.detail["edited"] == {"amount_cents": {"proposed": 2500, "approved": 2000}}
+    assert "Refunded order 4471 (2000 cents)" in await answer(rt, run_id)
+
+    # A fork re-issues the proposal (2500) the person decided: the recorded result, no refund.
+    fork = await rt.fork(run_id, from_step=1)
+    assert (await rt.get(fork)).status == "done"
+    assert await rt.approvals(fork) == []
+    assert [cents for _, cents, _ in refunds()] == [2000]
+
+
+async def test_an_edit_that_changes_what_the_call_acts_on_is_refused(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent], policies=EDITABLE)
+    run_id = await rt.start("refund-agent", ASK_25, run_id="run-e", requested_by="U0REQ")
+    [asked] = await rt.approvals(run_id)
+
+    with pytest.raises(errors.EditRefused, match=r"changes what issue_refund acts on \(order_id"):
+        await rt.decide(asked.id, "approved", by="U0BOB", args={**asked.args, "order_id": "1002"})
+
+    assert (await rt.store.get_approval(asked.id)).state == ApprovalState.PENDING
+    assert refunds() == []
+
+
+async def tamper(store: Store, statement: str) -> None:
+    """Change a row behind Signoff's back, as a person with database access could."""
+    if store.url.startswith("postgresql"):
+        await postgres(statement, store.url)
+        return
+    with closing(sqlite3.connect(store.url.removeprefix("sqlite:///"))) as conn:
+        conn.execute(statement)
+        conn.commit()
+
+
+async def test_an_approval_whose_stored_args_were_changed_refuses_to_run_and_pages(
+    make_runtime: Callable[..., Runtime], store: Store, world: Path
+) -> None:
+    if store.url == "sqlite://:memory:":
+        pytest.skip("nothing outside the process can change an in-memory database")
+    rt = make_runtime([refund_agent], policies=EDITABLE)
+    run_id = await rt.start("refund-agent", ASK_25, run_id="run-t", requested_by="U0REQ")
+    [asked] = await rt.approvals(run_id)
+    edited = {**asked.args, "amount_cents": 2000}
+    decided = await rt.decide(asked.id, "approved", by="U0BOB", args=edited, resume=False)
+    forged = '{"order_id": "4471", "amount_cents": 4000, "restocking_fee_cents": 0}'
+    await tamper(store, f"UPDATE approvals SET approved_args = '{forged}' WHERE id = '{asked.id}'")
+
+    await rt.resume(run_id)
+
+    run = await rt.get(run_id)
+    assert (run.status, run.stop_reason) == ("failed", "args_mismatch")
+    assert refunds() == []
+    [page] = [p for p in await rt.store.list_pages() if p.run_id == run_id]
+    assert page.reason == "args_mismatch"
+    assert decided.approved_digest is not None
+    assert decided.approved_digest in page.detail
+    assert args_digest({**edited, "amount_cents": 4000}) in page.detail
+    assert [e.tool for e in await rt.store.list_effects(run_id)] == ["lookup_order"]
+
+
+async def test_the_same_order_and_amount_again_is_the_same_refund(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    await refunded_by_a(rt)
+
+    again = await rt.start("refund-agent", ASK_25, run_id="run-b", requested_by="U0REQ")
+    [asked] = await rt.approvals(again)
+    assert asked.conflict is None
+    assert asked.duplicate_of == "run-a"
+    await rt.decide(asked.id, "approved", by="U0BOB")
+
+    assert (await rt.get(again)).status == "done"
+    assert [cents for _, cents, _ in refunds()] == [2500]  # the provider's replay of one key
