@@ -169,6 +169,7 @@ async def decide(request: web.Request) -> web.Response:
         reason=body.reason,
         args=body.args,
         resume=False,
+        separate=body.separate,
     )
     await _audit(
         request,
@@ -256,6 +257,7 @@ async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
     pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
     view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
     view["pending_approvals"] = [await _voted_view(rt, a) for a in pending]
+    view["calls"] = [t.as_dict() for t in await rt.call_trail(run.id)]  # proposed, approved, ran
     return view
 
 

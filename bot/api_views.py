@@ -23,7 +23,12 @@ APPROVAL_FIELDS = {
     "deadline",
     "required_approvals",
     "duplicate_of",
+    "duplicate_args",
     "created_at",
+    "args_digest",
+    "approved_digest",
+    "key_suffix",
+    "conflict",
 }
 
 
@@ -31,4 +36,5 @@ def approval_view(approval: Approval) -> dict[str, Any]:
     """The approval for an API client: sensitive arguments masked; `rule` says which approval
     rule it was made under."""
     rule = approval.rule.summary if approval.rule else None
-    return {"rule": rule} | approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)
+    view = approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)
+    return {"rule": rule, "edited": approval.edited} | view

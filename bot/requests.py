@@ -63,6 +63,11 @@ class DecisionRequest(BaseModel):
     by: str = Field(description="the deciding human's Slack user id")
     reason: str | None = Field(None, max_length=MAX_REASON)
     args: dict[str, Any] | None = None
+    separate: bool = Field(
+        False,
+        description="approve a call whose key an earlier effect used with other arguments "
+        "as an effect of its own (re-keyed)",
+    )
 
     _args = field_validator("args", mode="before")(_small_args)
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
+from runtime.binding import call_trail
 from store import Approval, ApprovalState, Checkpoint, Effect, Message, Page, Run, RunStatus
 
 Votes = Mapping[str, Sequence[str]]
@@ -161,6 +162,8 @@ def run_table(
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
         rule = f" ({rule_text(approval)})" if approval.rule else ""
         table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
+    for call in call_trail(list(approvals), list(effects)):
+        table.add_row("call", inert(call.line(), 500))  # proposed -> approved -> executed
     for effect in effects:
         undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
         line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"

@@ -129,7 +129,8 @@ class ApprovalDesk:
         )
         if other is None or other.run_id is None:
             return approval
-        return approval.model_copy(update={"duplicate_of": other.run_id})
+        asked = other.shown_approved_args or other.shown_args
+        return approval.model_copy(update={"duplicate_of": other.run_id, "duplicate_args": asked})
 
     async def with_conflict(self, approval: Approval) -> Approval:
         """The approval naming the earlier effect made under its key with other arguments,

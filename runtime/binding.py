@@ -110,3 +110,82 @@ def conflict_text(
 
 def _at(at: datetime | None) -> str:
     return "" if at is None else f" at {at:%Y-%m-%d %H:%M} UTC"
+
+
+@dataclass(frozen=True, slots=True)
+class CallTrail:
+    """One approved or declined call of a run as every surface shows it: what was proposed,
+    what was approved (after an edit), and what ran (the ledger's arguments), masked."""
+
+    call_id: str
+    tool: str
+    approval_id: str
+    state: str
+    decided_by: str | None
+    proposed: dict[str, Any]
+    approved: dict[str, Any] | None
+    executed: dict[str, Any] | None
+    effect_status: str | None
+    key: str | None
+    separate: bool
+    conflict_run: str | None
+
+    @property
+    def edited(self) -> bool:
+        return self.approved is not None and self.approved != self.proposed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__slots__} | {"edited": self.edited}
+
+    def line(self) -> str:
+        """Plain text: `issue_refund: proposed amount_cents 2500 -> approved amount_cents
+        2000 by U0BOB -> executed amount_cents 2000 (completed)`."""
+        parts = [f"{self.tool}: proposed {_args(self.proposed)}"]
+        if self.approved is None:
+            parts.append(f"{self.state} by {self.decided_by or '-'}")
+        else:
+            changes = differences(self.proposed, self.approved)
+            approved = said(changes, 2) if changes else "as proposed"
+            how = " as a separate effect" if self.separate else ""
+            parts.append(f"approved {approved} by {self.decided_by or '-'}{how}")
+            if self.executed is None:
+                parts.append("not executed")
+            else:
+                ran = differences(self.approved, self.executed)
+                shown = said(ran, 2) if ran else "as approved"
+                parts.append(f"executed {shown} ({self.effect_status})")
+        return " -> ".join(parts)
+
+
+def call_trail(approvals: list[Approval], effects: list[Effect]) -> list[CallTrail]:
+    """The decided approvals of a run with the effects they led to, oldest first."""
+    by_approval = {e.approval_id: e for e in effects if e.approval_id is not None}
+    trail = []
+    for approval in approvals:
+        if approval.state == "pending" or approval.call_id is None:
+            continue
+        effect = by_approval.get(approval.id)
+        approved = None
+        if approval.state == "approved":
+            approved = approval.shown_approved_args or approval.shown_args
+        trail.append(
+            CallTrail(
+                call_id=approval.call_id,
+                tool=approval.tool,
+                approval_id=approval.id,
+                state=approval.state.value,
+                decided_by=approval.decided_by,
+                proposed=approval.shown_args,
+                approved=approved,
+                executed=effect.shown_args if effect else None,
+                effect_status=effect.status.value if effect else None,
+                key=effect.idempotency_key if effect else None,
+                separate=approval.key_suffix is not None,
+                conflict_run=approval.conflict.run_id if approval.conflict else None,
+            )
+        )
+    return trail
+
+
+def _args(args: dict[str, Any]) -> str:
+    return ", ".join(f"{name} {value}" for name, value in sorted(args.items()))

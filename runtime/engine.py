@@ -32,6 +32,7 @@ from runtime import (
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.approvals import ApprovalDesk, Decision
+from runtime.binding import CallTrail, call_trail
 from runtime.deps import Deps
 from runtime.facts import FactStore
 from runtime.lease import RunLocks
@@ -230,6 +231,12 @@ class Runtime:
             resume=resume,
             separate=separate,
         )
+
+    async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
+        """Each decided call of a run: proposed, approved (after any edit), executed."""
+        await self.deps.run(run_id)
+        approvals = await self.store.list_approvals(run_id=run_id)
+        return call_trail(approvals, await self.store.list_effects(run_id))
 
     async def acknowledge_page(self, page_id: str, *, by: str) -> Page:
         """A human takes an effect that needs one; audited. Acknowledging twice is refused."""

@@ -323,6 +323,9 @@ class Approval(Record):
     duplicate_of: str | None = None
     """Another run that asked for the same effect (same idempotency key, another lineage),
     pending or recently approved when this approval was created: a possible duplicate."""
+    duplicate_args: dict[str, Any] | None = None
+    """What the possible duplicate asked (sensitive arguments masked), so every surface can
+    say what differs between the two requests."""
     rule: RuleMatch | None = None
     created_at: datetime = Field(default_factory=utcnow)
     sensitive: tuple[str, ...] = ()

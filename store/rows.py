@@ -239,6 +239,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
+        duplicate_args=maybe_dumps(approval.duplicate_args),
     )
     return values
 
@@ -257,6 +258,7 @@ def approval_from_row(row: Row) -> Approval:
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
         conflict=maybe_loads(row["conflict"]),
+        duplicate_args=maybe_loads(row["duplicate_args"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),

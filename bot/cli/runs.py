@@ -194,7 +194,10 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 
     run, approvals, effects, votes = with_process(ctx, work, agents=False)
     if as_json:
-        data = {"approvals": dumped(approvals), "effects": dumped(effects)}
+        from runtime.binding import call_trail
+
+        trail = [c.as_dict() for c in call_trail(approvals, effects)]
+        data = {"approvals": dumped(approvals), "effects": dumped(effects), "calls": trail}
         show(run.model_dump(mode="json") | data, as_json=True)
         return
     from bot import views

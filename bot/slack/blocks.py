@@ -42,6 +42,7 @@ FALLBACK_TEXT = 3000
 
 # ids the listeners and the outbox match on
 APPROVE_ACTION = "approve"
+SEPARATE_ACTION = "approve_separate"
 EDIT_ACTION = "edit"
 DECLINE_ACTION = "decline"
 ACKNOWLEDGE_ACTION = "acknowledge"

@@ -17,6 +17,7 @@ from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.blocks import Block
+from runtime.binding import differences
 from store import Approval, ApprovalState, Page, Run, RunStatus
 
 ACTION_TEXT = 150
@@ -134,16 +135,25 @@ def approval_message(
     rule: str | None = None,
     escalate_to: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The card approvers decide from; after a decision, the same card without buttons."""
-    action = action_summary(approval.tool, approval.shown_args)
+    """The card approvers decide from; after a decision, the same card without buttons.
+
+    After an edit the header and fields say what runs, with what was asked beside it."""
+    action = _action(approval)
     run_id = run.id if run else approval.run_id
     blocks = [
         kit.header(action),
         kit.section(_about(approval, run, run_id, step)),
         kit.fields(_card_fields(approval, reversibility, compensator)),
     ]
+    if approval.conflict is not None:  # running it as it is would not do what is shown
+        blocks.append(kit.section(conflict_line(approval)))
     if approval.duplicate_of:  # another run asked for the same effect: the approver must know
-        blocks.append(kit.context(texts.possible_duplicate(_code(approval.duplicate_of) or "")))
+        differs = _duplicate_differs(approval)
+        blocks.append(
+            kit.context(texts.possible_duplicate(_code(approval.duplicate_of) or "", differs))
+        )
+    if approval.key_suffix is not None:
+        blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
     terms = _terms(approval, rule)
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
@@ -166,6 +176,65 @@ def approval_message(
         text = texts.decided(escape.mrkdwn(action), outcome)
     meta = kit.metadata(kit.APPROVAL_EVENT, approval_id=approval.id, run_id=run_id)
     return kit.message(text, blocks, metadata=meta)
+
+
+def _action(approval: Approval) -> str:
+    """The action as it runs: the approved arguments once an approver edited them."""
+    return action_summary(approval.tool, approval.shown_approved_args or approval.shown_args)
+
+
+def conflict_line(approval: Approval) -> str:
+    """mrkdwn: what an earlier effect under this key did, by which run, and what this asks."""
+    conflict = approval.conflict
+    if conflict is None:
+        return ""
+    changes = differences(conflict.args, approval.shown_approved_args or approval.shown_args)
+    done = "was already done" if conflict.status == "completed" else f"is {conflict.status}"
+    approver = None
+    if conflict.approved_by:
+        at = f" at {kit.date(conflict.approved_at)}" if conflict.approved_at else ""
+        approver = kit.mention(conflict.approved_by) + at
+    return texts.conflict(
+        escape.code(conflict.tool, limit=ARG_NAME),
+        f"{done} with {_changes(changes, 1)}",
+        _code(conflict.run_id) or "",
+        approver,
+        _changes(changes, 2),
+    )
+
+
+def _changes(changes: list[tuple[str, Any, Any]], side: int) -> str:
+    """One side of the differing arguments, escaped: `amount_cents 2500, note "x"`."""
+    said = ", ".join(
+        f"{escape.mrkdwn(escape.flat(c[0]), limit=ARG_NAME)} {_value(c[side], SUMMARY_VALUE)}"
+        for c in changes
+    )
+    return said or "the same arguments"
+
+
+def _duplicate_differs(approval: Approval) -> str | None:
+    """What differs between this request and the possible duplicate's, if anything."""
+    if approval.duplicate_args is None:
+        return None
+    changes = differences(
+        approval.duplicate_args, approval.shown_approved_args or approval.shown_args
+    )
+    if not changes:
+        return None
+    return f"it asked {_changes(changes, 1)} and this asks {_changes(changes, 2)}"
+
+
+def _edits(approval: Approval) -> str | None:
+    """The approver's edits as `amount_cents 2000 (asked 2500)`, or None unedited."""
+    if approval.shown_approved_args is None:
+        return None
+    changes = differences(approval.shown_args, approval.shown_approved_args)
+    parts = [
+        f"{escape.mrkdwn(escape.flat(name), limit=ARG_NAME)} "
+        + texts.edited(_value(before, SUMMARY_VALUE), _value(after, SUMMARY_VALUE))
+        for name, before, after in changes
+    ]
+    return ", ".join(parts) or None
 
 
 def _about(approval: Approval, run: Run | None, run_id: str | None, step: int | None) -> str:
@@ -224,17 +293,32 @@ def decision_actions(
     allow_edit: bool = False,
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
-    is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit."""
+    is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit.
+    A call whose key an earlier effect used with other arguments gets "Approve as separate"
+    instead of Approve: approving it as it is would not do what the card shows."""
     action = action or action_summary(approval.tool, approval.shown_args)
-    sure = kit.confirm(
-        texts.confirm_title(action),
-        texts.confirm_text(action, reversibility, compensator),
-        ok=texts.APPROVE,
-        back=texts.BACK,
-    )
-    buttons = [
-        kit.button(texts.APPROVE, kit.APPROVE_ACTION, approval.id, style="primary", confirm=sure)
-    ]
+    if approval.conflict is not None:
+        tool = escape.flat(approval.tool)
+        sure = kit.confirm(
+            texts.confirm_title(action),
+            texts.separate_confirm(tool),
+            ok=texts.APPROVE_SEPARATE,
+            back=texts.BACK,
+        )
+        approve = kit.button(
+            texts.APPROVE_SEPARATE, kit.SEPARATE_ACTION, approval.id, style="primary", confirm=sure
+        )
+    else:
+        sure = kit.confirm(
+            texts.confirm_title(action),
+            texts.confirm_text(action, reversibility, compensator),
+            ok=texts.APPROVE,
+            back=texts.BACK,
+        )
+        approve = kit.button(
+            texts.APPROVE, kit.APPROVE_ACTION, approval.id, style="primary", confirm=sure
+        )
+    buttons = [approve]
     if allow_edit and approval.required_approvals == 1:
         buttons.append(kit.button(texts.EDIT, kit.EDIT_ACTION, approval.id))
     buttons.append(kit.button(texts.DECLINE, kit.DECLINE_ACTION, approval.id, style="danger"))
@@ -250,7 +334,13 @@ def outcome_line(approval: Approval, votes: Sequence[str] = ()) -> str:
     if approval.state == ApprovalState.APPROVED:
         approvers = [a for a in dict.fromkeys([*votes, approval.decided_by or ""]) if a]
         names = ", ".join(kit.mention(a) for a in approvers[:MAX_VOTERS])
-        return texts.approved(names or texts.UNKNOWN_PERSON, at)
+        line = texts.approved(names or texts.UNKNOWN_PERSON, at)
+        edits = _edits(approval)
+        return (
+            line
+            if edits is None
+            else f"{line} · {texts.edits_note(kit.mention(approval.decided_by), edits)}"
+        )
     if reason == "expired":
         return texts.expired(at)
     if reason.startswith("withdrawn"):
@@ -290,7 +380,7 @@ def _verdict(approval: Approval) -> str:
     if approval.state == ApprovalState.PENDING:
         return texts.VERDICT_PENDING
     if approval.state == ApprovalState.APPROVED:
-        return texts.verdict_approved(kit.mention(approval.decided_by))
+        return texts.verdict_approved(kit.mention(approval.decided_by), _edits(approval))
     if reason == "expired":
         return texts.VERDICT_EXPIRED
     if reason.startswith("withdrawn"):

@@ -52,7 +52,7 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
     pages = await rt.store.list_pages(run_id=run_id)
-    return replies.run_status(run, approvals, pages)
+    return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
 
 
 async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
     """Attach every listener to `app`."""
     listeners = Listeners(rt, background)
     app.action("approve")(listeners.approve)
+    app.action("approve_separate")(listeners.approve_separate)
     app.action("decline")(listeners.open_decline)
     app.action("edit")(listeners.open_edit)
     app.action("acknowledge")(listeners.acknowledge)
@@ -51,16 +52,25 @@ class Listeners:
 
     # buttons
 
-    async def approve(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+    async def approve(
+        self, ack: AsyncAck, body: Body, client: AsyncWebClient, *, separate: bool = False
+    ) -> None:
         user, approval_id = _clicker(body), _button_value(body)
         try:
-            decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
+            decided = await self.rt.decide(
+                approval_id, "approved", by=user, resume=False, separate=separate
+            )
         except errors.SignoffRuntimeError as exc:
             await ack()
             self._tell(client, body, refusal(exc))
             return
         await ack()
         self._after(decided)
+
+    async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        """Approve a call whose key an earlier effect used with other arguments, as an effect
+        of its own (the card shows the conflict; the runtime re-keys the call)."""
+        await self.approve(ack, body, client, separate=True)
 
     async def open_decline(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()

@@ -24,6 +24,8 @@ def refusal(exc: Exception) -> str:
         return "You asked for this action, and its policy does not let you approve it yourself."
     if isinstance(exc, errors.AlreadyVoted):
         return f"You already approved this; {mrkdwn(str(exc).split('; ', 1)[-1])}."
+    if isinstance(exc, errors.KeyConflict):
+        return f"Not approved, nothing was done: {mrkdwn(str(exc))}"
     if isinstance(exc, errors.EditRefused):
         return f"These arguments cannot be approved: {mrkdwn(str(exc))}"
     if isinstance(exc, errors.ApprovalNotFound):

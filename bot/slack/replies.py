@@ -1,4 +1,7 @@
-"""`/runs` replies (all ephemeral), the App Home tab, and the Decline and Edit modals."""
+"""`/runs` replies (all ephemeral), the App Home tab, and the Decline and Edit modals.
+
+One job, what a person sees of runs outside the approval card; long because each reply keeps
+itself inside Block Kit's limits whatever the runs hold."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from typing import Any
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
+from runtime.binding import CallTrail
 from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
 MAX_ROWS = 40
@@ -107,9 +111,19 @@ def refusal(text: str, *, escaped: bool = False) -> dict[str, Any]:
     return kit.ephemeral(line, [kit.section(line)])
 
 
-def run_status(run: Run, approvals: Sequence[Approval], pages: Sequence[Page]) -> dict[str, Any]:
-    """Status, step, usage against the budget, stop reason, pending approvals, open pages."""
+def run_status(
+    run: Run,
+    approvals: Sequence[Approval],
+    pages: Sequence[Page],
+    *,
+    calls: Sequence[CallTrail] = (),
+) -> dict[str, Any]:
+    """Status, step, usage against the budget, stop reason, decided calls (proposed ->
+    approved -> executed), pending approvals, open pages."""
     blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run))]
+    if calls:
+        lines = [escape.mrkdwn(escape.flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
+        blocks.append(kit.section("\n".join(lines[:MAX_STATUS_APPROVALS])))
     pending = [a for a in approvals if a.state == ApprovalState.PENDING]
     if pending:
         blocks.append(kit.section(texts.waiting_title(len(pending))))

@@ -86,7 +86,32 @@ def more_args(count: int, names: str) -> str:
 
 
 def edited(before: str, after: str) -> str:
-    return f"{before} → {after} (edited)"
+    """An argument the approver changed: what runs, then what was asked."""
+    return f"{after} (asked {before})"
+
+
+APPROVE_SEPARATE = "Approve as separate"
+
+
+def conflict(tool: str, done: str, by_run: str, approved: str | None, asks: str) -> str:
+    """mrkdwn: an earlier effect used this call's key with other arguments."""
+    who = f" (approved by {approved})" if approved else ""
+    return (
+        f":warning: *{tool} {done} by run {by_run}{who}; this run asks {asks}.* "
+        f"Decline, or approve it as a separate {tool}."
+    )
+
+
+def separate(tool: str) -> str:
+    return f"approved as a separate {tool} (re-keyed: not a repeat of the earlier one)"
+
+
+def separate_confirm(tool: str) -> str:
+    return f"This makes a second {tool}, in addition to the one already done."
+
+
+def edits_note(by: str, changes: str) -> str:
+    return f"edited by {by}: {changes}"
 
 
 NOT_SET = "(not set)"
@@ -102,7 +127,9 @@ def expires(when: str) -> str:
     return f"expires {when}"
 
 
-def possible_duplicate(run: str) -> str:
+def possible_duplicate(run: str, differs: str | None = None) -> str:
+    if differs:
+        return f":warning: possible duplicate of run {run}: same key, but {differs}"
     return f":warning: possible duplicate of run {run}: it asked for the same effect"
 
 
@@ -169,8 +196,8 @@ def decision_note(asker: str | None, action: str, verdict: str) -> str:
     return f"{whose} {action} {verdict}"
 
 
-def verdict_approved(by: str) -> str:
-    return f"was approved by {by}."
+def verdict_approved(by: str, edits: str | None = None) -> str:
+    return f"was approved by {by}" + (f", who edited it: {edits}." if edits else ".")
 
 
 def verdict_declined(by: str, reason: str | None) -> str:

@@ -372,7 +372,7 @@ def test_edited_arguments_show_before_and_after() -> None:
         ApprovalState.APPROVED, approved_args={"order_id": "4471", "amount_cents": 2000}
     )
     fields = [f["text"] for f in card(approval)["blocks"][2]["fields"]]
-    assert "*amount\u2060_\u2060cents*\n2500 → 2000 (edited)" in fields
+    assert "*amount\u2060_\u2060cents*\n2000 (asked 2500)" in fields
     assert "*order\u2060_\u2060id*\n4471" in fields
 
 

@@ -2,7 +2,8 @@
 -- ran with (and of those proposed, when an approver edited them), and each approval the digest of the arguments shown and of those approved, so the
 -- same key with other arguments is a conflict a person decides, never a replay of another
 -- call's receipt. `key_suffix` re-keys a call a person approved as a separate effect;
--- `conflict` is the earlier effect the approver was shown it conflicts with. The lookup of a
+-- `conflict` is the earlier effect the approver was shown it conflicts with; `duplicate_args`
+-- what the possible duplicate asked, so a card can say what differs. The lookup of a
 -- key's effects across lineages goes by key alone.
 ALTER TABLE effects ADD COLUMN args_digest TEXT;
 ALTER TABLE effects ADD COLUMN asked_digest TEXT;
@@ -10,4 +11,5 @@ ALTER TABLE approvals ADD COLUMN args_digest TEXT;
 ALTER TABLE approvals ADD COLUMN approved_digest TEXT;
 ALTER TABLE approvals ADD COLUMN key_suffix TEXT;
 ALTER TABLE approvals ADD COLUMN conflict TEXT;
+ALTER TABLE approvals ADD COLUMN duplicate_args TEXT;
 CREATE INDEX effects_by_key_alone ON effects (idempotency_key) WHERE reversibility <> 'read';
