@@ -83,6 +83,14 @@ def decide(
             "tool's arguments (the policy must allow edits).",
         ),
     ] = None,
+    separate: Annotated[
+        bool,
+        typer.Option(
+            "--separate",
+            help="Approve a call whose key an earlier effect used with other arguments as an "
+            "effect of its own (re-keyed); without it such an approval is refused.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Approve or decline, under the same policy checks as Slack.
@@ -101,7 +109,9 @@ def decide(
         rt = p.runtime
         if args is not None:
             await check_edit_here(rt, approval_id)
-        decided = await rt.decide(approval_id, state, by=by, reason=reason, args=args, resume=False)
+        decided = await rt.decide(
+            approval_id, state, by=by, reason=reason, args=args, resume=False, separate=separate
+        )
         run = await rt.find_run(decided.run_id)
         resumed = run is not None and decided.state != "pending" and run.agent in rt.agents
         if decided.state != "pending":  # a vote short of its quorum waits for more
