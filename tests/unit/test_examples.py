@@ -37,3 +37,8 @@ def test_demo_runs_and_running_it_again_refunds_nothing_twice(tmp_path: Path) ->
     assert "done (answered)" in first.stdout
     assert first.stdout.count("'refund', '4471'") == 1
     assert second.stdout.count("'refund', '4471'") == 1
+    # The second run asks the same order for $20: a conflict on its card, refused, declined.
+    said = " ".join(first.stdout.split())
+    assert "this run asks amount" in said
+    assert "refused, nothing was done" in said
+    assert "The refund for order 4471 was not made" in said
