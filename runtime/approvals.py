@@ -310,8 +310,13 @@ class ApprovalDesk:
             edited = tool.validate(args)
         except ToolArgumentError as exc:
             raise errors.EditRefused(str(exc)) from None
-        if tool.business_id(edited) != tool.business_id(approval.args):
-            changed = ", ".join(name for name, _, _ in differences(approval.args, edited))
+        identity = tool.business_id(approval.args)
+        if tool.business_id(edited) != identity:
+            changes = differences(approval.args, edited)
+            named = [
+                n for n, _, v in changes if tool.business_id({**approval.args, n: v}) != identity
+            ]
+            changed = ", ".join(named or [n for n, _, _ in changes])
             raise errors.EditRefused(
                 f"the edit changes what {approval.tool} acts on ({changed}: its identity, "
                 "the key it runs under); decline and ask for a new request instead"

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from runtime.binding import call_trail, differences, said
 from store import (
     Approval,
     AuditEvent,
@@ -91,8 +92,11 @@ def timeline(
             call["result"] = results.get(call_id)
             effect = by_call.get(call_id)
             call["effect"] = effect_view(effect, compensations.get(call_id)) if effect else None
-            call["approvals"] = [approval_view(a) for a in approvals_by_call.get(call_id, [])]
+            asked = approvals_by_call.get(call_id, [])
+            call["approvals"] = [approval_view(a) for a in asked]
             call["pages"] = [page_view(p) for p in pages_by_call.get(call_id, [])]
+            trail = call_trail(asked, [effect] if effect else [])
+            call["binding"] = trail[-1].line() if trail else None  # proposed -> approved -> ran
     return list(rows.values())
 
 
@@ -110,6 +114,7 @@ def effect_view(effect: Effect, compensation: Effect | None) -> View:
         "compensator": effect.compensator,
         "compensated_by": effect.compensated_by or (compensation.call_id if compensation else None),
         "idempotency_key": effect.idempotency_key,
+        "args_digest": effect.args_digest,
         "args": effect.shown_args,
         "result": effect.result,
         "error": effect.error,
@@ -126,7 +131,22 @@ def approval_view(approval: Approval) -> View:
         "policy": approval.policy,
         "args": approval.shown_args,
         "approved_args": approval.shown_approved_args,
+        "edits": _edits(approval),
+        "args_digest": approval.args_digest,
+        "approved_digest": approval.approved_digest,
+        "separate": approval.key_suffix is not None,
+        "conflict_run": approval.conflict.run_id if approval.conflict else None,
     }
+
+
+def _edits(approval: Approval) -> str | None:
+    """`proposed amount_cents 2500, approved amount_cents 2000`, or None unedited."""
+    if approval.shown_approved_args is None:
+        return None
+    changes = differences(approval.shown_args, approval.shown_approved_args)
+    if not changes:
+        return None
+    return f"proposed {said(changes, 1)}, approved {said(changes, 2)}"
 
 
 def page_view(page: Page) -> View:

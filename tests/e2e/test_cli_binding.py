@@ -56,3 +56,48 @@ def test_the_cli_refuses_a_plain_approval_of_a_conflict_and_approves_it_as_separ
     [call] = json.loads(shown.stdout)["calls"]
     assert call["separate"] is True
     assert (call["approved"]["amount_cents"], call["executed"]["amount_cents"]) == (2000, 2000)
+
+
+def test_an_edit_from_the_cli_shows_proposed_approved_and_executed_in_the_audit_export(
+    tmp_path: Path, world: Path
+) -> None:
+    db = tmp_path / "signoff.db"
+    (tmp_path / "signoff.toml").write_text("[policies.tools.issue_refund]\nallow_edit = true\n")
+    started = signoff(db, world, "runs", "start", "refund-agent", "Refund order 4471 for $25",
+                      "--run-id", "run-e")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    asked = approval_of(db, world, "run-e")
+    edit = json.dumps({"order_id": "4471", "amount_cents": 2000, "restocking_fee_cents": 0})
+    renamed = json.dumps({"order_id": "1002", "amount_cents": 2000, "restocking_fee_cents": 0})
+
+    refused = signoff(db, world, "approvals", "decide", asked, "approve", "--by", "U0BOB",
+                      "--edit", renamed)  # fmt: skip
+    assert refused.returncode == 1
+    assert "changes what issue_refund acts on (order_id" in " ".join(refused.stderr.split())
+    decided = signoff(db, world, "approvals", "decide", asked, "approve", "--by", "U0BOB",
+                      "--edit", edit)  # fmt: skip
+
+    assert decided.returncode == 0, decided.stderr
+    assert refunded(world) == [2000]
+    exported = signoff(db, world, "audit", "export", "--run", "run-e")
+    assert exported.returncode == 0, exported.stderr
+    events = [json.loads(line) for line in exported.stdout.splitlines()]
+    by_action = {
+        e["action"]: e["detail"]
+        for e in events
+        if e["action"].startswith(("approval_", "effect_completed"))
+    }
+    assert by_action["approval_requested"]["args"]["amount_cents"] == 2500
+    assert by_action["approval_approved"]["edited"] == {
+        "amount_cents": {"proposed": 2500, "approved": 2000}
+    }
+    assert (
+        by_action["approval_approved"]["approved_digest"]
+        != by_action["approval_approved"]["args_digest"]
+    )
+    refunds = [
+        e["detail"]
+        for e in events
+        if e["action"] == "effect_completed" and e["detail"]["tool"] == "issue_refund"
+    ]
+    assert [r["args"]["amount_cents"] for r in refunds] == [2000]

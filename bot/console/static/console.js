@@ -198,10 +198,13 @@ function callView(call) {
     let text = "approval " + approval.state;
     if (approval.decided_by) text += " by " + approval.decided_by + " at " + (approval.decided_at || "").slice(0, 19).replace("T", " ");
     if (approval.reason) text += ": " + approval.reason;
+    if (approval.edits) text += " (edited: " + approval.edits + ")";
+    if (approval.separate) text += " as a separate effect (conflicted with run " + approval.conflict_run + ")";
     const line = el("div", "approval", text);
     line.dataset.state = approval.state;
     box.appendChild(line);
   }
+  if (call.binding) box.appendChild(el("div", "binding", call.binding));
   if (call.result) box.appendChild(el("div", "result", "-> " + call.result));
   for (const page of call.pages) {
     const line = el("div", "page", "PAGE (" + page.reason + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + page.acknowledged_by : ""));
