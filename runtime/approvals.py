@@ -446,10 +446,12 @@ def _binding_detail(
     edited argument (proposed -> approved), and a choice to run it as a separate effect."""
     if approved_digest is None:
         return {}
-    detail: dict[str, Any] = {
+    # A digest of arguments with a secret in them could be matched by guessing: not shown.
+    digests = {} if approval.sensitive else {
         "args_digest": approval.shown_digest,
         "approved_digest": approved_digest,
     }
+    detail: dict[str, Any] = dict(digests)
     if approved_args is not None:
         shown, approved = (
             masked(approval.args, approval.sensitive),

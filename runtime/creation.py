@@ -8,6 +8,7 @@ import uuid
 
 from runtime import errors
 from runtime.deps import Deps
+from runtime.model import identity
 from store import Budget, Checkpoint, Message, Run, RunStatus
 from store import errors as store_errors
 from store.records import ID_PATTERN
@@ -39,6 +40,7 @@ async def create(
         budget=budget or chosen.budget,
         requested_by=requested_by,
         lineage_id=run_id,
+        model=identity(chosen.model),
         created_at=now,
         updated_at=now,
     )

@@ -18,6 +18,7 @@ from runtime import ending, errors
 from runtime.approvals import ApprovalDesk
 from runtime.deps import Deps
 from runtime.driver import Driver
+from runtime.model import identity
 from runtime.telemetry import log_context
 from store import (
     TERMINAL_STATUSES,
@@ -60,18 +61,26 @@ async def drive_now(
     *,
     reopen: bool = False,
     budget: Budget | None = None,
+    override_model_by: str | None = None,
 ) -> Run:
     """Drive the run, or `RunBusy` if another worker holds it. `reopen` resumes a failed run;
-    `budget` replaces its limits, written only once the lease is held."""
+    `budget` replaces its limits, written only once the lease is held. A run goes on with the
+    model it started on: another one is refused (`ModelChanged`) unless a person chose it
+    (`override_model_by`, audited)."""
     async with deps.locks.hold(run_id):
         run = await deps.run(run_id)
         agent = deps.agent(run.agent)
         if run.status in TERMINAL_STATUSES and not (reopen and run.status == RunStatus.FAILED):
             return run
+        model = identity(agent.model)
+        if run.model is not None and run.model != model and override_model_by is None:
+            raise errors.ModelChanged(_model_changed(run, model), run_id=run_id)
         async with deps.lease(run_id):
             if budget is not None:  # only now: a refused resume changes nothing
                 await deps.store.set_run_budget(run_id, budget, at=deps.clock())
                 run = run.model_copy(update={"budget": budget})
+            if run.model != model and override_model_by is not None:
+                run = await _override_model(deps, run, model, by=override_model_by)
             state = await deps.store.load_state(run_id)
             if state.status == RunStatus.FAILED and reopen:
                 state = await _reopen(deps, run, state)
@@ -84,6 +93,35 @@ async def drive_now(
         if run.status == RunStatus.CANCELLED:  # cancelled under this driver, maybe elsewhere
             await ending.saga(deps, run)
         return run
+
+
+def _model_changed(run: Run, model: dict[str, object]) -> str:
+    return (
+        f"run {run.id} started on {_named(run.model or {})}; this process is configured with "
+        f"{_named(model)}, so it was not resumed. Resume it where its model is configured, or "
+        "resume it here with an explicit override (`signoff runs resume --override-model-by "
+        "USER`), which the audit records."
+    )
+
+
+def _named(model: dict[str, object]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in model.items() if v is not None) or "an unknown model"
+
+
+async def _override_model(deps: Deps, run: Run, model: dict[str, object], *, by: str) -> Run:
+    """A person chose to go on with another model: recorded on the run and in the audit."""
+    await deps.store.set_run_model(run.id, dict(model), at=deps.clock())
+    event = AuditEvent(
+        action="model_override",
+        actor=by,
+        run_id=run.id,
+        at=deps.clock(),
+        detail={"was": run.model, "now": model},
+    )
+    await deps.store.record_event(event)
+    log.warning("run %s goes on with %s instead of %s, as %s chose", run.id, _named(model),
+                _named(run.model or {}), by)  # fmt: skip
+    return run.model_copy(update={"model": model})
 
 
 async def _reopen(deps: Deps, run: Run, state: RunState) -> RunState:
@@ -138,5 +176,7 @@ async def resume_after_decision(deps: Deps, desk: ApprovalDesk, run_id: str) -> 
                 await drive_now(deps, desk, run_id)
     except errors.RunBusy:
         log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
+    except errors.ModelChanged as exc:
+        log.warning("run %s was not resumed after a decision: %s", run_id, exc)
     except Exception:
         log.exception("run %s could not resume after a decision", run_id)

@@ -172,13 +172,24 @@ class Runtime:
         """
         return await driving.drive(self.deps, self.desk, run_id)
 
-    async def resume(self, run_id: str, *, budget: Budget | None = None) -> Run:
+    async def resume(
+        self, run_id: str, *, budget: Budget | None = None, override_model_by: str | None = None
+    ) -> Run:
         """Resume a stopped run; `budget` raises its limits (usage carries over, never resets).
 
         Refused, changing nothing, while a rollback of it is unfinished or one of its effects
-        that may not run twice is in doubt."""
+        that may not run twice is in doubt, or when this runtime's agent is on another model
+        than the run started on (`ModelChanged`), unless `override_model_by` names the person
+        who chose to go on with this one (recorded on the run and in the audit)."""
         await check_resumable(self.deps, await self.get(run_id))
-        return await driving.drive_now(self.deps, self.desk, run_id, reopen=True, budget=budget)
+        return await driving.drive_now(
+            self.deps,
+            self.desk,
+            run_id,
+            reopen=True,
+            budget=budget,
+            override_model_by=override_model_by,
+        )
 
     async def get(self, run_id: str) -> Run:
         return await self.deps.run(run_id)

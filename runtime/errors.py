@@ -6,7 +6,8 @@ SignoffRuntimeError
  ├── UnknownAgent        a run names an agent this runtime was not given
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
  │    ├── RunFinished      the run is done or cancelled already, so it cannot be stopped
- │    └── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
+ │    ├── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
+ │    └── ModelChanged     the run started on another model than this process is configured with
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
  ├── PageNotFound        no page with this id
@@ -53,6 +54,10 @@ class UnknownAgent(SignoffRuntimeError):
 
 class InvalidRequest(SignoffRuntimeError):
     """The request is invalid."""
+
+
+class ModelChanged(InvalidRequest):
+    """The run started on another model than the one this process is configured with."""
 
 
 class RunFinished(InvalidRequest):

@@ -35,6 +35,15 @@ class Estimating(Protocol):
     def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage: ...
 
 
+def identity(model: Model) -> dict[str, Any]:
+    """The model and the settings that shape its replies, as a run records them: a model may
+    describe itself (`identity()`); otherwise its class names it."""
+    described = getattr(model, "identity", None)
+    if callable(described):
+        return dict(described())
+    return {"class": type(model).__name__}
+
+
 def estimate(model: Model, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage:
     """What the next call will use at least; nothing known for a model that cannot say."""
     if isinstance(model, Estimating):

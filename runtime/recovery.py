@@ -14,6 +14,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from runtime import errors
 from runtime.deps import Deps
 from store import RunStatus
 from store import errors as store_errors
@@ -65,6 +66,8 @@ async def _each(run_ids: list[str], work: Callable[[str], Awaitable[object]], wh
         async with gate:
             try:
                 await work(run_id)
+            except errors.ModelChanged as exc:  # a person chooses: nothing to trace back
+                log.warning("%s run %s refused: %s", what, run_id, exc)
             except Exception:
                 log.exception("%s run %s failed", what, run_id)
 

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from runtime import errors
 from runtime.deps import Deps
+from runtime.model import identity
 from runtime.undo_log import unfinished
 from store import (
     AuditEvent,
@@ -105,6 +106,7 @@ async def fork(
         parent_id=parent.id,
         fork_step=from_step,
         dry_run=dry_run,
+        model=identity(deps.agent(parent.agent).model),
         created_at=now,
         updated_at=now,
     )

@@ -143,6 +143,8 @@ class Run(Record):
     parent_id: str | None = None
     fork_step: int | None = None
     dry_run: bool = False
+    model: dict[str, Any] | None = None
+    """The model and its settings the run started on: it resumes on the same, or refuses."""
     lease_owner: str | None = None
     lease_expires_at: datetime | None = None
     created_at: datetime = Field(default_factory=utcnow)
@@ -370,6 +372,8 @@ class Approval(Record):
         if not self.sensitive:
             return self
         update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
+        # A digest of arguments with a secret in them could be matched by guessing.
+        update |= {"args_digest": None, "approved_digest": None}
         return self.model_copy(update=update)
 
     @property

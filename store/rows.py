@@ -79,6 +79,7 @@ def run_params(run: Run) -> dict[str, Any]:
         "dry_run": run.dry_run,
         "created_at": ts(run.created_at),
         "updated_at": ts(run.updated_at),
+        "model": maybe_dumps(run.model),
     }
 
 
@@ -102,6 +103,7 @@ def run_from_row(row: Row) -> Run:
         lease_expires_at=dt(row["lease_expires_at"]),
         created_at=dt(row["created_at"]),
         updated_at=dt(row["updated_at"]),
+        model=maybe_loads(row["model"]),
     )
 
 

@@ -102,6 +102,10 @@ class SqlStore:
         }
         await self._update_one("set_run_budget", params, "run")
 
+    async def set_run_model(self, run_id: str, model: dict[str, Any], *, at: datetime) -> None:
+        params = {"id": run_id, "model": rows.dumps(model), "updated_at": rows.ts(at)}
+        await self._update_one("set_run_model", params, "run")
+
     async def prune_runs(self, finished_before: datetime) -> int:
         return (await self.prune(finished_before, include_audit=False))[0]
 

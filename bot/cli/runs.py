@@ -239,6 +239,13 @@ def resume(
     max_cost: Annotated[
         float | None, typer.Option(min=0, help="Raise the cost limit (dollars).")
     ] = None,
+    override_model_by: Annotated[
+        str | None,
+        typer.Option(
+            help="Go on with the model configured here although the run started on another; "
+            "your Slack user id, recorded in the audit.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Resume a stopped or decided run.
@@ -254,12 +261,16 @@ def resume(
         "max_cost": max_cost,
     }
     limits = {name: value for name, value in given.items() if value is not None}
+    if override_model_by is not None:
+        check_user_id("--override-model-by", override_model_by)
 
     async def work(p: Process) -> Run:
         budget = None
         if limits:
             budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
-        ended = await p.runtime.resume(run_id, budget=budget)
+        ended = await p.runtime.resume(
+            run_id, budget=budget, override_model_by=override_model_by
+        )
         await answer(p.runtime, ended, as_json=as_json)
         return ended
 

@@ -63,6 +63,17 @@ class HostedModel:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.model}>"
 
+    def identity(self) -> dict[str, Any]:
+        """What a run records of its model: which one, where, and its reply limit (not the
+        timeouts, retries or price, which do not change what it answers)."""
+        return {
+            "class": type(self).__name__,
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self._options["base_url"],
+            "max_tokens": self.max_tokens,
+        }
+
     def priced(self, price: Price) -> HostedModel:
         """The same model with this price (one from configuration)."""
         other = copy.copy(self)

@@ -17,6 +17,7 @@ from typing import Any
 
 from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from store import Store
+from store.digest import args_digest
 
 from .helpers import SIGNOFF
 
@@ -125,6 +126,10 @@ async def test_the_export_of_a_scripted_scenario_is_the_expected_sequence(
             tool="reserve_stock",
             policy="reserve_stock",
             approved_args={"sku": "S1", "qty": 3},
+            # What the decision binds: the digests shown and approved, and the edit.
+            args_digest=args_digest({"sku": "S1", "qty": 5}),
+            approved_digest=args_digest({"sku": "S1", "qty": 3}),
+            edited={"qty": {"proposed": 5, "approved": 3}},
         ),
         event(
             "effect_completed",

@@ -209,6 +209,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "lease_expires_at REAL",
         "created_at REAL NOT NULL",
         "updated_at REAL NOT NULL",
+        "model TEXT",
         "INDEX runs_by_status (status, created_at)",
         "TRIGGER outbox_run_finished",
     ],

@@ -13,3 +13,6 @@ ALTER TABLE approvals ADD COLUMN key_suffix TEXT;
 ALTER TABLE approvals ADD COLUMN conflict TEXT;
 ALTER TABLE approvals ADD COLUMN duplicate_args TEXT;
 CREATE INDEX effects_by_key_alone ON effects (idempotency_key) WHERE reversibility <> 'read';
+-- A run resumes with what it started with: the model and its settings it started on (JSON),
+-- so a process configured with another model refuses to resume it instead of switching.
+ALTER TABLE runs ADD COLUMN model TEXT;

@@ -35,14 +35,15 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_sche
 -- insert_run --
 -- Create a run.
 INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
-                  fork_step, dry_run, created_at, updated_at)
+                  fork_step, dry_run, created_at, updated_at, model)
 VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :parent_id,
-        :fork_step, :dry_run, :created_at, :updated_at)
+        :fork_step, :dry_run, :created_at, :updated_at, :model)
 
 -- get_run --
 -- A run with the step and usage of its latest checkpoint.
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       r.model,
        c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM runs r
 JOIN checkpoints c ON c.run_id = r.id
@@ -53,6 +54,7 @@ WHERE r.id = :id
 -- Runs, newest first; each joined to its latest checkpoint.
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       r.model,
        c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs ORDER BY created_at DESC, id LIMIT :limit) r
 JOIN checkpoints c ON c.run_id = r.id
@@ -63,6 +65,7 @@ ORDER BY r.created_at DESC, r.id
 -- Runs of one status, newest first; each joined to its latest checkpoint.
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       r.model,
        c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs WHERE status = :status
       ORDER BY created_at DESC, id LIMIT :limit) r
@@ -80,6 +83,10 @@ FOR UPDATE
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
 UPDATE runs SET status = :status, updated_at = :updated_at WHERE id = :id
+
+-- set_run_model --
+-- Record the model a run goes on with (a person chose to resume it on another, audited).
+UPDATE runs SET model = :model, updated_at = :updated_at WHERE id = :id
 
 -- set_run_budget --
 -- Change a run's limits (usage is untouched: a resumed run never gets a fresh allowance).
