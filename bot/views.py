@@ -75,9 +75,10 @@ def run_status(run: Run, *, decided: bool = False) -> str:
 def usage_text(run: Run) -> str:
     b, u = run.budget, run.usage
     cost = f"${u.cost:.4f}" + (f"/${b.max_cost:.2f}" if b.max_cost is not None else "")
+    cached = f" ({u.cached_input_tokens} cached)" if u.cached_input_tokens else ""
     return (
         f"steps {_of(u.steps, b.max_steps)}, tokens {_of(u.input_tokens, b.max_input_tokens)}"
-        f"+{_of(u.output_tokens, b.max_output_tokens)}, cost {cost}"
+        f"{cached}+{_of(u.output_tokens, b.max_output_tokens)}, cost {cost}"
     )
 
 

@@ -103,8 +103,12 @@ MESSAGES = TypeAdapter(tuple[Message, ...])
 class Usage(Record):
     steps: int = 0
     input_tokens: int = 0
+    """Every prompt token, however the provider billed it: what an input budget limits."""
     output_tokens: int = 0
     cost: float = 0.0
+    cached_input_tokens: int = 0
+    """Of `input_tokens`, those the provider read from its prompt cache (billed at its cached
+    rate, which `cost` already used)."""
 
     def __add__(self, other: Usage) -> Usage:
         return self.plus(other)
@@ -115,6 +119,7 @@ class Usage(Record):
             steps=self.steps + other.steps + steps,
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
             cost=round(self.cost + other.cost, 10),
         )
 

@@ -116,6 +116,7 @@ def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
         "status": cp.status.value,
         "steps": cp.usage.steps,
         "input_tokens": cp.usage.input_tokens,
+        "cached_input_tokens": cp.usage.cached_input_tokens,
         "output_tokens": cp.usage.output_tokens,
         "cost": cp.usage.cost,
         "stop_reason": cp.stop_reason,
@@ -161,6 +162,7 @@ def _usage(row: Row) -> Usage:
     return Usage(
         steps=row["steps"],
         input_tokens=row["input_tokens"],
+        cached_input_tokens=row["cached_input_tokens"],
         output_tokens=row["output_tokens"],
         cost=row["cost"],
     )

@@ -65,7 +65,12 @@ def cost(tokens: Tokens, price: Price | None) -> float:
 
 def usage(tokens: Tokens, price: Price | None) -> Usage:
     """What a call adds to its run's durable usage (the step itself is counted by the run)."""
-    return Usage(input_tokens=tokens.prompt, output_tokens=tokens.output, cost=cost(tokens, price))
+    return Usage(
+        input_tokens=tokens.prompt,
+        output_tokens=tokens.output,
+        cost=cost(tokens, price),
+        cached_input_tokens=tokens.cached_input,
+    )
 
 
 def estimated_prompt(characters: int) -> int:

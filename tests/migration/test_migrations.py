@@ -117,6 +117,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "error TEXT",
         "created_at REAL NOT NULL",
         "messages TEXT NOT NULL",
+        "cached_input_tokens INTEGER NOT NULL DEFAULT 0",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX checkpoints_by_step (run_id, step, seq)",
         "INDEX checkpoints_snapshots (run_id, seq) WHERE snapshot = 1",

@@ -199,6 +199,7 @@ async def test_usage_and_cost_of_each_call_go_into_the_runs_durable_usage(
     )
     assert usage.cost == pytest.approx(expected_cost, rel=1e-9)
     assert usage.cost > 0
+    assert usage.cached_input_tokens == 10  # kept apart, durably (and priced at 0.5 above)
 
 
 @pytest.mark.parametrize(

@@ -16,3 +16,6 @@ CREATE INDEX effects_by_key_alone ON effects (idempotency_key) WHERE reversibili
 -- A run resumes with what it started with: the model and its settings it started on (JSON),
 -- so a process configured with another model refuses to resume it instead of switching.
 ALTER TABLE runs ADD COLUMN model text;
+-- Usage keeps cached prompt tokens apart (priced at the provider's cached rate); they are
+-- also counted in input_tokens, which budgets limit.
+ALTER TABLE checkpoints ADD COLUMN cached_input_tokens bigint NOT NULL DEFAULT 0;

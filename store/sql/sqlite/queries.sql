@@ -40,7 +40,7 @@ VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :paren
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
        r.model,
-       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+       c.step, c.steps, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM runs r
 JOIN checkpoints c ON c.run_id = r.id
  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
@@ -51,7 +51,7 @@ WHERE r.id = :id
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
        r.model,
-       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+       c.step, c.steps, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs ORDER BY created_at DESC, id LIMIT :limit) r
 JOIN checkpoints c ON c.run_id = r.id
  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
@@ -62,7 +62,7 @@ ORDER BY r.created_at DESC, r.id
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
        r.model,
-       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+       c.step, c.steps, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs WHERE status = :status
       ORDER BY created_at DESC, id LIMIT :limit) r
 JOIN checkpoints c ON c.run_id = r.id
@@ -109,9 +109,10 @@ WHERE lineage_id IN (
 -- insert_checkpoint --
 -- Append one checkpoint.
 INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
-                         output_tokens, cost, stop_reason, error, created_at, messages)
+                         output_tokens, cost, stop_reason, error, created_at, messages,
+                         cached_input_tokens)
 VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output_tokens,
-        :cost, :stop_reason, :error, :created_at, :messages)
+        :cost, :stop_reason, :error, :created_at, :messages, :cached_input_tokens)
 
 -- seq_at_step --
 -- The last checkpoint seq of a step: the state the run had when that step was over; none if
@@ -130,6 +131,7 @@ SELECT seq, messages,
        CASE WHEN seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
        THEN json_object('step', step, 'status', status, 'steps', steps,
                         'input_tokens', input_tokens, 'output_tokens', output_tokens,
+                        'cached_input_tokens', cached_input_tokens,
                         'cost', cost, 'stop_reason', stop_reason, 'error', error)
        END AS state
 FROM checkpoints
@@ -144,7 +146,8 @@ ORDER BY seq
 -- history --
 -- Every checkpoint of a run, oldest first; `rolled_back` when a later checkpoint has a lower
 -- step (steps go down only where a rollback restored an earlier one).
-SELECT run_id, seq, step, snapshot, status, steps, input_tokens, output_tokens, cost,
+SELECT run_id, seq, step, snapshot, status, steps, input_tokens, cached_input_tokens,
+       output_tokens, cost,
        stop_reason, error, created_at, messages,
        coalesce(step > min(step) OVER later, 0) AS rolled_back
 FROM checkpoints WHERE run_id = :run_id
