@@ -241,3 +241,29 @@ async def test_the_same_order_and_amount_again_is_the_same_refund(
 
     assert (await rt.get(again)).status == "done"
     assert [cents for _, cents, _ in refunds()] == [2500]  # the provider's replay of one key
+
+
+async def test_two_approvals_decided_before_either_ran_conflict_at_the_start_and_page(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    first = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
+    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    [asked_a] = await rt.approvals(first)
+    [asked_c] = await rt.approvals(second)
+    assert asked_c.conflict is None  # nothing had run under the key when it was asked
+    await rt.decide(asked_a.id, "approved", by="U0ALICE", resume=False)
+    await rt.decide(asked_c.id, "approved", by="U0BOB", resume=False)
+
+    await rt.resume(first)
+    await rt.resume(second)
+
+    assert [cents for _, cents, _ in refunds()] == [2500]
+    run = await rt.get(second)
+    assert (run.status, run.stop_reason) == ("failed", "conflict")
+    assert "its key was used by run run-a" in (run.error or "")
+    assert [e.tool for e in await rt.store.list_effects(second)] == ["lookup_order"]
+    [page] = [p for p in await rt.store.list_pages() if p.run_id == second]
+    assert page.reason == "key_conflict"
+    assert "no result of run run-a was used" in page.detail
+    assert "Refunded" not in await answer(rt, second)
