@@ -73,13 +73,14 @@ async def drive_now(
         if run.status in TERMINAL_STATUSES and not (reopen and run.status == RunStatus.FAILED):
             return run
         model = identity(agent.model)
-        if run.model is not None and run.model != model and override_model_by is None:
+        changed = run.model is not None and model is not None and run.model != model
+        if changed and override_model_by is None:
             raise errors.ModelChanged(_model_changed(run, model), run_id=run_id)
         async with deps.lease(run_id):
             if budget is not None:  # only now: a refused resume changes nothing
                 await deps.store.set_run_budget(run_id, budget, at=deps.clock())
                 run = run.model_copy(update={"budget": budget})
-            if run.model != model and override_model_by is not None:
+            if changed and model is not None and override_model_by is not None:
                 run = await _override_model(deps, run, model, by=override_model_by)
             state = await deps.store.load_state(run_id)
             if state.status == RunStatus.FAILED and reopen:
@@ -95,12 +96,12 @@ async def drive_now(
         return run
 
 
-def _model_changed(run: Run, model: dict[str, object]) -> str:
+def _model_changed(run: Run, model: dict[str, object] | None) -> str:
     return (
         f"run {run.id} started on {_named(run.model or {})}; this process is configured with "
-        f"{_named(model)}, so it was not resumed. Resume it where its model is configured, or "
-        "resume it here with an explicit override (`signoff runs resume --override-model-by "
-        "USER`), which the audit records."
+        f"{_named(model or {})}, so it was not resumed. Resume it where its model is "
+        "configured, or resume it here with an explicit override (`signoff runs resume "
+        "--override-model-by USER`), which the audit records."
     )
 
 

@@ -35,13 +35,12 @@ class Estimating(Protocol):
     def estimate(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage: ...
 
 
-def identity(model: Model) -> dict[str, Any]:
-    """The model and the settings that shape its replies, as a run records them: a model may
-    describe itself (`identity()`); otherwise its class names it."""
+def identity(model: Model) -> dict[str, Any] | None:
+    """The model and the settings that shape its replies, as a run records them, for a model
+    that describes itself (`identity()`, as the hosted ones and `ScriptedModel` do); None for
+    one that does not (a wrapper, a test double), which nothing is checked against."""
     described = getattr(model, "identity", None)
-    if callable(described):
-        return dict(described())
-    return {"class": type(model).__name__}
+    return dict(described()) if callable(described) else None
 
 
 def estimate(model: Model, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Usage:
@@ -115,6 +114,11 @@ class ScriptedModel:
         self._cost_in = cost_per_1k_input
         self._cost_out = cost_per_1k_output
         self._tallies = Tallies()
+
+    def identity(self) -> dict[str, Any]:
+        """A script is code: the run records that it ran on one, not which (a changed script
+        is a changed program, like any other code)."""
+        return {"class": "ScriptedModel"}
 
     async def complete(self, messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Reply:
         turn, chars = self._tallies.count(messages)
