@@ -98,7 +98,7 @@ def conflict(tool: str, done: str, by_run: str, approved: str | None, asks: str)
     who = f" (approved by {approved})" if approved else ""
     return (
         f":warning: *{tool} {done} by run {by_run}{who}; this run asks {asks}.* "
-        f"Decline, or approve it as a separate {tool}."
+        f"Decline, or approve it as a separate {tool}. `/runs status` {by_run} shows that run."
     )
 
 
