@@ -19,12 +19,14 @@ import time
 from collections.abc import Callable
 
 from store import open_store, queries
+from store.digest import args_digest
 from store.records import MESSAGES
 
 Q = queries.load("sqlite")
 TEXT = "t" * 300
 RESULT = json.dumps({"rows": "r" * 480})
 ARGS = json.dumps({"key": "k", "payload": "p" * 80})
+ARGS_DIGEST = args_digest(json.loads(ARGS))  # the ledger keeps each effect's args digest
 
 
 def step_messages(step: int) -> tuple[str, str]:
@@ -44,6 +46,7 @@ def _checkpoint(run_id: str, seq: int, step: int, messages: str) -> dict[str, ob
         "status": "running",
         "steps": step,
         "input_tokens": 0,
+        "cached_input_tokens": 0,
         "output_tokens": 0,
         "cost": 0.0,
         "stop_reason": None,
@@ -81,6 +84,8 @@ def _read_step(conn: sqlite3.Connection, run_id: str, step: int, result: str, re
         "started_at": time.time(),
         "args": ARGS,
         "sensitive": "[]",
+        "args_digest": ARGS_DIGEST,
+        "asked_digest": None,
     }
     conn.execute(Q["insert_effect"], effect)
 
@@ -101,7 +106,7 @@ async def ledger_floor(directory: str, runs: int = 100, steps: int = 40) -> floa
             Q["insert_run"],
             run
             | {"requested_by": None, "lineage_id": f"r{i}", "parent_id": None, "fork_step": None}
-            | {"dry_run": 0, "created_at": now, "updated_at": now},
+            | {"dry_run": 0, "created_at": now, "updated_at": now, "model": None},
         )
         conn.execute(Q["insert_checkpoint"], _checkpoint(f"r{i}", 0, 0, "[]"))
         conn.execute(
