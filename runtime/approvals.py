@@ -227,7 +227,11 @@ class ApprovalDesk:
             return approval.id
         if conflict is not None:
             raise errors.KeyConflict(
-                conflict_text(conflict, approved_args or approval.args, approval.sensitive),
+                conflict_text(
+                    conflict,
+                    approved_args if approved_args is not None else approval.args,
+                    approval.sensitive,
+                ),
                 conflict=conflict,
             )
         return None
@@ -374,7 +378,9 @@ class ApprovalDesk:
         now = self.deps.clock()
         approved_digest = None
         if state == ApprovalState.APPROVED:
-            approved_digest = args_digest(approved_args or approval.args)
+            approved_digest = args_digest(
+                approved_args if approved_args is not None else approval.args
+            )
         event = AuditEvent(
             action=f"approval_{state.value}",
             actor=by,
@@ -447,11 +453,9 @@ def _binding_detail(
     if approved_digest is None:
         return {}
     # A digest of arguments with a secret in them could be matched by guessing: not shown.
-    digests = {} if approval.sensitive else {
-        "args_digest": approval.shown_digest,
-        "approved_digest": approved_digest,
-    }
-    detail: dict[str, Any] = dict(digests)
+    detail: dict[str, Any] = {}
+    if not approval.sensitive:
+        detail |= {"args_digest": approval.shown_digest, "approved_digest": approved_digest}
     if approved_args is not None:
         shown, approved = (
             masked(approval.args, approval.sensitive),

@@ -252,7 +252,8 @@ def decided_digest(approval: Approval) -> str | None:
     """What an approval decided at once (by a rule) approved: its arguments, unedited."""
     if approval.state != ApprovalState.APPROVED:
         return None
-    return args_digest(approval.approved_args or approval.args)
+    args = approval.args if approval.approved_args is None else approval.approved_args
+    return args_digest(args)
 
 
 def approval_from_row(row: Row) -> Approval:

@@ -100,3 +100,15 @@ def test_the_console_timeline_shows_the_edit_on_the_call() -> None:
     [decided] = shown["approvals"]
     assert decided["edits"] == "proposed amount_cents 2500, approved amount_cents 2000"
     assert decided["approved_digest"] != decided["args_digest"]
+
+
+def test_digests_of_sensitive_arguments_are_not_shown() -> None:
+    """A digest of a secret could be matched by guessing: masked views carry none."""
+    secret = approval(args={"iban": "DE89370400440532013000"}, approved_args=None)
+    masked = secret.model_copy(update={"sensitive": ("iban",)})
+
+    shown = masked.shown()
+
+    assert shown.args == {"iban": "[sensitive]"}
+    assert (shown.args_digest, shown.approved_digest) == (None, None)
+    assert masked.args_digest is not None  # the record itself keeps it
