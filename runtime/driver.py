@@ -31,7 +31,7 @@ from tenacity import (
 from runtime import paging, results
 from runtime.agent import Agent
 from runtime.approvals import ApprovalDesk
-from runtime.binding import Unbound, bind, differences, said
+from runtime.binding import Unbound, bind, conflict_of, differences, said
 from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
 from runtime.deps import Deps
 from runtime.journal import Journal, Stopped
@@ -171,8 +171,11 @@ class Driver:
             self.earlier_effects = {e.call_id: e for e in effects}
             self.used_ids.update(self.earlier_effects, (a.call_id for a in approvals if a.call_id))
             # A withdrawn approval is no one's answer: a call still open is asked again.
+            # An approval asked because of a conflict supersedes the one the call ran into
+            # the conflict with (the list is oldest first; a later entry wins).
+            ordered = sorted(approvals, key=lambda a: a.conflict is not None)
             self.earlier_approvals = {
-                a.call_id: a for a in approvals if a.call_id and not a.withdrawn
+                a.call_id: a for a in ordered if a.call_id and not a.withdrawn
             }
 
     def _unique_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
@@ -230,7 +233,7 @@ class Driver:
                 self.journal.add(results.error(call.id, call.name, plan.problem or "?"))
             elif call.id in prior:
                 self.journal.add(self._prior_result(plan, prior[call.id]))
-            elif plan.needs_approval:
+            elif plan.needs_approval or call.id in approvals:  # or asked about a conflict
                 approval = await self._decision(approvals[call.id])
                 if approval is None:
                     return False
@@ -395,13 +398,25 @@ class Driver:
             await self._blocked(effect, committed.blocked[call.id])
             return False
         if call.id in committed.conflicts:
-            await self._conflicted(effect, committed.conflicts[call.id])
+            await self._conflicted(plan, effect, committed.conflicts[call.id])
             return False
         return await self._run_tool(tool, effect, attempt=1)
 
-    async def _conflicted(self, effect: Effect, other: Effect) -> None:
+    async def _conflicted(self, plan: Plan, effect: Effect, other: Effect) -> None:
         """The key was used by an effect with other arguments (found as the call was about to
-        start, after any approval): nothing is done, and a person decides what to do."""
+        start: two approvals decided before either ran, or a call no one had to approve).
+        Nothing is done: the run parks on a new approval that shows the conflict, for a
+        person to decline or approve as a separate effect; failing that, it stops and pages."""
+        self.journal.event(
+            "key_conflict",
+            call_id=effect.call_id,
+            other_run=other.run_id,
+            other_call=other.call_id,
+            digest=effect.digest,
+            other_digest=other.digest,
+        )
+        if await self._ask_about_conflict(plan, other):
+            return
         changes = differences(other.shown_args, effect.shown_args)
         why = (
             f"{effect.tool} was not run: its key was used by run {other.run_id} (call "
@@ -418,15 +433,36 @@ class Driver:
             "start a new request (it will ask to approve it as a separate effect) if it is "
             "still wanted.",
         )
-        self.journal.event(
-            "key_conflict",
-            call_id=effect.call_id,
-            other_run=other.run_id,
-            other_call=other.call_id,
-            digest=effect.digest,
-            other_digest=other.digest,
-        )
         await self._stop(RunStatus.FAILED, StopReason.CONFLICT, error=why, pages=[page])
+
+    async def _ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
+        """Park the run on a new approval of the call that shows the conflict. A rule never
+        decides it: only a person chooses between declining and a separate effect. False if
+        the lineage already answered this call (the caller stops and pages instead)."""
+        approval = self._new_approval(plan)
+        approved = None
+        if other.approval_id is not None:
+            with contextlib.suppress(errors.NotFound):
+                approved = await self.store.get_approval(other.approval_id)
+        approval = approval.model_copy(
+            update={
+                "conflict": conflict_of(other, approved),
+                "state": ApprovalState.PENDING,
+                "decided_by": None,
+                "decided_at": None,
+                "reason": None,
+                "approved_digest": None,
+            }
+        )
+        committed = await self.journal.write(
+            status=RunStatus.WAITING_APPROVAL,
+            stop_reason=StopReason.WAITING_APPROVAL,
+            request=[approval],
+        )
+        if approval.call_id in {**committed.preempted, **committed.prior_decisions}:
+            return False
+        await self.deps.announcer.approval_requested(approval, self.journal.run_now())
+        return True
 
     async def _blocked(self, effect: Effect, other: Effect) -> None:
         """The same effect is running or in doubt elsewhere in the lineage: do not guess."""

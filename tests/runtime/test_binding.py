@@ -243,8 +243,9 @@ async def test_the_same_order_and_amount_again_is_the_same_refund(
     assert [cents for _, cents, _ in refunds()] == [2500]  # the provider's replay of one key
 
 
-async def test_two_approvals_decided_before_either_ran_conflict_at_the_start_and_page(
-    make_runtime: Callable[..., Runtime], world: Path
+@pytest.mark.parametrize("then", ["declined", "separate"])
+async def test_two_approvals_decided_before_either_ran_park_the_second_on_the_conflict(
+    make_runtime: Callable[..., Runtime], world: Path, then: str
 ) -> None:
     rt = make_runtime([refund_agent])
     first = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
@@ -258,12 +259,25 @@ async def test_two_approvals_decided_before_either_ran_conflict_at_the_start_and
     await rt.resume(first)
     await rt.resume(second)
 
+    # The tool did not run: the run waits on a new approval that shows the conflict.
     assert [cents for _, cents, _ in refunds()] == [2500]
-    run = await rt.get(second)
-    assert (run.status, run.stop_reason) == ("failed", "conflict")
-    assert "its key was used by run run-a" in (run.error or "")
+    assert (await rt.get(second)).status == "waiting_approval"
+    [again] = await rt.approvals(second, state=ApprovalState.PENDING)
+    assert again.conflict is not None
+    assert (again.conflict.run_id, again.conflict.approved_by) == (first, "U0ALICE")
     assert [e.tool for e in await rt.store.list_effects(second)] == ["lookup_order"]
-    [page] = [p for p in await rt.store.list_pages() if p.run_id == second]
-    assert page.reason == "key_conflict"
-    assert "no result of run run-a was used" in page.detail
-    assert "Refunded" not in await answer(rt, second)
+    with pytest.raises(errors.KeyConflict):
+        await rt.decide(again.id, "approved", by="U0BOB")
+    if then == "declined":
+        await rt.decide(again.id, "declined", by="U0BOB", reason="already refunded")
+        assert f"The refund for order {ORDER} was not made" in await answer(rt, second)
+        assert [cents for _, cents, _ in refunds()] == [2500]
+    else:
+        await rt.decide(again.id, "approved", by="U0BOB", separate=True)
+        assert "Refunded order 4471 (2000 cents)" in await answer(rt, second)
+        assert [cents for _, cents, _ in refunds()] == [2500, 2000]
+        [refund] = [e for e in await rt.store.list_effects(second) if e.tool == "issue_refund"]
+        assert refund.approval_id == again.id
+    assert (await rt.get(second)).status == "done"
+    await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")  # a retry
+    assert len(refunds()) == (1 if then == "declined" else 2)
