@@ -15,13 +15,14 @@ import sqlite3
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pg_support import postgres
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Runtime, errors
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
 from runtime.policy import Policies, Policy
 from store import ApprovalState, Store
 from store.digest import args_digest
@@ -281,3 +282,42 @@ async def test_two_approvals_decided_before_either_ran_park_the_second_on_the_co
     assert (await rt.get(second)).status == "done"
     await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")  # a retry
     assert len(refunds()) == (1 if then == "declined" else 2)
+
+
+charged: list[tuple[str, int, str]] = []
+
+
+@tool(
+    description="Charge a customer.",
+    effect="irreversible",
+    requires_approval=False,
+    idempotency_key=lambda args: f"charge:{args['customer']}",
+)
+async def charge_card(customer: str, cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    charged.append((customer, cents, ctx.idempotency_key))
+    return {"charged": cents}
+
+
+def charger(cents: int) -> Agent:
+    replies: list[Any] = [tool_call("charge_card", {"customer": "c1", "cents": cents}), "Done."]
+    return Agent(f"charger-{cents}", model=ScriptedModel(replies), tools=[charge_card])
+
+
+async def test_a_call_no_one_approves_that_conflicts_parks_for_a_person(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    charged.clear()
+    rt = make_runtime([charger(100), charger(200)])
+    await rt.start("charger-100", "Charge c1 1.00", run_id="run-1")
+    second = await rt.start("charger-200", "Charge c1 2.00", run_id="run-2")
+
+    assert [c[:2] for c in charged] == [("c1", 100)]
+    assert (await rt.get(second)).status == "waiting_approval"
+    [asked] = await rt.approvals(second)
+    assert asked.conflict is not None
+    assert asked.conflict.args == {"customer": "c1", "cents": 100}
+    await rt.decide(asked.id, "approved", by="U0BOB", separate=True)
+
+    assert (await rt.get(second)).status == "done"
+    assert [c[:2] for c in charged] == [("c1", 100), ("c1", 200)]
+    assert charged[1][2].endswith(f"~separate:{asked.id}")
