@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from examples import world as example_world
 
 from .test_no_double_refund import signoff
@@ -101,3 +103,27 @@ def test_an_edit_from_the_cli_shows_proposed_approved_and_executed_in_the_audit_
         if e["action"] == "effect_completed" and e["detail"]["tool"] == "issue_refund"
     ]
     assert [r["args"]["amount_cents"] for r in refunds] == [2000]
+
+
+def test_resuming_where_another_model_is_configured_is_refused_and_changes_nothing(
+    tmp_path: Path, world: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "signoff.db"
+    started = signoff(db, world, "runs", "start", "refund-agent", "Refund order 4471",
+                      "--run-id", "run-m")  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    (tmp_path / "signoff.toml").write_text(
+        '[models.refund-agent]\nprovider = "openai"\nmodel = "gpt-test"\n'
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")  # no call is made
+
+    refused = signoff(db, world, "runs", "resume", "run-m")
+
+    assert refused.returncode == 1
+    said = " ".join(refused.stderr.split())
+    assert "run run-m started on class=ScriptedModel" in said
+    assert "configured with class=OpenAIModel, provider=openai, model=gpt-test" in said
+    assert "--override-model-by" in said
+    shown = signoff(db, world, "runs", "show", "run-m", "--json")
+    run = json.loads(shown.stdout)
+    assert (run["status"], run["model"]) == ("waiting_approval", {"class": "ScriptedModel"})
