@@ -58,6 +58,8 @@ async def resolve(
             f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
         )
     now = deps.clock()
+    if happened and result is None:
+        result = await late_result(deps, run_id, call_id)
     outcome = EffectOutcome(
         run_id=run_id,
         call_id=call_id,
@@ -83,6 +85,16 @@ async def resolve(
     except store_errors.Conflict:
         raise errors.InvalidRequest(f"effect {call_id} was resolved meanwhile") from None
     return await _effect(deps, run_id, call_id)
+
+
+async def late_result(deps: Deps, run_id: str, call_id: str) -> Any:
+    """What a worker fenced off the run reported its tool returned for this call, if it did
+    (the evidence a person settles an in-doubt page from in one step)."""
+    completed = {"call_id": call_id, "status": EffectStatus.COMPLETED.value}
+    for event in reversed(await deps.store.list_events(run_id=run_id)):
+        if event.action == "late_result" and completed.items() <= event.detail.items():
+            return event.detail.get("result")
+    return None
 
 
 async def after_stop(deps: Deps, run: Run) -> Run:

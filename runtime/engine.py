@@ -195,6 +195,11 @@ class Runtime:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
         return await recovery.recover(self.deps, drive=self.drive, finish_undo=self._finish_undo)
 
+    async def follow_lapses(self, *, poll: float = 30.0) -> None:
+        """Forever: recover each time another worker's lease lapses (and at least every
+        `poll` seconds), so a run is taken over when its lease ends, not a poll later."""
+        await recovery.follow_lapses(self.deps, self.recover, poll=poll)
+
     # approvals
 
     async def approvals(

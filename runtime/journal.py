@@ -2,8 +2,9 @@
 
 The driver queues what it learns here (the model's reply, tool results and their effect
 outcomes, audit events) and `write` turns it into one `Batch`: checkpoints appended by
-compare-and-set on seq, so the history is also the lock on the run. A write that loses that
-race still records what the tools did, then stops the driver.
+compare-and-set on seq, so the history is also the lock on the run. Every write carries the
+lease's epoch: once another worker took the run over, the store refuses it (fencing), and what
+our tools did is kept as evidence on the call's open page for a person, never applied.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from runtime.lease import Lease
 from store import (
     Approval,
     AuditEvent,
@@ -70,10 +72,12 @@ class Journal:
         *,
         owner: str,
         clock: Callable[[], datetime],
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
         self.run = run
         self.owner = owner
+        self.lease = lease
         self.clock = clock
         self.seq = state.seq
         self.step = state.step
@@ -167,6 +171,7 @@ class Journal:
         batch = Batch(
             run_id=self.run.id,
             owner=self.owner,
+            epoch=None if self.lease is None else self.lease.epoch,
             checkpoints=checkpoints,
             finish=tuple(self.finished),
             start=start,
@@ -175,9 +180,11 @@ class Journal:
             events=tuple(self.events),
         )
         try:
+            if self.lease is not None and self.lease.lost:
+                raise errors.LeaseLost(f"the lease on run {self.run.id!r} was lost")
             committed = await self.store.commit(batch)
         except errors.LeaseLost:
-            raise Stopped(acted_late=await self._save_outcomes_anyway()) from None
+            raise Stopped(acted_late=await self._keep_as_evidence()) from None
         except errors.AlreadyExists as exc:
             await self._fail_unrecordable(exc)
             raise Stopped(ended=True) from None
@@ -216,23 +223,31 @@ class Journal:
             created_at=self.clock(),
         )
 
-    async def _save_outcomes_anyway(self) -> list[tuple[EffectOutcome, Effect]]:
-        """Another worker took the run over; what our tools did must still be recorded,
-        unless it was recorded meanwhile. Returns what our tools did that the ledger had
-        recorded as not done."""
+    async def _keep_as_evidence(self) -> list[tuple[EffectOutcome, Effect]]:
+        """Another worker took the run over: what our tools did is not written over its
+        ledger (the store refuses it). Each outcome is kept as evidence, in the audit and on
+        the call's open page. Returns what our tools did that the ledger records as failed
+        (a person said it did not happen): someone must look at the outside world."""
         acted_late = []
         for outcome in self.finished:
-            try:
-                await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
-            except errors.Conflict:
-                recorded = await self.store.get_effect(self.run.id, outcome.call_id)
-                done = EffectStatus.COMPLETED
-                if outcome.status == done and recorded.status != done:
-                    acted_late.append((outcome, recorded))
-                else:
-                    log.info(
-                        "effect %s was recorded by the worker that took over", recorded.call_id
-                    )
+            recorded = await self.store.get_effect(self.run.id, outcome.call_id)
+            said = evidence(self.owner, outcome)
+            log.warning("run %s: fenced off; kept as evidence: %s", self.run.id, said)
+            detail = {"call_id": outcome.call_id, "status": outcome.status.value}
+            event = AuditEvent(
+                action="late_result",
+                actor=self.owner,
+                run_id=self.run.id,
+                at=self.clock(),
+                detail=detail | {"result": outcome.result, "error": outcome.error},
+            )
+            await self.store.record_event(event)
+            if recorded.status == EffectStatus.IN_DOUBT:
+                await self.store.add_page_evidence(self.run.id, outcome.call_id, f"\n{said}")
+            elif (
+                outcome.status == EffectStatus.COMPLETED and recorded.status == EffectStatus.FAILED
+            ):
+                acted_late.append((outcome, recorded))
         return acted_late
 
     async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
@@ -268,8 +283,27 @@ class Journal:
             messages=tuple(m for m in self.unsaved if m.role == "tool"),
             created_at=self.clock(),
         )
-        batch = Batch(run_id=self.run.id, checkpoints=[checkpoint], finish=tuple(self.finished))
+        epoch = None if self.lease is None else self.lease.epoch
+        batch = Batch(
+            run_id=self.run.id,
+            owner=self.owner,
+            epoch=epoch,
+            checkpoints=[checkpoint],
+            finish=tuple(self.finished),
+        )
         try:
             await self.store.commit(batch)
+        except errors.LeaseLost:
+            await self._keep_as_evidence()
         except errors.Conflict as exc:
             log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)
+
+
+def evidence(worker: str, outcome: EffectOutcome) -> str:
+    """What a fenced-off worker reported, in the words a page shows."""
+    what = f"{outcome.status.value} at {outcome.finished_at:%H:%M:%S}"
+    if outcome.result is not None:
+        what += f", result {outcome.result!r}"
+    if outcome.error:
+        what += f", error {outcome.error}"
+    return f"The worker that lost its lease ({worker}) reported: {what}."

@@ -187,7 +187,7 @@ def commit(batch: Batch) -> MakeBody[Committed]:
 
     def body() -> Body[Committed]:
         if batch.owner is not None or cps:
-            yield from check_head(run_id, batch.owner, cps)
+            yield from check_head(run_id, batch.owner, cps, epoch=batch.epoch)
         for lineage_id in lineages:  # the ledger's claims by key are serialized per lineage
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for params in finish:
@@ -226,18 +226,28 @@ def check_batch(batch: Batch) -> None:
         )
 
 
-def check_head(run_id: str, owner: str | None, cps: Sequence[dict[str, Any]]) -> Body[None]:
-    """Fence on the lease, compare-and-set on the seq, append the checkpoints, mirror status.
+def check_head(
+    run_id: str, owner: str | None, cps: Sequence[dict[str, Any]], *, epoch: int | None = None
+) -> Body[None]:
+    """Fence on the lease (its holder and epoch), compare-and-set on the seq, append the
+    checkpoints, mirror status.
 
     `run_head` locks the run's row where the dialect has row locks, so two writers of one run
     take turns and the second sees the first's seq."""
     head = yield Stmt("run_head", {"id": run_id}, "one")
     if head is None:
         raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
-    holder, status, latest = head
+    holder, status, latest, held_epoch = head
     if owner is not None and holder != owner:
         raise errors.LeaseLost(
             f"run {run_id!r} is leased to {holder!r}, not {owner!r}", run_id=run_id, holder=holder
+        )
+    if owner is not None and epoch is not None and held_epoch != epoch:
+        raise errors.LeaseLost(
+            f"run {run_id!r} is in lease epoch {held_epoch}, not {epoch}",
+            run_id=run_id,
+            holder=holder,
+            epoch=held_epoch,
         )
     for cp in cps:
         if cp["seq"] != latest + 1:
