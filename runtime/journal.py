@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
+
 from runtime.lease import Lease
 from store import (
     Approval,
@@ -36,6 +38,9 @@ from store import (
 )
 
 log = logging.getLogger("signoff.journal")
+
+WRITE_RETRY_MAX_WAIT = 2.0
+"""The longest wait between two attempts to write a result in hand (seconds)."""
 
 
 class Stopped(Exception):
@@ -180,9 +185,7 @@ class Journal:
             events=tuple(self.events),
         )
         try:
-            if self.lease is not None and self.lease.lost:
-                raise errors.LeaseLost(f"the lease on run {self.run.id!r} was lost")
-            committed = await self.store.commit(batch)
+            committed = await self._commit(batch)
         except errors.LeaseLost:
             raise Stopped(acted_late=await self._keep_as_evidence()) from None
         except errors.AlreadyExists as exc:
@@ -199,6 +202,47 @@ class Journal:
         del self.finished[: taken[1]]
         del self.events[: taken[2]]
         return committed
+
+    async def _commit(self, batch: Batch) -> Committed:
+        """Commit; a transient failure (a full disk, a lock held too long, a dropped
+        connection) is retried with backoff while this batch carries a result our tools
+        already have and the lease is known to be ours: a known outcome is never dropped
+        and turned into an in-doubt one. Nothing in hand: the failure is the caller's."""
+        failures: list[BaseException] = []
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(lambda exc: self._retry_write(exc, failures)),
+            wait=wait_exponential_jitter(multiplier=0.05, max=WRITE_RETRY_MAX_WAIT),
+            reraise=True,
+        ):
+            with attempt:
+                if self.lease is not None and self.lease.lost:
+                    raise errors.LeaseLost(f"the lease on run {self.run.id!r} was lost")
+                committed = await self.store.commit(batch)
+        if failures:
+            log.info(
+                "run %s: its results are written after %d failure(s)", self.run.id, len(failures)
+            )
+        return committed
+
+    def _retry_write(self, exc: BaseException, failures: list[BaseException]) -> bool:
+        if not isinstance(exc, errors.DatabaseError) or not self.finished:
+            return False
+        if self.lease is not None and not self.lease.held:
+            log.warning(
+                "run %s: cannot write the results it holds (%s) nor confirm its lease: stopped "
+                "driving it; the worker that takes it over decides what the tool did",
+                self.run.id,
+                exc,
+            )
+            return False
+        if not failures:
+            log.warning(
+                "run %s: cannot write the results it holds (%s); retrying while it holds the lease",
+                self.run.id,
+                exc,
+            )
+        failures.append(exc)
+        return True
 
     def _checkpoint(
         self,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,7 +24,15 @@ class Lease:
 
     run_id: str
     epoch: int
+    ttl: float = 30.0
     lost: bool = False
+    renewed_at: float = field(default_factory=time.monotonic)
+    """When (this process's monotonic clock) the store last confirmed the lease."""
+
+    @property
+    def held(self) -> bool:
+        """Known to be ours: not lost, and confirmed within one lease length."""
+        return not self.lost and time.monotonic() - self.renewed_at < self.ttl
 
 
 @contextlib.asynccontextmanager
@@ -47,7 +56,7 @@ async def hold_lease(
     epoch = await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now)
     if epoch is None:
         raise RunBusy(f"run {run_id!r} is being driven by another worker", run_id=run_id)
-    lease = held[run_id] = Lease(run_id, epoch)
+    lease = held[run_id] = Lease(run_id, epoch, ttl)
     renewer = asyncio.create_task(_renew(store, lease, owner, ttl, clock))
     try:
         yield lease
@@ -89,6 +98,7 @@ async def _renew(
                 "lost the lease on run %s (epoch %d): stopped driving it", lease.run_id, lease.epoch
             )
             return
+        lease.renewed_at = time.monotonic()
 
 
 class RunLocks:

@@ -109,7 +109,12 @@ def add_vote(params: dict[str, Any]) -> Body[int]:
         raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
     if state["state"] != ApprovalState.PENDING:
         raise already_decided(rows.approval_from_row(state))
-    yield Stmt("insert_vote", params)
+    if not (yield Stmt("insert_vote", params, "count")):  # the key (approval, user) is taken
+        raise errors.AlreadyVoted(
+            f"{params['user_id']} already voted on approval {approval_id!r}",
+            approval_id=approval_id,
+            user_id=params["user_id"],
+        )
     return (yield Stmt("count_votes", params, "one"))[0]  # type: ignore[no-any-return]
 
 
