@@ -3,7 +3,7 @@
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
-    POST /v1/runs/{id}/cancel {reason?}                               runs:write
+    POST /v1/runs/{id}/cancel {reason?}  (202 while a tool still runs)  runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
                               (idempotent by id)                      approvals:request
@@ -119,9 +119,16 @@ async def cancel_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
     run = await rt.cancel(
-        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason
+        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason, wait=False
     )
-    return web.json_response(await _run_view(rt, run))
+    view = await _run_view(rt, run)
+    running = await rt.in_flight(run.id)
+    if not running:
+        return web.json_response(view)
+    # Accepted, not done: a tool is still running and the run ends after it.
+    view["in_flight"] = [{"call_id": e.call_id, "tool": e.tool} for e in running]
+    view["note"] = rt.still_running(run.id, running)
+    return web.json_response(view, status=202)
 
 
 @requires("approvals:request")

@@ -127,6 +127,10 @@ class RunLocks:
             else:
                 self._locks[run_id] = (lock, users - 1)
 
+    def busy(self, run_id: str) -> bool:
+        """Whether a task of this process holds (or waits for) the run."""
+        return run_id in self._locks
+
     def held_here(self, run_id: str) -> bool:
         """Whether the calling task is the one holding this run (a re-entrant call)."""
         holder = self._holders.get(run_id)

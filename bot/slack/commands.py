@@ -62,9 +62,11 @@ async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
         return replies.refusal(
             f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
         )
-    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack")
+    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack", wait=False)
     approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
-    return replies.run_status(cancelled, approvals, [])
+    reply = replies.run_status(cancelled, approvals, [])
+    note = rt.still_running(run.id, await rt.in_flight(run.id))
+    return reply if note is None else replies.with_note(reply, note)
 
 
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
