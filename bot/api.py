@@ -4,6 +4,7 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
     POST /v1/runs/{id}/cancel {reason?}  (202 while a tool still runs)  runs:write
+    POST /v1/runs/{id}/effects/{call}/resolve {happened}  (an in-doubt page) runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
                               (idempotent by id)                      approvals:request
@@ -38,7 +39,13 @@ from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
-from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
+from bot.requests import (
+    ApprovalRequest,
+    CancelRequest,
+    DecisionRequest,
+    ResolveRequest,
+    RunRequest,
+)
 from bot.settings import ApiToken
 from bot.tasks import Background
 from runtime import Runtime
@@ -129,6 +136,19 @@ async def cancel_run(request: web.Request) -> web.Response:
     view["in_flight"] = [{"call_id": e.call_id, "tool": e.tool} for e in running]
     view["note"] = rt.still_running(run.id, running)
     return web.json_response(view, status=202)
+
+
+@requires("runs:write")
+async def resolve_effect(request: web.Request) -> web.Response:
+    """Settle an in-doubt effect and its page in one step (with the receipt a worker fenced
+    off the run reported, if it did), then drive the run on; audited under the token."""
+    rt = request.app[RUNTIME]
+    body = await _body(request, ResolveRequest)
+    run_id, call_id = request.match_info["run_id"], request.match_info["call_id"]
+    effect = await rt.resolve(run_id, call_id, happened=body.happened, by=request[CALLER].actor)
+    request.app[BACKGROUND].spawn(rt.resume(run_id), name=f"resume {run_id}")
+    view = {"call_id": effect.call_id, "tool": effect.tool, "status": effect.status.value}
+    return web.json_response(view | {"result": effect.result, "error": effect.error})
 
 
 @requires("approvals:request")
@@ -275,6 +295,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/runs", start_run)
     app.router.add_get("/v1/runs/{run_id}", get_run)
     app.router.add_post("/v1/runs/{run_id}/cancel", cancel_run)
+    app.router.add_post("/v1/runs/{run_id}/effects/{call_id}/resolve", resolve_effect)
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
