@@ -48,7 +48,7 @@ from bot.requests import (
 )
 from bot.settings import ApiToken
 from bot.tasks import Background
-from runtime import Runtime
+from runtime import Runtime, errors
 from store import Approval, ApprovalState, AuditEvent, Run
 from store.limits import MAX_DEPTH, plain_reason
 
@@ -189,14 +189,20 @@ async def decide(request: web.Request) -> web.Response:
     (`by`) and, next to it, the token it came through."""
     rt = request.app[RUNTIME]
     body = await _body(request, DecisionRequest)
-    approval = await rt.decide(
-        request.match_info["approval_id"],
-        body.decision,
-        by=body.by,
-        reason=body.reason,
-        args=body.args,
-        resume=False,
-    )
+    try:
+        approval = await rt.decide(
+            request.match_info["approval_id"],
+            body.decision,
+            by=body.by,
+            reason=body.reason,
+            args=body.args,
+            resume=False,
+        )
+    except errors.AlreadyVoted as exc:
+        # The same vote again (a retry, a double click): the same answer, nothing recorded.
+        again = await rt.store.get_approval(request.match_info["approval_id"])
+        view = await _voted_view(rt, again)
+        return web.json_response(view | {"already_voted": True, "note": str(exc)})
     await _audit(
         request,
         "api_decision",
