@@ -211,7 +211,7 @@ class Journal:
         failures: list[BaseException] = []
         async for attempt in AsyncRetrying(
             retry=retry_if_exception(lambda exc: self._retry_write(exc, failures)),
-            wait=wait_exponential_jitter(multiplier=0.05, max=WRITE_RETRY_MAX_WAIT),
+            wait=wait_exponential_jitter(multiplier=0.05, max=WRITE_RETRY_MAX_WAIT, jitter=0.1),
             reraise=True,
         ):
             with attempt:
@@ -225,9 +225,9 @@ class Journal:
         return committed
 
     def _retry_write(self, exc: BaseException, failures: list[BaseException]) -> bool:
-        if not isinstance(exc, errors.DatabaseError) or not self.finished:
+        if not isinstance(exc, errors.DatabaseError) or not self.finished or self.lease is None:
             return False
-        if self.lease is not None and not self.lease.held:
+        if not self.lease.held:
             log.warning(
                 "run %s: cannot write the results it holds (%s) nor confirm its lease: stopped "
                 "driving it; the worker that takes it over decides what the tool did",
