@@ -18,7 +18,6 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import blocks as kit
 from bot.slack import commands, replies, texts
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.refusals import already_decided, refusal
@@ -42,8 +41,8 @@ def register(
     app.action("decline")(listeners.open_decline)
     app.action("edit")(listeners.open_edit)
     app.action("acknowledge")(listeners.acknowledge)
-    app.action(kit.HAPPENED_ACTION)(listeners.settle_happened)
-    app.action(kit.NOT_HAPPENED_ACTION)(listeners.settle_not_happened)
+    app.action("resolve_happened")(listeners.settle_happened)  # kit.HAPPENED_ACTION
+    app.action("resolve_did_not_happen")(listeners.settle_not_happened)
     app.view("decline_reason")(listeners.decline)
     app.view("edit_args")(listeners.approve_edited)
     app.command("/runs")(listeners.runs_command)

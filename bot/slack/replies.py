@@ -122,12 +122,6 @@ def run_status(run: Run, approvals: Sequence[Approval], pages: Sequence[Page]) -
     return kit.ephemeral(fallback, blocks)
 
 
-def with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:
-    """A reply with a plain-text note (e.g. a cancel's "still running") after its blocks."""
-    blocks = [*reply.get("blocks", []), kit.section(escape.mrkdwn(note, limit=LINE_TEXT * 3))]
-    return reply | {"blocks": blocks, "text": f"{reply.get('text', '')} {note}".strip()}
-
-
 def _overview(run: Run) -> str:
     status = escape.mrkdwn(texts.status_text(run.status.value, run.stop_reason), limit=NAME_TEXT)
     lines = [
