@@ -57,7 +57,7 @@ def _checkpoint(run_id: str, seq: int, step: int, messages: str) -> dict[str, ob
 
 
 def _read_step(conn: sqlite3.Connection, run_id: str, step: int, result: str, reply: str) -> None:
-    _, _, latest = conn.execute(Q["run_head"], {"id": run_id}).fetchone()
+    _, _, latest, _ = conn.execute(Q["run_head"], {"id": run_id}).fetchone()
     conn.execute(Q["insert_checkpoint"], _checkpoint(run_id, latest + 1, step, result))
     conn.execute(Q["insert_checkpoint"], _checkpoint(run_id, latest + 2, step + 1, reply))
     outcome = {

@@ -3,7 +3,8 @@
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
-    POST /v1/runs/{id}/cancel {reason?}                               runs:write
+    POST /v1/runs/{id}/cancel {reason?}  (202 while a tool still runs)  runs:write
+    POST /v1/runs/{id}/effects/{call}/resolve {happened}  (an in-doubt page) runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
                               (idempotent by id)                      approvals:request
@@ -38,10 +39,16 @@ from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
-from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
+from bot.requests import (
+    ApprovalRequest,
+    CancelRequest,
+    DecisionRequest,
+    ResolveRequest,
+    RunRequest,
+)
 from bot.settings import ApiToken
 from bot.tasks import Background
-from runtime import Runtime
+from runtime import Runtime, errors
 from store import Approval, ApprovalState, AuditEvent, Run
 from store.limits import MAX_DEPTH, plain_reason
 
@@ -119,9 +126,29 @@ async def cancel_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
     run = await rt.cancel(
-        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason
+        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason, wait=False
     )
-    return web.json_response(await _run_view(rt, run))
+    view = await _run_view(rt, run)
+    running = await rt.in_flight(run.id)
+    if not running:
+        return web.json_response(view)
+    # Accepted, not done: a tool is still running and the run ends after it.
+    view["in_flight"] = [{"call_id": e.call_id, "tool": e.tool} for e in running]
+    view["note"] = rt.still_running(run.id, running)
+    return web.json_response(view, status=202)
+
+
+@requires("runs:write")
+async def resolve_effect(request: web.Request) -> web.Response:
+    """Settle an in-doubt effect and its page in one step (with the receipt a worker fenced
+    off the run reported, if it did), then drive the run on; audited under the token."""
+    rt = request.app[RUNTIME]
+    body = await _body(request, ResolveRequest)
+    run_id, call_id = request.match_info["run_id"], request.match_info["call_id"]
+    effect = await rt.resolve(run_id, call_id, happened=body.happened, by=request[CALLER].actor)
+    request.app[BACKGROUND].spawn(rt.resume(run_id), name=f"resume {run_id}")
+    view = {"call_id": effect.call_id, "tool": effect.tool, "status": effect.status.value}
+    return web.json_response(view | {"result": effect.result, "error": effect.error})
 
 
 @requires("approvals:request")
@@ -162,15 +189,21 @@ async def decide(request: web.Request) -> web.Response:
     (`by`) and, next to it, the token it came through."""
     rt = request.app[RUNTIME]
     body = await _body(request, DecisionRequest)
-    approval = await rt.decide(
-        request.match_info["approval_id"],
-        body.decision,
-        by=body.by,
-        reason=body.reason,
-        args=body.args,
-        resume=False,
-        separate=body.separate,
-    )
+    try:
+        approval = await rt.decide(
+            request.match_info["approval_id"],
+            body.decision,
+            by=body.by,
+            reason=body.reason,
+            args=body.args,
+            resume=False,
+            separate=body.separate,
+        )
+    except errors.AlreadyVoted as exc:
+        # The same vote again (a retry, a double click): the same answer, nothing recorded.
+        again = await rt.store.get_approval(request.match_info["approval_id"])
+        view = await _voted_view(rt, again)
+        return web.json_response(view | {"already_voted": True, "note": str(exc)})
     await _audit(
         request,
         "api_decision",
@@ -270,6 +303,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/runs", start_run)
     app.router.add_get("/v1/runs/{run_id}", get_run)
     app.router.add_post("/v1/runs/{run_id}/cancel", cancel_run)
+    app.router.add_post("/v1/runs/{run_id}/effects/{call_id}/resolve", resolve_effect)
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)

@@ -2,7 +2,8 @@
 answers): whether this process can do its work now, and what it has done.
 
 `/readyz` is 200 `{"ready": true}` when the database answers a fresh connection, its schema
-is current, its disk has room, and the scheduler and the outbox sender run; otherwise 503
+is current, its disk has room, the scheduler and the outbox sender run and this process's
+clock is within a quarter of the lease of the database's; otherwise 503
 `{"ready": false, "failing": [...]}` naming the checks that fail and nothing more (it is
 unauthenticated). The details go to the log, once each time the set of failures changes.
 """
@@ -26,6 +27,8 @@ class Readiness:
     store: Store
     running: Mapping[str, Callable[[], bool]]
     """Components that must be running, by name (`scheduler`, `outbox_sender`)."""
+    problems: Mapping[str, Callable[[], str | None]] = field(default_factory=dict)
+    """Other checks by name (`clock_skew`): what is wrong, or None."""
     _told: frozenset[str] = field(default=frozenset())
 
     async def failing(self) -> dict[str, str]:
@@ -34,6 +37,9 @@ class Readiness:
         for name, is_running in self.running.items():
             if not is_running():
                 failing[name] = f"the {name.replace('_', ' ')} is not running"
+        for name, problem in self.problems.items():
+            if (said := problem()) is not None:
+                failing[name] = said
         self._tell(failing)
         return failing
 

@@ -16,7 +16,14 @@ from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 
 from aiohttp import web
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
@@ -71,6 +78,10 @@ CALLBACK_FAILURES = Counter(
 )
 TAKEOVERS = Counter(
     "signoff_lease_takeovers", "Runs whose worker was gone, taken over by this process."
+)
+CLOCK_SKEW = Gauge(
+    "signoff_clock_skew_seconds",
+    "How far this process's clock is ahead of the database's (negative: behind).",
 )
 
 

@@ -79,6 +79,14 @@ class DecisionRequest(BaseModel):
         return by
 
 
+class ResolveRequest(BaseModel):
+    """What the outside system shows of an in-doubt effect (a page's "It happened")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    happened: bool
+
+
 class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

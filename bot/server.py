@@ -18,17 +18,19 @@ from aiohttp import web
 from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
-from bot.metrics import MetricsNotifier, PrometheusTelemetry
+from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
 from runtime.policy import open_policies
 from runtime.scheduler import ApprovalScheduler
+from runtime.skew import ClockSkew
 from runtime.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
+SKEW_EVERY = 60.0
 
 
 async def serve(
@@ -63,28 +65,33 @@ async def serve(
     console.mount(app)
     if extend is not None:
         extend(app, process)
-    scheduler = ApprovalScheduler(rt)
+    scheduler = ApprovalScheduler(rt, now=rt.store.database_now)
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
     running = {"scheduler": lambda: scheduler.running}
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
-    health.mount(app, health.Readiness(rt.store, running))
+    skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
+    health.mount(app, health.Readiness(rt.store, running, {"clock_skew": skew.problem}))
     runner = web.AppRunner(app)
+    lapses: asyncio.Task[None] | None = None
     try:
         # Bind first: a second server started by mistake fails before it touches any run.
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
         await scheduler.start()
+        await _measure(skew)
+        scheduler.every(SKEW_EVERY, lambda: _measure(skew), name="signoff-clock-skew")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
             log.info("listening for other processes' decisions and outbox rows")
         process.background.spawn(rt.recover(), name="recover")
         # Runs stranded since start-up (a driver that crashed in this process, a decision
-        # whose resume found the run busy) are picked up again within a poll.
-        scheduler.every(RECOVER_EVERY, rt.recover, name="signoff-recover")
+        # whose resume found the run busy) are picked up again within a poll; a run whose
+        # lease another worker stopped renewing, as soon as that lease lapses.
+        lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
         # that was down gets its decision once it is back.
         scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
@@ -101,12 +108,24 @@ async def serve(
         await stop.wait()
         log.info("signoff stopping: runs in flight keep their checkpoints and resume on restart")
     finally:
+        if lapses is not None:
+            lapses.cancel()
+            with suppress(asyncio.CancelledError):
+                await lapses
         await wakeups.stop()
         await scheduler.stop()
         if slack is not None:
             await slack.stop()
         await runner.cleanup()
         await process.close()
+
+
+async def _measure(skew: ClockSkew) -> None:
+    """Compare this process's clock with the database's; a failure is only logged."""
+    try:
+        await skew.measure()
+    except Exception:
+        log.exception("could not compare this process's clock with the database's")
 
 
 def api_warnings(settings: Settings) -> list[str]:

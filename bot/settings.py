@@ -159,6 +159,11 @@ class Settings(BaseSettings):
     )
     callback_secret: SecretStr | None = Field(None, validation_alias="SIGNOFF_CALLBACK_SECRET")
     oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
+    page_resolvers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="SIGNOFF_PAGE_RESOLVERS"
+    )
+    """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
+    not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
     api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
     outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
@@ -182,7 +187,7 @@ class Settings(BaseSettings):
     def source(self, value: tuple[Path, str]) -> None:
         self._source = value
 
-    @field_validator("agents", "callback_allowed_hosts", mode="before")
+    @field_validator("agents", "callback_allowed_hosts", "page_resolvers", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""

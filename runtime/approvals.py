@@ -338,6 +338,11 @@ class ApprovalDesk:
             votes = await self.store.add_vote(approval.id, by, self.deps.clock())
         except store_errors.AlreadyDecided as exc:
             raise _already_decided(exc) from None
+        except store_errors.AlreadyVoted:  # the same person, at the same moment, elsewhere
+            waits = approval.required_approvals - len(await self.store.list_votes(approval.id))
+            raise errors.AlreadyVoted(
+                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+            ) from None
         await self.store.record_event(
             AuditEvent(
                 action="vote",

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.facts import FactStore
-from runtime.lease import RunLocks, hold_lease
+from runtime.lease import Lease, RunLocks, hold_lease
 from runtime.telemetry import Telemetry
 from runtime.tools import Tool
 from store import Approval, Run, Store
@@ -31,6 +31,8 @@ class Deps:
     facts: FactStore
     telemetry: Telemetry
     announcer: Announcer
+    leases: dict[str, Lease] = field(default_factory=dict)
+    """The runs this process holds a lease on, by id."""
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""
@@ -60,6 +62,18 @@ class Deps:
         agent = self.agents.get(run.agent) if run else None
         return agent.tools.get(approval.tool) if agent else None
 
-    def lease(self, run_id: str) -> AbstractAsyncContextManager[None]:
+    def lease(self, run_id: str) -> AbstractAsyncContextManager[Lease]:
         """Hold the run's lease in the store while working on it (fenced writes)."""
-        return hold_lease(self.store, run_id, self.worker_id, ttl=self.lease_ttl, clock=self.clock)
+        return hold_lease(
+            self.store,
+            run_id,
+            self.worker_id,
+            ttl=self.lease_ttl,
+            clock=self.clock,
+            held=self.leases,
+        )
+
+    def epoch(self, run_id: str) -> int | None:
+        """The epoch of the lease this process holds on the run (what its writes carry)."""
+        lease = self.leases.get(run_id)
+        return None if lease is None else lease.epoch

@@ -83,7 +83,14 @@ class Driver:
         self.store = deps.store
         self.run = run
         self.agent = agent
-        self.journal = Journal(deps.store, run, state, owner=deps.worker_id, clock=deps.clock)
+        self.journal = Journal(
+            deps.store,
+            run,
+            state,
+            owner=deps.worker_id,
+            clock=deps.clock,
+            lease=deps.leases.get(run.id),
+        )
         self.ended = False
         self.used_ids: set[str] = set()
         self.earlier_effects: dict[str, Effect] = {}

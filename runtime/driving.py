@@ -142,7 +142,13 @@ async def _reopen(deps: Deps, run: Run, state: RunState) -> RunState:
         detail={"was": state.stop_reason},
     )
     await deps.store.commit(
-        Batch(run_id=run.id, owner=deps.worker_id, checkpoints=[checkpoint], events=[event])
+        Batch(
+            run_id=run.id,
+            owner=deps.worker_id,
+            epoch=deps.epoch(run.id),
+            checkpoints=[checkpoint],
+            events=[event],
+        )
     )
     return await deps.store.load_state(run.id)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from runtime import errors, rollback
@@ -28,8 +29,18 @@ from store import errors as store_errors
 log = logging.getLogger("signoff.ending")
 
 
-async def cancel(deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason: str) -> Run:
-    """Stop a run for good; its pending approvals are declined with reason `cancelled`."""
+_ENDING: set[asyncio.Task[Run]] = set()
+"""What follows cancels that did not wait for their run's driver here (kept referenced)."""
+
+
+async def cancel(
+    deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason: str, wait: bool = True
+) -> Run:
+    """Stop a run for good; its pending approvals are declined with reason `cancelled`.
+
+    A driver of the run in this process (a tool running) stops at its next write, which is
+    after the tool ends. `wait=False` answers at once all the same (a request must not hang
+    on a tool): what follows the stop (the notice, a saga) runs once that driver lets go."""
     run = await deps.run(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
@@ -40,8 +51,37 @@ async def cancel(deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason
     await desk.withdraw(
         run_id, by=by, reason=f"run cancelled ({reason})" if reason else "run cancelled"
     )
+    if not wait and deps.locks.busy(run_id):
+        task = asyncio.create_task(_after_stop_when_free(deps, run_id))
+        _ENDING.add(task)
+        task.add_done_callback(_ENDING.discard)
+        return await deps.run(run_id)
+    return await _after_stop_when_free(deps, run_id)
+
+
+async def _after_stop_when_free(deps: Deps, run_id: str) -> Run:
     async with deps.locks.hold(run_id):
         return await after_stop(deps, await deps.run(run_id))
+
+
+async def in_flight(deps: Deps, run_id: str) -> list[Effect]:
+    """The run's effects started and not ended: a tool running now (or one whose worker
+    died, which the worker that takes the run over settles)."""
+    return [e for e in await deps.store.list_effects(run_id) if e.status == EffectStatus.STARTED]
+
+
+def still_running(run_id: str, effects: Sequence[Effect]) -> str | None:
+    """What a cancel says while effects are in flight, the same words on every surface: the
+    run is cancelled, the tool is not stopped halfway, and its result is recorded."""
+    if not effects:
+        return None
+    names = ", ".join(f"{e.tool} ({e.call_id})" for e in effects)
+    verb = "is" if len(effects) == 1 else "are"
+    return (
+        f"Run {run_id} is cancelled, but {names} {verb} still running: the run takes no "
+        "further step; what the tool does is recorded when it ends (undo it with "
+        f"`signoff runs rollback {run_id}` if it must not stand)."
+    )
 
 
 async def resolve(
@@ -58,6 +98,8 @@ async def resolve(
             f"effect {call_id} of run {run_id} is {effect.status.value}, not in doubt"
         )
     now = deps.clock()
+    if happened and result is None:
+        result = await late_result(deps, run_id, call_id)
     outcome = EffectOutcome(
         run_id=run_id,
         call_id=call_id,
@@ -83,6 +125,16 @@ async def resolve(
     except store_errors.Conflict:
         raise errors.InvalidRequest(f"effect {call_id} was resolved meanwhile") from None
     return await _effect(deps, run_id, call_id)
+
+
+async def late_result(deps: Deps, run_id: str, call_id: str) -> Any:
+    """What a worker fenced off the run reported its tool returned for this call, if it did
+    (the evidence a person settles an in-doubt page from in one step)."""
+    completed = {"call_id": call_id, "status": EffectStatus.COMPLETED.value}
+    for event in reversed(await deps.store.list_events(run_id=run_id)):
+        if event.action == "late_result" and completed.items() <= event.detail.items():
+            return event.detail.get("result")
+    return None
 
 
 async def after_stop(deps: Deps, run: Run) -> Run:

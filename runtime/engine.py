@@ -199,13 +199,31 @@ class Runtime:
     ) -> builtins.list[Run]:
         return await listing.list_runs(self.deps, status, limit=limit)
 
-    async def cancel(self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "") -> Run:
-        """Stop a run for good; its pending approvals are withdrawn."""
-        return await ending.cancel(self.deps, self.desk, run_id, by=by, reason=reason)
+    async def cancel(
+        self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "", wait: bool = True
+    ) -> Run:
+        """Stop a run for good; its pending approvals are withdrawn. `wait=False`: answer at
+        once even while this process's driver of the run has a tool running (`in_flight`)."""
+        return await ending.cancel(self.deps, self.desk, run_id, by=by, reason=reason, wait=wait)
+
+    async def in_flight(self, run_id: str) -> builtins.list[Effect]:
+        """The run's effects started and not ended (a tool running now)."""
+        await self.deps.run(run_id)
+        return await ending.in_flight(self.deps, run_id)
+
+    @staticmethod
+    def still_running(run_id: str, effects: Sequence[Effect]) -> str | None:
+        """What a cancel answers, on every surface, while these effects are in flight."""
+        return ending.still_running(run_id, effects)
 
     async def recover(self) -> builtins.list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
         return await recovery.recover(self.deps, drive=self.drive, finish_undo=self._finish_undo)
+
+    async def follow_lapses(self, *, poll: float = 30.0) -> None:
+        """Forever: recover each time another worker's lease lapses (and at least every
+        `poll` seconds), so a run is taken over when its lease ends, not a poll later."""
+        await recovery.follow_lapses(self.deps, self.recover, poll=poll)
 
     # approvals
 

@@ -2,8 +2,12 @@
 
 The driver queues what it learns here (the model's reply, tool results and their effect
 outcomes, audit events) and `write` turns it into one `Batch`: checkpoints appended by
-compare-and-set on seq, so the history is also the lock on the run. A write that loses that
-race still records what the tools did, then stops the driver.
+compare-and-set on seq, so the history is also the lock on the run. Every write carries the
+lease's epoch: once another worker took the run over, the store refuses it (fencing), and what
+our tools did is kept as evidence on the call's open page for a person, never applied.
+
+One job, turning what a driven run learned into durable writes; long because each way a
+write can fail (fenced off, collided, interrupted, a full disk) is handled here.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
+
+from runtime.lease import Lease
 from store import (
     Approval,
     AuditEvent,
@@ -34,6 +41,9 @@ from store import (
 )
 
 log = logging.getLogger("signoff.journal")
+
+WRITE_RETRY_MAX_WAIT = 2.0
+"""The longest wait between two attempts to write a result in hand (seconds)."""
 
 
 class Stopped(Exception):
@@ -70,10 +80,12 @@ class Journal:
         *,
         owner: str,
         clock: Callable[[], datetime],
+        lease: Lease | None = None,
     ) -> None:
         self.store = store
         self.run = run
         self.owner = owner
+        self.lease = lease
         self.clock = clock
         self.seq = state.seq
         self.step = state.step
@@ -167,6 +179,7 @@ class Journal:
         batch = Batch(
             run_id=self.run.id,
             owner=self.owner,
+            epoch=None if self.lease is None else self.lease.epoch,
             checkpoints=checkpoints,
             finish=tuple(self.finished),
             start=start,
@@ -175,9 +188,9 @@ class Journal:
             events=tuple(self.events),
         )
         try:
-            committed = await self.store.commit(batch)
+            committed = await self._commit(batch)
         except errors.LeaseLost:
-            raise Stopped(acted_late=await self._save_outcomes_anyway()) from None
+            raise Stopped(acted_late=await self._keep_as_evidence()) from None
         except errors.AlreadyExists as exc:
             await self._fail_unrecordable(exc)
             raise Stopped(ended=True) from None
@@ -192,6 +205,47 @@ class Journal:
         del self.finished[: taken[1]]
         del self.events[: taken[2]]
         return committed
+
+    async def _commit(self, batch: Batch) -> Committed:
+        """Commit; a transient failure (a full disk, a lock held too long, a dropped
+        connection) is retried with backoff while this batch carries a result our tools
+        already have and the lease is known to be ours: a known outcome is never dropped
+        and turned into an in-doubt one. Nothing in hand: the failure is the caller's."""
+        failures: list[BaseException] = []
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(lambda exc: self._retry_write(exc, failures)),
+            wait=wait_exponential_jitter(multiplier=0.05, max=WRITE_RETRY_MAX_WAIT, jitter=0.1),
+            reraise=True,
+        ):
+            with attempt:
+                if self.lease is not None and self.lease.lost:
+                    raise errors.LeaseLost(f"the lease on run {self.run.id!r} was lost")
+                committed = await self.store.commit(batch)
+        if failures:
+            log.info(
+                "run %s: its results are written after %d failure(s)", self.run.id, len(failures)
+            )
+        return committed
+
+    def _retry_write(self, exc: BaseException, failures: list[BaseException]) -> bool:
+        if not isinstance(exc, errors.DatabaseError) or not self.finished or self.lease is None:
+            return False
+        if not self.lease.held:
+            log.warning(
+                "run %s: cannot write the results it holds (%s) nor confirm its lease: stopped "
+                "driving it; the worker that takes it over decides what the tool did",
+                self.run.id,
+                exc,
+            )
+            return False
+        if not failures:
+            log.warning(
+                "run %s: cannot write the results it holds (%s); retrying while it holds the lease",
+                self.run.id,
+                exc,
+            )
+        failures.append(exc)
+        return True
 
     def _checkpoint(
         self,
@@ -216,23 +270,31 @@ class Journal:
             created_at=self.clock(),
         )
 
-    async def _save_outcomes_anyway(self) -> list[tuple[EffectOutcome, Effect]]:
-        """Another worker took the run over; what our tools did must still be recorded,
-        unless it was recorded meanwhile. Returns what our tools did that the ledger had
-        recorded as not done."""
+    async def _keep_as_evidence(self) -> list[tuple[EffectOutcome, Effect]]:
+        """Another worker took the run over: what our tools did is not written over its
+        ledger (the store refuses it). Each outcome is kept as evidence, in the audit and on
+        the call's open page. Returns what our tools did that the ledger records as failed
+        (a person said it did not happen): someone must look at the outside world."""
         acted_late = []
         for outcome in self.finished:
-            try:
-                await self.store.commit(Batch(run_id=self.run.id, finish=[outcome]))
-            except errors.Conflict:
-                recorded = await self.store.get_effect(self.run.id, outcome.call_id)
-                done = EffectStatus.COMPLETED
-                if outcome.status == done and recorded.status != done:
-                    acted_late.append((outcome, recorded))
-                else:
-                    log.info(
-                        "effect %s was recorded by the worker that took over", recorded.call_id
-                    )
+            recorded = await self.store.get_effect(self.run.id, outcome.call_id)
+            said = evidence(self.owner, outcome)
+            log.warning("run %s: fenced off; kept as evidence: %s", self.run.id, said)
+            detail = {"call_id": outcome.call_id, "status": outcome.status.value}
+            event = AuditEvent(
+                action="late_result",
+                actor=self.owner,
+                run_id=self.run.id,
+                at=self.clock(),
+                detail=detail | {"result": outcome.result, "error": outcome.error},
+            )
+            await self.store.record_event(event)
+            if recorded.status == EffectStatus.IN_DOUBT:
+                await self.store.add_page_evidence(self.run.id, outcome.call_id, f"\n{said}")
+            elif (
+                outcome.status == EffectStatus.COMPLETED and recorded.status == EffectStatus.FAILED
+            ):
+                acted_late.append((outcome, recorded))
         return acted_late
 
     async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
@@ -268,8 +330,27 @@ class Journal:
             messages=tuple(m for m in self.unsaved if m.role == "tool"),
             created_at=self.clock(),
         )
-        batch = Batch(run_id=self.run.id, checkpoints=[checkpoint], finish=tuple(self.finished))
+        epoch = None if self.lease is None else self.lease.epoch
+        batch = Batch(
+            run_id=self.run.id,
+            owner=self.owner,
+            epoch=epoch,
+            checkpoints=[checkpoint],
+            finish=tuple(self.finished),
+        )
         try:
             await self.store.commit(batch)
+        except errors.LeaseLost:
+            await self._keep_as_evidence()
         except errors.Conflict as exc:
             log.warning("run %s changed again; outcomes left to recovery: %s", self.run.id, exc)
+
+
+def evidence(worker: str, outcome: EffectOutcome) -> str:
+    """What a fenced-off worker reported, in the words a page shows."""
+    what = f"{outcome.status.value} at {outcome.finished_at:%H:%M:%S}"
+    if outcome.result is not None:
+        what += f", result {outcome.result!r}"
+    if outcome.error:
+        what += f", error {outcome.error}"
+    return f"The worker that lost its lease ({worker}) reported: {what}."

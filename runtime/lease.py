@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -13,6 +15,24 @@ from runtime.errors import RunBusy
 from store import Store
 
 log = logging.getLogger("signoff.lease")
+
+
+@dataclass(eq=False)
+class Lease:
+    """A lease this process holds: its epoch (every write for the run carries it, and the
+    store refuses it once another lease was taken) and whether it is known to be lost."""
+
+    run_id: str
+    epoch: int
+    ttl: float = 30.0
+    lost: bool = False
+    renewed_at: float = field(default_factory=time.monotonic)
+    """When (this process's monotonic clock) the store last confirmed the lease."""
+
+    @property
+    def held(self) -> bool:
+        """Known to be ours: not lost, and confirmed within one lease length."""
+        return not self.lost and time.monotonic() - self.renewed_at < self.ttl
 
 
 @contextlib.asynccontextmanager
@@ -23,38 +43,62 @@ async def hold_lease(
     *,
     ttl: float,
     clock: Callable[[], datetime],
-) -> AsyncIterator[None]:
-    """Hold the lease for the block; RunBusy if another live worker holds it."""
+    held: dict[str, Lease] | None = None,
+) -> AsyncIterator[Lease]:
+    """Hold the lease for the block; RunBusy if another live worker holds it. `held` maps the
+    runs this process holds to their leases: a block inside another on the same run shares
+    its lease (taking it again would start a new epoch and fence the outer one off)."""
+    held = {} if held is None else held
+    if run_id in held:
+        yield held[run_id]
+        return
     now = clock()
-    if not await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now):
+    epoch = await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now)
+    if epoch is None:
         raise RunBusy(f"run {run_id!r} is being driven by another worker", run_id=run_id)
-    renewer = asyncio.create_task(_renew(store, run_id, owner, ttl, clock))
+    lease = held[run_id] = Lease(run_id, epoch, ttl)
+    renewer = asyncio.create_task(_renew(store, lease, owner, ttl, clock))
     try:
-        yield
+        yield lease
     finally:
+        del held[run_id]
         renewer.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await renewer
-        try:
-            await store.release_lease(run_id, owner)
-        except Exception:
-            log.exception("could not release the lease on run %s; it expires in %gs", run_id, ttl)
+        if not lease.lost:
+            try:
+                await store.release_lease(run_id, owner, epoch=epoch)
+            except Exception:
+                log.exception(
+                    "could not release the lease on run %s; it lapses in %gs", run_id, ttl
+                )
 
 
 async def _renew(
-    store: Store, run_id: str, owner: str, ttl: float, clock: Callable[[], datetime]
+    store: Store, lease: Lease, owner: str, ttl: float, clock: Callable[[], datetime]
 ) -> None:
+    """Renew every third of the lease until the store says it is not ours any more; then the
+    driver stops at its next write (which the store would refuse anyway). A renewal that
+    fails (the database busy or unreachable) is tried again: meanwhile another worker may take
+    the run over, and the epoch fences this one's writes off."""
     while True:
         await asyncio.sleep(ttl / 3)
-        until = clock() + timedelta(seconds=ttl)
+        now = clock()
+        until = now + timedelta(seconds=ttl)
         try:
-            renewed = await store.renew_lease(run_id, owner, until=until)
+            renewed = await store.renew_lease(
+                lease.run_id, owner, until=until, now=now, epoch=lease.epoch
+            )
         except Exception:
-            log.exception("could not renew the lease on run %s; trying again", run_id)
+            log.exception("could not renew the lease on run %s; trying again", lease.run_id)
             continue
         if not renewed:
-            log.warning("lost the lease on run %s; its next write will be refused", run_id)
+            lease.lost = True
+            log.warning(
+                "lost the lease on run %s (epoch %d): stopped driving it", lease.run_id, lease.epoch
+            )
             return
+        lease.renewed_at = time.monotonic()
 
 
 class RunLocks:
@@ -82,6 +126,10 @@ class RunLocks:
                 del self._locks[run_id]
             else:
                 self._locks[run_id] = (lock, users - 1)
+
+    def busy(self, run_id: str) -> bool:
+        """Whether a task of this process holds (or waits for) the run."""
+        return run_id in self._locks
 
     def held_here(self, run_id: str) -> bool:
         """Whether the calling task is the one holding this run (a re-entrant call)."""

@@ -22,6 +22,8 @@ from store import errors as store_errors
 log = logging.getLogger("signoff.recovery")
 
 CONCURRENCY = 32
+LAPSE_MARGIN = 0.05
+"""How long after a lease's end (by the database's clock) the takeover looks for it."""
 
 
 async def recover(
@@ -72,3 +74,27 @@ async def _each(run_ids: list[str], work: Callable[[str], Awaitable[object]], wh
                 log.exception("%s run %s failed", what, run_id)
 
     await asyncio.gather(*(one(run_id) for run_id in run_ids))
+
+
+async def follow_lapses(
+    deps: Deps, recover: Callable[[], Awaitable[object]], *, poll: float
+) -> None:
+    """Take a run over when the lease another worker holds on it lapses, not a poll later:
+    sleep until the next live lease ends by the database's clock (a length, so this host's
+    clock does not matter), then recover; at most `poll` apart."""
+    while True:
+        try:
+            left = await deps.store.next_lease_lapse(owner=deps.worker_id, now=deps.clock())
+        except Exception:
+            log.exception("cannot tell when the next lease lapses; polling")
+            left = None
+        # With no lease to wait for, look again within a lease: one taken meanwhile lapses
+        # no sooner than that (every worker's lease has the same length, in practice).
+        wait = min(poll, deps.lease_ttl)
+        if left is not None:
+            wait = min(wait, max(left, 0.0) + LAPSE_MARGIN)
+        await asyncio.sleep(wait)
+        try:
+            await recover()
+        except Exception:
+            log.exception("recovery after a lease lapsed failed; trying again")

@@ -99,7 +99,13 @@ async def rollback(
             action="rollback", actor=by, run_id=run_id, at=deps.clock(), detail=report.as_dict()
         )
         await deps.store.commit(
-            Batch(run_id=run_id, owner=deps.worker_id, checkpoints=[restore], events=[event])
+            Batch(
+                run_id=run_id,
+                owner=deps.worker_id,
+                epoch=deps.epoch(run_id),
+                checkpoints=[restore],
+                events=[event],
+            )
         )
     return report
 
@@ -117,7 +123,9 @@ async def compensate_all(deps: Deps, run: Run) -> RollbackReport:
             at=deps.clock(),
             detail=report.as_dict(),
         )
-        await deps.store.commit(Batch(run_id=run.id, owner=deps.worker_id, events=[event]))
+        await deps.store.commit(
+            Batch(run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), events=[event])
+        )
     return report
 
 
@@ -153,7 +161,9 @@ async def _intend(deps: Deps, run_id: str, by: str, *, to_step: int, restore: bo
     """Say what is being undone before undoing it: recovery finishes an interrupted undo."""
     detail = {"to_step": to_step, "restore": restore}
     event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=deps.clock(), detail=detail)
-    await deps.store.commit(Batch(run_id=run_id, owner=deps.worker_id, events=[event]))
+    await deps.store.commit(
+        Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
+    )
 
 
 async def _undo_after(
@@ -234,7 +244,9 @@ async def _compensate(
     )
     if earlier is None:
         committed = await deps.store.commit(
-            Batch(run_id=run.id, owner=deps.worker_id, start=[compensation])
+            Batch(
+                run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), start=[compensation]
+            )
         )
         if compensation.call_id in committed.preempted:
             return None
@@ -252,6 +264,7 @@ async def _compensate(
             Batch(
                 run_id=run.id,
                 owner=deps.worker_id,
+                epoch=deps.epoch(run.id),
                 finish=[
                     EffectOutcome(
                         run_id=run.id,
@@ -278,7 +291,9 @@ async def _mark_in_doubt(deps: Deps, run: Run, compensation: Effect) -> None:
         error="interrupted before its result was recorded",
         finished_at=deps.clock(),
     )
-    await deps.store.commit(Batch(run_id=run.id, owner=deps.worker_id, finish=[outcome]))
+    await deps.store.commit(
+        Batch(run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), finish=[outcome])
+    )
 
 
 async def _invoke(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -43,9 +43,23 @@ class Scheduled(Protocol):
 
 
 class ApprovalScheduler:
-    def __init__(self, rt: Scheduled, *, poll_every: float = 5.0) -> None:
+    """`now`, when given, reads the database's clock: each tick judges what is due by it,
+    and the next wake-up is armed at that due time shifted by how far this host's clock is
+    from the database's right then, so a host clock that is off or jumps neither fires
+    everything at once nor sleeps through a deadline. Without it, the runtime's clock."""
+
+    def __init__(
+        self,
+        rt: Scheduled,
+        *,
+        poll_every: float = 5.0,
+        now: Callable[[], Awaitable[datetime]] | None = None,
+    ) -> None:
         self.rt = rt
         self.poll_every = poll_every
+        self.now = now
+        self._offset = timedelta(0)
+        """How far this host's clock was ahead of the database's at the last tick."""
         self.armed_at: datetime | None = None
         self._scheduler = AsyncIOScheduler(timezone=UTC)
         self._tick_lock = asyncio.Lock()
@@ -106,7 +120,7 @@ class ApprovalScheduler:
         """Do whatever is due now, then arm the job for the next due time."""
         async with self._tick_lock:
             try:
-                next_due = await self.rt.desk.tick(self.rt.clock())
+                next_due = await self.rt.desk.tick(await self._now())
             except Exception:
                 log.exception("approval tick failed; the poll job will try again")
                 return
@@ -116,12 +130,20 @@ class ApprovalScheduler:
             if due:
                 self._arm(min(due))
 
+    async def _now(self) -> datetime:
+        if self.now is None:
+            return self.rt.clock()
+        host = datetime.now(UTC)
+        db_now = await self.now()
+        self._offset = host - db_now
+        return db_now
+
     def _arm(self, at: datetime) -> None:
         self.armed_at = at
         self._scheduler.add_job(
             self.tick,
             "date",
-            run_date=at,
+            run_date=at + self._offset,  # APScheduler sleeps by this host's clock
             id=NEXT_DUE_JOB,
             replace_existing=True,
             coalesce=True,

@@ -62,7 +62,9 @@ def check_new_run(run: Run, snapshot: Checkpoint, events: Sequence[AuditEvent]) 
 class Batch:
     """One atomic write for one run.
 
-    - `owner`: when set, the write is refused with `LeaseLost` unless this worker holds the lease.
+    - `owner`: when set, the write is refused with `LeaseLost` unless this worker holds the lease;
+      `epoch`, when set too, unless it holds it in that epoch (fencing: a worker that was slow,
+      not dead, cannot write over the one that took the run over, even under the same id).
     - `checkpoints`: appended in order; the first seq must be exactly one past the latest
       (compare-and-set on history) and each next one past it.
     - `finish`: effects that ended; refused with `Conflict` unless `started` or `in_doubt`.
@@ -84,6 +86,7 @@ class Batch:
     run_id: str
     owner: str | None = None
     checkpoints: Sequence[Checkpoint] = ()
+    epoch: int | None = None
     finish: Sequence[EffectOutcome] = ()
     start: Sequence[Effect] = ()
     request: Sequence[Approval] = ()
@@ -267,6 +270,11 @@ class Store(Protocol):
         ...
 
     async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page: ...
+    async def add_page_evidence(self, run_id: str, call_id: str, evidence: str) -> int:
+        """Append `evidence` to the open pages about a call; how many there were. Evidence is
+        for a person to settle the page with: it changes no effect."""
+        ...
+
     async def set_page_message(
         self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
@@ -317,12 +325,37 @@ class Store(Protocol):
         an id above `after`, of one run or approval if given, at most `limit`."""
         ...
 
-    # leases
+    # leases (fencing: each lease taken has an epoch one higher than the run's last; a write
+    # carrying an older epoch is refused). On PostgreSQL the server's clock decides whether a
+    # lease is live and dates it; only the length `until - now` comes from the caller.
     async def acquire_lease(
         self, run_id: str, owner: str, *, until: datetime, now: datetime
-    ) -> bool: ...
-    async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool: ...
-    async def release_lease(self, run_id: str, owner: str) -> None: ...
+    ) -> int | None:
+        """Take the lease if it is free, lapsed or already `owner`'s: its new epoch, or None."""
+        ...
+
+    async def renew_lease(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime | None = None,
+        epoch: int | None = None,
+    ) -> bool:
+        """Extend `owner`'s lease (in `epoch`, if given); False if it is not held any more."""
+        ...
+
+    async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None: ...
+    async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
+        """Seconds until the next live lease another worker holds on a running run lapses (by
+        the database's clock), or None if there is none."""
+        ...
+
+    async def database_now(self) -> datetime:
+        """The database's clock (PostgreSQL's server; the host's for SQLite)."""
+        ...
+
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]: ...
     async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
         """Runs whose last `UNDO_STARTED` audit event has no `UNDO_ENDED` event after it (a

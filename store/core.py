@@ -109,7 +109,12 @@ def add_vote(params: dict[str, Any]) -> Body[int]:
         raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
     if state["state"] != ApprovalState.PENDING:
         raise already_decided(rows.approval_from_row(state))
-    yield Stmt("insert_vote", params)
+    if not (yield Stmt("insert_vote", params, "count")):  # the key (approval, user) is taken
+        raise errors.AlreadyVoted(
+            f"{params['user_id']} already voted on approval {approval_id!r}",
+            approval_id=approval_id,
+            user_id=params["user_id"],
+        )
     return (yield Stmt("count_votes", params, "one"))[0]  # type: ignore[no-any-return]
 
 
@@ -190,7 +195,7 @@ def commit(batch: Batch) -> MakeBody[Committed]:
 
     def body() -> Body[Committed]:
         if batch.owner is not None or cps:
-            yield from check_head(run_id, batch.owner, cps)
+            yield from check_head(run_id, batch.owner, cps, epoch=batch.epoch)
         for lineage_id in lineages:  # the ledger's claims by key are serialized per lineage
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for key in keys:  # and per key across lineages, which the arguments bind (after them)
@@ -231,18 +236,28 @@ def check_batch(batch: Batch) -> None:
         )
 
 
-def check_head(run_id: str, owner: str | None, cps: Sequence[dict[str, Any]]) -> Body[None]:
-    """Fence on the lease, compare-and-set on the seq, append the checkpoints, mirror status.
+def check_head(
+    run_id: str, owner: str | None, cps: Sequence[dict[str, Any]], *, epoch: int | None = None
+) -> Body[None]:
+    """Fence on the lease (its holder and epoch), compare-and-set on the seq, append the
+    checkpoints, mirror status.
 
     `run_head` locks the run's row where the dialect has row locks, so two writers of one run
     take turns and the second sees the first's seq."""
     head = yield Stmt("run_head", {"id": run_id}, "one")
     if head is None:
         raise errors.NotFound(f"no run {run_id!r}", run_id=run_id)
-    holder, status, latest = head
+    holder, status, latest, held_epoch = head
     if owner is not None and holder != owner:
         raise errors.LeaseLost(
             f"run {run_id!r} is leased to {holder!r}, not {owner!r}", run_id=run_id, holder=holder
+        )
+    if owner is not None and epoch is not None and held_epoch != epoch:
+        raise errors.LeaseLost(
+            f"run {run_id!r} is in lease epoch {held_epoch}, not {epoch}",
+            run_id=run_id,
+            holder=holder,
+            epoch=held_epoch,
         )
     for cp in cps:
         if cp["seq"] != latest + 1:

@@ -6,6 +6,7 @@ StoreError
  │    ├── AlreadyExists  an id that is already taken
  │    ├── AlreadyDecided an approval that is no longer pending
  │    ├── Expired        an approval whose deadline passed (it declines at the deadline)
+ │    ├── AlreadyVoted   one person's second vote on an approval (the first counts)
  │    └── LeaseLost      another worker holds the run's lease
  ├── InvalidRecord       a record that cannot be stored as given
  ├── ProtectedFact       a write to a key the fact store protects
@@ -49,6 +50,10 @@ class AlreadyDecided(Conflict):
 
 class Expired(Conflict):
     """The approval's deadline has passed; it can no longer be approved or declined by a person."""
+
+
+class AlreadyVoted(Conflict):
+    """This person already voted on the approval; their vote counts once."""
 
 
 class LeaseLost(Conflict):

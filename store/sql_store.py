@@ -9,7 +9,7 @@ It is one job at this length because it is the one table of what each method doe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from store import core, errors, rows
@@ -329,6 +329,10 @@ class SqlStore:
         params = {"id": page_id, "by": by, "at": rows.ts(at)}
         return await self._write(lambda: core.acknowledge_page(params))
 
+    async def add_page_evidence(self, run_id: str, call_id: str, evidence: str) -> int:
+        params = {"run_id": run_id, "call_id": call_id, "evidence": evidence}
+        return int(await self._one("add_page_evidence", params, "count"))
+
     async def set_page_message(
         self, page_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None:
@@ -341,7 +345,7 @@ class SqlStore:
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "now": rows.ts(now), "until": rows.ts(until), "limit": limit}
+        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
         claimed = await self._one("claim_outbox", params, "all")
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
 
@@ -403,16 +407,35 @@ class SqlStore:
 
     async def acquire_lease(
         self, run_id: str, owner: str, *, until: datetime, now: datetime
-    ) -> bool:
-        params = {"id": run_id, "owner": owner, "until": rows.ts(until), "now": rows.ts(now)}
-        return await self._changed_one("acquire_lease", params, durable=False)
+    ) -> int | None:
+        params = {"id": run_id, "owner": owner} | _lease_times(now, until)
+        taken = await self._one("acquire_lease", params, "all", durable=False)
+        return int(taken[0][0]) if taken else None
 
-    async def renew_lease(self, run_id: str, owner: str, *, until: datetime) -> bool:
-        params = {"id": run_id, "owner": owner, "until": rows.ts(until)}
+    async def renew_lease(
+        self,
+        run_id: str,
+        owner: str,
+        *,
+        until: datetime,
+        now: datetime | None = None,
+        epoch: int | None = None,
+    ) -> bool:
+        times = _lease_times(now or datetime.now(UTC), until)
+        params = {"id": run_id, "owner": owner, "epoch": epoch} | times
         return await self._changed_one("renew_lease", params, durable=False)
 
-    async def release_lease(self, run_id: str, owner: str) -> None:
-        await self._one("release_lease", {"id": run_id, "owner": owner}, durable=False)
+    async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
+        params = {"id": run_id, "owner": owner, "epoch": epoch}
+        await self._one("release_lease", params, durable=False)
+
+    async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
+        found = await self._read("next_lease_lapse", {"owner": owner, "now": rows.ts(now)})
+        return None if not found or found[0][0] is None else float(found[0][0])
+
+    async def database_now(self) -> datetime:
+        found = await self._read("database_now", {})
+        return rows.dt(found[0][0]) or datetime.now(UTC)
 
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]:
         found = await self._read("runs_to_recover", {"now": rows.ts(now), "owner": owner})
@@ -421,3 +444,11 @@ class SqlStore:
     async def interrupted_undos(self, now: datetime, *, owner: str) -> list[str]:
         found = await self._read("interrupted_undos", {"now": rows.ts(now), "owner": owner})
         return [row[0] for row in found]
+
+
+def _lease_times(now: datetime, until: datetime) -> dict[str, Any]:
+    """A lease's times for either dialect: SQLite's queries take `now` and `until` (one
+    machine, one clock); PostgreSQL's take only the length, `ttl`, and date it by the server's
+    clock, so a worker whose clock is off cannot take or keep a lease by its own reckoning."""
+    ttl = (until - now).total_seconds()
+    return {"now": rows.ts(now), "until": rows.ts(until), "ttl": ttl}

@@ -352,8 +352,15 @@ def cancel(
 
     checked_as_api(CancelRequest, {"reason": "--reason"}, reason=reason)
 
-    run = with_process(ctx, lambda p: p.runtime.cancel(run_id, by="cli", reason=reason))
-    show(run.model_dump(mode="json"), as_json=as_json, table=views.runs_table([run]))
+    async def cancel(p: Process) -> tuple[Run, str | None]:
+        run = await p.runtime.cancel(run_id, by="cli", reason=reason)
+        return run, p.runtime.still_running(run.id, await p.runtime.in_flight(run.id))
+
+    run, note = with_process(ctx, cancel)
+    shown = run.model_dump(mode="json") | ({"note": note} if note else {})
+    show(shown, as_json=as_json, table=views.runs_table([run]))
+    if note and not as_json:
+        typer.echo(note)
 
 
 @runs.command()

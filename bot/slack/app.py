@@ -176,7 +176,7 @@ def slack_surface(
         # they return instead of polling every 10 ms for the ack.
         process_before_response=True,
     )
-    listeners.register(app, rt, background)
+    listeners.register(app, rt, background, resolvers=frozenset(settings.page_resolvers))
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
     claim = settings.outbox_claim_seconds
@@ -190,6 +190,7 @@ def slack_surface(
         channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
+        resolvable_pages=bool(settings.page_resolvers),
     )
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.slack import replies
+from bot.slack import blocks as kit
+from bot.slack import escape, replies
 from runtime import Runtime, errors
 from runtime.policy import may_decide
 from store import Approval, ApprovalState, Run, RunStatus
+
+NOTE_TEXT = 450
 
 LIST_LIMIT = 20
 HOME_LIMIT = 15
@@ -62,9 +65,11 @@ async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
         return replies.refusal(
             f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
         )
-    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack")
+    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack", wait=False)
     approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
-    return replies.run_status(cancelled, approvals, [])
+    reply = replies.run_status(cancelled, approvals, [])
+    note = rt.still_running(run.id, await rt.in_flight(run.id))
+    return reply if note is None else _with_note(reply, note)
 
 
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
@@ -103,3 +108,9 @@ async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
     return replies.home_view(
         pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
     )
+
+
+def _with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:
+    """A reply with a plain-text note (e.g. a cancel's "still running") after its blocks."""
+    blocks = [*reply.get("blocks", []), kit.section(escape.mrkdwn(note, limit=NOTE_TEXT))]
+    return reply | {"blocks": blocks, "text": f"{reply.get('text', '')} {note}".strip()}

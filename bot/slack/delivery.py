@@ -88,7 +88,10 @@ class SlackDelivery:
         channels: Channels,
         tool_of: ToolOf,
         find_run: FindRun,
+        resolvable_pages: bool = False,
     ) -> None:
+        self.resolvable_pages = resolvable_pages
+        """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
         self.client = client
         self.store = store
         self.policies = policies
@@ -240,7 +243,9 @@ class SlackDelivery:
                 f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL, then restart"
             )
         run = await self._run(page.run_id)
-        message = cards.page_message(page, run, args=await self._args_of(page))
+        message = cards.page_message(
+            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
+        )
         ts = await self._find(channel, None, "page_id", page.id) if item.attempts > 1 else None
         if ts is None:
             ts = await self._post(channel, message)
@@ -262,7 +267,9 @@ class SlackDelivery:
         if not page.message_ts or not page.channel:
             return
         run = await self._run(page.run_id)
-        message = cards.page_message(page, run, args=await self._args_of(page))
+        message = cards.page_message(
+            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
+        )
         await self.client.chat_update(
             channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
         )

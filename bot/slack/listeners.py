@@ -18,27 +18,32 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands, replies
-from bot.slack.escape import WORD_JOINER
+from bot.slack import commands, replies, texts
+from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime.approvals import Decision
 from store import Approval, ApprovalState
+from store import errors as store_errors
 
 log = logging.getLogger("signoff.slack")
 
 Body = dict[str, Any]
 
 
-def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
-    """Attach every listener to `app`."""
-    listeners = Listeners(rt, background)
+def register(
+    app: AsyncApp, rt: Runtime, background: Background, *, resolvers: frozenset[str] = frozenset()
+) -> None:
+    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card."""
+    listeners = Listeners(rt, background, resolvers)
     app.action("approve")(listeners.approve)
     app.action("approve_separate")(listeners.approve_separate)
     app.action("decline")(listeners.open_decline)
     app.action("edit")(listeners.open_edit)
     app.action("acknowledge")(listeners.acknowledge)
+    app.action("resolve_happened")(listeners.settle_happened)  # kit.HAPPENED_ACTION
+    app.action("resolve_did_not_happen")(listeners.settle_not_happened)
     app.view("decline_reason")(listeners.decline)
     app.view("edit_args")(listeners.approve_edited)
     app.command("/runs")(listeners.runs_command)
@@ -46,9 +51,12 @@ def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
 
 
 class Listeners:
-    def __init__(self, rt: Runtime, background: Background) -> None:
+    def __init__(
+        self, rt: Runtime, background: Background, resolvers: frozenset[str] = frozenset()
+    ) -> None:
         self.rt = rt
         self.background = background
+        self.resolvers = resolvers
 
     # buttons
 
@@ -89,6 +97,35 @@ class Listeners:
             self._tell(client, body, refusal(exc))
             return
         await ack()
+
+    async def settle_happened(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await self._settle(ack, body, client, happened=True)
+
+    async def settle_not_happened(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await self._settle(ack, body, client, happened=False)
+
+    async def _settle(
+        self, ack: AsyncAck, body: Body, client: AsyncWebClient, *, happened: bool
+    ) -> None:
+        """Settle an in-doubt effect from its page (with a fenced worker's receipt, if one
+        came): the page is acknowledged in the same write, which updates the card for
+        everyone; the run goes on after the ack."""
+        user, page_id = _clicker(body), _button_value(body)
+        if user not in self.resolvers:
+            await ack()
+            self._tell(client, body, texts.NOT_A_RESOLVER)
+            return
+        try:
+            page = await self.rt.store.get_page(page_id)
+            if page.run_id is None or page.call_id is None:
+                raise errors.InvalidRequest(f"page {page_id} is about no effect to settle")
+            await self.rt.resolve(page.run_id, page.call_id, happened=happened, by=user)
+        except (errors.SignoffRuntimeError, store_errors.StoreError) as exc:
+            await ack()
+            self._tell(client, body, texts.not_settled(mrkdwn(str(exc))))
+            return
+        await ack()
+        self.background.spawn(self.rt.resume(page.run_id), name=f"resume {page.run_id}")
 
     # modals
 

@@ -432,3 +432,10 @@ HOME_RECENT = "Your recent decisions"
 HOME_PAGES = "Open pages"
 NO_RECENT = "No decisions yet."
 NO_PAGES = "No open pages."
+
+
+NOT_A_RESOLVER = "Only on-call (page_resolvers) may settle a page; nothing changed."
+
+
+def not_settled(why: str) -> str:
+    return f"Nothing changed: {why}"

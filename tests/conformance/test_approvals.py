@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 import pytest
@@ -177,11 +178,24 @@ async def test_a_decline_in_another_lineage_does_not_answer_a_request(
 async def test_add_vote_counts_distinct_approvers(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    counts = [await store.add_vote(pending.id, user, clock()) for user in ("U1", "U2", "U1")]
+    counts = [await store.add_vote(pending.id, user, clock()) for user in ("U1", "U2")]
 
-    assert counts == [1, 2, 2]
+    with pytest.raises(errors.AlreadyVoted):  # one vote per person, by the store's key
+        await store.add_vote(pending.id, "U1", clock())
+    assert counts == [1, 2]
     assert await store.list_votes(pending.id) == ["U1", "U2"]
     assert await store.list_votes("no-such-approval") == []
+
+
+async def test_one_persons_votes_sent_at_once_count_once(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    tries = await asyncio.gather(
+        *(store.add_vote(pending.id, "U1", clock()) for _ in range(20)), return_exceptions=True
+    )
+
+    assert [t for t in tries if not isinstance(t, errors.AlreadyVoted)] == [1]
+    assert await store.list_votes(pending.id) == ["U1"]
 
 
 async def test_add_vote_on_a_decided_approval_is_refused(

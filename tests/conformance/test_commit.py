@@ -214,13 +214,45 @@ async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
     store: Store, make_run: MakeRun, clock: Clock
 ) -> None:
     run = await make_run()
-    assert await store.acquire_lease(run.id, "W1", until=_later(clock, 10), now=clock())
-    assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=_later(clock, 20))
+    assert await store.acquire_lease(run.id, "W1", until=_later(clock, -10), now=clock())
+    assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=clock())
 
     with pytest.raises(errors.LeaseLost):
         await store.commit(
             Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
         )
+
+
+async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
+    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+) -> None:
+    """A worker restarted under the same id takes the lease again in a new epoch; the old
+    process, frozen rather than dead, wakes up and writes with the epoch it held: refused,
+    checkpoint, effect and event alike, in the one transaction."""
+    run = await make_run()
+    old = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+    new = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+    assert old is not None
+    assert new == old + 1
+    stale = Batch(
+        run_id=run.id,
+        owner="W1",
+        epoch=old,
+        checkpoints=[checkpoint(run.id, 1, clock())],
+        start=[make_effect(run.id)],
+        events=[AuditEvent(action="resume", actor="W1", run_id=run.id, at=clock())],
+    )
+
+    with pytest.raises(errors.LeaseLost, match="epoch"):
+        await store.commit(stale)
+
+    assert len(await store.history(run.id)) == 1
+    assert await store.list_effects(run.id) == []
+    assert await store.list_events(run_id=run.id) == []
+    await store.commit(
+        Batch(run_id=run.id, owner="W1", epoch=new, checkpoints=[checkpoint(run.id, 1, clock())])
+    )
+    assert (await store.load_state(run.id)).seq == 1
 
 
 # helpers

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from store import (
     ApprovalState,
@@ -20,69 +20,121 @@ from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
 MINUTE = timedelta(minutes=1)
 
 
-async def holder(store: Store, run_id: str) -> tuple[str | None, datetime | None]:
+async def holder(store: Store, run_id: str) -> tuple[str | None, float | None]:
+    """Who holds the run's lease, and for how many more seconds by the database's clock
+    (rounded: the store dates a lease by its own clock, whatever the caller's says)."""
     got = await store.get_run(run_id)
-    return got.lease_owner, got.lease_expires_at
+    if got.lease_expires_at is None:
+        return got.lease_owner, None
+    left = (got.lease_expires_at - await store.database_now()).total_seconds()
+    return got.lease_owner, round(left / 5) * 5
+
+
+async def take(store: Store, run_id: str, owner: str, seconds: float, clock: Clock) -> int | None:
+    """Take a lease of this length; a negative one has lapsed already."""
+    now = clock()
+    return await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=seconds), now=now)
 
 
 async def test_a_free_lease_is_acquired(store: Store, run: Run, clock: Clock) -> None:
-    assert await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+    assert await take(store, run.id, "W1", 60, clock) == 1
 
-    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+    assert await holder(store, run.id) == ("W1", 60)
 
 
 async def test_a_live_lease_of_another_worker_is_refused(
     store: Store, run: Run, clock: Clock
 ) -> None:
-    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+    await take(store, run.id, "W1", 60, clock)
 
-    taken = await store.acquire_lease(run.id, "W2", until=clock() + 5 * MINUTE, now=clock())
+    taken = await take(store, run.id, "W2", 300, clock)
 
-    assert not taken
-    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+    assert taken is None
+    assert await holder(store, run.id) == ("W1", 60)
 
 
-async def test_own_lease_is_acquired_again_and_extended(
+async def test_a_live_lease_is_refused_whatever_the_callers_clock_says(
     store: Store, run: Run, clock: Clock
 ) -> None:
-    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+    await take(store, run.id, "W1", 60, clock)
+    ahead = clock() + 10 * MINUTE  # a worker whose clock runs ten minutes fast
 
-    assert await store.acquire_lease(run.id, "W1", until=clock() + 2 * MINUTE, now=clock())
+    taken = await store.acquire_lease(run.id, "W2", until=ahead + MINUTE, now=ahead)
 
-    assert await holder(store, run.id) == ("W1", clock() + 2 * MINUTE)
+    assert taken is None
+    assert await store.runs_to_recover(ahead, owner="W2") == []
+    assert await holder(store, run.id) == ("W1", 60)
 
 
-async def test_an_expired_lease_is_taken_over(store: Store, run: Run, clock: Clock) -> None:
-    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
-    later = clock() + 2 * MINUTE
+async def test_own_lease_is_acquired_again_and_extended_in_a_new_epoch(
+    store: Store, run: Run, clock: Clock
+) -> None:
+    first = await take(store, run.id, "W1", 60, clock)
 
-    assert await store.acquire_lease(run.id, "W2", until=later + MINUTE, now=later)
+    again = await take(store, run.id, "W1", 120, clock)
 
-    assert await holder(store, run.id) == ("W2", later + MINUTE)
+    assert (first, again) == (1, 2)
+    assert await holder(store, run.id) == ("W1", 120)
+
+
+async def test_an_expired_lease_is_taken_over_in_a_higher_epoch(
+    store: Store, run: Run, clock: Clock
+) -> None:
+    await take(store, run.id, "W1", -60, clock)
+
+    assert await take(store, run.id, "W2", 60, clock) == 2
+
+    assert await holder(store, run.id) == ("W2", 60)
 
 
 async def test_a_lease_on_an_unknown_run_is_not_acquired(store: Store, clock: Clock) -> None:
-    assert not await store.acquire_lease("no-such-run", "W1", until=clock(), now=clock())
+    assert await take(store, "no-such-run", "W1", 60, clock) is None
 
 
-async def test_renew_extends_only_a_lease_we_hold(store: Store, run: Run, clock: Clock) -> None:
-    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+async def test_renew_extends_only_a_lease_we_hold_in_its_epoch(
+    store: Store, run: Run, clock: Clock
+) -> None:
+    epoch = await take(store, run.id, "W1", 60, clock)
+    now = clock()
 
-    assert await store.renew_lease(run.id, "W1", until=clock() + 3 * MINUTE)
-    assert not await store.renew_lease(run.id, "W2", until=clock() + 9 * MINUTE)
+    assert await store.renew_lease(run.id, "W1", until=now + 3 * MINUTE, now=now, epoch=epoch)
+    assert not await store.renew_lease(run.id, "W2", until=now + 9 * MINUTE, now=now)
+    assert not await store.renew_lease(run.id, "W1", until=now + 9 * MINUTE, now=now, epoch=0)
 
-    assert await holder(store, run.id) == ("W1", clock() + 3 * MINUTE)
+    assert await holder(store, run.id) == ("W1", 180)
 
 
 async def test_release_frees_only_a_lease_we_hold(store: Store, run: Run, clock: Clock) -> None:
-    await store.acquire_lease(run.id, "W1", until=clock() + MINUTE, now=clock())
+    epoch = await take(store, run.id, "W1", 60, clock)
 
     await store.release_lease(run.id, "W2")
-    assert await holder(store, run.id) == ("W1", clock() + MINUTE)
+    await store.release_lease(run.id, "W1", epoch=0)
+    assert await holder(store, run.id) == ("W1", 60)
 
-    await store.release_lease(run.id, "W1")
+    await store.release_lease(run.id, "W1", epoch=epoch)
     assert await holder(store, run.id) == (None, None)
-    assert await store.acquire_lease(run.id, "W2", until=clock() + MINUTE, now=clock())
+    assert await take(store, run.id, "W2", 60, clock) == 2
+
+
+async def test_next_lease_lapse_is_the_first_other_workers_lease_to_end(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    assert await store.next_lease_lapse(owner="W1", now=clock()) is None
+    mine, soon, later = [await make_run() for _ in range(3)]
+    await take(store, mine.id, "W1", 5, clock)
+    await take(store, soon.id, "W2", 30, clock)
+    await take(store, later.id, "W3", 90, clock)
+
+    left = await store.next_lease_lapse(owner="W1", now=clock() + 10 * MINUTE)
+
+    assert left is not None
+    assert 25 < left <= 30
+
+
+async def test_the_database_clock_is_near_this_hosts(store: Store) -> None:
+    skew = (await store.database_now() - datetime.now(UTC)).total_seconds()
+
+    assert abs(skew) < 5
 
 
 async def test_runs_to_recover_are_the_runs_nobody_drives(
@@ -90,9 +142,9 @@ async def test_runs_to_recover_are_the_runs_nobody_drives(
 ) -> None:
     now = clock()
     unleased, mine, expired, live = [await make_run() for _ in range(4)]
-    await store.acquire_lease(mine.id, "W1", until=now + MINUTE, now=now)
-    await store.acquire_lease(expired.id, "W2", until=now - MINUTE, now=now - 2 * MINUTE)
-    await store.acquire_lease(live.id, "W2", until=now + MINUTE, now=now)
+    await take(store, mine.id, "W1", 60, clock)
+    await take(store, expired.id, "W2", -60, clock)
+    await take(store, live.id, "W2", 60, clock)
     parked_done, parked_waiting, finished = [await make_run() for _ in range(3)]
     for parked, state in [(parked_done, ApprovalState.APPROVED), (parked_waiting, None)]:
         await append(parked.id, status=RunStatus.WAITING_APPROVAL)
@@ -125,9 +177,9 @@ async def test_interrupted_undos_are_runs_whose_undo_began_and_never_ended(
     await store.record_event(undo_event(again.id, "rollback"))
     await store.record_event(undo_event(again.id))  # began once more, and died
     await store.record_event(undo_event(plain.id, "rollback"))
-    await store.acquire_lease(mine.id, "W1", until=now + MINUTE, now=now)
-    await store.acquire_lease(expired.id, "W2", until=now - MINUTE, now=now - 2 * MINUTE)
-    await store.acquire_lease(live.id, "W2", until=now + MINUTE, now=now)
+    await take(store, mine.id, "W1", 60, clock)
+    await take(store, expired.id, "W2", -60, clock)
+    await take(store, live.id, "W2", 60, clock)
 
     found = await store.interrupted_undos(now, owner="W1")
 

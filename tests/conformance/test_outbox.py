@@ -3,6 +3,7 @@ and rows go out in order per subject, once, to one sender at a time."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -126,7 +127,7 @@ async def test_a_later_row_waits_for_an_earlier_unsent_one_of_its_subject(
         ("approval_requested", other.id),
     ]
     # The card failed to post: its update may not overtake it.
-    assert await store.retry_outbox(claimed[0].id, "w1", at=later(), error="500")
+    assert await store.retry_outbox(claimed[0].id, "w1", at=later(0), error="500")
     assert await store.finish_outbox(claimed[1].id, "w1", at=later())
 
     again = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
@@ -139,13 +140,12 @@ async def test_a_claimed_row_is_not_claimed_again_until_its_claim_lapses(
     store: Store, run: Run, make_approval: MakeApproval
 ) -> None:
     await store.create_approval(make_approval(run.id))
-    now = later()
+    now = later(0)
 
-    mine = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=30))
+    mine = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=0.3))
     theirs = await store.claim_outbox("w2", now=now, until=now + timedelta(seconds=30))
-    lapsed = await store.claim_outbox(
-        "w2", now=now + timedelta(seconds=31), until=now + timedelta(seconds=60)
-    )
+    await asyncio.sleep(0.35)  # the database's clock says when a claim lapses
+    lapsed = await store.claim_outbox("w2", now=later(0.35), until=now + timedelta(seconds=60))
 
     assert [item.attempts for item in mine] == [1]
     assert theirs == []
@@ -160,13 +160,14 @@ async def test_a_row_retried_later_is_not_due_before_then(
     store: Store, run: Run, make_approval: MakeApproval
 ) -> None:
     await store.create_approval(make_approval(run.id))
-    now = later()
+    now = later(0)
     [item] = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=30))
-    await store.retry_outbox(item.id, "w1", at=now + timedelta(seconds=10), error="429")
+    await store.retry_outbox(item.id, "w1", at=now + timedelta(seconds=0.5), error="429")
 
-    assert await store.claim_outbox("w1", now=now + timedelta(seconds=5), until=later(90)) == []
+    assert await store.claim_outbox("w1", now=later(0), until=later(90)) == []
     assert await store.outbox_backlog() == (1, item.created_at)
-    due = await store.claim_outbox("w1", now=now + timedelta(seconds=11), until=later(90))
+    await asyncio.sleep(0.55)
+    due = await store.claim_outbox("w1", now=later(0), until=later(90))
     assert [(i.id, i.attempts) for i in due] == [(item.id, 2)]
 
 

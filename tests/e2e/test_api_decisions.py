@@ -181,9 +181,12 @@ async def test_a_quorum_fills_vote_by_vote_then_the_run_resumes(make_api: MakeAp
     approval_id = await park(api)
     status, first = await decide(api, approval_id, decision="approved", by="U0ANN")
     assert (status, first["state"], first["votes"]) == (200, "pending", ["U0ANN"])
+    events = len(await api.store.list_events())
     status, again = await decide(api, approval_id, decision="approved", by="U0ANN")
-    assert status == 409
-    assert "already approved" in again["error"]
+    assert (status, again["state"], again["votes"]) == (200, "pending", ["U0ANN"])
+    assert again["already_voted"] is True
+    assert "already approved" in again["note"]
+    assert len(await api.store.list_events()) == events  # no new audit event
     assert await status_of(api) == RunStatus.WAITING_APPROVAL
     status, second = await decide(api, approval_id, decision="approved", by="U0BOB")
     assert (status, second["state"], second["votes"]) == (200, "approved", ["U0ANN", "U0BOB"])

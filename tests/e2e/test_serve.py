@@ -188,9 +188,9 @@ async def leave_orphan(url: str, run_id: str) -> None:
     try:
         rt = Runtime(store, [refund_agent], worker_id="dead-worker")
         await rt.create("refund-agent", "Refund order 5150", run_id=run_id)
-        past = utcnow() - timedelta(minutes=5)
+        now = utcnow()  # a lease of negative length: lapsed by the database's clock already
         assert await store.acquire_lease(
-            run_id, "dead-worker", until=past + timedelta(seconds=30), now=past
+            run_id, "dead-worker", until=now - timedelta(minutes=5), now=now
         )
         run = await store.get_run(run_id)
         assert run.status == "running"

@@ -211,6 +211,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "created_at REAL NOT NULL",
         "updated_at REAL NOT NULL",
         "model TEXT",
+        "lease_epoch INTEGER NOT NULL DEFAULT 0",
         "INDEX runs_by_status (status, created_at)",
         "TRIGGER outbox_run_finished",
     ],

@@ -51,6 +51,37 @@ class Exit:
 Worker = Callable[..., Exit]
 """The `run_worker` fixture."""
 
+DEAD_LEASE_TTL = 1.5
+"""The lease a worker process takes (seconds): the database's clock, not a test's, says when
+a killed worker's lease has lapsed, so a successor waits this long (`wait_for_lapse`)."""
+
+
+async def wait_for_lapse(store: Store, *, owner: str = "successor") -> None:
+    """Sleep until every lease another worker holds on a run has lapsed (by the database's
+    clock, which is the one that decides)."""
+    now = await store.database_now()
+    held = [
+        run.lease_expires_at
+        for run in await store.list_runs()
+        if run.lease_expires_at is not None and run.lease_owner != owner
+    ]
+    if held and max(held) > now:
+        await asyncio.sleep((max(held) - now).total_seconds() + 0.05)
+
+
+class FrozenRenewals:
+    """A store as seen by a worker that is frozen (SIGSTOP) while its tool or model call is
+    pending: its lease renewals never reach the database, everything else does."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    async def renew_lease(self, *args: Any, **kwargs: Any) -> bool:
+        return True
+
 
 class MovableClock(Protocol):
     """The `clock` fixture of tests/conftest.py."""

@@ -555,6 +555,25 @@ async def test_every_decision_is_audited_with_the_deciding_user(
     assert events[declined.id].detail["reason"] == "duplicate"
 
 
+async def test_twenty_votes_sent_at_once_by_one_person_count_once(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([wire_agent()], policies=QUORUM)
+    approval = await start_wire(rt)
+
+    tries = await asyncio.gather(
+        *(rt.decide(approval.id, "approved", by="U0ALICE") for _ in range(20)),
+        return_exceptions=True,
+    )
+
+    pending = [t for t in tries if not isinstance(t, BaseException)]
+    refused = [t for t in tries if isinstance(t, errors.AlreadyVoted)]
+    assert (len(pending), len(refused)) == (1, 19)
+    votes = [e for e in await rt.store.list_events() if e.action == "vote"]
+    assert [(e.actor, e.approval_id) for e in votes] == [("U0ALICE", approval.id)]
+    assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
+
+
 async def test_quorum_votes_are_audited_with_each_voter(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:

@@ -13,6 +13,7 @@ from runtime_scenarios import (
     Worker,
     counter_agent,
     counting_policy,
+    wait_for_lapse,
 )
 
 from runtime import Budget, Runtime, ScriptedModel
@@ -67,6 +68,7 @@ async def test_recover_by_another_worker_after_the_lease_expires(
     run_worker: Worker, open_db: OpenDb
 ) -> None:
     store = await crash_in_step(run_worker, open_db)
+    await wait_for_lapse(store)
     model = CountingModel(ScriptedModel(counting_policy))
     later = utcnow() + timedelta(minutes=10)
     rt = Runtime(store, [counter_agent(model)], worker_id="successor", clock=lambda: later)

@@ -20,6 +20,7 @@ from runtime_scenarios import (
     Worker,
     assert_well_formed,
     biller_agent,
+    wait_for_lapse,
 )
 
 from examples.world import emails, payments
@@ -33,11 +34,13 @@ RUN = "bill-7"
 async def killed_after(point: str, run_worker: Worker, open_db: OpenDb) -> Store:
     done = run_worker("biller", RUN, "Bill invoice INV-7", die=point)
     assert done.killed, done.stderr
-    return await open_db()
+    store = await open_db()
+    await wait_for_lapse(store, owner="new")
+    return store
 
 
 def successor(store: Store, model: CountingModel, notifier: RecordingNotifier) -> Runtime:
-    """Another worker, started after the dead one's lease ran out."""
+    """Another worker, started after the dead one's lease ran out (`wait_for_lapse`)."""
     later = utcnow() + timedelta(minutes=5)
     return Runtime(
         store, [biller_agent(model)], notifier=notifier, worker_id="new", clock=lambda: later

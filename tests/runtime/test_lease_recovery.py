@@ -5,15 +5,17 @@ a cancelled run's driver is refused its next write."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import pytest
 from runtime_scenarios import (
     WORKER_ID,
     CountingModel,
+    FrozenRenewals,
     GatedModel,
     MovableClock,
     OpenDb,
@@ -21,6 +23,7 @@ from runtime_scenarios import (
     assert_well_formed,
     counter_agent,
     counting_policy,
+    wait_for_lapse,
 )
 
 from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
@@ -55,9 +58,16 @@ class Stalled:
     run_id: str = "gated"
 
 
-async def driving_into_the_gate(store: Store, worker_id: str) -> Stalled:
+async def driving_into_the_gate(
+    store: Store, worker_id: str, *, frozen: bool = False, lease: float = 0.3
+) -> Stalled:
+    """`frozen`: the worker stops renewing its (short) lease, as a SIGSTOPped one would."""
     model = GatedModel(ScriptedModel(counting_policy), at_turn=1)
-    rt = Runtime(store, [counter_agent(model)], worker_id=worker_id)
+    if frozen:
+        seen = cast(Store, FrozenRenewals(store))
+        rt = Runtime(seen, [counter_agent(model)], worker_id=worker_id, lease_ttl=lease)
+    else:
+        rt = Runtime(store, [counter_agent(model)], worker_id=worker_id)
     task = asyncio.create_task(
         rt.start("counter", "Count", run_id="gated", budget=Budget(max_steps=3))
     )
@@ -88,11 +98,11 @@ async def test_run_leased_by_a_live_worker_is_not_driven(store: Store) -> None:
 
 
 async def test_expired_lease_is_taken_over_and_the_old_driver_is_refused(store: Store) -> None:
-    a = await driving_into_the_gate(store, "worker-a")
+    a = await driving_into_the_gate(store, "worker-a", frozen=True)
     run_id = a.run_id
-    later = utcnow() + timedelta(minutes=10)
     fresh = CountingModel(ScriptedModel(counting_policy))
-    rt_b = Runtime(store, [counter_agent(fresh)], worker_id="worker-b", clock=lambda: later)
+    rt_b = Runtime(store, [counter_agent(fresh)], worker_id="worker-b")
+    await wait_for_lapse(store, owner="worker-b")
 
     assert await rt_b.recover() == [run_id]
     taken_over = await store.history(run_id)
@@ -106,6 +116,38 @@ async def test_expired_lease_is_taken_over_and_the_old_driver_is_refused(store: 
     effects = await store.list_effects(run_id)
     assert [e.call_id for e in effects] == ["call_1_1", "call_2_1", "call_3_1"]
     assert_well_formed((await store.load_state(run_id)).messages)
+
+
+async def test_a_lapsed_lease_is_taken_over_when_it_lapses_not_a_poll_later(
+    store: Store,
+) -> None:
+    a = await driving_into_the_gate(store, "worker-a", frozen=True, lease=1.0)
+    fresh = CountingModel(ScriptedModel(counting_policy))
+    rt_b = Runtime(store, [counter_agent(fresh)], worker_id="worker-b")
+    lapses_at = (await store.get_run(a.run_id)).lease_expires_at
+    following = asyncio.create_task(rt_b.follow_lapses(poll=60))
+    try:
+        await until(lambda: _owner_is(store, a.run_id, "worker-b"))
+        taken_at = await store.database_now()
+        a.model.gate.set()
+        await finish(a.task)
+        await until(lambda: _status_is(store, a.run_id, RunStatus.FAILED))  # its step budget
+    finally:
+        following.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await following
+    assert lapses_at is not None
+    assert 0 <= (taken_at - lapses_at).total_seconds() < 2  # not the 60 s poll
+    assert fresh.calls == 2
+
+
+async def _owner_is(store: Store, run_id: str, owner: str) -> bool:
+    run = await store.get_run(run_id)
+    return run.lease_owner == owner or (run.lease_owner is None and run.usage.steps > 1)
+
+
+async def _status_is(store: Store, run_id: str, status: RunStatus) -> bool:
+    return (await store.get_run(run_id)).status == status
 
 
 async def test_a_long_tool_keeps_its_lease_alive(store: Store, clock: MovableClock) -> None:
@@ -123,13 +165,13 @@ async def test_a_long_tool_keeps_its_lease_alive(store: Store, clock: MovableClo
     async with asyncio.timeout(10):
         await entered.wait()
     first = (await store.get_run("x")).lease_expires_at
-    clock.advance(seconds=0.25)
 
     async def renewed() -> bool:
         return (await store.get_run("x")).lease_expires_at != first
 
     await until(renewed)
-    clock.advance(seconds=0.25)
+    await asyncio.sleep(0.35)  # longer than the lease: only renewals keep it
+    clock.advance(minutes=10)  # the other worker's clock is no judge of it
     other = Runtime(store, [agent], worker_id="other", clock=clock)
 
     assert await other.recover() == []
@@ -167,6 +209,7 @@ async def test_recover_in_two_workers_at_once_drives_each_run_once(
     for run_id in ("one", "two"):
         assert run_worker("counter", run_id, "Count", die="tick@2", max_steps=4).killed
     store = await open_db()
+    await wait_for_lapse(store)
     later = utcnow() + timedelta(minutes=10)
     models = [CountingModel(ScriptedModel(counting_policy)) for _ in range(2)]
     workers = [
@@ -324,12 +367,13 @@ async def test_old_driver_finishing_a_tool_after_a_takeover_stops_quietly(store:
         script = ScriptedModel([tool_call("sync_mirror", {"name": "eu"}), "done"])
         return Agent("mirror", model=script, tools=[sync_mirror])
 
-    old = Runtime(store, [mirror_agent()], worker_id="old")
+    frozen = cast(Store, FrozenRenewals(store))
+    old = Runtime(frozen, [mirror_agent()], worker_id="old", lease_ttl=0.3)
     driving = asyncio.create_task(old.start("mirror", "Sync eu", run_id="m"))
     async with asyncio.timeout(10):
         await entered.wait()
-    later = utcnow() + timedelta(minutes=10)
-    new = Runtime(store, [mirror_agent()], worker_id="new", clock=lambda: later)
+    new = Runtime(store, [mirror_agent()], worker_id="new")
+    await wait_for_lapse(store, owner="new")
     assert await new.recover() == ["m"]
     assert (await store.get_run("m")).status == RunStatus.DONE
     done = await store.history("m")
@@ -362,12 +406,13 @@ async def test_a_stalled_driver_whose_tool_acts_after_a_human_said_it_did_not_pa
             "wirer", model=ScriptedModel([tool_call("wire", {"to": "ACME"}), "done"]), tools=[wire]
         )
 
-    stalled = Runtime(store, [wire_agent()], worker_id="stalled")
+    frozen = cast(Store, FrozenRenewals(store))
+    stalled = Runtime(frozen, [wire_agent()], worker_id="stalled", lease_ttl=0.3)
     driving = asyncio.create_task(stalled.start("wirer", "Pay ACME", run_id="w"))
     async with asyncio.timeout(10):
         await entered.wait()
-    later = utcnow() + timedelta(minutes=10)
-    taker = Runtime(store, [wire_agent()], worker_id="taker", clock=lambda: later)
+    taker = Runtime(store, [wire_agent()], worker_id="taker")
+    await wait_for_lapse(store, owner="taker")
     assert await taker.recover() == ["w"]
     assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.IN_DOUBT
     await taker.resolve("w", "call_1_1", happened=False, by="U0ONCALL")
@@ -382,3 +427,55 @@ async def test_a_stalled_driver_whose_tool_acts_after_a_human_said_it_did_not_pa
     assert "wire" in page.detail
     assert "did complete" in page.detail
     assert "did not happen, according to U0ONCALL" in page.detail
+
+
+async def test_a_frozen_workers_late_result_is_evidence_on_the_page_and_settles_it(
+    store: Store,
+) -> None:
+    """Frozen past its lease while its tool ran: the worker that took over marks the call in
+    doubt and pages; the frozen one wakes with the receipt, which is refused as a write but
+    kept on the open page; one `resolve` settles the page from it, and the run goes on."""
+    entered, release = asyncio.Event(), asyncio.Event()
+    sent: list[str] = []
+
+    @tool(description="Wire money.", effect="irreversible", requires_approval=False)
+    async def wire(to: str) -> dict[str, str]:
+        entered.set()
+        await release.wait()
+        sent.append(to)
+        return {"receipt": "re_123"}
+
+    def wire_agent() -> Agent:
+        return Agent(
+            "wirer", model=ScriptedModel([tool_call("wire", {"to": "ACME"}), "done"]), tools=[wire]
+        )
+
+    frozen = cast(Store, FrozenRenewals(store))
+    stalled = Runtime(frozen, [wire_agent()], worker_id="stalled", lease_ttl=0.3)
+    driving = asyncio.create_task(stalled.start("wirer", "Pay ACME", run_id="w"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    taker = Runtime(store, [wire_agent()], worker_id="taker")
+    await wait_for_lapse(store, owner="taker")
+    assert await taker.recover() == ["w"]
+    (page,) = await store.list_pages()
+    assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.IN_DOUBT
+
+    release.set()  # the frozen worker wakes up: its tool did act
+    await finish(driving)
+
+    effect = await store.get_effect("w", "call_1_1")
+    assert effect.status == EffectStatus.IN_DOUBT  # not overwritten
+    (page,) = await store.list_pages()
+    assert "The worker that lost its lease (stalled) reported: completed at" in page.detail
+    assert "re_123" in page.detail
+    late = [e for e in await store.list_events(run_id="w") if e.action == "late_result"]
+    assert [e.detail["result"] for e in late] == [{"receipt": "re_123"}]
+
+    settled = await taker.resolve("w", "call_1_1", happened=True, by="U0ONCALL")
+    run = await taker.resume("w")
+
+    assert (settled.status, settled.result) == (EffectStatus.COMPLETED, {"receipt": "re_123"})
+    assert await store.list_pages() == []  # settled: none open
+    assert run.status == RunStatus.DONE
+    assert sent == ["ACME"]

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import timedelta
 
-from runtime_scenarios import CountingModel, counter_agent, counting_policy
+from runtime_scenarios import CountingModel, counter_agent, counting_policy, wait_for_lapse
 from test_lease_recovery import driving_into_the_gate, finish
 
 from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from store import Store, Usage
-from store.records import utcnow
 
 
 @dataclass
@@ -72,14 +70,13 @@ async def test_each_mutating_call_reports_its_outcome(store: Store) -> None:
 
 
 async def test_only_an_expired_lease_of_another_worker_counts_as_taken_over(store: Store) -> None:
-    a = await driving_into_the_gate(store, "worker-a")
+    a = await driving_into_the_gate(store, "worker-a", frozen=True)
     seen = Recorded()
     fresh = CountingModel(ScriptedModel(counting_policy))
     rt_b = Runtime(store, [counter_agent(fresh)], worker_id="worker-b", telemetry=seen)
 
     assert await rt_b.recover() == []  # worker-a's lease is alive: nothing taken
-    later = utcnow() + timedelta(minutes=10)
-    rt_b.clock = lambda: later
+    await wait_for_lapse(store, owner="worker-b")
     assert await rt_b.recover() == [a.run_id]
     assert seen.takeovers == [1]
 

@@ -76,7 +76,8 @@ ORDER BY r.created_at DESC, r.id
 -- run_head --
 -- What a write checks first: who holds the lease, the mirrored status, the latest seq. The
 -- run's row stays locked to the end of the transaction: writers of one run take turns.
-SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id)
+SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id),
+       lease_epoch
 FROM runs WHERE id = :id
 FOR UPDATE
 
@@ -397,19 +398,24 @@ VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 SELECT * FROM audit_events WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY id
 
 -- acquire_lease --
--- Take a run's lease if it is free, expired, or already ours (compare-and-set).
-UPDATE runs SET lease_owner = :owner, lease_expires_at = :until
+-- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
+-- epoch. The server's clock judges and dates it: a worker's own clock never decides.
+UPDATE runs
+SET lease_owner = :owner, lease_expires_at = now() + make_interval(secs => :ttl),
+    lease_epoch = lease_epoch + 1
 WHERE id = :id
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < now())
+RETURNING lease_epoch
 
 -- renew_lease --
--- Extend a lease we hold.
-UPDATE runs SET lease_expires_at = :until WHERE id = :id AND lease_owner = :owner
+-- Extend a lease we hold, in the epoch we hold it (any epoch when none is given).
+UPDATE runs SET lease_expires_at = now() + make_interval(secs => :ttl)
+WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
--- Give up a lease we hold.
+-- Give up a lease we hold (its epoch stays: the next lease is one higher).
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND lease_owner = :owner
+WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began and never said it ended, with no live lease on
@@ -421,7 +427,7 @@ WHERE s.action = 'undo_started'
   AND NOT EXISTS (SELECT 1 FROM audit_events e
                   WHERE e.run_id = s.run_id AND e.id > s.id
                     AND e.action IN ('rollback', 'compensate'))
-  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < :now)
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < now())
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
@@ -429,7 +435,7 @@ WHERE s.action = 'undo_started'
 -- processes may list the same run: taking its lease (compare-and-set) picks one.
 SELECT id FROM runs
 WHERE status = 'running'
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < now())
 UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
@@ -437,12 +443,16 @@ WHERE status = 'waiting_approval'
 
 -- claim_outbox --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
--- of the same subject precedes; rows another sender is claiming right now are skipped.
-UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
+-- of the same subject precedes; rows another sender is claiming right now are skipped. The
+-- server's clock says what is due and dates the claim: a sender whose clock runs fast cannot
+-- take over a claim another sender still holds.
+UPDATE outbox
+SET claimed_by = :owner, claimed_until = now() + make_interval(secs => :ttl),
+    attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
-    WHERE o.sent_at IS NULL AND o.next_attempt_at <= :now
-      AND (o.claimed_until IS NULL OR o.claimed_until < :now)
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= now()
+      AND (o.claimed_until IS NULL OR o.claimed_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
@@ -481,15 +491,15 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:key:' || :idempotency_key
 SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
 
 -- remind_open_pages --
--- Queue a reminder for each posted page nobody acknowledged and nobody was told about since
--- `before`.
+-- Queue a reminder for each posted page nobody acknowledged and nobody was told about for
+-- the interval `:now - :before`, measured back from the server's clock (which dates the rows).
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'page_reminded', p.id, :now::timestamptz, :now::timestamptz FROM pages p
+SELECT 'page_reminded', p.id, now(), now() FROM pages p
 WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
   AND NOT EXISTS (
       SELECT 1 FROM outbox o
       WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
-        AND o.created_at > :before
+        AND o.created_at > now() - (:now::timestamptz - :before::timestamptz)
   )
 
 -- release_outbox_claims --
@@ -531,3 +541,18 @@ SELECT
     (SELECT count(*) FROM pages WHERE acknowledged_by IS NULL) AS pages_open,
     (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
     (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at
+
+-- next_lease_lapse --
+-- Seconds (by the server's clock) until the next live lease another worker holds on a
+-- running run lapses: when to look for it to take over.
+SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM runs
+WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > now()
+
+-- database_now --
+-- The server's clock, to compare a worker's with.
+SELECT clock_timestamp()
+
+-- add_page_evidence --
+-- Add what a worker fenced off its run reported about a call to the call's open pages.
+UPDATE pages SET detail = detail || :evidence
+WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL

@@ -71,7 +71,8 @@ ORDER BY r.created_at DESC, r.id
 
 -- run_head --
 -- What a write checks first: who holds the lease, the mirrored status, the latest seq.
-SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id)
+SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id),
+       lease_epoch
 FROM runs WHERE id = :id
 
 -- set_run_status --
@@ -396,19 +397,26 @@ VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 
 -- acquire_lease --
--- Take a run's lease if it is free, expired, or already ours.
-UPDATE runs SET lease_owner = :owner, lease_expires_at = :until
+-- Take a run's lease if it is free, expired, or already ours; the new epoch. The database
+-- dates and judges it (here the host's clock, as PostgreSQL's is the server's), never the
+-- caller's `now`: only the lease's length `:ttl` comes from the worker.
+UPDATE runs
+SET lease_owner = :owner, lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
+    lease_epoch = lease_epoch + 1
 WHERE id = :id
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+  AND (lease_owner IS NULL OR lease_owner = :owner
+       OR lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
+RETURNING lease_epoch
 
 -- renew_lease --
--- Extend a lease we hold.
-UPDATE runs SET lease_expires_at = :until WHERE id = :id AND lease_owner = :owner
+-- Extend a lease we hold, in the epoch we hold it (any epoch when none is given).
+UPDATE runs SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
+WHERE id = :id AND lease_owner = :owner AND (:epoch IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
--- Give up a lease we hold.
+-- Give up a lease we hold (its epoch stays: the next lease is one higher).
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND lease_owner = :owner
+WHERE id = :id AND lease_owner = :owner AND (:epoch IS NULL OR lease_epoch = :epoch)
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
@@ -421,14 +429,16 @@ WHERE s.action = 'undo_started'
   AND NOT EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_by_run
                   WHERE e.run_id = s.run_id AND e.id > s.id
                     AND e.action IN ('rollback', 'compensate'))
-  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < :now)
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner
+       OR r.lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
 -- this worker before a restart), and parked runs whose approvals are all decided.
 SELECT id FROM runs
 WHERE status = 'running'
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < :now)
+  AND (lease_owner IS NULL OR lease_owner = :owner
+       OR lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
 UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
@@ -536,3 +546,17 @@ SELECT
     (SELECT count(*) FROM pages WHERE acknowledged_by IS NULL) AS pages_open,
     (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
     (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at
+
+-- next_lease_lapse --
+-- Seconds until the next live lease another worker holds on a running run lapses.
+SELECT min(lease_expires_at) - (julianday('now') - 2440587.5) * 86400.0 FROM runs
+WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > (julianday('now') - 2440587.5) * 86400.0
+
+-- database_now --
+-- The database's clock (the host's, for a file on this machine).
+SELECT (julianday('now') - 2440587.5) * 86400.0
+
+-- add_page_evidence --
+-- Add what a worker fenced off its run reported about a call to the call's open pages.
+UPDATE pages SET detail = detail || :evidence
+WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL

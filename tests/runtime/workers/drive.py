@@ -22,7 +22,9 @@ async def main(agent_name: str, url: str, run_id: str, task: str, max_steps: int
     agent = scenarios.AGENTS[agent_name]()
     store = await open_store(url)
     try:
-        rt = Runtime(store, [agent], worker_id=scenarios.WORKER_ID)
+        rt = Runtime(
+            store, [agent], worker_id=scenarios.WORKER_ID, lease_ttl=scenarios.DEAD_LEASE_TTL
+        )
         budget = Budget(max_steps=max_steps) if max_steps is not None else None
         await rt.start(agent.name, task, run_id=run_id, budget=budget)
         run = await rt.get(run_id)

@@ -1,0 +1,58 @@
+"""The crash-and-freeze soak of `tests/crash/test_freeze_soak.py`, longer: three worker
+processes on one database, SIGKILLed and restarted, SIGSTOPped past their lease and SIGCONTed,
+starved of disk (injected ENOSPC), while runs arrive; then every page is settled from the
+world's record and the figures are printed (one line per round).
+
+    python benchmarks/freeze_soak.py [--seconds 120] [--rounds 1] [--url sqlite|postgresql://...]
+
+`--url sqlite` (the default) uses a fresh file per round; a PostgreSQL URL gets a fresh schema
+per round, dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import secrets
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from pg_support import postgres, with_search_path  # noqa: E402
+
+from tests.crash import test_freeze_soak as soak_test  # noqa: E402
+
+
+async def one_round(url: str, seconds: float) -> str:
+    soak_test.CHAOS_SECONDS = seconds
+    soak_test.SETTLE_WITHIN = max(40.0, seconds)
+    with tempfile.TemporaryDirectory() as tmp:
+        if url == "sqlite":
+            figures = await soak_test.soak(f"sqlite:///{Path(tmp) / 'signoff.db'}", Path(tmp))
+            soak_test.check(figures)
+            return figures.line("sqlite")
+        schema = f"signoff_soak_bench_{secrets.token_hex(3)}"
+        await postgres(f"CREATE SCHEMA {schema}", url)
+        try:
+            figures = await soak_test.soak(with_search_path(url, schema), Path(tmp))
+        finally:
+            await postgres(f"DROP SCHEMA {schema} CASCADE", url)
+        soak_test.check(figures)
+        return figures.line("postgres")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--url", default="sqlite")
+    args = parser.parse_args()
+    for _ in range(args.rounds):
+        print(asyncio.run(one_round(args.url, args.seconds)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

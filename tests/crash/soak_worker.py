@@ -1,0 +1,107 @@
+"""A worker process of the crash-and-freeze soak (`test_freeze_soak.py`), killed, frozen and
+starved of disk by the test:
+
+    python soak_worker.py <store-url> <world-db> <worker-id> <disk-full-flag>
+
+It drives `soaker` runs (a payment that must not run twice, then an idempotent sync) as a
+`signoff serve` would: recovery at start, then a takeover each time another worker's lease
+lapses. While the file `<disk-full-flag>` exists, every write it makes fails as a full disk
+does (nothing written), injected at the storage layer. The tools record what they did in
+the world database: `payments` one row per execution, `syncs` one row per idempotency key
+(a repeated sync under the same key is the same sync).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sqlite3
+import sys
+from pathlib import Path
+from typing import Any, cast
+
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from store import Batch, Committed, Store, errors, open_store
+
+LEASE = 1.0
+TOOL_SECONDS = 0.4
+AGENT = "soaker"
+
+
+def world(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("CREATE TABLE IF NOT EXISTS payments (key TEXT, worker TEXT)")
+    conn.execute("CREATE TABLE IF NOT EXISTS syncs (key TEXT PRIMARY KEY, worker TEXT)")
+    return conn
+
+
+def agent(world_path: str, worker: str) -> Agent:
+    @tool(description="Pay an order.", effect="irreversible", requires_approval=False)
+    async def pay(order: str, *, ctx: ToolContext) -> dict[str, str]:
+        await asyncio.sleep(TOOL_SECONDS)
+        with world(world_path) as conn:
+            conn.execute("INSERT INTO payments VALUES (?, ?)", (ctx.idempotency_key, worker))
+        return {"receipt": f"re_{order}"}
+
+    @tool(
+        description="Sync the ledger.",
+        effect="irreversible",
+        requires_approval=False,
+        idempotent=True,
+    )
+    async def sync(order: str, *, ctx: ToolContext) -> str:
+        await asyncio.sleep(TOOL_SECONDS)
+        with world(world_path) as conn:
+            conn.execute("INSERT OR IGNORE INTO syncs VALUES (?, ?)", (ctx.idempotency_key, worker))
+        return f"synced {order}"
+
+    script = ScriptedModel(
+        [
+            lambda t: tool_call("pay", {"order": str(t[0].content)}),
+            lambda t: tool_call("sync", {"order": str(t[0].content)}),
+            "done",
+        ]
+    )
+    return Agent(AGENT, model=script, tools=[pay, sync])
+
+
+class InjectedDisk:
+    """The store, with every write failing as a full disk while `flag` exists."""
+
+    def __init__(self, store: Store, flag: Path) -> None:
+        self._store, self._flag = store, flag
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def _check(self) -> None:
+        if self._flag.exists():
+            raise errors.DiskFull("the database's disk is full: nothing was written")
+
+    async def commit(self, batch: Batch) -> Committed:
+        self._check()
+        return await self._store.commit(batch)
+
+    async def renew_lease(self, *args: Any, **kwargs: Any) -> bool:
+        self._check()
+        return bool(await self._store.renew_lease(*args, **kwargs))
+
+
+async def main(url: str, world_path: str, worker: str, flag: str) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    world(world_path).close()
+    async with open_store(url) as store:
+        disk = cast(Store, InjectedDisk(store, Path(flag)))
+        rt = Runtime(disk, [agent(world_path, worker)], worker_id=worker, lease_ttl=LEASE)
+        await rt.recover()
+        print("ready", flush=True)
+        following = asyncio.create_task(rt.follow_lapses(poll=2 * LEASE))
+        await stop.wait()
+        following.cancel()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(*sys.argv[1:5]))

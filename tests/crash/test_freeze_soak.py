@@ -1,0 +1,250 @@
+"""Crash-and-freeze soak (issues 26 and 33), sized for CI: three worker processes on one
+database (SQLite, then PostgreSQL) drive runs that pay (must not run twice) then sync
+(idempotent), while the test SIGKILLs workers and restarts them, SIGSTOPs one past its lease
+and SIGCONTs it, and fills the disk for a while (injected ENOSPC at the storage layer, see
+`soak_worker.py`). Runs arrive throughout. Then a person on call settles every open page
+from the world's own record, and the figures are printed and asserted:
+
+- 0 duplicate effects (a payment is made once per idempotency key);
+- 0 in-doubt pages for the idempotent tool (it is re-run under its key instead);
+- every page settleable (its effect is in doubt: `resolve` takes it), and once settled,
+  0 runs stuck or failed;
+- every completed payment in the ledger is in the world exactly once.
+
+A longer version with its figures: `benchmarks/freeze_soak.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import secrets
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+
+from runtime import Runtime
+from store import EffectStatus, RunStatus, Store, open_store
+
+from .soak_worker import AGENT, LEASE, agent
+
+pytestmark = pytest.mark.slow
+
+WORKER = Path(__file__).with_name("soak_worker.py")
+WORKERS = 3
+CHAOS_SECONDS = 14.0
+NEW_RUN_EVERY = 0.35
+SETTLE_WITHIN = 40.0
+SEED_ENV = "SIGNOFF_SOAK_SEED"
+
+
+@dataclass
+class Figures:
+    runs: int = 0
+    kills: int = 0
+    freezes: int = 0
+    disk_full: int = 0
+    pages: int = 0
+    settled: int = 0
+    late_evidence: int = 0
+    duplicates: int = 0
+    idempotent_pages: int = 0
+    unsettleable: int = 0
+    not_done: Counter[str] = field(default_factory=Counter)
+    seed: int = 0
+
+    def line(self, backend: str) -> str:
+        return (
+            f"soak[{backend}] seed {self.seed}: {self.runs} runs, {self.kills} SIGKILLs, "
+            f"{self.freezes} SIGSTOPs past the lease, {self.disk_full} disk-full windows; "
+            f"{self.pages} pages ({self.late_evidence} with a fenced worker's evidence), "
+            f"{self.settled} settled; {self.duplicates} duplicate effects, "
+            f"{self.idempotent_pages} in-doubt pages for the idempotent tool, "
+            f"{self.unsettleable} unsettleable pages, "
+            f"{sum(self.not_done.values())} runs not done after settling"
+        )
+
+
+class Fleet:
+    def __init__(self, url: str, world: Path, tmp: Path) -> None:
+        self.url, self.world, self.tmp = url, world, tmp
+        self.flag = tmp / "disk-full"
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.lives: Counter[int] = Counter()
+
+    def start(self, slot: int) -> None:
+        self.lives[slot] += 1
+        args = [sys.executable, str(WORKER), self.url, str(self.world), f"w{slot}", str(self.flag)]
+        with (self.tmp / f"worker-{slot}-{self.lives[slot]}.log").open("wb") as log:
+            self.procs[slot] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+
+    def kill(self, slot: int) -> None:
+        proc = self.procs[slot]
+        proc.send_signal(signal.SIGCONT)  # a frozen one dies too
+        proc.kill()
+        proc.wait()
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            proc.send_signal(signal.SIGCONT)
+            proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+async def chaos(fleet: Fleet, rt: Runtime, rng: random.Random, figures: Figures) -> None:
+    """Start runs throughout; every so often kill, freeze or starve a worker of disk."""
+    end = time.monotonic() + CHAOS_SECONDS
+    next_fault = time.monotonic() + rng.uniform(0.8, 1.6)
+    while time.monotonic() < end:
+        figures.runs += 1
+        await rt.create(AGENT, f"order-{figures.runs}", run_id=f"run-{figures.runs}")
+        if time.monotonic() >= next_fault:
+            await fault(fleet, rng, figures)
+            next_fault = time.monotonic() + rng.uniform(0.8, 1.6)
+        await asyncio.sleep(NEW_RUN_EVERY)
+
+
+FAULTS = ["kill", "kill", "freeze", "disk"]
+"""One round of faults, in a random order each round: every kind happens."""
+
+
+async def fault(fleet: Fleet, rng: random.Random, figures: Figures) -> None:
+    slot = rng.randrange(WORKERS)
+    done = figures.kills + figures.freezes + figures.disk_full
+    if done % len(FAULTS) == 0:
+        rng.shuffle(FAULTS)
+    kind = FAULTS[done % len(FAULTS)]
+    if kind == "kill":
+        figures.kills += 1
+        fleet.kill(slot)
+        fleet.start(slot)
+    elif kind == "freeze":
+        figures.freezes += 1
+        fleet.procs[slot].send_signal(signal.SIGSTOP)
+        await asyncio.sleep(LEASE + rng.uniform(0.5, 1.5))  # past its lease: taken over
+        fleet.procs[slot].send_signal(signal.SIGCONT)
+    else:
+        figures.disk_full += 1
+        fleet.flag.touch()
+        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        fleet.flag.unlink()
+
+
+async def all_ended(store: Store, count: int) -> None:
+    deadline = time.monotonic() + SETTLE_WITHIN
+    while time.monotonic() < deadline:
+        runs = await store.list_runs(limit=10_000)
+        if len(runs) == count and all(r.status in ("done", "failed") for r in runs):
+            return
+        await asyncio.sleep(0.2)
+    statuses = Counter(r.status.value for r in await store.list_runs(limit=10_000))
+    raise AssertionError(f"runs not ended within {SETTLE_WITHIN}s: {dict(statuses)}")
+
+
+def world_rows(world: Path) -> tuple[Counter[str], set[str]]:
+    with closing(sqlite3.connect(world, timeout=30)) as conn:
+        payments = Counter(key for (key,) in conn.execute("SELECT key FROM payments"))
+        syncs = {key for (key,) in conn.execute("SELECT key FROM syncs")}
+    return payments, syncs
+
+
+async def settle(store: Store, rt: Runtime, world: Path, figures: Figures) -> None:
+    """The person on call: for each open page, what the world says happened, in one step."""
+    payments, _ = world_rows(world)
+    pages = await store.list_pages()
+    figures.pages = len(pages)
+    for page in pages:
+        assert page.run_id is not None
+        assert page.call_id is not None
+        effect = await store.get_effect(page.run_id, page.call_id)
+        figures.late_evidence += "lost its lease" in page.detail
+        figures.idempotent_pages += effect.tool == "sync"
+        if effect.status != EffectStatus.IN_DOUBT:
+            figures.unsettleable += 1
+            continue
+        happened = payments[effect.idempotency_key] > 0
+        await rt.resolve(page.run_id, page.call_id, happened=happened, by="U_ONCALL")
+        await rt.resume(page.run_id)
+        figures.settled += 1
+
+
+async def soak(url: str, tmp: Path) -> Figures:
+    seed = int(os.environ.get(SEED_ENV) or secrets.randbits(20))
+    rng, figures = random.Random(seed), Figures()
+    world = tmp / "world.db"
+    fleet = Fleet(url, world, tmp)
+    async with open_store(url) as store:
+        rt = Runtime(store, [agent(str(world), "on-call")], worker_id="on-call")
+        try:
+            for slot in range(WORKERS):
+                fleet.start(slot)
+            await chaos(fleet, rt, rng, figures)
+            await all_ended(store, figures.runs)
+        finally:
+            fleet.flag.unlink(missing_ok=True)
+            fleet.stop_all()
+        await settle(store, rt, world, figures)
+        runs = await store.list_runs(limit=10_000)
+        figures.not_done = Counter(r.status.value for r in runs if r.status != RunStatus.DONE)
+        payments, syncs = world_rows(world)
+        figures.duplicates = sum(n - 1 for n in payments.values() if n > 1)
+        for run in runs:
+            for effect in await store.list_effects(run.id):
+                if effect.tool == "pay" and effect.status == EffectStatus.COMPLETED:
+                    assert payments[effect.idempotency_key] == 1, (seed, effect)
+                if effect.tool == "sync" and effect.status == EffectStatus.COMPLETED:
+                    assert effect.idempotency_key in syncs, (seed, effect)
+    figures.seed = seed
+    return figures
+
+
+def check(figures: Figures) -> None:
+    assert min(figures.kills, figures.freezes, figures.disk_full) >= 1, figures
+    assert figures.duplicates == 0, figures
+    assert figures.idempotent_pages == 0, figures
+    assert figures.unsettleable == 0, figures
+    assert figures.not_done == Counter(), figures
+
+
+async def test_soak_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    figures = await soak(f"sqlite:///{tmp_path / 'signoff.db'}", tmp_path)
+    with capsys.disabled():
+        print("\n" + figures.line("sqlite"))
+    check(figures)
+
+
+@pytest.fixture
+async def pg_schema() -> AsyncIterator[str]:
+    if not HAVE_ASYNCPG:
+        pytest.skip("asyncpg is not installed")
+    name = f"signoff_soak_{os.getpid()}_{secrets.token_hex(3)}"
+    await postgres(f"CREATE SCHEMA {name}")
+    try:
+        yield with_search_path(POSTGRES_URL, name)
+    finally:
+        await postgres(f"DROP SCHEMA {name} CASCADE")
+
+
+async def test_soak_on_postgres(
+    pg_schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    figures = await soak(pg_schema, tmp_path)
+    with capsys.disabled():
+        print("\n" + figures.line("postgres"))
+    check(figures)
