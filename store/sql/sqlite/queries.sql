@@ -508,3 +508,56 @@ SELECT
     (SELECT count(*) FROM pages WHERE acknowledged_by IS NULL) AS pages_open,
     (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
     (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at
+
+-- insert_learned_rule --
+-- Store a rule someone made from a decision.
+INSERT INTO learned_rules (id, tool, condition, author, reason, state, needs_second,
+                           from_approval, created_at, expires_at)
+VALUES (:id, :tool, :condition, :author, :reason, :state, :needs_second,
+        :from_approval, :created_at, :expires_at)
+
+-- list_learned_rules --
+-- Learned rules, newest first, optionally of one tool or one id, each with its uses.
+SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+FROM learned_rules r
+WHERE (:tool IS NULL OR r.tool = :tool)
+  AND (:id IS NULL OR r.id = :id)
+ORDER BY r.created_at DESC, r.id
+
+-- confirm_learned_rule --
+-- A second rule-writer's confirmation makes a proposed rule active (compare-and-set).
+UPDATE learned_rules SET state = 'active', confirmed_by = :by, confirmed_at = :at
+WHERE id = :id AND state = 'proposed' AND author <> :by AND expires_at > :at
+
+-- revoke_learned_rule --
+-- Revoke a rule that is not revoked yet (compare-and-set).
+UPDATE learned_rules SET state = 'revoked', revoked_by = :by, revoked_at = :at
+WHERE id = :id AND state <> 'revoked'
+
+-- mark_learned_rule_reminded --
+-- Record that a rule's author was reminded of its expiry, once (compare-and-set).
+UPDATE learned_rules SET reminded_at = :at WHERE id = :id AND reminded_at IS NULL
+
+-- learned_rules_expiring --
+-- Active rules expiring before a time whose author was not reminded yet.
+SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+FROM learned_rules r
+WHERE r.state = 'active' AND r.reminded_at IS NULL AND r.expires_at > :now
+  AND r.expires_at <= :before
+ORDER BY r.expires_at
+
+-- backtest_requests --
+-- The newest requests for a tool (asked, approved or denied at once), each with the
+-- decision people made on it, if any.
+WITH req AS (
+    SELECT id, at, actor, action, run_id, approval_id, detail FROM audit_events
+    WHERE action IN ('approval_requested', 'approval_auto_approved', 'approval_denied')
+      AND json_extract(detail, '$.tool') = :tool
+    ORDER BY id DESC
+    LIMIT :limit
+)
+SELECT req.*, d.action AS decision, d.actor AS decided_by, d.detail AS decision_detail
+FROM req LEFT JOIN audit_events d
+  ON d.approval_id = req.approval_id
+ AND d.action IN ('approval_approved', 'approval_declined')
+ORDER BY req.id DESC
