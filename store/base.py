@@ -313,6 +313,7 @@ class Store(Protocol):
         """Make a proposed rule active, by someone other than its author, before it expires;
         False (nothing written) otherwise."""
         ...
+
     async def revoke_learned_rule(
         self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
     ) -> bool: ...

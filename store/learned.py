@@ -57,12 +57,24 @@ def create(rule: LearnedRule, event: AuditEvent) -> Body[None]:
     yield from insert_event(event)
 
 
-def change(name: str, params: dict[str, Any], event: AuditEvent | None) -> Body[bool]:
-    """One compare-and-set (`name`) and, when it changed the rule, its audit event."""
-    changed = (yield Stmt(name, params, "count")) == 1
-    if changed and event is not None:
+def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
+    return (yield from _with_event(Stmt("confirm_learned_rule", params, "count"), event))
+
+
+def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
+    return (yield from _with_event(Stmt("revoke_learned_rule", params, "count"), event))
+
+
+def mark_reminded(params: dict[str, Any]) -> Body[bool]:
+    return bool((yield Stmt("mark_learned_rule_reminded", params, "count")) == 1)
+
+
+def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:
+    """One compare-and-set and, when it changed the rule, its audit event."""
+    changed = (yield stmt) == 1
+    if changed:
         yield from insert_event(event)
-    return changed
+    return bool(changed)
 
 
 def request_from_row(row: Row) -> dict[str, Any]:

@@ -406,13 +406,13 @@ class SqlStore:
         self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
     ) -> bool:
         params = {"id": rule_id, "by": by, "at": rows.ts(at)}
-        return await self._write(lambda: learned.change("confirm_learned_rule", params, event))
+        return await self._write(lambda: learned.confirm(params, event))
 
     async def revoke_learned_rule(
         self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
     ) -> bool:
         params = {"id": rule_id, "by": by, "at": rows.ts(at)}
-        return await self._write(lambda: learned.change("revoke_learned_rule", params, event))
+        return await self._write(lambda: learned.revoke(params, event))
 
     async def learned_rules_expiring(self, *, now: datetime, before: datetime) -> list[LearnedRule]:
         params = {"now": rows.ts(now), "before": rows.ts(before)}
@@ -421,7 +421,7 @@ class SqlStore:
 
     async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
         params = {"id": rule_id, "at": rows.ts(at)}
-        return await self._write(lambda: learned.change("mark_learned_rule_reminded", params, None))
+        return await self._write(lambda: learned.mark_reminded(params))
 
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` requests for `tool` from the audit trail, newest first: each
