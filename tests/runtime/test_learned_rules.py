@@ -153,8 +153,10 @@ async def test_a_rule_approves_later_calls_at_once_and_the_approval_cites_it(
     over_ceiling = await ask(rt, 2200)  # the rule holds, the ceiling does not
     other = await ask(rt, 1800, "USD")
 
-    assert used.state == ApprovalState.APPROVED and used.decided_by == "signoff"
-    assert used.rule is not None and used.rule.learned_id == rule.id
+    assert used.state == ApprovalState.APPROVED
+    assert used.decided_by == "signoff"
+    assert used.rule is not None
+    assert used.rule.learned_id == rule.id
     assert rule.id in (used.reason or "")
     assert over_ceiling.state == other.state == ApprovalState.PENDING
     events = await store.list_audit(approval_id=used.id)
