@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group
