@@ -182,12 +182,20 @@ def backtest(
     """Replay `condition` (and the tool's `ceiling`) over past requests, newest first (rows
     of `Store.backtest_requests`). Each request is evaluated once, with its arguments as the
     audit trail has them (sensitive ones masked, so a rule on them does not match)."""
+    import celpy
+
     program(condition)
     hits: list[Hit] = []
     failed, blocked, first_error = 0, 0, None
+    base = activation(tool, {}, Facts())  # `run` is not known here; only args and now vary
+    timed = "now" in condition or "now" in (ceiling or "")
     for request in requests:
         detail = request["detail"] or {}
-        context = activation(tool, detail.get("args") or {}, Facts(now=request["at"]))
+        args = detail.get("args") or {}
+        if timed:
+            context = activation(tool, args, Facts(now=request["at"]))
+        else:
+            context = base | {"args": celpy.json_to_cel(dict(args))}
         try:
             if not holds(condition, context):
                 continue
