@@ -190,6 +190,7 @@ def slack_surface(
         channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
+        similar=bool(settings.learned_rules.writers),
     )
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)

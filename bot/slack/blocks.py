@@ -43,6 +43,7 @@ FALLBACK_TEXT = 3000
 # ids the listeners and the outbox match on
 APPROVE_ACTION = "approve"
 EDIT_ACTION = "edit"
+SIMILAR_ACTION = "approve_similar"
 DECLINE_ACTION = "decline"
 ACKNOWLEDGE_ACTION = "acknowledge"
 HAPPENED_ACTION = "resolve_happened"

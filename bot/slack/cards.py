@@ -133,6 +133,7 @@ def approval_message(
     allow_edit: bool = False,
     rule: str | None = None,
     escalate_to: Sequence[str] = (),
+    similar: bool = False,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons."""
     action = action_summary(approval.tool, approval.shown_args)
@@ -155,6 +156,7 @@ def approval_message(
                 reversibility=reversibility,
                 compensator=compensator,
                 allow_edit=allow_edit,
+                similar=similar,
             )
         )
         text = texts.needs_approval(
@@ -222,6 +224,7 @@ def decision_actions(
     reversibility: str | None = None,
     compensator: str | None = None,
     allow_edit: bool = False,
+    similar: bool = False,
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
     is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit."""
@@ -237,6 +240,8 @@ def decision_actions(
     ]
     if allow_edit and approval.required_approvals == 1:
         buttons.append(kit.button(texts.EDIT, kit.EDIT_ACTION, approval.id))
+    if similar and approval.required_approvals == 1:  # "Approve + similar…" (learned rules)
+        buttons.append(kit.button(texts.APPROVE_SIMILAR, kit.SIMILAR_ACTION, approval.id))
     buttons.append(kit.button(texts.DECLINE, kit.DECLINE_ACTION, approval.id, style="danger"))
     return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)
 

@@ -88,6 +88,7 @@ class SlackDelivery:
         channels: Channels,
         tool_of: ToolOf,
         find_run: FindRun,
+        similar: bool = False,
     ) -> None:
         self.client = client
         self.store = store
@@ -95,6 +96,7 @@ class SlackDelivery:
         self.channels = channels
         self.tool_of = tool_of
         self._run = find_run  # the run a record names, or None when it has none or is gone
+        self.similar = similar  # cards offer "Approve + similar…" (someone may write rules)
 
     async def __call__(self, item: OutboxItem) -> None:
         try:
@@ -161,6 +163,7 @@ class SlackDelivery:
             allow_edit=policy.allow_edit,
             rule=approval.rule.summary if approval.rule else None,
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+            similar=self.similar,
         )
 
     def _policy(self, approval: Approval) -> Policy:

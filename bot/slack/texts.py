@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 APPROVE = "Approve"
 EDIT = "Edit…"
+APPROVE_SIMILAR = "Approve + similar…"
 DECLINE = "Decline…"
 BACK = "Back"
 ACKNOWLEDGE = "Acknowledge"
