@@ -34,9 +34,9 @@ YES = "yes"
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
     similar = Similar(rt, background)
-    app.action(SIMILAR_ACTION)(similar.approve_similar)
-    app.action(CONFIRM_RULE_ACTION)(similar.confirm)
-    app.view(MODAL)(similar.submit)
+    app.action("approve_similar")(similar.approve_similar)
+    app.action("confirm_rule")(similar.confirm)
+    app.view("similar_rule")(similar.submit)
 
 
 # Block Kit (pure)
