@@ -180,8 +180,9 @@ class RuleBook:
 
     async def apply(self, approval: Approval, run: Run | None) -> Approval:
         """The approval, approved at once by the first learned rule in force that holds for
-        it within the tool's ceiling; unchanged if none does."""
-        if not self._may_apply(approval):
+        it within the tool's ceiling; unchanged if none does. Without rule-writers configured
+        no learned rule applies (and no read is spent on each approval)."""
+        if not self.config.writers or not self._may_apply(approval):
             return approval
         rules = [r for r in await self.list(tool=approval.tool) if r.in_force(approval.created_at)]
         if not rules:
