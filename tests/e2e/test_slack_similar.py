@@ -152,3 +152,73 @@ def test_without_rule_writers_the_card_has_no_approve_similar(
         assert "approve_similar" not in [e["action_id"] for e in actions["elements"]]
     finally:
         running.kill()
+
+
+WIRE_CONFIG = f"""
+agents = ["tests.e2e.similar_agents:agent"]
+
+[policies.tools.send_wire]
+channel = "{APPROVALS}"
+approvers = ["{BOB}", "{ANN}"]
+
+[learned_rules]
+writers = ["{BOB}", "{ANN}"]
+"""
+
+
+def ask_wire(server: SlackServer, cents: int) -> dict[str, Any]:
+    body = {
+        "tool": "send_wire",
+        "args": {"account": "DE00", "amount_cents": cents},
+        "requested_by": REQUESTER,
+    }
+    status, approval = server.api("POST", "/v1/approvals", body)
+    assert status == 201, approval
+    return dict(approval)
+
+
+def test_a_rule_for_an_effect_that_cannot_be_undone_waits_for_a_second_writer(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    root = str(Path(__file__).resolve().parents[2])
+    running = start_server(
+        tmp_path, world, fake.base_url, policy=WIRE_CONFIG, extra={"PYTHONPATH": root}
+    )
+    try:
+        first = ask_wire(running, 100)
+        [card] = running.wait_until(lambda: fake.cards())
+        running.slack(button("approve_similar", first["id"], user=BOB, ts=card["ts"]))
+        [opened] = running.wait_until(fake.views)
+        view = opened["view"]
+        assert "cannot be undone" in json.dumps(view["blocks"])
+        rule = 'tool == "send_wire" && args.amount_cents <= 100'
+        values = {"when": rule, "expires": "3", "reason": "test wires"}
+        status, body, _ = running.slack(
+            submission("similar_rule", view["private_metadata"], values, user=BOB)
+        )
+        assert (status, body) == (200, b"")
+        asking = running.wait_until(
+            lambda: [m for m in fake.messages(APPROVALS) if "confirm_rule" in json.dumps(m)]
+        )
+        rule_id = asking[0]["blocks"][1]["elements"][0]["value"]
+        assert "[proposed]" in slash_text(running, "rules", ANN)
+        assert ask_wire(running, 50)["state"] == "pending"  # not in force yet
+
+        running.slack(button("confirm_rule", rule_id, user=BOB, ts=asking[0]["ts"]))
+        told = running.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == BOB])
+        assert "someone else" in told[-1]["text"]
+        running.slack(button("confirm_rule", rule_id, user=ANN, ts=asking[0]["ts"]))
+        running.wait_until(
+            lambda: "confirmed by" in fake.messages(APPROVALS)[asking_index(fake, rule_id)]["text"]
+        )
+        assert "[active]" in slash_text(running, "rules", ANN)
+        approved = ask_wire(running, 60)
+        assert (approved["state"], approved["decided_by"]) == ("approved", "signoff")
+        assert rule_id in approved["reason"]
+    finally:
+        running.kill()
+
+
+def asking_index(fake: FakeSlackProcess, rule_id: str) -> int:
+    messages = fake.messages(APPROVALS)
+    return next(i for i, m in enumerate(messages) if rule_id in json.dumps(m.get("blocks")))
