@@ -20,6 +20,7 @@ from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.metrics import MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
+from bot.slack import similar
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
@@ -29,6 +30,7 @@ from runtime.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
+RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 
 
 async def serve(
@@ -91,6 +93,13 @@ async def serve(
         if slack is not None:
             every = min(60.0, settings.page_remind_every.total_seconds())
             scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
+            if settings.learned_rules.writers:
+                client = slack.client
+                scheduler.every(
+                    RULE_REMINDERS_EVERY,
+                    lambda: similar.remind_expiring(rt, client),
+                    name="signoff-rule-reminders",
+                )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

@@ -253,6 +253,27 @@ async def answer(rt: Runtime, verb: str, rest: list[str], *, user: str) -> dict[
     return None
 
 
+def expiry_reminder(rule: LearnedRule) -> str:
+    return (
+        f"Your approval rule {escape.code(rule.id)} for {escape.code(rule.tool)} expires "
+        f"{rule.expires_at:%Y-%m-%d %H:%M} UTC; it approved {rule.uses} request(s). "
+        f"Make it again from a card to keep it, or `/runs revoke {rule.id}` to end it now."
+    )
+
+
+async def remind_expiring(rt: Runtime, client: AsyncWebClient) -> int:
+    """Tell each rule's author, in a DM, that it expires within a day, once (the rule is
+    marked reminded first: a post that fails is not retried, a reminder is not a decision)."""
+    told = 0
+    for rule in await rt.rules.expiring():
+        try:
+            await client.chat_postMessage(channel=rule.author, text=expiry_reminder(rule))
+            told += 1
+        except Exception:
+            log.exception("could not remind %s of rule %s", rule.author, rule.id)
+    return told
+
+
 def _value(view: Body, block: str) -> str:
     found = view["state"]["values"].get(block, {}).get(block, {})
     return str(found.get("value") or "")
