@@ -184,7 +184,8 @@ class RuleBook:
         no learned rule applies (and no read is spent on each approval)."""
         if not self.config.writers or not self._may_apply(approval):
             return approval
-        rules = [r for r in await self.list(tool=approval.tool) if r.in_force(approval.created_at)]
+        store = self.deps.store
+        rules = await store.learned_rules_in_force(approval.tool, now=approval.created_at)
         if not rules:
             return approval
         context = activation(approval.tool, approval.args, _facts(run, approval))

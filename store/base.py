@@ -306,6 +306,10 @@ class Store(Protocol):
     async def list_learned_rules(
         self, *, tool: str | None = None, rule_id: str | None = None
     ) -> list[LearnedRule]: ...
+    async def learned_rules_in_force(self, tool: str, *, now: datetime) -> list[LearnedRule]:
+        """Active, unexpired rules of `tool`, oldest first, without their use counts."""
+        ...
+
     async def get_learned_rule(self, rule_id: str) -> LearnedRule: ...
     async def confirm_learned_rule(
         self, rule_id: str, *, by: str, at: datetime, event: AuditEvent

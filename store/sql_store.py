@@ -396,6 +396,10 @@ class SqlStore:
         found = await self._read("list_learned_rules", {"tool": tool, "id": rule_id})
         return [learned.rule_from_row(row) for row in found]
 
+    async def learned_rules_in_force(self, tool: str, *, now: datetime) -> list[LearnedRule]:
+        found = await self._read("learned_rules_in_force", {"tool": tool, "now": rows.ts(now)})
+        return [learned.rule_from_row(row) for row in found]
+
     async def get_learned_rule(self, rule_id: str) -> LearnedRule:
         found = await self.list_learned_rules(rule_id=rule_id)
         if not found:

@@ -561,3 +561,9 @@ FROM req LEFT JOIN audit_events d
   ON d.approval_id = req.approval_id
  AND d.action IN ('approval_approved', 'approval_declined')
 ORDER BY req.id DESC
+
+-- learned_rules_in_force --
+-- The active, unexpired learned rules of one tool, oldest first (read per new approval).
+SELECT *, 0 AS uses FROM learned_rules
+WHERE tool = :tool AND state = 'active' AND expires_at > :now
+ORDER BY created_at, id
