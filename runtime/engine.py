@@ -31,6 +31,7 @@ from runtime import (
 )
 from runtime.agent import Agent
 from runtime.announcer import Announcer
+from runtime.approval_stats import ApprovalStats, approval_stats
 from runtime.approvals import ApprovalDesk, Decision
 from runtime.deps import Deps
 from runtime.facts import FactStore
@@ -228,6 +229,10 @@ class Runtime:
         return await self.desk.decide(
             approval_id, decision, by=by, reason=reason, args=args, resume=resume
         )
+
+    async def approval_stats(self, *, since: datetime) -> ApprovalStats:
+        """Waiting times, decline/edit/expiry rates and the busiest approvers since then."""
+        return await approval_stats(self.store, since=since)
 
     async def acknowledge_page(self, page_id: str, *, by: str) -> Page:
         """A human takes an effect that needs one; audited. Acknowledging twice is refused."""

@@ -210,3 +210,13 @@ def test_a_rule_for_an_uncompensatable_effect_needs_a_second_writer(signoff: Sig
     assert signoff("policy", "confirm", made["id"], "--by", "U0WRITER2").code == 0
     done = signoff.json("runs", "start", "ops", task(60, tool="send_wire"))
     assert done["status"] == "done"
+
+
+def test_approvals_stats_over_the_seeded_trail(signoff: Signoff) -> None:
+    stats = signoff.json("approvals", "stats", "--since", "1d")
+    assert (stats["requested"], stats["decided"]) == (5, 5)
+    assert (stats["decline_rate"], stats["edit_rate"], stats["expiry_rate"]) == (0.4, 0.2, 0.0)
+    assert stats["busiest_approvers"] == [["U0BOSS", 5]]
+    text = signoff("approvals", "stats")
+    assert "declined 40%, edited 20%, expired 0%" in text.out
+    assert signoff("approvals", "stats", "--since", "soon").code == 1
