@@ -7,6 +7,7 @@ citing the rule; `/runs rules` lists it with its uses; `/runs revoke` stops it."
 from __future__ import annotations
 
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,11 @@ def start(server: SlackServer, run_id: str, order: str) -> None:
     }
     status, view = server.api("POST", "/v1/runs", body)
     assert status in (200, 201, 202), view
+
+
+def scrape(server: SlackServer) -> str:
+    with urllib.request.urlopen(f"{server.base}/metrics", timeout=10) as response:
+        return str(response.read().decode())
 
 
 def status_of(server: SlackServer, run_id: str) -> str:
@@ -132,6 +138,15 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     server.wait_until(lambda: status_of(server, "second") == "done")
     assert len(fake.cards()) == 1
     assert "used 1x" in slash_text(server, "rules", BOB)
+    metrics = scrape(server)
+    assert (
+        f'signoff_learned_rule_uses_total{{rule="{rule_id}",status="active",'
+        'tool="issue_refund"} 1.0' in metrics
+    )
+    decided = (
+        'signoff_approval_time_to_decision_seconds_count{outcome="approved",policy="issue_refund"}'
+    )
+    assert f"{decided} 1.0" in metrics
 
     assert "revoked" in slash_text(server, f"revoke {rule_id}", ANN)
     start(server, "third", "1007")
