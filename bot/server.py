@@ -31,6 +31,7 @@ from runtime.wakeups import Wakeups
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
+RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
 
 
 async def serve(
@@ -99,6 +100,11 @@ async def serve(
                     RULE_REMINDERS_EVERY,
                     lambda: similar.remind_expiring(rt, client),
                     name="signoff-rule-reminders",
+                )
+                scheduler.every(
+                    RULE_NOTES_EVERY,
+                    lambda: similar.note_uses(rt, client),
+                    name="signoff-rule-notes",
                 )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(

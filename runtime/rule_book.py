@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from runtime.deps import Deps
@@ -34,6 +35,14 @@ from runtime.tools import Tool
 from store import Approval, ApprovalState, AuditEvent, Run
 from store import errors as store_errors
 from store.records import LearnedRule, RuleMatch
+
+
+@dataclass(frozen=True, slots=True)
+class RuleUses:
+    """The approvals a rule approved since its last note: (approval id, run id, created)."""
+
+    rule: LearnedRule
+    approvals: tuple[tuple[str, str | None, datetime], ...]
 
 
 class RuleBook:
@@ -175,6 +184,22 @@ class RuleBook:
             now=now, before=now + self.config.remind_before
         )
         return [r for r in due if await self.deps.store.mark_learned_rule_reminded(r.id, at=now)]
+
+    async def uses_to_tell(self) -> builtins.list[RuleUses]:
+        """Each rule's approvals since its last thread note, once (compare-and-set): what
+        the quiet, batched note under the card it grew from says."""
+        told = []
+        for rule in await self.list():
+            if rule.from_approval is None:
+                continue
+            since = rule.noted_until or rule.created_at
+            uses = await self.deps.store.learned_rule_uses_since(rule.id, after=since)
+            if not uses:
+                continue
+            until = uses[-1][2]
+            if await self.deps.store.mark_learned_rule_noted(rule.id, since=since, until=until):
+                told.append(RuleUses(rule, tuple(uses)))
+        return told
 
     # applying
 

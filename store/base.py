@@ -325,6 +325,18 @@ class Store(Protocol):
         self, *, now: datetime, before: datetime
     ) -> list[LearnedRule]: ...
     async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool: ...
+    async def learned_rule_uses_since(
+        self, rule_id: str, *, after: datetime
+    ) -> list[tuple[str, str | None, datetime]]:
+        """(approval id, run id, created) of each approval the rule approved after then."""
+        ...
+
+    async def mark_learned_rule_noted(
+        self, rule_id: str, *, since: datetime, until: datetime
+    ) -> bool:
+        """Move the rule's `noted_until` from `since` (or its creation) to `until`, once."""
+        ...
+
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]: ...
 
     # leases

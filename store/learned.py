@@ -48,6 +48,7 @@ def rule_from_row(row: Row) -> LearnedRule:
         revoked_by=row["revoked_by"],
         revoked_at=rows.dt(row["revoked_at"]),
         reminded_at=rows.dt(row["reminded_at"]),
+        noted_until=rows.dt(row["noted_until"]),
         uses=row["uses"],
     )
 
@@ -63,6 +64,10 @@ def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
 
 def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
     return (yield from _with_event(Stmt("revoke_learned_rule", params, "count"), event))
+
+
+def mark_noted(params: dict[str, Any]) -> Body[bool]:
+    return bool((yield Stmt("mark_learned_rule_noted", params, "count")) == 1)
 
 
 def mark_reminded(params: dict[str, Any]) -> Body[bool]:

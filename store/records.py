@@ -393,6 +393,8 @@ class LearnedRule(Record):
     revoked_by: str | None = None
     revoked_at: datetime | None = None
     reminded_at: datetime | None = None
+    noted_until: datetime | None = None
+    """Until when its uses were told in the thread of the card it grew from."""
     uses: int = 0
     """How many approvals it approved (counted when read)."""
 

@@ -427,6 +427,19 @@ class SqlStore:
         params = {"id": rule_id, "at": rows.ts(at)}
         return await self._write(lambda: learned.mark_reminded(params))
 
+    async def learned_rule_uses_since(
+        self, rule_id: str, *, after: datetime
+    ) -> list[tuple[str, str | None, datetime]]:
+        params = {"rule_id": rule_id, "after": rows.ts(after)}
+        found = await self._read("learned_rule_uses_since", params)
+        return [(row["id"], row["run_id"], rows.utc(row["created_at"])) for row in found]
+
+    async def mark_learned_rule_noted(
+        self, rule_id: str, *, since: datetime, until: datetime
+    ) -> bool:
+        params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
+        return await self._write(lambda: learned.mark_noted(params))
+
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` requests for `tool` from the audit trail, newest first: each
         request event's fields, with `decision`, `decided_by` and `decision_detail` (the

@@ -224,6 +224,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "revoked_by TEXT",
         "revoked_at REAL",
         "reminded_at REAL",
+        "noted_until REAL",
         "INDEX learned_rules_by_tool (tool, state)",
     ],
     "signoff_schema": [

@@ -1,5 +1,6 @@
 """The author of a learned rule is told once, a day before it expires, with its use count;
-and the modal's blocks say what the backtest found (pure builders)."""
+its uses are noted in batches under the card it grew from; and the modal's blocks say what
+the backtest found (pure builders)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.slack.similar import remind_expiring, rule_modal
+from bot.slack.similar import note_uses, remind_expiring, rule_modal
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
 from runtime.learned_rules import Backtest, Hit, LearnedRulesConfig, Proposal
 from store import open_store
@@ -51,6 +52,43 @@ async def test_the_author_is_reminded_once_a_day_before_expiry(
         assert dm["channel"] == "U0WRITER"
         assert f"`{rule.id}`" in dm["text"]
         assert "approved 0 request(s)" in dm["text"]
+
+
+async def test_a_rules_uses_are_noted_in_batches_in_the_thread_of_its_card(
+    tmp_path: Path, clock: Clock
+) -> None:
+    async with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
+        agent = Agent("ops", model=ScriptedModel(["ok"]), tools=[issue_refund])
+        rt = Runtime(
+            store, [agent], clock=clock, learned_rules=LearnedRulesConfig(writers=("U0W",))
+        )
+
+        async def ask(n: int) -> str:
+            args = {"order_id": f"o-{n}", "amount_cents": 100}
+            approval, _ = await rt.request_approval("issue_refund", args, requested_by="U0A")
+            return approval.id
+
+        card = await ask(0)
+        await store.set_approval_message(card, channel="C0APPROVALS", ts="1.5", delivery="delivered")
+        await rt.decide(card, "approved", by="U0W")
+        await rt.rules.make("issue_refund", RULE, author="U0W", reason="r", from_approval=card)
+        slack = Recorder()
+        assert await note_uses(rt, slack) == 0  # type: ignore[arg-type]
+        clock.advance(seconds=1)
+        first = [await ask(1), await ask(2)]
+        assert await note_uses(rt, slack) == 1  # type: ignore[arg-type]
+        assert await note_uses(rt, slack) == 0  # type: ignore[arg-type]
+        clock.advance(seconds=1)
+        third = await ask(3)
+        assert await note_uses(rt, slack) == 1  # type: ignore[arg-type]
+
+        one, two = slack.posted
+        assert (one["channel"], one["thread_ts"], two["thread_ts"]) == ("C0APPROVALS", "1.5", "1.5")
+        assert "approved 2 similar requests at once" in one["text"]
+        assert all(f"`{ap}`" in one["text"] for ap in first)
+        assert "approved 1 similar request at once" in two["text"]
+        assert f"`{third}`" in two["text"]
+        assert "reply_broadcast" not in one
 
 
 def test_the_modal_asks_for_a_typed_confirmation_only_when_a_decline_would_be_approved() -> None:

@@ -14,7 +14,8 @@ CREATE TABLE learned_rules (
     confirmed_at    timestamptz,
     revoked_by      text,
     revoked_at      timestamptz,
-    reminded_at     timestamptz
+    reminded_at     timestamptz,
+    noted_until     timestamptz
 );
 CREATE INDEX learned_rules_by_tool ON learned_rules (tool, state);
 

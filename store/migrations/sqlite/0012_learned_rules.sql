@@ -18,7 +18,8 @@ CREATE TABLE learned_rules (
     confirmed_at    REAL,
     revoked_by      TEXT,
     revoked_at      REAL,
-    reminded_at     REAL
+    reminded_at     REAL,
+    noted_until     REAL
 );
 CREATE INDEX learned_rules_by_tool ON learned_rules (tool, state);
 

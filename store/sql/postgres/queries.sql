@@ -561,3 +561,14 @@ ORDER BY req.id DESC
 SELECT *, 0 AS uses FROM learned_rules
 WHERE tool = :tool AND state = 'active' AND expires_at > :now
 ORDER BY created_at, id
+
+-- learned_rule_uses_since --
+-- The approvals one learned rule approved after a time, oldest first.
+SELECT id, run_id, created_at FROM approvals
+WHERE rule ->> 'learned_id' = :rule_id AND created_at > :after
+ORDER BY created_at, id
+
+-- mark_learned_rule_noted --
+-- Move a rule's thread note on to a time (compare-and-set on where it was).
+UPDATE learned_rules SET noted_until = :until
+WHERE id = :id AND coalesce(noted_until, created_at) = :since
