@@ -69,7 +69,9 @@ async def test_a_rules_uses_are_noted_in_batches_in_the_thread_of_its_card(
             return approval.id
 
         card = await ask(0)
-        await store.set_approval_message(card, channel="C0APPROVALS", ts="1.5", delivery="delivered")
+        await store.set_approval_message(
+            card, channel="C0APPROVALS", ts="1.5", delivery="delivered"
+        )
         await rt.decide(card, "approved", by="U0W")
         await rt.rules.make("issue_refund", RULE, author="U0W", reason="r", from_approval=card)
         slack = Recorder()
