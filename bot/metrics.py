@@ -21,7 +21,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from runtime import NullNotifier
+from runtime import NullNotifier, slo
+from runtime.policy import Policies
+from runtime.routing import policy_of
 from store import Approval, Page, Run, Store, Usage
 from store.base import OperationalCounts
 from store.errors import StoreError
@@ -69,6 +71,11 @@ TIME_TO_DECISION = Histogram(
     ["policy", "outcome"],
     buckets=DECISION_TIMES,
 )
+PAST_TARGET = Counter(
+    "signoff_approvals_past_target",
+    "Approvals decided later than their policy's decision target (decide_within), by policy.",
+    ["policy"],
+)
 REMINDERS = Counter("signoff_approval_reminders", "Approval reminders sent.")
 ESCALATIONS = Counter("signoff_approval_escalations", "Approvals escalated.")
 PAGES = Counter("signoff_pages_opened", "Pages opened: effects a human must handle.")
@@ -101,6 +108,9 @@ class PrometheusTelemetry:
 class MetricsNotifier(NullNotifier):
     """Counts what the runtime announces: requests, decisions, reminders, pages, ends."""
 
+    def __init__(self, policies: Policies | None = None) -> None:
+        self.policies = policies or Policies()
+
     async def approval_requested(self, approval: Approval, run: Run | None) -> None:
         APPROVALS_REQUESTED.inc()
 
@@ -111,6 +121,9 @@ class MetricsNotifier(NullNotifier):
         waited = (approval.decided_at - approval.created_at).total_seconds()
         DECISION_SECONDS.observe(waited)
         TIME_TO_DECISION.labels(approval.policy, outcome(approval)).observe(waited)
+        policy = policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        if slo.missed(approval, policy, approval.decided_at):
+            PAST_TARGET.labels(approval.policy).inc()
 
     async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
         (ESCALATIONS if escalated else REMINDERS).inc()

@@ -46,7 +46,8 @@ async def serve(
     check_token_secrets(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
-    told = [MetricsNotifier()] if settings.api_only else [nudge, MetricsNotifier()]
+    metrics = MetricsNotifier(settings.policies)
+    told = [metrics] if settings.api_only else [nudge, metrics]
     process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
     rt.telemetry = PrometheusTelemetry()

@@ -134,6 +134,7 @@ def approval_message(
     rule: str | None = None,
     escalate_to: Sequence[str] = (),
     similar: bool = False,
+    target: str | None = None,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons."""
     action = action_summary(approval.tool, approval.shown_args)
@@ -145,7 +146,7 @@ def approval_message(
     ]
     if approval.duplicate_of:  # another run asked for the same effect: the approver must know
         blocks.append(kit.context(texts.possible_duplicate(_code(approval.duplicate_of) or "")))
-    terms = _terms(approval, rule)
+    terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))

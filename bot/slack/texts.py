@@ -107,6 +107,15 @@ def possible_duplicate(run: str) -> str:
     return f":warning: possible duplicate of run {run}: it asked for the same effect"
 
 
+def decision_target(within: str, *, missed: bool) -> str:
+    """A policy's decision target on a card or reminder, and whether it was missed."""
+    return (
+        f":warning: past its {within} decision target"
+        if missed
+        else f"target: decided within {within}"
+    )
+
+
 def policy(name: str) -> str:
     return f"policy {name}"
 
