@@ -20,7 +20,7 @@ from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.metrics import MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
-from bot.slack import similar
+from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
@@ -99,12 +99,12 @@ async def serve(
                 client = slack.client
                 scheduler.every(
                     RULE_REMINDERS_EVERY,
-                    lambda: similar.remind_expiring(rt, client),
+                    lambda: rule_notes.remind_expiring(rt, client),
                     name="signoff-rule-reminders",
                 )
                 scheduler.every(
                     RULE_NOTES_EVERY,
-                    lambda: similar.note_uses(rt, client),
+                    lambda: rule_notes.note_uses(rt, client),
                     name="signoff-rule-notes",
                 )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.slack.similar import note_uses, remind_expiring, rule_modal
+from bot.slack.rule_notes import note_uses, remind_expiring
+from bot.slack.similar import rule_modal
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
 from runtime.learned_rules import Backtest, Hit, LearnedRulesConfig, Proposal
 from store import open_store
