@@ -138,6 +138,10 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     server.wait_until(lambda: status_of(server, "second") == "done")
     assert len(fake.cards()) == 1
     assert "used 1x" in slash_text(server, "rules", BOB)
+    status, console = server.api("GET", "/v1/console/rules")
+    assert status == 200
+    [shown] = [r for r in console["rules"] if r["id"] == rule_id]
+    assert (shown["uses"], shown["author"], shown["status"]) == (1, BOB, "active")
     metrics = scrape(server)
     assert (
         f'signoff_learned_rule_uses_total{{rule="{rule_id}",status="active",'
