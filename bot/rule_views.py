@@ -67,10 +67,7 @@ def rule_line(row: dict[str, Any]) -> str:
 
 def backtest_lines(tested: Backtest) -> list[str]:
     """What the rule would have done, in words; each declined or edited request named."""
-    lines = [
-        f"of the last {tested.considered} requests for {tested.tool}, the rule would have "
-        f"approved {tested.would_approve} at once"
-    ]
+    lines = [backtest_summary(tested)]
     for label, hits in (("declined", tested.declined), ("edited", tested.edited)):
         if hits:
             lines.append(f"{len(hits)} of those a person {label}:")
@@ -79,8 +76,21 @@ def backtest_lines(tested: Backtest) -> list[str]:
                 + (f": {h.reason}" if h.reason else "")
                 for h in hits
             ]
+    return lines + backtest_notes(tested)
+
+
+def backtest_summary(tested: Backtest) -> str:
+    return (
+        f"of the last {tested.considered} requests for {tested.tool}, the rule would have "
+        f"approved {tested.would_approve} at once"
+    )
+
+
+def backtest_notes(tested: Backtest) -> list[str]:
+    """What else a backtest found: matches the ceiling stops, requests it could not judge."""
+    notes = []
     if tested.ceiling_blocked:
-        lines.append(f"{tested.ceiling_blocked} more held but are above the tool's ceiling")
+        notes.append(f"{tested.ceiling_blocked} more held but are above the tool's ceiling")
     if tested.errors:
-        lines.append(f"{tested.errors} could not be evaluated ({tested.error})")
-    return lines
+        notes.append(f"{tested.errors} could not be evaluated ({tested.error})")
+    return notes

@@ -120,6 +120,8 @@ class Hit:
     outcome: Outcome
     decided_by: str | None = None
     reason: str | None = None
+    card: tuple[str, str] | None = None
+    """The Slack channel and ts of its card, when it had one (to link it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,8 @@ own arguments (`runtime.rule_check`), its expiry within the configured maximum, 
 rule-writer. A rule that would have approved something a person declined is made only with
 `confirm_declined`; a rule for a tool whose effect cannot be compensated waits, `proposed`,
 for a second rule-writer. An approval the rules of the file already decide, or that needs
-more than one approval, is never approved by a learned rule.
+more than one approval, is never approved by a learned rule. One job, the life of a learned
+rule; long because each check it passes is its own short method.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from runtime.deps import Deps
@@ -82,7 +83,22 @@ class RuleBook:
         requests = await self.deps.store.backtest_requests(
             tool, limit=size or self.config.backtest_size
         )
-        return backtest(tool, condition, requests, ceiling=self.config.ceilings.get(tool))
+        tested = backtest(tool, condition, requests, ceiling=self.config.ceilings.get(tool))
+        return await self._with_cards(tested)
+
+    async def _with_cards(self, tested: Backtest) -> Backtest:
+        """Each declined or edited request with its card's place, so surfaces can link it."""
+        hits = []
+        for hit in tested.hits:
+            if hit.outcome in ("declined", "edited"):
+                try:
+                    found = await self.deps.store.get_approval(hit.approval_id)
+                except store_errors.NotFound:  # pruned since; the audit trail keeps it
+                    found = None
+                if found is not None and found.channel and found.message_ts:
+                    hit = replace(hit, card=(found.channel, found.message_ts))
+            hits.append(hit)
+        return replace(tested, hits=tuple(hits))
 
     async def propose(self, tool: str, condition: str | None, args: dict[str, object]) -> Proposal:
         """The rule a call suggests (or `condition`), with its backtest; saves nothing."""

@@ -14,13 +14,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.rule_views import all_rules, backtest_lines, rule_line
+from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_line
 from bot.slack import blocks as kit
 from bot.slack import escape
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.learned_rules import NeedsConfirmation, Proposal, RuleNotFound
+from runtime.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
 from store import ApprovalState
 from store.records import LearnedRule
 
@@ -30,6 +30,7 @@ SIMILAR_ACTION = kit.SIMILAR_ACTION
 CONFIRM_RULE_ACTION = "confirm_rule"
 MODAL = "similar_rule"
 YES = "yes"
+MAX_HITS = 15
 
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
@@ -53,7 +54,7 @@ def rule_modal(approval_id: str, proposal: Proposal, *, channel: str | None) -> 
             str(proposal.expiry.days),
         ),
         _input("reason", "Reason (why calls like this need no one)", None),
-        _section("*Backtest*\n" + "\n".join(escape.mrkdwn(x) for x in backtest_lines(tested))),
+        _section("*Backtest*\n" + backtest_text(tested)),
     ]
     if proposal.ceiling:
         blocks.append(_context(f"Never beyond the ceiling: `{escape.mrkdwn(proposal.ceiling)}`"))
@@ -76,6 +77,29 @@ def rule_modal(approval_id: str, proposal: Proposal, *, channel: str | None) -> 
         "close": {"type": "plain_text", "text": "Cancel"},
         "blocks": blocks,
     }
+
+
+def backtest_text(tested: Backtest) -> str:
+    """The backtest in mrkdwn; each declined or edited request linked to its card."""
+    lines = [escape.mrkdwn(backtest_summary(tested))]
+    for label, hits in (("declined", tested.declined), ("edited", tested.edited)):
+        if hits:
+            lines.append(f"{len(hits)} of those a person {label}:")
+            lines += [f"• {_hit_link(h)}" for h in hits[:MAX_HITS]]
+            if len(hits) > MAX_HITS:
+                lines.append(f"… and {len(hits) - MAX_HITS} more")
+    lines += [escape.mrkdwn(note) for note in backtest_notes(tested)]
+    return "\n".join(lines)
+
+
+def _hit_link(hit: Hit) -> str:
+    name = escape.code(hit.approval_id)
+    if hit.card is not None:
+        channel, ts = hit.card
+        name = f"<https://slack.com/archives/{channel}/p{ts.replace('.', '')}|{hit.approval_id}>"
+    who = f" by {kit.mention(hit.decided_by)}" if hit.decided_by else ""
+    why = f": {escape.mrkdwn(hit.reason, limit=100)}" if hit.reason else ""
+    return f"{name}{who}{why}"
 
 
 def confirm_request(rule: LearnedRule) -> dict[str, Any]:

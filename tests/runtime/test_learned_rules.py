@@ -96,6 +96,7 @@ async def test_the_backtest_counts_what_the_seeded_audit_trail_holds(
 ) -> None:
     rt = runtime(store, clock)
     ids = await seed(rt)
+    await store.set_approval_message(ids["d1500"], channel="C0A", ts="1.2", delivery="delivered")
 
     tested = await rt.rules.backtest("issue_refund", RULE)
 
@@ -104,6 +105,7 @@ async def test_the_backtest_counts_what_the_seeded_audit_trail_holds(
     assert [h.approval_id for h in tested.declined] == [ids["d1500"]]
     assert [h.approval_id for h in tested.edited] == [ids["e2400"]]
     assert [h.decided_by for h in tested.declined] == ["U0BOSS"]
+    assert [h.card for h in tested.declined] == [("C0A", "1.2")]  # to link it
     assert len(tested.of("pending")) == 1
     assert (await rt.rules.backtest("issue_refund", RULE, size=2)).considered == 2
 

@@ -109,4 +109,8 @@ def test_the_modal_asks_for_a_typed_confirmation_only_when_a_decline_would_be_ap
     assert ids == ["when", "expires", "reason", None, "confirm"]
     assert "confirm" not in [b.get("block_id") for b in modal(clean)["blocks"]]
     assert "cannot be undone" in str(modal(clean, second=True)["blocks"])
-    assert "ap\u2060_\u20601" in modal(declined)["blocks"][3]["text"]["text"]
+    text = modal(declined)["blocks"][3]["text"]["text"]
+    assert "1 of those a person declined:\n• `ap_1` by <@U0BOSS>: no" in text
+    on_card = Hit("ap_2", "r2", hit.at, "declined", "U0BOSS", card=("C0APPROVALS", "17.000100"))
+    linked = Backtest("issue_refund", RULE, considered=1, hits=(on_card,))
+    assert "<https://slack.com/archives/C0APPROVALS/p17000100|ap_2>" in str(modal(linked))
