@@ -169,6 +169,9 @@ def test_making_using_listing_exporting_and_revoking_a_rule(signoff: Signoff) ->
     assert used["status"] == "done"
     shown = signoff("runs", "show", used["id"])
     assert f"learned rule {made['id']}" in shown.out
+    exported = signoff("audit", "export", "--run", used["id"]).out.splitlines()
+    [auto] = [json.loads(x) for x in exported if "approval_auto_approved" in x]
+    assert f"learned rule {made['id']}" in auto["detail"]["rule"]
     parked = signoff.json("runs", "start", "ops", task(2000, "USD"), "--requested-by", "U0AGENT")
     assert parked["status"] == "waiting_approval"
 

@@ -138,6 +138,14 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     server.wait_until(lambda: status_of(server, "second") == "done")
     assert len(fake.cards()) == 1
     assert "used 1x" in slash_text(server, "rules", BOB)
+    status, shown_run = server.api("GET", "/v1/console/runs/second")
+    approvals = [
+        a
+        for row in shown_run["timeline"]
+        for c in row.get("calls", [])
+        for a in c.get("approvals", [])
+    ]
+    assert [rule_id in (a["reason"] or "") for a in approvals] == [True]
     status, console = server.api("GET", "/v1/console/rules")
     assert status == 200
     [shown] = [r for r in console["rules"] if r["id"] == rule_id]
