@@ -213,3 +213,21 @@ async def test_a_rule_stops_at_expiry_and_when_revoked(store: Store, clock: Cloc
         await rt.rules.revoke(second.id, by="U0WRITER1")
     actions = [e.action for e in await store.list_audit() if e.action.startswith("rule_")]
     assert actions == ["rule_made", "rule_made", "rule_revoked"]
+
+
+async def test_uses_are_told_once_per_batch(store: Store, clock: Clock) -> None:
+    rt = runtime(store, clock)
+    origin = await ask(rt, 3000)
+    await rt.decide(origin.id, "approved", by="U0WRITER1")
+    rule, _ = await rt.rules.make(
+        "issue_refund", RULE, author="U0WRITER1", reason="r", from_approval=origin.id
+    )
+    clock.advance(seconds=1)
+    used = [(await ask(rt, 100)).id, (await ask(rt, 200)).id]
+
+    [told] = await rt.rules.uses_to_tell()
+    assert (told.rule.id, sorted(a for a, _, _ in told.approvals)) == (rule.id, sorted(used))
+    assert await rt.rules.uses_to_tell() == []
+    clock.advance(seconds=1)
+    later = (await ask(rt, 300)).id
+    assert [[a for a, _, _ in t.approvals] for t in await rt.rules.uses_to_tell()] == [[later]]
