@@ -276,8 +276,8 @@ def _keys(conn: sqlite3.Connection, table: str) -> Iterator[str]:
     indexes = conn.execute(f"PRAGMA index_list({table})").fetchall()
     for _, index, unique, origin, _partial in sorted(indexes, key=lambda i: i[1]):
         columns = ", ".join(
-                c[2] or "<expression>" for c in conn.execute(f"PRAGMA index_info({index})")
-            )
+            c[2] or "<expression>" for c in conn.execute(f"PRAGMA index_info({index})")
+        )
         if origin == "u":
             yield f"UNIQUE ({columns})"
         elif origin == "c":
