@@ -4,7 +4,8 @@
 
 1. Routing alone: `runtime.routing.route` for the refund example's three rules, for a call
    the third rule takes (all three conditions evaluated, the most work a call can cost) and
-   for one no rule takes, against the same tool's policy without rules (the reference),
+   for one no rule takes, and a learned rule with its tool's ceiling (what "approve +
+   similar" adds to a call), against the same tool's policy without rules (the reference),
    interleaved, medians in microseconds. Compiling a condition is timed once, apart: it
    happens when the configuration is read, never per approval.
 2. In the step: a run that asks for approval (one model reply, the approval routed and
@@ -26,7 +27,7 @@ from typing import Any
 
 from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from runtime.routing import route
-from runtime.rules import Facts, program
+from runtime.rules import Facts, activation, holds, program
 from store import open_store
 
 RULES: list[dict[str, Any]] = [
@@ -66,12 +67,24 @@ def routing(rounds: int, calls: int) -> dict[str, float]:
         "no rules (reference)": lambda: route(*plain, "issue_refund", THIRD_RULE, facts),
         "rule 3 of 3 matches": lambda: route(*ruled, "issue_refund", THIRD_RULE, facts),
         "no rule matches": lambda: route(*ruled, "issue_refund", NO_RULE, facts),
+        "a learned rule and its ceiling hold": lambda: learned(THIRD_RULE, facts),
     }
     samples: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(rounds):
         for name, case in cases.items():
             samples[name].append(per_call(case, calls // rounds or 1))
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+LEARNED = 'tool == "issue_refund" && args.amount_cents <= 50000 && args.restocking_fee_cents <= 0'
+CEILING = "args.amount_cents <= 100000"
+
+
+def learned(args: dict[str, Any], facts: Facts) -> bool:
+    """What `RuleBook.apply` evaluates for a call after the file's rules asked: one learned
+    rule's condition and the tool's ceiling (its store read is in backtest_bench.py)."""
+    context = activation("issue_refund", args, facts)
+    return holds(LEARNED, context) and holds(CEILING, context)
 
 
 def compile_once() -> float:

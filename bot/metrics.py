@@ -12,7 +12,7 @@ same however long the history grows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 
 from aiohttp import web
@@ -24,15 +24,17 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from runtime import NullNotifier
+from runtime import NullNotifier, slo
+from runtime.policy import Policies
+from runtime.routing import policy_of
 from store import Approval, Page, Run, Store, Usage
 from store.base import OperationalCounts
 from store.errors import StoreError
-from store.records import SYSTEM_ACTOR
+from store.records import SYSTEM_ACTOR, LearnedRule
 
 log = logging.getLogger("signoff.metrics")
 DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -70,6 +72,17 @@ DECISION_SECONDS = Histogram(
     "Time from an approval's request to its decision.",
     buckets=DECISION_TIMES,
 )
+TIME_TO_DECISION = Histogram(
+    "signoff_approval_time_to_decision_seconds",
+    "Time from an approval's request to its decision, by policy and outcome.",
+    ["policy", "outcome"],
+    buckets=DECISION_TIMES,
+)
+PAST_TARGET = Counter(
+    "signoff_approvals_past_target",
+    "Approvals decided later than their policy's decision target (decide_within), by policy.",
+    ["policy"],
+)
 REMINDERS = Counter("signoff_approval_reminders", "Approval reminders sent.")
 ESCALATIONS = Counter("signoff_approval_escalations", "Approvals escalated.")
 PAGES = Counter("signoff_pages_opened", "Pages opened: effects a human must handle.")
@@ -106,6 +119,9 @@ class PrometheusTelemetry:
 class MetricsNotifier(NullNotifier):
     """Counts what the runtime announces: requests, decisions, reminders, pages, ends."""
 
+    def __init__(self, policies: Policies | None = None) -> None:
+        self.policies = policies or Policies()
+
     async def approval_requested(self, approval: Approval, run: Run | None) -> None:
         APPROVALS_REQUESTED.inc()
 
@@ -113,7 +129,12 @@ class MetricsNotifier(NullNotifier):
         if approval.decided_at is None:
             return  # a vote towards a quorum: not decided yet
         APPROVALS_DECIDED.labels(outcome(approval)).inc()
-        DECISION_SECONDS.observe((approval.decided_at - approval.created_at).total_seconds())
+        waited = (approval.decided_at - approval.created_at).total_seconds()
+        DECISION_SECONDS.observe(waited)
+        TIME_TO_DECISION.labels(approval.policy, outcome(approval)).observe(waited)
+        policy = policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        if slo.missed(approval, policy, approval.decided_at):
+            PAST_TARGET.labels(approval.policy).inc()
 
     async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
         (ESCALATIONS if escalated else REMINDERS).inc()
@@ -171,6 +192,25 @@ class StoreGauges(Collector):
         return max(0.0, (self.now - since).total_seconds()) if since else 0.0
 
 
+class LearnedRuleUses(Collector):
+    """How many approvals each learned rule approved ("approve + similar"): its rate is the
+    rule's auto-approval rate."""
+
+    def __init__(self, rules: Sequence[LearnedRule], now: datetime) -> None:
+        self.rules = rules
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        uses = CounterMetricFamily(
+            "signoff_learned_rule_uses",
+            "Approvals a learned rule approved at once, by rule, tool and status.",
+            labels=["rule", "tool", "status"],
+        )
+        for rule in self.rules:
+            uses.add_metric([rule.id, rule.tool, rule.status(self.now)], rule.uses)
+        yield uses
+
+
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
@@ -181,11 +221,14 @@ def metrics_handler(store: Store) -> Callable[[web.Request], Awaitable[web.Respo
     async def metrics(request: web.Request) -> web.Response:
         try:
             counts = await store.operational_counts()
+            learned = await store.list_learned_rules()
         except StoreError as exc:  # the scrape fails visibly (`up` 0), as JSON like any error
             log.warning("metrics: the database did not answer: %s", exc)
             return web.json_response({"error": "the database did not answer"}, status=503)
         gauges = CollectorRegistry(auto_describe=False)
-        gauges.register(StoreGauges(counts, datetime.now(UTC)))
+        now = datetime.now(UTC)
+        gauges.register(StoreGauges(counts, now))
+        gauges.register(LearnedRuleUses(learned, now))
         body = generate_latest(REGISTRY) + generate_latest(gauges)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
+from runtime.learned_rules import LearnedRulesConfig
 from runtime.policy import Policies, Policy
 from runtime.rules import Rule
 
@@ -48,3 +49,7 @@ class SlackPolicies(Policies):
         if isinstance(data, Policies) and not isinstance(data, SlackPolicies):
             return data.model_dump(exclude_unset=True)
         return data
+
+
+class SlackLearnedRules(LearnedRulesConfig):
+    writers: SlackApprovers = ()

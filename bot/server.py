@@ -20,6 +20,7 @@ from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
+from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
@@ -31,6 +32,8 @@ from runtime.wakeups import Wakeups
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
+RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
+RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
 
 
 async def serve(
@@ -45,7 +48,8 @@ async def serve(
     check_token_secrets(settings)
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
-    told = [MetricsNotifier()] if settings.api_only else [nudge, MetricsNotifier()]
+    metrics = MetricsNotifier(settings.policies)
+    told = [metrics] if settings.api_only else [nudge, metrics]
     process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
     rt.telemetry = PrometheusTelemetry()
@@ -98,6 +102,18 @@ async def serve(
         if slack is not None:
             every = min(60.0, settings.page_remind_every.total_seconds())
             scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
+            if settings.learned_rules.writers:
+                client = slack.client
+                scheduler.every(
+                    RULE_REMINDERS_EVERY,
+                    lambda: rule_notes.remind_expiring(rt, client),
+                    name="signoff-rule-reminders",
+                )
+                scheduler.every(
+                    RULE_NOTES_EVERY,
+                    lambda: rule_notes.note_uses(rt, client),
+                    name="signoff-rule-notes",
+                )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

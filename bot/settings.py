@@ -36,7 +36,7 @@ from pydantic_settings import (
 )
 
 from bot.callback_policy import parse_allowed
-from bot.policy_ids import SlackPolicies
+from bot.policy_ids import SlackLearnedRules, SlackPolicies
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
 from runtime.policy import Duration
@@ -138,6 +138,8 @@ class Settings(BaseSettings):
         validation_alias="SIGNOFF_AGENTS",
     )
     policies: SlackPolicies = Field(default_factory=SlackPolicies)
+    learned_rules: SlackLearnedRules = Field(default_factory=lambda: SlackLearnedRules())
+    """Who may make approval rules from a decision ("approve + similar"), and their limits."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
     """A hosted model per agent name, in place of the one its code gives."""
     prices: dict[str, Price] = Field(default_factory=dict)

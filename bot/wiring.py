@@ -140,6 +140,7 @@ def _runtime(
         agents,
         FanOut([notifier or NullNotifier(), callbacks]),
         policies=settings.policies,
+        learned_rules=settings.learned_rules,
         directory=slack_directory(settings),
         worker_id=settings.worker_id,
         lease_ttl=settings.lease_ttl,

@@ -38,6 +38,7 @@ async def request_approval(
         callback_url=callback_url,
         sensitive=tuple(dict.fromkeys(sensitive)),
     )
+    approval = await deps.with_learned_rule(approval, None)
     try:
         await deps.store.create_approval(approval)
     except store_errors.AlreadyExists:

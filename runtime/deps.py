@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from runtime import errors
 from runtime.agent import Agent
@@ -18,6 +19,12 @@ from runtime.telemetry import Telemetry
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
+
+
+class LearnedRules(Protocol):
+    """The rules people made from decisions (`runtime.rule_book.RuleBook`)."""
+
+    async def apply(self, approval: Approval, run: Run | None) -> Approval: ...
 
 
 @dataclass(eq=False)
@@ -33,6 +40,7 @@ class Deps:
     announcer: Announcer
     leases: dict[str, Lease] = field(default_factory=dict)
     """The runs this process holds a lease on, by id."""
+    learned: LearnedRules | None = None
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""
@@ -61,6 +69,10 @@ class Deps:
         run = await self.find_run(approval.run_id)
         agent = self.agents.get(run.agent) if run else None
         return agent.tools.get(approval.tool) if agent else None
+
+    async def with_learned_rule(self, approval: Approval, run: Run | None) -> Approval:
+        """The approval as a learned rule in force leaves it (approved at once, or as is)."""
+        return approval if self.learned is None else await self.learned.apply(approval, run)
 
     def lease(self, run_id: str) -> AbstractAsyncContextManager[Lease]:
         """Hold the run's lease in the store while working on it (fenced writes)."""

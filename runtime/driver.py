@@ -300,6 +300,8 @@ class Driver:
         if not wanted:
             return {}
         wanted = [await self.desk.with_conflict(await self.desk.with_duplicate(a)) for a in wanted]
+        run_now = self.journal.run_now()
+        wanted = [await self.deps.with_learned_rule(a, run_now) for a in wanted]
         committed = await self.journal.write(request=wanted)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
         created = [a for a in wanted if a.call_id not in prior]

@@ -31,16 +31,19 @@ from runtime import (
 )
 from runtime.agent import Agent
 from runtime.announcer import Announcer
+from runtime.approval_stats import ApprovalStats, approval_stats
 from runtime.approvals import ApprovalDesk, Decision
 from runtime.binding import CallTrail, call_trail
 from runtime.deps import Deps
 from runtime.facts import FactStore
+from runtime.learned_rules import LearnedRulesConfig
 from runtime.lease import RunLocks
 from runtime.notifier import Notifier, NullNotifier
 from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
 from runtime.resumability import check_resumable
 from runtime.rollback import RollbackReport
 from runtime.routing import check_rules
+from runtime.rule_book import RuleBook
 from runtime.telemetry import NullTelemetry, Telemetry
 from runtime.tools import Tool
 from store import (
@@ -73,6 +76,7 @@ class Runtime:
         clock: Callable[[], datetime] = utcnow,
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
+        learned_rules: LearnedRulesConfig | None = None,
     ) -> None:
         self.store = store
         self.agents = _by_name(agents)
@@ -98,6 +102,10 @@ class Runtime:
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
         check_rules(self.desk.policies, self.agents.values())
+        self.rules = RuleBook(
+            self.deps, learned_rules or LearnedRulesConfig(), self.desk.directory, self._tool
+        )
+        self.deps.learned = self.rules
 
     @property
     def notifier(self) -> Notifier:
@@ -267,6 +275,10 @@ class Runtime:
         approvals = await self.store.list_approvals(run_id=run_id)
         return call_trail(approvals, await self.store.list_effects(run_id))
 
+    async def approval_stats(self, *, since: datetime) -> ApprovalStats:
+        """Waiting times, decline/edit/expiry rates and the busiest approvers since then."""
+        return await approval_stats(self.store, since=since)
+
     async def acknowledge_page(self, page_id: str, *, by: str) -> Page:
         """A human takes an effect that needs one; audited. Acknowledging twice is refused."""
         return await paging.acknowledge(self.deps, page_id, by=by)
@@ -374,6 +386,10 @@ class Runtime:
 
     async def announce_page(self, page: Page, run: Run | None) -> None:
         await self.deps.announcer.page(page, run)
+
+    def _tool(self, name: str) -> Tool | None:
+        """The tool of that name among this runtime's agents (learned rules' checks)."""
+        return next((a.tools[name] for a in self.agents.values() if name in a.tools), None)
 
     async def _finish_undo(self, run_id: str) -> RollbackReport | None:
         return await rollback.finish_interrupted(self.deps, self.desk, run_id)

@@ -32,6 +32,9 @@ class Policy(BaseModel):
     escalate_to: str | None = None
     timeout: Duration | None = None
     on_timeout: Literal["decline", "escalate"] = "decline"
+    decide_within: Duration | None = None
+    """The decision target ("decided within 30m"): cards, reminders and metrics say when an
+    approval misses it (`runtime.slo`); it changes nothing about who decides or when."""
 
     rules: tuple[Rule, ...] = ()
     """Ordered refinements by the call's arguments and run (`runtime.rules`); first match wins."""
@@ -41,7 +44,7 @@ class Policy(BaseModel):
     def _ids(cls, approvers: tuple[str, ...]) -> tuple[str, ...]:
         return approver_ids(approvers)
 
-    @field_validator("remind_every", "timeout")
+    @field_validator("remind_every", "timeout", "decide_within")
     @classmethod
     def _positive(cls, value: timedelta | None) -> timedelta | None:
         return positive(value)

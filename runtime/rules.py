@@ -57,6 +57,7 @@ class Rule(BaseModel):
     escalate_to: str | None = None
     timeout: PositiveDuration | None = None
     on_timeout: Literal["decline", "escalate"] = "decline"
+    decide_within: PositiveDuration | None = None
 
     @field_validator("when")
     @classmethod

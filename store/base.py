@@ -23,6 +23,7 @@ from store.records import (
     Effect,
     EffectOutcome,
     Fact,
+    LearnedRule,
     OutboxItem,
     Page,
     Run,
@@ -324,6 +325,44 @@ class Store(Protocol):
         """Audit events in the order they were written (by id), at or after `since`, with
         an id above `after`, of one run or approval if given, at most `limit`."""
         ...
+
+    # learned rules ("approve + similar"; store.learned)
+    async def create_learned_rule(self, rule: LearnedRule, *, event: AuditEvent) -> None: ...
+    async def list_learned_rules(
+        self, *, tool: str | None = None, rule_id: str | None = None
+    ) -> list[LearnedRule]: ...
+    async def learned_rules_in_force(self, tool: str, *, now: datetime) -> list[LearnedRule]:
+        """Active, unexpired rules of `tool`, oldest first, without their use counts."""
+        ...
+
+    async def get_learned_rule(self, rule_id: str) -> LearnedRule: ...
+    async def confirm_learned_rule(
+        self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        """Make a proposed rule active, by someone other than its author, before it expires;
+        False (nothing written) otherwise."""
+        ...
+
+    async def revoke_learned_rule(
+        self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool: ...
+    async def learned_rules_expiring(
+        self, *, now: datetime, before: datetime
+    ) -> list[LearnedRule]: ...
+    async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool: ...
+    async def learned_rule_uses_since(
+        self, rule_id: str, *, after: datetime
+    ) -> list[tuple[str, str | None, datetime]]:
+        """(approval id, run id, created) of each approval the rule approved after then."""
+        ...
+
+    async def mark_learned_rule_noted(
+        self, rule_id: str, *, since: datetime, until: datetime
+    ) -> bool:
+        """Move the rule's `noted_until` from `since` (or its creation) to `until`, once."""
+        ...
+
+    async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]: ...
 
     # leases (fencing: each lease taken has an epoch one higher than the run's last; a write
     # carrying an older epoch is refused). On PostgreSQL the server's clock decides whether a

@@ -284,6 +284,8 @@ class RuleMatch(Record):
     summary: str
     """What every surface shows: "rule 3: amount over $200 → 2 approvals from S0LEADS"."""
     policy: dict[str, Any] = Field(default_factory=dict)
+    learned_id: str | None = None
+    """The learned rule (`LearnedRule.id`) that approved it, when one did."""
 
 
 class EffectConflict(Record):
@@ -447,3 +449,38 @@ class AuditEvent(Record):
     detail: dict[str, Any] = Field(default_factory=dict)
     at: datetime = Field(default_factory=utcnow)
     id: int | None = None
+
+
+class LearnedRule(Record):
+    """An approval rule a person made from a decision ("approve + similar"): it approves, at
+    once, calls of `tool` for which `condition` (CEL) holds, until `expires_at`. `proposed`
+    until a second rule-writer confirms it (`needs_second`: the effect cannot be undone)."""
+
+    id: str
+    tool: str
+    condition: str
+    author: str
+    reason: str
+    state: Literal["proposed", "active", "revoked"] = "active"
+    needs_second: bool = False
+    from_approval: str | None = None
+    created_at: datetime
+    expires_at: datetime
+    confirmed_by: str | None = None
+    confirmed_at: datetime | None = None
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
+    reminded_at: datetime | None = None
+    noted_until: datetime | None = None
+    """Until when its uses were told in the thread of the card it grew from."""
+    uses: int = 0
+    """How many approvals it approved (counted when read)."""
+
+    def in_force(self, now: datetime) -> bool:
+        return self.state == "active" and now < self.expires_at
+
+    def status(self, now: datetime) -> str:
+        """active, proposed, revoked or expired, as every surface shows it."""
+        if self.state != "revoked" and now >= self.expires_at:
+            return "expired"
+        return self.state

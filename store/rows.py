@@ -43,6 +43,10 @@ def dt(value: float | None) -> datetime | None:
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+def utc(value: float) -> datetime:
+    return datetime.fromtimestamp(value, UTC)
+
+
 def dumps(value: Any) -> str:
     return to_json(value).decode()
 

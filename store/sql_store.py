@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from store import core, errors, rows
+from store import core, errors, learned, rows
 from store.base import Batch, Committed, OperationalCounts, check_new_run, refuse_protected
 from store.core import MakeBody
 from store.records import (
@@ -24,6 +24,7 @@ from store.records import (
     Delivery,
     Effect,
     Fact,
+    LearnedRule,
     OutboxItem,
     Page,
     Run,
@@ -400,6 +401,68 @@ class SqlStore:
             "limit": limit,
         }
         return [rows.event_from_row(row) for row in await self._read("list_audit", params)]
+
+    # learned rules (store.learned)
+
+    async def create_learned_rule(self, rule: LearnedRule, *, event: AuditEvent) -> None:
+        await self._write(lambda: learned.create(rule, event))
+
+    async def list_learned_rules(
+        self, *, tool: str | None = None, rule_id: str | None = None
+    ) -> list[LearnedRule]:
+        found = await self._read("list_learned_rules", {"tool": tool, "id": rule_id})
+        return [learned.rule_from_row(row) for row in found]
+
+    async def learned_rules_in_force(self, tool: str, *, now: datetime) -> list[LearnedRule]:
+        found = await self._read("learned_rules_in_force", {"tool": tool, "now": rows.ts(now)})
+        return [learned.rule_from_row(row) for row in found]
+
+    async def get_learned_rule(self, rule_id: str) -> LearnedRule:
+        found = await self.list_learned_rules(rule_id=rule_id)
+        if not found:
+            raise errors.NotFound(f"no rule {rule_id!r}", id=rule_id)
+        return found[0]
+
+    async def confirm_learned_rule(
+        self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": rule_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: learned.confirm(params, event))
+
+    async def revoke_learned_rule(
+        self, rule_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": rule_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: learned.revoke(params, event))
+
+    async def learned_rules_expiring(self, *, now: datetime, before: datetime) -> list[LearnedRule]:
+        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        found = await self._read("learned_rules_expiring", params)
+        return [learned.rule_from_row(row) for row in found]
+
+    async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
+        params = {"id": rule_id, "at": rows.ts(at)}
+        return await self._write(lambda: learned.mark_reminded(params))
+
+    async def learned_rule_uses_since(
+        self, rule_id: str, *, after: datetime
+    ) -> list[tuple[str, str | None, datetime]]:
+        params = {"rule_id": rule_id, "after": rows.ts(after)}
+        found = await self._read("learned_rule_uses_since", params)
+        return [(row["id"], row["run_id"], rows.utc(row["created_at"])) for row in found]
+
+    async def mark_learned_rule_noted(
+        self, rule_id: str, *, since: datetime, until: datetime
+    ) -> bool:
+        params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
+        return await self._write(lambda: learned.mark_noted(params))
+
+    async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` requests for `tool` from the audit trail, newest first: each
+        request event's fields, with `decision`, `decided_by` and `decision_detail` (the
+        people's decision on it, None when there was none)."""
+        found = await self._read("backtest_requests", {"tool": tool, "limit": limit})
+        return [learned.request_from_row(row) for row in found]
 
     # leases: not synced on their own (durable=False). A lease only tells other workers to
     # keep off, and expires by itself; every write that counts checks it inside its own

@@ -32,7 +32,8 @@ STORE_BACKENDS = [
     ),
 ]
 SIGNOFF_TABLES = (
-    "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox"
+    "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox,"
+    " learned_rules"
 )
 
 

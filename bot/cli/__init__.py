@@ -15,6 +15,8 @@ from typing import Annotated
 
 import typer
 
+from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
+from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group

@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.api import RUNTIME, _run_view
 from bot.api_auth import CALLER, requires
 from bot.api_errors import BadRequest
-from bot.console import timeline
+from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
 from runtime import errors
 from store import RunStatus
@@ -117,6 +117,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/fork", fork)
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/cancel", cancel)
     app.router.add_post(f"{PREFIX}/runs/{{run_id}}/resume", resume)
+    app.router.add_get(f"{PREFIX}/rules", rules.list_rules)
 
 
 def _actor(request: web.Request) -> str:

@@ -191,6 +191,7 @@ def slack_surface(
         tool_of=rt.tool_for,
         find_run=rt.find_run,
         resolvable_pages=bool(settings.page_resolvers),
+        similar=bool(settings.learned_rules.writers),
     )
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)

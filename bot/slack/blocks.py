@@ -44,6 +44,7 @@ FALLBACK_TEXT = 3000
 APPROVE_ACTION = "approve"
 SEPARATE_ACTION = "approve_separate"
 EDIT_ACTION = "edit"
+SIMILAR_ACTION = "approve_similar"
 DECLINE_ACTION = "decline"
 ACKNOWLEDGE_ACTION = "acknowledge"
 HAPPENED_ACTION = "resolve_happened"

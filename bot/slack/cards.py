@@ -134,6 +134,8 @@ def approval_message(
     allow_edit: bool = False,
     rule: str | None = None,
     escalate_to: Sequence[str] = (),
+    similar: bool = False,
+    target: str | None = None,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons.
 
@@ -154,7 +156,7 @@ def approval_message(
         )
     if approval.key_suffix is not None:
         blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
-    terms = _terms(approval, rule)
+    terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
@@ -165,6 +167,7 @@ def approval_message(
                 reversibility=reversibility,
                 compensator=compensator,
                 allow_edit=allow_edit,
+                similar=similar,
             )
         )
         text = texts.needs_approval(
@@ -291,6 +294,7 @@ def decision_actions(
     reversibility: str | None = None,
     compensator: str | None = None,
     allow_edit: bool = False,
+    similar: bool = False,
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
     is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit.
@@ -321,6 +325,8 @@ def decision_actions(
     buttons = [approve]
     if allow_edit and approval.required_approvals == 1:
         buttons.append(kit.button(texts.EDIT, kit.EDIT_ACTION, approval.id))
+    if similar and approval.required_approvals == 1:  # "Approve + similar…" (learned rules)
+        buttons.append(kit.button(texts.APPROVE_SIMILAR, kit.SIMILAR_ACTION, approval.id))
     buttons.append(kit.button(texts.DECLINE, kit.DECLINE_ACTION, approval.id, style="danger"))
     return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)
 

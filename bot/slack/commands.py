@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.slack import blocks as kit
-from bot.slack import escape, replies
+from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
 from runtime.policy import may_decide
 from store import Approval, ApprovalState, Run, RunStatus
@@ -33,6 +33,9 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
             return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
         if verb in ("status", "history", "cancel") and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
+        learned = await similar.answer(rt, verb, rest, user=user)
+        if learned is not None:
+            return learned
     except errors.RunNotFound:
         return replies.not_found("run", rest[0])
     except errors.InvalidRequest as exc:

@@ -12,13 +12,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import cards
+from bot.slack import blocks as kit
+from bot.slack import cards, texts
 from bot.slack.outbox import Misconfigured, Undeliverable, WaitsItsTurn
+from runtime import slo
 from runtime.policy import Policies, Policy
 from runtime.routing import policy_of
 from runtime.tools import Tool
@@ -89,6 +92,7 @@ class SlackDelivery:
         tool_of: ToolOf,
         find_run: FindRun,
         resolvable_pages: bool = False,
+        similar: bool = False,
     ) -> None:
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
@@ -98,6 +102,7 @@ class SlackDelivery:
         self.channels = channels
         self.tool_of = tool_of
         self._run = find_run  # the run a record names, or None when it has none or is gone
+        self.similar = similar  # cards offer "Approve + similar…" (someone may write rules)
 
     async def __call__(self, item: OutboxItem) -> None:
         try:
@@ -164,6 +169,8 @@ class SlackDelivery:
             allow_edit=policy.allow_edit,
             rule=approval.rule.summary if approval.rule else None,
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+            similar=self.similar,
+            target=_target(approval, policy),
         )
 
     def _policy(self, approval: Approval) -> Policy:
@@ -210,6 +217,9 @@ class SlackDelivery:
             escalated=bool(item.detail.get("escalated")),
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
         )
+        target = _target(approval, policy)
+        if target:
+            message["blocks"].append(kit.context(target))
         note = f"reminder-{item.detail.get('reminders_sent')}-{item.detail.get('escalated')}"
         await self._thread(approval, message, item, note)
 
@@ -356,3 +366,11 @@ def _metadata(event_type: str, **payload: str) -> dict[str, Any]:
 
 def _what(item: OutboxItem) -> tuple[str, str]:
     return item.topic, item.subject_id
+
+
+def _target(approval: Approval, policy: Policy) -> str | None:
+    """The policy's decision target as the card and reminders say it, if it has one."""
+    if policy.decide_within is None:
+        return None
+    late = slo.missed(approval, policy, datetime.now(UTC))
+    return texts.decision_target(slo.duration_text(policy.decide_within), missed=late)

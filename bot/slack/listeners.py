@@ -18,7 +18,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands, replies, texts
+from bot.slack import commands, replies, similar, texts
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.refusals import already_decided, refusal
 from bot.tasks import Background
@@ -48,6 +48,7 @@ def register(
     app.view("edit_args")(listeners.approve_edited)
     app.command("/runs")(listeners.runs_command)
     app.event("app_home_opened")(listeners.home)
+    similar.register(app, rt, background)
 
 
 class Listeners:

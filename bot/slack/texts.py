@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 APPROVE = "Approve"
 EDIT = "Edit…"
+APPROVE_SIMILAR = "Approve + similar…"
 DECLINE = "Decline…"
 BACK = "Back"
 ACKNOWLEDGE = "Acknowledge"
@@ -131,6 +132,15 @@ def possible_duplicate(run: str, differs: str | None = None) -> str:
     if differs:
         return f":warning: possible duplicate of run {run}: same key, but {differs}"
     return f":warning: possible duplicate of run {run}: it asked for the same effect"
+
+
+def decision_target(within: str, *, missed: bool) -> str:
+    """A policy's decision target on a card or reminder, and whether it was missed."""
+    return (
+        f":warning: past its {within} decision target"
+        if missed
+        else f"target: decided within {within}"
+    )
 
 
 def policy(name: str) -> str:

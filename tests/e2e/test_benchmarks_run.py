@@ -28,6 +28,7 @@ SMALLEST = {
     "rules_bench.py": (["--rounds", "1", "--runs", "2", "--calls", "10"], "no rule matches"),
     "metrics_bench.py": (["--small", "10", "--factor", "2", "--rounds", "2"], "large / small"),
     "approvals_bench.py": (["--runs", "5", "--pending", "100"], "RSS growth"),
+    "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),
     "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
     "freeze_soak.py": (["--seconds", "12"], "0 duplicate effects"),
 }

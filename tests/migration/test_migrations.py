@@ -28,7 +28,7 @@ BACKEND_DIALECTS = [
     for d in SQL_DIALECTS
     if (STORE / f"{d}.py").is_file() or (STORE / d / "__init__.py").is_file()
 ]
-SHARED_SOURCES = ("core.py", "sql_store.py")
+SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py")
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "
 """How a query file says a statement its dialect has no need of (a row lock) is empty."""
@@ -80,6 +80,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
         " WHERE idempotency_key IS NOT NULL",
         "INDEX approvals_by_key (lineage_id, idempotency_key)",
+        "INDEX approvals_by_learned_rule (<expression>) WHERE rule IS NOT NULL",
         "INDEX approvals_by_run (run_id)",
         "INDEX approvals_by_state (state, created_at)",
         "INDEX approvals_pending_deadline (deadline) WHERE state = 'pending'",
@@ -98,9 +99,12 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "run_id TEXT",
         "approval_id TEXT",
         "detail TEXT NOT NULL",
+        "INDEX audit_events_by_approval (approval_id, id)",
         "INDEX audit_events_by_run (run_id, id)",
         "INDEX audit_events_by_time (at, id)",
         "INDEX audit_events_undo_started (run_id, id) WHERE action = 'undo_started'",
+        "INDEX audit_requests_by_tool (<expression>, id) WHERE action IN "
+        "('approval_requested', 'approval_auto_approved', 'approval_denied')",
         "TRIGGER audit_events_append_only",
     ],
     "checkpoints": [
@@ -215,6 +219,25 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "INDEX runs_by_status (status, created_at)",
         "TRIGGER outbox_run_finished",
     ],
+    "learned_rules": [
+        "id TEXT PRIMARY KEY",
+        "tool TEXT NOT NULL",
+        "condition TEXT NOT NULL",
+        "author TEXT NOT NULL",
+        "reason TEXT NOT NULL",
+        "state TEXT NOT NULL",
+        "needs_second INTEGER NOT NULL DEFAULT 0",
+        "from_approval TEXT",
+        "created_at REAL NOT NULL",
+        "expires_at REAL NOT NULL",
+        "confirmed_by TEXT",
+        "confirmed_at REAL",
+        "revoked_by TEXT",
+        "revoked_at REAL",
+        "reminded_at REAL",
+        "noted_until REAL",
+        "INDEX learned_rules_by_tool (tool, state)",
+    ],
     "signoff_schema": [
         "version INTEGER PRIMARY KEY",
         "name TEXT NOT NULL",
@@ -263,7 +286,9 @@ def _keys(conn: sqlite3.Connection, table: str) -> Iterator[str]:
         yield f"FOREIGN KEY ({column}) REFERENCES {ref} ({ref_column}) ON DELETE {on_delete}"
     indexes = conn.execute(f"PRAGMA index_list({table})").fetchall()
     for _, index, unique, origin, _partial in sorted(indexes, key=lambda i: i[1]):
-        columns = ", ".join(c[2] for c in conn.execute(f"PRAGMA index_info({index})"))
+        columns = ", ".join(
+            c[2] or "<expression>" for c in conn.execute(f"PRAGMA index_info({index})")
+        )
         if origin == "u":
             yield f"UNIQUE ({columns})"
         elif origin == "c":

@@ -40,6 +40,25 @@ function statusLabel(run) {
 
 function money(cost) { return "$" + Number(cost || 0).toFixed(4); }
 
+// -- approval rules: the file's and the learned ones -------------------------------------
+
+async function loadRules() {
+  const data = await api("GET", "/rules");
+  const body = $("rules");
+  body.replaceChildren();
+  for (const rule of data.rules) {
+    const row = el("tr");
+    row.appendChild(el("td", "id", rule.id));
+    row.appendChild(el("td", null, rule.source === "file" ? "file" : rule.status));
+    row.appendChild(el("td", "id", rule.when));
+    const why = rule.source === "file" ? rule.action : rule.reason + " (by " + rule.author + ")";
+    row.appendChild(el("td", null, why));
+    row.appendChild(el("td", null, rule.expires || ""));
+    row.appendChild(el("td", null, rule.uses === undefined ? "" : String(rule.uses)));
+    body.appendChild(row);
+  }
+}
+
 // -- runs list ---------------------------------------------------------------------------
 
 async function loadRuns() {
@@ -301,6 +320,7 @@ async function start() {
   $("status-filter").onchange = () => loadRuns();
   $("text-filter").oninput = () => loadRuns();
   await loadRuns();
+  await loadRules().catch(() => {});
   document.body.dataset.ready = "1";
   setInterval(() => {
     if (state.busy || document.hidden) return;

@@ -560,3 +560,73 @@ SELECT (julianday('now') - 2440587.5) * 86400.0
 -- Add what a worker fenced off its run reported about a call to the call's open pages.
 UPDATE pages SET detail = detail || :evidence
 WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
+
+-- insert_learned_rule --
+-- Store a rule someone made from a decision.
+INSERT INTO learned_rules (id, tool, condition, author, reason, state, needs_second,
+                           from_approval, created_at, expires_at)
+VALUES (:id, :tool, :condition, :author, :reason, :state, :needs_second,
+        :from_approval, :created_at, :expires_at)
+
+-- list_learned_rules --
+-- Learned rules, newest first, optionally of one tool or one id, each with its uses.
+SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+FROM learned_rules r
+WHERE (:tool IS NULL OR r.tool = :tool)
+  AND (:id IS NULL OR r.id = :id)
+ORDER BY r.created_at DESC, r.id
+
+-- confirm_learned_rule --
+-- A second rule-writer's confirmation makes a proposed rule active (compare-and-set).
+UPDATE learned_rules SET state = 'active', confirmed_by = :by, confirmed_at = :at
+WHERE id = :id AND state = 'proposed' AND author <> :by AND expires_at > :at
+
+-- revoke_learned_rule --
+-- Revoke a rule that is not revoked yet (compare-and-set).
+UPDATE learned_rules SET state = 'revoked', revoked_by = :by, revoked_at = :at
+WHERE id = :id AND state <> 'revoked'
+
+-- mark_learned_rule_reminded --
+-- Record that a rule's author was reminded of its expiry, once (compare-and-set).
+UPDATE learned_rules SET reminded_at = :at WHERE id = :id AND reminded_at IS NULL
+
+-- learned_rules_expiring --
+-- Active rules expiring before a time whose author was not reminded yet.
+SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+FROM learned_rules r
+WHERE r.state = 'active' AND r.reminded_at IS NULL AND r.expires_at > :now
+  AND r.expires_at <= :before
+ORDER BY r.expires_at
+
+-- backtest_requests --
+-- The newest requests for a tool (asked, approved or denied at once), each with the
+-- decision people made on it, if any.
+WITH req AS (
+    SELECT id, at, actor, action, run_id, approval_id, detail FROM audit_events
+    WHERE action IN ('approval_requested', 'approval_auto_approved', 'approval_denied')
+      AND json_extract(detail, '$.tool') = :tool
+    ORDER BY id DESC
+    LIMIT :limit
+)
+SELECT req.*, d.action AS decision, d.actor AS decided_by, d.detail AS decision_detail
+FROM req LEFT JOIN audit_events d
+  ON d.approval_id = req.approval_id
+ AND d.action IN ('approval_approved', 'approval_declined')
+ORDER BY req.id DESC
+
+-- learned_rules_in_force --
+-- The active, unexpired learned rules of one tool, oldest first (read per new approval).
+SELECT *, 0 AS uses FROM learned_rules
+WHERE tool = :tool AND state = 'active' AND expires_at > :now
+ORDER BY created_at, id
+
+-- learned_rule_uses_since --
+-- The approvals one learned rule approved after a time, oldest first.
+SELECT id, run_id, created_at FROM approvals
+WHERE json_extract(rule, '$.learned_id') = :rule_id AND created_at > :after
+ORDER BY created_at, id
+
+-- mark_learned_rule_noted --
+-- Move a rule's thread note on to a time (compare-and-set on where it was).
+UPDATE learned_rules SET noted_until = :until
+WHERE id = :id AND coalesce(noted_until, created_at) = :since

@@ -1,0 +1,290 @@
+"""Slack's side of learned rules: "Approve + similar…" on a card approves the request and
+opens a modal proposing a rule with its backtest; submitting it makes the rule (a declined
+request in the backtest needs a typed confirmation; an effect that cannot be compensated
+asks a second rule-writer in the channel, with a Confirm button); `/runs rules` lists the
+rules and `/runs revoke <id>` revokes one. Every step acts through `Runtime.rules`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_line
+from bot.slack import blocks as kit
+from bot.slack import escape
+from bot.slack.refusals import refusal
+from bot.tasks import Background
+from runtime import Runtime, errors
+from runtime.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
+from store import ApprovalState
+from store.records import LearnedRule
+
+log = logging.getLogger("signoff.slack")
+Body = dict[str, Any]
+SIMILAR_ACTION = kit.SIMILAR_ACTION
+CONFIRM_RULE_ACTION = "confirm_rule"
+MODAL = "similar_rule"
+YES = "yes"
+MAX_HITS = 15
+
+
+def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
+    similar = Similar(rt, background)
+    app.action("approve_similar")(similar.approve_similar)
+    app.action("confirm_rule")(similar.confirm)
+    app.view("similar_rule")(similar.submit)
+
+
+# Block Kit (pure)
+
+
+def rule_modal(approval_id: str, proposal: Proposal, *, channel: str | None) -> dict[str, Any]:
+    """The proposed rule, editable, with expiry, reason and the backtest before saving."""
+    tested = proposal.backtest
+    blocks: list[dict[str, Any]] = [
+        _input("when", "Rule (CEL)", proposal.condition, multiline=True),
+        _input(
+            "expires",
+            f"Expires in days (at most {proposal.max_expiry.days})",
+            str(proposal.expiry.days),
+        ),
+        _input("reason", "Reason (why calls like this need no one)", None),
+        _section("*Backtest*\n" + backtest_text(tested)),
+    ]
+    if proposal.ceiling:
+        blocks.append(_context(f"Never beyond the ceiling: `{escape.mrkdwn(proposal.ceiling)}`"))
+    if tested.declined:
+        blocks.append(_input("confirm", "It would have approved declined requests: type yes", None))
+    if proposal.needs_second:
+        blocks.append(
+            _context(
+                "This effect cannot be undone: a second rule-writer confirms "
+                "the rule in the channel before it approves anything."
+            )
+        )
+    meta = json.dumps({"approval_id": approval_id, "tool": proposal.tool, "channel": channel})
+    return {
+        "type": "modal",
+        "callback_id": MODAL,
+        "private_metadata": meta,
+        "title": {"type": "plain_text", "text": "Approve similar"},
+        "submit": {"type": "plain_text", "text": "Save rule"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": blocks,
+    }
+
+
+def backtest_text(tested: Backtest) -> str:
+    """The backtest in mrkdwn; each declined or edited request linked to its card."""
+    lines = [escape.mrkdwn(backtest_summary(tested))]
+    for label, hits in (("declined", tested.declined), ("edited", tested.edited)):
+        if hits:
+            lines.append(f"{len(hits)} of those a person {label}:")
+            lines += [f"• {_hit_link(h)}" for h in hits[:MAX_HITS]]
+            if len(hits) > MAX_HITS:
+                lines.append(f"… and {len(hits) - MAX_HITS} more")
+    lines += [escape.mrkdwn(note) for note in backtest_notes(tested)]
+    return "\n".join(lines)
+
+
+def _hit_link(hit: Hit) -> str:
+    name = escape.code(hit.approval_id)
+    if hit.card is not None:
+        channel, ts = hit.card
+        name = f"<https://slack.com/archives/{channel}/p{ts.replace('.', '')}|{hit.approval_id}>"
+    who = f" by {kit.mention(hit.decided_by)}" if hit.decided_by else ""
+    why = f": {escape.mrkdwn(hit.reason, limit=100)}" if hit.reason else ""
+    return f"{name}{who}{why}"
+
+
+def confirm_request(rule: LearnedRule) -> dict[str, Any]:
+    """The channel message asking a second rule-writer to confirm a rule (two-person rule)."""
+    text = (
+        f"<@{rule.author}> proposes a rule for `{escape.mrkdwn(rule.tool)}`, an effect that "
+        f"cannot be undone: `{escape.mrkdwn(rule.condition)}` — {escape.mrkdwn(rule.reason)}. "
+        "A second rule-writer confirms it."
+    )
+    button = {
+        "type": "button",
+        "action_id": CONFIRM_RULE_ACTION,
+        "text": {"type": "plain_text", "text": "Confirm rule"},
+        "style": "primary",
+        "value": rule.id,
+    }
+    return {
+        "text": text,
+        "blocks": [
+            _section(text),
+            {"type": "actions", "block_id": f"rule:{rule.id}", "elements": [button]},
+        ],
+    }
+
+
+def rules_reply(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    text = "\n".join(_slack_line(r) for r in rows) or "No approval rules."
+    return {"response_type": "ephemeral", "text": text, "blocks": [_section(text)]}
+
+
+def _slack_line(row: dict[str, Any]) -> str:
+    """A rule's line with its id and condition as code, to copy into `/runs revoke`."""
+    rest = rule_line(row).removeprefix(row["id"]).replace(row["when"], "\0", 1)
+    before, _, after = escape.mrkdwn(rest).partition("\0")
+    return f"{escape.code(row['id'])}{before}{escape.code(row['when'])}{after}"
+
+
+def _input(block: str, label: str, initial: str | None, *, multiline: bool = False) -> Body:
+    element: Body = {"type": "plain_text_input", "action_id": block, "multiline": multiline}
+    if initial is not None:
+        element["initial_value"] = initial
+    return {
+        "type": "input",
+        "block_id": block,
+        "label": {"type": "plain_text", "text": label},
+        "element": element,
+    }
+
+
+def _section(text: str) -> Body:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text[:3000]}}
+
+
+def _context(text: str) -> Body:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+# listeners
+
+
+class Similar:
+    def __init__(self, rt: Runtime, background: Background) -> None:
+        self.rt = rt
+        self.background = background
+
+    async def approve_similar(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        """Approve (refused, changing nothing, for someone who may not write rules), then
+        open the modal in the background."""
+        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        if not await self.rt.rules.may_write(user):
+            await ack()
+            self._tell(client, body, f"<@{user}> may not write approval rules.")
+            return
+        try:
+            decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            self._tell(client, body, refusal(exc))
+            return
+        await ack()
+        if decided.state != ApprovalState.PENDING:
+            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
+        self.background.spawn(self._open(body, client, decided.tool, decided.args), name="similar")
+
+    async def _open(self, body: Body, client: AsyncWebClient, tool: str, args: Body) -> None:
+        approval_id = body["actions"][0]["value"]
+        try:
+            proposal = await self.rt.rules.propose(tool, None, args)
+        except errors.SignoffRuntimeError as exc:
+            await _tell(client, body, refusal(exc))
+            return
+        channel = (body.get("channel") or {}).get("id")
+        view = rule_modal(approval_id, proposal, channel=channel)
+        await client.views_open(trigger_id=body["trigger_id"], view=view)
+
+    async def submit(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
+        user = body["user"]["id"]
+        meta = json.loads(view["private_metadata"])
+        values = {b: _value(view, b) for b in ("when", "expires", "reason", "confirm")}
+        try:
+            days = float(values["expires"] or "0")
+        except ValueError:
+            await ack(response_action="errors", errors={"expires": "A number of days."})
+            return
+        try:
+            rule, _ = await self.rt.rules.make(
+                meta["tool"],
+                values["when"].strip(),
+                author=user,
+                reason=values["reason"],
+                expires_in=timedelta(days=days),
+                from_approval=meta["approval_id"],
+                confirm_declined=values["confirm"].strip().lower() == YES,
+            )
+        except NeedsConfirmation as exc:
+            await ack(response_action="errors", errors={"confirm": str(exc)[:150]})
+            return
+        except errors.SignoffRuntimeError as exc:
+            field = (
+                "expires" if "days" in str(exc) else "reason" if "reason" in str(exc) else "when"
+            )
+            await ack(response_action="errors", errors={field: str(exc)[:150]})
+            return
+        await ack()
+        self.background.spawn(self._announce(client, rule, meta.get("channel")), name="rule")
+
+    async def _announce(
+        self, client: AsyncWebClient, rule: LearnedRule, channel: str | None
+    ) -> None:
+        """Ask for the second confirmation in the card's channel, or tell the author."""
+        if rule.state == "proposed" and channel:
+            await client.chat_postMessage(channel=channel, **confirm_request(rule))
+            return
+        if channel:
+            text = (
+                f"Rule {rule.id} is active until {rule.expires_at:%Y-%m-%d %H:%M} UTC: "
+                f"`{escape.mrkdwn(rule.condition)}`. Revoke it with `/runs revoke {rule.id}`."
+            )
+            await client.chat_postEphemeral(channel=channel, user=rule.author, text=text)
+
+    async def confirm(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        user, rule_id = body["user"]["id"], body["actions"][0]["value"]
+        try:
+            rule = await self.rt.rules.confirm(rule_id, by=user)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            self._tell(client, body, refusal(exc))
+            return
+        await ack()
+        channel = (body.get("channel") or {}).get("id")
+        ts = (body.get("message") or {}).get("ts")
+        text = f"Rule {rule.id} confirmed by <@{user}>; active until {rule.expires_at:%Y-%m-%d}."
+        if channel and ts:
+            self.background.spawn(
+                client.chat_update(channel=channel, ts=ts, text=text, blocks=[_section(text)]),
+                name="rule confirmed",
+            )
+
+    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        self.background.spawn(_tell(client, body, text), name="ephemeral")
+
+
+async def answer(rt: Runtime, verb: str, rest: list[str], *, user: str) -> dict[str, Any] | None:
+    """`/runs rules` and `/runs revoke <id>`; None for any other verb."""
+    if verb == "rules":
+        learned = await rt.rules.list()
+        return rules_reply(all_rules(rt.desk.policies, learned, rt.clock()))
+    if verb == "revoke" and len(rest) == 1:
+        try:
+            rule = await rt.rules.revoke(rest[0], by=user)
+        except RuleNotFound:
+            return {"response_type": "ephemeral", "text": f"No rule {escape.code(rest[0])}."}
+        text = f"Rule {escape.code(rule.id)} revoked (it was used {rule.uses} times)."
+        return {"response_type": "ephemeral", "text": text}
+    return None
+
+
+def _value(view: Body, block: str) -> str:
+    found = view["state"]["values"].get(block, {}).get(block, {})
+    return str(found.get("value") or "")
+
+
+async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
+    channel = (body.get("channel") or {}).get("id") or body["user"]["id"]
+    try:
+        await client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text)
+    except Exception:
+        log.exception("could not tell %s: %s", body["user"]["id"], text)

@@ -1,0 +1,97 @@
+"""Learned rules' rows and write bodies (the `learned_rules` table, migration 0012), kept
+apart from `store.core` so the safety-critical writes stay in one place of their own.
+
+Each write that changes a rule is a compare-and-set with its audit event in one transaction:
+a rule is confirmed once, revoked once, and its author reminded once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from store import rows
+from store.core import Body, Stmt, insert_event
+from store.records import AuditEvent, LearnedRule
+
+Row = Mapping[str, Any]
+
+
+def rule_params(rule: LearnedRule) -> dict[str, Any]:
+    return {
+        "id": rule.id,
+        "tool": rule.tool,
+        "condition": rule.condition,
+        "author": rule.author,
+        "reason": rule.reason,
+        "state": rule.state,
+        "needs_second": rule.needs_second,
+        "from_approval": rule.from_approval,
+        "created_at": rows.ts(rule.created_at),
+        "expires_at": rows.ts(rule.expires_at),
+    }
+
+
+def rule_from_row(row: Row) -> LearnedRule:
+    return LearnedRule(
+        id=row["id"],
+        tool=row["tool"],
+        condition=row["condition"],
+        author=row["author"],
+        reason=row["reason"],
+        state=row["state"],
+        needs_second=bool(row["needs_second"]),
+        from_approval=row["from_approval"],
+        created_at=rows.dt(row["created_at"]),
+        expires_at=rows.dt(row["expires_at"]),
+        confirmed_by=row["confirmed_by"],
+        confirmed_at=rows.dt(row["confirmed_at"]),
+        revoked_by=row["revoked_by"],
+        revoked_at=rows.dt(row["revoked_at"]),
+        reminded_at=rows.dt(row["reminded_at"]),
+        noted_until=rows.dt(row["noted_until"]),
+        uses=row["uses"],
+    )
+
+
+def create(rule: LearnedRule, event: AuditEvent) -> Body[None]:
+    yield Stmt("insert_learned_rule", rule_params(rule))
+    yield from insert_event(event)
+
+
+def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
+    return (yield from _with_event(Stmt("confirm_learned_rule", params, "count"), event))
+
+
+def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
+    return (yield from _with_event(Stmt("revoke_learned_rule", params, "count"), event))
+
+
+def mark_noted(params: dict[str, Any]) -> Body[bool]:
+    return bool((yield Stmt("mark_learned_rule_noted", params, "count")) == 1)
+
+
+def mark_reminded(params: dict[str, Any]) -> Body[bool]:
+    return bool((yield Stmt("mark_learned_rule_reminded", params, "count")) == 1)
+
+
+def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:
+    """One compare-and-set and, when it changed the rule, its audit event."""
+    changed = (yield stmt) == 1
+    if changed:
+        yield from insert_event(event)
+    return bool(changed)
+
+
+def request_from_row(row: Row) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "at": rows.dt(row["at"]),
+        "actor": row["actor"],
+        "action": row["action"],
+        "run_id": row["run_id"],
+        "approval_id": row["approval_id"],
+        "detail": rows.maybe_loads(row["detail"]),
+        "decision": row["decision"],
+        "decided_by": row["decided_by"],
+        "decision_detail": rows.maybe_loads(row["decision_detail"]),
+    }
