@@ -8,7 +8,7 @@ naming the variable.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -18,11 +18,12 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
+from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
 from bot.settings import ConfigError, Settings, secret
-from bot.slack import listeners
+from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
 from bot.slack.outbox import OutboxSender
 from bot.tasks import Background
@@ -86,6 +87,9 @@ class SlackSurface:
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
     page_remind_every: timedelta
+    verifier: SignatureVerifier | None = None
+    """Checks Slack's signature on the raw body (None: Socket Mode only)."""
+    seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
 
     async def remind_pages(self) -> None:
         """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
@@ -117,18 +121,34 @@ class SlackSurface:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
         if not self.http:
             return
+        web_app.router.add_post(EVENTS_PATH, self.events)
 
-        async def events(request: web.Request) -> web.StreamResponse:
-            answer = await self.app.async_dispatch(await to_bolt_request(request))
-            if answer.status == 401:
-                log.warning(
-                    "slack: refused a request to %s: bad signature or a timestamp over 5 "
-                    "minutes old (check SLACK_SIGNING_SECRET and this machine's clock)",
-                    EVENTS_PATH,
-                )
-            return await to_aiohttp_response(answer)
-
-        web_app.router.add_post(EVENTS_PATH, events)
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """One request from Slack: signature on the raw bytes first, then parsed with limits
+        and its shape checked (400 and one log line when it is not what Slack sends), a
+        retried event answered without handling it twice, then bolt."""
+        raw = await request.read()
+        if not inbound.verified(self.verifier, raw, request.headers):
+            log.warning(
+                "slack: refused a request to %s: bad signature or a timestamp over 5 "
+                "minutes old (check SLACK_SIGNING_SECRET and this machine's clock)",
+                EVENTS_PATH,
+            )
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            body = inbound.parse(raw, request.content_type)
+            problem = inbound.shape_error(body)
+            if problem is not None:
+                raise inbound.Malformed(problem)
+        except inbound.Malformed as exc:
+            log.warning("slack: refused a signed request to %s: %s", EVENTS_PATH, exc)
+            return web.json_response({"error": f"malformed request: {exc}"}, status=400)
+        if body.get("type") == "event_callback" and not self.seen.first_time(body["event_id"]):
+            retry = request.headers.get("X-Slack-Retry-Num", "?")
+            log.info("slack: event %s again (retry %s): already handled", body["event_id"], retry)
+            return web.Response(status=200)
+        answer = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(answer)
 
     async def start(self) -> None:
         await self.check_token()
@@ -177,6 +197,7 @@ def slack_surface(
         process_before_response=True,
     )
     listeners.register(app, rt, background)
+    app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
     claim = settings.outbox_claim_seconds
@@ -205,4 +226,5 @@ def slack_surface(
         http=signing_secret is not None,
         store=rt.store,
         page_remind_every=settings.page_remind_every,
+        verifier=SignatureVerifier(signing_secret) if signing_secret else None,
     )

@@ -18,6 +18,8 @@ from typing import Any
 
 from slack_sdk.signature import SignatureVerifier
 
+from bot.slack.fake_web import trigger
+
 from .helpers import SIGNOFF, TOKEN, free_port
 
 SIGNING_SECRET = "e2e-signing-secret"
@@ -142,14 +144,23 @@ def start_server(
 # payloads, shaped like the ones Slack sends
 
 
-def button(action: str, value: str, *, user: str, channel: str = APPROVALS, ts: str = "1") -> bytes:
+def button(
+    action: str,
+    value: str,
+    *,
+    user: str,
+    channel: str = APPROVALS,
+    ts: str = "1",
+    issued: float | None = None,
+) -> bytes:
+    """A click; its trigger_id was issued at `issued` (now by default) and lives 3 s."""
     payload = {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "team_id": "T0SIGNOFF"},
         "api_app_id": "A0SIGNOFF",
         "token": "legacy-verification-token",
         "container": {"type": "message", "message_ts": ts, "channel_id": channel},
-        "trigger_id": f"trigger-{user}-{time.monotonic_ns()}",
+        "trigger_id": trigger(issued),
         "team": {"id": "T0SIGNOFF", "domain": "signoff"},
         "channel": {"id": channel, "name": "approvals"},
         "message": {"type": "message", "ts": ts, "text": "card"},
@@ -176,7 +187,7 @@ def submission(
         "user": {"id": user, "username": user.lower(), "team_id": "T0SIGNOFF"},
         "api_app_id": "A0SIGNOFF",
         "token": "legacy-verification-token",
-        "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "trigger_id": trigger(),
         "view": {
             "id": "V0MODAL",
             "type": "modal",
@@ -281,6 +292,9 @@ class FakeSlackProcess:
 
     def calls(self) -> list[dict[str, Any]]:
         return list(self._get("calls"))
+
+    def deleted(self) -> list[dict[str, Any]]:
+        return list(self._get("deleted"))
 
     def stop(self) -> None:
         self.process.terminate()
