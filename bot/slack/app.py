@@ -18,7 +18,6 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk.errors import SlackApiError
-from slack_sdk.signature import SignatureVerifier
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
@@ -87,7 +86,7 @@ class SlackSurface:
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
     page_remind_every: timedelta
-    verifier: SignatureVerifier | None = None
+    verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
 
@@ -226,5 +225,5 @@ def slack_surface(
         http=signing_secret is not None,
         store=rt.store,
         page_remind_every=settings.page_remind_every,
-        verifier=SignatureVerifier(signing_secret) if signing_secret else None,
+        verifier=inbound.Signature(signing_secret) if signing_secret else None,
     )

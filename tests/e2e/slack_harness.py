@@ -16,9 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from slack_sdk.signature import SignatureVerifier
-
 from bot.slack.fake_web import trigger
+from bot.slack.inbound import Signature
 
 from .helpers import SIGNOFF, TOKEN, free_port
 
@@ -62,7 +61,7 @@ class SlackServer:
     ) -> tuple[int, bytes, float]:
         """POST to /slack/events signed as Slack signs; (status, body, seconds to answer)."""
         stamp = str(timestamp if timestamp is not None else int(time.time()))
-        signature = SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)
+        signature = Signature(secret).sign(stamp, body)
         request = urllib.request.Request(self.base + "/slack/events", data=body, method="POST")
         request.add_header("Content-Type", content_type)
         request.add_header("X-Slack-Request-Timestamp", stamp)
