@@ -188,7 +188,8 @@ def test_an_expired_trigger_asks_the_person_to_click_again(
     status, _, _ = server.slack(stale)
     assert status == 200
     [told] = server.wait_until(lambda: fake.ephemerals())
-    assert told["user"] == BOB and told["channel"] == APPROVALS
+    assert told["user"] == BOB
+    assert told["channel"] == APPROVALS
     assert "click the button again" in told["text"]
     assert [c["status"] for c in fake.calls() if c["method"] == "views.open"] == [200]
     assert "Traceback" not in server.log.read_text()

@@ -134,7 +134,8 @@ async def test_a_click_the_store_cannot_record_is_acked_and_told_with_one_line(
     assert json.loads(answer)["errors"]["reason"].startswith("Not recorded")
     assert (await rt.desk.get(approval.id)).state == "pending"
     lines = [r for r in caplog.records if "not recorded" in r.getMessage()]
-    assert len(lines) == 2 and all(r.exc_info is None for r in lines)
+    assert len(lines) == 2
+    assert all(r.exc_info is None for r in lines)
     assert "Traceback" not in caplog.text
 
 
