@@ -24,7 +24,9 @@ from bot.directory import web_client
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
-from bot.slack.outbox import OutboxSender
+from bot.slack.outbox import OutboxSender, Timing
+from bot.slack.outcomes import Outcomes
+from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
 from store import Approval, Page, Run, Store
@@ -89,6 +91,8 @@ class SlackSurface:
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
+    reconciler: Reconciler | None = None
+    """Sweeps where a duplicate may be (None: nothing is ever swept)."""
 
     async def remind_pages(self) -> None:
         """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
@@ -154,6 +158,9 @@ class SlackSurface:
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
         await self.store.release_outbox_claims(self.sender.owner)
+        if self.reconciler is not None:
+            self.reconciler.suspect_known_channels()
+            self.reconciler.start()
         self.sender.start()
         if self.socket is not None:
             await self.socket.connect_async()
@@ -163,6 +170,8 @@ class SlackSurface:
         if self.socket is not None:
             await self.socket.close_async()
         await self.sender.stop()
+        if self.reconciler is not None:
+            await self.reconciler.stop()
 
 
 def check_slack_settings(settings: Settings) -> None:
@@ -200,9 +209,14 @@ def slack_surface(
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
     claim = settings.outbox_claim_seconds
+    timing = Timing(claim)
     poster = web_client(
-        token, base_url=settings.slack_api_url, idempotent_only=True, timeout=max(1, int(claim / 3))
+        token,
+        base_url=settings.slack_api_url,
+        idempotent_only=True,
+        timeout=max(1, int(timing.post_timeout)),
     )
+    outcomes = Outcomes(timing)
     delivery = SlackDelivery(
         poster,
         rt.store,
@@ -210,7 +224,9 @@ def slack_surface(
         channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
+        outcomes=outcomes,
     )
+    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
     )
@@ -226,4 +242,5 @@ def slack_surface(
         store=rt.store,
         page_remind_every=settings.page_remind_every,
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
+        reconciler=reconciler,
     )
