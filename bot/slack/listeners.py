@@ -41,9 +41,13 @@ log = logging.getLogger("signoff.slack")
 
 Body = dict[str, Any]
 
-ACK_WITHIN = 0.25
+ACK_WITHIN = 0.05
 """Seconds a click waits for its decision to be recorded before Slack is answered anyway
-(the person is then told the outcome): Slack's limit is 3 s, a slow database no excuse."""
+(the person is then told the outcome, if it is a refusal): a decision takes a few
+milliseconds, and a slow database must not hold Slack's answer (its limit is 3 s)."""
+MODAL_ACK_WITHIN = 1.0
+"""The same for a modal's submission, which is rare and whose refusal is best shown in the
+modal itself."""
 NOT_RECORDED = (store_errors.DatabaseError, TimeoutError, ConnectionError)
 """The store could not write (disk full, database down, locked too long): nothing changed."""
 NOT_RECORDED_TEXT = "Not recorded — nothing changed, try again in a moment."
@@ -147,10 +151,11 @@ class Listeners:
     ) -> None:
         """Record what the person did and answer Slack within ACK_WITHIN: a refusal is
         shown under the modal's `field` (or ephemerally for a button); a store that cannot
-        write is a "not recorded" the person can act on. Past ACK_WITHIN (a slow database)
+        write is a "not recorded" the person can act on. Past the budget (a slow database)
         Slack is answered at once and the person is told the outcome when it is known."""
         task = asyncio.ensure_future(change)
-        done, _ = await asyncio.wait({task}, timeout=ACK_WITHIN)
+        budget = ACK_WITHIN if field is None else MODAL_ACK_WITHIN
+        done, _ = await asyncio.wait({task}, timeout=budget)
         if not done:
             await ack()
             self.background.spawn(self._told_late(task, client, body), name="slow decision")
