@@ -56,6 +56,7 @@ TRIGGER_EXPIRED = (
     "Slack gave up waiting for the form to open (it must open within 3 seconds of the "
     "click) — nothing changed; click the button again."
 )
+DEEP_ARGS = f"Arguments: the arguments nest deeper than the limit of {MAX_DEPTH} levels"
 FIELDS = {"reason": "Reason", "args": "Arguments", "by": "Decider", "decision": "Decision"}
 
 
@@ -125,10 +126,11 @@ class Listeners:
         self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient
     ) -> None:
         user = _clicker(body)
-        try:
-            args = inbound.load_json(_input(view, "args"), max_depth=MAX_DEPTH)
+        try:  # one level more than arguments may have: the API's own check then says why
+            args = inbound.load_json(_input(view, "args"), max_depth=MAX_DEPTH + 1)
         except inbound.Malformed as exc:
-            await ack(response_action="errors", errors={"args": f"Not JSON we accept: {exc}"})
+            why = DEEP_ARGS if "deeper" in str(exc) else f"Not JSON we accept: {exc}"
+            await ack(response_action="errors", errors={"args": why})
             return
         if not isinstance(args, dict):
             await ack(response_action="errors", errors={"args": "Give the arguments as an object"})

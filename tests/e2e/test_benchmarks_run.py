@@ -29,6 +29,7 @@ SMALLEST = {
     "metrics_bench.py": (["--small", "10", "--factor", "2", "--rounds", "2"], "large / small"),
     "approvals_bench.py": (["--runs", "5", "--pending", "100"], "RSS growth"),
     "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
+    "slack_soak_bench.py": (["--backlog", "20", "--phases", "1", "--per-phase", "3"], "per card"),
 }
 
 

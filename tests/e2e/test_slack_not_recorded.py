@@ -12,90 +12,29 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import time
-import urllib.parse
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from slack_bolt.async_app import AsyncApp
-from slack_bolt.request.async_request import AsyncBoltRequest
 
-from bot.directory import web_client
 from bot.slack import listeners
-from bot.slack.fake import FakeSlack
-from bot.slack.fake_web import trigger
-from bot.slack.inbound import Signature
-from bot.tasks import Background
 from runtime import Runtime
 from runtime.policy import Policies, Policy
 from store import Store
 from store import errors as store_errors
 
-SECRET = "not-recorded-secret"
-BOB, CHANNEL = "U0BOB", "C0APPROVALS"
-
-
-class Slack:
-    def __init__(self, app: AsyncApp, fake: FakeSlack, background: Background) -> None:
-        self.app, self.fake, self.background = app, fake, background
-
-    async def send(self, payload: dict[str, Any]) -> tuple[int, str, float]:
-        raw = urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
-        stamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
-        }
-        started = time.monotonic()
-        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
-        return answer.status, answer.body, time.monotonic() - started
+from .slack_inprocess import BOB, CHANNEL, Slack, click, slack_app, submit
 
 
 @pytest.fixture
 async def slack(make_runtime: Callable[..., Runtime]) -> AsyncIterator[tuple[Slack, Runtime]]:
-    fake = FakeSlack(channels=(CHANNEL,), users={BOB: "bob"})
-    await fake.start()
     rt = make_runtime(policies=Policies(default=Policy(approvers=(BOB,), allow_edit=True)))
-    background = Background()
-    app = AsyncApp(
-        client=web_client("xoxb-test", base_url=fake.base_url),
-        signing_secret=SECRET,
-        process_before_response=True,
-        raise_error_for_unhandled_request=False,
-    )
-    listeners.register(app, rt, background)
-    app.error(listeners.one_line_error)
-    yield Slack(app, fake, background), rt
-    await background.drain()
-    await fake.stop()
-
-
-def click(approval_id: str) -> dict[str, Any]:
-    return {
-        "type": "block_actions",
-        "user": {"id": BOB},
-        "trigger_id": trigger(),
-        "channel": {"id": CHANNEL},
-        "container": {"type": "message", "channel_id": CHANNEL, "message_ts": "1.1"},
-        "actions": [{"action_id": "approve", "value": approval_id, "type": "button"}],
-    }
+    async with slack_app(rt) as app:
+        yield app, rt
 
 
 def decline(approval_id: str) -> dict[str, Any]:
-    values = {"reason": {"reason": {"type": "plain_text_input", "value": "not this one"}}}
-    return {
-        "type": "view_submission",
-        "user": {"id": BOB},
-        "view": {
-            "id": "V1",
-            "type": "modal",
-            "callback_id": "decline_reason",
-            "private_metadata": approval_id,
-            "state": {"values": values},
-        },
-    }
+    return submit("decline_reason", approval_id, {"reason": "not this one"})
 
 
 FAILURES = {
