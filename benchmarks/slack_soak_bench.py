@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import sqlite3
 import sys
 import tempfile
 import time
@@ -82,6 +83,15 @@ async def request_all(base: str, ids: list[str], at_once: int = 16) -> None:
         await asyncio.gather(*(one(i) for i in ids))
 
 
+def posted(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return int(
+            conn.execute("SELECT count(*) FROM approvals WHERE message_ts IS NOT NULL").fetchone()[
+                0
+            ]
+        )
+
+
 def calls_of(fake: FakeSlackProcess) -> Counter[str]:
     return Counter(str(c["method"]) for c in fake.calls())
 
@@ -98,7 +108,8 @@ def drain(directory: Path, world: Path, backlog: int) -> dict[str, Any]:
         started = time.monotonic()
         server = start_server(directory, world, fake.base_url, extra=OPEN)
         try:
-            wait(lambda: len(fake.cards(APPROVALS)) >= backlog, server, "the backlog drained")
+            db = directory / "signoff.db"
+            wait(lambda: posted(db) >= backlog, server, "the backlog drained")
             seconds = time.monotonic() - started
             time.sleep(2.0)  # nothing more goes out
         finally:

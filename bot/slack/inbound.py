@@ -92,9 +92,8 @@ def parse(raw: bytes, content_type: str) -> Body:
 
 def load_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     """JSON with limits: no number longer than MAX_DIGITS, no NaN, no nesting past
-    `max_depth`; a hostile depth is refused without exhausting the stack."""
-    if _bracket_depth(text) > max_depth:
-        raise Malformed(f"the JSON nests deeper than {max_depth} levels")
+    `max_depth` (the C parser stops a hostile depth with RecursionError before the stack
+    runs out; the depth of what it parsed is then counted without recursion)."""
     try:
         value = json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except RecursionError:
@@ -104,30 +103,6 @@ def load_json(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
     if nesting_depth(value) > max_depth:
         raise Malformed(f"the JSON nests deeper than {max_depth} levels")
     return value
-
-
-def _bracket_depth(text: str) -> int:
-    """How deep the brackets outside strings go (a cheap look before parsing)."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
-        return 0
-    depth = deepest = 0
-    inside = escaped = False
-    for char in text:
-        if inside:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                inside = False
-        elif char == '"':
-            inside = True
-        elif char in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif char in "]}":
-            depth -= 1
-    return deepest
 
 
 def _int(text: str) -> int:

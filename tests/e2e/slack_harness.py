@@ -258,7 +258,7 @@ class FakeSlackProcess:
         self.root = self.base_url.removesuffix("/api/")
 
     def _get(self, name: str) -> Any:
-        with urllib.request.urlopen(f"{self.root}/_fake/{name}", timeout=5) as response:
+        with urllib.request.urlopen(f"{self.root}/_fake/{name}", timeout=60) as response:
             return json.loads(response.read())
 
     def control(self, name: str, order: dict[str, Any]) -> Any:
