@@ -130,6 +130,9 @@ class OutboxSender:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[None]] = set()
+        self._failures: dict[int, int] = {}
+        """Failed tries per row in this process: the backoff doubles with these, not with the
+        row's claims (a kill, a lapse or a wait for an earlier try's outcome is no failure)."""
 
     def wake(self) -> None:
         """Something was just written: look now instead of at the next poll."""
@@ -200,6 +203,8 @@ class OutboxSender:
             try:
                 await asyncio.wait_for(self.deliver(attempt), attempt.remaining() - 1e-3)
             except TimeoutError as exc:
+                if attempt.remaining() > 0.01:
+                    raise  # a call inside timed out (a post past its budget)
                 raise TimeoutError(f"not done within its {self.timing.claim:g} s claim") from exc
         except Undeliverable as exc:
             log.warning("outbox: %s %s given up: %s", item.topic, item.subject_id, exc)
@@ -212,15 +217,16 @@ class OutboxSender:
             await self._retry(item, datetime.now(UTC) + timedelta(seconds=TURN_WAIT), str(exc))
         except Misconfigured as exc:
             log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
-            delay = min(backoff(item.attempts), 60.0)
+            delay = min(backoff(self._failed(item)), 60.0)
             await self._retry(item, datetime.now(UTC) + timedelta(seconds=delay), str(exc))
         except Exception as exc:
-            delay = backoff(item.attempts)
+            failures = self._failed(item)
+            delay = backoff(failures)
             log.info(
-                "outbox: %s %s failed (attempt %d), again in %.0f s: %r",
+                "outbox: %s %s failed (try %d), again in %.0f s: %r",
                 item.topic,
                 item.subject_id,
-                item.attempts,
+                failures,
                 delay,
                 exc,
             )
@@ -229,7 +235,12 @@ class OutboxSender:
             await self._finish(item)
             log.info("outbox: %s %s delivered", item.topic, item.subject_id)
 
+    def _failed(self, item: OutboxItem) -> int:
+        self._failures[item.id] = self._failures.get(item.id, 0) + 1
+        return self._failures[item.id]
+
     async def _finish(self, item: OutboxItem, error: str | None = None) -> None:
+        self._failures.pop(item.id, None)
         try:
             await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC), error=error)
         except Exception as exc:  # the row is sent again once the claim lapses; looked up first
