@@ -114,14 +114,17 @@ class SlackDelivery:
     async def __call__(self, attempt: Attempt) -> None:
         item = attempt.item
         token = _ATTEMPT.set(attempt)
+        self.outcomes.begin(item.id, item.attempts)
         try:
             await self._deliver(item)
             self.outcomes.forget(item.id)
         except store_errors.NotFound:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
+            self.outcomes.forget(item.id)
         except SlackApiError as exc:
             error = slack_error(exc)
             if error in PERMANENT:
+                self.outcomes.forget(item.id)
                 await self._given_up(item)
                 raise Undeliverable(f"Slack answered {error}") from exc
             if error in MISCONFIGURED:

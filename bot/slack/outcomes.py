@@ -6,8 +6,10 @@ connection, a kill) may have landed, may land later, or may never land. Such a p
 *not sent*. A row tried again is looked up in Slack's history first only when its earlier
 try is unknown, and only once Slack could have finished it (`Timing.settle` after it
 began); a row this process has no memory of (a restart, another process's claim) counts as
-unknown since before this process started. Every unknown post marks its channel (or
-thread) *suspect*, for the reconciler to sweep for duplicates for a while.
+unknown since before this process started; one this process tried without posting is not
+looked up, one it posted (and then failed after) is looked up at once. Every unknown post
+marks its channel (or thread) *suspect*, for the reconciler to sweep for duplicates for a
+while.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.slack.outbox import RetryAt, Timing
 
-UNKNOWN, NOT_SENT = "unknown", "not_sent"
+UNKNOWN, NOT_SENT, POSTED = "unknown", "not_sent", "posted"
 
 
 @dataclass
@@ -45,18 +47,31 @@ class Outcomes:
         self.clock = clock
         self.started_at = clock()
         self._posts: dict[int, tuple[str, float]] = {}
+        self._seen: set[int] = set()
         self.suspects: dict[tuple[str, str | None], Suspect] = {}
         self.unknown_posts = 0
         self.lookups = 0
 
     # rows
 
+    def begin(self, item_id: int, attempts: int) -> None:
+        """A row is about to be delivered. Tried before, but never in this process: what
+        became of those tries is unknown (they began before this process started)."""
+        if item_id not in self._seen:
+            self._seen.add(item_id)
+            if attempts > 1:
+                self._posts[item_id] = (UNKNOWN, self.started_at)
+
     def look_first(self, item_id: int) -> bool:
         """Whether a row tried before must be looked for in Slack before it is posted again;
-        RetryAt when it is too early to tell (Slack may still be carrying out the try)."""
-        kind, started = self._posts.get(item_id, (UNKNOWN, self.started_at))
+        RetryAt when it is too early to tell (Slack may still be carrying out the try). A
+        row this process tried without posting (it waited its turn, say) is not looked up."""
+        kind, started = self._posts.get(item_id, (NOT_SENT, 0.0))
         if kind == NOT_SENT:
             return False
+        if kind == POSTED:  # it landed, then the row failed: find it, now
+            self.lookups += 1
+            return True
         wait = started + self.timing.settle - self.clock()
         if wait > 0:
             at = datetime.now(UTC) + timedelta(seconds=wait)
@@ -79,11 +94,12 @@ class Outcomes:
         self.suspect(channel, thread_ts, since=time.time() - (self.clock() - started) - 1)
 
     def posted(self, item_id: int) -> None:
-        self._posts.pop(item_id, None)
+        self._posts[item_id] = (POSTED, self.clock())
 
     def forget(self, item_id: int) -> None:
         """The row is done: nothing about it is needed any more."""
         self._posts.pop(item_id, None)
+        self._seen.discard(item_id)
 
     # channels
 
