@@ -103,3 +103,21 @@ def test_hangs_500s_429s_and_kills_leave_one_visible_card_each(
     posts = Counter(c["method"] for c in fake.calls())
     print(f"seed {SEED}: {len(ids)} cards, {len(fake.deleted())} duplicates deleted, {posts}")
     assert "Traceback" not in server.log.read_text()
+
+
+def test_one_hung_post_holds_up_no_other_card(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server = start_server(tmp_path, world, fake.base_url, extra=QUICK)
+    try:
+        fake.control("hang_posts", {"n": 1, "seconds": 6, "lands": False})
+        request_approvals(server, ["hung-0"])
+        server.wait_until(lambda: any(c["method"] == "chat.postMessage" for c in fake.calls()))
+        started = time.monotonic()
+        request_approvals(server, ["quick-1", "quick-2"])
+        server.wait_until(lambda: {"quick-1", "quick-2"} <= set(visible(fake)), within=10)
+        # The hung post gives up after a third of its 3 s claim; these did not wait for it.
+        assert time.monotonic() - started < 0.9
+        assert "hung-0" not in visible(fake)
+    finally:
+        server.kill()
