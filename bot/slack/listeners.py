@@ -283,8 +283,12 @@ def _button_value(body: Body) -> str:
 
 
 def _input(view: Body, block_id: str) -> str:
-    value = view["state"]["values"][block_id][block_id].get("value")
-    return str(value or "")
+    """A modal input's text; "" when the block is missing or holds no text (the modal then
+    asks for it, instead of the listener failing)."""
+    block = ((view.get("state") or {}).get("values") or {}).get(block_id) or {}
+    element = block.get(block_id) if isinstance(block, dict) else None
+    value = element.get("value") if isinstance(element, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def _plain(text: str) -> str:

@@ -162,6 +162,7 @@ def test_edits_and_reasons_past_the_apis_limits_are_refused_in_the_modal(
         "args (deep)": ("edit_args", {"args": '{"a": ' + DEEP + "}"}, "deeper"),
         "args (digits)": ("edit_args", {"args": '{"amount": ' + "1" * 5000 + "}"}, "digits"),
         "args (list)": ("edit_args", {"args": "[1]"}, "object"),
+        "no reason block": ("decline_reason", {"other": "x"}, "Say why"),
     }
     for what, (callback, values, words) in cases.items():
         status, raw, _ = server.slack(submission(callback, approval_id, values, user=BOB))
