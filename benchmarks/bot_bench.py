@@ -1,6 +1,6 @@
 """Slack bot benchmark: ack latency of concurrent Approve clicks, and click -> next model call.
 
-    python benchmarks/bot_bench.py [--runs 200] [--rounds 5]
+    python benchmarks/bot_bench.py [--runs 200] [--rounds 5] [--stall 2]
 
 `signoff serve` runs as a real process (SQLite file, the refund agent) against the local fake
 Slack in another process, as in the end-to-end tests. Each round parks `--runs` new refund
@@ -19,6 +19,11 @@ store's SQLite file; in between, the run resumes and the approved refund is issu
 must then finish with exactly one refund. A small unmeasured round warms the server up first.
 Printed: per metric, the medians over rounds of each round's median, p99 (nearest rank) and
 maximum, and each round's p99; then click p50 / reference p50.
+
+`--stall S`: the database stalls for S seconds as the clicks arrive: another connection takes
+SQLite's write lock (`BEGIN IMMEDIATE`) just before the burst and holds it S seconds, so every
+decision waits for it. The acks must not (the listeners answer Slack within `ACK_WITHIN` and
+tell the person later); every decision is still recorded once the lock goes.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -106,13 +112,14 @@ class Bench:
         self.fake = fake
         self.server = server
 
-    def round(self, number: int, runs: int) -> Round:
+    def round(self, number: int, runs: int, stall: float = 0.0) -> Round:
         run_ids = [f"bench-{number}-{i}" for i in range(runs)]
         cards = self.park(number, run_ids)
         http = self.burst("/healthz", [(None, {})] * runs)
         reference = self.burst("/slack/events", [signed(slash("help", user=BOB))] * runs)
         clicks = [signed(button("approve", a, user=BOB, ts=ts)) for a, ts in cards.items()]
-        acks = self.burst("/slack/events", clicks)
+        with self.stalled(stall):
+            acks = self.burst("/slack/events", clicks)
         self.wait_until(lambda: self.count_status(run_ids, "done") == runs, "every run done")
         sent = dict(zip(cards, (a.sent_at for a in acks), strict=True))
         metrics = {
@@ -191,6 +198,29 @@ class Bench:
         if twice or set(refunded) != {f"{prefix}{i}" for i in range(runs)}:
             raise SystemExit(f"round {number}: {len(refunded)} orders refunded, twice: {twice}")
         return sum(refunded.values())
+
+    @contextmanager
+    def stalled(self, seconds: float) -> Iterator[None]:
+        """The database's write lock held by another connection for `seconds` from now."""
+        if seconds <= 0:
+            yield
+            return
+        taken = threading.Event()
+
+        def hold() -> None:
+            with sqlite3.connect(self.db, timeout=30, isolation_level=None) as conn:
+                conn.execute("BEGIN IMMEDIATE")
+                taken.set()
+                time.sleep(seconds)
+                conn.execute("COMMIT")
+
+        holder = threading.Thread(target=hold, name="stall")
+        holder.start()
+        taken.wait(30)
+        try:
+            yield
+        finally:
+            holder.join()
 
     # the store, read-only, beside the running server
 
@@ -343,14 +373,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="parked runs, clicked at once")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--dir", default=None, help="where to put the database files")
+    parser.add_argument("--stall", type=float, default=0.0, help="seconds the database stalls")
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(dir=args.dir) as directory,
         running(Path(directory)) as bench,
     ):
         bench.round(0, min(WARM_UP, args.runs))  # first requests pay for imports and caches
-        rounds = [bench.round(number, args.runs) for number in range(1, args.rounds + 1)]
+        rounds = [
+            bench.round(number, args.runs, args.stall) for number in range(1, args.rounds + 1)
+        ]
         problems = bench.log_problems()
+    if args.stall:
+        print(
+            f"the database stalled {args.stall:g} s (write lock held) as each burst of clicks came"
+        )
     report(args.runs, rounds)
     print(f"server log: {len(problems)} error lines")
     for line in problems[:10]:

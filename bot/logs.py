@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -35,6 +38,78 @@ class LogFormatChoice(StrEnum):
 
 IDS = ("run_id", "approval_id", "step", "event")
 HANDLER = "signoff-stderr"
+REDACTED = "[redacted]"
+SECRET_SHAPES = re.compile(
+    r"xox[abeoprs]-[A-Za-z0-9-]+"  # Slack bot, user, app-config and refresh tokens
+    r"|xapp-[A-Za-z0-9-]+"  # Slack app-level tokens (Socket Mode)
+    r"|sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}"  # model providers' API keys
+    r"|AKIA[0-9A-Z]{16}"  # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|(?<=Bearer )[^\s'\",;\\]+"  # whatever a client sent as its bearer token
+    r"|(?<=v0=)[0-9a-f]{64}"  # a Slack request signature
+)
+"""Secrets recognisable by their shape, wherever they appear in a line or a traceback."""
+SECRET_NAMES = re.compile(r"(TOKEN|SECRET|KEY|PASSWORD|PASSWD)S?$")
+"""Environment variables whose values are redacted from every line, whatever their shape."""
+MIN_SECRET = 8
+
+
+class Redactor:
+    """Removes secrets from log records as they are made, so every handler (ours, pytest's,
+    a library's) and every traceback (a third party's included) sees them redacted."""
+
+    def __init__(self) -> None:
+        self._known: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self._formatter = logging.Formatter()
+
+    def add(self, values: Iterable[str | None]) -> None:
+        """Redact these exact values too (settings' secrets, keys from the environment)."""
+        fresh = {v for v in values if v and len(v) >= MIN_SECRET} - self._known
+        if fresh:
+            self._known |= fresh
+            longest_first = sorted(self._known, key=len, reverse=True)
+            self._pattern = re.compile("|".join(re.escape(v) for v in longest_first))
+
+    def __call__(self, text: str) -> str:
+        if self._pattern is not None:
+            text = self._pattern.sub(REDACTED, text)
+        return SECRET_SHAPES.sub(REDACTED, text)
+
+    def record(self, record: logging.LogRecord) -> logging.LogRecord:
+        try:
+            message = record.getMessage()
+        except Exception:  # a bad format string: leave it to the handler to report
+            return record
+        clean = self(message)
+        if clean != message or record.args:
+            record.msg, record.args = clean, ()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self._formatter.formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self(record.stack_info)
+        return record
+
+
+REDACT = Redactor()
+
+
+def redact_secrets(values: Iterable[str | None] = ()) -> None:
+    """Make every log record from now on free of secrets: `values`, the environment's
+    tokens, secrets and keys, and anything shaped like one (SECRET_SHAPES). Idempotent."""
+    REDACT.add(values)
+    REDACT.add(v for k, v in os.environ.items() if SECRET_NAMES.search(k.upper()))
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "redacts", False):
+        return
+
+    def redacted(*args: object, **kwargs: object) -> logging.LogRecord:
+        return REDACT.record(factory(*args, **kwargs))
+
+    redacted.redacts = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(redacted)
 
 
 def inert(text: str) -> str:
@@ -81,7 +156,9 @@ class JsonFormatter(logging.Formatter):
             value = getattr(record, name, None)
             if value is not None:
                 line[name] = value
-        if record.exc_info:
+        if record.exc_text:  # already redacted (`Redactor.record`)
+            line["exception"] = record.exc_text
+        elif record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=True, default=str)
 
@@ -95,6 +172,7 @@ def configure_logging(verbose: bool, log_format: str = "human") -> None:
     """
     if log_format not in LOG_FORMATS:
         raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, not {log_format!r}")
+    redact_secrets()
     root = logging.getLogger()
     if not root.handlers:  # a stderr handler, unless the root has one already (pytest's)
         handler = logging.StreamHandler()

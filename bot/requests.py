@@ -91,3 +91,16 @@ class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field("", max_length=MAX_REASON)
+
+
+def decision_refusal(**values: Any) -> tuple[str, str] | None:
+    """The field and the reason the HTTP API would refuse this decision for, or None: the one
+    check every surface (API, CLI, Slack) puts a decision through before recording it."""
+    from pydantic import ValidationError
+
+    try:
+        DecisionRequest.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        return (str(first["loc"][0]) if first["loc"] else "", first["msg"])
+    return None

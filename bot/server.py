@@ -14,10 +14,12 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
+from pydantic import SecretStr
 
 from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
+from bot.logs import redact_secrets
 from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
@@ -46,6 +48,11 @@ async def serve(
     (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
     check_token_secrets(settings)
+    redact_secrets(
+        value.get_secret_value()
+        for value in vars(settings).values()
+        if isinstance(value, SecretStr)
+    )
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.policies)

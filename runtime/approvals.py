@@ -273,6 +273,11 @@ class ApprovalDesk:
         except store_errors.NotFound:
             raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
 
+    async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
+        """Refuse `by` as `decide` would (not pending, not an approver) without deciding:
+        a surface asks before it opens a form for the decision."""
+        await self._check_decider(approval, self.policy_of(approval), decision, by)
+
     async def _check_decider(
         self, approval: Approval, policy: Policy, decision: Decision, by: str
     ) -> None:

@@ -8,7 +8,7 @@ naming the variable.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import aiohttp
@@ -22,9 +22,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
 from bot.settings import ConfigError, Settings, secret
-from bot.slack import listeners
+from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
-from bot.slack.outbox import OutboxSender
+from bot.slack.outbox import OutboxSender, Timing
+from bot.slack.outcomes import Outcomes
+from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
 from store import Approval, Page, Run, Store
@@ -86,6 +88,11 @@ class SlackSurface:
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
     page_remind_every: timedelta
+    verifier: inbound.Signature | None = None
+    """Checks Slack's signature on the raw body (None: Socket Mode only)."""
+    seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
+    reconciler: Reconciler | None = None
+    """Sweeps where a duplicate may be (None: nothing is ever swept)."""
 
     async def remind_pages(self) -> None:
         """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
@@ -117,24 +124,43 @@ class SlackSurface:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
         if not self.http:
             return
+        web_app.router.add_post(EVENTS_PATH, self.events)
 
-        async def events(request: web.Request) -> web.StreamResponse:
-            answer = await self.app.async_dispatch(await to_bolt_request(request))
-            if answer.status == 401:
-                log.warning(
-                    "slack: refused a request to %s: bad signature or a timestamp over 5 "
-                    "minutes old (check SLACK_SIGNING_SECRET and this machine's clock)",
-                    EVENTS_PATH,
-                )
-            return await to_aiohttp_response(answer)
-
-        web_app.router.add_post(EVENTS_PATH, events)
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """One request from Slack: signature on the raw bytes first, then parsed with limits
+        and its shape checked (400 and one log line when it is not what Slack sends), a
+        retried event answered without handling it twice, then bolt."""
+        raw = await request.read()
+        if not inbound.verified(self.verifier, raw, request.headers):
+            log.warning(
+                "slack: refused a request to %s: bad signature or a timestamp over 5 "
+                "minutes old (check SLACK_SIGNING_SECRET and this machine's clock)",
+                EVENTS_PATH,
+            )
+            return web.json_response({"error": "invalid request"}, status=401)
+        try:
+            body = inbound.parse(raw, request.content_type)
+            problem = inbound.shape_error(body)
+            if problem is not None:
+                raise inbound.Malformed(problem)
+        except inbound.Malformed as exc:
+            log.warning("slack: refused a signed request to %s: %s", EVENTS_PATH, exc)
+            return web.json_response({"error": f"malformed request: {exc}"}, status=400)
+        if body.get("type") == "event_callback" and not self.seen.first_time(body["event_id"]):
+            retry = request.headers.get("X-Slack-Retry-Num", "?")
+            log.info("slack: event %s again (retry %s): already handled", body["event_id"], retry)
+            return web.Response(status=200)
+        answer = await self.app.async_dispatch(await to_bolt_request(request))
+        return await to_aiohttp_response(answer)
 
     async def start(self) -> None:
         await self.check_token()
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
         await self.store.release_outbox_claims(self.sender.owner)
+        if self.reconciler is not None:
+            self.reconciler.suspect_known_channels()
+            self.reconciler.start()
         self.sender.start()
         if self.socket is not None:
             await self.socket.connect_async()
@@ -144,6 +170,8 @@ class SlackSurface:
         if self.socket is not None:
             await self.socket.close_async()
         await self.sender.stop()
+        if self.reconciler is not None:
+            await self.reconciler.stop()
 
 
 def check_slack_settings(settings: Settings) -> None:
@@ -177,12 +205,18 @@ def slack_surface(
         process_before_response=True,
     )
     listeners.register(app, rt, background, resolvers=frozenset(settings.page_resolvers))
+    app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
     claim = settings.outbox_claim_seconds
+    timing = Timing(claim)
     poster = web_client(
-        token, base_url=settings.slack_api_url, idempotent_only=True, timeout=max(1, int(claim / 3))
+        token,
+        base_url=settings.slack_api_url,
+        idempotent_only=True,
+        timeout=max(1, int(timing.post_timeout)),
     )
+    outcomes = Outcomes(timing)
     delivery = SlackDelivery(
         poster,
         rt.store,
@@ -192,7 +226,9 @@ def slack_surface(
         find_run=rt.find_run,
         resolvable_pages=bool(settings.page_resolvers),
         similar=bool(settings.learned_rules.writers),
+        outcomes=outcomes,
     )
+    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
     )
@@ -207,4 +243,6 @@ def slack_surface(
         http=signing_secret is not None,
         store=rt.store,
         page_remind_every=settings.page_remind_every,
+        verifier=inbound.Signature(signing_secret) if signing_secret else None,
+        reconciler=reconciler,
     )

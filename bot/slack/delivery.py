@@ -1,26 +1,33 @@
 """What each outbox row means in Slack: post a card, update it, thread a note, page on-call.
 
-Slack has no idempotency key, so a post that an earlier claim may have made before its
-process died (`item.attempts > 1`) is looked for first, by the `metadata` every message
-carries, before it is sent again. Updates (`chat.update`) render the record as it is now, so
-doing one twice is harmless. One job, the outbox rows' meaning; long because each kind of
-row is its own short method.
+Slack has no idempotency key, so a post that an earlier try may have made (`item.attempts >
+1` and its outcome unknown, see `bot.slack.outcomes`) is looked for first, by the `metadata`
+every message carries, once Slack could have finished it, before it is sent again. A post
+starts only early in its row's claim and ends well before the claim does (`Timing`), so a
+sender whose claim lapsed never posts. A card is recorded once: a sender that finds another
+card already on the record deletes its own. Updates (`chat.update`) render the record as it
+is now, so doing one twice is harmless. One job, the outbox rows' meaning; long because each
+kind of row is its own short method.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
 from bot.slack import cards, texts
-from bot.slack.outbox import Misconfigured, Undeliverable, WaitsItsTurn
+from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
+from bot.slack.outcomes import Outcomes
 from runtime import slo
 from runtime.policy import Policies, Policy
 from runtime.routing import policy_of
@@ -67,7 +74,10 @@ _HINTS = {
     "token_revoked": "the app was uninstalled or its token revoked",
     "missing_scope": "reinstall the app from manifest.yml",
 }
-LOOKBACK = 200  # messages searched for an earlier post of the same card
+LOOKBACK = 200  # messages in one page of history searched for an earlier post
+FIND_PAGES = 5  # pages of history searched at most
+_ATTEMPT: contextvars.ContextVar[Attempt] = contextvars.ContextVar("attempt")
+"""The claim the row being delivered (in this task) is under."""
 
 ToolOf = Callable[[Approval], Awaitable[Tool | None]]
 FindRun = Callable[[str | None], Awaitable[Run | None]]
@@ -93,9 +103,13 @@ class SlackDelivery:
         find_run: FindRun,
         resolvable_pages: bool = False,
         similar: bool = False,
+        outcomes: Outcomes | None = None,
     ) -> None:
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
+        self.outcomes = outcomes or Outcomes(Timing())
+        self.self_removed = 0
+        """Posts this process deleted because the record already had its card."""
         self.client = client
         self.store = store
         self.policies = policies
@@ -104,19 +118,27 @@ class SlackDelivery:
         self._run = find_run  # the run a record names, or None when it has none or is gone
         self.similar = similar  # cards offer "Approve + similar…" (someone may write rules)
 
-    async def __call__(self, item: OutboxItem) -> None:
+    async def __call__(self, attempt: Attempt) -> None:
+        item = attempt.item
+        token = _ATTEMPT.set(attempt)
+        self.outcomes.begin(item.id, item.attempts)
         try:
             await self._deliver(item)
+            self.outcomes.forget(item.id)
         except store_errors.NotFound:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
+            self.outcomes.forget(item.id)
         except SlackApiError as exc:
             error = slack_error(exc)
             if error in PERMANENT:
+                self.outcomes.forget(item.id)
                 await self._given_up(item)
                 raise Undeliverable(f"Slack answered {error}") from exc
             if error in MISCONFIGURED:
                 raise Misconfigured(f"Slack answered {error}: {_HINTS.get(error, '')}") from exc
             raise
+        finally:
+            _ATTEMPT.reset(token)
 
     async def _given_up(self, item: OutboxItem) -> None:
         """Say on the record that its post will never be made (surfaces show it)."""
@@ -188,10 +210,14 @@ class SlackDelivery:
             )
         message = await self.card(approval)
         ts = None
-        if item.attempts > 1:
+        if item.attempts > 1 and self.outcomes.look_first(item.id):
             ts = await self._find(channel, None, "approval_id", approval.id, since=approval)
         if ts is None:
             ts = await self._post(channel, message)
+        recorded = (await self.store.get_approval(approval.id)).message_ts
+        if recorded and recorded != ts:
+            await self._delete_own(channel, ts, f"approval {approval.id}", recorded)
+            return
         await self.store.set_approval_message(
             approval.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
@@ -236,8 +262,10 @@ class SlackDelivery:
             return
         key = f"{approval.id}:{note}"
         message = {**message, "metadata": _metadata("signoff_note", note_id=key)}
-        if item.attempts > 1 and await self._find(
-            approval.channel, approval.message_ts, "note_id", key
+        if (
+            item.attempts > 1
+            and self.outcomes.look_first(item.id)
+            and await self._find(approval.channel, approval.message_ts, "note_id", key)
         ):
             return
         await self._post(approval.channel, message, thread_ts=approval.message_ts)
@@ -256,9 +284,15 @@ class SlackDelivery:
         message = cards.page_message(
             page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
         )
-        ts = await self._find(channel, None, "page_id", page.id) if item.attempts > 1 else None
+        ts = None
+        if item.attempts > 1 and self.outcomes.look_first(item.id):
+            ts = await self._find(channel, None, "page_id", page.id)
         if ts is None:
             ts = await self._post(channel, message)
+        recorded = (await self.store.get_page(page.id)).message_ts
+        if recorded and recorded != ts:
+            await self._delete_own(channel, ts, f"page {page.id}", recorded)
+            return
         await self.store.set_page_message(
             page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
@@ -269,7 +303,11 @@ class SlackDelivery:
         note = f"{page.id}:reminder-{item.id}"
         metadata = _metadata("signoff_note", note_id=note)
         message = {"text": cards.page_reminder(page), "metadata": metadata}
-        if item.attempts > 1 and await self._find(page.channel, page.message_ts, "note_id", note):
+        if (
+            item.attempts > 1
+            and self.outcomes.look_first(item.id)
+            and await self._find(page.channel, page.message_ts, "note_id", note)
+        ):
             return
         await self._post(page.channel, message, thread_ts=page.message_ts)
 
@@ -306,7 +344,14 @@ class SlackDelivery:
     async def _post(
         self, channel: str, message: dict[str, Any], *, thread_ts: str | None = None
     ) -> str:
-        response = await self.client.chat_postMessage(
+        """Post within the row's claim: not at all late in it (the fence), and never past
+        its budget; the outcome (posted, not sent, unknown) goes to `outcomes`."""
+        attempt = _ATTEMPT.get()
+        if not attempt.may_start_post():
+            raise RetryAt(datetime.now(UTC), "too late in its claim to post; a new claim posts")
+        item_id = attempt.item.id
+        self.outcomes.posting(item_id)
+        post = self.client.chat_postMessage(
             channel=channel,
             text=message["text"],
             blocks=message.get("blocks"),
@@ -315,7 +360,28 @@ class SlackDelivery:
             unfurl_links=False,
             unfurl_media=False,
         )
+        try:
+            response = await asyncio.wait_for(post, attempt.post_budget())
+        except SlackApiError as exc:
+            if exc.response.status_code < 500:  # refused before acting: 429, ok=false
+                self.outcomes.not_sent(item_id)
+            else:
+                self.outcomes.unknown(item_id, channel, thread_ts)
+            raise
+        except aiohttp.ClientConnectorError:  # never reached Slack
+            self.outcomes.not_sent(item_id)
+            raise
+        except BaseException:  # a timeout, a dropped answer, a cancelled task: it may land
+            self.outcomes.unknown(item_id, channel, thread_ts)
+            raise
+        self.outcomes.posted(item_id)
         return str(response["ts"])
+
+    async def _delete_own(self, channel: str, ts: str, what: str, recorded: str) -> None:
+        """Another sender recorded this card first: this post is a duplicate; remove it."""
+        log.info("%s already has its message %s; deleting this post %s", what, recorded, ts)
+        await delete_message(self.client, channel, ts)
+        self.self_removed += 1
 
     async def _find(
         self,
@@ -327,20 +393,33 @@ class SlackDelivery:
         since: Approval | None = None,
     ) -> str | None:
         """The ts of a message already posted with this metadata value, if there is one."""
-        if thread_ts:
-            response = await self.client.conversations_replies(
-                channel=channel, ts=thread_ts, include_all_metadata=True, limit=LOOKBACK
-            )
-        else:
-            oldest = str(since.created_at.timestamp() - 60) if since else None
-            response = await self.client.conversations_history(
-                channel=channel, include_all_metadata=True, limit=LOOKBACK, oldest=oldest
-            )
-        for message in response.get("messages") or []:
-            payload = (message.get("metadata") or {}).get("event_payload") or {}
-            if payload.get(key) == value:
-                log.info("found an earlier post of %s %s; not posting it again", key, value)
-                return str(message["ts"])
+        oldest = str(since.created_at.timestamp() - 60) if since else None
+        cursor = None
+        for _ in range(FIND_PAGES):
+            if thread_ts:
+                response = await self.client.conversations_replies(
+                    channel=channel,
+                    ts=thread_ts,
+                    include_all_metadata=True,
+                    limit=LOOKBACK,
+                    cursor=cursor,
+                )
+            else:
+                response = await self.client.conversations_history(
+                    channel=channel,
+                    include_all_metadata=True,
+                    limit=LOOKBACK,
+                    oldest=oldest,
+                    cursor=cursor,
+                )
+            for message in response.get("messages") or []:
+                payload = (message.get("metadata") or {}).get("event_payload") or {}
+                if payload.get(key) == value:
+                    log.info("found an earlier post of %s %s; not posting it again", key, value)
+                    return str(message["ts"])
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return None
         return None
 
     async def _args_of(self, page: Page) -> dict[str, Any] | None:
@@ -350,6 +429,15 @@ class SlackDelivery:
             return (await self.store.get_effect(page.run_id, page.call_id)).shown_args
         except store_errors.NotFound:
             return None
+
+
+async def delete_message(client: AsyncWebClient, channel: str, ts: str) -> None:
+    """`chat.delete`; a message already gone is as good as deleted."""
+    try:
+        await client.chat_delete(channel=channel, ts=ts)
+    except SlackApiError as exc:
+        if slack_error(exc) != "message_not_found":
+            raise
 
 
 def slack_error(exc: SlackApiError) -> str:

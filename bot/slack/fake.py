@@ -41,6 +41,22 @@ from bot.slack.fake_web import (
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 HTTP_ERRORS = {429: "ratelimited", 503: "service_unavailable"}
+TIERS = {1: 1, 2: 20, 3: 50, 4: 100}
+"""Calls a minute each rate-limit tier allows (docs.slack.dev/apis/web-api/rate-limits)."""
+METHOD_TIERS = {
+    "auth.test": 4,
+    "chat.delete": 3,
+    "chat.update": 3,
+    "chat.postEphemeral": 4,
+    "conversations.history": 3,
+    "conversations.replies": 3,
+    "usergroups.users.list": 2,
+    "users.info": 4,
+    "views.open": 4,
+    "views.publish": 4,
+}
+POSTS_PER_SECOND = 1.0
+"""`chat.postMessage` is special: about one a second per channel, short bursts allowed."""
 
 
 @dataclass(frozen=True)
@@ -57,6 +73,41 @@ class Call:
 class _Failure:
     status: int
     retry_after: int
+
+
+@dataclass(frozen=True)
+class _Hang:
+    seconds: float
+    lands: bool
+    """Whether the call is carried out after the wait (a post that lands late) or lost."""
+
+
+class RateLimits:
+    """Slack's per-method limits as token buckets (per channel for `chat.postMessage`),
+    `scale` times faster than Slack's, so a test can meet them in seconds."""
+
+    def __init__(self, scale: float = 1.0, *, burst: float = 5.0) -> None:
+        self.scale = scale
+        self.burst = burst
+        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
+
+    def retry_after(self, method: str, args: Args) -> int | None:
+        """None when the call may go; else the whole seconds to wait (`Retry-After`)."""
+        if method == "chat.postMessage":
+            key, rate = (method, str(args.get("channel", ""))), POSTS_PER_SECOND
+        elif method in METHOD_TIERS:
+            key, rate = (method, ""), TIERS[METHOD_TIERS[method]] / 60.0
+        else:
+            return None
+        rate *= self.scale
+        now = time.monotonic()
+        tokens, at = self._buckets.get(key, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - at) * rate)
+        if tokens < 1.0:
+            self._buckets[key] = (tokens, now)
+            return max(1, math.ceil((1.0 - tokens) / rate))
+        self._buckets[key] = (tokens - 1.0, now)
+        return None
 
 
 class FakeSlack:
@@ -81,8 +132,10 @@ class FakeSlack:
         self._failures: deque[_Failure] = deque()
         self._failing_until = 0.0
         self._failing_status = 500
-        self._hangs: deque[float] = deque()
+        self._hangs: deque[_Hang] = deque()
+        self._post_hangs: deque[_Hang] = deque()
         self._drops = 0
+        self.rate_limits: RateLimits | None = None
         self._stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._base_url = ""
@@ -142,6 +195,11 @@ class FakeSlack:
     def views(self) -> list[OpenedView]:
         return self.workspace.views
 
+    @property
+    def deleted(self) -> list[Message]:
+        """Messages removed with `chat.delete`, in the order they were."""
+        return self.workspace.deleted
+
     def calls_to(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
 
@@ -165,7 +223,20 @@ class FakeSlack:
 
     def hang_next(self, n: int, seconds: float = 30.0) -> None:
         """The next n calls answer only after `seconds` (then normally), so clients time out."""
-        self._hangs.extend(seconds for _ in range(n))
+        self._hangs.extend(_Hang(seconds, lands=True) for _ in range(n))
+
+    def hang_posts(self, n: int, seconds: float = 30.0, *, lands: bool = True) -> None:
+        """The next n `chat.postMessage` calls hang `seconds`; then the message lands (late,
+        after the caller gave up) or, with `lands=False`, is lost."""
+        self._post_hangs.extend(_Hang(seconds, lands) for _ in range(n))
+
+    def limit_rates(self, scale: float = 1.0) -> None:
+        """Answer 429 with `Retry-After` past each method's tier, `scale` times Slack's rate."""
+        self.rate_limits = RateLimits(scale)
+
+    def set_members(self, channel: str, users: Iterable[str]) -> None:
+        """Only these users are in `channel` (`chat.postEphemeral` to others fails)."""
+        self.workspace.members[channel] = set(users)
 
     def drop_after_post(self, n: int) -> None:
         """The next n posts that land answer 500: Slack has the message, the caller no ts."""
@@ -183,11 +254,14 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._web_api)
         app.router.add_get("/socket", self.socket.handle)
-        for name in ("calls", "messages", "ephemerals", "views"):
+        for name in ("calls", "messages", "ephemerals", "views", "deleted"):
             app.router.add_get(f"/_fake/{name}", self._show)
         app.router.add_post("/_fake/fail", self._control_fail)
         app.router.add_post("/_fake/hang", self._control_hang)
         app.router.add_post("/_fake/drop_after_post", self._control_drop)
+        app.router.add_post("/_fake/hang_posts", self._control_hang_posts)
+        app.router.add_post("/_fake/rate_limits", self._control_rate_limits)
+        app.router.add_post("/_fake/members", self._control_members)
         app.router.add_post("/_fake/socket", self._control_socket)
         return app
 
@@ -213,11 +287,19 @@ class FakeSlack:
         if failure is not None:
             return _failure_response(failure)
         if self._hangs:
-            await self._sleep(self._hangs.popleft())
+            await self._sleep(self._hangs.popleft().seconds)
             if self._stopping.is_set():
                 return _failure_response(_Failure(503, 0))
         if refused is not None:
             return web.json_response(refused)
+        waited = self.rate_limits.retry_after(method, args) if self.rate_limits else None
+        if waited is not None:
+            return _failure_response(_Failure(429, waited))
+        if method == "chat.postMessage" and self._post_hangs:
+            hang = self._post_hangs.popleft()
+            await self._sleep(hang.seconds)
+            if not hang.lands or self._stopping.is_set():
+                return _failure_response(_Failure(503, 0))
         if method == "apps.connections.open":
             return web.json_response({"ok": True, "url": self._socket_url()})
         body = self.workspace.call(method, args)
@@ -276,6 +358,21 @@ class FakeSlack:
     async def _control_hang(self, request: web.Request) -> web.Response:
         order = await request.json()
         self.hang_next(int(order.get("n", 1)), float(order.get("seconds", 30.0)))
+        return web.json_response({"ok": True})
+
+    async def _control_hang_posts(self, request: web.Request) -> web.Response:
+        order = await request.json()
+        seconds = float(order.get("seconds", 30.0))
+        self.hang_posts(int(order.get("n", 1)), seconds, lands=bool(order.get("lands", True)))
+        return web.json_response({"ok": True})
+
+    async def _control_rate_limits(self, request: web.Request) -> web.Response:
+        self.limit_rates(float((await request.json()).get("scale", 1.0)))
+        return web.json_response({"ok": True})
+
+    async def _control_members(self, request: web.Request) -> web.Response:
+        order = await request.json()
+        self.set_members(str(order["channel"]), [str(u) for u in order["users"]])
         return web.json_response({"ok": True})
 
     async def _control_drop(self, request: web.Request) -> web.Response:

@@ -24,6 +24,36 @@ BOT_USER_ID = "U0SIGNOFF"
 BOT_NAME = "signoff"
 MAX_MESSAGE_BLOCKS = 50
 MAX_TEXT = 40_000
+TRIGGER_LIFETIME = 3.0
+"""Seconds a trigger_id can open a modal (Slack: 3 s, then `expired_trigger_id`)."""
+BLOCK_TYPES = frozenset(
+    {
+        "actions", "context", "divider", "file", "header", "image", "input", "markdown",
+        "rich_text", "section", "video", "table", "context_actions", "rich_text_section",
+    }
+)  # fmt: skip
+"""Block types Slack knows; any other is `invalid_blocks`."""
+BOT_PROFILE = {"id": "B0SIGNOFF", "app_id": "A0SIGNOFF", "name": "signoff", "deleted": False}
+
+
+def trigger(issued: float | None = None) -> str:
+    """A trigger_id as Slack hands one out with a click: it says when it was issued, so the
+    fake can expire it as Slack does (`<epoch ms>.<team>.<nonce>`)."""
+    stamp = int((time.time() if issued is None else issued) * 1000)
+    return f"{stamp}.{TEAM_ID}.{time.monotonic_ns():x}"
+
+
+def trigger_age(trigger_id: str) -> float | None:
+    """Seconds since a trigger made by `trigger` was issued; None for another shape."""
+    head = trigger_id.split(".", 1)[0]
+    if not head.isdigit() or len(head) != 13:
+        return None
+    return time.time() - int(head) / 1000
+
+
+def is_user_id(value: str) -> bool:
+    return value[:1] in ("U", "W") and value[1:].isalnum() and value.isupper()
+
 
 Args = dict[str, Any]
 
@@ -134,10 +164,13 @@ class Workspace:
         usergroups: Mapping[str, Sequence[str]],
     ) -> None:
         self.channels = set(channels)
+        self.members: dict[str, set[str]] = {}
+        """Who is in a channel, for those where it matters (absent: everyone is)."""
         self.users = dict(users)
         self.usergroups = {group: list(members) for group, members in usergroups.items()}
         self.messages: dict[str, list[Message]] = {channel: [] for channel in self.channels}
         self.ephemerals: list[Ephemeral] = []
+        self.deleted: list[Message] = []
         self.views: list[OpenedView] = []
         self.clock = Clock()
         self._home_views: dict[str, str] = {}
@@ -145,6 +178,7 @@ class Workspace:
             "auth.test": self.auth_test,
             "chat.postMessage": self.post_message,
             "chat.update": self.update,
+            "chat.delete": self.delete,
             "chat.postEphemeral": self.post_ephemeral,
             "conversations.history": self.history,
             "conversations.replies": self.replies,
@@ -190,7 +224,7 @@ class Workspace:
         }
 
     def post_message(self, args: Args) -> dict[str, Any]:
-        channel = self._channel(args)
+        channel = self._channel(args, dm=True)
         text, blocks = self._content(args)
         metadata = self._metadata(args)
         thread_ts = self._thread_of(channel, args.get("thread_ts"))
@@ -218,11 +252,24 @@ class Workspace:
         rendered = self._render(message, True)
         return {"channel": channel, "ts": message.ts, "text": text, "message": rendered}
 
+    def delete(self, args: Args) -> dict[str, Any]:
+        channel = self._channel(args)
+        ts = str(args.get("ts", ""))
+        try:
+            message = self.message(channel, ts)
+        except KeyError:
+            raise SlackError("message_not_found") from None
+        self.messages[channel].remove(message)
+        self.deleted.append(message)
+        return {"channel": channel, "ts": ts}
+
     def post_ephemeral(self, args: Args) -> dict[str, Any]:
         channel = self._channel(args)
         user = args.get("user")
         if not user:
             raise SlackError("user_not_found")
+        if channel in self.members and user not in self.members[channel]:
+            raise SlackError("user_not_in_channel")
         text, blocks = self._content(args)
         ts = self.clock.next_ts()
         self.ephemerals.append(
@@ -246,6 +293,9 @@ class Workspace:
         trigger_id = args.get("trigger_id")
         if not trigger_id:
             raise _invalid_arguments("invalid `trigger_id`")
+        age = trigger_age(str(trigger_id))
+        if age is not None and age > TRIGGER_LIFETIME:
+            raise SlackError("expired_trigger_id")
         view = self._view(args, "modal", view_id=None)
         self.views.append(OpenedView("views.open", str(trigger_id), None, view))
         return {"view": view}
@@ -275,8 +325,15 @@ class Workspace:
 
     # -- shared checks ----------------------------------------------------------------------
 
-    def _channel(self, args: Args) -> str:
+    def _channel(self, args: Args, *, dm: bool = False) -> str:
+        """The channel named; a user id is not one, except that `chat.postMessage` (`dm`)
+        takes it for the app's DM with that person, as Slack does."""
         channel = args.get("channel")
+        if dm and isinstance(channel, str) and is_user_id(channel):
+            direct = "D" + channel[1:]
+            self.channels.add(direct)
+            self.messages.setdefault(direct, [])
+            return direct
         if channel not in self.channels:
             raise SlackError("channel_not_found")
         return str(channel)
@@ -367,6 +424,7 @@ class Workspace:
             "team": TEAM_ID,
             "text": message.text,
             "ts": message.ts,
+            "bot_profile": {**BOT_PROFILE, "team_id": TEAM_ID},
         }
         if message.blocks:
             body["blocks"] = message.blocks
@@ -468,6 +526,8 @@ def _block_errors(block: Any, at: str) -> list[str]:
     if not isinstance(block, dict) or not isinstance(block.get("type"), str):
         return [f"failed to match all allowed schemas [json-pointer:{at}]"]
     kind = block["type"]
+    if kind not in BLOCK_TYPES:
+        return [f"unsupported type: {kind[:40]} [json-pointer:{at}/type]"]
     errors = _limits(block, kind, at)
     if kind == "header" and _get(block, "text.type") != "plain_text":
         errors.append(f"must be a plain_text text object [json-pointer:{at}/text]")

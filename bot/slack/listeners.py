@@ -1,35 +1,67 @@
 """Slack listeners: buttons, modals, `/runs` and the App Home tab, registered on one AsyncApp.
 
-Each listener records what the person did first (a decision is one compare-and-set, a few
-milliseconds), then acks, well inside Slack's 3 seconds, and returns: everything after the
-ack (resuming the run, opening a modal, an ephemeral reply) goes to the background, so bolt
-answers Slack as soon as the listener returns. A refusal is an ephemeral message to the
-clicker, or an error shown in the modal, and changes nothing.
+Each listener checks the decision as the HTTP API does (`bot.requests.decision_refusal`),
+records it (one compare-and-set, a few milliseconds), then acks, well inside Slack's 3
+seconds, and returns: everything after the ack (resuming the run, opening a modal, an
+ephemeral reply) goes to the background, so bolt answers Slack as soon as the listener
+returns. A database slower than ACK_WITHIN does not hold the answer: Slack is acked and the
+person told the outcome once it is known. A refusal is an ephemeral message to the clicker,
+or an error shown in the modal, and changes nothing; so is a decision the store could not
+write ("not recorded"), with one log line.
+
+One job, answering Slack's requests to decide; long because each kind of request (button,
+modal, command, event) is its own short listener, with the shared rules of answering in
+time beside them.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
+from slack_bolt import BoltResponse
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands, replies, similar, texts
+from bot.requests import decision_refusal
+from bot.slack import commands, inbound, replies, similar, texts
+from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
-from bot.slack.refusals import already_decided, refusal
+from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime.approvals import Decision
 from store import Approval, ApprovalState
 from store import errors as store_errors
+from store.limits import MAX_DEPTH
 
 log = logging.getLogger("signoff.slack")
 
 Body = dict[str, Any]
+
+ACK_WITHIN = 0.05
+"""Seconds a click waits for its decision to be recorded before Slack is answered anyway
+(the person is then told the outcome, if it is a refusal): a decision takes a few
+milliseconds, and a slow database must not hold Slack's answer (its limit is 3 s)."""
+MODAL_ACK_WITHIN = 1.0
+"""The same for a modal's submission, which is rare and whose refusal is best shown in the
+modal itself."""
+NOT_RECORDED = (store_errors.DatabaseError, TimeoutError, ConnectionError)
+"""The store could not write (disk full, database down, locked too long): nothing changed."""
+NOT_RECORDED_TEXT = "Not recorded — nothing changed, try again in a moment."
+COULD_NOT_READ = "Signoff cannot read this approval right now — nothing changed, try again."
+TRIGGER_EXPIRED = (
+    "Slack gave up waiting for the form to open (it must open within 3 seconds of the "
+    "click) — nothing changed; click the button again."
+)
+DEEP_ARGS = f"Arguments: the arguments nest deeper than the limit of {MAX_DEPTH} levels"
+FIELDS = {"reason": "Reason", "args": "Arguments", "by": "Decider", "decision": "Decision"}
 
 
 def register(
@@ -65,16 +97,15 @@ class Listeners:
         self, ack: AsyncAck, body: Body, client: AsyncWebClient, *, separate: bool = False
     ) -> None:
         user, approval_id = _clicker(body), _button_value(body)
-        try:
-            decided = await self.rt.decide(
-                approval_id, "approved", by=user, resume=False, separate=separate
-            )
-        except errors.SignoffRuntimeError as exc:
+        refused = decision_refusal(decision="approved", by=user)
+        if refused is not None:
             await ack()
-            self._tell(client, body, refusal(exc))
+            self._tell(client, body, _refused_field(refused))
             return
-        await ack()
-        self._after(decided)
+        decide = self.rt.decide(
+            approval_id, "approved", by=user, resume=False, separate=separate
+        )
+        await self._record(ack, client, body, decide, field=None)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """Approve a call whose key an earlier effect used with other arguments, as an effect
@@ -83,21 +114,18 @@ class Listeners:
 
     async def open_decline(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
-        self.background.spawn(self._open(body, client, replies.decline_modal), name="decline")
+        self.background.spawn(
+            self._open(body, client, replies.decline_modal, "declined"), name="decline"
+        )
 
     async def open_edit(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
-        self.background.spawn(self._open(body, client, replies.edit_modal), name="edit")
+        self.background.spawn(self._open(body, client, replies.edit_modal, "approved"), name="edit")
 
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
-        try:
-            await self.rt.acknowledge_page(page_id, by=user)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
-            return
-        await ack()
+        acknowledged = self.rt.acknowledge_page(page_id, by=user)
+        await self._record(ack, client, body, acknowledged, field=None)
 
     async def settle_happened(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await self._settle(ack, body, client, happened=True)
@@ -130,39 +158,89 @@ class Listeners:
 
     # modals
 
-    async def decline(self, ack: AsyncAck, body: Body, view: Body) -> None:
-        user = body["user"]["id"]
+    async def decline(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
+        user = _clicker(body)
         reason = _input(view, "reason").strip()
         if not reason:
             await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
             return
-        await self._submit(ack, view, "reason", "declined", by=user, reason=reason)
+        refused = decision_refusal(decision="declined", by=user, reason=reason)
+        if refused is not None:
+            await ack(response_action="errors", errors={"reason": _refused_field(refused)})
+            return
+        decide = self.rt.decide(
+            _approval_of(view), "declined", by=user, reason=reason, resume=False
+        )
+        await self._record(ack, client, body, decide, field="reason")
 
-    async def approve_edited(self, ack: AsyncAck, body: Body, view: Body) -> None:
-        user = body["user"]["id"]
-        try:
-            args = json.loads(_input(view, "args"))
-        except json.JSONDecodeError as exc:
-            await ack(response_action="errors", errors={"args": f"Not JSON: {exc.msg}"})
+    async def approve_edited(
+        self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient
+    ) -> None:
+        user = _clicker(body)
+        try:  # one level more than arguments may have: the API's own check then says why
+            args = inbound.load_json(_input(view, "args"), max_depth=MAX_DEPTH + 1)
+        except inbound.Malformed as exc:
+            why = DEEP_ARGS if "deeper" in str(exc) else f"Not JSON we accept: {exc}"
+            await ack(response_action="errors", errors={"args": why})
             return
         if not isinstance(args, dict):
             await ack(response_action="errors", errors={"args": "Give the arguments as an object"})
             return
-        await self._submit(ack, view, "args", "approved", by=user, args=args)
-
-    async def _submit(
-        self, ack: AsyncAck, view: Body, field: str, decision: Decision, **details: Any
-    ) -> None:
-        """Record a modal's decision; a refusal is shown under the modal's `field`."""
-        try:
-            decided = await self.rt.decide(
-                view["private_metadata"], decision, resume=False, **details
-            )
-        except errors.SignoffRuntimeError as exc:
-            await ack(response_action="errors", errors={field: _plain(refusal(exc))})
+        refused = decision_refusal(decision="approved", by=user, args=args)
+        if refused is not None:
+            await ack(response_action="errors", errors={"args": _refused_field(refused)})
             return
-        await ack()
-        self._after(decided)
+        decide = self.rt.decide(_approval_of(view), "approved", by=user, args=args, resume=False)
+        await self._record(ack, client, body, decide, field="args")
+
+    async def _record(
+        self,
+        ack: AsyncAck,
+        client: AsyncWebClient,
+        body: Body,
+        change: Awaitable[Any],
+        *,
+        field: str | None,
+    ) -> None:
+        """Record what the person did and answer Slack within ACK_WITHIN: a refusal is
+        shown under the modal's `field` (or ephemerally for a button); a store that cannot
+        write is a "not recorded" the person can act on. Past the budget (a slow database)
+        Slack is answered at once and the person is told the outcome when it is known."""
+        task = asyncio.ensure_future(change)
+        budget = ACK_WITHIN if field is None else MODAL_ACK_WITHIN
+        done, _ = await asyncio.wait({task}, timeout=budget)
+        if not done:
+            await ack()
+            self.background.spawn(self._told_late(task, client, body), name="slow decision")
+            return
+        problem = _problem(task)
+        if problem is None:
+            await ack()
+            self._after(task.result())
+        elif field is not None:
+            await ack(response_action="errors", errors={field: _plain(problem)})
+        else:
+            await ack()
+            self._tell(client, body, problem)
+
+    async def _told_late(
+        self, task: asyncio.Future[Any], client: AsyncWebClient, body: Body
+    ) -> None:
+        await asyncio.wait({task})
+        problem = _problem(task)
+        if problem is None:
+            self._after(task.result())
+        else:
+            await _tell(client, body, problem, channel=await self._channel_of(body))
+
+    async def _channel_of(self, body: Body) -> str | None:
+        """Where a modal's approval card is, to tell its submitter there."""
+        view = body.get("view")
+        if not isinstance(view, dict):
+            return None
+        with contextlib.suppress(Exception):
+            return (await self.rt.desk.get(_approval_of(view))).channel
+        return None
 
     # /runs and the Home tab
 
@@ -180,27 +258,67 @@ class Listeners:
     # helpers
 
     async def _open(
-        self, body: Body, client: AsyncWebClient, modal: Callable[[Approval], Body]
+        self,
+        body: Body,
+        client: AsyncWebClient,
+        modal: Callable[[Approval], Body],
+        decision: Decision,
     ) -> None:
-        """Open a modal about the clicked approval if it still waits; otherwise say why not.
-        (Within 3 s of the click: Slack's trigger_id expires.)"""
+        """Open a modal about the clicked approval if it still waits and the clicker may
+        decide it; otherwise say why not. (Within 3 s of the click: Slack's trigger_id
+        expires; past that the person is asked to click again.)"""
+        user = _clicker(body)
         try:
             approval = await self.rt.desk.get(_button_value(body))
+            await self.rt.desk.check_decider(approval, decision, user)
         except errors.SignoffRuntimeError as exc:
             await _tell(client, body, refusal(exc))
             return
-        if approval.state != ApprovalState.PENDING:
-            await _tell(client, body, already_decided(approval))
+        except NOT_RECORDED as exc:
+            log.warning("slack: could not open a form for %s: %s", user, _one_line(exc))
+            await _tell(client, body, COULD_NOT_READ)
             return
-        await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
+        try:
+            await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
+        except SlackApiError as exc:
+            if slack_error(exc) != "expired_trigger_id":
+                raise
+            log.info("slack: the form for %s opened too late (expired_trigger_id)", user)
+            await _tell(client, body, TRIGGER_EXPIRED)
 
     def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
         self.background.spawn(_tell(client, body, text), name="ephemeral")
 
-    def _after(self, decided: Approval) -> None:
+    def _after(self, decided: Any) -> None:
         """Tell and resume after the ack; a vote short of its quorum waits for more."""
-        if decided.state != ApprovalState.PENDING:
+        if isinstance(decided, Approval) and decided.state != ApprovalState.PENDING:
             self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
+
+
+def _problem(task: asyncio.Future[Any]) -> str | None:
+    """What to tell the person about a finished decision, or None when it was recorded."""
+    exc = task.exception()
+    if exc is None:
+        return None
+    if isinstance(exc, errors.SignoffRuntimeError):
+        return refusal(exc)
+    if isinstance(exc, NOT_RECORDED):
+        log.warning("slack: a decision was not recorded: %s", _one_line(exc))
+        return NOT_RECORDED_TEXT
+    raise exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+
+
+def _refused_field(refused: tuple[str, str]) -> str:
+    field, reason = refused
+    return f"{FIELDS.get(field, field)}: {reason}"
+
+
+def _approval_of(view: Body) -> str:
+    return str(view.get("private_metadata") or "")
 
 
 def _clicker(body: Body) -> str:
@@ -212,8 +330,12 @@ def _button_value(body: Body) -> str:
 
 
 def _input(view: Body, block_id: str) -> str:
-    value = view["state"]["values"][block_id][block_id].get("value")
-    return str(value or "")
+    """A modal input's text; "" when the block is missing or holds no text (the modal then
+    asks for it, instead of the listener failing)."""
+    block = ((view.get("state") or {}).get("values") or {}).get(block_id) or {}
+    element = block.get(block_id) if isinstance(block, dict) else None
+    value = element.get("value") if isinstance(element, dict) else None
+    return value if isinstance(value, str) else ""
 
 
 def _plain(text: str) -> str:
@@ -223,14 +345,33 @@ def _plain(text: str) -> str:
     return text.replace(WORD_JOINER, "")
 
 
-async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
-    """An ephemeral message to the clicker, where they clicked."""
-    channel = (body.get("channel") or {}).get("id") or (body.get("container") or {}).get(
-        "channel_id"
+async def _tell(
+    client: AsyncWebClient, body: Body, text: str, *, channel: str | None = None
+) -> None:
+    """An ephemeral message to the clicker, where they clicked; from the Home tab (no
+    channel: a user id is not one for `chat.postEphemeral`) a message in their DM with the
+    app."""
+    user = _clicker(body)
+    channel = (
+        channel
+        or (body.get("channel") or {}).get("id")
+        or (body.get("container") or {}).get("channel_id")
     )
-    if channel is None:  # the Home tab has no channel: use the person's DM with the app
-        channel = _clicker(body)
     try:
-        await client.chat_postEphemeral(channel=channel, user=_clicker(body), text=text)
-    except Exception:
-        log.exception("could not tell %s: %s", _clicker(body), text)
+        if channel is None:
+            await client.chat_postMessage(channel=user, text=text)
+        else:
+            await client.chat_postEphemeral(channel=channel, user=user, text=text)
+    except SlackApiError as exc:
+        log.warning("slack: could not tell %s (%s): %s", user, slack_error(exc), text[:200])
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("slack: could not tell %s (%r): %s", user, exc, text[:200])
+
+
+async def one_line_error(error: Exception, body: Body) -> BoltResponse:
+    """What bolt does with a listener that raised: one log line (the traceback only at DEBUG)
+    and an empty 200, so Slack is not told to retry and the log is not a wall of text."""
+    kind = body.get("type") or body.get("command") or "request"
+    log.error("slack: a %s could not be handled: %s", kind, _one_line(error))
+    log.debug("slack: the %s's error", kind, exc_info=error)
+    return BoltResponse(status=200, body="")

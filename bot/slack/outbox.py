@@ -2,10 +2,12 @@
 
 A run never waits for it: the runtime only nudges it. Rows are claimed for a while, so two
 processes never send one row at once, and a row whose sender died is claimed again once its
-claim lapses. A failed row is retried later with capped, jittered backoff (the web client
-has already retried rate limits and 5xx answers in place); a row that can never succeed
-(an unknown channel, say) is given up with its reason, so it does not hold back the rows
-of its subject behind it.
+claim lapses. Rows go out concurrently (at most `concurrency` at once), each in its own task
+with its own deadline inside its claim (`Timing`), and a freed slot is filled at once: one
+hung request never holds up the other cards. A failed row is retried later with capped,
+jittered backoff (the web client has already retried rate limits in place); a row that can
+never succeed (an unknown channel, say) is given up with its reason, so it does not hold
+back the rows of its subject behind it.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from store import Store
@@ -22,7 +26,6 @@ from store.records import OutboxItem
 
 log = logging.getLogger("signoff.outbox")
 
-Deliver = Callable[[OutboxItem], Awaitable[None]]
 CLAIM_FOR = timedelta(seconds=60)
 POLL_EVERY = 1.0
 MAX_BACKOFF = 300.0
@@ -42,6 +45,68 @@ class WaitsItsTurn(Exception):
     """The row must wait for earlier rows about the same things; try again shortly."""
 
 
+class RetryAt(Exception):
+    """Try the row again at `at`, not counted as a failure: an earlier try's outcome is not
+    known yet (Slack may still be carrying it out), or the claim is too far gone to post."""
+
+    def __init__(self, at: datetime, why: str) -> None:
+        super().__init__(why)
+        self.at = at
+
+
+@dataclass(frozen=True)
+class Timing:
+    """How long a post may take, all derived from the claim so that they fit together:
+
+    - a post starts only in the first quarter of its claim (`start_by`) and is given up
+      after a third of it (`post_timeout`): the claim outlives the longest post by a margin;
+    - Slack is taken to have finished (or dropped) a request three quarters of a claim after
+      it began (`settle`): an unknown outcome is looked up no earlier. A sender killed
+      mid-post started it before `start_by`, and the next claim comes after the claim
+      lapses, so even then the lookup comes after `settle`.
+    """
+
+    claim: float = CLAIM_FOR.total_seconds()
+
+    @property
+    def start_by(self) -> float:
+        return self.claim / 4
+
+    @property
+    def post_timeout(self) -> float:
+        return max(0.5, self.claim / 3)
+
+    @property
+    def settle(self) -> float:
+        return self.claim * 3 / 4
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One claim of one row: what the delivery may still do in it."""
+
+    item: OutboxItem
+    timing: Timing
+    claimed_at: float = field(default_factory=time.monotonic)
+    """Monotonic time taken before the claim was asked for (so never later than the claim)."""
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.claimed_at
+
+    def may_start_post(self) -> bool:
+        return self.elapsed() <= self.timing.start_by
+
+    def post_budget(self) -> float:
+        """Seconds a post started now may take: its timeout, never past the claim."""
+        return max(0.0, min(self.timing.post_timeout, self.timing.claim * 7 / 12 - self.elapsed()))
+
+    def remaining(self) -> float:
+        return self.timing.claim - self.elapsed()
+
+
+Deliver = Callable[[Attempt], Awaitable[None]]
+
+
 class OutboxSender:
     def __init__(
         self,
@@ -58,11 +123,16 @@ class OutboxSender:
         self.deliver = deliver
         self.owner = owner
         self.batch = batch
+        self.concurrency = concurrency
         self.poll_every = poll_every
         self.claim_for = claim_for
-        self._slots = asyncio.Semaphore(concurrency)
+        self.timing = Timing(claim_for.total_seconds())
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._failures: dict[int, int] = {}
+        """Failed tries per row in this process: the backoff doubles with these, not with the
+        row's claims (a kill, a lapse or a wait for an earlier try's outcome is no failure)."""
 
     def wake(self) -> None:
         """Something was just written: look now instead of at the next poll."""
@@ -76,71 +146,111 @@ class OutboxSender:
         return self._task is not None and not self._task.done()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        tasks = [t for t in (self._task, *self._inflight) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+                await task
+        self._task = None
 
     async def send_due(self) -> int:
-        """Deliver every row that is due now; how many were handled."""
+        """Deliver every row that is due now, `concurrency` at a time; how many were claimed."""
         handled = 0
         while True:
-            now = datetime.now(UTC)
-            items = await self.store.claim_outbox(
-                self.owner, now=now, until=now + self.claim_for, limit=self.batch
-            )
-            if not items:
+            handled += await self._fill()
+            if not self._inflight:
                 return handled
-            # One claim holds at most one row per subject, so these may go out together.
-            await asyncio.gather(*(self._send(item) for item in items))
-            handled += len(items)
+            await asyncio.wait(self._inflight, return_when=asyncio.FIRST_COMPLETED)
+
+    async def _fill(self) -> int:
+        """Claim rows for the free slots and start each in its own task; how many."""
+        free = min(self.batch, self.concurrency - len(self._inflight))
+        if free <= 0:
+            return 0
+        claimed_at = time.monotonic()
+        now = datetime.now(UTC)
+        items = await self.store.claim_outbox(
+            self.owner, now=now, until=now + self.claim_for, limit=free
+        )
+        # The claim never holds two rows of one subject, so these may go out together.
+        for item in items:
+            attempt = Attempt(item, self.timing, claimed_at)
+            task = asyncio.create_task(self._send(attempt), name=f"outbox {item.id}")
+            self._inflight.add(task)
+            task.add_done_callback(self._inflight.discard)
+        return len(items)
 
     async def _loop(self) -> None:
         while True:
             try:
-                await self.send_due()
-            except Exception:
-                log.exception("outbox: sending failed; trying again shortly")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll_every)
+                await self._fill()
+            except Exception as exc:
+                log.warning("outbox: claiming failed (%r); trying again shortly", exc)
+            woken = asyncio.ensure_future(self._wake.wait())
+            await asyncio.wait(
+                {woken, *self._inflight},
+                timeout=self.poll_every,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            woken.cancel()
             self._wake.clear()
 
-    async def _send(self, item: OutboxItem) -> None:
-        async with self._slots:
+    async def _send(self, attempt: Attempt) -> None:
+        """Deliver one row within its claim, then say how it went (sent, later, given up)."""
+        item = attempt.item
+        try:
             try:
-                await self.deliver(item)
-            except Undeliverable as exc:
-                log.warning("outbox: %s %s given up: %s", item.topic, item.subject_id, exc)
-                await self.store.finish_outbox(
-                    item.id, self.owner, at=datetime.now(UTC), error=str(exc)[:500]
-                )
-                return
-            except WaitsItsTurn as exc:
-                log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
-                at = datetime.now(UTC) + timedelta(seconds=TURN_WAIT)
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
-                return
-            except Misconfigured as exc:
-                log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
-                at = datetime.now(UTC) + timedelta(seconds=min(backoff(item.attempts), 60.0))
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
-                return
-            except Exception as exc:
-                delay = backoff(item.attempts)
-                log.info(
-                    "outbox: %s %s failed (attempt %d), again in %.0f s: %r",
-                    item.topic,
-                    item.subject_id,
-                    item.attempts,
-                    delay,
-                    exc,
-                )
-                at = datetime.now(UTC) + timedelta(seconds=delay)
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=repr(exc)[:500])
-                return
-            await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC))
+                await asyncio.wait_for(self.deliver(attempt), attempt.remaining() - 1e-3)
+            except TimeoutError as exc:
+                if attempt.remaining() > 0.01:
+                    raise  # a call inside timed out (a post past its budget)
+                raise TimeoutError(f"not done within its {self.timing.claim:g} s claim") from exc
+        except Undeliverable as exc:
+            log.warning("outbox: %s %s given up: %s", item.topic, item.subject_id, exc)
+            await self._finish(item, error=str(exc)[:500])
+        except RetryAt as exc:
+            log.info("outbox: %s %s again at %s: %s", item.topic, item.subject_id, exc.at, exc)
+            await self._retry(item, exc.at, str(exc))
+        except WaitsItsTurn as exc:
+            log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
+            await self._retry(item, datetime.now(UTC) + timedelta(seconds=TURN_WAIT), str(exc))
+        except Misconfigured as exc:
+            log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
+            delay = min(backoff(self._failed(item)), 60.0)
+            await self._retry(item, datetime.now(UTC) + timedelta(seconds=delay), str(exc))
+        except Exception as exc:
+            failures = self._failed(item)
+            delay = backoff(failures)
+            log.info(
+                "outbox: %s %s failed (try %d), again in %.0f s: %r",
+                item.topic,
+                item.subject_id,
+                failures,
+                delay,
+                exc,
+            )
+            await self._retry(item, datetime.now(UTC) + timedelta(seconds=delay), repr(exc))
+        else:
+            await self._finish(item)
             log.info("outbox: %s %s delivered", item.topic, item.subject_id)
+
+    def _failed(self, item: OutboxItem) -> int:
+        self._failures[item.id] = self._failures.get(item.id, 0) + 1
+        return self._failures[item.id]
+
+    async def _finish(self, item: OutboxItem, error: str | None = None) -> None:
+        self._failures.pop(item.id, None)
+        try:
+            await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC), error=error)
+        except Exception as exc:  # the row is sent again once the claim lapses; looked up first
+            log.warning("outbox: could not mark %s %s sent: %r", item.topic, item.subject_id, exc)
+
+    async def _retry(self, item: OutboxItem, at: datetime, error: str) -> None:
+        try:
+            await self.store.retry_outbox(item.id, self.owner, at=at, error=error[:500])
+        except Exception as exc:  # the claim lapses by itself
+            log.warning("outbox: could not reschedule %s %s: %r", item.topic, item.subject_id, exc)
 
 
 def backoff(attempts: int) -> float:

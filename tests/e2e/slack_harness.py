@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from slack_sdk.signature import SignatureVerifier
+from bot.slack.fake_web import trigger
+from bot.slack.inbound import Signature
 
 from .helpers import SIGNOFF, TOKEN, free_port
 
@@ -60,7 +61,7 @@ class SlackServer:
     ) -> tuple[int, bytes, float]:
         """POST to /slack/events signed as Slack signs; (status, body, seconds to answer)."""
         stamp = str(timestamp if timestamp is not None else int(time.time()))
-        signature = SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)
+        signature = Signature(secret).sign(stamp, body)
         request = urllib.request.Request(self.base + "/slack/events", data=body, method="POST")
         request.add_header("Content-Type", content_type)
         request.add_header("X-Slack-Request-Timestamp", stamp)
@@ -142,14 +143,23 @@ def start_server(
 # payloads, shaped like the ones Slack sends
 
 
-def button(action: str, value: str, *, user: str, channel: str = APPROVALS, ts: str = "1") -> bytes:
+def button(
+    action: str,
+    value: str,
+    *,
+    user: str,
+    channel: str = APPROVALS,
+    ts: str = "1",
+    issued: float | None = None,
+) -> bytes:
+    """A click; its trigger_id was issued at `issued` (now by default) and lives 3 s."""
     payload = {
         "type": "block_actions",
         "user": {"id": user, "username": user.lower(), "team_id": "T0SIGNOFF"},
         "api_app_id": "A0SIGNOFF",
         "token": "legacy-verification-token",
         "container": {"type": "message", "message_ts": ts, "channel_id": channel},
-        "trigger_id": f"trigger-{user}-{time.monotonic_ns()}",
+        "trigger_id": trigger(issued),
         "team": {"id": "T0SIGNOFF", "domain": "signoff"},
         "channel": {"id": channel, "name": "approvals"},
         "message": {"type": "message", "ts": ts, "text": "card"},
@@ -176,7 +186,7 @@ def submission(
         "user": {"id": user, "username": user.lower(), "team_id": "T0SIGNOFF"},
         "api_app_id": "A0SIGNOFF",
         "token": "legacy-verification-token",
-        "trigger_id": f"trigger-{time.monotonic_ns()}",
+        "trigger_id": trigger(),
         "view": {
             "id": "V0MODAL",
             "type": "modal",
@@ -248,7 +258,7 @@ class FakeSlackProcess:
         self.root = self.base_url.removesuffix("/api/")
 
     def _get(self, name: str) -> Any:
-        with urllib.request.urlopen(f"{self.root}/_fake/{name}", timeout=5) as response:
+        with urllib.request.urlopen(f"{self.root}/_fake/{name}", timeout=60) as response:
             return json.loads(response.read())
 
     def control(self, name: str, order: dict[str, Any]) -> Any:
@@ -281,6 +291,9 @@ class FakeSlackProcess:
 
     def calls(self) -> list[dict[str, Any]]:
         return list(self._get("calls"))
+
+    def deleted(self) -> list[dict[str, Any]]:
+        return list(self._get("deleted"))
 
     def stop(self) -> None:
         self.process.terminate()

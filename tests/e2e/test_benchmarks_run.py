@@ -31,6 +31,7 @@ SMALLEST = {
     "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),
     "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
     "freeze_soak.py": (["--seconds", "12"], "0 duplicate effects"),
+    "slack_soak_bench.py": (["--backlog", "20", "--phases", "1", "--per-phase", "3"], "per card"),
 }
 
 

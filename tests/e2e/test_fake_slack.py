@@ -414,3 +414,87 @@ async def test_socket_mode_refusals(fake: FakeSlack) -> None:
     bot_token = AsyncWebClient(token="xoxb-test", base_url=fake.base_url)
     body = await refusal(bot_token.apps_connections_open(app_token="xoxb-test"))
     assert body["error"] == "not_allowed_token_type"
+
+
+# -- Slack's behaviours the bot must survive (issue 28) ----------------------------------------
+
+
+async def test_a_trigger_expires_three_seconds_after_its_click(client: AsyncWebClient) -> None:
+    from bot.slack.fake_web import trigger
+
+    await client.views_open(trigger_id=trigger(), view=MODAL)
+    with pytest.raises(SlackApiError) as stale:
+        await client.views_open(trigger_id=trigger(time.time() - 3.5), view=MODAL)
+    assert stale.value.response["error"] == "expired_trigger_id"
+
+
+async def test_an_unknown_block_type_is_invalid_blocks(client: AsyncWebClient) -> None:
+    with pytest.raises(SlackApiError) as refused:
+        await client.chat_postMessage(channel=CHANNEL, text="x", blocks=[{"type": "carousel"}])
+    assert refused.value.response["error"] == "invalid_blocks"
+
+
+async def test_ephemeral_to_a_non_member_and_a_user_id_as_channel(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    fake.set_members(CHANNEL, ["U0ANN"])
+    await client.chat_postEphemeral(channel=CHANNEL, user="U0ANN", text="hi")
+    with pytest.raises(SlackApiError) as outside:
+        await client.chat_postEphemeral(channel=CHANNEL, user="U0BOB", text="hi")
+    assert outside.value.response["error"] == "user_not_in_channel"
+    with pytest.raises(SlackApiError) as not_a_channel:
+        await client.chat_postEphemeral(channel="U0BOB", user="U0BOB", text="hi")
+    assert not_a_channel.value.response["error"] == "channel_not_found"
+    with pytest.raises(SlackApiError) as no_history:
+        await client.conversations_history(channel="U0BOB")
+    assert no_history.value.response["error"] == "channel_not_found"
+    direct = await client.chat_postMessage(channel="U0BOB", text="in your DM")
+    assert direct["channel"] == "D0BOB"
+
+
+async def test_delete_and_what_history_entries_carry(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    posted = await client.chat_postMessage(channel=CHANNEL, text="card", metadata=CARD_METADATA)
+    [entry] = (await client.conversations_history(channel=CHANNEL, include_all_metadata=True))[
+        "messages"
+    ]
+    assert {"type", "user", "bot_id", "app_id", "team", "text", "ts", "bot_profile"} <= set(entry)
+    assert entry["metadata"] == CARD_METADATA
+    await client.chat_delete(channel=CHANNEL, ts=posted["ts"])
+    assert fake.messages[CHANNEL] == []
+    assert [m.ts for m in fake.deleted] == [posted["ts"]]
+    with pytest.raises(SlackApiError) as again:
+        await client.chat_delete(channel=CHANNEL, ts=posted["ts"])
+    assert again.value.response["error"] == "message_not_found"
+
+
+async def test_tier_rate_limits_answer_429_with_retry_after(fake: FakeSlack) -> None:
+    fake.limit_rates()  # Slack's own rates: Tier 3 is 50 a minute, bursts of 5
+    client = AsyncWebClient(token="xoxb-test", base_url=fake.base_url)
+    for _ in range(5):
+        await client.conversations_history(channel=CHANNEL)
+    with pytest.raises(SlackApiError) as limited:
+        await client.conversations_history(channel=CHANNEL)
+    assert limited.value.response.status_code == 429
+    assert int(limited.value.response.headers["Retry-After"][0]) >= 1
+    for _ in range(5):  # chat.postMessage: about one a second per channel, its own bucket
+        await client.chat_postMessage(channel=CHANNEL, text="x")
+    with pytest.raises(SlackApiError):
+        await client.chat_postMessage(channel=CHANNEL, text="x")
+
+
+async def test_a_hung_post_lands_after_the_caller_gave_up_or_is_lost(
+    fake: FakeSlack,
+) -> None:
+    client = AsyncWebClient(token="xoxb-test", base_url=fake.base_url, timeout=1)
+    fake.hang_posts(1, 1.5)
+    fake.hang_posts(1, 1.5, lands=False)
+    first = asyncio.ensure_future(client.chat_postMessage(channel=CHANNEL, text="late"))
+    await asyncio.sleep(0.2)  # the first hang is the first post's
+    second = client.chat_postMessage(channel=CHANNEL, text="lost")
+    answers = await asyncio.gather(first, second, return_exceptions=True)
+    assert all(isinstance(a, asyncio.TimeoutError) for a in answers), answers
+    assert fake.messages[CHANNEL] == []
+    await asyncio.sleep(1.0)
+    assert [m.text for m in fake.messages[CHANNEL]] == ["late"]  # the first landed; not the 2nd

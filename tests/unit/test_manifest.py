@@ -27,6 +27,7 @@ SCHEMA = Path(__file__).parent.parent / "fixtures" / "slack" / "manifest.schema.
 SCOPES: dict[str, str | frozenset[str] | None] = {
     "chat_postMessage": "chat:write",
     "chat_update": "chat:write",
+    "chat_delete": "chat:write",  # a duplicate card of its own (the reconciler)
     "chat_postEphemeral": "chat:write",
     # to look for an earlier post in public and in private channels
     "conversations_history": frozenset({"channels:history", "groups:history"}),

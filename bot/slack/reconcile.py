@@ -1,0 +1,195 @@
+"""The reconciler: wherever a duplicate may be (a channel or thread `Outcomes` marked
+suspect: a post with an unknown outcome, a restart), sweep Slack's history and converge to
+one message per approval, page and note. Of two messages with the same metadata the older
+is kept (and put on the record, re-rendered as the record is now) and the younger deleted
+with `chat.delete`.
+
+Only suspects are swept, each for a while (`Outcomes.suspect_for`), every `every` seconds:
+with Slack answering normally nothing is suspect and nothing is swept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from decimal import Decimal
+from typing import Any
+
+import aiohttp
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import blocks as kit
+from bot.slack.delivery import LOOKBACK, SlackDelivery, delete_message, slack_error
+from bot.slack.outcomes import Outcomes
+from store import Delivery, Store
+from store import errors as store_errors
+
+log = logging.getLogger("signoff.slack")
+
+MAX_PAGES = 50  # pages of history in one sweep (10,000 messages)
+NOTE_EVENT = "signoff_note"
+Subject = tuple[str, str]
+Message = dict[str, Any]
+
+
+class Reconciler:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        store: Store,
+        delivery: SlackDelivery,
+        outcomes: Outcomes,
+        *,
+        every: float,
+    ) -> None:
+        self.client = client
+        self.store = store
+        self.delivery = delivery
+        self.outcomes = outcomes
+        self.every = every
+        self.sweeps = 0
+        self.removed = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def suspect_known_channels(self) -> None:
+        """After a start, a post of the process before may land late anywhere we post."""
+        since = time.time() - self.outcomes.suspect_for
+        for channel in (self.delivery.channels.approvals, self.delivery.channels.oncall):
+            if channel:
+                self.outcomes.suspect(channel, None, since=since)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="slack reconciler")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.every)
+            await self.sweep_due()
+
+    async def sweep_due(self) -> int:
+        """Sweep every suspect that is due; how many duplicates were removed."""
+        removed = 0
+        for channel, thread_ts, since in self.outcomes.due():
+            try:
+                removed += await self.sweep(channel, thread_ts, since=since)
+            except (
+                SlackApiError,
+                aiohttp.ClientError,
+                TimeoutError,
+                store_errors.StoreError,
+            ) as exc:
+                what = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
+                log.warning("slack: sweeping %s for duplicates failed (%s); again", channel, what)
+                continue
+            self.outcomes.swept(channel, thread_ts, self.every)
+        return removed
+
+    async def sweep(self, channel: str, thread_ts: str | None, *, since: float) -> int:
+        """Converge each subject with more than one message in this channel (or thread)."""
+        self.sweeps += 1
+        groups: dict[Subject, list[Message]] = defaultdict(list)
+        async for message in self._messages(channel, thread_ts, since):
+            subject = subject_of(message, top_level=thread_ts is None)
+            if subject is not None and message.get("ts") != thread_ts:
+                groups[subject].append(message)
+        removed = 0
+        for subject, found in groups.items():
+            if len(found) > 1:
+                ordered = sorted(found, key=lambda m: Decimal(str(m["ts"])))
+                removed += await self._converge(channel, subject, ordered)
+        self.removed += removed
+        return removed
+
+    async def _messages(
+        self, channel: str, thread_ts: str | None, since: float
+    ) -> AsyncIterator[Message]:
+        cursor = None
+        for _ in range(MAX_PAGES):
+            if thread_ts:
+                response = await self.client.conversations_replies(
+                    channel=channel,
+                    ts=thread_ts,
+                    include_all_metadata=True,
+                    limit=LOOKBACK,
+                    cursor=cursor,
+                )
+            else:
+                response = await self.client.conversations_history(
+                    channel=channel,
+                    oldest=f"{since:.6f}",
+                    include_all_metadata=True,
+                    limit=LOOKBACK,
+                    cursor=cursor,
+                )
+            for message in response.get("messages") or []:
+                yield message
+            cursor = (response.get("response_metadata") or {}).get("next_cursor")
+            if not cursor:
+                return
+
+    async def _converge(self, channel: str, subject: Subject, ordered: list[Message]) -> int:
+        keep, extra = ordered[0], ordered[1:]
+        kind, subject_id = subject
+        try:
+            if kind == "approval_id":
+                await self._keep_card(subject_id, channel, str(keep["ts"]))
+            elif kind == "page_id":
+                await self._keep_page(subject_id, channel, str(keep["ts"]))
+        except store_errors.NotFound:
+            pass  # pruned: the duplicates still go
+        for message in extra:
+            await delete_message(self.client, channel, str(message["ts"]))
+        log.info(
+            "slack: %d duplicate(s) of %s %s removed from %s; kept %s",
+            len(extra),
+            kind,
+            subject_id,
+            channel,
+            keep["ts"],
+        )
+        return len(extra)
+
+    async def _keep_card(self, approval_id: str, channel: str, ts: str) -> None:
+        approval = await self.store.get_approval(approval_id)
+        if approval.message_ts == ts and approval.channel == channel:
+            return
+        await self.store.set_approval_message(
+            approval_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+        await self.delivery.update_card(await self.store.get_approval(approval_id))
+
+    async def _keep_page(self, page_id: str, channel: str, ts: str) -> None:
+        page = await self.store.get_page(page_id)
+        if page.message_ts == ts and page.channel == channel:
+            return
+        await self.store.set_page_message(
+            page_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+        await self.delivery.update_page(await self.store.get_page(page_id))
+
+
+def subject_of(message: Message, *, top_level: bool) -> Subject | None:
+    """What a message of ours is about, by its metadata: cards and pages at the top level,
+    notes in threads."""
+    metadata = message.get("metadata") or {}
+    payload = metadata.get("event_payload") or {}
+    kind = metadata.get("event_type")
+    if top_level and kind == kit.APPROVAL_EVENT and payload.get("approval_id"):
+        return ("approval_id", str(payload["approval_id"]))
+    if top_level and kind == kit.PAGE_EVENT and payload.get("page_id"):
+        return ("page_id", str(payload["page_id"]))
+    if not top_level and kind == NOTE_EVENT and payload.get("note_id"):
+        return ("note_id", str(payload["note_id"]))
+    return None
