@@ -2,7 +2,8 @@
 
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
                                                                       runs:write
-    GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
+    GET  /v1/runs/{id}        status, usage, pending approvals, answer, every approval
+                                                                      runs:read
     POST /v1/runs/{id}/cancel {reason?}                               runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
@@ -11,6 +12,8 @@
                                           approvals:request, approvals:decide or runs:read
     POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
+    GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
+    GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
@@ -36,6 +39,8 @@ from pydantic import BaseModel, ValidationError
 
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
+from bot.api_inbox import add_list_routes, run_outcome
+from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
@@ -46,8 +51,6 @@ from store import Approval, ApprovalState, AuditEvent, Run
 from store.limits import MAX_DEPTH, plain_reason
 
 M = TypeVar("M", bound=BaseModel)
-RUNTIME = web.AppKey("runtime", Runtime)
-BACKGROUND = web.AppKey("background", Background)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_AUDIT_PAGE = 10_000
 DEFAULT_RATE = 600
@@ -256,7 +259,7 @@ async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
     pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
     view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
     view["pending_approvals"] = [await _voted_view(rt, a) for a in pending]
-    return view
+    return view | await run_outcome(rt, run)
 
 
 async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
@@ -272,6 +275,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
     app.router.add_get("/v1/audit", audit)
+    add_list_routes(app)
 
 
 async def healthz(request: web.Request) -> web.Response:
