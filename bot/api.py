@@ -14,6 +14,8 @@
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
+    GET  /v1/approvals/{id}/wait?timeout=   the decision, long-polled (`bot.api_wait`)
+    GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
@@ -30,6 +32,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -42,7 +45,9 @@ from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_inbox import add_list_routes, run_outcome
 from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_views import approval_view
+from bot.api_wait import add_wait_route
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.openapi import add_document_route
 from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
 from bot.settings import ApiToken
 from bot.tasks import Background
@@ -214,7 +219,7 @@ async def audit(request: web.Request) -> web.Response:
 
 
 def _instant(text: str | None) -> datetime | None:
-    if not text:
+    if text is None:
         return None
     try:
         # A "+" left unescaped in a query string arrives as a space.
@@ -227,7 +232,7 @@ def _instant(text: str | None) -> datetime | None:
 def _limit(text: str | None) -> int:
     if text is None:
         return 1000
-    if not text.isdigit() or not 1 <= int(text) <= MAX_AUDIT_PAGE:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_AUDIT_PAGE:
         raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
     return int(text)
 
@@ -276,6 +281,8 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
     app.router.add_get("/v1/audit", audit)
     add_list_routes(app)
+    add_wait_route(app)
+    add_document_route(app)
 
 
 async def healthz(request: web.Request) -> web.Response:

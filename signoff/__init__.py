@@ -1,0 +1,1 @@
+"""The Signoff client: ask a human before an agent acts, from any Python stack."""
