@@ -19,6 +19,7 @@ from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group
 from bot.cli.db import db
+from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
 from bot.cli.runs import runs
@@ -32,6 +33,7 @@ app.add_typer(pages, name="pages")
 app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
+app.command()(mcp)
 
 
 @app.callback()
