@@ -67,6 +67,8 @@ class Proxy:
                 yield self
             finally:
                 self.downstream = None
+                await self.signoff.close()
+                self.ledger.close()
 
     async def refresh(self) -> None:
         found = await self._session().list_tools()
