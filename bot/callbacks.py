@@ -36,7 +36,8 @@ from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier
-from store import Approval, Delivery, Run, Store
+from store import Approval, AuditEvent, Delivery, Run, Store
+from store.records import utcnow
 
 log = logging.getLogger("signoff.callbacks")
 MAX_DELAY = 30.0
@@ -128,8 +129,10 @@ class CallbackNotifier(NullNotifier):
                 ),
             )
             failure = await retrying(self._post, session, url, body)
+            attempts = retrying.statistics.get("attempt_number", 1)
             if not failure:
                 await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
+                await self._history(approval, "callback_delivered", attempts=attempts)
                 log.info(
                     "callback for approval %s (%s) delivered to %s (attempt %d)",
                     approval.id,
@@ -155,7 +158,22 @@ class CallbackNotifier(NullNotifier):
         )
         CALLBACK_FAILURES.inc()
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
+        await self._history(approval, "callback_failed", attempts=attempts, last=failure)
         return False
+
+    async def _history(self, approval: Approval, action: str, **detail: object) -> None:
+        """Each delivery's outcome in the audit trail: the API's delivery history
+        (`GET /v1/audit?approval_id=`)."""
+        await self.store.record_event(
+            AuditEvent(
+                action=action,
+                actor="signoff",
+                run_id=approval.run_id,
+                approval_id=approval.id,
+                detail={"url": approval.callback_url, "state": approval.state.value, **detail},
+                at=utcnow(),
+            )
+        )
 
     async def _refused(self, approval: Approval, reason: str) -> bool:
         """Not sent, nor tried again until the next redelivery (the settings may change)."""
