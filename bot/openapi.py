@@ -174,6 +174,28 @@ def _paths() -> Json:
     }
 
 
+# What a client (or a stateful fuzzer) may do next with what an operation answered.
+LINKS: dict[str, dict[str, tuple[str, str]]] = {
+    "requestApproval": {
+        "GetApproval": ("getApproval", "approval_id"),
+        "WaitForDecision": ("waitForDecision", "approval_id"),
+        "Decide": ("decide", "approval_id"),
+    },
+    "startRun": {
+        "GetRun": ("getRun", "run_id"),
+        "CancelRun": ("cancelRun", "run_id"),
+        "ListItsApprovals": ("listApprovals", "run_id"),
+    },
+}
+
+
+def _links(operation_id: str) -> Json:
+    return {
+        name: {"operationId": target, "parameters": {param: "$response.body#/id"}}
+        for name, (target, param) in LINKS.get(operation_id, {}).items()
+    }
+
+
 def _op(
     operation_id: str,
     summary: str,
@@ -184,7 +206,10 @@ def _op(
     body: str | None = None,
     body_required: bool = True,
 ) -> Json:
-    responses: Json = {code: _response(ref, "OK") for code, ref in ok.items()}
+    links = _links(operation_id)
+    responses: Json = {
+        code: _response(ref, "OK") | ({"links": links} if links else {}) for code, ref in ok.items()
+    }
     responses |= {code: _response("Error", text) for code, text in ERRORS.items()}
     op: Json = {
         "operationId": operation_id,

@@ -17,6 +17,7 @@ from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from schemathesis import checks
 from schemathesis.core.failures import FailureGroup
+from schemathesis.generation.stateful import run_state_machine_as_test
 
 from bot.openapi import document
 from examples import world
@@ -27,6 +28,7 @@ from .openapi_check import VIOLATIONS, problems
 
 CHECKED_IN = Path(__file__).parents[2] / "docs" / "openapi.json"
 EXAMPLES_PER_OPERATION = 40
+STATEFUL_SCENARIOS = 25
 # A schema-valid request may still be refused for what only the server knows (an agent or a
 # policy it does not have, an approval that is not there): a 400 with the reason is right.
 BUSINESS_RULES = [checks.positive_data_acceptance]
@@ -141,4 +143,44 @@ def test_fuzzing_the_live_api_finds_no_5xx_and_no_answer_off_the_document(
     assert statuses[400] > 0, statuses  # it did send what is refused
     if mode == schemathesis.GenerationMode.POSITIVE:
         assert statuses[201] > 0, statuses  # and what is made
+    assert world.payments() == []
+
+
+def test_stateful_fuzzing_follows_the_links_and_finds_nothing(live: LiveApi) -> None:
+    """Sequences along the document's links (ask, then get / wait / decide that approval;
+    start a run, then read / cancel it): no 5xx, and every answer matches the document."""
+    schema = schemathesis.openapi.from_dict(document())
+    statuses: Counter[str] = Counter()
+
+    class Walk(schema.as_state_machine()):  # type: ignore[misc]
+        def get_call_kwargs(self, case: schemathesis.Case) -> dict[str, Any]:
+            if case.operation.label == "GET /v1/approvals/{approval_id}/wait":
+                case.query = {**(case.query or {}), "timeout": 0.2}
+            return {"base_url": live.url, "headers": AUTH, "timeout": 10}
+
+        def validate_response(self, response: Any, case: schemathesis.Case, **kw: Any) -> None:
+            statuses[f"{case.operation.label} {response.status_code}"] += 1
+            assert response.status_code < 500, response.text[:300]
+            case.validate_response(response, headers=AUTH, excluded_checks=BUSINESS_RULES)
+
+    run_state_machine_as_test(
+        Walk,
+        settings=settings(
+            max_examples=STATEFUL_SCENARIOS,
+            stateful_step_count=6,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],
+            deadline=None,
+            database=None,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
+    found, VIOLATIONS[:] = list(VIOLATIONS), []
+    assert not found, "\n".join(found)
+    linked = [
+        label
+        for label in statuses
+        if label.startswith(("GET /v1/approvals/{", "POST /v1/approvals/{"))
+    ]
+    assert any(label.endswith(" 200") for label in linked), statuses  # a link was followed
     assert world.payments() == []
