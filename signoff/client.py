@@ -142,7 +142,13 @@ class AsyncClient:
         return await self.send(runs_call(status, cursor, limit))
 
     async def cancel(self, run_id: str, *, reason: str = "") -> Run:
-        return await self.send(cancel_call(run_id, reason))
+        """Stop a run for good; a cancel retried after its answer was lost finds it done."""
+        try:
+            return await self.send(cancel_call(run_id, reason))
+        except ApiError as exc:
+            if exc.status == 409 and (run := await self.get_run(run_id)).status == "cancelled":
+                return run
+            raise
 
     async def send(self, call: Call[M]) -> M:
         """Send with retries (connection failures, 429, 502-504) and parse the answer."""
@@ -273,7 +279,13 @@ class Client:
         return self.send(runs_call(status, cursor, limit))
 
     def cancel(self, run_id: str, *, reason: str = "") -> Run:
-        return self.send(cancel_call(run_id, reason))
+        """Stop a run for good; a cancel retried after its answer was lost finds it done."""
+        try:
+            return self.send(cancel_call(run_id, reason))
+        except ApiError as exc:
+            if exc.status == 409 and (run := self.get_run(run_id)).status == "cancelled":
+                return run
+            raise
 
     def send(self, call: Call[M]) -> M:
         settings = self.settings

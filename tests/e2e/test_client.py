@@ -194,6 +194,17 @@ async def test_a_request_retried_after_a_lost_answer_asks_the_humans_once(
     assert asked.state == "pending"
 
 
+async def test_a_cancel_retried_after_a_lost_answer_is_its_answer(
+    front: LosingFront, api: Api
+) -> None:
+    async with AsyncClient(front.url, TOKEN, backoff=0.01) as signoff:
+        await api.rt.create("refund-agent", "Refund order 4471", run_id="r1")
+        cancelled = await signoff.cancel("r1", reason="wrong order")
+        assert front.posts == 2  # answered 502 once, then 409: already cancelled
+        assert cancelled.status == "cancelled"
+    assert (await api.rt.get("r1")).status == "cancelled"
+
+
 # the async client
 
 
