@@ -150,6 +150,7 @@ async def request_approval(request: web.Request) -> web.Response:
         policy=body.policy,
         callback_url=callback_url,
         sensitive=body.sensitive,
+        resume_state=body.resume_state,
     )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
@@ -160,7 +161,8 @@ async def request_approval(request: web.Request) -> web.Response:
 async def get_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     approval = await rt.desk.get(request.match_info["approval_id"])
-    return web.json_response(await _voted_view(rt, approval))
+    view = await _voted_view(rt, approval)
+    return web.json_response(view | {"resume_state": approval.resume_state})
 
 
 @requires("approvals:decide")

@@ -70,7 +70,8 @@ async def wait_for_decision(request: web.Request) -> web.Response:
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
         await request.app[WAITERS].wait(approval.id, min(left, RECHECK))
         approval = await rt.desk.get(approval.id)
-    return web.json_response(approval_view(approval) | {"votes": await rt.votes(approval.id)})
+    view = approval_view(approval, resume_state=True)
+    return web.json_response(view | {"votes": await rt.votes(approval.id)})
 
 
 def _timeout(text: str | None) -> float:

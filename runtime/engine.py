@@ -285,9 +285,11 @@ class Runtime:
         policy: str | None = None,
         callback_url: str | None = None,
         sensitive: Sequence[str] = (),
+        resume_state: str | None = None,
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
-        `sensitive` names arguments to mask wherever the approval is shown.
+        `sensitive` names arguments to mask wherever the approval is shown; `resume_state`
+        is kept with it, opaque, for the agent to resume from (the first request's wins).
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -302,6 +304,7 @@ class Runtime:
             policy=policy,
             callback_url=callback_url,
             sensitive=sensitive,
+            resume_state=resume_state,
         )
 
     async def resolve(

@@ -79,13 +79,19 @@ def request_call(
     requested_by: str | None,
     sensitive: Sequence[str],
     callback_url: str | None,
+    resume_state: str | None = None,
 ) -> Call[Approval]:
     body: dict[str, Any] = {
         "tool": tool,
         "args": dict(args),
         "approval_id": approval_id or f"ap_{uuid.uuid4().hex[:20]}",
     }
-    optional = {"policy": policy, "requested_by": requested_by, "callback_url": callback_url}
+    optional = {
+        "policy": policy,
+        "requested_by": requested_by,
+        "callback_url": callback_url,
+        "resume_state": resume_state,
+    }
     body |= {k: v for k, v in optional.items() if v is not None}
     if sensitive:
         body["sensitive"] = list(sensitive)

@@ -73,6 +73,7 @@ class AsyncClient:
         requested_by: str | None = None,
         sensitive: Sequence[str] = (),
         callback_url: str | None = None,
+        resume_state: str | None = None,
     ) -> Approval:
         """Ask for an approval; with the same `approval_id`, the same request asks once."""
         call = request_call(
@@ -83,6 +84,7 @@ class AsyncClient:
             requested_by=requested_by,
             sensitive=sensitive,
             callback_url=callback_url,
+            resume_state=resume_state,
         )
         return await self.send(call)
 
@@ -212,6 +214,7 @@ class Client:
         requested_by: str | None = None,
         sensitive: Sequence[str] = (),
         callback_url: str | None = None,
+        resume_state: str | None = None,
     ) -> Approval:
         """Ask for an approval; with the same `approval_id`, the same request asks once."""
         call = request_call(
@@ -222,6 +225,7 @@ class Client:
             requested_by=requested_by,
             sensitive=sensitive,
             callback_url=callback_url,
+            resume_state=resume_state,
         )
         return self.send(call)
 

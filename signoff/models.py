@@ -46,6 +46,11 @@ class Approval(Wire):
     votes: list[str] | None = Field(
         None, description="who approved it so far (a quorum fills up vote by vote)"
     )
+    resume_state: str | None = Field(
+        None,
+        description="what its asker keeps here to resume from once it is decided (as the "
+        "first request gave it); only in the answers of GET /v1/approvals/{id} and its wait",
+    )
 
     @property
     def decided(self) -> bool:

@@ -286,6 +286,10 @@ class Approval(Record):
     created_at: datetime = Field(default_factory=utcnow)
     sensitive: tuple[str, ...] = ()
     """Arguments the tool marks sensitive: masked on every surface, whole for the tool."""
+    resume_state: str | None = Field(None, exclude=True, repr=False)
+    """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
+    OpenAI Agents SDK's paused `RunState`): left out of every dump and repr (logs, audit,
+    Slack), answered only to API clients reading the approval."""
 
     @property
     def shown_args(self) -> dict[str, Any]:

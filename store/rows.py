@@ -230,6 +230,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
         sensitive=dumps(list(approval.sensitive)),
+        resume_state=approval.resume_state,  # excluded from model_dump, so never logged
     )
     return values
 

@@ -37,12 +37,35 @@ class Gate:
     timeout: float = 3600.0
     on_timeout: OnTimeout = "deny"
 
-    async def decide(self, approval_id: str, tool: str, args: Mapping[str, Any]) -> Approval:
+    async def ask(
+        self,
+        approval_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        resume_state: str | None = None,
+    ) -> Approval:
+        """Ask (once per id), not waiting; `resume_state` is kept with a new approval."""
+        return await self.client.request(
+            tool,
+            args,
+            approval_id=approval_id,
+            policy=self.policy,
+            requested_by=self.requested_by,
+            resume_state=resume_state,
+        )
+
+    async def decide(
+        self,
+        approval_id: str,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        resume_state: str | None = None,
+    ) -> Approval:
         """The decided approval; still pending after `timeout`: `TimedOut` with
         `on_timeout="raise"`, else the pending approval (which every adapter denies)."""
-        asked = await self.client.request(
-            tool, args, approval_id=approval_id, policy=self.policy, requested_by=self.requested_by
-        )
+        asked = await self.ask(approval_id, tool, args, resume_state=resume_state)
         decided = asked if asked.decided else await self.client.wait(asked.id, timeout=self.timeout)
         if not decided.decided and self.on_timeout == "raise":
             raise TimedOut(decided, self.timeout)

@@ -71,6 +71,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "duplicate_of TEXT",
         "rule TEXT",
         "sensitive TEXT NOT NULL DEFAULT '[]'",
+        "resume_state TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
         " WHERE idempotency_key IS NOT NULL",

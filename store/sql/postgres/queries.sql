@@ -218,12 +218,12 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, rule, created_at, sensitive)
+                       callback_status, duplicate_of, rule, created_at, sensitive, resume_state)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :rule, :created_at, :sensitive)
+        :rule, :created_at, :sensitive, :resume_state)
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
