@@ -15,6 +15,7 @@
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
     GET  /v1/approvals/{id}/wait?timeout=   the decision, long-polled (`bot.api_wait`)
+    GET  /v1/approvals/{id}/deliveries      its webhook attempts (`bot.api_deliveries`)
     GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
@@ -41,6 +42,7 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
+from bot.api_deliveries import add_deliveries_route
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_inbox import add_list_routes, run_outcome
 from bot.api_keys import BACKGROUND, RUNTIME
@@ -284,6 +286,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/audit", audit)
     add_list_routes(app)
     add_wait_route(app)
+    add_deliveries_route(app)
     add_document_route(app)
 
 

@@ -138,6 +138,15 @@ def _paths() -> Json:
                 ok={"200": "Approval"},
             ),
         },
+        "/v1/approvals/{approval_id}/deliveries": {
+            "get": _op(
+                "listDeliveries",
+                "Every attempt at POSTing the decision to the approval's callback_url",
+                READ_APPROVALS,
+                params=[approval_id],
+                ok={"200": "DeliveryList"},
+            ),
+        },
         "/v1/approvals/{approval_id}/decision": {
             "post": _op(
                 "decide",
@@ -180,6 +189,7 @@ LINKS: dict[str, dict[str, tuple[str, str]]] = {
         "GetApproval": ("getApproval", "approval_id"),
         "WaitForDecision": ("waitForDecision", "approval_id"),
         "Decide": ("decide", "approval_id"),
+        "ListDeliveries": ("listDeliveries", "approval_id"),
     },
     "startRun": {
         "GetRun": ("getRun", "run_id"),

@@ -112,6 +112,25 @@ class ApprovalList(Wire):
     next_cursor: str | None = Field(description="ask again with cursor= this; null: the end")
 
 
+class DeliveryAttempt(Wire):
+    """One attempt at POSTing an approval's decision to its callback URL."""
+
+    attempt: int = Field(ge=1, description="1 for the first attempt of a delivery round")
+    at: datetime
+    url: str
+    state: ApprovalState = Field(description="the decision it carried")
+    delivered: bool
+    status_code: int | None = Field(None, description="the receiver's HTTP status, if any")
+    error: str | None = Field(None, description="what went wrong; null once delivered")
+    next_attempt_at: datetime | None = Field(
+        None, description="when it is tried again; null: delivered, or out of attempts"
+    )
+
+
+class DeliveryList(Wire):
+    deliveries: list[DeliveryAttempt] = Field(description="oldest first")
+
+
 class RunList(Wire):
     runs: list[RunSummary]
     next_cursor: str | None
@@ -150,6 +169,7 @@ class Error(Wire):
 RESPONSES: tuple[type[Wire], ...] = (
     Approval,
     ApprovalList,
+    DeliveryList,
     Run,
     RunList,
     AuditPage,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime
+from typing import Any
 
 import pytest
 from aiohttp import web
@@ -18,7 +20,7 @@ from signoff.webhooks import BadSignature, verified, verify
 from store import Store
 
 from .api_support import LOOPBACK, ApiServers
-from .helpers import AUTH, Api, eventually
+from .helpers import AUTH, Api, eventually, free_port
 
 SECRET = "callback-secret"
 MakeApi = Callable[..., Awaitable[Api]]
@@ -108,3 +110,89 @@ async def test_a_delivery_the_receiver_refuses_is_a_failure_in_the_history(
 async def _events(api: Api, action: str) -> list[dict[str, object]]:
     response = await api.client.get("/v1/audit?approval_id=w1", headers=AUTH)
     return [e for e in (await response.json())["events"] if e["action"] == action]
+
+
+async def test_every_attempt_is_in_the_delivery_history_until_the_receiver_takes_it(
+    make_api: MakeApi, store: Store
+) -> None:
+    """A receiver that fails twice (500, then 503), then takes the delivery once it verifies
+    its signature with the client's helper: three attempts listed, each with its status and,
+    but for the last, when it was to be tried again."""
+    got: list[object] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        try:
+            approval = verified(SECRET, dict(request.headers), await request.read())
+        except BadSignature:
+            return web.Response(status=401)
+        got.append(approval)
+        return web.Response(status=[500, 503, 204][min(len(got), 3) - 1])
+
+    app = web.Application()
+    app.router.add_post("/hook", handle)
+    server = TestServer(app)
+    await server.start_server()
+    url = str(server.make_url("/hook"))
+    try:
+        background = Background()
+        notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK, first_delay=0.05)
+        api = await make_api(background, notifier=notifier)
+        body = {"tool": "wire", "args": {"cents": 5}, "callback_url": url, "approval_id": "w1"}
+        assert (await api.client.post("/v1/approvals", json=body, headers=AUTH)).status == 201
+        before = await _deliveries(api)
+        await api.rt.decide("w1", "approved", by="U0BOSS")
+        await eventually(lambda: _events(api, "callback_delivered"))
+        listed = await _deliveries(api)
+    finally:
+        await server.close()
+    assert before == []
+    assert len(got) == 3
+    assert all(a.state == "approved" for a in got)  # type: ignore[attr-defined]
+    assert [(d["attempt"], d["status_code"], d["delivered"]) for d in listed] == [
+        (1, 500, False),
+        (2, 503, False),
+        (3, 204, True),
+    ]
+    assert [d["error"] for d in listed] == ["HTTP 500", "HTTP 503", None]
+    assert {d["url"] for d in listed} == {url}
+    first, second, third = (
+        {k: datetime.fromisoformat(d[k]) if d[k] else None for k in ("at", "next_attempt_at")}
+        for d in listed
+    )
+    assert first["next_attempt_at"] is not None
+    assert second["next_attempt_at"] is not None
+    assert first["at"] < first["next_attempt_at"] <= second["at"]  # type: ignore[operator]
+    assert second["at"] < second["next_attempt_at"] <= third["at"]  # type: ignore[operator]
+    assert third["next_attempt_at"] is None
+    missing = await api.client.get("/v1/approvals/nope/deliveries", headers=AUTH)
+    assert missing.status == 404
+
+
+async def test_a_delivery_out_of_attempts_lists_the_error_and_no_next_attempt(
+    make_api: MakeApi, store: Store
+) -> None:
+    background = Background()
+    notifier = CallbackNotifier(
+        store, SECRET, background, policy=LOOPBACK, attempts=2, first_delay=0.01, timeout=2
+    )
+    api = await make_api(background, notifier=notifier)
+    url = f"http://127.0.0.1:{free_port()}/hook"  # nobody listens
+    body = {"tool": "wire", "args": {}, "callback_url": url, "approval_id": "w1"}
+    assert (await api.client.post("/v1/approvals", json=body, headers=AUTH)).status == 201
+    await api.rt.decide("w1", "declined", by="U0BOSS", reason="no")
+    await eventually(lambda: _events(api, "callback_failed"))
+    listed = await _deliveries(api)
+    assert [(d["attempt"], d["status_code"], d["delivered"]) for d in listed] == [
+        (1, None, False),
+        (2, None, False),
+    ]
+    assert all("Connect" in d["error"] for d in listed), listed
+    assert listed[0]["next_attempt_at"] is not None
+    assert listed[1]["next_attempt_at"] is None
+
+
+async def _deliveries(api: Api) -> list[dict[str, Any]]:
+    response = await api.client.get("/v1/approvals/w1/deliveries", headers=AUTH)
+    assert response.status == 200
+    listed: list[dict[str, Any]] = (await response.json())["deliveries"]
+    return listed
