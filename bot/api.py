@@ -2,7 +2,8 @@
 
     POST /v1/runs             {agent, task, run_id?, requested_by?, budget?}  (idempotent by id)
                                                                       runs:write
-    GET  /v1/runs/{id}        status, usage, pending approvals        runs:read
+    GET  /v1/runs/{id}        status, usage, pending approvals, answer, every approval
+                                                                      runs:read
     POST /v1/runs/{id}/cancel {reason?}  (202 while a tool still runs)  runs:write
     POST /v1/runs/{id}/effects/{call}/resolve {happened}  (an in-doubt page) runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
@@ -12,6 +13,11 @@
                                           approvals:request, approvals:decide or runs:read
     POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
+    GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
+    GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
+    GET  /v1/approvals/{id}/wait?timeout=   the decision, long-polled (`bot.api_wait`)
+    GET  /v1/approvals/{id}/deliveries      its webhook attempts (`bot.api_deliveries`)
+    GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
@@ -28,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -36,9 +43,14 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
+from bot.api_deliveries import add_deliveries_route
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
+from bot.api_inbox import add_list_routes, run_outcome
+from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_views import approval_view
+from bot.api_wait import add_wait_route
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.openapi import add_document_route
 from bot.requests import (
     ApprovalRequest,
     CancelRequest,
@@ -53,8 +65,6 @@ from store import Approval, ApprovalState, AuditEvent, Run
 from store.limits import MAX_DEPTH, plain_reason
 
 M = TypeVar("M", bound=BaseModel)
-RUNTIME = web.AppKey("runtime", Runtime)
-BACKGROUND = web.AppKey("background", Background)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_AUDIT_PAGE = 10_000
 DEFAULT_RATE = 600
@@ -169,6 +179,7 @@ async def request_approval(request: web.Request) -> web.Response:
         policy=body.policy,
         callback_url=callback_url,
         sensitive=body.sensitive,
+        resume_state=body.resume_state,
     )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
@@ -179,7 +190,8 @@ async def request_approval(request: web.Request) -> web.Response:
 async def get_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     approval = await rt.desk.get(request.match_info["approval_id"])
-    return web.json_response(await _voted_view(rt, approval))
+    view = await _voted_view(rt, approval)
+    return web.json_response(view | {"resume_state": approval.resume_state})
 
 
 @requires("approvals:decide")
@@ -245,7 +257,7 @@ async def audit(request: web.Request) -> web.Response:
 
 
 def _instant(text: str | None) -> datetime | None:
-    if not text:
+    if text is None:
         return None
     try:
         # A "+" left unescaped in a query string arrives as a space.
@@ -258,7 +270,7 @@ def _instant(text: str | None) -> datetime | None:
 def _limit(text: str | None) -> int:
     if text is None:
         return 1000
-    if not text.isdigit() or not 1 <= int(text) <= MAX_AUDIT_PAGE:
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_AUDIT_PAGE:
         raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
     return int(text)
 
@@ -291,7 +303,7 @@ async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
     view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
     view["pending_approvals"] = [await _voted_view(rt, a) for a in pending]
     view["calls"] = [t.as_dict() for t in await rt.call_trail(run.id)]  # proposed, approved, ran
-    return view
+    return view | await run_outcome(rt, run)
 
 
 async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
@@ -308,6 +320,10 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
     app.router.add_get("/v1/audit", audit)
+    add_list_routes(app)
+    add_wait_route(app)
+    add_deliveries_route(app)
+    add_document_route(app)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -3,7 +3,10 @@
 The body is the approval as JSON. `X-Signoff-Timestamp` is Unix seconds and
 `X-Signoff-Signature` is `v1=` + hex HMAC-SHA256 of `v1:<timestamp>:<body>` with the shared
 secret, the way Slack signs its requests. Delivery status is stored on the approval, so a
-callback interrupted by a restart is sent again at start-up.
+callback interrupted by a restart is sent again at start-up. Every attempt is audited as it
+ends (`callback_attempt`: the receiver's status or the error, and when it is tried next),
+which `GET /v1/approvals/{id}/deliveries` lists; each round's outcome is audited too
+(`callback_delivered`, `callback_failed`).
 
 Where a callback may go is `bot.callback_policy`'s to say, checked again when it is sent: the
 URL against the allowed hosts, and the addresses the connection uses (resolved through the
@@ -20,6 +23,8 @@ import json
 import logging
 import socket
 import time
+from dataclasses import dataclass
+from datetime import timedelta
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -36,11 +41,21 @@ from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier
-from store import Approval, Delivery, Run, Store
+from store import Approval, AuditEvent, Delivery, Run, Store
+from store.records import utcnow
 
 log = logging.getLogger("signoff.callbacks")
 MAX_DELAY = 30.0
 """The longest wait between two attempts at one callback (the waits double from the first)."""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one POST came to: the receiver's status, if it answered, and what went wrong
+    ("" once delivered)."""
+
+    status: int | None
+    failure: str
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -112,24 +127,29 @@ class CallbackNotifier(NullNotifier):
         body = json.dumps(approval_view(approval)).encode()
         failure = ""
         connector = aiohttp.TCPConnector(resolver=CheckedResolver(self.policy))
+
+        async def retrying_soon(state: RetryCallState) -> None:  # tenacity awaits a coroutine fn
+            await self._attempted(
+                approval, state.attempt_number, state.outcome, state.upcoming_sleep
+            )
+
         async with aiohttp.ClientSession(timeout=self.timeout, connector=connector) as session:
             retrying = AsyncRetrying(
-                retry=retry_if_result(bool),  # what went wrong, in words; "" once delivered
+                retry=retry_if_result(lambda attempt: bool(attempt.failure)),
                 stop=stop_after_attempt(self.attempts),
                 wait=wait_exponential_jitter(
                     multiplier=self.first_delay, max=MAX_DELAY, jitter=self.first_delay
                 ),
                 retry_error_callback=_last_failure,
-                before_sleep=lambda state: log.debug(
-                    "callback for approval %s, attempt %d: %s",
-                    approval.id,
-                    state.attempt_number,
-                    state.outcome.result() if state.outcome else "",
-                ),
+                before_sleep=retrying_soon,
             )
-            failure = await retrying(self._post, session, url, body)
+            last: Attempt = await retrying(self._post, session, url, body)
+            attempts = retrying.statistics.get("attempt_number", 1)
+            await self._attempted(approval, attempts, last, None)
+            failure = last.failure
             if not failure:
                 await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
+                await self._history(approval, "callback_delivered", attempts=attempts)
                 log.info(
                     "callback for approval %s (%s) delivered to %s (attempt %d)",
                     approval.id,
@@ -155,7 +175,38 @@ class CallbackNotifier(NullNotifier):
         )
         CALLBACK_FAILURES.inc()
         await self.store.set_callback_status(approval.id, Delivery.FAILED)
+        await self._history(approval, "callback_failed", attempts=attempts, last=failure)
         return False
+
+    async def _attempted(
+        self, approval: Approval, number: int, outcome: object, retry_in: float | None
+    ) -> None:
+        """One attempt in the audit trail, as it ends: the delivery history."""
+        attempt = _attempt_of(outcome)
+        next_at = None if retry_in is None else (utcnow() + timedelta(seconds=retry_in))
+        log.debug("callback for approval %s, attempt %d: %s", approval.id, number, attempt)
+        await self._history(
+            approval,
+            "callback_attempt",
+            attempt=number,
+            status_code=attempt.status,
+            error=attempt.failure or None,
+            next_attempt_at=next_at and next_at.isoformat(),
+        )
+
+    async def _history(self, approval: Approval, action: str, **detail: object) -> None:
+        """A delivery's attempt or outcome in the audit trail (`GET /v1/audit?approval_id=`;
+        the attempts are `GET /v1/approvals/{id}/deliveries`)."""
+        await self.store.record_event(
+            AuditEvent(
+                action=action,
+                actor="signoff",
+                run_id=approval.run_id,
+                approval_id=approval.id,
+                detail={"url": approval.callback_url, "state": approval.state.value, **detail},
+                at=utcnow(),
+            )
+        )
 
     async def _refused(self, approval: Approval, reason: str) -> bool:
         """Not sent, nor tried again until the next redelivery (the settings may change)."""
@@ -168,8 +219,8 @@ class CallbackNotifier(NullNotifier):
             await self.store.set_callback_status(approval.id, Delivery.FAILED)
         return False
 
-    async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> str:
-        """POST the signed body; "" when the receiver took it, else what went wrong."""
+    async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> Attempt:
+        """POST the signed body; what it came to."""
         timestamp = str(int(time.time()))
         headers = {
             "Content-Type": "application/json",
@@ -180,14 +231,29 @@ class CallbackNotifier(NullNotifier):
             async with session.post(
                 url, data=body, headers=headers, allow_redirects=False
             ) as response:
-                return "" if 200 <= response.status < 300 else f"HTTP {response.status}"
+                ok = 200 <= response.status < 300
+                return Attempt(response.status, "" if ok else f"HTTP {response.status}")
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return repr(exc)
+            return Attempt(None, repr(exc))
 
 
-def _last_failure(state: RetryCallState) -> str:
-    """Out of attempts: the last thing that went wrong (instead of tenacity's RetryError)."""
-    return str(state.outcome.result()) if state.outcome else "no attempt made"
+def _last_failure(state: RetryCallState) -> Attempt:
+    """Out of attempts: the last attempt (instead of tenacity's RetryError)."""
+    return _attempt_of(state.outcome)
+
+
+def _attempt_of(outcome: object) -> Attempt:
+    """The attempt a tenacity outcome (a future) or a plain result holds."""
+    if isinstance(outcome, Attempt):
+        return outcome
+    result = getattr(outcome, "result", None)
+    if result is None:
+        return Attempt(None, "no attempt made")
+    try:
+        value = result()
+    except Exception as exc:  # _post returns its failures; anything else is a bug to report
+        return Attempt(None, repr(exc))
+    return value if isinstance(value, Attempt) else Attempt(None, str(value))
 
 
 class CheckedResolver(AbstractResolver):

@@ -17,6 +17,7 @@ from store.limits import (
     MAX_AGENT,
     MAX_REASON,
     MAX_REQUESTER,
+    MAX_RESUME_STATE,
     MAX_TASK,
     MAX_TOOL,
     check_args,
@@ -52,6 +53,13 @@ class ApprovalRequest(BaseModel):
     callback_url: HttpUrl | None = None
     sensitive: list[str] = Field(default_factory=list, max_length=100)
     """Arguments to mask wherever the approval is shown (Slack, CLI, API, audit, logs)."""
+    resume_state: str | None = Field(
+        None,
+        max_length=MAX_RESUME_STATE,
+        description="opaque text the asking agent resumes from once the approval is decided "
+        "(e.g. the OpenAI Agents SDK's paused RunState): kept as the first request gave it, "
+        "shown to no person, returned whole by GET /v1/approvals/{id} and its wait",
+    )
 
     _args = field_validator("args", mode="before")(_small_args)
 

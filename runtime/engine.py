@@ -23,6 +23,7 @@ from runtime import (
     driving,
     ending,
     errors,
+    inbox,
     listing,
     paging,
     recovery,
@@ -207,6 +208,29 @@ class Runtime:
     ) -> builtins.list[Run]:
         return await listing.list_runs(self.deps, status, limit=limit)
 
+    async def page_runs(
+        self,
+        *,
+        status: str | None = None,
+        agent: str | None = None,
+        requested_by: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> inbox.Listed[Run]:
+        """Runs newest first, a page at a time (`cursor` from the previous page)."""
+        return await inbox.page_runs(
+            self.deps,
+            status=status,
+            agent=agent,
+            requested_by=requested_by,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    async def answer(self, run: Run) -> str | None:
+        """The final answer of a finished run (None while it runs or if it gave none)."""
+        return await inbox.final_answer(self.deps, run)
+
     async def cancel(
         self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "", wait: bool = True
     ) -> Run:
@@ -239,6 +263,31 @@ class Runtime:
         self, run_id: str | None = None, *, state: ApprovalState | str | None = None
     ) -> builtins.list[Approval]:
         return await listing.list_approvals(self.deps, run_id, state)
+
+    async def page_approvals(
+        self,
+        *,
+        state: str | None = None,
+        run_id: str | None = None,
+        tool: str | None = None,
+        requested_by: str | None = None,
+        cursor: str | None = None,
+        limit: int = 100,
+    ) -> inbox.Listed[Approval]:
+        """Approvals oldest first, a page at a time: what waits, for an inbox or a client."""
+        return await inbox.page_approvals(
+            self.deps,
+            state=state,
+            run_id=run_id,
+            tool=tool,
+            requested_by=requested_by,
+            cursor=cursor,
+            limit=limit,
+        )
+
+    async def votes(self, approval_id: str) -> builtins.list[str]:
+        """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
+        return await self.deps.store.list_votes(approval_id)
 
     async def decide(
         self,
@@ -293,9 +342,11 @@ class Runtime:
         policy: str | None = None,
         callback_url: str | None = None,
         sensitive: Sequence[str] = (),
+        resume_state: str | None = None,
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
-        `sensitive` names arguments to mask wherever the approval is shown.
+        `sensitive` names arguments to mask wherever the approval is shown; `resume_state`
+        is kept with it, opaque, for the agent to resume from (the first request's wins).
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -310,6 +361,7 @@ class Runtime:
             policy=policy,
             callback_url=callback_url,
             sensitive=sensitive,
+            resume_state=resume_state,
         )
 
     async def resolve(

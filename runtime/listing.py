@@ -17,13 +17,20 @@ async def list_approvals(
 ) -> list[Approval]:
     if run_id is not None:
         await deps.run(run_id)
+    return await deps.store.list_approvals(run_id=run_id, state=approval_state(state))
+
+
+def approval_state(state: ApprovalState | str | None) -> ApprovalState | None:
     try:
-        chosen = ApprovalState(state) if state else None
+        return ApprovalState(state) if state else None
     except ValueError:
         raise errors.InvalidRequest(
             f"unknown approval state {state!r}; use pending, approved or declined"
         ) from None
-    return await deps.store.list_approvals(run_id=run_id, state=chosen)
+
+
+def run_status(status: RunStatus | str | None) -> RunStatus | None:
+    return _status(status)
 
 
 def _status(status: RunStatus | str | None) -> RunStatus | None:

@@ -151,6 +151,19 @@ class Store(Protocol):
     async def list_runs(
         self, status: RunStatus | None = None, *, limit: int = 100
     ) -> list[Run]: ...
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        requested_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        """Runs newest first, each filter optional, those after `after` (the (created_at,
+        id) of the previous page's last one), at most `limit`."""
+        ...
+
     async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None: ...
     async def set_run_model(self, run_id: str, model: dict[str, Any], *, at: datetime) -> None:
         """Record the model a run goes on with (a person chose another one, audited)."""
@@ -214,6 +227,20 @@ class Store(Protocol):
         state: ApprovalState | None = None,
         limit: int = 1000,
     ) -> list[Approval]: ...
+    async def page_approvals(
+        self,
+        *,
+        state: ApprovalState | None = None,
+        run_id: str | None = None,
+        tool: str | None = None,
+        requested_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        """Approvals oldest first, each filter optional, those after `after` (the
+        (created_at, id) of the previous page's last one), at most `limit`."""
+        ...
+
     async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int: ...
     async def list_votes(self, approval_id: str) -> list[str]:
         """The users who voted for an approval, in order."""

@@ -24,6 +24,9 @@ MAX_REASON = 3_000
 """Why a decision or a cancellation was made, in characters."""
 MAX_ARGS_BYTES = 64 * 1024
 """Arguments (of an approval, or edited in a decision) as JSON, in bytes."""
+MAX_RESUME_STATE = 512 * 1024
+"""What a client keeps with an approval to resume from (`resume_state`), in characters:
+room for a paused agent's transcript, well inside the API's 1 MiB body."""
 MAX_DEPTH = 32
 """Arguments nest at most this many objects and arrays deep, the arguments object itself
 counted as the first level: far past any real tool's arguments, far below where encoding

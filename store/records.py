@@ -365,6 +365,11 @@ class Approval(Record):
             self.shown_digest
         )
 
+    resume_state: str | None = Field(None, exclude=True, repr=False)
+    """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
+    OpenAI Agents SDK's paused `RunState`): left out of every dump and repr (logs, audit,
+    Slack), answered only to API clients reading the approval."""
+
     @property
     def shown_args(self) -> dict[str, Any]:
         """The arguments as people and logs may see them (sensitive ones masked)."""

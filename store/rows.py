@@ -248,6 +248,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         approved_digest=approval.approved_digest or decided_digest(approval),
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
+        resume_state=approval.resume_state,  # excluded from model_dump, so never logged
     )
     return values
 

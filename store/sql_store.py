@@ -95,6 +95,24 @@ class SqlStore:
             found = await self._read("list_runs_by_status", params)
         return [rows.run_from_row(row) for row in found]
 
+    async def page_runs(
+        self,
+        *,
+        status: RunStatus | None = None,
+        agent: str | None = None,
+        requested_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[Run]:
+        params = {
+            "status": None if status is None else RunStatus(status).value,
+            "agent": agent,
+            "requested_by": requested_by,
+            **_cursor(after),
+            "limit": limit,
+        }
+        return [rows.run_from_row(row) for row in await self._read("page_runs", params)]
+
     async def set_run_budget(self, run_id: str, budget: Budget, *, at: datetime) -> None:
         params = {
             "id": run_id,
@@ -203,6 +221,27 @@ class SqlStore:
             found = await self._read("list_approvals_by_state", params)
         else:
             found = await self._read("list_approvals", params)
+        return [rows.approval_from_row(row) for row in found]
+
+    async def page_approvals(
+        self,
+        *,
+        state: ApprovalState | None = None,
+        run_id: str | None = None,
+        tool: str | None = None,
+        requested_by: str | None = None,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 100,
+    ) -> list[Approval]:
+        params = {
+            "state": None if state is None else ApprovalState(state).value,
+            "run_id": run_id,
+            "tool": tool,
+            "requested_by": requested_by,
+            **_cursor(after),
+            "limit": limit,
+        }
+        found = await self._read("page_approvals", params)
         return [rows.approval_from_row(row) for row in found]
 
     async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
@@ -515,3 +554,10 @@ def _lease_times(now: datetime, until: datetime) -> dict[str, Any]:
     clock, so a worker whose clock is off cannot take or keep a lease by its own reckoning."""
     ttl = (until - now).total_seconds()
     return {"now": rows.ts(now), "until": rows.ts(until), "ttl": ttl}
+
+
+def _cursor(after: tuple[datetime, str] | None) -> dict[str, Any]:
+    """A page's position as query parameters: after this (created_at, id), or from the start."""
+    if after is None:
+        return {"after_at": None, "after_id": None}
+    return {"after_at": rows.ts(after[0]), "after_id": after[1]}

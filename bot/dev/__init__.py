@@ -34,7 +34,13 @@ CONSOLE_TOKEN = "console"
 
 
 def dev_settings(
-    *, database: Path, port: int, slack_api_url: str, signing_secret: str, api_token: str
+    *,
+    database: Path,
+    port: int,
+    slack_api_url: str,
+    signing_secret: str,
+    api_token: str,
+    agent_token: str | None = None,
 ) -> Settings:
     """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
     approver (bob) who may edit, and the refund agent (with any agents SIGNOFF_AGENTS adds)."""
@@ -52,7 +58,8 @@ def dev_settings(
                 scopes=frozenset({"runs:read", "runs:write"}),
                 sha256=hashlib.sha256(api_token.encode()).hexdigest(),
             )
-        },
+        }
+        | _agents_token(agent_token),
         callback_secret=secrets.token_hex(16),
         api_only=False,
         worker_id="signoff-dev",  # the same after a restart: parked runs are ours at once
@@ -85,12 +92,16 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
     slack_state.watch(fake.workspace, hub, saved)
     slack_url = await fake.start("127.0.0.1", 0)
     signing_secret, api_token = _dev_secrets(database.with_name(f"{database.stem}-secrets.json"))
+    agent_token = os.environ.get("SIGNOFF_API_TOKEN") or _kept_token(
+        database.with_name(f"{database.stem}-agent-token")
+    )
     settings = dev_settings(
         database=database,
         port=port,
         slack_api_url=slack_url,
         signing_secret=signing_secret,
         api_token=api_token,
+        agent_token=agent_token,
     )
     url = f"http://127.0.0.1:{port}/"
 
@@ -108,7 +119,15 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
                 flush=True,
             )
 
+        async def tell_agents(app: web.Application) -> None:
+            print(
+                "signoff dev: agents on other stacks (examples/stacks): "
+                f"export SIGNOFF_URL={url.rstrip('/')} SIGNOFF_API_TOKEN={agent_token}",
+                flush=True,
+            )
+
         app.on_startup.append(tell)
+        app.on_startup.append(tell_agents)
 
     if restored:
         log.info("dev: %d Slack message(s) restored from %s", restored, saved)
@@ -159,3 +178,31 @@ def _dev_secrets(path: Path) -> tuple[str, str]:
     path.touch(mode=0o600)
     path.write_text(json.dumps(made), "utf-8")
     return made["signing_secret"], made["api_token"]
+
+
+AGENTS_TOKEN = "agents"
+
+
+def _agents_token(secret: str | None) -> dict[str, ApiToken]:
+    """The token agents on other stacks use here (the client, the MCP proxy, the adapters):
+    it asks for approvals and starts and reads runs; people decide on their cards."""
+    if not secret:
+        return {}
+    scopes = frozenset({"approvals:request", "runs:read", "runs:write"})
+    return {
+        AGENTS_TOKEN: ApiToken(scopes=scopes, sha256=hashlib.sha256(secret.encode()).hexdigest())
+    }
+
+
+def _kept_token(path: Path) -> str:
+    """A token made once for this dev database (readable by this user only)."""
+    try:
+        kept = path.read_text("utf-8").strip()
+    except OSError:
+        kept = ""
+    if kept:
+        return kept
+    made = secrets.token_urlsafe(24)
+    path.touch(mode=0o600)
+    path.write_text(made, "utf-8")
+    return made

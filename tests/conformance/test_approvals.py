@@ -58,6 +58,22 @@ async def test_an_approval_without_a_run_can_be_created(
     assert await store.get_approval(approval.id) == approval
 
 
+async def test_an_approval_keeps_its_resume_state_through_its_decision(
+    store: Store, make_approval: MakeApproval, clock: Clock
+) -> None:
+    kept = '{"paused": "state \u00e9", "big": "' + "x" * 300_000 + '"}'
+    approval = make_approval(None, tool="deploy").model_copy(update={"resume_state": kept})
+
+    await store.create_approval(approval)
+    decided = await store.decide_approval(
+        approval.id, APPROVED, by="U1", at=clock(), reason=None, approved_args=None
+    )
+
+    assert (await store.get_approval(approval.id)).resume_state == kept
+    assert decided.resume_state == kept
+    assert "resume_state" not in decided.model_dump()
+
+
 async def test_create_approval_with_a_taken_id_is_refused_and_changes_nothing(
     store: Store, pending: Approval
 ) -> None:

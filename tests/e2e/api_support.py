@@ -18,6 +18,7 @@ from runtime import Runtime
 from store import Store
 
 from .helpers import TOKEN, Api
+from .openapi_check import watch
 
 
 def bearer(secret: str) -> dict[str, str]:
@@ -74,7 +75,7 @@ class ApiServers:
         runtime_options = {k: v for k, v in options.items() if k not in names}
         rt = self.make_runtime(**runtime_options)
         background = background or Background()
-        app = api_app(rt, background=background, **chosen)
+        app = watch(api_app(rt, background=background, **chosen))
         client = TestClient(TestServer(app))
         await client.start_server()
         self.started.append(Api(client, rt, background, self.store))

@@ -3,7 +3,7 @@ the refund agent acting on a throwaway world."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from runtime import Agent, Runtime
 from store import Store, open_store
 
 from .helpers import TOKEN, Api
+from .openapi_check import VIOLATIONS, watch
 
 
 @pytest.fixture
@@ -58,7 +59,8 @@ async def make_api(
     async def make(background: Background | None = None, **options: Any) -> Api:
         rt = make_runtime(**options)
         background = background or Background()
-        client = TestClient(TestServer(api_app(rt, token=TOKEN, background=background)))
+        app = watch(api_app(rt, token=TOKEN, background=background))
+        client = TestClient(TestServer(app))
         await client.start_server()
         started.append(Api(client, rt, background, store))
         return started[-1]
@@ -72,3 +74,12 @@ async def make_api(
 @pytest.fixture
 async def api(make_api: Callable[..., Awaitable[Api]]) -> Api:
     return await make_api()
+
+
+@pytest.fixture(autouse=True)
+def answers_match_the_openapi_document() -> Iterator[None]:
+    """Every /v1 answer a test's API gave matches docs/openapi.json (`openapi_check`)."""
+    VIOLATIONS.clear()
+    yield
+    found, VIOLATIONS[:] = list(VIOLATIONS), []
+    assert not found, "answers that do not match the OpenAPI document:\n" + "\n".join(found)

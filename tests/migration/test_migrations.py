@@ -76,6 +76,7 @@ EXPECTED_SCHEMA: dict[str, list[str]] = {
         "key_suffix TEXT",
         "conflict TEXT",
         "duplicate_args TEXT",
+        "resume_state TEXT",
         "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
         "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
         " WHERE idempotency_key IS NOT NULL",

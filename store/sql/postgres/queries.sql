@@ -73,6 +73,23 @@ JOIN checkpoints c ON c.run_id = r.id
  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
 ORDER BY r.created_at DESC, r.id
 
+-- page_runs --
+-- One page of runs, newest first, filtered by status, agent and requester (each optional),
+-- after the cursor (created_at, id) of the previous page's last one; with latest checkpoints.
+SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
+       r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
+       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+FROM (SELECT * FROM runs
+      WHERE (:status::text IS NULL OR status = :status)
+        AND (:agent::text IS NULL OR agent = :agent)
+        AND (:requested_by::text IS NULL OR requested_by = :requested_by)
+        AND (:after_at::timestamptz IS NULL OR created_at < :after_at
+             OR (created_at = :after_at AND id > :after_id::text))
+      ORDER BY created_at DESC, id LIMIT :limit) r
+JOIN checkpoints c ON c.run_id = r.id
+ AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
+ORDER BY r.created_at DESC, r.id
+
 -- run_head --
 -- What a write checks first: who holds the lease, the mirrored status, the latest seq. The
 -- run's row stays locked to the end of the transaction: writers of one run take turns.
@@ -223,13 +240,13 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
                        callback_status, duplicate_of, rule, created_at, sensitive,
                        args_digest, approved_digest, key_suffix, conflict,
-                       duplicate_args)
+                       duplicate_args, resume_state)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
-        :conflict, :duplicate_args)
+        :conflict, :duplicate_args, :resume_state)
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
@@ -269,6 +286,18 @@ SELECT * FROM approvals WHERE state = :state ORDER BY created_at, id LIMIT :limi
 -- A run's approvals, oldest first, optionally in one state.
 SELECT * FROM approvals
 WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
+ORDER BY created_at, id LIMIT :limit
+
+-- page_approvals --
+-- One page of approvals, oldest first, filtered by state, run, tool and requester (each
+-- optional), after the cursor (created_at, id) of the previous page's last one.
+SELECT * FROM approvals
+WHERE (:state::text IS NULL OR state = :state)
+  AND (:run_id::text IS NULL OR run_id = :run_id)
+  AND (:tool::text IS NULL OR tool = :tool)
+  AND (:requested_by::text IS NULL OR requested_by = :requested_by)
+  AND (:after_at::timestamptz IS NULL OR created_at > :after_at
+       OR (created_at = :after_at AND id > :after_id::text))
 ORDER BY created_at, id LIMIT :limit
 
 -- decide_approval --

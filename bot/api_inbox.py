@@ -1,0 +1,94 @@
+"""What waits and how runs ended, over HTTP: the list endpoints and the outcome a run's view
+adds (its final answer and every approval it asked for).
+
+    GET /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=
+        oldest first                  approvals:request, approvals:decide or runs:read
+    GET /v1/runs?status=&agent=&requested_by=&cursor=&limit=
+        newest first                  runs:read
+
+Each answers `{"approvals"|"runs": [...], "next_cursor": str | null}`: ask again with
+`cursor=<next_cursor>` for the next page; null means this was the last. An unknown query
+parameter, state, status or cursor is a 400 naming it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aiohttp import web
+
+from bot.api_auth import requires
+from bot.api_errors import BadRequest
+from bot.api_keys import RUNTIME
+from bot.api_views import approval_view
+from runtime import Runtime
+from runtime.inbox import MAX_PAGE
+from store import Run
+
+APPROVAL_FILTERS = ("state", "run_id", "tool", "requested_by")
+RUN_FILTERS = ("status", "agent", "requested_by")
+DEFAULT_PAGE = 100
+
+
+@requires("approvals:request", "approvals:decide", "runs:read")
+async def list_approvals(request: web.Request) -> web.Response:
+    filters, cursor, limit = _query(request.query, APPROVAL_FILTERS)
+    listed = await request.app[RUNTIME].page_approvals(**filters, cursor=cursor, limit=limit)
+    return web.json_response(
+        {
+            "approvals": [approval_view(a) for a in listed.items],
+            "next_cursor": listed.next_cursor,
+        }
+    )
+
+
+@requires("runs:read")
+async def list_runs(request: web.Request) -> web.Response:
+    filters, cursor, limit = _query(request.query, RUN_FILTERS)
+    listed = await request.app[RUNTIME].page_runs(**filters, cursor=cursor, limit=limit)
+    return web.json_response(
+        {"runs": [run_summary(run) for run in listed.items], "next_cursor": listed.next_cursor}
+    )
+
+
+def run_summary(run: Run) -> dict[str, Any]:
+    """A run as a list shows it: its record without the worker's lease."""
+    return run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+
+
+async def run_outcome(rt: Runtime, run: Run) -> dict[str, Any]:
+    """How a run ended, for its view: the final answer and every approval it asked for,
+    oldest first, with its state, who decided when and why, the proposed and approved
+    arguments, and the votes so far."""
+    approvals = await rt.approvals(run.id)
+    return {
+        "answer": await rt.answer(run),
+        "approvals": [approval_view(a) | {"votes": await rt.votes(a.id)} for a in approvals],
+    }
+
+
+def _query(
+    query: Mapping[str, str], filters: tuple[str, ...]
+) -> tuple[dict[str, str | None], str | None, int]:
+    known = {*filters, "cursor", "limit"}
+    unknown = sorted(set(query) - known)
+    if unknown:
+        allowed = ", ".join(sorted(known))
+        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use {allowed})")
+    chosen = {name: query.get(name) or None for name in filters}
+    return chosen, query.get("cursor") or None, _limit(query.get("limit"))
+
+
+def _limit(text: str | None) -> int:
+    if text is None:
+        return DEFAULT_PAGE
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_PAGE:
+        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_PAGE}")
+    return int(text)
+
+
+def add_list_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/approvals", list_approvals)
+    app.router.add_get("/v1/runs", list_runs)

@@ -1,0 +1,287 @@
+"""The OpenAPI 3.1 document of `/v1`, generated from the models the API reads and answers
+with: the request bodies of `bot.requests` (what the server validates) and the responses of
+`signoff.models` (what the client parses). Served at `/v1/openapi.json`; checked in as
+`docs/openapi.json` (`python -m bot.openapi > docs/openapi.json` writes it again, and a test
+says when it is stale).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
+from signoff import models
+
+REQUESTS: tuple[type[BaseModel], ...] = (
+    RunRequest,
+    ApprovalRequest,
+    DecisionRequest,
+    CancelRequest,
+)
+REF = "#/components/schemas/{model}"
+Json = dict[str, Any]
+
+READ_APPROVALS = ["approvals:request", "approvals:decide", "runs:read"]
+ERRORS = {
+    "400": "malformed: the reason says what is wrong; nothing changed",
+    "401": "no known bearer token",
+    "403": "the token lacks the scope (or the person may not decide)",
+    "404": "no such run, approval or endpoint",
+    "409": "decided already, or the run is finished or busy",
+    "413": "the body is over 1 MiB",
+    "429": "over the token's rate; Retry-After says when to retry",
+    "503": "the database's disk is full (writes), or the API is off",
+}
+
+
+@cache
+def document() -> Json:
+    """The whole document (built once; callers must not change it)."""
+    inputs = [(model, "validation") for model in REQUESTS]
+    outputs = [(model, "serialization") for model in models.RESPONSES]
+    _, schemas = models_json_schema([*inputs, *outputs], ref_template=REF)  # type: ignore[list-item]
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Signoff",
+            "version": "1",
+            "description": "Durable runs for AI agents, and human sign-off for agents on any "
+            "stack: ask for an approval, wait for the decision, act on what was approved.",
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "paths": _paths(),
+        "components": {
+            "schemas": schemas["$defs"],
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    }
+
+
+def _paths() -> Json:
+    run_id = _path_param("run_id")
+    approval_id = _path_param("approval_id")
+    return {
+        "/v1/runs": {
+            "post": _op(
+                "startRun",
+                "Start a run (idempotent by run_id)",
+                ["runs:write"],
+                body="RunRequest",
+                ok={"200": "Run", "201": "Run"},
+            ),
+            "get": _op(
+                "listRuns",
+                "Runs, newest first, a page at a time",
+                ["runs:read"],
+                params=_list_params("status", "agent", "requested_by"),
+                ok={"200": "RunList"},
+            ),
+        },
+        "/v1/runs/{run_id}": {
+            "get": _op(
+                "getRun",
+                "A run: status, usage, what it waits for, its answer and decisions",
+                ["runs:read"],
+                params=[run_id],
+                ok={"200": "Run"},
+            ),
+        },
+        "/v1/runs/{run_id}/cancel": {
+            "post": _op(
+                "cancelRun",
+                "Stop a run for good",
+                ["runs:write"],
+                params=[run_id],
+                body="CancelRequest",
+                body_required=False,
+                ok={"200": "Run"},
+            ),
+        },
+        "/v1/approvals": {
+            "post": _op(
+                "requestApproval",
+                "Ask for an approval (idempotent by approval_id)",
+                ["approvals:request"],
+                body="ApprovalRequest",
+                ok={"200": "Approval", "201": "Approval"},
+            ),
+            "get": _op(
+                "listApprovals",
+                "Approvals, oldest first, a page at a time",
+                READ_APPROVALS,
+                params=_list_params("state", "run_id", "tool", "requested_by"),
+                ok={"200": "ApprovalList"},
+            ),
+        },
+        "/v1/approvals/{approval_id}": {
+            "get": _op(
+                "getApproval",
+                "An approval and who decided it",
+                READ_APPROVALS,
+                params=[approval_id],
+                ok={"200": "Approval"},
+            ),
+        },
+        "/v1/approvals/{approval_id}/wait": {
+            "get": _op(
+                "waitForDecision",
+                "The approval once decided, or still pending after `timeout` seconds",
+                READ_APPROVALS,
+                params=[approval_id, _timeout_param()],
+                ok={"200": "Approval"},
+            ),
+        },
+        "/v1/approvals/{approval_id}/deliveries": {
+            "get": _op(
+                "listDeliveries",
+                "Every attempt at POSTing the decision to the approval's callback_url",
+                READ_APPROVALS,
+                params=[approval_id],
+                ok={"200": "DeliveryList"},
+            ),
+        },
+        "/v1/approvals/{approval_id}/decision": {
+            "post": _op(
+                "decide",
+                "A human's decision, under the policy's rules",
+                ["approvals:decide"],
+                params=[approval_id],
+                body="DecisionRequest",
+                ok={"200": "Approval"},
+            ),
+        },
+        "/v1/openapi.json": {
+            "get": {
+                "operationId": "getDocument",
+                "summary": "This document",
+                "description": "Any known token.",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "content": {"application/json": {"schema": {"type": "object"}}},
+                    },
+                }
+                | {code: _response("Error", text) for code, text in ERRORS.items()},
+            },
+        },
+        "/v1/audit": {
+            "get": _op(
+                "listAudit",
+                "Audit events oldest first",
+                ["audit:read"],
+                params=_audit_params(),
+                ok={"200": "AuditPage"},
+            ),
+        },
+    }
+
+
+# What a client (or a stateful fuzzer) may do next with what an operation answered.
+LINKS: dict[str, dict[str, tuple[str, str]]] = {
+    "requestApproval": {
+        "GetApproval": ("getApproval", "approval_id"),
+        "WaitForDecision": ("waitForDecision", "approval_id"),
+        "Decide": ("decide", "approval_id"),
+        "ListDeliveries": ("listDeliveries", "approval_id"),
+    },
+    "startRun": {
+        "GetRun": ("getRun", "run_id"),
+        "CancelRun": ("cancelRun", "run_id"),
+        "ListItsApprovals": ("listApprovals", "run_id"),
+    },
+}
+
+
+def _links(operation_id: str) -> Json:
+    return {
+        name: {"operationId": target, "parameters": {param: "$response.body#/id"}}
+        for name, (target, param) in LINKS.get(operation_id, {}).items()
+    }
+
+
+def _op(
+    operation_id: str,
+    summary: str,
+    scopes: list[str],
+    *,
+    ok: dict[str, str],
+    params: list[Json] | None = None,
+    body: str | None = None,
+    body_required: bool = True,
+) -> Json:
+    links = _links(operation_id)
+    responses: Json = {
+        code: _response(ref, "OK") | ({"links": links} if links else {}) for code, ref in ok.items()
+    }
+    responses |= {code: _response("Error", text) for code, text in ERRORS.items()}
+    op: Json = {
+        "operationId": operation_id,
+        "summary": summary,
+        "description": f"Scopes: {' or '.join(scopes)}.",
+        "responses": responses,
+    }
+    if params:
+        op["parameters"] = params
+    if body:
+        content = {"application/json": {"schema": {"$ref": REF.format(model=body)}}}
+        op["requestBody"] = {"required": body_required, "content": content}
+    return op
+
+
+def _response(ref: str, text: str) -> Json:
+    schema = {"$ref": REF.format(model=ref)}
+    return {"description": text, "content": {"application/json": {"schema": schema}}}
+
+
+def _path_param(name: str) -> Json:
+    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _query(name: str, schema: Json, text: str) -> Json:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": text}
+
+
+def _list_params(*filters: str) -> list[Json]:
+    chosen = [_query(name, {"type": "string"}, f"only those with this {name}") for name in filters]
+    return [
+        *chosen,
+        _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
+        _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "at most (100)"),
+    ]
+
+
+def _audit_params() -> list[Json]:
+    return [
+        _query("run_id", {"type": "string"}, "only this run's events"),
+        _query("approval_id", {"type": "string"}, "only this approval's events"),
+        _query("since", {"type": "string", "format": "date-time"}, "at or after (ISO 8601)"),
+        _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "at most (1000)"),
+    ]
+
+
+def _timeout_param() -> Json:
+    schema = {"type": "number", "exclusiveMinimum": 0, "maximum": 60}
+    return _query("timeout", schema, "seconds to wait at most (25)")
+
+
+async def serve_document(request: web.Request) -> web.Response:
+    return web.json_response(document())
+
+
+def add_document_route(app: web.Application) -> None:
+    app.router.add_get("/v1/openapi.json", serve_document)
+
+
+def main() -> None:
+    print(json.dumps(document(), indent=2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,213 @@
+"""`signoff mcp -- <command>`: an MCP server in front of another, asking Signoff before each
+call that may change something.
+
+It starts the downstream server (`<command>`, over stdio), lists its tools as its own, and
+forwards each call as `signoff.mcp_rules` judges it: `allow` at once, `deny` never, `ask`
+once a human approved it through the Signoff API (the same cards, rules, quorum, edits and
+timeouts as every other approval), with the approved (possibly edited) arguments.
+
+It never fails open: a declined call, one nobody decided within `--timeout`, and one for
+which Signoff could not be reached at all come back as a tool error the model reads
+(`is_error`, with the reason and "not executed"), and the tool is not run. Calls that ask go
+through the ledger (`signoff.mcp_ledger`), so a call approved once is forwarded once: asking
+again for the same call (after a restart of the proxy too) finds the same approval, and the
+recorded answer once it was forwarded. It serves its client over stdio, or over streamable
+HTTP with `--http`. Built on the official `mcp` SDK (2.x): `mcp.server.Server` for the
+client's side, `ClientSession` over `stdio_client` for the downstream one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.server import Server, ServerRequestContext
+
+from signoff.client import AsyncClient
+from signoff.errors import SignoffError
+from signoff.mcp_ledger import Ledger, call_key
+from signoff.mcp_rules import Rule, Verdict, judge
+from signoff.models import Approval
+
+log = logging.getLogger("signoff.mcp")
+NOT_RUN = "The tool was NOT executed; do not retry this call."
+
+
+@dataclass
+class Proxy:
+    command: Sequence[str]
+    signoff: AsyncClient
+    ledger: Ledger
+    rules: Sequence[Rule] = ()
+    session_name: str = "mcp"
+    timeout: float = 3600.0
+    requested_by: str | None = None
+    downstream: ClientSession | None = None
+    tools: dict[str, types.Tool] = field(default_factory=dict)
+
+    @contextlib.asynccontextmanager
+    async def connected(self) -> AsyncIterator[Proxy]:
+        """The downstream server started and its session open, for as long as this lasts."""
+        program, *args = self.command
+        params = StdioServerParameters(command=program, args=args, env=dict(os.environ))
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            self.downstream = session
+            await self.refresh()
+            log.info("proxying %d tools of %s", len(self.tools), " ".join(self.command))
+            try:
+                yield self
+            finally:
+                self.downstream = None
+                await self.signoff.close()
+                self.ledger.close()
+
+    async def refresh(self) -> None:
+        found = await self._session().list_tools()
+        self.tools = {tool.name: tool for tool in found.tools}
+
+    def server(self) -> Server[Any]:
+        return Server(
+            "signoff-mcp-proxy",
+            version="1",
+            instructions="Calls that may change something wait for a human's approval.",
+            on_list_tools=self.on_list_tools,
+            on_call_tool=self.on_call_tool,
+        )
+
+    async def on_list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        await self.refresh()
+        return types.ListToolsResult(tools=list(self.tools.values()))
+
+    async def on_call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name, args = params.name, dict(params.arguments or {})
+        if name not in self.tools:
+            await self.refresh()
+        tool = self.tools.get(name)
+        if tool is None:
+            return refusal(f"There is no tool {name!r}. {NOT_RUN}")
+        verdict = judge(self.rules, name, args, tool.annotations)
+        log.info("call %s: %s (%s)", name, verdict.action, verdict.why)
+        if verdict.action == "allow":
+            return await self._forward(name, args)
+        if verdict.action == "deny":
+            return refusal(f"{name} is not allowed: {verdict.reason or verdict.why}. {NOT_RUN}")
+        return await self._gated(name, args, verdict)
+
+    async def _gated(
+        self, name: str, args: dict[str, Any], verdict: Verdict
+    ) -> types.CallToolResult:
+        key = call_key(self.session_name, name, args)
+        entry = self.ledger.find(key)
+        if entry is not None and entry.state == "done" and entry.result is not None:
+            return types.CallToolResult.model_validate(entry.result)  # forwarded once already
+        if entry is not None:
+            return in_doubt(name)
+        try:
+            approval = await self._approval(key, name, args, verdict)
+        except SignoffError as exc:  # nobody can be asked: the call does not run
+            log.error("call %s: could not ask Signoff: %s", name, exc)
+            return refusal(
+                f"{name} needs a human's approval, which could not be asked for ({exc}). {NOT_RUN}"
+            )
+        if approval.state == "declined":
+            who = approval.decided_by or "Signoff"
+            return refusal(
+                f"{name} was declined by {who}: {approval.reason or 'no reason'}. {NOT_RUN}"
+            )
+        if approval.state != "approved":
+            return refusal(
+                f"{name} is waiting for approval {approval.id}, and nobody decided "
+                f"within {self.timeout:g} s. {NOT_RUN}"
+            )
+        if not self.ledger.start(key, name, args, approval.id):
+            return in_doubt(name)  # another forward of this call claimed it meanwhile
+        result = await self._forward(name, approval.final_args)
+        self.ledger.finish(key, result.model_dump(mode="json", by_alias=True, exclude_none=True))
+        return result
+
+    async def _approval(
+        self, key: str, name: str, args: dict[str, Any], verdict: Verdict
+    ) -> Approval:
+        asked = await self.signoff.request(
+            name,
+            args,
+            approval_id=f"mcp_{key[:24]}",
+            policy=verdict.policy,
+            requested_by=self.requested_by,
+        )
+        return asked if asked.decided else await self.signoff.wait(asked.id, timeout=self.timeout)
+
+    async def _forward(self, name: str, args: dict[str, Any]) -> types.CallToolResult:
+        # Fresh params for the downstream session: the client's own belong to another session.
+        return await self._session().call_tool(name, args)
+
+    def _session(self) -> ClientSession:
+        if self.downstream is None:
+            raise RuntimeError("the downstream MCP server is not connected")
+        return self.downstream
+
+
+def refusal(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+def in_doubt(name: str) -> types.CallToolResult:
+    return refusal(
+        f"{name} was approved and its forwarding started before the proxy stopped: it may "
+        f"have run. A person must check before it runs again. {NOT_RUN}"
+    )
+
+
+async def serve_stdio(proxy: Proxy) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with proxy.connected():
+        server = proxy.server()
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+
+async def serve_http(proxy: Proxy, *, host: str, port: int) -> None:
+    import uvicorn
+
+    async with proxy.connected():
+        app = proxy.server().streamable_http_app(host=host)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+        await uvicorn.Server(config).serve()
+
+
+def open_proxy(
+    command: Sequence[str],
+    *,
+    state: Path,
+    rules: Sequence[Rule],
+    url: str | None,
+    token: str | None,
+    session_name: str,
+    timeout: float,
+    requested_by: str | None,
+) -> Proxy:
+    if not command:
+        raise SignoffError("signoff mcp needs the command that starts the MCP server, after --")
+    return Proxy(
+        command=list(command),
+        signoff=AsyncClient(url, token),
+        ledger=Ledger(state),
+        rules=rules,
+        session_name=session_name,
+        timeout=timeout,
+        requested_by=requested_by,
+    )

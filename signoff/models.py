@@ -1,0 +1,177 @@
+"""What the `/v1` HTTP API answers with, as pydantic models: the client parses responses into
+them and the server's OpenAPI document (`bot.openapi`) is generated from them, so the two
+cannot drift apart. Only pydantic is imported here.
+
+Each model allows fields it does not name (`extra="allow"`): a newer server may add one
+without breaking an older client.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ApprovalState = Literal["pending", "approved", "declined"]
+RunStatus = Literal["running", "waiting_approval", "done", "failed", "cancelled"]
+
+
+class Wire(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+
+class Approval(Wire):
+    """An approval as a client sees it (sensitive arguments masked)."""
+
+    id: str
+    tool: str
+    args: dict[str, Any] = Field(description="the proposed arguments")
+    approved_args: dict[str, Any] | None = Field(
+        None, description="what the approver approved, when they edited the arguments"
+    )
+    policy: str
+    state: ApprovalState
+    run_id: str | None = None
+    call_id: str | None = None
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    requested_by: str | None = None
+    deadline: datetime | None = None
+    required_approvals: int = Field(1, ge=1)
+    duplicate_of: str | None = None
+    created_at: datetime
+    rule: str | None = Field(None, description="the approval rule it was made under")
+    votes: list[str] | None = Field(
+        None, description="who approved it so far (a quorum fills up vote by vote)"
+    )
+    resume_state: str | None = Field(
+        None,
+        description="what its asker keeps here to resume from once it is decided (as the "
+        "first request gave it); only in the answers of GET /v1/approvals/{id} and its wait",
+    )
+
+    @property
+    def decided(self) -> bool:
+        return self.state != "pending"
+
+    @property
+    def final_args(self) -> dict[str, Any]:
+        """The arguments to act on: the approved (possibly edited) ones, else the proposed."""
+        return self.approved_args if self.approved_args is not None else self.args
+
+
+class Budget(Wire):
+    max_steps: int | None = None
+    max_input_tokens: int | None = None
+    max_output_tokens: int | None = None
+    max_cost: float | None = None
+
+
+class Usage(Wire):
+    steps: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+
+
+class RunSummary(Wire):
+    """A run as the list of runs shows it."""
+
+    id: str
+    agent: str
+    task: str
+    status: RunStatus
+    step: int
+    budget: Budget
+    usage: Usage
+    stop_reason: str | None = None
+    error: str | None = None
+    requested_by: str | None = None
+    lineage_id: str
+    parent_id: str | None = None
+    fork_step: int | None = None
+    dry_run: bool = False
+    created_at: datetime
+    updated_at: datetime
+
+
+class Run(RunSummary):
+    """A run and how it stands or ended: what it waits for, its answer, every decision."""
+
+    pending_approvals: list[Approval] = Field(default_factory=list)
+    answer: str | None = Field(None, description="the final answer of a finished run")
+    approvals: list[Approval] = Field(
+        default_factory=list, description="every approval it asked for, oldest first"
+    )
+
+
+class ApprovalList(Wire):
+    approvals: list[Approval]
+    next_cursor: str | None = Field(description="ask again with cursor= this; null: the end")
+
+
+class DeliveryAttempt(Wire):
+    """One attempt at POSTing an approval's decision to its callback URL."""
+
+    attempt: int = Field(ge=1, description="1 for the first attempt of a delivery round")
+    at: datetime
+    url: str
+    state: ApprovalState = Field(description="the decision it carried")
+    delivered: bool
+    status_code: int | None = Field(None, description="the receiver's HTTP status, if any")
+    error: str | None = Field(None, description="what went wrong; null once delivered")
+    next_attempt_at: datetime | None = Field(
+        None, description="when it is tried again; null: delivered, or out of attempts"
+    )
+
+
+class DeliveryList(Wire):
+    deliveries: list[DeliveryAttempt] = Field(description="oldest first")
+
+
+class RunList(Wire):
+    runs: list[RunSummary]
+    next_cursor: str | None
+
+
+class AuditEvent(Wire):
+    action: str
+    actor: str
+    run_id: str | None = None
+    approval_id: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+    at: datetime
+    id: int | None = None
+
+
+class AuditPage(Wire):
+    events: list[AuditEvent]
+    more: bool
+
+
+class InDoubt(Wire):
+    run_id: str
+    call_id: str
+    tool: str | None = None
+
+
+class Error(Wire):
+    """Every refusal and failure: the reason, and what a client needs to act on it."""
+
+    error: str
+    kind: str | None = Field(None, description="DiskFull when the database's disk is full")
+    approval: Approval | None = Field(None, description="the approval as it was decided")
+    in_doubt: InDoubt | None = None
+
+
+RESPONSES: tuple[type[Wire], ...] = (
+    Approval,
+    ApprovalList,
+    DeliveryList,
+    Run,
+    RunList,
+    AuditPage,
+    Error,
+)
