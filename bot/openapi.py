@@ -15,7 +15,13 @@ from aiohttp import web
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from bot.requests import ApprovalRequest, CancelRequest, DecisionRequest, RunRequest
+from bot.requests import (
+    ApprovalRequest,
+    CancelRequest,
+    DecisionRequest,
+    ResolveRequest,
+    RunRequest,
+)
 from signoff import models
 
 REQUESTS: tuple[type[BaseModel], ...] = (
@@ -23,6 +29,7 @@ REQUESTS: tuple[type[BaseModel], ...] = (
     ApprovalRequest,
     DecisionRequest,
     CancelRequest,
+    ResolveRequest,
 )
 REF = "#/components/schemas/{model}"
 Json = dict[str, Any]
@@ -101,7 +108,17 @@ def _paths() -> Json:
                 params=[run_id],
                 body="CancelRequest",
                 body_required=False,
-                ok={"200": "Run"},
+                ok={"200": "Run", "202": "Run"},
+            ),
+        },
+        "/v1/runs/{run_id}/effects/{call_id}/resolve": {
+            "post": _op(
+                "resolveEffect",
+                "Settle an in-doubt effect and its page (the run then goes on)",
+                ["runs:write"],
+                params=[run_id, _path_param("call_id")],
+                body="ResolveRequest",
+                ok={"200": "Resolved"},
             ),
         },
         "/v1/approvals": {

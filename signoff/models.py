@@ -76,6 +76,11 @@ class Usage(Wire):
     cost: float = 0.0
 
 
+class InFlight(Wire):
+    call_id: str
+    tool: str
+
+
 class RunSummary(Wire):
     """A run as the list of runs shows it."""
 
@@ -105,6 +110,20 @@ class Run(RunSummary):
     approvals: list[Approval] = Field(
         default_factory=list, description="every approval it asked for, oldest first"
     )
+    in_flight: list[InFlight] | None = Field(
+        None, description="on a 202 cancel: the tools still running; the run ends after them"
+    )
+    note: str | None = Field(None, description="on a 202 cancel: what happens next, in words")
+
+
+class Resolved(Wire):
+    """An in-doubt effect as a person settled it; the run goes on in the background."""
+
+    call_id: str
+    tool: str
+    status: str
+    result: Any = None
+    error: str | None = None
 
 
 class ApprovalList(Wire):
@@ -172,6 +191,7 @@ RESPONSES: tuple[type[Wire], ...] = (
     DeliveryList,
     Run,
     RunList,
+    Resolved,
     AuditPage,
     Error,
 )
