@@ -7,7 +7,7 @@ One job, records to columns and back; long because each record has its two short
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +31,17 @@ from store.records import (
 )
 
 Row = Mapping[str, Any]
+
+test_clock: Callable[[], datetime] | None = None
+"""Tests only: a hand-moved clock that stands in for the database's when the store judges a
+deadline (tests that move time by hand cannot move PostgreSQL's `now()`). None in every real
+process: the SQL then reads the database's own clock."""
+
+
+def judge_now() -> float | None:
+    """The `:test_now` parameter of the queries that judge a deadline by the database's
+    clock: None (the database's `now()`) unless a test moves time by hand."""
+    return None if test_clock is None else ts(test_clock())
 
 
 def ts(value: datetime | None) -> float | None:
@@ -230,6 +241,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
         sensitive=dumps(list(approval.sensitive)),
+        test_now=judge_now(),
     )
     return values
 

@@ -118,13 +118,16 @@ class OutboxSender:
                 return
             except WaitsItsTurn as exc:
                 log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
-                at = datetime.now(UTC) + timedelta(seconds=TURN_WAIT)
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
+                await self.store.retry_outbox(
+                    item.id, self.owner, after=TURN_WAIT, error=str(exc)[:500]
+                )
                 return
             except Misconfigured as exc:
                 log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
-                at = datetime.now(UTC) + timedelta(seconds=min(backoff(item.attempts), 60.0))
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=str(exc)[:500])
+                after = min(backoff(item.attempts), 60.0)
+                await self.store.retry_outbox(
+                    item.id, self.owner, after=after, error=str(exc)[:500]
+                )
                 return
             except Exception as exc:
                 delay = backoff(item.attempts)
@@ -136,8 +139,9 @@ class OutboxSender:
                     delay,
                     exc,
                 )
-                at = datetime.now(UTC) + timedelta(seconds=delay)
-                await self.store.retry_outbox(item.id, self.owner, at=at, error=repr(exc)[:500])
+                await self.store.retry_outbox(
+                    item.id, self.owner, after=delay, error=repr(exc)[:500]
+                )
                 return
             await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC))
             log.info("outbox: %s %s delivered", item.topic, item.subject_id)
