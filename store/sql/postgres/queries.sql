@@ -374,8 +374,9 @@ INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
 -- list_events --
--- Audit events in order, optionally of one run.
-SELECT * FROM audit_events WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY id
+-- Audit events in commit order, optionally of one run (an event's place in it is its id).
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 
 -- acquire_lease --
 -- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
@@ -491,13 +492,13 @@ WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
 
 -- list_audit --
--- The audit trail in the order it was written, at or after a time, optionally of one run
--- or one approval, after an event id (paging), at most `limit` events.
-SELECT * FROM audit_events
-WHERE at >= :since AND id > :after
+-- The audit trail in commit order, at or after a time, optionally of one run or one
+-- approval, after an event id (its place in that order: paging), at most `limit` events.
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE at >= :since AND commit_seq > :after
   AND (:run_id::text IS NULL OR run_id = :run_id)
   AND (:approval_id::text IS NULL OR approval_id = :approval_id)
-ORDER BY id
+ORDER BY commit_seq
 LIMIT :limit
 
 -- prune_audit --

@@ -374,7 +374,7 @@ INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
 -- list_events --
--- Audit events in order, optionally of one run.
+-- Audit events in commit order (one writer at a time: the id's), optionally of one run.
 SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 
 -- acquire_lease --
@@ -498,8 +498,8 @@ SELECT * FROM approvals WHERE id = :id
 -- (None: the single writer serializes every transaction.)
 
 -- list_audit --
--- The audit trail in the order it was written, at or after a time, optionally of one run
--- or one approval, after an event id (paging), at most `limit` events.
+-- The audit trail in commit order (one writer at a time: the id's), at or after a time,
+-- optionally of one run or one approval, after an event id (paging), at most `limit` events.
 SELECT * FROM audit_events
 WHERE at >= :since AND id > :after
   AND (:run_id IS NULL OR run_id = :run_id)
