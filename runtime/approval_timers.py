@@ -33,7 +33,7 @@ class Deciding(Protocol):
         *,
         by: str,
         reason: str | None,
-        not_before: datetime | None = None,
+        due_only: bool = False,
     ) -> Approval: ...
 
 
@@ -41,7 +41,7 @@ async def tick(desk: Deciding, announcer: Announcer, now: datetime) -> datetime 
     """Expire, remind and escalate whatever is due; return when the next thing falls due."""
     limit = 500
     while True:
-        due = await desk.store.due_approvals(now, limit=limit)
+        due = await desk.store.due_approvals(limit=limit)
         # Independent approvals, each acted on by compare-and-set: their writes share
         # group commits instead of paying one fsync each.
         acted = await asyncio.gather(*(_due(desk, announcer, approval, now) for approval in due))
@@ -84,7 +84,7 @@ async def _deadline_passed(
             log.info("%s: deadline passed; already escalated, still waiting", about(approval))
         return
     await desk.record_decision(
-        approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
+        approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", due_only=True
     )
 
 

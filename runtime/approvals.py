@@ -191,17 +191,20 @@ class ApprovalDesk:
             votes = await self._vote(approval, by)
             if votes < approval.required_approvals:
                 return approval
-        open_at = self.deps.clock() if policy.on_timeout == "decline" else None
-        return await self.record_decision(
-            approval,
-            ApprovalState(decision),
-            by=by,
-            reason=reason,
-            approved_args=approved_args,
-            open_at=open_at,
-            defer=not resume,
-            key_suffix=key_suffix,
-        )
+        try:
+            return await self.record_decision(
+                approval,
+                ApprovalState(decision),
+                by=by,
+                reason=reason,
+                approved_args=approved_args,
+                open_only=policy.on_timeout == "decline",
+                defer=not resume,
+                key_suffix=key_suffix,
+            )
+        except errors.ApprovalExpired:  # past the deadline by the database's clock
+            await self._expire(approval)
+            raise
 
     async def _check_conflict(
         self,
@@ -239,15 +242,22 @@ class ApprovalDesk:
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
         """A decision after the deadline of a policy that declines then comes too late: the
         approval is expired now (if the scheduler has not yet) and the decision refused."""
-        now = self.deps.clock()
-        if approval.state != ApprovalState.PENDING or not overdue(approval, now):
+        if approval.state != ApprovalState.PENDING or policy.on_timeout != "decline":
             return
-        if policy.on_timeout != "decline":
-            return
-        with contextlib.suppress(errors.AlreadyDecided, store_errors.Conflict):
+        if overdue(approval, self.deps.clock()):  # this worker's guess: the store judges
+            await self._expire(approval)
+
+    async def _expire(self, approval: Approval) -> None:
+        """Decline an approval as expired and refuse the decision, if its deadline passed by
+        the database's clock; nothing if the store finds it not due yet."""
+        try:
             await self.record_decision(
-                approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", not_before=now
+                approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", due_only=True
             )
+        except store_errors.Conflict:
+            return  # not due yet: this worker's clock runs ahead
+        except errors.AlreadyDecided:
+            pass
         raise errors.ApprovalExpired(
             f"approval {approval.id} expired at {approval.deadline:%Y-%m-%d %H:%M:%S} UTC; "
             "it was declined as expired",
@@ -376,8 +386,8 @@ class ApprovalDesk:
         by: str,
         reason: str | None,
         approved_args: dict[str, Any] | None = None,
-        not_before: datetime | None = None,
-        open_at: datetime | None = None,
+        due_only: bool = False,
+        open_only: bool = False,
         resume: bool = True,
         defer: bool = False,
         key_suffix: str | None = None,
@@ -417,8 +427,8 @@ class ApprovalDesk:
                 at=now,
                 reason=reason,
                 approved_args=approved_args,
-                not_before=not_before,
-                open_at=open_at,
+                due_only=due_only,
+                open_only=open_only,
                 event=event,
                 approved_digest=approved_digest,
                 key_suffix=key_suffix,

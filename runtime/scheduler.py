@@ -29,8 +29,12 @@ class _Timers(Protocol):
     async def tick(self, now: datetime) -> datetime | None: ...
 
 
+class _Clocked(Protocol):
+    async def database_now(self) -> datetime: ...
+
+
 class Scheduled(Protocol):
-    """What the scheduler drives: the runtime's desk timers, its clock, and the hook it is
+    """What the scheduler drives: the runtime's desk timers, its store, and the hook it is
     told of new due times through (the `Runtime` facade has all three)."""
 
     on_due: Callable[[datetime], None] | None
@@ -39,14 +43,15 @@ class Scheduled(Protocol):
     def desk(self) -> _Timers: ...
 
     @property
-    def clock(self) -> Callable[[], datetime]: ...
+    def store(self) -> _Clocked: ...
 
 
 class ApprovalScheduler:
     """`now`, when given, reads the database's clock: each tick judges what is due by it,
     and the next wake-up is armed at that due time shifted by how far this host's clock is
     from the database's right then, so a host clock that is off or jumps neither fires
-    everything at once nor sleeps through a deadline. Without it, the runtime's clock."""
+    everything at once nor sleeps through a deadline. Without it, the runtime's store's (the
+    database's, which judges what is due)."""
 
     def __init__(
         self,
@@ -131,10 +136,8 @@ class ApprovalScheduler:
                 self._arm(min(due))
 
     async def _now(self) -> datetime:
-        if self.now is None:
-            return self.rt.clock()
         host = datetime.now(UTC)
-        db_now = await self.now()
+        db_now = await (self.now or self.rt.store.database_now)()
         self._offset = host - db_now
         return db_now
 

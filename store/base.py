@@ -255,16 +255,24 @@ class Store(Protocol):
         at: datetime,
         reason: str | None = None,
         approved_args: dict[str, Any] | None = None,
-        not_before: datetime | None = None,
-        open_at: datetime | None = None,
+        due_only: bool = False,
+        open_only: bool = False,
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
     ) -> Approval:
-        """`approved_digest`: of what was approved (the edit, else the arguments shown);
+        """`due_only`: a timeout, refused (`Conflict`) before the deadline; `open_only`: a
+        person's decision, refused (`Expired`) after it. Both judged by the database's clock.
+        `approved_digest`: of what was approved (the edit, else the arguments shown);
         `key_suffix`: set when approved as a separate effect."""
         ...
-    async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]: ...
+
+    async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
+        """Pending approvals whose deadline or next reminder has come by the database's
+        clock. (An approval's deadline and first reminder are set by it too: `created_at`
+        plus the lengths its creator chose, counted from the database's time.)"""
+        ...
+
     async def next_due_at(self) -> datetime | None: ...
     async def record_reminder(
         self,
@@ -319,7 +327,11 @@ class Store(Protocol):
     async def finish_outbox(
         self, item_id: int, owner: str, *, at: datetime, error: str | None = None
     ) -> bool: ...
-    async def retry_outbox(self, item_id: int, owner: str, *, at: datetime, error: str) -> bool: ...
+    async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
+        """Release a claimed row for another attempt `after` seconds from now by the
+        database's clock."""
+        ...
+
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
         """Queue `page_reminded` for posted, unacknowledged pages not announced since
         `before`; how many."""

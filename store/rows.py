@@ -7,7 +7,7 @@ One job, records to columns and back; long because each record has its two short
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,6 +33,17 @@ from store.records import (
 )
 
 Row = Mapping[str, Any]
+
+test_clock: Callable[[], datetime] | None = None
+"""Tests only: a hand-moved clock that stands in for the database's when the store judges a
+deadline (tests that move time by hand cannot move PostgreSQL's `now()`). None in every real
+process: the SQL then reads the database's own clock."""
+
+
+def judge_now() -> float | None:
+    """The `:test_now` parameter of the queries that judge a deadline by the database's
+    clock: None (the database's `now()`) unless a test moves time by hand."""
+    return None if test_clock is None else ts(test_clock())
 
 
 def ts(value: datetime | None) -> float | None:
@@ -249,6 +260,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
+        test_now=judge_now(),
     )
     return values
 

@@ -261,8 +261,8 @@ class SqlStore:
         at: datetime,
         reason: str | None = None,
         approved_args: dict[str, Any] | None = None,
-        not_before: datetime | None = None,
-        open_at: datetime | None = None,
+        due_only: bool = False,
+        open_only: bool = False,
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
@@ -276,19 +276,19 @@ class SqlStore:
             "decided_at": rows.ts(at),
             "reason": reason,
             "approved_args": rows.maybe_dumps(approved_args),
-            "not_before": rows.ts(not_before),
-            "open_at": rows.ts(open_at),
+            "due_only": due_only,
+            "open_only": open_only,
+            "test_now": rows.judge_now(),
             "approved_digest": approved_digest,
             "key_suffix": key_suffix,
         }
         event_params = rows.event_params(event) if event else None
-        timeout = not_before is not None
         return await self._write(
-            lambda: core.decide_approval(params, event_params, timeout=timeout)
+            lambda: core.decide_approval(params, event_params, timeout=due_only)
         )
 
-    async def due_approvals(self, now: datetime, *, limit: int = 500) -> list[Approval]:
-        found = await self._read("due_approvals", {"now": rows.ts(now), "limit": limit})
+    async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
+        found = await self._read("due_approvals", {"test_now": rows.judge_now(), "limit": limit})
         return [rows.approval_from_row(row) for row in found]
 
     async def next_due_at(self) -> datetime | None:
@@ -395,8 +395,8 @@ class SqlStore:
         params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
         return await self._changed_one("finish_outbox", params)
 
-    async def retry_outbox(self, item_id: int, owner: str, *, at: datetime, error: str) -> bool:
-        params = {"id": item_id, "owner": owner, "at": rows.ts(at), "error": error}
+    async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
+        params = {"id": item_id, "owner": owner, "after": after, "error": error}
         return await self._changed_one("retry_outbox", params)
 
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:

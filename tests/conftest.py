@@ -21,7 +21,7 @@ import pytest
 from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Agent, Runtime
-from store import Store, open_store
+from store import Store, open_store, rows
 
 STORE_BACKENDS = [
     "sqlite-file",
@@ -105,8 +105,12 @@ class Clock:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """A clock moved by hand, which also stands in for the database's when the store judges
+    a deadline (a test cannot move PostgreSQL's `now()`)."""
+    moved = Clock()
+    monkeypatch.setattr(rows, "test_clock", moved)
+    return moved
 
 
 @pytest.fixture

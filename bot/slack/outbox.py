@@ -211,14 +211,14 @@ class OutboxSender:
             await self._finish(item, error=str(exc)[:500])
         except RetryAt as exc:
             log.info("outbox: %s %s again at %s: %s", item.topic, item.subject_id, exc.at, exc)
-            await self._retry(item, exc.at, str(exc))
+            await self._retry(item, (exc.at - datetime.now(UTC)).total_seconds(), str(exc))
         except WaitsItsTurn as exc:
             log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
-            await self._retry(item, datetime.now(UTC) + timedelta(seconds=TURN_WAIT), str(exc))
+            await self._retry(item, TURN_WAIT, str(exc))
         except Misconfigured as exc:
             log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
             delay = min(backoff(self._failed(item)), 60.0)
-            await self._retry(item, datetime.now(UTC) + timedelta(seconds=delay), str(exc))
+            await self._retry(item, delay, str(exc))
         except Exception as exc:
             failures = self._failed(item)
             delay = backoff(failures)
@@ -230,7 +230,7 @@ class OutboxSender:
                 delay,
                 exc,
             )
-            await self._retry(item, datetime.now(UTC) + timedelta(seconds=delay), repr(exc))
+            await self._retry(item, delay, repr(exc))
         else:
             await self._finish(item)
             log.info("outbox: %s %s delivered", item.topic, item.subject_id)
@@ -246,9 +246,12 @@ class OutboxSender:
         except Exception as exc:  # the row is sent again once the claim lapses; looked up first
             log.warning("outbox: could not mark %s %s sent: %r", item.topic, item.subject_id, exc)
 
-    async def _retry(self, item: OutboxItem, at: datetime, error: str) -> None:
+    async def _retry(self, item: OutboxItem, after: float, error: str) -> None:
+        """Try the row again `after` seconds from now, counted by the database's clock."""
         try:
-            await self.store.retry_outbox(item.id, self.owner, at=at, error=error[:500])
+            await self.store.retry_outbox(
+                item.id, self.owner, after=max(after, 0.0), error=error[:500]
+            )
         except Exception as exc:  # the claim lapses by itself
             log.warning("outbox: could not reschedule %s %s: %r", item.topic, item.subject_id, exc)
 

@@ -4,6 +4,7 @@ export pages by time and id, and pruning removes the trail only when asked."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 import pytest
@@ -120,3 +121,34 @@ async def test_an_effect_that_ended_is_recorded_with_its_arguments_masked(
     assert event.action == "effect_completed"
     assert event.detail["args"] == shown
     assert event.detail["call_id"] == effect.call_id
+
+
+async def test_a_reader_paging_while_writers_commit_misses_no_event(
+    store: Store, make_run: MakeRun, clock: Clock
+) -> None:
+    """Twenty writers at once, a reader paging by `after` throughout: every event it pages
+    past is one it listed (ids in commit order leave no gap behind the last one read)."""
+    runs = [await make_run() for _ in range(4)]
+    writes = [
+        AuditEvent(action=f"w{n}", actor="U0", run_id=runs[n % 4].id, at=clock()) for n in range(20)
+    ]
+    seen: list[str] = []
+    after = 0
+
+    async def page() -> None:
+        nonlocal after
+        for event in await store.list_audit(after=after):
+            seen.append(event.action)
+            after = event.id or after
+
+    async def read_until(done: asyncio.Future[object]) -> None:
+        while not done.done():
+            await page()
+            await asyncio.sleep(0)
+        await page()
+
+    writers = asyncio.gather(*(store.record_event(event) for event in writes))
+    await asyncio.gather(writers, read_until(writers))
+
+    assert sorted(seen) == sorted(e.action for e in writes)  # none skipped, none twice
+    assert [e.action for e in await store.list_audit()] == seen

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -130,7 +131,7 @@ async def test_a_deadline_decision_before_the_deadline_is_refused(
 
     with pytest.raises(errors.Conflict) as refused:
         await store.decide_approval(
-            approval.id, DECLINED, by="timeout", at=clock(), reason="expired", not_before=clock()
+            approval.id, DECLINED, by="timeout", at=clock(), reason="expired", due_only=True
         )
 
     assert not isinstance(refused.value, errors.AlreadyDecided)
@@ -138,14 +139,14 @@ async def test_a_deadline_decision_before_the_deadline_is_refused(
 
 
 async def test_a_deadline_decision_after_the_deadline_is_taken(
-    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+    store: Store, run: Run, make_approval: MakeApproval, clock: Any
 ) -> None:
     approval = make_approval(run.id, deadline=clock() + timedelta(hours=1))
     await store.create_approval(approval)
-    later = clock() + timedelta(hours=1, seconds=1)
+    later = clock.advance(hours=1, seconds=1)
 
     decided = await store.decide_approval(
-        approval.id, DECLINED, by="timeout", at=later, reason="expired", not_before=later
+        approval.id, DECLINED, by="timeout", at=later, reason="expired", due_only=True
     )
 
     assert (decided.state, decided.reason) == (DECLINED, "expired")

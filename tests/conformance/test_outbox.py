@@ -127,7 +127,7 @@ async def test_a_later_row_waits_for_an_earlier_unsent_one_of_its_subject(
         ("approval_requested", other.id),
     ]
     # The card failed to post: its update may not overtake it.
-    assert await store.retry_outbox(claimed[0].id, "w1", at=later(0), error="500")
+    assert await store.retry_outbox(claimed[0].id, "w1", after=0, error="500")
     assert await store.finish_outbox(claimed[1].id, "w1", at=later())
 
     again = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
@@ -162,7 +162,7 @@ async def test_a_row_retried_later_is_not_due_before_then(
     await store.create_approval(make_approval(run.id))
     now = later(0)
     [item] = await store.claim_outbox("w1", now=now, until=now + timedelta(seconds=30))
-    await store.retry_outbox(item.id, "w1", at=now + timedelta(seconds=0.5), error="429")
+    await store.retry_outbox(item.id, "w1", after=0.5, error="429")
 
     assert await store.claim_outbox("w1", now=later(0), until=later(90)) == []
     assert await store.outbox_backlog() == (1, item.created_at)

@@ -14,7 +14,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from examples import refund_agent
-from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import (
+    Agent,
+    Policies,
+    Policy,
+    Runtime,
+    ScriptedModel,
+    ToolContext,
+    errors,
+    tool,
+    tool_call,
+)
 from runtime.scheduler import ApprovalScheduler
 from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
 
@@ -148,3 +158,67 @@ async def test_a_worker_minutes_off_steals_nothing_and_expires_nothing_early(
     both = set(claimed["healthy"]) & set(claimed["skewed"])
     assert both == set(), f"outbox rows claimed by both senders: {sorted(both)}"
     assert claimed["healthy"] or claimed["skewed"]
+
+
+DEADLINE = 3.0
+"""Seconds an approval waits: long enough to decide within, short enough to wait out."""
+
+
+@pytest.mark.usefixtures("world")
+@pytest.mark.parametrize("shift", [300.0, -300.0], ids=["ahead", "behind"])
+async def test_a_worker_minutes_off_sets_and_judges_deadlines_by_the_database(
+    pg_url: str, shift: float
+) -> None:
+    """The skewed worker alone creates three approvals: the one it decides before the
+    deadline is taken, the one it decides after is refused as expired, the one nobody decides
+    expires on time by its scheduler; the outbox rows it retries wait as long as asked."""
+    skewed_clock = lambda: datetime.now(UTC) + timedelta(seconds=shift)  # noqa: E731
+    policies = Policies(tools={"issue_refund": Policy(timeout=timedelta(seconds=DEADLINE))})
+    async with open_store(pg_url) as store, open_store(pg_url) as other:
+        skewed = Runtime(
+            store, [refund_agent.agent], policies=policies, worker_id="skewed", clock=skewed_clock
+        )
+        created = await store.database_now()
+        for order in ("early", "late", "idle"):
+            await skewed.start("refund-agent", f"Refund order {order}", run_id=f"order-{order}")
+        approvals = {a.run_id: a for a in await skewed.approvals(state=ApprovalState.PENDING)}
+        for approval in approvals.values():
+            assert approval.deadline is not None
+            set_by = (approval.deadline - created).total_seconds()
+            assert DEADLINE <= set_by < DEADLINE + 1, f"deadline {set_by:+.1f}s after creation"
+
+        idle = approvals["order-idle"]
+        deadline = await store.database_now() + timedelta(seconds=2 * DEADLINE)
+        assert await store.extend_deadline(idle.id, deadline=deadline, expected=idle.deadline)
+        decided = await skewed.decide(approvals["order-early"].id, "approved", by="U0BOSS")
+        assert decided.state == ApprovalState.APPROVED  # not expired early by its clock
+
+        # Every outbox row so far, retried by the skewed sender in 2 s (by the database).
+        now = skewed_clock()
+        mine = await store.claim_outbox("skewed", now=now, until=now + timedelta(seconds=30))
+        assert mine
+        for item in mine:
+            assert await store.retry_outbox(item.id, "skewed", after=2.0, error="429")
+        now = datetime.now(UTC)
+        until = now + timedelta(seconds=30)
+        assert await other.claim_outbox("healthy", now=now, until=until) == []
+
+        late_one = approvals["order-late"]
+        assert late_one.deadline is not None
+        await asyncio.sleep((late_one.deadline - await store.database_now()).total_seconds() + 0.1)
+        with pytest.raises(errors.ApprovalExpired):
+            await skewed.decide(late_one.id, "approved", by="U0BOSS")
+        refused = await store.get_approval(late_one.id)
+        assert (refused.state, refused.reason) == (ApprovalState.DECLINED, "expired")
+        now = datetime.now(UTC)
+        due = await other.claim_outbox("healthy", now=now, until=now + timedelta(seconds=30))
+        assert {item.id for item in mine} <= {item.id for item in due}
+
+        scheduler = ApprovalScheduler(skewed)  # judges by the database, as `serve` does
+        await scheduler.start()
+        try:
+            expired_at = await wait_decided(store, idle.id)
+        finally:
+            await scheduler.stop()
+        late = (expired_at - deadline).total_seconds()
+        assert 0 <= late < TICK, f"expired {late:+.2f}s after its deadline"

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Policies, Policy, Runtime, errors
-from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
+from store import ApprovalState, EffectStatus, RunStatus, Store, open_store, rows
 
 RUN_ID = "run-prop"
 WORKER = "prop-worker"
@@ -161,6 +161,7 @@ async def check(proc: Process, *, final: bool) -> ApprovalState | None:
 async def scenario(directory: Path, ops: list[Op]) -> ApprovalState | None:
     proc = Process(url=f"sqlite:///{directory / 'signoff.db'}", clock=Clock())
     await proc.boot()
+    rows.test_clock = proc.clock  # the store judges deadlines by this clock too
     try:
         for op in ops:
             await apply(proc, op)
@@ -168,6 +169,7 @@ async def scenario(directory: Path, ops: list[Op]) -> ApprovalState | None:
         await proc.crash()
         return await check(proc, final=True)
     finally:
+        rows.test_clock = None
         assert proc.store is not None
         await proc.store.close()
 

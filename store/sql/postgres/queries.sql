@@ -233,7 +233,8 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
 
 -- insert_approval --
--- Create an approval.
+-- Create an approval. Its deadline and first reminder are the database's time plus how far
+-- after `created_at` the worker set them: the worker's clock gives only the lengths.
 INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args,
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
@@ -243,7 +244,10 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        duplicate_args, resume_state)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
-        :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
+        :required_approvals,
+        coalesce(:test_now::timestamptz, now()) + (:deadline::timestamptz - :created_at::timestamptz),
+        coalesce(:test_now::timestamptz, now()) + (:next_reminder_at::timestamptz - :created_at::timestamptz),
+        :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
         :conflict, :duplicate_args, :resume_state)
@@ -302,14 +306,15 @@ ORDER BY created_at, id LIMIT :limit
 
 -- decide_approval --
 -- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline
--- passed, a person only while it has not, when the policy declines at the deadline).
+-- passed, a person only while it has not, when the policy declines at the deadline), each
+-- judged by the database's clock.
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args, approved_digest = :approved_digest,
     key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
-  AND (:not_before::timestamptz IS NULL OR deadline <= :not_before)
-  AND (:open_at::timestamptz IS NULL OR deadline IS NULL OR deadline > :open_at)
+  AND (NOT :due_only OR deadline <= coalesce(:test_now::timestamptz, now()))
+  AND (NOT :open_only OR deadline IS NULL OR deadline > coalesce(:test_now::timestamptz, now()))
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -325,9 +330,9 @@ SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at,
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
 -- due_approvals --
--- Pending approvals whose deadline or next reminder has come.
+-- Pending approvals whose deadline or next reminder has come by the database's clock.
 SELECT * FROM approvals
-WHERE state = 'pending' AND (deadline <= :now OR next_reminder_at <= :now)
+WHERE state = 'pending' AND (deadline <= coalesce(:test_now::timestamptz, now()) OR next_reminder_at <= coalesce(:test_now::timestamptz, now()))
 ORDER BY created_at
 LIMIT :limit
 
@@ -423,8 +428,9 @@ INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
 -- list_events --
--- Audit events in order, optionally of one run.
-SELECT * FROM audit_events WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY id
+-- Audit events in commit order, optionally of one run (an event's place in it is its id).
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 
 -- acquire_lease --
 -- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
@@ -498,9 +504,10 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt later.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
 UPDATE outbox
-SET next_attempt_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
+SET next_attempt_at = now() + make_interval(secs => :after), error = :error,
+    claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- outbox_backlog --
@@ -543,13 +550,13 @@ WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
 
 -- list_audit --
--- The audit trail in the order it was written, at or after a time, optionally of one run
--- or one approval, after an event id (paging), at most `limit` events.
-SELECT * FROM audit_events
-WHERE at >= :since AND id > :after
+-- The audit trail in commit order, at or after a time, optionally of one run or one
+-- approval, after an event id (its place in that order: paging), at most `limit` events.
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE at >= :since AND commit_seq > :after
   AND (:run_id::text IS NULL OR run_id = :run_id)
   AND (:approval_id::text IS NULL OR approval_id = :approval_id)
-ORDER BY id
+ORDER BY commit_seq
 LIMIT :limit
 
 -- prune_audit --

@@ -225,7 +225,9 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
 
 -- insert_approval --
--- Create an approval.
+-- Create an approval. Its deadline and first reminder are the database's time plus how far
+-- after `created_at` the worker set them: the worker's clock gives only the lengths. (Whole
+-- microseconds, as a time read back and written again is: `extend_deadline` compares them.)
 INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args,
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
@@ -235,7 +237,10 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        duplicate_args, resume_state)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
-        :required_approvals, :deadline, :next_reminder_at, :reminders_sent, :escalated,
+        :required_approvals,
+        round((coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + (:deadline - :created_at)) * 1e6) / 1e6,
+        round((coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + (:next_reminder_at - :created_at)) * 1e6) / 1e6,
+        :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
         :conflict, :duplicate_args, :resume_state)
@@ -290,14 +295,15 @@ ORDER BY created_at, id LIMIT :limit
 
 -- decide_approval --
 -- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline
--- passed, a person only while it has not, when the policy declines at the deadline).
+-- passed, a person only while it has not, when the policy declines at the deadline), each
+-- judged by the database's clock.
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args, approved_digest = :approved_digest,
     key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
-  AND (:not_before IS NULL OR deadline <= :not_before)
-  AND (:open_at IS NULL OR deadline IS NULL OR deadline > :open_at)
+  AND (NOT :due_only OR deadline <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
+  AND (NOT :open_only OR deadline IS NULL OR deadline > coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -313,12 +319,12 @@ SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at,
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
 -- due_approvals --
--- Pending approvals whose deadline or next reminder has come (each through its own index).
+-- Pending approvals whose deadline or next reminder has come by the database's clock (each through its own index).
 SELECT * FROM approvals INDEXED BY approvals_pending_deadline
-WHERE state = 'pending' AND deadline <= :now
+WHERE state = 'pending' AND deadline <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
 UNION
 SELECT * FROM approvals INDEXED BY approvals_pending_reminder
-WHERE state = 'pending' AND next_reminder_at <= :now
+WHERE state = 'pending' AND next_reminder_at <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
 ORDER BY created_at
 LIMIT :limit
 
@@ -421,7 +427,7 @@ INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
 -- list_events --
--- Audit events in order, optionally of one run.
+-- Audit events in commit order (one writer at a time: the id's), optionally of one run.
 SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 
 -- acquire_lease --
@@ -497,9 +503,10 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt later.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
 UPDATE outbox
-SET next_attempt_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
+SET next_attempt_at = (julianday('now') - 2440587.5) * 86400.0 + :after, error = :error,
+    claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- outbox_backlog --
@@ -547,8 +554,8 @@ SELECT * FROM approvals WHERE id = :id
 -- (None: the single writer serializes every transaction.)
 
 -- list_audit --
--- The audit trail in the order it was written, at or after a time, optionally of one run
--- or one approval, after an event id (paging), at most `limit` events.
+-- The audit trail in commit order (one writer at a time: the id's), at or after a time,
+-- optionally of one run or one approval, after an event id (paging), at most `limit` events.
 SELECT * FROM audit_events
 WHERE at >= :since AND id > :after
   AND (:run_id IS NULL OR run_id = :run_id)
