@@ -16,6 +16,7 @@
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
     GET  /v1/approvals/{id}/wait?timeout=   the decision, long-polled (`bot.api_wait`)
+    GET  /v1/approvals/{id}/events?timeout= the decision as server-sent events (`bot.api_events`)
     GET  /v1/approvals/{id}/deliveries      its webhook attempts (`bot.api_deliveries`)
     GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
 
@@ -45,6 +46,7 @@ from pydantic import BaseModel, ValidationError
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_deliveries import add_deliveries_route
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
+from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes, run_outcome
 from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_views import approval_view
@@ -322,6 +324,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/v1/audit", audit)
     add_list_routes(app)
     add_wait_route(app)
+    add_events_route(app)
     add_deliveries_route(app)
     add_document_route(app)
 

@@ -155,6 +155,7 @@ def _paths() -> Json:
                 ok={"200": "Approval"},
             ),
         },
+        "/v1/approvals/{approval_id}/events": {"get": _events_op(approval_id)},
         "/v1/approvals/{approval_id}/deliveries": {
             "get": _op(
                 "listDeliveries",
@@ -281,6 +282,40 @@ def _audit_params() -> list[Json]:
         _query("since", {"type": "string", "format": "date-time"}, "at or after (ISO 8601)"),
         _query("limit", {"type": "integer", "minimum": 1, "maximum": 10000}, "at most (1000)"),
     ]
+
+
+def _events_op(approval_id: Json) -> Json:
+    """The server-sent stream: `_op`'s errors, but a 200 of `text/event-stream`."""
+    schema = {"type": "number", "exclusiveMinimum": 0, "maximum": 3600}
+    op = _op(
+        "streamDecision",
+        "The approval as server-sent events: now, and once decided",
+        READ_APPROVALS,
+        params=[approval_id, _query("timeout", schema, "seconds to stream at most (300)")],
+        ok={"200": "Approval"},
+    )
+    op["description"] += (
+        " `text/event-stream`: an `approval` event (data: the Approval as JSON) at once and"
+        " another when it is decided; the stream then ends, or after `timeout` seconds with"
+        " it still pending. Comment lines keep an idle stream open."
+    )
+    event = {
+        "type": "object",
+        "properties": {
+            "event": {"const": "approval"},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": {"$ref": REF.format(model="Approval")},
+            },
+        },
+        "required": ["data"],
+    }
+    op["responses"]["200"] = {
+        "description": "OK: each event of the stream",
+        "content": {"text/event-stream": {"schema": event}},
+    }
+    return op
 
 
 def _timeout_param() -> Json:

@@ -43,6 +43,7 @@ from signoff.calls import (
 )
 from signoff.errors import ApiError, Unreachable
 from signoff.models import Approval, ApprovalList, Run, RunList
+from signoff.stream import MAX_STREAM, until_decided
 
 
 class AsyncClient:
@@ -92,17 +93,38 @@ class AsyncClient:
         return await self.send(get_call(approval_id))
 
     # `timeout` is how long the server may keep it pending, not a cancellation: no ASYNC109.
-    async def wait(self, approval_id: str, *, timeout: float | None = None) -> Approval:  # noqa: ASYNC109
+    async def wait(
+        self,
+        approval_id: str,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109
+        stream: bool = False,
+    ) -> Approval:
         """The approval once decided, or still pending once `timeout` seconds passed (None:
-        until it is decided)."""
+        until it is decided). `stream`: listen on its server-sent event stream instead of
+        long-polling (a stream that breaks is listened to again)."""
         until = None if timeout is None else time.monotonic() + timeout
+        longest = MAX_STREAM if stream else LONG_POLL
         while True:
-            left = LONG_POLL if until is None else min(LONG_POLL, until - time.monotonic())
+            left = longest if until is None else min(longest, until - time.monotonic())
             if left <= 0:
                 return await self.get(approval_id)
-            approval = await self.send(wait_call(approval_id, left))
+            approval = await (
+                self._streamed(approval_id, left)
+                if stream
+                else self.send(wait_call(approval_id, left))
+            )
             if approval.decided:
                 return approval
+
+    async def _streamed(self, approval_id: str, seconds: float) -> Approval:
+        import aiohttp
+
+        try:
+            return await until_decided(self._open(), self.settings, approval_id, seconds)
+        except (aiohttp.ClientError, TimeoutError, OSError):
+            await asyncio.sleep(self.settings.pause(0, None))
+            return await self.get(approval_id)
 
     async def decide(
         self,
@@ -170,18 +192,23 @@ class AsyncClient:
             return parse(call, status, text)
         raise AssertionError("unreachable")  # the last attempt returned or raised
 
-    async def _once(self, call: Call[Any]) -> tuple[int, str, str | None]:
+    def _open(self) -> Any:
         import aiohttp  # only async users need it
 
         if self._session is None:
             self._session = aiohttp.ClientSession(headers=self.settings.headers())
+        return self._session
+
+    async def _once(self, call: Call[Any]) -> tuple[int, str, str | None]:
+        import aiohttp  # only async users need it
+
         timeout = aiohttp.ClientTimeout(
             total=None,
             sock_connect=self.settings.timeout,
             sock_read=call.read_timeout or self.settings.timeout,
         )
         try:
-            async with self._session.request(
+            async with self._open().request(
                 call.method, call.url(self.settings.url), json=call.body, timeout=timeout
             ) as response:
                 return response.status, await response.text(), response.headers.get("Retry-After")

@@ -29,7 +29,7 @@ from signoff.errors import ApiError, SignoffError
 from store.limits import MAX_RESUME_STATE
 
 from .adapter_support import approve, approve_with, client_of, decline, human
-from .helpers import TOKEN, Api
+from .helpers import AUTH, TOKEN, Api
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,6 +202,10 @@ async def test_the_paused_state_is_kept_with_the_approval_and_a_fresh_process_re
         assert read.resume_state == kept  # whole, as the asker gave it
         [listed] = (await signoff.approvals(state="pending")).approvals
         assert listed.resume_state is None  # lists stay small
+    audit = await api.client.get(f"/v1/audit?approval_id={pending.id}", headers=AUTH)
+    assert (await audit.json())["events"]
+    assert "Refund order 4471" in kept  # the task, in the transcript the state holds
+    assert "Refund order 4471" not in await audit.text()  # the audit shows no one the state
     await api.rt.decide(pending.id, "approved", by="U0BOSS")
     resumed = await _process(api, done, "resume", "r-fresh", pending.id)
     assert resumed == {"final": "Done. The tool said: refunded 2500 cents on order 4471"}
