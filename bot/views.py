@@ -245,7 +245,10 @@ def pages_table(pages: Sequence[Page]) -> Table:
             inert(p.reason),
             inert(p.detail, 200),
             inert(p.acknowledged_by or ""),
-            inert("\n".join(settle_commands(p)) if not p.acknowledged_by else "", 400),
+            # one command a line: inert() makes one line of what it is given
+            Text("\n").join(inert(c) for c in settle_commands(p))
+            if not p.acknowledged_by
+            else Text(""),
         )
     return table
 

@@ -19,12 +19,13 @@ import re
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 from bot import views
-from bot.slack.cards import conflict_line
 from examples import world
 from examples.refund_agent import agent
 from runtime import Runtime, errors
+from runtime.binding import conflict_text
 from store import ApprovalState, open_store
 
 REQUESTER, MANAGER = "U0REQUESTER", "U0MANAGER"
@@ -65,7 +66,9 @@ async def conflict(out: Console, rt: Runtime, task: str) -> None:
     await rt.start(agent.name, again, run_id=run_id, requested_by=REQUESTER)
     for approval in await rt.approvals(run_id, state=ApprovalState.PENDING):
         if approval.conflict is not None:
-            out.print(f"run [bold]{run_id}[/]'s card says:", conflict_line(approval))
+            # in plain words: the card's own text is Slack markup (mentions, dates)
+            said = conflict_text(approval.conflict, approval.args, approval.sensitive)
+            out.print(f"run [bold]{run_id}[/]'s card says:", escape(said))
         try:
             await rt.decide(approval.id, "approved", by=MANAGER)
         except errors.KeyConflict as refused:

@@ -77,10 +77,11 @@ def still_running(run_id: str, effects: Sequence[Effect]) -> str | None:
         return None
     names = ", ".join(f"{e.tool} ({e.call_id})" for e in effects)
     verb = "is" if len(effects) == 1 else "are"
+    before = max(min(e.step for e in effects) - 1, 0)  # rollback restores this step
     return (
         f"Run {run_id} is cancelled, but {names} {verb} still running: the run takes no "
         "further step; what the tool does is recorded when it ends (undo it with "
-        f"`signoff runs rollback {run_id}` if it must not stand)."
+        f"`signoff runs rollback {run_id} --to-step {before}` if it must not stand)."
     )
 
 

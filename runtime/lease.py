@@ -55,7 +55,11 @@ async def hold_lease(
     now = clock()
     epoch = await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now)
     if epoch is None:
-        raise RunBusy(f"run {run_id!r} is being driven by another worker", run_id=run_id)
+        raise RunBusy(
+            f"run {run_id!r} is being driven by another worker (if that worker is gone, its "
+            f"lease lapses within {ttl:g}s; try again then)",
+            run_id=run_id,
+        )
     lease = held[run_id] = Lease(run_id, epoch, ttl)
     renewer = asyncio.create_task(_renew(store, lease, owner, ttl, clock))
     try:

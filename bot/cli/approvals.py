@@ -109,9 +109,17 @@ def decide(
         rt = p.runtime
         if args is not None:
             await check_edit_here(rt, approval_id)
-        decided = await rt.decide(
-            approval_id, state, by=by, reason=reason, args=args, resume=False, separate=separate
-        )
+        from runtime.errors import KeyConflict
+
+        try:
+            decided = await rt.decide(
+                approval_id, state, by=by, reason=reason, args=args, resume=False, separate=separate
+            )
+        except KeyConflict as conflict:
+            raise Failure(
+                f"{' '.join(str(conflict).split())} (`signoff approvals decide {approval_id} "
+                "approve --separate` approves it as a separate effect)"
+            ) from None
         run = await rt.find_run(decided.run_id)
         resumed = run is not None and decided.state != "pending" and run.agent in rt.agents
         if decided.state != "pending":  # a vote short of its quorum waits for more

@@ -144,7 +144,11 @@ async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
         call = views.call_text(approval)
         note = views.duplicate_note(approval)
         say(views.inert(f"waiting for approval {approval.id}: {call}{note}; decide with:"))
-        say(f"  signoff approvals decide {approval.id} approve --by <Slack user id>")
+        if approval.conflict is not None:  # a plain approval of a key conflict is refused
+            say(f"  signoff approvals decide {approval.id} decline --by <Slack user id>")
+            say(f"  signoff approvals decide {approval.id} approve --separate --by <Slack user id>")
+        else:
+            say(f"  signoff approvals decide {approval.id} approve --by <Slack user id>")
 
 
 @runs.command("list")

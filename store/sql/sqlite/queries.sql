@@ -74,7 +74,8 @@ ORDER BY r.created_at DESC, r.id
 -- after the cursor (created_at, id) of the previous page's last one; with latest checkpoints.
 SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, r.parent_id,
        r.fork_step, r.dry_run, r.lease_owner, r.lease_expires_at, r.created_at, r.updated_at,
-       c.step, c.steps, c.input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
+       r.model,
+       c.step, c.steps, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs
       WHERE (:status IS NULL OR status = :status)
         AND (:agent IS NULL OR agent = :agent)
