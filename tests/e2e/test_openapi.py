@@ -55,8 +55,8 @@ def test_the_answer_check_notices_what_does_not_match() -> None:
     assert problems("GET", "/v1/approvals", 200, {"approvals": [], "next_cursor": None}) == []
     wrong = problems("GET", "/v1/approvals", 200, {"approvals": [{"id": 1}]})
     assert "'next_cursor' is a required property" in " ".join(wrong)
-    assert problems("POST", "/v1/runs/{run_id}/cancel", 202, {}) == [
-        "POST /v1/runs/{run_id}/cancel -> 202: status not documented"
+    assert problems("POST", "/v1/runs/{run_id}/cancel", 207, {}) == [
+        "POST /v1/runs/{run_id}/cancel -> 207: status not documented"
     ]
     assert problems("GET", None, 404, {"oops": 1}) == [
         "GET (no route) -> 404: 'error' is a required property"
