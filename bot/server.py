@@ -110,15 +110,15 @@ async def serve(
             every = min(60.0, settings.page_remind_every.total_seconds())
             scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
             if settings.learned_rules.writers:
-                client = slack.client
+                wake = slack.sender.wake
                 scheduler.every(
                     RULE_REMINDERS_EVERY,
-                    lambda: rule_notes.remind_expiring(rt, client),
+                    lambda: rule_notes.remind_expiring(rt, wake),
                     name="signoff-rule-reminders",
                 )
                 scheduler.every(
                     RULE_NOTES_EVERY,
-                    lambda: rule_notes.note_uses(rt, client),
+                    lambda: rule_notes.note_uses(rt, wake),
                     name="signoff-rule-notes",
                 )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
