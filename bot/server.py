@@ -84,7 +84,8 @@ async def serve(
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    health.mount(app, health.Readiness(rt.store, running, {"clock_skew": skew.problem}))
+    readiness = health.Readiness(rt.store, running, {"clock_skew": skew.problem})
+    health.mount(app, readiness, settings.policies)
     runner = web.AppRunner(app)
     lapses: asyncio.Task[None] | None = None
     try:
