@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from bot.metrics import metrics_handler
+from runtime.policy import Policies
 from store import Store
 
 log = logging.getLogger("signoff.health")
@@ -60,7 +61,8 @@ class Readiness:
         return web.json_response({"ready": True})
 
 
-def mount(app: web.Application, readiness: Readiness) -> None:
-    """Serve `/readyz` and `/metrics` on the server's application (no token needed)."""
+def mount(app: web.Application, readiness: Readiness, policies: Policies | None = None) -> None:
+    """Serve `/readyz` and `/metrics` on the server's application (no token needed);
+    `policies` give the metrics the approvals pending past their decision targets."""
     app.router.add_get("/readyz", readiness.readyz)
-    app.router.add_get("/metrics", metrics_handler(readiness.store))
+    app.router.add_get("/metrics", metrics_handler(readiness.store, policies))

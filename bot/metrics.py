@@ -31,7 +31,7 @@ from prometheus_client.registry import Collector
 from runtime import NullNotifier, slo
 from runtime.policy import Policies
 from runtime.routing import policy_of
-from store import Approval, Page, Run, Store, Usage
+from store import Approval, ApprovalState, Page, Run, Store, Usage
 from store.base import OperationalCounts
 from store.errors import StoreError
 from store.records import SYSTEM_ACTOR, LearnedRule
@@ -211,17 +211,64 @@ class LearnedRuleUses(Collector):
         yield uses
 
 
+class PendingPastTarget(Collector):
+    """Approvals still pending past their policy's decision target (`decide_within`), by
+    policy: the decided-late counter sees an approval only once someone decides it; this
+    sees the ones nobody has yet. A policy with a target shows 0 when none is late."""
+
+    def __init__(self, pending: Sequence[Approval], policies: Policies, now: datetime) -> None:
+        self.pending = pending
+        self.policies = policies
+        self.now = now
+
+    def collect(self) -> Iterator[Metric]:
+        late: dict[str, int] = {name: 0 for name in targeted_policies(self.policies)}
+        for approval in self.pending:
+            policy = policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+            if policy.decide_within is None:
+                continue
+            late.setdefault(approval.policy, 0)
+            if slo.missed(approval, policy, self.now):
+                late[approval.policy] += 1
+        gauge = GaugeMetricFamily(
+            "signoff_approvals_pending_past_target",
+            "Approvals still pending past their policy's decision target (decide_within), "
+            "by policy.",
+            labels=["policy"],
+        )
+        for name, count in sorted(late.items()):
+            gauge.add_metric([name], count)
+        yield gauge
+
+
+def targeted_policies(policies: Policies) -> list[str]:
+    """The names of the policies that set a decision target (merged over the default)."""
+    names = ["default", *policies.tools]
+    return [n for n in names if policies.for_tool(n)[1].decide_within is not None]
+
+
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-def metrics_handler(store: Store) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """`GET /metrics`: this process's counters, then the database's gauges."""
+PENDING_SCAN = 10_000  # pending approvals read per scrape for the decision-target gauge
+
+
+def metrics_handler(
+    store: Store, policies: Policies | None = None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """`GET /metrics`: this process's counters, then the database's gauges (with `policies`,
+    the approvals pending past their decision targets too)."""
 
     async def metrics(request: web.Request) -> web.Response:
         try:
             counts = await store.operational_counts()
             learned = await store.list_learned_rules()
+            pending = (
+                await store.list_approvals(state=ApprovalState.PENDING, limit=PENDING_SCAN)
+                if policies is not None and counts.approvals_pending
+                else []
+            )
         except StoreError as exc:  # the scrape fails visibly (`up` 0), as JSON like any error
             log.warning("metrics: the database did not answer: %s", exc)
             return web.json_response({"error": "the database did not answer"}, status=503)
@@ -229,6 +276,8 @@ def metrics_handler(store: Store) -> Callable[[web.Request], Awaitable[web.Respo
         now = datetime.now(UTC)
         gauges.register(StoreGauges(counts, now))
         gauges.register(LearnedRuleUses(learned, now))
+        if policies is not None:
+            gauges.register(PendingPastTarget(pending, policies, now))
         body = generate_latest(REGISTRY) + generate_latest(gauges)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -84,7 +84,8 @@ async def serve(
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    health.mount(app, health.Readiness(rt.store, running, {"clock_skew": skew.problem}))
+    readiness = health.Readiness(rt.store, running, {"clock_skew": skew.problem})
+    health.mount(app, readiness, settings.policies)
     runner = web.AppRunner(app)
     lapses: asyncio.Task[None] | None = None
     try:
@@ -110,15 +111,15 @@ async def serve(
             every = min(60.0, settings.page_remind_every.total_seconds())
             scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
             if settings.learned_rules.writers:
-                client = slack.client
+                wake = slack.sender.wake
                 scheduler.every(
                     RULE_REMINDERS_EVERY,
-                    lambda: rule_notes.remind_expiring(rt, client),
+                    lambda: rule_notes.remind_expiring(rt, wake),
                     name="signoff-rule-reminders",
                 )
                 scheduler.every(
                     RULE_NOTES_EVERY,
-                    lambda: rule_notes.note_uses(rt, client),
+                    lambda: rule_notes.note_uses(rt, wake),
                     name="signoff-rule-notes",
                 )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")

@@ -388,7 +388,11 @@ class Store(Protocol):
     async def learned_rules_expiring(
         self, *, now: datetime, before: datetime
     ) -> list[LearnedRule]: ...
-    async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool: ...
+    async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
+        """Mark the author reminded of the rule's expiry, once, and queue the DM (outbox
+        topic `rule_expiring`, subject the rule) in the same transaction."""
+        ...
+
     async def learned_rule_uses_since(
         self, rule_id: str, *, after: datetime
     ) -> list[tuple[str, str | None, datetime]]:
@@ -398,7 +402,9 @@ class Store(Protocol):
     async def mark_learned_rule_noted(
         self, rule_id: str, *, since: datetime, until: datetime
     ) -> bool:
-        """Move the rule's `noted_until` from `since` (or its creation) to `until`, once."""
+        """Move the rule's `noted_until` from `since` (or its creation) to `until`, once,
+        and queue the thread note (outbox topic `rule_uses_noted`, subject the approval the
+        rule grew from, detail `rule_id`, `since`, `until`) in the same transaction."""
         ...
 
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]: ...

@@ -2,7 +2,9 @@
 apart from `store.core` so the safety-critical writes stay in one place of their own.
 
 Each write that changes a rule is a compare-and-set with its audit event in one transaction:
-a rule is confirmed once, revoked once, and its author reminded once."""
+a rule is confirmed once, revoked once, and its author reminded once. The reminder and the
+batched note of a rule's uses are outbox rows written with their marks (the sender delivers
+them with backoff)."""
 
 from __future__ import annotations
 
@@ -66,12 +68,20 @@ def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
     return (yield from _with_event(Stmt("revoke_learned_rule", params, "count"), event))
 
 
-def mark_noted(params: dict[str, Any]) -> Body[bool]:
-    return bool((yield Stmt("mark_learned_rule_noted", params, "count")) == 1)
+def mark_noted(params: dict[str, Any], detail: str) -> Body[bool]:
+    """Move the note's mark on and, when it moved, queue the note in the same transaction."""
+    if (yield Stmt("mark_learned_rule_noted", params, "count")) != 1:
+        return False
+    yield Stmt("enqueue_rule_uses_noted", {"id": params["id"], "detail": detail})
+    return True
 
 
 def mark_reminded(params: dict[str, Any]) -> Body[bool]:
-    return bool((yield Stmt("mark_learned_rule_reminded", params, "count")) == 1)
+    """Mark the author reminded and, when this did, queue the DM in the same transaction."""
+    if (yield Stmt("mark_learned_rule_reminded", params, "count")) != 1:
+        return False
+    yield Stmt("enqueue_rule_expiring", {"id": params["id"], "detail": "{}"})
+    return True
 
 
 def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:

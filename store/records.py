@@ -427,7 +427,7 @@ class Page(Record):
 
 
 class OutboxItem(Record):
-    """A notification to deliver: a change to `subject_id` (an approval, page or run id)."""
+    """A notification to deliver: a change to `subject_id` (an approval, page, run or rule id)."""
 
     id: int
     topic: Literal[
@@ -439,6 +439,8 @@ class OutboxItem(Record):
         "page_reminded",
         "page_acknowledged",
         "run_finished",
+        "rule_expiring",
+        "rule_uses_noted",
     ]
     subject_id: str
     detail: dict[str, Any] = Field(default_factory=dict)

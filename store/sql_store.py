@@ -494,7 +494,10 @@ class SqlStore:
         self, rule_id: str, *, since: datetime, until: datetime
     ) -> bool:
         params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
-        return await self._write(lambda: learned.mark_noted(params))
+        detail = rows.dumps(
+            {"rule_id": rule_id, "since": since.isoformat(), "until": until.isoformat()}
+        )
+        return await self._write(lambda: learned.mark_noted(params, detail))
 
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` requests for `tool` from the audit trail, newest first: each

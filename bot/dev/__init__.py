@@ -22,6 +22,7 @@ from aiohttp import web
 
 from bot.dev import people, slack_state, workspace
 from bot.dev.steplog import StepLog
+from bot.policy_ids import SlackLearnedRules
 from bot.settings import ApiToken, ConfigError, Settings
 from bot.slack.fake import FakeSlack
 from bot.wiring import Process
@@ -43,7 +44,8 @@ def dev_settings(
     agent_token: str | None = None,
 ) -> Settings:
     """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
-    approver (bob) who may edit, and the refund agent (with any agents SIGNOFF_AGENTS adds)."""
+    approver (bob) who may edit and write approval rules, and the refund agent (with any
+    agents SIGNOFF_AGENTS adds)."""
     extra = [a for a in os.environ.get("SIGNOFF_AGENTS", "").split(",") if a.strip()]
     return Settings(
         database_url=f"sqlite:///{database}",
@@ -72,6 +74,8 @@ def dev_settings(
         policies=Policies(
             default=Policy(channel=people.APPROVALS, approvers=(people.APPROVER,), allow_edit=True)
         ),
+        # bob may write approval rules too, so cards show "Approve + similar…" here.
+        learned_rules=SlackLearnedRules(writers=(people.APPROVER,)),
     )
 
 

@@ -25,7 +25,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack import cards, texts
+from bot.slack import cards, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime import slo
@@ -34,7 +34,7 @@ from runtime.routing import policy_of
 from runtime.tools import Tool
 from store import Approval, ApprovalState, Delivery, Page, Run, Store
 from store import errors as store_errors
-from store.records import OutboxItem
+from store.records import LearnedRule, OutboxItem
 
 log = logging.getLogger("signoff.slack")
 
@@ -172,6 +172,10 @@ class SlackDelivery:
                 await self.update_page(page)
         elif topic == "run_finished":
             await self.run_finished(await self.store.get_run(item.subject_id), item)
+        elif topic == "rule_expiring":
+            await self.rule_expiring(await self.store.get_learned_rule(item.subject_id))
+        elif topic == "rule_uses_noted":
+            await self.rule_uses(await self.store.get_approval(item.subject_id), item)
 
     # approvals
 
@@ -338,6 +342,27 @@ class SlackDelivery:
             raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
+
+    # learned rules
+
+    async def rule_expiring(self, rule: LearnedRule) -> None:
+        """The author's DM that the rule expires within a day, with its uses as they are now.
+        A DM has no history this app may read (no `im:history`), so a try whose outcome is
+        unknown is not looked up: it is posted again (a rare duplicate, never a lost one)."""
+        if rule.state != "active":
+            return  # revoked since it was queued: nothing left to remind of
+        await self._post(rule.author, {"text": rule_notes.expiry_reminder(rule)})
+
+    async def rule_uses(self, card: Approval, item: OutboxItem) -> None:
+        """One quiet note, under the card the rule grew from, of the uses in its batch."""
+        rule_id = str(item.detail["rule_id"])
+        since = datetime.fromisoformat(str(item.detail["since"]))
+        until = datetime.fromisoformat(str(item.detail["until"]))
+        uses = await self.store.learned_rule_uses_since(rule_id, after=since)
+        batch = [(ap, run) for ap, run, at in uses if at <= until]
+        if batch:
+            text = rule_notes.uses_note(rule_id, batch)
+            await self._thread_note(card, text, item, f"rule-{rule_id}-{until.timestamp()}")
 
     # Slack calls
 

@@ -1,20 +1,18 @@
-"""Slack's timed notes about learned rules, run on the server's scheduler: the author's DM a
-day before a rule expires, and one quiet threaded note per batch of a rule's auto-approvals
-under the card it grew from. Each acts through `Runtime.rules`; posts are made once (the
-rule is marked first), since a missed note delays no decision."""
+"""Slack's timed notes about learned rules: the author's DM a day before a rule expires, and
+one quiet threaded note per batch of a rule's auto-approvals under the card it grew from.
+
+The server's scheduler marks what is due through `Runtime.rules`; each mark writes its
+outbox row in the same transaction, and the outbox sender delivers it with backoff like
+every other post (`bot.slack.delivery`), so a Slack outage delays a note but cannot lose
+it. This module holds the schedule's two steps and the notes' texts."""
 
 from __future__ import annotations
 
-import logging
-
-from slack_sdk.web.async_client import AsyncWebClient
+from collections.abc import Callable, Sequence
 
 from bot.slack import escape
 from runtime import Runtime
-from runtime.rule_book import RuleUses
 from store.records import LearnedRule
-
-log = logging.getLogger("signoff.slack")
 
 
 def expiry_reminder(rule: LearnedRule) -> str:
@@ -25,50 +23,37 @@ def expiry_reminder(rule: LearnedRule) -> str:
     )
 
 
-async def remind_expiring(rt: Runtime, client: AsyncWebClient) -> int:
-    """Tell each rule's author, in a DM, that it expires within a day, once (the rule is
-    marked reminded first: a post that fails is not retried, a reminder is not a decision)."""
-    told = 0
-    for rule in await rt.rules.expiring():
-        try:
-            await client.chat_postMessage(channel=rule.author, text=expiry_reminder(rule))
-            told += 1
-        except Exception:
-            log.exception("could not remind %s of rule %s", rule.author, rule.id)
-    return told
+async def remind_expiring(rt: Runtime, wake: Callable[[], None]) -> int:
+    """Queue each due author's DM that their rule expires within a day, once (the mark and
+    the outbox row are one transaction); wake the sender if any was queued."""
+    due = len(await rt.rules.expiring())
+    if due:
+        wake()
+    return due
 
 
 NOTE_LIMIT = 10
 
 
-def uses_note(uses: RuleUses) -> str:
-    """One quiet line for a batch of a rule's auto-approvals."""
+def uses_note(rule_id: str, approvals: Sequence[tuple[str, str | None]]) -> str:
+    """One quiet line for a batch of a rule's auto-approvals: (approval id, run id) each."""
     shown = [
         f"{escape.code(ap)}" + (f" (run {escape.code(run)})" if run else "")
-        for ap, run, _ in uses.approvals[:NOTE_LIMIT]
+        for ap, run in approvals[:NOTE_LIMIT]
     ]
-    more = len(uses.approvals) - NOTE_LIMIT
+    more = len(approvals) - NOTE_LIMIT
     rest = f", and {more} more" if more > 0 else ""
-    count = len(uses.approvals)
+    count = len(approvals)
     return (
-        f"Rule {escape.code(uses.rule.id)} approved {count} similar request"
+        f"Rule {escape.code(rule_id)} approved {count} similar request"
         f"{'s' if count > 1 else ''} at once: {', '.join(shown)}{rest}."
     )
 
 
-async def note_uses(rt: Runtime, client: AsyncWebClient) -> int:
-    """Under the card each rule grew from, one threaded note per batch of its uses (not
-    broadcast to the channel), so a busy hour is one line, not a line per approval."""
-    posted = 0
-    for uses in await rt.rules.uses_to_tell():
-        card = await rt.desk.get(uses.rule.from_approval or "")
-        if not (card.channel and card.message_ts):
-            continue
-        try:
-            await client.chat_postMessage(
-                channel=card.channel, thread_ts=card.message_ts, text=uses_note(uses)
-            )
-            posted += 1
-        except Exception:
-            log.exception("could not note the uses of rule %s", uses.rule.id)
-    return posted
+async def note_uses(rt: Runtime, wake: Callable[[], None]) -> int:
+    """Queue, under the card each rule grew from, one threaded note per batch of its uses
+    (not broadcast to the channel), so a busy hour is one line, not a line per approval."""
+    queued = len(await rt.rules.uses_to_tell())
+    if queued:
+        wake()
+    return queued

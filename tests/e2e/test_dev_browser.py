@@ -284,3 +284,56 @@ def _payments(folder: Path, kind: str) -> list[tuple[str, str, int]]:
             "SELECT kind, reference, amount_cents FROM payments WHERE kind = ? ORDER BY rowid",
             (kind,),
         ).fetchall()
+
+
+def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
+    dev: DevServer, browser: Any, tmp_path: Path
+) -> None:
+    """bob approves one refund and declines another, then "Approve + similar…" on a third:
+    the modal proposes the rule, and its backtest counts the earlier requests, the declined
+    one called out. The screenshot is the README's (docs/approve-similar.png)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select
+
+    wait = _wait(browser)
+    browser.get(dev.base + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    who = Select(browser.find_element(By.ID, "who"))
+    runs: list[str] = []
+    for action in ("approve", "decline", None):
+        who.select_by_value(REQUESTER)
+        browser.find_element(By.ID, "start-refund").click()
+        runs.append(_run_id_of_notice(wait, not_this=runs[-1] if runs else None))
+        wait.until(lambda d: _card(d, runs[-1]))
+        who.select_by_value(APPROVER)
+        if action == "approve":
+            _click(wait, lambda d: _button(d, runs[-1], "approve"))
+            browser.find_element(By.ID, "dialog-ok").click()
+            wait.until(lambda d: "Approved by" in _card_text(d, runs[-1]))
+        elif action == "decline":
+            _click(wait, lambda d: _button(d, runs[-1], "decline"))
+            box = wait.until(
+                ec.visibility_of_element_located(
+                    (By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]")
+                )
+            )
+            box.send_keys("Over the limit for this customer")
+            browser.find_element(By.ID, "dialog-ok").click()
+            wait.until(lambda d: "Declined by" in _card_text(d, runs[-1]))
+
+    _click(wait, lambda d: _button(d, runs[-1], "approve_similar"))
+    wait.until(
+        lambda d: (
+            d.find_element(By.ID, "overlay").is_displayed()
+            and "Backtest" in d.find_element(By.ID, "dialog-body").text
+        )
+    )
+    browser.save_screenshot(str(tmp_path / "approve-similar.png"))
+    body = browser.find_element(By.ID, "dialog-body").text
+    rule = browser.find_element(By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=when]")
+    assert 'tool == "issue_refund"' in rule.get_property("value")
+    assert "of the last 3 requests for issue" in body
+    assert "the rule would have approved 3 at once" in body
+    assert "declined" in body
+    assert "Over the limit for this customer" in body

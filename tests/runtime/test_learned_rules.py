@@ -4,7 +4,7 @@ known backtest counts; making, the declined-needs-confirmation and two-person ca
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -200,6 +200,10 @@ async def test_a_rule_stops_at_expiry_and_when_revoked(store: Store, clock: Cloc
     [due] = await rt.rules.expiring()
     assert (due.id, due.uses) == (rule.id, 1)
     assert await rt.rules.expiring() == []
+    # The DM was queued with the mark, once, for the outbox sender to deliver.
+    assert [(t, s) for t, s, _ in await sent_rows(store) if t == "rule_expiring"] == [
+        ("rule_expiring", rule.id)
+    ]
 
     clock.advance(days=1)
     assert (await ask(rt, 100)).state == ApprovalState.PENDING
@@ -228,6 +232,23 @@ async def test_uses_are_told_once_per_batch(store: Store, clock: Clock) -> None:
     [told] = await rt.rules.uses_to_tell()
     assert (told.rule.id, sorted(a for a, _, _ in told.approvals)) == (rule.id, sorted(used))
     assert await rt.rules.uses_to_tell() == []
+    # The note was queued with the mark, once, about the card the rule grew from.
+    [(subject, detail)] = [(s, d) for t, s, d in await sent_rows(store) if t == "rule_uses_noted"]
+    assert (subject, detail["rule_id"]) == (origin.id, rule.id)
+    assert datetime.fromisoformat(detail["until"]) == told.approvals[-1][2]
     clock.advance(seconds=1)
     later = (await ask(rt, 300)).id
     assert [[a for a, _, _ in t.approvals] for t in await rt.rules.uses_to_tell()] == [[later]]
+
+
+async def sent_rows(store: Store) -> list[tuple[str, str, dict[str, Any]]]:
+    """Every outbox row, in the order a sender delivers them (each claimed, then finished)."""
+    found = []
+    while True:
+        now = datetime.now(UTC)
+        items = await store.claim_outbox("t", now=now, until=now + timedelta(minutes=1))
+        if not items:
+            return found
+        for item in items:
+            found.append((item.topic, item.subject_id, item.detail))
+            await store.finish_outbox(item.id, "t", at=now)

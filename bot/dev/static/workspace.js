@@ -115,7 +115,7 @@ async function confirmFirst(confirm) {
 
 async function click(element, channel, ts) {
   if (!(await confirmFirst(element.confirm))) return;
-  const opens = element.action_id === "decline" || element.action_id === "edit";
+  const opens = ["decline", "edit", "approve_similar"].includes(element.action_id);
   const answer = await post("/dev/api/action", {
     user: me(), channel, ts, action_id: element.action_id, value: element.value,
     block_id: "", opens_modal: opens,

@@ -659,6 +659,18 @@ SELECT id, run_id, created_at FROM approvals
 WHERE rule ->> 'learned_id' = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
+-- enqueue_rule_expiring --
+-- The author's "expires soon" DM, queued with the mark that says it is due (once).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), now(), now())
+
+-- enqueue_rule_uses_noted --
+-- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
+-- goes out after that card's own rows).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb), now(), now()
+FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
+
 -- mark_learned_rule_noted --
 -- Move a rule's thread note on to a time (compare-and-set on where it was).
 UPDATE learned_rules SET noted_until = :until
