@@ -85,6 +85,8 @@ class Figures:
     not_done: Counter[str] = field(default_factory=Counter)
     seed: int = 0
     faults: list[Fault] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)
+    """The pages for results in hand, for the failure message."""
 
     def line(self, backend: str) -> str:
         return (
@@ -244,6 +246,10 @@ async def settle(
             figures.stalled_pages += 1
         else:
             figures.in_hand_pages += 1
+            figures.unexplained.append(
+                f"{page.run_id}/{page.call_id} began on slot {slot} at {start:.2f}, "
+                f"paged at {paged:.2f}: {page.detail[:160]}"
+            )
         if effect.status != EffectStatus.IN_DOUBT:
             figures.unsettleable += 1
             continue
@@ -287,7 +293,7 @@ def check(figures: Figures) -> None:
     assert min(figures.kills, figures.freezes, figures.disk_full) >= 1, figures
     assert figures.duplicates == 0, figures
     assert figures.idempotent_pages == 0, figures
-    assert figures.in_hand_pages == 0, figures
+    assert figures.in_hand_pages == 0, figures.unexplained
     assert figures.unsettleable == 0, figures
     assert figures.not_done == Counter(), figures
 
