@@ -1,7 +1,8 @@
 """The crash-and-freeze soak of `tests/crash/test_freeze_soak.py`, longer: three worker
 processes on one database, SIGKILLed and restarted, SIGSTOPped past their lease and SIGCONTed,
-starved of disk (injected ENOSPC), while runs arrive; then every page is settled from the
-world's record and the figures are printed (one line per round).
+starved of disk (injected ENOSPC, each window shorter than a third of the lease), while runs
+arrive; then every page is put down to a kill or a freeze or else to a result in hand (which
+must be 0), settled from the world's record, and the figures are printed (one line a round).
 
     python benchmarks/freeze_soak.py [--seconds 120] [--rounds 1] [--url sqlite|postgresql://...]
 

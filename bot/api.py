@@ -4,7 +4,7 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals, answer, every approval
                                                                       runs:read
-    POST /v1/runs/{id}/cancel {reason?}  (202 while a tool still runs)  runs:write
+    POST /v1/runs/{id}/cancel {reason?, compensate?}  (202 while a tool still runs)  runs:write
     POST /v1/runs/{id}/effects/{call}/resolve {happened}  (an in-doubt page) runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
@@ -138,7 +138,11 @@ async def cancel_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
     run = await rt.cancel(
-        request.match_info["run_id"], by=request[CALLER].actor, reason=body.reason, wait=False
+        request.match_info["run_id"],
+        by=request[CALLER].actor,
+        reason=body.reason,
+        wait=False,
+        compensate=body.compensate,
     )
     view = await _run_view(rt, run)
     running = await rt.in_flight(run.id)
@@ -146,7 +150,7 @@ async def cancel_run(request: web.Request) -> web.Response:
         return web.json_response(view)
     # Accepted, not done: a tool is still running and the run ends after it.
     view["in_flight"] = [{"call_id": e.call_id, "tool": e.tool} for e in running]
-    view["note"] = rt.still_running(run.id, running)
+    view["note"] = rt.still_running(run.id, running, compensate=body.compensate)
     return web.json_response(view, status=202)
 
 

@@ -99,6 +99,9 @@ class CancelRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field("", max_length=MAX_REASON)
+    compensate: bool = Field(
+        False, description="Undo a reversible tool still running once it ends (its compensator)."
+    )
 
 
 def decision_refusal(**values: Any) -> tuple[str, str] | None:

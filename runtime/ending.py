@@ -34,19 +34,29 @@ _ENDING: set[asyncio.Task[Run]] = set()
 
 
 async def cancel(
-    deps: Deps, desk: ApprovalDesk, run_id: str, *, by: str, reason: str, wait: bool = True
+    deps: Deps,
+    desk: ApprovalDesk,
+    run_id: str,
+    *,
+    by: str,
+    reason: str,
+    wait: bool = True,
+    compensate: bool = False,
 ) -> Run:
     """Stop a run for good; its pending approvals are declined with reason `cancelled`.
 
     A driver of the run in this process (a tool running) stops at its next write, which is
     after the tool ends. `wait=False` answers at once all the same (a request must not hang
-    on a tool): what follows the stop (the notice, a saga) runs once that driver lets go."""
+    on a tool): what follows the stop (the notice, a saga) runs once that driver lets go.
+    `compensate`: a reversible effect in flight now is undone once it ends; the choice is in
+    the cancel's audit event, so whichever worker drives the run when the tool ends sees it."""
     run = await deps.run(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
-    event = AuditEvent(
-        action="cancel", actor=by, run_id=run_id, at=deps.clock(), detail={"reason": reason}
-    )
+    detail: dict[str, Any] = {"reason": reason}
+    if compensate:
+        detail["compensate"] = [e.call_id for e in await in_flight(deps, run_id)]
+    event = AuditEvent(action="cancel", actor=by, run_id=run_id, at=deps.clock(), detail=detail)
     await _append_status(deps, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
     await desk.withdraw(
         run_id, by=by, reason=f"run cancelled ({reason})" if reason else "run cancelled"
@@ -70,16 +80,24 @@ async def in_flight(deps: Deps, run_id: str) -> list[Effect]:
     return [e for e in await deps.store.list_effects(run_id) if e.status == EffectStatus.STARTED]
 
 
-def still_running(run_id: str, effects: Sequence[Effect]) -> str | None:
+def still_running(
+    run_id: str, effects: Sequence[Effect], *, compensate: bool = False
+) -> str | None:
     """What a cancel says while effects are in flight, the same words on every surface: the
-    run is cancelled, the tool is not stopped halfway, and its result is recorded."""
+    run is cancelled, the tool is not stopped halfway, its result is recorded, and (if the
+    cancel asked) a reversible one is then compensated."""
     if not effects:
         return None
     names = ", ".join(f"{e.tool} ({e.call_id})" for e in effects)
     verb = "is" if len(effects) == 1 else "are"
     before = max(min(e.step for e in effects) - 1, 0)  # rollback restores this step
-    return (
-        f"Run {run_id} is cancelled, but {names} {verb} still running: the run takes no "
+    head = f"Run {run_id} is cancelled, but {names} {verb} still running: the run takes no "
+    if compensate:
+        return head + (
+            "further step; what the tool does is recorded when it ends, then compensated if "
+            "it is reversible (an irreversible one is paged for a person to undo)."
+        )
+    return head + (
         "further step; what the tool does is recorded when it ends (undo it with "
         f"`signoff runs rollback {run_id} --to-step {before}` if it must not stand)."
     )
@@ -172,13 +190,38 @@ def compensated(deps: Deps, run: Run) -> bool:
 
 
 async def saga(deps: Deps, run: Run) -> None:
-    """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not)."""
+    """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not), or those
+    in flight when a cancel that asked for it came, once they have ended."""
+    only: list[str] | None = None
     if not compensated(deps, run):
-        return
+        only = await _ended_to_compensate(deps, run)
+        if not only:
+            return
     try:
-        await rollback.compensate_all(deps, run)
+        await rollback.compensate_all(deps, run, only=only)
     except errors.RunBusy:
         log.info("run %s: its driver compensates it when it stops", run.id)
+
+
+async def _ended_to_compensate(deps: Deps, run: Run) -> list[str]:
+    """The calls the run's cancel asked to compensate that have completed and are not yet
+    compensated (one still running is left to the driver, which comes back here after it)."""
+    if run.status != RunStatus.CANCELLED:
+        return []
+    asked: list[str] = []
+    for event in await deps.store.list_events(run_id=run.id):
+        if event.action == "cancel":
+            asked = list(event.detail.get("compensate") or [])
+    if not asked:
+        return []
+    effects = {e.call_id: e for e in await deps.store.list_effects(run.id)}
+    return [
+        c
+        for c in asked
+        if c in effects
+        and effects[c].status == EffectStatus.COMPLETED
+        and effects[c].compensated_by is None
+    ]
 
 
 async def _append_status(

@@ -232,11 +232,20 @@ class Runtime:
         return await inbox.final_answer(self.deps, run)
 
     async def cancel(
-        self, run_id: str, *, by: str = SYSTEM_ACTOR, reason: str = "", wait: bool = True
+        self,
+        run_id: str,
+        *,
+        by: str = SYSTEM_ACTOR,
+        reason: str = "",
+        wait: bool = True,
+        compensate: bool = False,
     ) -> Run:
         """Stop a run for good; its pending approvals are withdrawn. `wait=False`: answer at
-        once even while this process's driver of the run has a tool running (`in_flight`)."""
-        return await ending.cancel(self.deps, self.desk, run_id, by=by, reason=reason, wait=wait)
+        once even while this process's driver of the run has a tool running (`in_flight`).
+        `compensate`: a reversible effect in flight is undone once it ends."""
+        return await ending.cancel(
+            self.deps, self.desk, run_id, by=by, reason=reason, wait=wait, compensate=compensate
+        )
 
     async def in_flight(self, run_id: str) -> builtins.list[Effect]:
         """The run's effects started and not ended (a tool running now)."""
@@ -244,9 +253,11 @@ class Runtime:
         return await ending.in_flight(self.deps, run_id)
 
     @staticmethod
-    def still_running(run_id: str, effects: Sequence[Effect]) -> str | None:
+    def still_running(
+        run_id: str, effects: Sequence[Effect], *, compensate: bool = False
+    ) -> str | None:
         """What a cancel answers, on every surface, while these effects are in flight."""
-        return ending.still_running(run_id, effects)
+        return ending.still_running(run_id, effects, compensate=compensate)
 
     async def recover(self) -> builtins.list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""

@@ -13,6 +13,7 @@ handled where it happens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,12 +111,15 @@ async def rollback(
     return report
 
 
-async def compensate_all(deps: Deps, run: Run) -> RollbackReport:
-    """The saga of an abandoned run: undo all its effects; its state stays as it ended."""
+async def compensate_all(
+    deps: Deps, run: Run, *, only: Sequence[str] | None = None
+) -> RollbackReport:
+    """The saga of an abandoned run: undo all its effects (or `only` these calls, those a
+    cancel asked to undo once they end); its state stays as it ended."""
     agent = _agent_of(deps, run)
     async with deps.lease(run.id):
-        await _intend(deps, run.id, deps.worker_id, to_step=0, restore=False)
-        report = await _undo_after(deps, run, agent, 0, at_step=run.step)
+        await _intend(deps, run.id, deps.worker_id, to_step=0, restore=False, only=only)
+        report = await _undo_after(deps, run, agent, 0, at_step=run.step, only=only)
         event = AuditEvent(
             action="compensate",
             actor=deps.worker_id,
@@ -139,7 +143,8 @@ async def finish_interrupted(deps: Deps, desk: ApprovalDesk, run_id: str) -> Rol
         if intent.detail.get("restore"):
             to_step = int(intent.detail["to_step"])
             return await rollback(deps, desk, run_id, to_step, by=intent.actor)
-        return await compensate_all(deps, await deps.run(run_id))
+        only = intent.detail.get("calls")
+        return await compensate_all(deps, await deps.run(run_id), only=only)
 
 
 def _agent_of(deps: Deps, run: Run) -> Agent:
@@ -157,9 +162,19 @@ async def _rolled_back_to(deps: Deps, run: Run, step: int) -> bool:
     return await unfinished(deps.store, run.id) is None
 
 
-async def _intend(deps: Deps, run_id: str, by: str, *, to_step: int, restore: bool) -> None:
+async def _intend(
+    deps: Deps,
+    run_id: str,
+    by: str,
+    *,
+    to_step: int,
+    restore: bool,
+    only: Sequence[str] | None = None,
+) -> None:
     """Say what is being undone before undoing it: recovery finishes an interrupted undo."""
-    detail = {"to_step": to_step, "restore": restore}
+    detail: dict[str, Any] = {"to_step": to_step, "restore": restore}
+    if only is not None:
+        detail["calls"] = list(only)
     event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=deps.clock(), detail=detail)
     await deps.store.commit(
         Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
@@ -167,7 +182,13 @@ async def _intend(deps: Deps, run_id: str, by: str, *, to_step: int, restore: bo
 
 
 async def _undo_after(
-    deps: Deps, run: Run, agent: Agent, step: int, *, at_step: int
+    deps: Deps,
+    run: Run,
+    agent: Agent,
+    step: int,
+    *,
+    at_step: int,
+    only: Sequence[str] | None = None,
 ) -> RollbackReport:
     """Undo, newest first, the effects after `step` on the run's current timeline: those whose
     call is in its transcript (not compensations, nor what an earlier rollback undid).
@@ -179,6 +200,8 @@ async def _undo_after(
     done = {e.compensates: e for e in effects if e.compensates is not None}
     for effect in reversed(effects):
         if effect.step <= step or effect.call_id not in on_timeline:
+            continue
+        if only is not None and effect.call_id not in only:
             continue
         outcome = await _undo(deps, run, agent, effect, done.get(effect.call_id), at_step)
         getattr(report, outcome).append(effect.call_id)

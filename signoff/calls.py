@@ -147,8 +147,9 @@ def runs_call(status: str | None, cursor: str | None, limit: int) -> Call[RunLis
     return Call("GET", "/v1/runs", RunList, query=query)
 
 
-def cancel_call(run_id: str, reason: str) -> Call[Run]:
-    return Call("POST", f"/v1/runs/{_segment(run_id)}/cancel", Run, {"reason": reason})
+def cancel_call(run_id: str, reason: str, compensate: bool = False) -> Call[Run]:
+    body: dict[str, object] = {"reason": reason} | ({"compensate": True} if compensate else {})
+    return Call("POST", f"/v1/runs/{_segment(run_id)}/cancel", Run, body)
 
 
 def _segment(text: str) -> str:

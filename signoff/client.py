@@ -165,10 +165,11 @@ class AsyncClient:
     ) -> RunList:
         return await self.send(runs_call(status, cursor, limit))
 
-    async def cancel(self, run_id: str, *, reason: str = "") -> Run:
-        """Stop a run for good; a cancel retried after its answer was lost finds it done."""
+    async def cancel(self, run_id: str, *, reason: str = "", compensate: bool = False) -> Run:
+        """Stop a run for good; a cancel retried after its answer was lost finds it done.
+        `compensate`: a reversible tool still running is undone once it ends."""
         try:
-            return await self.send(cancel_call(run_id, reason))
+            return await self.send(cancel_call(run_id, reason, compensate))
         except ApiError as exc:
             if exc.status == 409 and (run := await self.get_run(run_id)).status == "cancelled":
                 return run
@@ -309,10 +310,11 @@ class Client:
     ) -> RunList:
         return self.send(runs_call(status, cursor, limit))
 
-    def cancel(self, run_id: str, *, reason: str = "") -> Run:
-        """Stop a run for good; a cancel retried after its answer was lost finds it done."""
+    def cancel(self, run_id: str, *, reason: str = "", compensate: bool = False) -> Run:
+        """Stop a run for good; a cancel retried after its answer was lost finds it done.
+        `compensate`: a reversible tool still running is undone once it ends."""
         try:
-            return self.send(cancel_call(run_id, reason))
+            return self.send(cancel_call(run_id, reason, compensate))
         except ApiError as exc:
             if exc.status == 409 and (run := self.get_run(run_id)).status == "cancelled":
                 return run

@@ -348,6 +348,9 @@ def cancel(
     ctx: typer.Context,
     run_id: RunId,
     reason: Annotated[str, typer.Option(help="Why, for the audit log.")] = "",
+    compensate: Annotated[
+        bool, typer.Option(help="Undo a reversible tool still running once it ends.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Cancel a run for good; its pending approvals are declined."""
@@ -357,8 +360,9 @@ def cancel(
     checked_as_api(CancelRequest, {"reason": "--reason"}, reason=reason)
 
     async def cancel(p: Process) -> tuple[Run, str | None]:
-        run = await p.runtime.cancel(run_id, by="cli", reason=reason)
-        return run, p.runtime.still_running(run.id, await p.runtime.in_flight(run.id))
+        run = await p.runtime.cancel(run_id, by="cli", reason=reason, compensate=compensate)
+        running = await p.runtime.in_flight(run.id)
+        return run, p.runtime.still_running(run.id, running, compensate=compensate)
 
     run, note = with_process(ctx, cancel)
     shown = run.model_dump(mode="json") | ({"note": note} if note else {})

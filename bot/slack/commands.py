@@ -1,7 +1,8 @@
 """`/runs` sub-commands and the App Home tab: read the runtime, answer with Block Kit.
 
 `status <id>`, `list [status]`, `pending` (what waits for the caller), `history <id>`,
-`cancel <id>` (approvers of the run's policies only) and `help`. Every answer is ephemeral.
+`cancel <id> [compensate]` (approvers of the run's policies only; `compensate` undoes a
+reversible tool in flight once it ends) and `help`. Every answer is ephemeral.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
             return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
         if verb in ("status", "history", "cancel") and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
+        if verb == "cancel" and len(rest) == 2 and rest[1].lower() == "compensate":
+            return await _cancel(rt, await rt.get(rest[0]), user=user, compensate=True)
         learned = await similar.answer(rt, verb, rest, user=user)
         if learned is not None:
             return learned
@@ -61,17 +64,21 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
 
 
-async def _cancel(rt: Runtime, run: Run, *, user: str) -> dict[str, Any]:
+async def _cancel(
+    rt: Runtime, run: Run, *, user: str, compensate: bool = False
+) -> dict[str, Any]:
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     if not await may_cancel(rt, run, user):
         return replies.refusal(
             f"Only an approver of run {run.id}'s actions may cancel it; nothing changed."
         )
-    cancelled = await rt.cancel(run.id, by=user, reason="cancelled from Slack", wait=False)
+    cancelled = await rt.cancel(
+        run.id, by=user, reason="cancelled from Slack", wait=False, compensate=compensate
+    )
     approvals = await rt.approvals(run.id, state=ApprovalState.PENDING)
     reply = replies.run_status(cancelled, approvals, [])
-    note = rt.still_running(run.id, await rt.in_flight(run.id))
+    note = rt.still_running(run.id, await rt.in_flight(run.id), compensate=compensate)
     return reply if note is None else _with_note(reply, note)
 
 

@@ -308,7 +308,11 @@ HELP = (
     ("list [status]", "recent runs, e.g. `list waiting_approval`"),
     ("pending", "what waits for your decision"),
     ("history <id>", "a run's checkpoints, one line each"),
-    ("cancel <id>", "stop a run for good (approvers of its actions only)"),
+    (
+        "cancel <id> [compensate]",
+        "stop a run for good (approvers of its actions only); `compensate` undoes a "
+        "reversible tool still running once it ends",
+    ),
     ("help", "this help"),
 )
 """Plain text: each sub-command and what it does (the descriptions may use `code`)."""

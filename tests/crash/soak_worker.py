@@ -8,7 +8,9 @@ It drives `soaker` runs (a payment that must not run twice, then an idempotent s
 lapses. While the file `<disk-full-flag>` exists, every write it makes fails as a full disk
 does (nothing written), injected at the storage layer. The tools record what they did in
 the world database: `payments` one row per execution, `syncs` one row per idempotency key
-(a repeated sync under the same key is the same sync).
+(a repeated sync under the same key is the same sync), and `attempts` which worker began each
+payment when (wall clock), so the soak can tell a page a kill or a freeze explains from one
+for a result its worker had in hand.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import asyncio
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any, cast
 
@@ -33,15 +36,21 @@ def world(path: str) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("CREATE TABLE IF NOT EXISTS payments (key TEXT, worker TEXT)")
     conn.execute("CREATE TABLE IF NOT EXISTS syncs (key TEXT PRIMARY KEY, worker TEXT)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS attempts (key TEXT, worker TEXT, started REAL)"
+    )
     return conn
 
 
 def agent(world_path: str, worker: str) -> Agent:
     @tool(description="Pay an order.", effect="irreversible", requires_approval=False)
     async def pay(order: str, *, ctx: ToolContext) -> dict[str, str]:
+        key = ctx.idempotency_key
+        with world(world_path) as conn:
+            conn.execute("INSERT INTO attempts VALUES (?, ?, ?)", (key, worker, time.time()))
         await asyncio.sleep(TOOL_SECONDS)
         with world(world_path) as conn:
-            conn.execute("INSERT INTO payments VALUES (?, ?)", (ctx.idempotency_key, worker))
+            conn.execute("INSERT INTO payments VALUES (?, ?)", (key, worker))
         return {"receipt": f"re_{order}"}
 
     @tool(

@@ -7,6 +7,12 @@ from the world's own record, and the figures are printed and asserted:
 
 - 0 duplicate effects (a payment is made once per idempotency key);
 - 0 in-doubt pages for the idempotent tool (it is re-run under its key instead);
+- each page attributed: to a kill or a freeze of the worker that began the payment (between
+  its start and the page; on SQLite also any worker's freeze, as a worker frozen mid-write
+  holds the one write lock and no lease can be renewed), or else to a result that worker had
+  in hand; 0 of the latter. The disk-full windows are shorter than a third of the lease (the
+  renewal interval), so at most one renewal fails in one: a window longer than the lease
+  legitimately pages (the worker cannot renew), which is not what this counts;
 - every page settleable (its effect is in doubt: `resolve` takes it), and once settled,
   0 runs stuck or failed;
 - every completed payment in the ledger is in the world exactly once.
@@ -50,6 +56,15 @@ SEED_ENV = "SIGNOFF_SOAK_SEED"
 
 
 @dataclass
+class Fault:
+    """A kill (`start == end`) or a freeze of worker `w<slot>`, in wall-clock seconds."""
+
+    slot: int
+    start: float
+    end: float
+
+
+@dataclass
 class Figures:
     runs: int = 0
     kills: int = 0
@@ -60,17 +75,29 @@ class Figures:
     late_evidence: int = 0
     duplicates: int = 0
     idempotent_pages: int = 0
+    fault_pages: int = 0
+    """Pages a kill or a freeze of the payment's worker explains (no result, or a late one)."""
+    stalled_pages: int = 0
+    """Of those, SQLite only: another worker's, stalled behind the frozen one's write lock."""
+    in_hand_pages: int = 0
+    """Pages for a payment whose worker was neither killed nor frozen: it had the result."""
     unsettleable: int = 0
     not_done: Counter[str] = field(default_factory=Counter)
     seed: int = 0
+    faults: list[Fault] = field(default_factory=list)
+    unexplained: list[str] = field(default_factory=list)
+    """The pages for results in hand, for the failure message."""
 
     def line(self, backend: str) -> str:
         return (
             f"soak[{backend}] seed {self.seed}: {self.runs} runs, {self.kills} SIGKILLs, "
             f"{self.freezes} SIGSTOPs past the lease, {self.disk_full} disk-full windows; "
-            f"{self.pages} pages ({self.late_evidence} with a fenced worker's evidence), "
+            f"{self.pages} pages ({self.fault_pages} after a kill or freeze, of which "
+            f"{self.stalled_pages} behind a frozen worker's write lock; "
+            f"{self.late_evidence} with a fenced worker's evidence), "
             f"{self.settled} settled; {self.duplicates} duplicate effects, "
             f"{self.idempotent_pages} in-doubt pages for the idempotent tool, "
+            f"{self.in_hand_pages} in-doubt pages for results in hand, "
             f"{self.unsettleable} unsettleable pages, "
             f"{sum(self.not_done.values())} runs not done after settling"
         )
@@ -132,17 +159,22 @@ async def fault(fleet: Fleet, rng: random.Random, figures: Figures) -> None:
     kind = FAULTS[done % len(FAULTS)]
     if kind == "kill":
         figures.kills += 1
+        figures.faults.append(Fault(slot, time.time(), time.time()))
         fleet.kill(slot)
         fleet.start(slot)
     elif kind == "freeze":
         figures.freezes += 1
+        start = time.time()
         fleet.procs[slot].send_signal(signal.SIGSTOP)
         await asyncio.sleep(LEASE + rng.uniform(0.5, 1.5))  # past its lease: taken over
         fleet.procs[slot].send_signal(signal.SIGCONT)
+        figures.faults.append(Fault(slot, start, time.time()))
     else:
         figures.disk_full += 1
         fleet.flag.touch()
-        await asyncio.sleep(rng.uniform(0.5, 2.0))
+        # Shorter than the renewal interval (a third of the lease): one renewal fails at most.
+        # A window past the lease pages by rights (the worker cannot renew), not for a bug.
+        await asyncio.sleep(rng.uniform(0.1, 0.3) * LEASE)
         fleet.flag.unlink()
 
 
@@ -157,6 +189,32 @@ async def all_ended(store: Store, count: int) -> None:
     raise AssertionError(f"runs not ended within {SETTLE_WITHIN}s: {dict(statuses)}")
 
 
+def attempts(world: Path) -> dict[str, tuple[int, float]]:
+    """Each payment key's last attempt: the slot of the worker that began it, and when."""
+    with closing(sqlite3.connect(world, timeout=30)) as conn:
+        rows = conn.execute("SELECT key, worker, started FROM attempts ORDER BY started")
+        return {key: (int(worker[1:]), started) for key, worker, started in rows}
+
+
+MARGIN = 0.1
+"""Seconds of slack between the test's clock readings and the workers' (one machine)."""
+
+
+def explained(faults: list[Fault], slot: int | None, start: float, paged: float) -> bool:
+    """Whether a kill or freeze of this slot (any slot if unknown) falls in [start, paged]."""
+    return any(
+        (slot is None or f.slot == slot) and f.start <= paged + MARGIN and f.end >= start - MARGIN
+        for f in faults
+    )
+
+
+def stalled(faults: list[Fault], start: float, paged: float) -> bool:
+    """Whether another worker was frozen meanwhile: on SQLite, frozen mid-write, it holds the
+    database's one write lock, so no worker can renew its lease until it is thawed."""
+    freezes = [f for f in faults if f.end > f.start]
+    return explained(freezes, None, start, paged)
+
+
 def world_rows(world: Path) -> tuple[Counter[str], set[str]]:
     with closing(sqlite3.connect(world, timeout=30)) as conn:
         payments = Counter(key for (key,) in conn.execute("SELECT key FROM payments"))
@@ -164,9 +222,12 @@ def world_rows(world: Path) -> tuple[Counter[str], set[str]]:
     return payments, syncs
 
 
-async def settle(store: Store, rt: Runtime, world: Path, figures: Figures) -> None:
+async def settle(
+    store: Store, rt: Runtime, world: Path, figures: Figures, *, one_write_lock: bool
+) -> None:
     """The person on call: for each open page, what the world says happened, in one step."""
     payments, _ = world_rows(world)
+    began = attempts(world)
     pages = await store.list_pages()
     figures.pages = len(pages)
     for page in pages:
@@ -175,6 +236,20 @@ async def settle(store: Store, rt: Runtime, world: Path, figures: Figures) -> No
         effect = await store.get_effect(page.run_id, page.call_id)
         figures.late_evidence += "lost its lease" in page.detail
         figures.idempotent_pages += effect.tool == "sync"
+        # Killed before the tool said where it ran: any worker's kill or freeze may explain it.
+        slot, start = began.get(effect.idempotency_key, (None, effect.started_at.timestamp()))
+        paged = page.created_at.timestamp()
+        if explained(figures.faults, slot, start, paged):
+            figures.fault_pages += 1
+        elif one_write_lock and stalled(figures.faults, start, paged):
+            figures.fault_pages += 1
+            figures.stalled_pages += 1
+        else:
+            figures.in_hand_pages += 1
+            figures.unexplained.append(
+                f"{page.run_id}/{page.call_id} began on slot {slot} at {start:.2f}, "
+                f"paged at {paged:.2f}: {page.detail[:160]}"
+            )
         if effect.status != EffectStatus.IN_DOUBT:
             figures.unsettleable += 1
             continue
@@ -199,7 +274,7 @@ async def soak(url: str, tmp: Path) -> Figures:
         finally:
             fleet.flag.unlink(missing_ok=True)
             fleet.stop_all()
-        await settle(store, rt, world, figures)
+        await settle(store, rt, world, figures, one_write_lock=url.startswith("sqlite"))
         runs = await store.list_runs(limit=10_000)
         figures.not_done = Counter(r.status.value for r in runs if r.status != RunStatus.DONE)
         payments, syncs = world_rows(world)
@@ -218,6 +293,7 @@ def check(figures: Figures) -> None:
     assert min(figures.kills, figures.freezes, figures.disk_full) >= 1, figures
     assert figures.duplicates == 0, figures
     assert figures.idempotent_pages == 0, figures
+    assert figures.in_hand_pages == 0, figures.unexplained
     assert figures.unsettleable == 0, figures
     assert figures.not_done == Counter(), figures
 

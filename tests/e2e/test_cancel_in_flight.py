@@ -134,3 +134,89 @@ async def test_an_in_doubt_page_is_settled_over_the_api_from_the_late_receipt(
         "/v1/runs/w/effects/call_1_1/resolve", json={"happened": False}, headers=AUTH
     )
     assert again.status == 400  # settled already: changes nothing
+
+
+def booking_agent(entered: asyncio.Event, release: asyncio.Event, undone: list[str]) -> Agent:
+    @tool(
+        description="Hold a room.", effect="reversible", compensate="unhold",
+        requires_approval=False,
+    )  # fmt: skip
+    async def hold(room: str) -> dict[str, str]:
+        entered.set()
+        await release.wait()
+        return {"held": room}
+
+    @tool(description="Give a room back.", effect="irreversible", requires_approval=False)
+    async def unhold(room: str) -> dict[str, str]:
+        undone.append(room)
+        return {"released": room}
+
+    model = ScriptedModel([tool_call("hold", {"room": "R1"}), "done"])
+    return Agent("booker", model=model, tools=[hold, unhold])
+
+
+async def test_a_cancel_that_asks_compensates_the_tool_in_flight_once_on_the_driving_worker(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    """The API's worker takes the cancel; another worker drives the run and learns of the
+    choice only from the store (nothing in memory is shared): when its tool ends, the hold is
+    given back once, with its own effect, and the run's end records both."""
+    entered, release, undone = asyncio.Event(), asyncio.Event(), []
+    api = await make_api(agents=[booking_agent(entered, release, undone)])
+    driver = Runtime(api.store, [booking_agent(entered, release, undone)], worker_id="driver")
+    driving = asyncio.create_task(driver.start("booker", "Hold R1", run_id="b"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+
+    response = await api.client.post(
+        "/v1/runs/b/cancel", json={"reason": "no trip", "compensate": True}, headers=AUTH
+    )
+    view = await response.json()
+
+    assert response.status == 202
+    assert view["in_flight"] == [{"call_id": "call_1_1", "tool": "hold"}]
+    assert "then compensated if it is reversible" in view["note"]
+    assert undone == []  # nothing undone while the tool runs
+    release.set()
+    async with asyncio.timeout(10):
+        await driving
+    await api.background.drain()
+    effects = {e.call_id: e for e in await api.store.list_effects("b")}
+    assert effects["call_1_1"].status == EffectStatus.COMPLETED
+    assert effects["call_1_1"].compensated_by == "undo:call_1_1"
+    assert effects["undo:call_1_1"].status == EffectStatus.COMPLETED
+    assert undone == ["R1"]
+    assert (await api.rt.get("b")).status == "cancelled"
+    # Asked again (a saga re-run, another worker's after-stop), nothing is undone twice.
+    await ending_saga(api.rt, "b")
+    await ending_saga(driver, "b")
+    assert undone == ["R1"]
+
+
+async def ending_saga(rt: Runtime, run_id: str) -> None:
+    from runtime import ending
+
+    await ending.saga(rt.deps, await rt.get(run_id))
+
+
+async def test_a_cancel_that_does_not_ask_leaves_the_tool_standing(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    entered, release, undone = asyncio.Event(), asyncio.Event(), []
+    api = await make_api(agents=[booking_agent(entered, release, undone)])
+    driving = asyncio.create_task(api.rt.start("booker", "Hold R1", run_id="k"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+
+    response = await api.client.post("/v1/runs/k/cancel", headers=AUTH)
+    view = await response.json()
+
+    assert response.status == 202
+    assert "signoff runs rollback k" in view["note"]
+    release.set()
+    async with asyncio.timeout(10):
+        await driving
+    await api.background.drain()
+    assert undone == []
+    (effect,) = await api.store.list_effects("k")
+    assert (effect.status, effect.compensated_by) == (EffectStatus.COMPLETED, None)

@@ -130,6 +130,12 @@ def test_runs_start_show_and_cancel(client: Client) -> None:
     assert [r.id for r in client.runs().runs] == ["r1"]
 
 
+def test_a_cancel_may_ask_to_compensate(client: Client) -> None:
+    """The server forbids unknown fields: the client's `compensate` is the API's."""
+    client.start_run("refund-agent", "Refund order 4472", run_id="r2")
+    assert client.cancel("r2", compensate=True).status == "cancelled"
+
+
 def test_an_unreachable_server_is_a_clear_error_after_the_retries() -> None:
     nobody = Client(f"http://127.0.0.1:{free_port()}", TOKEN, retries=2, backoff=0.01)
     with pytest.raises(Unreachable, match="POST /v1/approvals"):
