@@ -130,7 +130,7 @@ def expires(when: str) -> str:
 
 def possible_duplicate(run: str, differs: str | None = None) -> str:
     if differs:
-        return f":warning: possible duplicate of run {run}: same key, but {differs}"
+        return f":warning: possible duplicate of run {run}: the same effect, but {differs}"
     return f":warning: possible duplicate of run {run}: it asked for the same effect"
 
 

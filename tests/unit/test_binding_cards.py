@@ -83,8 +83,9 @@ def test_an_edit_shows_what_runs_with_what_was_asked_everywhere_on_the_card() ->
 def test_a_possible_duplicate_says_what_differs() -> None:
     message = card(make_approval(args=ASKS_2000, duplicate_of="run-a", duplicate_args=EARLIER.args))
     assert (
-        "possible duplicate of run `run-a`: same key, but it asked amount\\u2060_\\u2060cents "
-        "2500 and this asks amount\\u2060_\\u2060cents 2000" in json.dumps(message)
+        "possible duplicate of run `run-a`: the same effect, but it asked "
+        "amount\\u2060_\\u2060cents 2500 and this asks "
+        "amount\\u2060_\\u2060cents 2000" in json.dumps(message)
     )
     same = card(
         make_approval(
