@@ -18,6 +18,7 @@ from store import Store, open_store
 
 from .helpers import TOKEN, Api
 from .openapi_check import VIOLATIONS, watch
+from .slack_harness import FakeSlackProcess, SlackServer, start_server
 
 
 @pytest.fixture
@@ -83,3 +84,20 @@ def answers_match_the_openapi_document() -> Iterator[None]:
     yield
     found, VIOLATIONS[:] = list(VIOLATIONS), []
     assert not found, "answers that do not match the OpenAPI document:\n" + "\n".join(found)
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    """The fake Slack Web API in a process of its own."""
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
+    """`signoff serve` as a real process against the fake Slack (a module may override it)."""
+    running = start_server(tmp_path, world, fake.base_url)
+    yield running
+    if running.process.poll() is None:
+        running.kill()

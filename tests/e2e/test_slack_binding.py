@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from examples import world as outside
 
@@ -32,26 +29,10 @@ from .slack_harness import (
     button,
     environment,
     slash,
-    start_server,
     submission,
 )
 
 ORDER = "4471"
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
-    running = start_server(tmp_path, world, fake.base_url)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
 
 
 def start(server: SlackServer, run_id: str, dollars: int) -> None:

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from .slack_harness import (
     APPROVALS,
@@ -23,7 +19,6 @@ from .slack_harness import (
     approval_id_of,
     button,
     form,
-    start_server,
     submission,
 )
 
@@ -80,21 +75,6 @@ HOSTILE: list[tuple[str, bytes, str, int, str]] = [
 ]
 
 CONTENT_TYPES = {"form": "application/x-www-form-urlencoded", "json": "application/json"}
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
-
-@pytest.fixture
-def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
-    running = start_server(tmp_path, world, fake.base_url)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
 
 
 def new_lines(server: SlackServer, before: int, *, word: str = "") -> list[str]:

@@ -40,13 +40,6 @@ writers = ["{BOB}", "{ANN}"]
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
-
-@pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     running = start_server(tmp_path, world, fake.base_url, policy=CONFIG)
     yield running
