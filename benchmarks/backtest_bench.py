@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
-from runtime.learned_rules import LearnedRulesConfig
+from runtime.approvals.learned_rules import LearnedRulesConfig
 from store import Approval, open_store
 
 RULE = 'tool == "issue_refund" && args.currency == "EUR" && args.amount_cents <= 2500'

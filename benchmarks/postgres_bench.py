@@ -9,7 +9,7 @@ soon a decision made in one process resumes its run in another.
   round; medians over rounds, and the median of the per-round ratios.
 - steps/s: the workers benchmark's workload (100 runs x 40 read steps, split across 1, 2
   and 4 processes), on each backend in turn in each round.
-- decision -> resume: a worker process listens (LISTEN/NOTIFY, `runtime.wakeups`) and runs
+- decision -> resume: a worker process listens (LISTEN/NOTIFY, `runtime.runs.wakeups`) and runs
   no recovery poll; this process parks runs on an approval, then decides them one at a time
   without resuming them itself (as `signoff approvals decide` hands over), and times each
   from the decision's commit to the `run_finished` notification of its run, which the
@@ -37,7 +37,7 @@ from runtime_bench import agent_for, lookup, record, signoff_run
 from workers_bench import sqlite_database, steps_per_second
 
 from runtime import Agent, Reply, Runtime, ScriptedModel, tool, tool_call
-from runtime.wakeups import Wakeups
+from runtime.runs.wakeups import Wakeups
 from store import ApprovalState, Message, open_store
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"

@@ -2,7 +2,7 @@
 
     python benchmarks/rules_bench.py [--rounds 15] [--runs 40] [--calls 2000]
 
-1. Routing alone: `runtime.routing.route` for the refund example's three rules, for a call
+1. Routing alone: `runtime.approvals.routing.route` for the refund example's three rules, for a call
    the third rule takes (all three conditions evaluated, the most work a call can cost) and
    for one no rule takes, and a learned rule with its tool's ceiling (what "approve +
    similar" adds to a call), against the same tool's policy without rules (the reference),
@@ -26,8 +26,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from runtime.routing import route
-from runtime.rules import Facts, activation, holds, program
+from runtime.approvals.routing import route
+from runtime.approvals.rules import Facts, activation, holds, program
 from store import open_store
 
 RULES: list[dict[str, Any]] = [

@@ -24,7 +24,7 @@ from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
 from runtime import Runtime
-from runtime.inbox import MAX_PAGE
+from runtime.history.inbox import MAX_PAGE
 from store import Run
 
 APPROVAL_FILTERS = ("state", "run_id", "tool", "requested_by")

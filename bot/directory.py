@@ -45,7 +45,7 @@ def web_client(
 
 
 class SlackDirectory:
-    """Implements `runtime.policy.Directory` with Slack user groups.
+    """Implements `runtime.approvals.policy.Directory` with Slack user groups.
 
     Members are cached for `ttl` seconds. If Slack cannot be asked, a stale answer is used
     when there is one; otherwise the group counts as empty, so nobody is let in by mistake.

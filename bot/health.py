@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from bot.metrics import metrics_handler
-from runtime.policy import Policies
+from runtime.approvals.policy import Policies
 from store import Store
 
 log = logging.getLogger("signoff.health")

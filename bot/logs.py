@@ -118,13 +118,13 @@ def inert(text: str) -> str:
 
 
 class ContextIds(logging.Filter):
-    """Give every record the ids of what is being worked on (`runtime.telemetry`), unless
+    """Give every record the ids of what is being worked on (`runtime.runs.telemetry`), unless
     the line named them itself (`extra={...}`)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         # Looked up, not imported: a command that never loads the runtime has no ids to add
         # and does not pay for importing it.
-        telemetry = sys.modules.get("runtime.telemetry")
+        telemetry = sys.modules.get("runtime.runs.telemetry")
         ids = telemetry.LOG_CONTEXT.get() if telemetry is not None else None
         for name, value in (ids or {}).items():
             if getattr(record, name, None) is None:

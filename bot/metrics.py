@@ -28,9 +28,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from runtime import NullNotifier, slo
-from runtime.policy import Policies
-from runtime.routing import policy_of
+from runtime import NullNotifier
+from runtime.approvals import slo
+from runtime.approvals.policy import Policies
+from runtime.approvals.routing import policy_of
 from store import Approval, ApprovalState, Page, Run, Store, Usage
 from store.base import OperationalCounts
 from store.errors import StoreError

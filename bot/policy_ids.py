@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from runtime.learned_rules import LearnedRulesConfig
-from runtime.policy import Policies, Policy
-from runtime.rules import Rule
+from runtime.approvals.learned_rules import LearnedRulesConfig
+from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.rules import Rule
 
 SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
 SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from runtime.learned_rules import Backtest
-from runtime.policy import Policies
+from runtime.approvals.learned_rules import Backtest
+from runtime.approvals.policy import Policies
 from store.records import LearnedRule
 
 

@@ -26,10 +26,10 @@ from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
-from runtime.policy import open_policies
+from runtime.approvals.policy import open_policies
+from runtime.runs.skew import ClockSkew
+from runtime.runs.wakeups import Wakeups
 from runtime.scheduler import ApprovalScheduler
-from runtime.skew import ClockSkew
-from runtime.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0

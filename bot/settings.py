@@ -37,9 +37,9 @@ from pydantic_settings import (
 
 from bot.callback_policy import parse_allowed
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
+from runtime.approvals.policy import Duration
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
-from runtime.policy import Duration
 
 DEFAULT_CONFIG = "signoff.toml"
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]

@@ -18,7 +18,7 @@ from rich.text import Text
 
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
-from runtime.binding import call_trail
+from runtime.approvals.binding import call_trail
 from store import Approval, ApprovalState, Checkpoint, Effect, Message, Page, Run, RunStatus
 
 Votes = Mapping[str, Sequence[str]]

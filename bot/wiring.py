@@ -17,9 +17,9 @@ from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret, where
 from bot.tasks import Background
 from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime.approvals.routing import check_rules
 from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
-from runtime.routing import check_rules
 from store import Approval, Run, Store, open_store
 
 if TYPE_CHECKING:

@@ -2,14 +2,14 @@
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import ApprovalDesk
-from runtime.budget import StopReason
+from runtime.approvals.desk import ApprovalDesk
+from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
 from runtime.engine import Runtime
 from runtime.facts import FactStore
+from runtime.history.rollback import RollbackReport
 from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
 from runtime.notifier import FanOut, Notifier, NullNotifier
-from runtime.policy import Directory, Policies, Policy, StaticDirectory
-from runtime.rollback import RollbackReport
+from runtime.runs.budget import StopReason
 from runtime.tools import Tool, ToolContext, ToolSpec, tool
 from store import Budget, Message, ToolCall
 

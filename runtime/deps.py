@@ -14,15 +14,15 @@ from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.facts import FactStore
-from runtime.lease import Lease, RunLocks, hold_lease
-from runtime.telemetry import Telemetry
+from runtime.runs.lease import Lease, RunLocks, hold_lease
+from runtime.runs.telemetry import Telemetry
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
 
 
 class LearnedRules(Protocol):
-    """The rules people made from decisions (`runtime.rule_book.RuleBook`)."""
+    """The rules people made from decisions (`runtime.approvals.rule_book.RuleBook`)."""
 
     async def apply(self, approval: Approval, run: Run | None) -> Approval: ...
 

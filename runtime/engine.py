@@ -1,9 +1,9 @@
 """The Runtime: the public facade. It wires the runtime's modules together and holds no
 logic of its own; each method hands over to the module whose job it is:
 
-creation (new runs), driving and driver (the loop), resumability (may a run go on),
-ending (cancel, resolve, the saga), recovery, approvals and approval_timers (the desk),
-api_approvals (requests over HTTP), paging, listing, timetravel and rollback. They share a
+runs/ (creation, the loop in driving and driver, resumability, ending, recovery),
+approvals/ (the desk and its timers, remote requests over HTTP, paging, rules) and
+history/ (listing, inbox, time travel, rollback). They share a
 `Deps`, never this class. One job, the public surface; long only because of its signatures
 and docstrings.
 """
@@ -17,35 +17,26 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from runtime import (
-    api_approvals,
-    creation,
-    driving,
-    ending,
-    errors,
-    inbox,
-    listing,
-    paging,
-    recovery,
-    rollback,
-    timetravel,
-)
+from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approval_stats import ApprovalStats, approval_stats
-from runtime.approvals import ApprovalDesk, Decision
-from runtime.binding import CallTrail, call_trail
+from runtime.approvals import paging, remote
+from runtime.approvals.binding import CallTrail, call_trail
+from runtime.approvals.desk import ApprovalDesk, Decision
+from runtime.approvals.learned_rules import LearnedRulesConfig
+from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.approvals.routing import check_rules
+from runtime.approvals.rule_book import RuleBook
+from runtime.approvals.stats import ApprovalStats, approval_stats
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.learned_rules import LearnedRulesConfig
-from runtime.lease import RunLocks
+from runtime.history import inbox, listing, rollback, timetravel
+from runtime.history.rollback import RollbackReport
 from runtime.notifier import Notifier, NullNotifier
-from runtime.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
-from runtime.resumability import check_resumable
-from runtime.rollback import RollbackReport
-from runtime.routing import check_rules
-from runtime.rule_book import RuleBook
-from runtime.telemetry import NullTelemetry, Telemetry
+from runtime.runs import creation, driving, ending, recovery
+from runtime.runs.lease import RunLocks
+from runtime.runs.resumability import check_resumable
+from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -362,7 +353,7 @@ class Runtime:
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
         """
-        return await api_approvals.request_approval(
+        return await remote.request_approval(
             self.deps,
             self.desk,
             tool,

@@ -29,7 +29,7 @@ from bot.cli.session import with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from runtime.approvals import Decision
+    from runtime.approvals.desk import Decision
     from store import Approval, Run, Store
 
 approvals = group("Approvals, pending and decided.")
@@ -61,7 +61,7 @@ def list_approvals(
     from bot import views
 
     async def work(p: Process) -> Any:
-        found = await p.runtime.approvals(run_id, state="pending" if pending else None)
+        found = await p.runtime.approvals.desk(run_id, state="pending" if pending else None)
         return found, await quorum_votes(p.store, found)
 
     found, votes = with_process(ctx, work, agents=False)

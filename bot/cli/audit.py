@@ -143,7 +143,7 @@ def _since(text: str | None) -> datetime | None:
     if text is None:
         return None
     from bot.audit_export import since_instant
-    from runtime.policy import parse_duration
+    from runtime.approvals.policy import parse_duration
 
     def age(value: str) -> timedelta:
         try:

@@ -34,7 +34,7 @@ def propose(
         raise Failure("give ARGS (a call to derive the rule from) or --when")
 
     async def work(p: Process) -> Any:
-        return await p.runtime.rules.propose(tool, when, arguments)
+        return await p.runtime.approvals.rules.propose(tool, when, arguments)
 
     proposal = with_process(ctx, work)
     from bot.rule_views import backtest_lines
@@ -67,7 +67,7 @@ def add(
     as_json: JsonFlag = False,
 ) -> None:
     """Make a rule that approves calls like these at once, until it expires."""
-    from runtime.policy_types import parse_duration
+    from runtime.approvals.policy_types import parse_duration
 
     check_user_id("--by", by)
     try:
@@ -76,10 +76,10 @@ def add(
         raise Failure(f"--expires: {exc}") from None
 
     async def work(p: Process) -> Any:
-        from runtime.learned_rules import NeedsConfirmation
+        from runtime.approvals.learned_rules import NeedsConfirmation
 
         try:
-            return await p.runtime.rules.make(
+            return await p.runtime.approvals.rules.make(
                 tool,
                 when,
                 author=by,
@@ -111,7 +111,7 @@ def confirm(
     check_user_id("--by", by)
 
     async def work(p: Process) -> Any:
-        return await p.runtime.rules.confirm(rule_id, by=by)
+        return await p.runtime.approvals.rules.confirm(rule_id, by=by)
 
     rule = with_process(ctx, work)
     say(f"{rule.id} active, confirmed by {rule.confirmed_by}")
@@ -125,7 +125,7 @@ def revoke(
     check_user_id("--by", by)
 
     async def work(p: Process) -> Any:
-        return await p.runtime.rules.revoke(rule_id, by=by)
+        return await p.runtime.approvals.rules.revoke(rule_id, by=by)
 
     rule = with_process(ctx, work)
     say(f"{rule.id} revoked by {rule.revoked_by} (it was used {rule.uses} times)")
@@ -137,7 +137,7 @@ def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     from bot.rule_views import all_rules, rule_line
 
     async def work(p: Process) -> Any:
-        learned = await p.runtime.rules.list()
+        learned = await p.runtime.approvals.rules.list()
         return all_rules(p.settings.policies, learned, p.runtime.clock())
 
     rows = with_process(ctx, work, agents=False)
@@ -152,10 +152,10 @@ def export(
     ] = None,
 ) -> None:
     """The learned rules as TOML, for review in version control."""
-    from runtime.learned_rules import as_toml
+    from runtime.approvals.learned_rules import as_toml
 
     async def work(p: Process) -> str:
-        return as_toml(await p.runtime.rules.list(), now=p.runtime.clock())
+        return as_toml(await p.runtime.approvals.rules.list(), now=p.runtime.clock())
 
     text = with_process(ctx, work, agents=False)
     if output is None:

@@ -14,7 +14,7 @@ from bot.cli.session import load, refusals
 
 if TYPE_CHECKING:
     from bot.settings import Settings
-    from runtime.routing import Route
+    from runtime.approvals.routing import Route
     from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
@@ -59,9 +59,9 @@ def _check(
     arguments as the rules see them (checked by the tool, defaults filled)."""
     from bot.settings import ConfigError
     from bot.wiring import load_agents, rule_error_text
+    from runtime.approvals.routing import check_rules, route
+    from runtime.approvals.rules import Facts
     from runtime.errors import RuleError
-    from runtime.routing import check_rules, route
-    from runtime.rules import Facts
     from runtime.tools import ToolArgumentError
     from store.records import utcnow
 
@@ -89,7 +89,7 @@ def _check(
 
 
 def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
-    from runtime.routing import snapshot
+    from runtime.approvals.routing import snapshot
 
     needs_approval = found is None or found.requires_approval
     return {

@@ -192,13 +192,13 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 
     async def work(p: Process) -> Any:
         run = await p.runtime.get(run_id)
-        approvals = await p.runtime.approvals(run_id)
+        approvals = await p.runtime.approvals.desk(run_id)
         votes = await quorum_votes(p.store, approvals)
         return run, approvals, await p.store.list_effects(run_id), votes
 
     run, approvals, effects, votes = with_process(ctx, work, agents=False)
     if as_json:
-        from runtime.binding import call_trail
+        from runtime.approvals.binding import call_trail
 
         trail = [c.as_dict() for c in call_trail(approvals, effects)]
         data = {"approvals": dumped(approvals), "effects": dumped(effects), "calls": trail}
@@ -218,7 +218,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
 
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
-        approvals = await p.runtime.approvals(run_id)
+        approvals = await p.runtime.approvals.desk(run_id)
         records = [*await p.store.list_effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
         return masked_history(found, sensitive_by_tool(records)), ruled
@@ -333,7 +333,7 @@ def rollback(
         )
 
     async def work(p: Process) -> Any:
-        report = await p.runtime.rollback(run_id, to_step)
+        report = await p.runtime.history.rollback(run_id, to_step)
         return report, await p.store.list_effects(run_id)
 
     report, effects = with_process(ctx, work)
@@ -439,7 +439,7 @@ def prune(
 
 
 def parsed_age(text: str) -> timedelta:
-    from runtime.policy import parse_duration
+    from runtime.approvals.policy import parse_duration
 
     try:
         age = parse_duration(text, unit_required=True)

@@ -21,7 +21,7 @@ def stats(
     as_json: JsonFlag = False,
 ) -> None:
     """p50/p90 waiting time, decline, edit and expiry rates, and the busiest approvers."""
-    from runtime.policy_types import parse_duration
+    from runtime.approvals.policy_types import parse_duration
 
     try:
         window = parse_duration(since, unit_required=True)
@@ -29,7 +29,7 @@ def stats(
         raise Failure(f"--since: {exc}") from None
 
     async def work(p: Process) -> Any:
-        return await p.runtime.approval_stats(since=p.runtime.clock() - window)
+        return await p.runtime.approvals.stats(since=p.runtime.clock() - window)
 
     found = with_process(ctx, work, agents=False).as_dict()
     show(found, as_json=as_json, table="\n".join(_lines(found, since)))

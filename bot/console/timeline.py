@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from runtime.binding import call_trail, differences, said
+from runtime.approvals.binding import call_trail, differences, said
 from store import (
     Approval,
     AuditEvent,

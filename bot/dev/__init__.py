@@ -26,7 +26,7 @@ from bot.policy_ids import SlackLearnedRules
 from bot.settings import ApiToken, ConfigError, Settings
 from bot.slack.fake import FakeSlack
 from bot.wiring import Process
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 
 log = logging.getLogger("signoff.dev")
 BOT_TOKEN = "xoxb-dev"

@@ -17,7 +17,7 @@ from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.blocks import Block
-from runtime.binding import differences
+from runtime.approvals.binding import differences
 from store import Approval, ApprovalState, Page, Run, RunStatus
 
 ACTION_TEXT = 150

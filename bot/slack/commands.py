@@ -12,7 +12,7 @@ from typing import Any
 from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
-from runtime.policy import may_decide
+from runtime.approvals.policy import may_decide
 from store import Approval, ApprovalState, Run, RunStatus
 
 NOTE_TEXT = 450

@@ -28,9 +28,9 @@ from bot.slack import blocks as kit
 from bot.slack import cards, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
-from runtime import slo
-from runtime.policy import Policies, Policy
-from runtime.routing import policy_of
+from runtime.approvals import slo
+from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.routing import policy_of
 from runtime.tools import Tool
 from store import Approval, ApprovalState, Delivery, Page, Run, Store
 from store import errors as store_errors

@@ -36,7 +36,7 @@ from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.approvals import Decision
+from runtime.approvals.desk import Decision
 from store import Approval, ApprovalState
 from store import errors as store_errors
 from store.limits import MAX_DEPTH

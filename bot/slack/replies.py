@@ -11,7 +11,7 @@ from typing import Any
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
-from runtime.binding import CallTrail
+from runtime.approvals.binding import CallTrail
 from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
 MAX_ROWS = 40

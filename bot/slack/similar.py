@@ -20,7 +20,7 @@ from bot.slack import escape
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
+from runtime.approvals.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
 from store import ApprovalState
 from store.records import LearnedRule
 

@@ -194,7 +194,7 @@ async def test_a_cancel_that_asks_compensates_the_tool_in_flight_once_on_the_dri
 
 
 async def ending_saga(rt: Runtime, run_id: str) -> None:
-    from runtime import ending
+    from runtime.runs import ending
 
     await ending.saga(rt.deps, await rt.get(run_id))
 

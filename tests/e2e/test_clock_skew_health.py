@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot import health
 from bot.metrics import CLOCK_SKEW
-from runtime.skew import ClockSkew
+from runtime.runs.skew import ClockSkew
 from store import Store, open_store
 
 LEASE = 30.0

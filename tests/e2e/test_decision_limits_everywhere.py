@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from runtime import Runtime
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 from store import Store
 
 from .helpers import AUTH, SIGNOFF

@@ -14,7 +14,7 @@ from bot.server import startup_warnings
 from bot.settings import ConfigError, Settings, check_token_secrets, load_settings
 from bot.wiring import load_agents
 from examples.refund_agent import agent as refund_agent
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 
 GOOD = """\
 database_url = "sqlite:///from-file.db"

@@ -19,7 +19,7 @@ import pytest
 
 from bot.slack import listeners
 from runtime import Runtime
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 from store import Store
 from store import errors as store_errors
 

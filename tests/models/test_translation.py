@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from runtime import results
 from runtime.model import UNPARSED_ARGUMENTS
 from runtime.models import AnthropicModel, OpenAIModel, Price
 from runtime.models import translate_anthropic as anthropic_format
 from runtime.models import translate_openai as openai_format
 from runtime.models.pricing import Tokens, cost
+from runtime.runs import results
 from store import Approval, ApprovalState, Message, ToolCall
 from store.records import MESSAGES
 

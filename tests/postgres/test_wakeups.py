@@ -12,7 +12,7 @@ from pg_support import postgres
 
 from examples import refund_agent
 from runtime import NullNotifier, Runtime
-from runtime.wakeups import Wakeups
+from runtime.runs.wakeups import Wakeups
 from store import Approval, ApprovalState, Run, RunStatus, open_store
 
 

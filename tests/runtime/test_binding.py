@@ -23,7 +23,7 @@ from pg_support import postgres
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 from store import ApprovalState, Store
 from store.digest import args_digest
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from examples import world as outside
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime, errors
-from runtime.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy
 from store import ApprovalState, EffectStatus, Store, open_store
 from store.digest import args_digest
 

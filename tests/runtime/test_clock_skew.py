@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runtime.skew import ClockSkew
+from runtime.runs.skew import ClockSkew
 from store import Store
 
 

@@ -10,8 +10,13 @@ from typing import Any
 import pytest
 
 from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool
-from runtime.approvals import Decision
-from runtime.learned_rules import LearnedRulesConfig, NeedsConfirmation, RuleRefused, suggest
+from runtime.approvals.desk import Decision
+from runtime.approvals.learned_rules import (
+    LearnedRulesConfig,
+    NeedsConfirmation,
+    RuleRefused,
+    suggest,
+)
 from store import Approval, ApprovalState, Store
 from tests.conftest import Clock
 

@@ -21,7 +21,7 @@ from bot.slack.outcomes import Outcomes
 from bot.slack.rule_notes import note_uses, remind_expiring
 from bot.slack.similar import rule_modal
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
-from runtime.learned_rules import Backtest, Hit, LearnedRulesConfig, Proposal
+from runtime.approvals.learned_rules import Backtest, Hit, LearnedRulesConfig, Proposal
 from store import Store, open_store
 from tests.conftest import Clock
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bot.console import timeline
-from runtime.binding import call_trail
+from runtime.approvals.binding import call_trail
 from store import (
     Approval,
     ApprovalState,

@@ -6,7 +6,7 @@ import pydantic
 import pytest
 
 from runtime import Budget, StopReason
-from runtime.budget import BUDGET_REASONS, exhausted, watches_usage, would_exceed
+from runtime.runs.budget import BUDGET_REASONS, exhausted, watches_usage, would_exceed
 from store import Usage
 
 

@@ -3,7 +3,7 @@ or the tool's business identity."""
 
 from __future__ import annotations
 
-from runtime.keys import canonical_json, compensation_key, idempotency_key
+from runtime.runs.keys import canonical_json, compensation_key, idempotency_key
 
 
 def test_canonical_json_ignores_key_order_and_spacing() -> None:

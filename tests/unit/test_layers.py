@@ -157,7 +157,7 @@ def test_no_modules_import_each_other(graph: dict[str, set[str]]) -> None:
 
 def test_the_graph_sees_the_real_imports(graph: dict[str, set[str]]) -> None:
     assert "runtime.engine" in graph["runtime"]
-    assert {"runtime.deps", "runtime.driver"} <= graph["runtime.driving"]
+    assert {"runtime.deps", "runtime.runs.driver"} <= graph["runtime.runs.driving"]
     assert "store" in graph["runtime.deps"]
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from bot.logs import LIBRARIES, ContextIds, HumanFormatter, JsonFormatter, configure_logging
-from runtime.telemetry import log_context, set_log_step
+from runtime.runs.telemetry import log_context, set_log_step
 
 NAMES = ("", "signoff", *LIBRARIES)
 

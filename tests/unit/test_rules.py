@@ -11,10 +11,10 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from bot import views
-from runtime.policy import Policies, Policy
-from runtime.routing import policy_of, route
-from runtime.rule_check import check
-from runtime.rules import Facts, Rule
+from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.routing import policy_of, route
+from runtime.approvals.rule_check import check
+from runtime.approvals.rules import Facts, Rule
 from store import Approval, ApprovalState, Checkpoint, RunStatus
 
 ARGS = {"amount_cents": "int", "order_id": "string", "items": ""}

@@ -28,16 +28,17 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from runtime import paging, results
 from runtime.agent import Agent
-from runtime.approvals import ApprovalDesk
-from runtime.binding import Unbound, bind, conflict_of, differences, said
-from runtime.budget import StopReason, exhausted, watches_usage, would_exceed
+from runtime.approvals import paging
+from runtime.approvals.binding import Unbound, bind, conflict_of, differences, said
+from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
-from runtime.journal import Journal, Stopped
-from runtime.keys import idempotency_key
 from runtime.model import ModelError, RateLimited, Reply, estimate, unparsed_arguments
-from runtime.telemetry import set_log_step
+from runtime.runs import results
+from runtime.runs.budget import StopReason, exhausted, watches_usage, would_exceed
+from runtime.runs.journal import Journal, Stopped
+from runtime.runs.keys import idempotency_key
+from runtime.runs.telemetry import set_log_step
 from runtime.tools import Tool, ToolArgumentError, ToolContext, ToolTimeout
 from store import (
     Approval,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from runtime.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import SYSTEM_ACTOR
 from store import Approval, ApprovalState
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from lark import Token, Tree
 
-from runtime.rules import tree
+from runtime.approvals.rules import tree
 
 CelType = str  # "int", "double", "string", "bool", "timestamp", "null", ... ; "" is unknown
 RUN_FIELDS: dict[str, CelType] = {

@@ -1,10 +1,10 @@
 """The runtime's commands on learned rules: propose (with a backtest), make, confirm,
-revoke, list, remind, and apply one to a new approval (`runtime.learned_rules` holds the
+revoke, list, remind, and apply one to a new approval (`runtime.approvals.learned_rules` holds the
 pure parts). Every surface reaches them through `Runtime.rules`.
 
 Making a rule is checked like the file's rules: its condition must be CEL over the tool's
-own arguments (`runtime.rule_check`), its expiry within the configured maximum, its author a
-rule-writer. A rule that would have approved something a person declined is made only with
+own arguments (`runtime.approvals.rule_check`), its expiry within the configured maximum, its
+author a rule-writer. A rule that would have approved something a person declined is made only with
 `confirm_declined`; a rule for a tool whose effect cannot be compensated waits, `proposed`,
 for a second rule-writer. An approval the rules of the file already decide, or that needs
 more than one approval, is never approved by a learned rule. One job, the life of a learned
@@ -19,8 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from runtime.deps import Deps
-from runtime.learned_rules import (
+from runtime.approvals.learned_rules import (
     Backtest,
     LearnedRulesConfig,
     NeedsConfirmation,
@@ -30,8 +29,9 @@ from runtime.learned_rules import (
     backtest,
     suggest,
 )
-from runtime.policy import SYSTEM_ACTOR, Directory
-from runtime.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
+from runtime.approvals.policy import SYSTEM_ACTOR, Directory
+from runtime.approvals.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
+from runtime.deps import Deps
 from runtime.tools import Tool
 from store import Approval, ApprovalState, AuditEvent, Run
 from store import errors as store_errors
@@ -247,8 +247,8 @@ class RuleBook:
     # checks
 
     def _check_condition(self, tool: str, condition: str) -> None:
-        from runtime.routing import tool_arg_types
-        from runtime.rule_check import check
+        from runtime.approvals.routing import tool_arg_types
+        from runtime.approvals.rule_check import check
 
         found = self.tool(tool)
         if found is None:

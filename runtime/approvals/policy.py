@@ -12,9 +12,9 @@ from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runtime.policy_types import Duration, approver_ids, positive
-from runtime.policy_types import parse_duration as parse_duration  # its old home
-from runtime.rules import Rule
+from runtime.approvals.policy_types import Duration, approver_ids, positive
+from runtime.approvals.policy_types import parse_duration as parse_duration  # its old home
+from runtime.approvals.rules import Rule
 
 SYSTEM_ACTOR = "signoff"
 
@@ -34,10 +34,11 @@ class Policy(BaseModel):
     on_timeout: Literal["decline", "escalate"] = "decline"
     decide_within: Duration | None = None
     """The decision target ("decided within 30m"): cards, reminders and metrics say when an
-    approval misses it (`runtime.slo`); it changes nothing about who decides or when."""
+    approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""
 
     rules: tuple[Rule, ...] = ()
-    """Ordered refinements by the call's arguments and run (`runtime.rules`); first match wins."""
+    """Ordered refinements by the call's arguments and run (`runtime.approvals.rules`); first
+    match wins."""
 
     @field_validator("approvers")
     @classmethod

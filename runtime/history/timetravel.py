@@ -16,8 +16,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from runtime import errors
 from runtime.deps import Deps
+from runtime.history.undo_log import unfinished
 from runtime.model import identity
-from runtime.undo_log import unfinished
 from store import (
     AuditEvent,
     Checkpoint,

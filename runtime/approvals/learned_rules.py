@@ -1,7 +1,7 @@
 """Rules people make from a decision ("approve + similar"), as pure functions: the rule a
 call suggests, its backtest over the audit trail, the limits a configuration sets, and the
 TOML a team reviews. The commands that store, confirm, revoke and apply rules are in
-`runtime.rule_book`.
+`runtime.approvals.rule_book`.
 
 A learned rule only ever approves at once, only calls of its own tool, only until it
 expires, and never beyond the ceiling the configuration sets for that tool (a CEL condition
@@ -20,8 +20,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from runtime import errors
-from runtime.policy_types import Approvers, PositiveDuration
-from runtime.rules import Facts, RuleEvaluationError, activation, holds, program
+from runtime.approvals.policy_types import Approvers, PositiveDuration
+from runtime.approvals.rules import Facts, RuleEvaluationError, activation, holds, program
 from store.records import LearnedRule
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

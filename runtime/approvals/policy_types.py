@@ -1,5 +1,5 @@
 """The value types policies and rules share: durations and approver ids (a leaf module, so
-`runtime.policy` and `runtime.rules` can both use them)."""
+`runtime.approvals.policy` and `runtime.approvals.rules` can both use them)."""
 
 from __future__ import annotations
 

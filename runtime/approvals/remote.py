@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime import errors
-from runtime.approvals import ApprovalDesk
+from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
-from runtime.keys import canonical_json
+from runtime.runs.keys import canonical_json
 from store import Approval, ApprovalState
 from store import errors as store_errors
 

@@ -11,8 +11,8 @@ from typing import Protocol
 
 from runtime import errors
 from runtime.announcer import Announcer
-from runtime.approval_log import about, log_ids, overdue
-from runtime.policy import SYSTEM_ACTOR, Policy
+from runtime.approvals.naming import about, log_ids, overdue
+from runtime.approvals.policy import SYSTEM_ACTOR, Policy
 from store import Approval, ApprovalState, Store
 from store import errors as store_errors
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.ending import compensated
-from runtime.undo_log import unfinished
+from runtime.history.undo_log import unfinished
+from runtime.runs.ending import compensated
 from store import EffectStatus, Run, RunStatus
 
 

@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.listing import approval_state, run_status
+from runtime.history.listing import approval_state, run_status
 from store import Approval, Run, RunStatus
 
 T = TypeVar("T", Approval, Run)

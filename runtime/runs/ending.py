@@ -8,10 +8,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from runtime import errors, rollback
-from runtime.approvals import ApprovalDesk
-from runtime.budget import BUDGET_REASONS, StopReason
+from runtime import errors
+from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
+from runtime.history import rollback
+from runtime.runs.budget import BUDGET_REASONS, StopReason
 from store import (
     TERMINAL_STATUSES,
     AuditEvent,

@@ -17,14 +17,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime import errors, paging, timetravel
+from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import ApprovalDesk
-from runtime.budget import StopReason
+from runtime.approvals import paging
+from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
-from runtime.keys import compensation_key
+from runtime.history import timetravel
+from runtime.history.undo_log import unfinished
+from runtime.runs.budget import StopReason
+from runtime.runs.keys import compensation_key
 from runtime.tools import Tool, ToolContext, ToolTimeout
-from runtime.undo_log import unfinished
 from store import (
     AuditEvent,
     Batch,

@@ -20,7 +20,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
-from runtime.lease import Lease
+from runtime.runs.lease import Lease
 from store import (
     Approval,
     AuditEvent,

@@ -14,15 +14,15 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from runtime import errors
-from runtime.policy import SYSTEM_ACTOR, Policies, Policy, under
-from runtime.rules import Facts, Rule, RuleEvaluationError, activation, holds
+from runtime.approvals.policy import SYSTEM_ACTOR, Policies, Policy, under
+from runtime.approvals.rules import Facts, Rule, RuleEvaluationError, activation, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState
 from store.records import RuleMatch
 
 if TYPE_CHECKING:
     from runtime.agent import Agent
-    from runtime.rule_check import CelType
+    from runtime.approvals.rule_check import CelType
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +199,7 @@ def rule_problems(
 def _problems(
     loc: Loc, tool: str, policy: Policy, args: Mapping[str, CelType] | None
 ) -> list[tuple[Loc, str]]:
-    from runtime.rule_check import check
+    from runtime.approvals.rule_check import check
 
     return [
         ((*loc, "rules", str(index), "when"), f"rule {index + 1}: {problem}")
@@ -218,7 +218,7 @@ def _union(each: Iterable[Mapping[str, CelType]]) -> dict[str, CelType]:
 
 
 def tool_arg_types(tool: Tool) -> dict[str, CelType]:
-    from runtime.rule_check import arg_types
+    from runtime.approvals.rule_check import arg_types
 
     fields = tool.args_model.model_fields
     return arg_types({name: info.annotation for name, info in fields.items()})

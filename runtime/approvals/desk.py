@@ -1,6 +1,6 @@
 """The approval desk: creating approvals under their policy and deciding them (DESIGN rules
 4, 9). The time-driven work the scheduler triggers (reminders, escalation, expiry) is in
-`runtime.approval_timers`.
+`runtime.approvals.timers`.
 
 Every state change is a compare-and-set in the store, so a decision, a reminder or an expiry
 that is attempted twice, or by two processes at once, happens once. One job, an approval's
@@ -16,13 +16,14 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from runtime import approval_timers, errors
-from runtime.approval_log import about, decided_text, decision_text, log_ids, overdue
-from runtime.binding import conflict_of, conflict_text, differences
+from runtime import errors
+from runtime.approvals import timers
+from runtime.approvals.binding import conflict_of, conflict_text, differences
+from runtime.approvals.naming import about, decided_text, decision_text, log_ids, overdue
+from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
+from runtime.approvals.routing import Route, decided_at_once, policy_of, route
+from runtime.approvals.rules import Facts
 from runtime.deps import Deps
-from runtime.policy import SYSTEM_ACTOR, Directory, Policies, Policy, may_decide
-from runtime.routing import Route, decided_at_once, policy_of, route
-from runtime.rules import Facts
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, AuditEvent, Delivery, Run, Store
 from store import errors as store_errors
@@ -446,7 +447,7 @@ class ApprovalDesk:
 
     async def tick(self, now: datetime) -> datetime | None:
         """Expire, remind and escalate whatever is due; return when the next thing falls due."""
-        return await approval_timers.tick(self, self.deps.announcer, now)
+        return await timers.tick(self, self.deps.announcer, now)
 
 
 def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:

@@ -4,7 +4,7 @@ A rule routes the call to other approvers (anything a policy sets), approves it 
 (`auto_approve`) or declines it at once (`deny`). Expressions are CEL, evaluated by
 cel-python with no functions beyond CEL's own, over `args`, `tool`, `run` and `now`: an
 expression cannot reach files, the network or Python. Each is compiled once, when the
-configuration is read (`runtime.rule_check` then checks it against the tools). cel-python
+configuration is read (`runtime.approvals.rule_check` then checks it against the tools). cel-python
 is imported on the first rule, so a configuration without rules never loads it.
 """
 
@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runtime.policy_types import Approvers, PositiveDuration
+from runtime.approvals.policy_types import Approvers, PositiveDuration
 
 USAGE_FIELDS = ("steps", "input_tokens", "output_tokens", "cost")
 

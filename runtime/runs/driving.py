@@ -1,5 +1,5 @@
 """Driving a run under its in-process lock and its lease: the step loop itself is
-`runtime.driver`; here are reopening a failed run, what follows once it stops, and resuming
+`runtime.runs.driver`; here are reopening a failed run, what follows once it stops, and resuming
 the run a decision unblocked."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from runtime import ending, errors
-from runtime.approvals import ApprovalDesk
+from runtime import errors
+from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
-from runtime.driver import Driver
 from runtime.model import identity
-from runtime.telemetry import log_context
+from runtime.runs import ending
+from runtime.runs.driver import Driver
+from runtime.runs.telemetry import log_context
 from store import (
     TERMINAL_STATUSES,
     Approval,

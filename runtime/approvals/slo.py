@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from runtime.policy import Policy
+from runtime.approvals.policy import Policy
 from store import Approval, ApprovalState
 
 
