@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
@@ -27,7 +27,6 @@ from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut
 from runtime.approvals.policy import open_policies
-from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
 from runtime.scheduler import ApprovalScheduler
 
@@ -76,15 +75,15 @@ async def serve(
     console.mount(app)
     if extend is not None:
         extend(app, process)
-    scheduler = ApprovalScheduler(rt, now=rt.store.database_now)
+    scheduler = ApprovalScheduler(rt, now=rt.queries.database_now)
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
     running = {"scheduler": lambda: scheduler.running}
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
-    skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    readiness = health.Readiness(rt.store, running, {"clock_skew": skew.problem})
+    skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
+    readiness = health.Readiness(rt.queries, running, {"clock_skew": skew.problem})
     health.mount(app, readiness, settings.policies)
     runner = web.AppRunner(app)
     lapses: asyncio.Task[None] | None = None
@@ -93,8 +92,8 @@ async def serve(
         await runner.setup()
         await web.TCPSite(runner, settings.host, settings.port).start()
         await scheduler.start()
-        await _measure(skew)
-        scheduler.every(SKEW_EVERY, lambda: _measure(skew), name="signoff-clock-skew")
+        await _measure(skew.measure)
+        scheduler.every(SKEW_EVERY, lambda: _measure(skew.measure), name="signoff-clock-skew")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
@@ -144,10 +143,10 @@ async def serve(
         await process.close()
 
 
-async def _measure(skew: ClockSkew) -> None:
+async def _measure(measure: Callable[[], Awaitable[float]]) -> None:
     """Compare this process's clock with the database's; a failure is only logged."""
     try:
-        await skew.measure()
+        await measure()
     except Exception:
         log.exception("could not compare this process's clock with the database's")
 

@@ -29,7 +29,8 @@ from bot.slack.outcomes import Outcomes
 from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
-from store import Approval, Page, Run, Store
+from runtime.deliveries import Deliveries
+from runtime.records import Approval, Page, Run
 
 log = logging.getLogger("signoff.slack")
 
@@ -86,7 +87,7 @@ class SlackSurface:
     socket: AsyncSocketModeHandler | None
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
-    store: Store
+    deliveries: Deliveries
     page_remind_every: timedelta
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
@@ -97,7 +98,7 @@ class SlackSurface:
     async def remind_pages(self) -> None:
         """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
         now = datetime.now(UTC)
-        if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
+        if await self.deliveries.remind_open_pages(now=now, before=now - self.page_remind_every):
             self.sender.wake()
 
     async def check_token(self) -> None:
@@ -157,7 +158,7 @@ class SlackSurface:
         await self.check_token()
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
-        await self.store.release_outbox_claims(self.sender.owner)
+        await self.deliveries.release_outbox_claims(self.sender.owner)
         if self.reconciler is not None:
             self.reconciler.suspect_known_channels()
             self.reconciler.start()
@@ -219,8 +220,9 @@ def slack_surface(
     outcomes = Outcomes(timing)
     delivery = SlackDelivery(
         poster,
-        rt.store,
-        policies=rt.desk.policies,
+        rt.queries,
+        rt.deliveries,
+        policies=rt.policies,
         channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
@@ -228,9 +230,9 @@ def slack_surface(
         similar=bool(settings.learned_rules.writers),
         outcomes=outcomes,
     )
-    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
+    reconciler = Reconciler(client, delivery, outcomes, every=max(0.5, timing.settle / 3))
     sender = OutboxSender(
-        rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
+        rt.deliveries, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
     )
     nudge.sender = sender
     app_token = secret(settings.slack_app_token)
@@ -241,7 +243,7 @@ def slack_surface(
         sender,
         socket,
         http=signing_secret is not None,
-        store=rt.store,
+        deliveries=rt.deliveries,
         page_remind_every=settings.page_remind_every,
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,

@@ -13,7 +13,7 @@ from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
 from runtime.approvals.policy import may_decide
-from store import Approval, ApprovalState, Run, RunStatus
+from runtime.records import Approval, ApprovalState, Run, RunStatus
 
 NOTE_TEXT = 450
 
@@ -60,13 +60,11 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     if verb == "cancel":
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
-    pages = await rt.store.list_pages(run_id=run_id)
+    pages = await rt.queries.pages(run_id=run_id)
     return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
 
 
-async def _cancel(
-    rt: Runtime, run: Run, *, user: str, compensate: bool = False
-) -> dict[str, Any]:
+async def _cancel(rt: Runtime, run: Run, *, user: str, compensate: bool = False) -> dict[str, Any]:
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     if not await may_cancel(rt, run, user):
@@ -86,9 +84,9 @@ async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
     """Whoever may approve the run's actions: under the policies of its approvals, or the
     default policy before it asked for any (a policy naming no approvers lets anyone)."""
     approvals = await rt.approvals(run.id)
-    policies = [rt.desk.policy_of(a) for a in approvals]  # as their rules chose
-    for policy in policies or [rt.desk.policies.default]:
-        if await may_decide(policy, user, rt.desk.directory, escalated=False):
+    policies = [rt.policy_of(a) for a in approvals]  # as their rules chose
+    for policy in policies or [rt.policies.default]:
+        if await may_decide(policy, user, rt.directory, escalated=False):
             return True
     return False
 
@@ -97,10 +95,10 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
     """Pending approvals this user may decide, newest first (not their own requests)."""
     mine = []
     for approval in await rt.approvals(state=ApprovalState.PENDING):
-        policy = rt.desk.policy_of(approval)
+        policy = rt.policy_of(approval)
         if approval.requested_by == user and not policy.allow_self_approval:
             continue
-        if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):
+        if await may_decide(policy, user, rt.directory, escalated=approval.escalated):
             mine.append(approval)
     return sorted(mine, key=lambda a: a.created_at, reverse=True)
 
@@ -114,7 +112,7 @@ async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
         if a.decided_by == user
     ]
     recent = sorted(decided, key=lambda a: a.decided_at or a.created_at, reverse=True)
-    pages = await rt.store.list_pages()
+    pages = await rt.queries.pages()
     return replies.home_view(
         pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
     )

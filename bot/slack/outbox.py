@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from store import Store
-from store.records import OutboxItem
+from runtime.deliveries import Deliveries
+from runtime.records import OutboxItem
 
 log = logging.getLogger("signoff.outbox")
 
@@ -110,7 +110,7 @@ Deliver = Callable[[Attempt], Awaitable[None]]
 class OutboxSender:
     def __init__(
         self,
-        store: Store,
+        deliveries: Deliveries,
         deliver: Deliver,
         *,
         owner: str,
@@ -119,7 +119,7 @@ class OutboxSender:
         poll_every: float = POLL_EVERY,
         claim_for: timedelta = CLAIM_FOR,
     ) -> None:
-        self.store = store
+        self.deliveries = deliveries
         self.deliver = deliver
         self.owner = owner
         self.batch = batch
@@ -170,7 +170,7 @@ class OutboxSender:
             return 0
         claimed_at = time.monotonic()
         now = datetime.now(UTC)
-        items = await self.store.claim_outbox(
+        items = await self.deliveries.claim_outbox(
             self.owner, now=now, until=now + self.claim_for, limit=free
         )
         # The claim never holds two rows of one subject, so these may go out together.
@@ -242,14 +242,16 @@ class OutboxSender:
     async def _finish(self, item: OutboxItem, error: str | None = None) -> None:
         self._failures.pop(item.id, None)
         try:
-            await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC), error=error)
+            await self.deliveries.finish_outbox(
+                item.id, self.owner, at=datetime.now(UTC), error=error
+            )
         except Exception as exc:  # the row is sent again once the claim lapses; looked up first
             log.warning("outbox: could not mark %s %s sent: %r", item.topic, item.subject_id, exc)
 
     async def _retry(self, item: OutboxItem, after: float, error: str) -> None:
         """Try the row again `after` seconds from now, counted by the database's clock."""
         try:
-            await self.store.retry_outbox(
+            await self.deliveries.retry_outbox(
                 item.id, self.owner, after=max(after, 0.0), error=error[:500]
             )
         except Exception as exc:  # the claim lapses by itself

@@ -12,7 +12,7 @@ from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
 from runtime.approvals.binding import CallTrail
-from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
+from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
 MAX_ROWS = 40
 MAX_PENDING = 8

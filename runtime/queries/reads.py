@@ -5,6 +5,7 @@ an unknown run, approval or page is the runtime's `RunNotFound`, `ApprovalNotFou
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from runtime import errors
@@ -22,6 +23,14 @@ from store import (
 )
 from store import errors as store_errors
 from store.records import LearnedRule
+
+NOT_FOUND: tuple[type[Exception], ...] = (
+    store_errors.NotFound,
+    errors.RunNotFound,
+    errors.ApprovalNotFound,
+    errors.PageNotFound,
+)
+"""What a query raises for an id that names no record (never made, or pruned)."""
 
 PENDING_SCAN = 10_000
 """Pending approvals read at most per metrics scrape."""
@@ -88,10 +97,12 @@ class Queries:
         """Who voted for an approval so far, in order."""
         return await self._store.list_votes(approval_id)
 
-    async def quorum_votes(self, approvals: list[Approval]) -> dict[str, list[str]]:
-        """Who voted so far, for each of these approvals that needs more than one vote."""
+    async def quorum_votes(self, approvals: Sequence[Approval]) -> dict[str, list[str]]:
+        """Who approved so far, for each pending approval here that needs several approvers."""
         return {
-            a.id: await self._store.list_votes(a.id) for a in approvals if a.required_approvals > 1
+            a.id: await self._store.list_votes(a.id)
+            for a in approvals
+            if a.state == ApprovalState.PENDING and a.required_approvals > 1
         }
 
     # pages
@@ -142,7 +153,7 @@ class Queries:
 
     # outbox
 
-    async def outbox_waiting_before(self, item_id: int, subject_ids: list[str]) -> int:
+    async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
         """How many undelivered notifications about these subjects were queued before it."""
         return await self._store.outbox_waiting_before(item_id, subject_ids)
 

@@ -21,7 +21,7 @@ class RunDetail:
     approvals: list[Approval]
     effects: list[Effect]
     votes: dict[str, list[str]]
-    """Approval id -> who voted for it so far, for the approvals that need more than one."""
+    """Approval id -> who approved so far, for the pending ones that need several approvers."""
     pages: list[Page]
 
 
