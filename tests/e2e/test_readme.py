@@ -312,3 +312,19 @@ def test_the_checks_of_the_pages_can_fail(tmp_path: Path) -> None:
         typing.type("pip install -e '.[nonsense]' && true", None, "page.md")
     typing.type("export A=1  # why", None, "page.md")
     assert typing.env["A"] == "1"
+
+
+def test_the_rules_the_code_cites_are_on_the_architecture_page() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    numbered = {int(n) for n in re.findall(r"^(\d+)\. \*\*", page.split("## The rules")[1], re.M)}
+    cited: set[int] = set()
+    for package in ("bot", "runtime", "store", "signoff", "benchmarks", "tests"):
+        for module in (ROOT / package).rglob("*.py"):
+            text = " ".join(module.read_text("utf-8").split())
+            assert "DESIGN" + " rule" not in text, f"{module}: cite docs/architecture.md"
+            for numbers in re.findall(r"docs/architecture\.md rules? ([\d, and]+)", text):
+                cited.update(int(n) for n in re.findall(r"\d+", numbers))
+
+    assert numbered == set(range(1, 13))
+    assert cited
+    assert cited <= numbered
