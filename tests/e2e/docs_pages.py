@@ -145,6 +145,7 @@ def ci_test_command() -> str:
 @dataclass
 class Background:
     command: str
+    typed: list[str]
     process: subprocess.Popen[bytes]
     log: Path
     stop_with: signal.Signals
@@ -155,9 +156,9 @@ class Background:
 
 @dataclass
 class Reader:
-    """Types a page's shell commands in order, in one folder, as a reader at a fresh clone
-    would: `signoff dev` and `signoff serve` stay up for the commands after them, on a free
-    port put in place of their default one."""
+    """Types shell commands in order, in one folder, as a reader at a fresh clone would:
+    `signoff dev`, `signoff serve` and the fake Slack stay up for the commands after them
+    (`signoff dev` and `serve` on a free port, put in place of their default one)."""
 
     folder: Path
     env: dict[str, str] = field(default_factory=dict)
@@ -170,6 +171,11 @@ class Reader:
         self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
         self.env["PYTHONPATH"] = str(ROOT)
         (self.folder / "examples").symlink_to(ROOT / "examples")  # what a clone has beside it
+        self.fresh_env = dict(self.env)
+
+    def turn_page(self) -> None:
+        """A new page is typed in a new terminal: what an earlier page exported is gone."""
+        self.env = dict(self.fresh_env)
 
     def type(self, command: str, expected: str | None, where: str) -> None:
         for default, actual in self.ports.items():
@@ -216,6 +222,8 @@ class Reader:
             assert got == [line.rstrip() for line in expected.strip().splitlines()], where
 
     def _start(self, words: list[str], where: str) -> None:
+        if any(started.typed == words for started in self.background):
+            return  # already up, from an earlier page
         assignments = [w for w in words if re.match(r"^[A-Z_]+=", w)]
         program = words[len(assignments) :]
         port = str(free_port())
@@ -236,7 +244,7 @@ class Reader:
                 stderr=subprocess.STDOUT,
             )
         stop_with = signal.SIGINT if program[1] == "dev" else signal.SIGTERM
-        started = Background(command, process, log, stop_with)
+        started = Background(command, words, process, log, stop_with)
         self.background.append(started)
         self._wait_until_up(started, program, port, where)
 

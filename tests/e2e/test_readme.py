@@ -10,7 +10,6 @@ import asyncio
 import importlib.util
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,34 +52,33 @@ def name(page: Path) -> str:
 # the shell blocks
 
 
-@pytest.fixture
-def reader(tmp_path: Path) -> Iterator[Reader]:
-    assert command_problem("signoff runs list|nonsense") == "no command 'list|nonsense'"
-    assert command_problem("signoff runs show ID --nonsense") == "no option --nonsense"
-    assert command_problem("signoff --nonsense serve") == "no option --nonsense"
-    assert command_problem("signoff --config x.toml runs resolve R C --happened --by U1") is None
-    typing = Reader(tmp_path)
-    yield typing
-    for started, status in typing.stop():
+def test_every_shell_block_runs_in_order(tmp_path: Path) -> None:
+    """One reader, one folder, the README first and then each page: a server a page starts
+    stays up for the pages after it, as it would in a reader's other terminal."""
+    reader = Reader(tmp_path)
+    try:
+        for page in PAGES:
+            reader.turn_page()
+            for block in blocks(page):
+                if block.language in SHELL and not block.not_run_reason:
+                    for command, expected in commands(block):
+                        reader.type(command, expected, block.where)
+    finally:
+        stopped = reader.stop()
+
+    # the first command's page offers the refund that step 1 of the README clicks
+    [html] = [html for url, html in reader.pages_seen.items() if url.endswith("/")]
+    [button] = re.findall(r"^1\. Click \*\*(.+?)\*\*", README.read_text("utf-8"), re.M)
+    assert button in html
+    # signoff dev prints the variables docs/dev.md exports (with full paths)
+    [export] = [
+        c for b in blocks(ROOT / "docs" / "dev.md") for c, _ in commands(b) if "export" in c
+    ]
+    dev = next(started for started, _ in stopped if "signoff dev" in started.command)
+    assert export in dev.output().replace(f"{tmp_path}/", "")
+    for started, status in stopped:
         if "bot.slack.fake" not in started.command:  # the fake has no shutdown of its own
             assert status == 0, f"{started.command}\n{started.output()}"
-
-
-@pytest.mark.parametrize("page", RUNNABLE_PAGES, ids=name)
-def test_every_shell_block_of_the_page_runs_in_order(page: Path, reader: Reader) -> None:
-    for block in blocks(page):
-        if block.language in SHELL and not block.not_run_reason:
-            for command, expected in commands(block):
-                reader.type(command, expected, block.where)
-
-    if page == README:  # the first command's page offers the refund its step 1 clicks
-        [page_html] = [html for url, html in reader.pages_seen.items() if url.endswith("/")]
-        [button] = re.findall(r"^1\. Click \*\*(.+?)\*\*", README.read_text("utf-8"), re.M)
-        assert button in page_html
-    if page.name == "dev.md":  # it prints the variables to export (with full paths)
-        [export] = [c for b in blocks(page) for c, _ in commands(b) if c.startswith("export")]
-        printed = reader.background[0].output().replace(f"{reader.folder}/", "")
-        assert export in printed
 
 
 def test_the_readme_starts_with_signoff_dev_then_the_line_ci_runs() -> None:
@@ -299,6 +297,10 @@ def test_the_checks_of_the_pages_can_fail(tmp_path: Path) -> None:
     assert links(page) == ["missing.md", "#a-page"]
     assert anchors(page) == {"a-page"}
     assert "signoff nonsense" not in prose(page)
+    assert command_problem("signoff runs list|nonsense") == "no command 'list|nonsense'"
+    assert command_problem("signoff runs show ID --nonsense") == "no option --nonsense"
+    assert command_problem("signoff --nonsense serve") == "no option --nonsense"
+    assert command_problem("signoff --config x.toml runs resolve R C --happened --by U1") is None
     assert command_problem("signoff runs list|nonsense") == "no command 'list|nonsense'"
     assert command_problem("signoff runs show ID --nonsense") == "no option --nonsense"
     assert command_problem("signoff --nonsense serve") == "no option --nonsense"
