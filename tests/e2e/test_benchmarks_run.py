@@ -71,8 +71,21 @@ def test_each_of_signoffs_measurements_against_its_peers_runs(system: str, tmp_p
     assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
 
 
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+@pytest.mark.parametrize("system", ["pg_floor", "pg_signoff_read", "pg_signoff_record"])
+def test_each_of_signoffs_postgres_measurements_runs(system: str, tmp_path: Path) -> None:
+    args = ["--one", system, "--postgres", POSTGRES_URL, "--runs", "2", "--steps", "3"]
+    assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
+
+
 @pytest.mark.skipif(not HAVE_PEERS, reason="needs LangGraph and DBOS (the bench extra)")
 @pytest.mark.parametrize("system", ["langgraph", "dbos"])
 def test_each_peer_runs(system: str, tmp_path: Path) -> None:
     args = ["--one", system, "--path", str(tmp_path / "x.db"), "--runs", "2", "--steps", "3"]
+    assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
+
+
+@pytest.mark.skipif(not (HAVE_PEERS and HAVE_ASYNCPG), reason="needs DBOS and asyncpg")
+def test_dbos_on_postgres_runs(tmp_path: Path) -> None:
+    args = ["--one", "pg_dbos", "--postgres", POSTGRES_URL, "--runs", "2", "--steps", "3"]
     assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
