@@ -72,6 +72,14 @@ def test_each_of_signoffs_measurements_against_its_peers_runs(system: str, tmp_p
 
 
 @pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+def test_the_history_benchmark_runs(tmp_path: Path) -> None:
+    args = ["--runs", "20", "--rounds", "1", "--steps", "3", "--url", POSTGRES_URL]
+    out = run_benchmark("history_bench.py", args, tmp_path)
+    assert "x empty" in out
+    assert "210 checkpoints" in out  # 20 clones and the template, ten each
+
+
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
 @pytest.mark.parametrize("system", ["pg_floor", "pg_signoff_read", "pg_signoff_record"])
 def test_each_of_signoffs_postgres_measurements_runs(system: str, tmp_path: Path) -> None:
     args = ["--one", system, "--postgres", POSTGRES_URL, "--runs", "2", "--steps", "3"]
