@@ -157,8 +157,9 @@ class Background:
 @dataclass
 class Reader:
     """Types shell commands in order, in one folder, as a reader at a fresh clone would:
-    `signoff dev`, `signoff serve` and the fake Slack stay up for the commands after them
-    (`signoff dev` and `serve` on a free port, put in place of their default one)."""
+    `signoff dev`, `signoff serve` and a server that writes a `--ready-file` (the fake Slack)
+    stay up for the commands after them (`signoff dev` and `serve` on a free port, put in
+    place of their default one)."""
 
     folder: Path
     env: dict[str, str] = field(default_factory=dict)
@@ -188,7 +189,9 @@ class Reader:
             self.env.update(word.split("=", 1) for word in words[1:])  # type: ignore[misc]
             return
         program = [w for w in words if not re.match(r"^[A-Z_]+=", w)]
-        if program[:2] in LONG_RUNNING or program[:3] == ["python", "-m", "bot.slack.fake"]:
+        if program[:2] in LONG_RUNNING or (
+            program[:2] == ["python", "-m"] and "--ready-file" in program
+        ):
             self._start(words, where)
             return
         self._run(command, expected, where)

@@ -79,7 +79,7 @@ def test_every_shell_block_runs_in_order(tmp_path: Path) -> None:
     dev = next(started for started, _ in stopped if "signoff dev" in started.command)
     assert export in dev.output().replace(f"{tmp_path}/", "")
     for started, status in stopped:
-        if "bot.slack.fake" not in started.command:  # the fake has no shutdown of its own
+        if "--ready-file" not in started.command:  # the fake Slack has no shutdown of its own
             assert status == 0, f"{started.command}\n{started.output()}"
 
 
