@@ -1,8 +1,10 @@
 """Signoff next to its peers on one workload, in one run: LangGraph (SQLite saver) and DBOS
-(SQLite), with the raw SQLite floor as the reference.
+(SQLite), with the raw SQLite floor as the reference; or, with `--postgres URL`, Signoff and
+DBOS both on PostgreSQL, with PostgreSQL's raw floor as the reference.
 
     pip install -e '.[bench]'
     python benchmarks/peers.py [--rounds 5] [--runs 100] [--steps 40]
+    python benchmarks/peers.py --postgres postgresql://postgres@127.0.0.1:5432/test
 
 A step is a ~300-byte model reply with one tool call and a ~500-byte tool result, durably
 checkpointed before the next step: Signoff's read tool (one commit per step) and its
@@ -12,7 +14,12 @@ and a tool step in a workflow. Each peer runs with its own defaults for its SQLi
 
 Every measurement runs in its own subprocess (DBOS is one per process; a fresh interpreter
 also keeps one system's garbage out of another's timing), systems interleaved within each
-round, medians over rounds. CPU per step is the subprocess's process time over its steps.
+round, medians over rounds. CPU per step is the subprocess's process time over its steps (on
+PostgreSQL that leaves out the server's CPU, which runs in its own processes).
+
+On PostgreSQL each measurement gets a fresh schema (Signoff, the floor) or a fresh database
+(DBOS, which makes its own system database), dropped after; the floor is one INSERT per step
+in its own transaction on one connection (asyncpg), runs one after another.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ ARGS = {"key": "k", "payload": "p" * 80}
 
 SINGLE = ("floor", "floor_two_commits", "signoff_read", "signoff_record", "langgraph", "dbos")
 CONCURRENT = ("floor", "signoff_read", "langgraph", "dbos")
+PG_SINGLE = ("pg_floor", "pg_floor_two_commits", "pg_signoff_read", "pg_signoff_record", "pg_dbos")
+PG_CONCURRENT = ("pg_floor", "pg_signoff_read", "pg_dbos")
 
 
 def reply(turn: int) -> dict[str, object]:
@@ -93,7 +102,7 @@ def measure_floor(path: str, runs: int, steps: int, timing: Timing, commits: int
     conn.close()
 
 
-def measure_signoff(path: str, runs: int, steps: int, timing: Timing, tool_name: str) -> None:
+def measure_signoff(url: str, runs: int, steps: int, timing: Timing, tool_name: str) -> None:
     import asyncio
 
     import runtime_bench
@@ -104,7 +113,7 @@ def measure_signoff(path: str, runs: int, steps: int, timing: Timing, tool_name:
     chosen = runtime_bench.lookup if tool_name == "lookup" else runtime_bench.record
 
     async def drive() -> None:
-        store = await open_store(f"sqlite:///{path}")
+        store = await open_store(url)
         agent = runtime_bench.agent_for(steps - 1, chosen)  # its last step answers
         rt = Runtime(store, [agent], worker_id="bench")
         await rt.start(agent.name, "warm up", run_id="warm-up")
@@ -164,10 +173,10 @@ def measure_langgraph(path: str, runs: int, steps: int, timing: Timing) -> None:
     asyncio.run(drive())
 
 
-def measure_dbos(path: str, runs: int, steps: int, timing: Timing) -> None:
+def measure_dbos(url: str, runs: int, steps: int, timing: Timing) -> None:
     from dbos import DBOS
 
-    DBOS(config={"name": "peers", "system_database_url": f"sqlite:///{path}"})
+    DBOS(config={"name": "peers", "system_database_url": url})
 
     @DBOS.step()
     def model(turn: int) -> dict[str, object]:
@@ -194,15 +203,45 @@ def measure_dbos(path: str, runs: int, steps: int, timing: Timing) -> None:
         raise SystemExit("every DBOS workflow must finish with all its steps")
 
 
+def measure_pg_floor(url: str, runs: int, steps: int, timing: Timing, commits: int = 1) -> None:
+    """PostgreSQL's floor: one INSERT per step (or two, for `commits=2`), each its own
+    transaction (one round trip and one commit each), runs one after another."""
+    import asyncio
+
+    import asyncpg
+
+    async def drive() -> None:
+        conn = await asyncpg.connect(url)
+        await conn.execute(
+            "CREATE TABLE steps (run_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (run_id, seq))"
+        )
+        insert = "INSERT INTO steps VALUES ($1, $2, $3)"
+        body = json.dumps(reply(0)) + json.dumps(RESULT)
+        await conn.execute(insert, "warm-up", 0, body)
+        with timed(timing):
+            for run in range(runs):
+                for seq in range(steps * commits):
+                    await conn.execute(insert, f"r{run}", seq, body[: len(body) // commits])
+        await conn.close()
+
+    asyncio.run(drive())
+
+
 def run_one(system: str, path: str, runs: int, steps: int) -> dict[str, float]:
     timing = Timing()
+    sqlite = f"sqlite:///{path}"
     work: dict[str, Callable[[], None]] = {
         "floor": lambda: measure_floor(path, runs, steps, timing),
         "floor_two_commits": lambda: measure_floor(path, runs, steps, timing, commits=2),
-        "signoff_read": lambda: measure_signoff(path, runs, steps, timing, "lookup"),
-        "signoff_record": lambda: measure_signoff(path, runs, steps, timing, "record"),
+        "signoff_read": lambda: measure_signoff(sqlite, runs, steps, timing, "lookup"),
+        "signoff_record": lambda: measure_signoff(sqlite, runs, steps, timing, "record"),
         "langgraph": lambda: measure_langgraph(path, runs, steps, timing),
-        "dbos": lambda: measure_dbos(path, runs, steps, timing),
+        "dbos": lambda: measure_dbos(sqlite, runs, steps, timing),
+        "pg_floor": lambda: measure_pg_floor(path, runs, steps, timing),
+        "pg_floor_two_commits": lambda: measure_pg_floor(path, runs, steps, timing, commits=2),
+        "pg_signoff_read": lambda: measure_signoff(path, runs, steps, timing, "lookup"),
+        "pg_signoff_record": lambda: measure_signoff(path, runs, steps, timing, "record"),
+        "pg_dbos": lambda: measure_dbos(path, runs, steps, timing),
     }
     work[system]()
     total = runs * steps
@@ -213,11 +252,53 @@ def run_one(system: str, path: str, runs: int, steps: int) -> dict[str, float]:
     }
 
 
+@contextmanager
+def fresh_postgres(system: str, server: str) -> Iterator[str]:
+    """A fresh place on the server for one PostgreSQL measurement, as the URL the system
+    runs on: a schema (Signoff, the floor) or a database (DBOS makes its own tables in its
+    system database); dropped after."""
+    import asyncio
+
+    import asyncpg
+
+    name = f"peers_{system}_{time.monotonic_ns()}"
+    is_database = system == "pg_dbos"
+
+    async def run(statement: str) -> None:
+        conn = await asyncpg.connect(server)
+        try:
+            await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    if is_database:
+        asyncio.run(run(f"CREATE DATABASE {name}"))
+        url = f"{server.rpartition('/')[0]}/{name}"
+    else:
+        asyncio.run(run(f"CREATE SCHEMA {name}"))
+        url = f"{server}{'&' if '?' in server else '?'}search_path={name}"
+    try:
+        yield url
+    finally:
+        drop = f"DATABASE {name} WITH (FORCE)" if is_database else f"SCHEMA {name} CASCADE"
+        asyncio.run(run(f"DROP {drop}"))
+
+
 # --- the orchestrator -----------------------------------------------------------------------
 
 
-def measure(system: str, directory: str, runs: int, steps: int) -> dict[str, float]:
-    path = os.path.join(directory, f"{system}-{time.monotonic_ns()}.db")
+def measure(
+    system: str, directory: str, runs: int, steps: int, postgres: str | None = None
+) -> dict[str, float]:
+    if postgres is not None:
+        with fresh_postgres(system, postgres) as url:
+            return run_subprocess(system, url, runs, steps)
+    return run_subprocess(
+        system, os.path.join(directory, f"{system}-{time.monotonic_ns()}.db"), runs, steps
+    )
+
+
+def run_subprocess(system: str, path: str, runs: int, steps: int) -> dict[str, float]:
     here = os.path.dirname(os.path.abspath(__file__))
     command = [
         sys.executable,
@@ -246,17 +327,22 @@ def table(
     steps: int,
     directory: str,
     key: str,
+    postgres: str | None = None,
 ) -> None:
     """Print medians per system, and each system's ratio to the floor taken in its own round;
     the ratio to the two-commit floor, where measured, is the one for two-commit steps."""
     results: dict[str, list[dict[str, float]]] = {system: [] for system in systems}
     for _ in range(rounds):
         for system in systems:  # interleaved: every system once per round
-            results[system].append(measure(system, directory, runs, steps))
-    floors = [name for name in ("floor", "floor_two_commits") if name in results]
+            results[system].append(measure(system, directory, runs, steps, postgres))
+    floors = [
+        name
+        for name in ("floor", "floor_two_commits", "pg_floor", "pg_floor_two_commits")
+        if name in results
+    ]
     print(f"\n{title}")
     print(
-        f"{'system':>18} {key:>12} "
+        f"{'system':>20} {key:>12} "
         + " ".join(f"{'x ' + f:>19}" for f in floors)
         + f" {'cpu ms/step':>12}"
     )
@@ -266,7 +352,7 @@ def table(
             for floor in floors
         ]
         print(
-            f"{system:>18} {statistics.median(r[key] for r in rows):>12.3f} "
+            f"{system:>20} {statistics.median(r[key] for r in rows):>12.3f} "
             + " ".join(f"{ratio:>19.2f}" for ratio in ratios)
             + f" {statistics.median(r['cpu_ms_per_step'] for r in rows):>12.3f}"
         )
@@ -277,32 +363,42 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=100, help="concurrent runs")
     parser.add_argument("--steps", type=int, default=40, help="steps per concurrent run")
-    parser.add_argument("--one", choices=SINGLE, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--postgres", metavar="URL", help="Signoff and DBOS on this PostgreSQL server instead"
+    )
+    parser.add_argument("--one", choices=SINGLE + PG_SINGLE, help=argparse.SUPPRESS)
     parser.add_argument("--path", help=argparse.SUPPRESS)
     parser.add_argument("--dir", default=None, help="where to put the database files")
     args = parser.parse_args()
+    if args.one and args.postgres:  # one measurement on a place of its own
+        with fresh_postgres(args.one, args.postgres) as url:
+            print(json.dumps(run_one(args.one, url, args.runs, args.steps)))
+        return
     if args.one:
         print(json.dumps(run_one(args.one, args.path, args.runs, args.steps)))
         return
+    single, concurrent = (PG_SINGLE, PG_CONCURRENT) if args.postgres else (SINGLE, CONCURRENT)
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
         for steps in (40, 200):
             table(
                 f"one run of {steps} steps (medians of {args.rounds} interleaved rounds)",
-                SINGLE,
+                single,
                 args.rounds,
                 1,
                 steps,
                 directory,
                 "ms_per_step",
+                args.postgres,
             )
         table(
             f"{args.runs} concurrent runs x {args.steps} steps",
-            CONCURRENT,
+            concurrent,
             args.rounds,
             args.runs,
             args.steps,
             directory,
             "steps_per_s",
+            args.postgres,
         )
 
 

@@ -63,9 +63,11 @@ __all__ = [
 
 
 SQLITE_URL_OPTIONS: dict[str, type] = {"synchronous": str, "busy_timeout_ms": int}
-POSTGRES_URL_OPTIONS: dict[str, type] = {"pool_size": int}
+POSTGRES_URL_OPTIONS: dict[str, type] = {"pool_size": int, "pool_mode": str, "listen_at": str}
 """A backend's own options, which its URL may carry: `sqlite:///s.db?synchronous=NORMAL`,
-`postgresql://db/signoff?pool_size=20` (other PostgreSQL parameters go to the server)."""
+`postgresql://db/signoff?pool_size=20` (other PostgreSQL parameters go to the server).
+Behind PgBouncer in transaction mode: `?pool_mode=transaction&listen_at=db-host:5432` (see
+`store.postgres.store.PostgresStore`)."""
 
 
 def url_options(url: str, allowed: dict[str, type]) -> tuple[str, dict[str, Any]]:

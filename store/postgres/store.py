@@ -7,6 +7,13 @@ an idempotency key is claimed). A transaction the server aborted for a deadlock 
 serialization failure changed nothing and is run again, from a fresh body. Times travel as
 epoch seconds and NUL characters are escaped (codecs on each connection, `store.postgres.lossless`),
 so `store.rows` serves both backends.
+
+Behind a pooler in transaction mode (PgBouncer's `pool_mode = transaction`, where each
+transaction may get another server connection): `pool_mode="transaction"` turns off asyncpg's
+named prepared statements (which live in one server session) and runs every read in a
+transaction of its own, so its prepare and execute meet the same server connection; LISTEN,
+which lives in a session, connects straight to the server at `listen_at` ("host:port"). The
+advisory locks are all transaction-scoped, so they hold through the pooler unchanged.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from store import errors, migration
 from store.base import DEFAULT_PROTECTED_FACTS
@@ -35,6 +43,7 @@ DIALECT = "postgres"
 Q = sql.load()
 RETRIES = 5
 HEALTH_TIMEOUT = 2.0  # seconds a readiness probe waits for the server
+POOL_MODES = ("session", "transaction")
 NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
 """The channel every outbox row notifies at commit (its topic as the payload): one per
 schema, named as the outbox trigger names it."""
@@ -96,13 +105,18 @@ class PostgresStore(SqlStore):
         url: str,
         *,
         pool_size: int = 10,
+        pool_mode: str = "session",
+        listen_at: str | None = None,
         protected_facts: frozenset[str] = DEFAULT_PROTECTED_FACTS,
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, not {pool_size}")
+        check_pool_mode(url, pool_mode, listen_at)
         self.url = url
         self.protected_facts = protected_facts
         self._pool_size = pool_size
+        self._pooled = pool_mode == "transaction"
+        self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
 
     async def open(self, *, migrate: bool = True) -> PostgresStore:
@@ -114,6 +128,7 @@ class PostgresStore(SqlStore):
                     max_size=self._pool_size,
                     init=_init_connection,
                     connection_class=_Connection,
+                    **({"statement_cache_size": 0} if self._pooled else {}),
                 )
                 await self._check_schema()
                 if migrate:
@@ -132,7 +147,7 @@ class PostgresStore(SqlStore):
                 found=version,
                 supported=migration.latest_version(DIALECT),
             )
-        if version == 0 and await self._pool_().fetchval(Q["other_tables"].sql):
+        if version == 0 and (await self._read("other_tables", {}))[0][0]:
             raise errors.ForeignDatabase(
                 "the database's schema holds another application's tables and no Signoff "
                 "schema; point SIGNOFF_DATABASE_URL at a new database (or search_path schema)"
@@ -155,7 +170,8 @@ class PostgresStore(SqlStore):
 
     async def schema_version(self) -> int:
         with translate_errors():
-            async with self._pool_().acquire() as conn:
+            # in a transaction: behind a transaction-mode pooler, both on one server connection
+            async with self._pool_().acquire() as conn, conn.transaction():
                 if not await conn.fetchval(Q["schema_table_exists"].sql):
                     return 0
                 return int(await conn.fetchval(Q["schema_version"].sql))
@@ -199,15 +215,47 @@ class PostgresStore(SqlStore):
     async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
         query = Q[name]
         with translate_errors():
-            return list(await self._pool_().fetch(query.sql, *query.args(params)))
+            if not self._pooled:
+                return list(await self._pool_().fetch(query.sql, *query.args(params)))
+            async with self._pool_().acquire() as conn, conn.transaction():
+                return list(await conn.fetch(query.sql, *query.args(params)))
 
     async def listen(self, callback: Callable[[str], None]) -> Callable[[], Awaitable[None]]:
         """Call `callback(topic)` for each outbox row any process commits (a decision, a new
         approval and its deadline, a page, a finished run); returns the function that stops.
         On a dedicated connection, opened again if it is lost (meanwhile the polls cover)."""
-        listener = _Listener(self.url, callback)
+        listener = _Listener(self._listen_url, callback)
         await listener.connect()
         return listener.stop
+
+
+def check_pool_mode(url: str, pool_mode: str, listen_at: str | None) -> None:
+    """Refuse, naming the fix, what cannot work behind a transaction-mode pooler."""
+    if pool_mode not in POOL_MODES:
+        raise errors.UnsupportedURL(
+            f"pool_mode={pool_mode!r} in the database URL: use {' or '.join(POOL_MODES)}"
+        )
+    if pool_mode != "transaction":
+        return
+    if "search_path=" in url:
+        raise errors.UnsupportedURL(
+            "search_path in the URL is a session setting, which a transaction-mode pooler "
+            "does not keep: give Signoff a database of its own, or set the role's search_path "
+            "(ALTER ROLE ... SET search_path)"
+        )
+    if listen_at is None:
+        raise errors.UnsupportedURL(
+            "pool_mode=transaction needs listen_at=host:port, the PostgreSQL server itself: "
+            "LISTEN lives in a session, which a transaction-mode pooler does not keep"
+        )
+
+
+def listen_url(url: str, listen_at: str) -> str:
+    """`url` with its host and port replaced by `listen_at` ("host:port")."""
+    parts = urlsplit(url)
+    credentials = parts.netloc.rpartition("@")[0]
+    netloc = f"{credentials}@{listen_at}" if credentials else listen_at
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 async def _drive(conn: asyncpg.Connection, make: MakeBody[T]) -> T:

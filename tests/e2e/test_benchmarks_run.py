@@ -71,8 +71,40 @@ def test_each_of_signoffs_measurements_against_its_peers_runs(system: str, tmp_p
     assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
 
 
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+@pytest.mark.parametrize(
+    ("script", "expected"), [("pg_cost.py", "ceiling on"), ("round_trips.py", "per step")]
+)
+def test_the_postgres_cost_benchmarks_run(script: str, expected: str, tmp_path: Path) -> None:
+    args = ["--url", POSTGRES_URL, "--steps", "3"]
+    if script == "pg_cost.py":
+        args += ["--runs", "2", "--rounds", "1"]
+    assert expected in run_benchmark(script, args, tmp_path)
+
+
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+def test_the_history_benchmark_runs(tmp_path: Path) -> None:
+    args = ["--runs", "20", "--rounds", "1", "--steps", "3", "--url", POSTGRES_URL]
+    out = run_benchmark("history_bench.py", args, tmp_path)
+    assert "x empty" in out
+    assert "210 checkpoints" in out  # 20 clones and the template, ten each
+
+
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+@pytest.mark.parametrize("system", ["pg_floor", "pg_signoff_read", "pg_signoff_record"])
+def test_each_of_signoffs_postgres_measurements_runs(system: str, tmp_path: Path) -> None:
+    args = ["--one", system, "--postgres", POSTGRES_URL, "--runs", "2", "--steps", "3"]
+    assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
+
+
 @pytest.mark.skipif(not HAVE_PEERS, reason="needs LangGraph and DBOS (the bench extra)")
 @pytest.mark.parametrize("system", ["langgraph", "dbos"])
 def test_each_peer_runs(system: str, tmp_path: Path) -> None:
     args = ["--one", system, "--path", str(tmp_path / "x.db"), "--runs", "2", "--steps", "3"]
+    assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)
+
+
+@pytest.mark.skipif(not (HAVE_PEERS and HAVE_ASYNCPG), reason="needs DBOS and asyncpg")
+def test_dbos_on_postgres_runs(tmp_path: Path) -> None:
+    args = ["--one", "pg_dbos", "--postgres", POSTGRES_URL, "--runs", "2", "--steps", "3"]
     assert '"ms_per_step"' in run_benchmark("peers.py", args, tmp_path)

@@ -1,0 +1,51 @@
+"""Round trips per step on PostgreSQL, counted on the wire by the benchmarks' counting proxy
+(`benchmarks/pg_wire.py`): the counts are asserted so that a change that adds one is seen.
+Lower a bound when a change removes round trips; never raise one without saying why."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from pg_support import HAVE_ASYNCPG, POSTGRES_URL
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+pytestmark = pytest.mark.skipif(not HAVE_ASYNCPG, reason="asyncpg is not installed")
+
+READ_STEP = 7
+"""One transaction: BEGIN, the run's head (fenced, locked), the checkpoints, the last read's
+finish and this one's start in the ledger, COMMIT."""
+IRREVERSIBLE_STEP = 15
+"""Two transactions: the effect's start is durable before the tool runs (with the ledger's
+claim by key: lineage and key locks, the completed, conflicting and unsettled look-ups), then
+its result."""
+
+
+async def test_a_step_costs_no_more_round_trips_than_counted() -> None:
+    from round_trips import count_steps
+
+    counts = {count.kind: count for count in await count_steps(POSTGRES_URL, steps=6)}
+
+    assert counts["lookup"].per_step <= READ_STEP, counts
+    assert counts["record"].per_step <= IRREVERSIBLE_STEP, counts
+    assert counts["lookup"].per_step > 0  # the counter sees the store's traffic at all
+
+
+async def test_the_counter_counts_each_statement_and_transaction() -> None:
+    import asyncpg
+    from pg_wire import WireCounter
+
+    async with WireCounter() as wire:
+        conn = await asyncpg.connect(wire.url(POSTGRES_URL))
+        try:
+            await conn.fetchval("SELECT 1")  # prepare + execute, then cached
+            wire.reset()
+            await conn.fetchval("SELECT 1")
+            assert wire.reset() == 1
+            async with conn.transaction():
+                await conn.fetchval("SELECT 1")
+            assert wire.reset() == 3  # BEGIN, the statement, COMMIT
+        finally:
+            await conn.close()
