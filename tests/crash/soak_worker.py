@@ -16,6 +16,7 @@ for a result its worker had in hand.
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sqlite3
 import sys
@@ -98,6 +99,10 @@ class InjectedDisk:
 
 
 async def main(url: str, world_path: str, worker: str, flag: str) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format=f"%(created).3f {worker} %(name)s %(levelname)s %(message)s",
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

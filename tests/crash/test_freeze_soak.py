@@ -286,6 +286,9 @@ async def soak(url: str, tmp: Path) -> Figures:
                 if effect.tool == "sync" and effect.status == EffectStatus.COMPLETED:
                     assert effect.idempotency_key in syncs, (seed, effect)
     figures.seed = seed
+    (tmp / "faults.txt").write_text(
+        "".join(f"{f.slot} {f.start:.3f} {f.end:.3f}\n" for f in figures.faults)
+    )
     return figures
 
 
