@@ -4,8 +4,9 @@ the event loop stalled its whole worker, lease renewals included, so another wor
 runs over and paged them though the stalled one had (or was about to have) the result.
 
 Here the lock is held by the test (as the frozen worker would) while a real worker process
-pays, from just after the payment is written `started`: its tool must wait off the loop, its lease must stay renewed, and the run must finish
-with no page once the lock is let go, though another runtime stands ready to take over."""
+pays, from just after the payment is written `started`: its tool must wait off the loop, its
+lease must stay renewed, and the run must finish with no page once the lock is let go,
+though another runtime stands ready to take over."""
 
 from __future__ import annotations
 
