@@ -29,7 +29,6 @@ from runtime import Agent, FanOut
 from runtime.approvals.policy import open_policies
 from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
-from runtime.scheduler import ApprovalScheduler
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
@@ -76,7 +75,7 @@ async def serve(
     console.mount(app)
     if extend is not None:
         extend(app, process)
-    scheduler = ApprovalScheduler(rt, now=rt.store.database_now)
+    scheduler = rt.scheduler
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
