@@ -75,6 +75,9 @@ class Timers(Protocol):
     @property
     def clock(self) -> Callable[[], datetime]: ...
 
+    @property
+    def job_names(self) -> set[str]: ...
+
 
 @dataclass
 class _Entry:

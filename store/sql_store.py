@@ -392,8 +392,8 @@ class SqlStore:
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
-        claimed = await self._one("claim_outbox", params, "all")
+        params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
+        claimed = await self._one("claim_outbox", params | _lease_times(now, until), "all")
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -404,10 +404,10 @@ class SqlStore:
 
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         params = {"id": item_id, "owner": owner, "after": after, "error": error}
-        return await self._changed_one("retry_outbox", params)
+        return await self._changed_one("retry_outbox", params | {"test_now": self._judge_now()})
 
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
-        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        params = {"now": rows.ts(now), "before": rows.ts(before), "test_now": self._judge_now()}
         return await self._write(lambda: core.remind_open_pages(params))
 
     async def release_outbox_claims(self, owner: str) -> int:

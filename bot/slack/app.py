@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
@@ -29,6 +29,7 @@ from bot.slack.outcomes import Outcomes
 from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
+from runtime.scheduler import Timers
 from store import Approval, Page, Run, Store
 
 log = logging.getLogger("signoff.slack")
@@ -49,6 +50,9 @@ def quiet_unused_token_notice() -> None:
 
 
 EVENTS_PATH = "/slack/events"
+PAGE_REMINDERS_JOB = "signoff-page-reminders"
+PAGE_REMINDERS_EVERY = 60.0
+"""Seconds between looks for pages due a reminder (at most; sooner if they are due sooner)."""
 
 
 class OutboxNudge:
@@ -88,6 +92,8 @@ class SlackSurface:
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
     page_remind_every: timedelta
+    timers: Timers
+    """The runtime's scheduler: page reminders, the outbox's and the sweeps' timers."""
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
@@ -96,7 +102,7 @@ class SlackSurface:
 
     async def remind_pages(self) -> None:
         """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
-        now = datetime.now(UTC)
+        now = self.timers.clock()
         if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
             self.sender.wake()
 
@@ -162,6 +168,8 @@ class SlackSurface:
             self.reconciler.suspect_known_channels()
             self.reconciler.start()
         self.sender.start()
+        every = min(PAGE_REMINDERS_EVERY, self.page_remind_every.total_seconds())
+        self.timers.every(every, self.remind_pages, name=PAGE_REMINDERS_JOB)
         if self.socket is not None:
             await self.socket.connect_async()
             log.info("slack: connected over Socket Mode")
@@ -169,6 +177,7 @@ class SlackSurface:
     async def stop(self) -> None:
         if self.socket is not None:
             await self.socket.close_async()
+        self.timers.cancel(PAGE_REMINDERS_JOB)
         await self.sender.stop()
         if self.reconciler is not None:
             await self.reconciler.stop()
@@ -216,7 +225,7 @@ def slack_surface(
         idempotent_only=True,
         timeout=max(1, int(timing.post_timeout)),
     )
-    outcomes = Outcomes(timing)
+    outcomes = Outcomes(timing, clock=lambda: rt.clock().timestamp())
     delivery = SlackDelivery(
         poster,
         rt.store,
@@ -227,10 +236,16 @@ def slack_surface(
         resolvable_pages=bool(settings.page_resolvers),
         similar=bool(settings.learned_rules.writers),
         outcomes=outcomes,
+        clock=rt.clock,
     )
-    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
+    every = max(0.5, timing.settle / 3)
+    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=every, timers=rt.scheduler)
     sender = OutboxSender(
-        rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
+        rt.store,
+        delivery,
+        owner=rt.worker_id,
+        timers=rt.scheduler,
+        claim_for=timedelta(seconds=claim),
     )
     nudge.sender = sender
     app_token = secret(settings.slack_app_token)
@@ -243,6 +258,7 @@ def slack_surface(
         http=signing_secret is not None,
         store=rt.store,
         page_remind_every=settings.page_remind_every,
+        timers=rt.scheduler,
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,
     )
