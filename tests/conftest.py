@@ -9,6 +9,7 @@ missing driver skips them.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
@@ -91,9 +92,10 @@ async def file_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
 
 
 def moved_clock(request: pytest.FixtureRequest) -> Clock | None:
-    """The test's `clock`, if it moves time by hand: the store it opens judges deadlines by
-    it too (a test cannot move PostgreSQL's `now()`); otherwise None, the database's."""
-    if "clock" not in request.fixturenames:
+    """The test's `clock`, if it asks for it (to move time by hand): the store it opens
+    judges by it too (a test cannot move PostgreSQL's `now()`); otherwise None, the
+    database's (a fixture that only stamps records with it leaves the store alone)."""
+    if "clock" not in inspect.signature(request.function).parameters:
         return None
     found: Clock = request.getfixturevalue("clock")
     return found

@@ -201,7 +201,7 @@ class OutboxSender:
         if free <= 0:
             return 0
         claimed_at = time.monotonic()
-        now = self.timers.clock()
+        now = await self.store.database_now()  # the database's clock decides claims
         items = await self.store.claim_outbox(
             self.owner, now=now, until=now + self.claim_for, limit=free
         )

@@ -74,7 +74,7 @@ async def deliver_all(store: Store, sender: OutboxSender, within: float = 40.0) 
 async def test_the_authors_expiry_dm_survives_a_slack_outage_and_is_sent_once(
     tmp_path: Path, clock: Clock
 ) -> None:
-    async with open_store(f"sqlite:///{tmp_path / 'r.db'}", clock=clock) as store:
+    async with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
         agent = Agent("ops", model=ScriptedModel(["ok"]), tools=[issue_refund])
         config = LearnedRulesConfig(writers=("U0W",))
         rt = Runtime(store, [agent], clock=clock, learned_rules=config)
@@ -103,7 +103,7 @@ async def test_the_authors_expiry_dm_survives_a_slack_outage_and_is_sent_once(
 async def test_a_rules_uses_are_noted_in_batches_in_its_cards_thread_once_despite_slack(
     tmp_path: Path, clock: Clock
 ) -> None:
-    async with open_store(f"sqlite:///{tmp_path / 'r.db'}", clock=clock) as store:
+    async with open_store(f"sqlite:///{tmp_path / 'r.db'}") as store:
         agent = Agent("ops", model=ScriptedModel(["ok"]), tools=[issue_refund])
         rt = Runtime(
             store, [agent], clock=clock, learned_rules=LearnedRulesConfig(writers=("U0W",))
