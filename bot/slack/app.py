@@ -26,10 +26,10 @@ from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
+from bot.slack.page_reminders import PageReminders
 from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
-from runtime.scheduler import Timers
 from store import Approval, Page, Run, Store
 
 log = logging.getLogger("signoff.slack")
@@ -50,9 +50,6 @@ def quiet_unused_token_notice() -> None:
 
 
 EVENTS_PATH = "/slack/events"
-PAGE_REMINDERS_JOB = "signoff-page-reminders"
-PAGE_REMINDERS_EVERY = 60.0
-"""Seconds between looks for pages due a reminder (at most; sooner if they are due sooner)."""
 
 
 class OutboxNudge:
@@ -91,20 +88,12 @@ class SlackSurface:
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
-    page_remind_every: timedelta
-    timers: Timers
-    """The runtime's scheduler: page reminders, the outbox's and the sweeps' timers."""
+    page_reminders: PageReminders
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
-
-    async def remind_pages(self) -> None:
-        """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
-        now = self.timers.clock()
-        if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
-            self.sender.wake()
 
     async def check_token(self) -> None:
         """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
@@ -168,8 +157,7 @@ class SlackSurface:
             self.reconciler.suspect_known_channels()
             self.reconciler.start()
         self.sender.start()
-        every = min(PAGE_REMINDERS_EVERY, self.page_remind_every.total_seconds())
-        self.timers.every(every, self.remind_pages, name=PAGE_REMINDERS_JOB)
+        self.page_reminders.start()
         if self.socket is not None:
             await self.socket.connect_async()
             log.info("slack: connected over Socket Mode")
@@ -177,7 +165,7 @@ class SlackSurface:
     async def stop(self) -> None:
         if self.socket is not None:
             await self.socket.close_async()
-        self.timers.cancel(PAGE_REMINDERS_JOB)
+        self.page_reminders.stop()
         await self.sender.stop()
         if self.reconciler is not None:
             await self.reconciler.stop()
@@ -257,8 +245,9 @@ def slack_surface(
         socket,
         http=signing_secret is not None,
         store=rt.store,
-        page_remind_every=settings.page_remind_every,
-        timers=rt.scheduler,
+        page_reminders=PageReminders(
+            rt.store, settings.page_remind_every, rt.scheduler, sender.wake
+        ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,
     )
