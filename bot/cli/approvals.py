@@ -61,7 +61,7 @@ def list_approvals(
     from bot import views
 
     async def work(p: Process) -> Any:
-        found = await p.runtime.approvals.desk(run_id, state="pending" if pending else None)
+        found = await p.runtime.approvals(run_id, state="pending" if pending else None)
         return found, await quorum_votes(p.store, found)
 
     found, votes = with_process(ctx, work, agents=False)

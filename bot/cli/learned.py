@@ -34,7 +34,7 @@ def propose(
         raise Failure("give ARGS (a call to derive the rule from) or --when")
 
     async def work(p: Process) -> Any:
-        return await p.runtime.approvals.rules.propose(tool, when, arguments)
+        return await p.runtime.rules.propose(tool, when, arguments)
 
     proposal = with_process(ctx, work)
     from bot.rule_views import backtest_lines
@@ -79,7 +79,7 @@ def add(
         from runtime.approvals.learned_rules import NeedsConfirmation
 
         try:
-            return await p.runtime.approvals.rules.make(
+            return await p.runtime.rules.make(
                 tool,
                 when,
                 author=by,
@@ -111,7 +111,7 @@ def confirm(
     check_user_id("--by", by)
 
     async def work(p: Process) -> Any:
-        return await p.runtime.approvals.rules.confirm(rule_id, by=by)
+        return await p.runtime.rules.confirm(rule_id, by=by)
 
     rule = with_process(ctx, work)
     say(f"{rule.id} active, confirmed by {rule.confirmed_by}")
@@ -125,7 +125,7 @@ def revoke(
     check_user_id("--by", by)
 
     async def work(p: Process) -> Any:
-        return await p.runtime.approvals.rules.revoke(rule_id, by=by)
+        return await p.runtime.rules.revoke(rule_id, by=by)
 
     rule = with_process(ctx, work)
     say(f"{rule.id} revoked by {rule.revoked_by} (it was used {rule.uses} times)")
@@ -137,7 +137,7 @@ def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     from bot.rule_views import all_rules, rule_line
 
     async def work(p: Process) -> Any:
-        learned = await p.runtime.approvals.rules.list()
+        learned = await p.runtime.rules.list()
         return all_rules(p.settings.policies, learned, p.runtime.clock())
 
     rows = with_process(ctx, work, agents=False)
@@ -155,7 +155,7 @@ def export(
     from runtime.approvals.learned_rules import as_toml
 
     async def work(p: Process) -> str:
-        return as_toml(await p.runtime.approvals.rules.list(), now=p.runtime.clock())
+        return as_toml(await p.runtime.rules.list(), now=p.runtime.clock())
 
     text = with_process(ctx, work, agents=False)
     if output is None:

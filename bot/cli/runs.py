@@ -192,7 +192,7 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 
     async def work(p: Process) -> Any:
         run = await p.runtime.get(run_id)
-        approvals = await p.runtime.approvals.desk(run_id)
+        approvals = await p.runtime.approvals(run_id)
         votes = await quorum_votes(p.store, approvals)
         return run, approvals, await p.store.list_effects(run_id), votes
 
@@ -218,7 +218,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
 
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
-        approvals = await p.runtime.approvals.desk(run_id)
+        approvals = await p.runtime.approvals(run_id)
         records = [*await p.store.list_effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
         return masked_history(found, sensitive_by_tool(records)), ruled
@@ -333,7 +333,7 @@ def rollback(
         )
 
     async def work(p: Process) -> Any:
-        report = await p.runtime.history.rollback(run_id, to_step)
+        report = await p.runtime.rollback(run_id, to_step)
         return report, await p.store.list_effects(run_id)
 
     report, effects = with_process(ctx, work)

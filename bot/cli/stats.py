@@ -29,7 +29,7 @@ def stats(
         raise Failure(f"--since: {exc}") from None
 
     async def work(p: Process) -> Any:
-        return await p.runtime.approvals.stats(since=p.runtime.clock() - window)
+        return await p.runtime.approval_stats(since=p.runtime.clock() - window)
 
     found = with_process(ctx, work, agents=False).as_dict()
     show(found, as_json=as_json, table="\n".join(_lines(found, since)))

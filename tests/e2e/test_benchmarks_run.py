@@ -72,6 +72,17 @@ def test_each_of_signoffs_measurements_against_its_peers_runs(system: str, tmp_p
 
 
 @pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+@pytest.mark.parametrize(
+    ("script", "expected"), [("pg_cost.py", "ceiling on"), ("round_trips.py", "per step")]
+)
+def test_the_postgres_cost_benchmarks_run(script: str, expected: str, tmp_path: Path) -> None:
+    args = ["--url", POSTGRES_URL, "--steps", "3"]
+    if script == "pg_cost.py":
+        args += ["--runs", "2", "--rounds", "1"]
+    assert expected in run_benchmark(script, args, tmp_path)
+
+
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
 def test_the_history_benchmark_runs(tmp_path: Path) -> None:
     args = ["--runs", "20", "--rounds", "1", "--steps", "3", "--url", POSTGRES_URL]
     out = run_benchmark("history_bench.py", args, tmp_path)
