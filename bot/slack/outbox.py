@@ -92,8 +92,8 @@ class Attempt:
     item: OutboxItem
     timing: Timing
     claimed_at: float = field(default_factory=time.monotonic)
-    """Monotonic time taken before the claim was asked for (so never later than the claim).
-    A claim's budget bounds real requests to Slack, so it is counted in real seconds."""
+    """Monotonic time taken before the claim was asked for (so never later than the claim):
+    the budget bounds real requests to Slack, so it counts real seconds."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.claimed_at
@@ -177,13 +177,8 @@ class OutboxSender:
         self._filling = None
 
     async def drain(self) -> None:
-        """Wait until nothing is being claimed or sent (what a test moving time by hand waits
-        for before it moves the clock on)."""
-        while True:
-            tasks = (self._filling, *self._inflight)
-            pending = [t for t in tasks if t is not None and not t.done()]
-            if not pending:
-                return
+        """Wait until nothing is being claimed or sent (before a clock moved by hand moves)."""
+        while pending := [t for t in (self._filling, *self._inflight) if t and not t.done()]:
             await asyncio.wait(pending)
 
     async def send_due(self) -> int:
