@@ -18,6 +18,10 @@ class Deliveries:
 
     # the outbox
 
+    async def database_now(self) -> datetime:
+        """The database's clock: it decides claims (a sender's own clock may be off)."""
+        return await self._store.database_now()
+
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
