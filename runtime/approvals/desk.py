@@ -1,5 +1,5 @@
-"""The approval desk: one approval's life up to its decision, under its policy (DESIGN rules
-4, 9). Making one is `runtime.approvals.drafting`, a person's decision is checked and cast
+"""The approval desk: one approval's life up to its decision, under its policy (docs/architecture.md
+rules 4, 9). Making one is `runtime.approvals.drafting`, a person's decision is checked and cast
 by `runtime.approvals.deciding`, decisions are written by `runtime.approvals.recording`, and
 the scheduler's timed work (reminders, escalation, expiry) is `runtime.approvals.timers`;
 the desk holds the policies and the directory and ties these together.

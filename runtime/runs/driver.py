@@ -1,4 +1,5 @@
-"""Driving one run while holding its lease: the checkpointed step loop (DESIGN rules 1, 2, 5).
+"""Driving one run while holding its lease: the checkpointed step loop (docs/architecture.md
+rules 1, 2, 5).
 
 Each step: ask the model (`model_turn`); write its reply together with the `started` effect
 of the first call; run the tool (`execution`); queue its result. A result that must not be
