@@ -519,7 +519,7 @@ class SqlStore:
         return [learned.rule_from_row(row) for row in found]
 
     async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
-        params = {"id": rule_id, "at": rows.ts(at)}
+        params = {"id": rule_id, "at": rows.ts(at), "test_now": self._judge_now()}
         return await self._write(lambda: learned.mark_reminded(params))
 
     async def learned_rule_uses_since(
@@ -532,7 +532,12 @@ class SqlStore:
     async def mark_learned_rule_noted(
         self, rule_id: str, *, since: datetime, until: datetime
     ) -> bool:
-        params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
+        params = {
+            "id": rule_id,
+            "since": rows.ts(since),
+            "until": rows.ts(until),
+            "test_now": self._judge_now(),
+        }
         detail = rows.dumps(
             {"rule_id": rule_id, "since": since.isoformat(), "until": until.isoformat()}
         )
