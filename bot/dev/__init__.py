@@ -21,10 +21,10 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.dev import people, slack_state, workspace
+from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import ApiToken, ConfigError, Settings
-from bot.slack.fake import FakeSlack
 from bot.wiring import Process
 from runtime.approvals.policy import Policies, Policy
 

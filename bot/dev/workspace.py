@@ -25,9 +25,9 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.api_auth import Handler
 from bot.dev import people
+from bot.dev.slack.fake import FakeSlack
+from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
-from bot.slack.fake import FakeSlack
-from bot.slack.fake_web import Message
 from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")

@@ -19,6 +19,7 @@ from bot.slack.app import EVENTS_PATH
 ROOT = Path(__file__).parent.parent.parent
 BOT = ROOT / "bot"
 SLACK = BOT / "slack"
+FAKE_SLACK = BOT / "dev" / "slack"
 SCHEMA = Path(__file__).parent.parent / "fixtures" / "slack" / "manifest.schema.json"
 
 # The bot scope each Web API method needs (slack_sdk's method name; None: no scope).
@@ -50,9 +51,9 @@ def _schema() -> dict[str, Any]:
 
 
 def _sources(under: Path) -> Iterator[tuple[Path, ast.Module]]:
-    """The bot's modules, without the fake Slack (bot/slack/fake*.py)."""
+    """The bot's modules, without the fake Slack (bot/dev/slack/)."""
     for path in sorted(under.rglob("*.py")):
-        if path.parent == SLACK and path.name.startswith("fake"):
+        if path.is_relative_to(FAKE_SLACK):
             continue
         yield path, ast.parse(path.read_text("utf-8"), filename=str(path))
 
