@@ -44,8 +44,8 @@ def dev_settings(
     agent_token: str | None = None,
 ) -> Settings:
     """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
-    approver (bob) who may edit and write approval rules, and the refund agent (with any
-    agents SIGNOFF_AGENTS adds)."""
+    approver (bob) who may edit, write approval rules and settle pages, and the refund agent
+    (with any agents SIGNOFF_AGENTS adds)."""
     extra = [a for a in os.environ.get("SIGNOFF_AGENTS", "").split(",") if a.strip()]
     return Settings(
         database_url=f"sqlite:///{database}",
@@ -76,6 +76,8 @@ def dev_settings(
         ),
         # bob may write approval rules too, so cards show "Approve + similar…" here.
         learned_rules=SlackLearnedRules(writers=(people.APPROVER,)),
+        # and settle an in-doubt page from its card, so the page's buttons can be tried here
+        page_resolvers=[people.APPROVER],
     )
 
 

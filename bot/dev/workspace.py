@@ -28,6 +28,7 @@ from bot.dev import people
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
+from bot.slack.actions import OPENS_MODAL
 from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")
@@ -105,7 +106,12 @@ async def session(request: web.Request) -> web.Response:
     """Who can be played, and the console's token (this server listens on 127.0.0.1 only)."""
     dev = request.app[DEV]
     return web.json_response(
-        {"people": people.PEOPLE, "token": dev.api_token, "refund_task": REFUND_TASK}
+        {
+            "people": people.PEOPLE,
+            "token": dev.api_token,
+            "refund_task": REFUND_TASK,
+            "opens_modal": sorted(OPENS_MODAL),
+        }
     )
 
 
@@ -156,11 +162,13 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 
 async def action(request: web.Request) -> web.Response:
-    """A button click, as Slack posts it; a modal the bot opened for it comes back with it."""
+    """A button click, as Slack posts it; a modal the bot opened for it comes back with it.
+    A click on an ephemeral message (a `/runs` reply) comes, as from Slack, with no message."""
     dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
     trigger = f"dev-{uuid.uuid4().hex}"
-    payload = {
+    ephemeral = order.get("ephemeral") is True
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
         "api_app_id": people.APP,
@@ -169,6 +177,7 @@ async def action(request: web.Request) -> web.Response:
             "type": "message",
             "message_ts": str(order.get("ts", "")),
             "channel_id": str(order.get("channel", "")),
+            "is_ephemeral": ephemeral,
         },
         "trigger_id": trigger,
         "team": {"id": people.TEAM, "domain": "signoff-dev"},
@@ -185,6 +194,8 @@ async def action(request: web.Request) -> web.Response:
             }
         ],
     }
+    if ephemeral:
+        del payload["message"]
     status, body = await _to_bot(request, {"payload": json.dumps(payload)})
     view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
     return web.json_response({"status": status, "answer": body, "view": view})
@@ -240,7 +251,7 @@ async def command(request: web.Request) -> web.Response:
         "trigger_id": f"dev-{uuid.uuid4().hex}",
     }
     status, body = await _to_bot(request, fields)
-    return web.json_response({"status": status, "answer": body})
+    return web.json_response({"status": status, "answer": body, "channel": people.APPROVALS})
 
 
 async def refund(request: web.Request) -> web.Response:

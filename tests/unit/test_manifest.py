@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from bot.slack.actions import Action, Modal
 from bot.slack.app import EVENTS_PATH
 
 ROOT = Path(__file__).parent.parent.parent
@@ -69,6 +70,10 @@ def _receiver_name(node: ast.expr) -> str | None:
 def _name_argument(node: ast.Call, path: Path, what: str) -> str:
     """The call's first argument, which must be a string literal for the test to read it."""
     first = node.args[0] if node.args else None
+    if isinstance(first, ast.Attribute) and isinstance(first.value, ast.Name):
+        table = {"Action": Action, "Modal": Modal}.get(first.value.id)
+        if table is not None:  # an id from bot.slack.actions
+            return str(table[first.attr].value)
     if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
         pytest.fail(
             f"{path.relative_to(ROOT)}:{node.lineno}: {what} without a literal name; "
