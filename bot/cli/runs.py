@@ -165,7 +165,7 @@ def list_runs(
 
     async def work(p: Process) -> Any:
         found = await p.runtime.list(status, limit=limit)
-        return found, await decided_runs(p.runtime, found), p.settings.database_url
+        return found, await decided_runs(p.runtime, found), p.settings.database.url
 
     found, decided, url = with_process(ctx, work, agents=False)
     if as_json:
@@ -272,9 +272,7 @@ def resume(
         budget = None
         if limits:
             budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
-        ended = await p.runtime.resume(
-            run_id, budget=budget, override_model_by=override_model_by
-        )
+        ended = await p.runtime.resume(run_id, budget=budget, override_model_by=override_model_by)
         await answer(p.runtime, ended, as_json=as_json)
         return ended
 

@@ -52,7 +52,7 @@ def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
     from store import open_store
 
     async def run(settings: Settings) -> T:
-        store = await open_store(settings.database_url, migrate=False)
+        store = await open_store(settings.database.url, migrate=False)
         try:
             return await work(store)
         finally:
@@ -67,7 +67,7 @@ def _enter(ctx: typer.Context, run: Callable[[Settings], Awaitable[T]], *, creat
     with refusals():
         settings = load(ctx)
         if not creates:
-            require_database(settings.database_url)
+            require_database(settings.database.url)
         return asyncio.run(run(settings))
 
 
@@ -77,7 +77,7 @@ def load(ctx: typer.Context) -> Settings:
 
     settings = load_settings(options(ctx).config)
     if options(ctx).verbose:
-        typer.echo(f"database: {database_label(settings.database_url)}", err=True)
+        typer.echo(f"database: {database_label(settings.database.url)}", err=True)
     return settings
 
 

@@ -66,7 +66,7 @@ def test_the_model_configuration_in_readme_loads(
 
     settings = load_settings(path)
 
-    assert settings.models["refund-agent"].model in settings.prices
+    assert settings.runtime.models["refund-agent"].model in settings.runtime.prices
 
 
 def test_the_configuration_in_readme_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -80,9 +80,9 @@ def test_the_configuration_in_readme_loads(tmp_path: Path, monkeypatch: pytest.M
         settings = load_settings(path)
 
         if config.lstrip().startswith("[learned_rules]"):  # a fragment: who may write rules
-            assert settings.learned_rules.writers
+            assert settings.runtime.learned_rules.writers
         else:
-            assert settings.policies.for_tool("issue_refund")[1].required_approvals == 2
+            assert settings.runtime.policies.for_tool("issue_refund")[1].required_approvals == 2
 
 
 def test_the_first_command_of_readme_brings_the_page_up_offline(tmp_path: Path) -> None:
