@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
-from pydantic import SecretStr
 
 from bot import console, health
 from bot.api import api_app
@@ -25,7 +24,7 @@ from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
-from runtime import Agent, FanOut
+from runtime import Agent, FanOut, Notifier
 from runtime.approvals.policy import open_policies
 from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
@@ -47,15 +46,11 @@ async def serve(
     (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
     check_token_secrets(settings)
-    redact_secrets(
-        value.get_secret_value()
-        for value in vars(settings).values()
-        if isinstance(value, SecretStr)
-    )
+    redact_secrets(settings.secrets())
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.runtime.policies)
-    told = [metrics] if settings.api.only else [nudge, metrics]
+    told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
     process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
     rt.telemetry = PrometheusTelemetry()

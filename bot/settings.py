@@ -28,6 +28,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from pydantic_settings import (
     BaseSettings,
@@ -40,7 +41,7 @@ from pydantic_settings import (
 
 from bot.callback_policy import parse_allowed
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
-from runtime.approvals.policy import Duration
+from runtime.approvals.policy_types import Duration
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
 
@@ -289,7 +290,16 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The file's values arrive as init arguments; the environment overrides them.
-        return SectionVariables(settings_cls), init_settings
+        return SectionVariables(settings_cls), GivenSections(settings_cls, init_settings)
+
+    def secrets(self) -> list[str]:
+        """The value of every secret setting that is set (to keep out of the logs)."""
+        return [
+            value.get_secret_value()
+            for section in SECTIONS
+            for value in vars(getattr(self, section)).values()
+            if isinstance(value, SecretStr)
+        ]
 
 
 SECTIONS: dict[str, type[Section]] = {
@@ -310,6 +320,25 @@ def names_of(model: type[Section]) -> dict[str, tuple[str, str]]:
         variable, key = (str(choice) for choice in alias.choices)
         found[name] = (variable, key)
     return found
+
+
+class GivenSections(PydanticBaseSettingsSource):
+    """`Settings(...)`'s arguments (the file's values among them), a section given as a model
+    read as the fields it set: the environment then still wins field by field, instead of
+    replacing the whole section."""
+
+    def __init__(self, settings_cls: type[BaseSettings], given: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.given = given
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # everything is in __call__
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            key: value.model_dump(exclude_unset=True) if isinstance(value, Section) else value
+            for key, value in self.given().items()
+        }
 
 
 class SectionVariables(EnvSettingsSource):

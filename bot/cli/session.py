@@ -9,10 +9,10 @@ settings, the store and the runtime become one-line refusals.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -61,7 +61,9 @@ def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
     return _enter(ctx, run, creates=True)
 
 
-def _enter(ctx: typer.Context, run: Callable[[Settings], Awaitable[T]], *, creates: bool) -> T:
+def _enter(
+    ctx: typer.Context, run: Callable[[Settings], Coroutine[Any, Any, T]], *, creates: bool
+) -> T:
     import asyncio  # not at the top: `--help` does without it
 
     with refusals():

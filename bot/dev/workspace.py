@@ -33,7 +33,6 @@ from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")
 STATIC = Path(__file__).parent / "static"
-DEV = web.AppKey("dev", "DevWorkspace")
 REFUND_TASK = "Refund order 4471 for $25"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
@@ -49,6 +48,9 @@ class DevWorkspace:
     signing_secret: str
     api_token: str
     session: aiohttp.ClientSession | None = None
+
+
+DEV = web.AppKey("dev", DevWorkspace)
 
 
 def mount(app: web.Application, dev: DevWorkspace) -> None:
@@ -89,9 +91,9 @@ def _local_only(handler: Handler) -> Handler:
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
-    app[DEV].session = aiohttp.ClientSession()
+    session = app[DEV].session = aiohttp.ClientSession()
     yield
-    await app[DEV].session.close()
+    await session.close()
 
 
 async def _close_streams(app: web.Application) -> None:
@@ -273,6 +275,7 @@ async def _to_bot(request: web.Request, fields: dict[str, str]) -> tuple[int, An
     body = urllib.parse.urlencode(fields).encode()
     stamp = str(int(time.time()))
     signature = SignatureVerifier(dev.signing_secret).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None  # None only without a timestamp or a body
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,

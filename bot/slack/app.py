@@ -159,12 +159,12 @@ class SlackSurface:
         self.sender.start()
         self.page_reminders.start()
         if self.socket is not None:
-            await self.socket.connect_async()
+            await self.socket.connect_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
             log.info("slack: connected over Socket Mode")
 
     async def stop(self) -> None:
         if self.socket is not None:
-            await self.socket.close_async()
+            await self.socket.close_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
         self.page_reminders.stop()
         await self.sender.stop()
         if self.reconciler is not None:

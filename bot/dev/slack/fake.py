@@ -268,6 +268,7 @@ class FakeSlack:
     async def _web_api(self, request: web.Request) -> web.Response:
         """One Web API call: record it, misbehave if told to, else check the token and answer."""
         method = request.match_info["method"]
+        refused: dict[str, Any] | None
         try:
             args, token = await _read_args(request)
         except SlackError as refusal:
