@@ -11,8 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
-from bot.settings import SECTIONS, ConfigError, Settings, load_settings, names_of, secret
+from bot.settings import (
+    SECTIONS,
+    ApiSettings,
+    ConfigError,
+    Settings,
+    SlackSettings,
+    load_settings,
+    names_of,
+    secret,
+)
 
 HASH = "a" * 64
 TOKENS = {"ci": {"scopes": ["runs:read"], "sha256": HASH}}
@@ -195,3 +205,32 @@ def test_a_file_in_sections_or_flat_says_where_a_mistake_is(
     monkeypatch.setenv("SIGNOFF_DATABASE_URL", "sqlite:///env.db")
     empty_file.write_text('[database]\nurl = "sqlite:///n.db"\n', "utf-8")
     assert load_settings(empty_file).database.url == "sqlite:///env.db"
+
+
+def test_a_section_given_whole_still_yields_to_the_environment_field_by_field(
+    empty_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SIGNOFF_PORT", "5055")
+
+    settings = Settings(api=ApiSettings(host="0.0.0.0", port=1, rate_per_minute=9))
+
+    assert (settings.api.host, settings.api.port, settings.api.rate_per_minute) == (
+        "0.0.0.0",
+        5055,
+        9,
+    )
+
+
+def test_every_secret_setting_is_among_the_values_to_redact(empty_file: Path) -> None:
+    settings = Settings(
+        api_token="tok",
+        callback_secret="cb",
+        slack=SlackSettings(
+            bot_token=SecretStr("xoxb-1"),
+            signing_secret=SecretStr("sig"),
+            app_token=SecretStr("xapp-1"),
+        ),
+    )
+
+    assert sorted(settings.secrets()) == ["cb", "sig", "tok", "xapp-1", "xoxb-1"]
+    assert Settings().secrets() == []
