@@ -3,8 +3,8 @@
 `runtime.approvals.timers`.
 
 Every state change is a compare-and-set in the store, so a decision, a reminder or an expiry
-that is attempted twice, or by two processes at once, happens once. One job, an approval's
-life up to its decision; long because each check a decision passes is its own short method.
+that is attempted twice, or by two processes at once, happens once. Each check
+a decision passes is its own short method.
 """
 
 from __future__ import annotations

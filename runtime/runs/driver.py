@@ -3,9 +3,8 @@
 Each step: ask the model; write its reply together with the `started` effect of the first
 call; run the tool; queue its result. A result that must not be lost (an effect that may not
 run twice) is written before the model is asked again; a read's result rides in the write of
-the next reply. Everything is written through the run's `Journal`. One job, one run's step
-loop; long because each thing a step can meet (a refused call, an approval, a timeout, an
-effect in doubt) is its own short method.
+the next reply. Everything is written through the run's `Journal`. Each thing a step
+can meet (a refused call, an approval, a timeout, an effect in doubt) is its own short method.
 """
 
 from __future__ import annotations
