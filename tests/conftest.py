@@ -37,6 +37,14 @@ SIGNOFF_TABLES = (
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests (fleets of processes killed and frozen on timers) share one xdist
+    group: one worker runs them one after another, beside the other worker's light tests."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group("slow"))
+
+
 def store_url(backend: str, tmp_path: Path) -> str:
     if backend == "sqlite-file":
         return f"sqlite:///{tmp_path / 'signoff.db'}"

@@ -27,8 +27,8 @@ from .live_api import LiveApi
 from .openapi_check import VIOLATIONS, problems
 
 CHECKED_IN = Path(__file__).parents[2] / "docs" / "openapi.json"
-EXAMPLES_PER_OPERATION = 40
-STATEFUL_SCENARIOS = 25
+EXAMPLES_PER_OPERATION = 20
+STATEFUL_SCENARIOS = 40
 # A schema-valid request may still be refused for what only the server knows (an agent or a
 # policy it does not have, an approval that is not there): a 400 with the reason is right.
 BUSINESS_RULES = [checks.positive_data_acceptance]

@@ -229,7 +229,7 @@ def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     no_channel = '[policies.tools.issue_refund]\napprovers = ["U0BOB"]\n'
-    wrong = {"SIGNOFF_APPROVALS_CHANNEL": "C0WRONG", "SIGNOFF_WORKER_ID": "w-fixed"}
+    wrong = QUICK | {"SIGNOFF_APPROVALS_CHANNEL": "C0WRONG", "SIGNOFF_WORKER_ID": "w-fixed"}
     server = start_server(tmp_path, world, fake.base_url, extra=wrong, policy=no_channel)
     start_refunds(server, "misrouted")
     server.wait_until(lambda: "channel_not_found" in server.log.read_text())
@@ -237,10 +237,10 @@ def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(
     assert fake.cards() == []
     assert server.stop() == 0
 
-    fixed = {"SIGNOFF_APPROVALS_CHANNEL": APPROVALS, "SIGNOFF_WORKER_ID": "w-fixed"}
+    fixed = QUICK | {"SIGNOFF_APPROVALS_CHANNEL": APPROVALS, "SIGNOFF_WORKER_ID": "w-fixed"}
     again = start_server(tmp_path, world, fake.base_url, extra=fixed, policy=no_channel)
     try:
-        [card] = again.wait_until(fake.cards, within=70)
+        [card] = again.wait_until(fake.cards, within=30)
         assert approval_id_of(card)
         # A forged click is refused and the log says where to look.
         again.slack(button("approve", approval_id_of(card), user=BOB), secret="wrong")

@@ -25,6 +25,8 @@ from .slack_harness import (
     start_server,
 )
 
+pytestmark = pytest.mark.slow
+
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 SEED = int(os.environ.get("SOAK_SEED", "28"))
 PHASES, PER_PHASE = 3, 6
