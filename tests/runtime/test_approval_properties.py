@@ -1,6 +1,6 @@
 """Property: over random interleavings of requests, decisions by allowed and disallowed users,
-timeouts (some firing twice) and process crashes with recovery, a call that needs approval
-executes if and only if its approval ended `approved`, and at most once (DESIGN rule 4)."""
+timeouts (some firing twice) and process crashes with recovery, a call that needs approval executes
+if and only if its approval ended `approved`, and at most once (docs/architecture.md rule 4)."""
 
 from __future__ import annotations
 
