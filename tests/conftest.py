@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Agent, Runtime
 from store import Store, open_store, rows

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store, open_store

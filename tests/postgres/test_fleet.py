@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from e2e.helpers import SIGNOFF, free_port
-from e2e.slack_harness import FakeSlackProcess, approval_id_of, environment
+from support.helpers import SIGNOFF, free_port
+from support.slack_harness import FakeSlackProcess, approval_id_of, environment
 
 from examples import world
 from runtime import Runtime
