@@ -1,6 +1,5 @@
 """`signoff runs ...`: start runs, look at them, and operate them (resume, fork, roll back,
-cancel, settle an effect in doubt, prune). One job, one command group, one thin function per
-command; long only because the group has ten commands."""
+cancel, settle an effect in doubt, prune). One thin function per command."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ from bot.cli.session import database_label, with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from runtime.records import Approval, Checkpoint, Run
+    from runtime.records import Approval, Checkpoint, Effect, Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -163,7 +162,7 @@ def list_runs(
 
     async def work(p: Process) -> Any:
         found = await p.runtime.list(status, limit=limit)
-        return found, await decided_runs(p.runtime, found), p.settings.database_url
+        return found, await decided_runs(p.runtime, found), p.settings.database.url
 
     found, decided, url = with_process(ctx, work, agents=False)
     if as_json:
@@ -217,7 +216,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
         approvals = await p.runtime.approvals(run_id)
-        records = [*await p.runtime.queries.effects(run_id), *approvals]
+        records: list[Effect | Approval] = [*await p.runtime.queries.effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
         return masked_history(found, sensitive_by_tool(records)), ruled
 
@@ -438,7 +437,7 @@ def parsed_age(text: str) -> timedelta:
     from runtime.approvals.policy import parse_duration
 
     try:
-        age = parse_duration(text, unit_required=True)
+        age: timedelta = parse_duration(text, unit_required=True)
     except ValueError as exc:
         raise Failure(f"--older-than: {exc}") from None
     if age <= timedelta(0):

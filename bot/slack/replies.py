@@ -1,7 +1,6 @@
 """`/runs` replies (all ephemeral), the App Home tab, and the Decline and Edit modals.
 
-One job, what a person sees of runs outside the approval card; long because each reply keeps
-itself inside Block Kit's limits whatever the runs hold."""
+Each reply keeps itself inside Block Kit's limits whatever the runs hold."""
 
 from __future__ import annotations
 
@@ -10,6 +9,7 @@ from typing import Any
 
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
+from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from runtime.approvals.binding import CallTrail
 from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
@@ -45,7 +45,7 @@ def decline_modal(approval: Approval) -> dict[str, Any]:
         max_length=DECLINE_REASON,
     )
     return kit.modal(
-        kit.DECLINE_CALLBACK,
+        Modal.DECLINE_REASON,
         approval.id,
         title=texts.DECLINE_TITLE,
         submit=texts.DECLINE_SUBMIT,
@@ -60,7 +60,7 @@ def edit_modal(approval: Approval) -> dict[str, Any]:
     action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     if initial is None:
         return kit.modal(
-            kit.EDIT_CALLBACK,
+            Modal.EDIT_ARGS,
             approval.id,
             title=texts.EDIT_TITLE,
             close=texts.BACK,
@@ -70,7 +70,7 @@ def edit_modal(approval: Approval) -> dict[str, Any]:
         "args", texts.EDIT_LABEL, multiline=True, initial=initial, hint=texts.EDIT_HINT
     )
     return kit.modal(
-        kit.EDIT_CALLBACK,
+        Modal.EDIT_ARGS,
         approval.id,
         title=texts.EDIT_TITLE,
         submit=texts.EDIT_SUBMIT,

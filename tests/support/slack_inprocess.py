@@ -1,0 +1,94 @@
+"""The bolt app `signoff serve` runs (its listeners and error handler), in the test's
+process, on the test's runtime, against the fake Slack over real HTTP; requests signed as
+Slack signs them and dispatched as the HTTP endpoint dispatches them."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+
+from bot.dev.slack.fake import FakeSlack
+from bot.dev.slack.fake_web import trigger
+from bot.directory import web_client
+from bot.slack import listeners
+from bot.slack.inbound import Signature
+from bot.tasks import Background
+from runtime import Runtime
+
+SECRET = "in-process-secret"
+BOB, CHANNEL = "U0BOB", "C0APPROVALS"
+
+
+class Slack:
+    def __init__(self, app: AsyncApp, fake: FakeSlack, background: Background) -> None:
+        self.app, self.fake, self.background = app, fake, background
+
+    async def send(self, payload: dict[str, Any]) -> tuple[int, str, float]:
+        raw = urllib.parse.urlencode({"payload": json.dumps(payload)}).encode()
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
+        }
+        started = time.monotonic()
+        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+        return answer.status, answer.body, time.monotonic() - started
+
+
+@asynccontextmanager
+async def slack_app(rt: Runtime) -> AsyncIterator[Slack]:
+    fake = FakeSlack(channels=(CHANNEL,), users={BOB: "bob"})
+    await fake.start()
+    background = Background()
+    app = AsyncApp(
+        client=web_client("xoxb-test", base_url=fake.base_url),
+        signing_secret=SECRET,
+        process_before_response=True,
+        raise_error_for_unhandled_request=False,
+    )
+    listeners.register(app, rt, background)
+    app.error(listeners.one_line_error)
+    try:
+        yield Slack(app, fake, background)
+    finally:
+        await background.drain()
+        await fake.stop()
+
+
+def click(approval_id: str, action: str = "approve", *, user: str = BOB) -> dict[str, Any]:
+    return {
+        "type": "block_actions",
+        "user": {"id": user},
+        "trigger_id": trigger(),
+        "channel": {"id": CHANNEL},
+        "container": {"type": "message", "channel_id": CHANNEL, "message_ts": "1.1"},
+        "actions": [{"action_id": action, "value": approval_id, "type": "button"}],
+    }
+
+
+def submit(
+    callback_id: str, approval_id: str, values: dict[str, str], *, user: str = BOB
+) -> dict[str, Any]:
+    state = {
+        block: {block: {"type": "plain_text_input", "value": value}}
+        for block, value in values.items()
+    }
+    return {
+        "type": "view_submission",
+        "user": {"id": user},
+        "view": {
+            "id": "V1",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": approval_id,
+            "state": {"values": state},
+        },
+    }
