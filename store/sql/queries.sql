@@ -454,9 +454,10 @@ UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE id = :id AND acknowledged_by IS NULL
 
 -- settle_pages_of_call --
--- Acknowledge the open pages about one call of a run.
+-- Acknowledge the open pages about one call of a run; the ones it acknowledged.
 UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
+RETURNING id
 
 -- set_page_message --
 -- Where the page was posted, and whether that worked.
@@ -467,6 +468,11 @@ WHERE id = :id
 -- Append an audit event.
 INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
+
+-- insert_escalation_event --
+-- The audit event of an approval's escalation, dated by the database's clock.
+INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+VALUES ({now}, 'signoff', 'approval_escalated', :run_id, :approval_id, :detail)
 
 -- list_events [sqlite] --
 -- Audit events in commit order (one writer at a time: the id's), optionally of one run.
@@ -576,6 +582,22 @@ UPDATE outbox
 SET next_attempt_at = {seconds_from_now(:after)}, error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- enqueue_outbox [sqlite] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+VALUES (:topic, :subject_id, :detail, {now}, {now})
+
+-- enqueue_outbox [postgres] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`), and
+-- notify the schema's channel (delivered at commit), so other processes wake at once
+-- instead of at their next poll.
+WITH queued AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    VALUES (:topic, :subject_id, :detail::jsonb, clock_timestamp(), clock_timestamp())
+    RETURNING topic
+)
+SELECT pg_notify(left('signoff:' || current_schema(), 63), topic) FROM queued
 
 -- outbox_backlog --
 -- How many rows wait to be sent, and since when.

@@ -28,7 +28,7 @@ BACKEND_DIALECTS = [
     for d in SQL_DIALECTS
     if (STORE / f"{d}.py").is_file() or (STORE / d / "__init__.py").is_file()
 ]
-SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py")
+SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py", "announce.py")
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "
 """How a query file says a statement its dialect has no need of (a row lock) is empty."""
