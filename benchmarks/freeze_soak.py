@@ -5,15 +5,19 @@ arrive; then every page is put down to a kill or a freeze or else to a result in
 must be 0), settled from the world's record, and the figures are printed (one line a round).
 
     python benchmarks/freeze_soak.py [--seconds 120] [--rounds 1] [--url sqlite|postgresql://...]
+                                     [--seed N] [--keep DIR]
 
 `--url sqlite` (the default) uses a fresh file per round; a PostgreSQL URL gets a fresh schema
-per round, dropped afterwards.
+per round, dropped afterwards unless `--keep` is given. `--seed` fixes the faults' choices
+(their timing still varies); `--keep DIR` leaves each round's database, world and worker logs
+in DIR (and its PostgreSQL schema, named in the output) to read after a failure.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import secrets
 import sys
 import tempfile
@@ -27,22 +31,35 @@ from pg_support import postgres, with_search_path  # noqa: E402
 from tests.crash import test_freeze_soak as soak_test  # noqa: E402
 
 
-async def one_round(url: str, seconds: float) -> str:
+async def one_round(url: str, seconds: float, tmp: Path, *, keep: bool) -> str:
     soak_test.CHAOS_SECONDS = seconds
     soak_test.SETTLE_WITHIN = max(40.0, seconds)
-    with tempfile.TemporaryDirectory() as tmp:
-        if url == "sqlite":
-            figures = await soak_test.soak(f"sqlite:///{Path(tmp) / 'signoff.db'}", Path(tmp))
-            soak_test.check(figures)
-            return figures.line("sqlite")
-        schema = f"signoff_soak_bench_{secrets.token_hex(3)}"
-        await postgres(f"CREATE SCHEMA {schema}", url)
-        try:
-            figures = await soak_test.soak(with_search_path(url, schema), Path(tmp))
-        finally:
-            await postgres(f"DROP SCHEMA {schema} CASCADE", url)
+    if url == "sqlite":
+        figures = await soak_test.soak(f"sqlite:///{tmp / 'signoff.db'}", tmp)
         soak_test.check(figures)
-        return figures.line("postgres")
+        return figures.line("sqlite")
+    schema = f"signoff_soak_bench_{secrets.token_hex(3)}"
+    if keep:
+        print(f"schema {schema}, files in {tmp}", flush=True)
+    await postgres(f"CREATE SCHEMA {schema}", url)
+    try:
+        figures = await soak_test.soak(with_search_path(url, schema), tmp)
+    finally:
+        if not keep:
+            await postgres(f"DROP SCHEMA {schema} CASCADE", url)
+    soak_test.check(figures)
+    return figures.line("postgres")
+
+
+async def rounds(args: argparse.Namespace) -> None:
+    for n in range(args.rounds):
+        if args.keep is None:
+            with tempfile.TemporaryDirectory() as tmp:
+                print(await one_round(args.url, args.seconds, Path(tmp), keep=False), flush=True)
+            continue
+        tmp = Path(args.keep) / f"round-{n + 1}"
+        tmp.mkdir(parents=True, exist_ok=False)
+        print(await one_round(args.url, args.seconds, tmp, keep=True), flush=True)
 
 
 def main() -> None:
@@ -50,9 +67,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--url", default="sqlite")
+    parser.add_argument("--seed", type=int, help="the faults' seed (one round)")
+    parser.add_argument("--keep", metavar="DIR", help="keep each round's files (and schema)")
     args = parser.parse_args()
-    for _ in range(args.rounds):
-        print(asyncio.run(one_round(args.url, args.seconds)), flush=True)
+    if args.seed is not None:
+        os.environ[soak_test.SEED_ENV] = str(args.seed)
+    asyncio.run(rounds(args))
 
 
 if __name__ == "__main__":

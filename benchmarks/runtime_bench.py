@@ -4,7 +4,7 @@
 
 Workload per step: an assistant reply with ~300 bytes of text and one tool call with ~100
 bytes of arguments, and a ~500-byte tool result, driven by a scripted model (no network).
-Two tools, because the engine treats them differently (DESIGN rule 1):
+Two tools, because the engine treats them differently (docs/architecture.md rule 1):
 
 - `lookup`, a read: its result may ride in the transaction that records the next model
   reply, since a crash in between only re-runs a read. One commit per step.

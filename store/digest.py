@@ -1,5 +1,5 @@
 """Canonical arguments and their digest: what binds a key, an approval and an effect to one
-call (DESIGN rule 2, "a key is bound to its arguments").
+call (docs/architecture.md rule 2, "a key is bound to its arguments").
 
 Canonical JSON is stable: keys sorted, no whitespace, numbers as Python writes them, text
 as is (not escaped to ASCII). Two calls with the same canonical arguments have the same

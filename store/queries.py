@@ -7,8 +7,11 @@ the shared one for its dialect. Small differences inside a shared query are plac
 
 - `{now}`: the database's clock, in epoch seconds on SQLite, a `timestamptz` on PostgreSQL;
 - `{seconds_from_now(:x)}`: the database's clock plus `:x` seconds;
-- `{shifted(:at, :base)}`: the database's clock (or `:test_now`) plus how far `:at` is after
-  `:base` (SQLite's to whole microseconds, as a time read back and written again is);
+- `{clock}`: the store's clock: `:test_now` when the store was given a clock of its own,
+  else the database's;
+- `{seconds_from_clock(:x)}`: the store's clock plus `:x` seconds;
+- `{shifted(:at, :base)}`: the store's clock plus how far `:at` is after `:base` (SQLite's
+  to whole microseconds, as a time read back and written again is);
 - `{true}`, `{false}`: boolean literals (SQLite stores booleans as 1 and 0);
 - `{for_update}`: a row lock, which SQLite's single writer has no need of;
 - `{indexed_by(name)}`: SQLite's index hint (PostgreSQL's planner has statistics);
@@ -33,6 +36,8 @@ from importlib.resources import files
 DIALECTS = ("sqlite", "postgres")
 
 _SQLITE_NOW = "(julianday('now') - 2440587.5) * 86400.0"
+_SQLITE_CLOCK = f"coalesce(:test_now, {_SQLITE_NOW})"
+_PG_CLOCK = "coalesce(:test_now::timestamptz, now())"
 _HEADER = re.compile(r"^-- ([a-z0-9_]+)(?: \[([a-z0-9_]+)\])? --\n((?:-- .*\n)*)", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\(([^(){}]*)\))?\}")
 _OPEN_BRACE = re.compile(r"\{[a-z_]")
@@ -61,10 +66,14 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "seconds_from_now": Placeholder(
         1, f"{_SQLITE_NOW} + {{0}}", "now() + make_interval(secs => {0})"
     ),
+    "clock": Placeholder(0, _SQLITE_CLOCK, _PG_CLOCK),
+    "seconds_from_clock": Placeholder(
+        1, f"{_SQLITE_CLOCK} + {{0}}", f"{_PG_CLOCK} + make_interval(secs => {{0}})"
+    ),
     "shifted": Placeholder(
         2,
-        f"round((coalesce(:test_now, {_SQLITE_NOW}) + ({{0}} - {{1}})) * 1e6) / 1e6",
-        "coalesce(:test_now::timestamptz, now()) + ({0}::timestamptz - {1}::timestamptz)",
+        f"round(({_SQLITE_CLOCK} + ({{0}} - {{1}})) * 1e6) / 1e6",
+        f"{_PG_CLOCK} + ({{0}}::timestamptz - {{1}}::timestamptz)",
     ),
     "true": Placeholder(0, "1", "true"),
     "false": Placeholder(0, "0", "false"),

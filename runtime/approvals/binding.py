@@ -1,5 +1,5 @@
-"""Approval binding: what a person approved is exactly what runs, once (DESIGN rule 2, "a key
-is bound to its arguments", and rule 4).
+"""Approval binding: what a person approved is exactly what runs, once (docs/architecture.md rule 2,
+"a key is bound to its arguments", and rule 4).
 
 An approval keeps the digest of the arguments shown and of those approved. Before a call runs
 under an approval, the call found in the transcript must be the one shown, and the arguments

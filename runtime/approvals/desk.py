@@ -1,5 +1,5 @@
-"""The approval desk: creating approvals under their policy and deciding them (DESIGN rules
-4, 9). The time-driven work the scheduler triggers (reminders, escalation, expiry) is in
+"""The approval desk: creating approvals under their policy and deciding them (docs/architecture.md
+rules 4, 9). The time-driven work the scheduler triggers (reminders, escalation, expiry) is in
 `runtime.approvals.timers`.
 
 Every state change is a compare-and-set in the store, so a decision, a reminder or an expiry

@@ -1,4 +1,4 @@
-"""Rollback restores state, never the world (DESIGN rule 6).
+"""Rollback restores state, never the world (docs/architecture.md rule 6).
 
 Rolling back to step k walks the effects after k on the run's current timeline (the calls in
 its transcript; a step an earlier rollback undid is not on it) in reverse order: reads are

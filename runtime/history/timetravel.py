@@ -3,7 +3,7 @@
 Steps are those of the run's current timeline: after a rollback to step k, the steps after k
 that it undid are no longer served (nor forked from); they stay in the history, marked
 `rolled_back`. A fork is a new run in the same lineage, so every effect its parent completed
-is found by idempotency key and returned, never executed again (DESIGN rule 2).
+is found by idempotency key and returned, never executed again (docs/architecture.md rule 2).
 """
 
 from __future__ import annotations

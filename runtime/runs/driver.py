@@ -1,4 +1,5 @@
-"""Driving one run while holding its lease: the checkpointed agent loop (DESIGN rules 1, 2, 5).
+"""Driving one run while holding its lease: the checkpointed agent loop (docs/architecture.md rules
+1, 2, 5).
 
 Each step: ask the model; write its reply together with the `started` effect of the first
 call; run the tool; queue its result. A result that must not be lost (an effect that may not

@@ -1,4 +1,4 @@
-"""Idempotency keys (DESIGN rule 2).
+"""Idempotency keys (docs/architecture.md rule 2).
 
 By default a key is derived from the tool's name and its canonical arguments within the run's
 lineage, so a fork or a re-issued call maps to the same key. A tool may name its business

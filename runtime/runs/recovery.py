@@ -1,7 +1,7 @@
-"""Start-up recovery (DESIGN rule 7): drive every run that was mid-flight when its worker died,
-and finish every rollback (or saga) that died before it ended: inside a compensation or
-between two. A rollback records its intent before it undoes anything and its end last, so an
-intent without an end is what recovery looks for.
+"""Start-up recovery (docs/architecture.md rule 7): drive every run that was mid-flight when its
+worker died, and finish every rollback (or saga) that died before it ended: inside a compensation or
+between two. A rollback records its intent before it undoes anything and its end last, so an intent
+without an end is what recovery looks for.
 
 It acts through the same lease and compare-and-set path as normal driving, so running it
 twice, or in two processes at once, is harmless: a run leased to another live worker is left

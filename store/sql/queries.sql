@@ -330,8 +330,8 @@ SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason =
     approved_args = :approved_args, approved_digest = :approved_digest,
     key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
-  AND (NOT :due_only OR deadline <= coalesce(:test_now::timestamptz, {now}))
-  AND (NOT :open_only OR deadline IS NULL OR deadline > coalesce(:test_now::timestamptz, {now}))
+  AND (NOT :due_only OR deadline <= {clock})
+  AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -350,18 +350,17 @@ SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 -- Pending approvals whose deadline or next reminder has come by the database's clock (each
 -- through its own index).
 SELECT * FROM approvals INDEXED BY approvals_pending_deadline
-WHERE state = 'pending' AND deadline <= coalesce(:test_now, {now})
+WHERE state = 'pending' AND deadline <= {clock}
 UNION
 SELECT * FROM approvals INDEXED BY approvals_pending_reminder
-WHERE state = 'pending' AND next_reminder_at <= coalesce(:test_now, {now})
+WHERE state = 'pending' AND next_reminder_at <= {clock}
 ORDER BY created_at
 LIMIT :limit
 
 -- due_approvals [postgres] --
 -- Pending approvals whose deadline or next reminder has come by the database's clock.
 SELECT * FROM approvals
-WHERE state = 'pending' AND (deadline <= coalesce(:test_now::timestamptz, now())
-                             OR next_reminder_at <= coalesce(:test_now::timestamptz, now()))
+WHERE state = 'pending' AND (deadline <= {clock} OR next_reminder_at <= {clock})
 ORDER BY created_at
 LIMIT :limit
 
@@ -552,15 +551,14 @@ RETURNING id, topic, subject_id, detail, attempts, created_at
 
 -- claim_outbox [postgres] --
 -- As SQLite's, and rows another sender is claiming right now are skipped. The server's clock
--- says what is due and dates the claim: a sender whose clock runs fast cannot take over a
--- claim another sender still holds.
+-- (or the store's own, when it was given one) says what is due and dates the claim: a sender
+-- whose clock runs fast cannot take over a claim another sender still holds.
 UPDATE outbox
-SET claimed_by = :owner, claimed_until = now() + make_interval(secs => :ttl),
-    attempts = attempts + 1
+SET claimed_by = :owner, claimed_until = {seconds_from_clock(:ttl)}, attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
-    WHERE o.sent_at IS NULL AND o.next_attempt_at <= now()
-      AND (o.claimed_until IS NULL OR o.claimed_until < now())
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= {clock}
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
       AND NOT EXISTS (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
@@ -577,9 +575,10 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock
+-- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = {seconds_from_now(:after)}, error = :error,
+SET next_attempt_at = {seconds_from_clock(:after)}, error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
@@ -621,14 +620,14 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
 
 -- remind_open_pages [postgres] --
 -- As SQLite's, for the interval `:now - :before` measured back from the server's clock
--- (which dates the rows).
+-- (which dates the rows; the store's own, when it was given one).
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'page_reminded', p.id, now(), now() FROM pages p
+SELECT 'page_reminded', p.id, {clock}, {clock} FROM pages p
 WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
   AND NOT EXISTS (
       SELECT 1 FROM outbox o
       WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
-        AND o.created_at > now() - (:now::timestamptz - :before::timestamptz)
+        AND o.created_at > {clock} - (:now::timestamptz - :before::timestamptz)
   )
 
 -- release_outbox_claims --

@@ -1,7 +1,7 @@
-"""A key is bound to its arguments (DESIGN rule 2): the ledger keeps each effect's args
-digest; the same key with the same digest is a repeat, with another digest a conflict (in
-the lineage or across lineages), never a replay of the other call's result. An approval keeps
-the digest of what was shown and of what was approved."""
+"""A key is bound to its arguments (docs/architecture.md rule 2): the ledger keeps each effect's
+args digest; the same key with the same digest is a repeat, with another digest a conflict (in the
+lineage or across lineages), never a replay of the other call's result. An approval keeps the digest
+of what was shown and of what was approved."""
 
 from __future__ import annotations
 

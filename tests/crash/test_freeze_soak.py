@@ -8,9 +8,12 @@ from the world's own record, and the figures are printed and asserted:
 - 0 duplicate effects (a payment is made once per idempotency key);
 - 0 in-doubt pages for the idempotent tool (it is re-run under its key instead);
 - each page attributed: to a kill or a freeze of the worker that began the payment (between
-  its start and the page; on SQLite also any worker's freeze, as a worker frozen mid-write
-  holds the one write lock and no lease can be renewed), or else to a result that worker had
-  in hand; 0 of the latter. The disk-full windows are shorter than a third of the lease (the
+  its start and the page; on SQLite also another worker's freeze, but only one that caught it
+  holding the database's one write lock, probed as it froze, so that no lease could be
+  renewed), or else to a result that worker had in hand; 0 of the latter. The tools write
+  the world off the event loop: a worker frozen inside a world write holds that file's lock,
+  and waiting for it on the loop would stall a live worker's renewals
+  (`test_soak_stall.py`). The disk-full windows are shorter than a third of the lease (the
   renewal interval), so at most one renewal fails in one: a window longer than the lease
   legitimately pages (the worker cannot renew), which is not what this counts;
 - every page settleable (its effect is in doubt: `resolve` takes it), and once settled,
@@ -62,6 +65,9 @@ class Fault:
     slot: int
     start: float
     end: float
+    held_write_lock: bool = False
+    """A freeze on SQLite that caught the worker inside a write: it held the database's one
+    write lock while frozen (another connection could not take it), so no worker could renew."""
 
 
 @dataclass
@@ -78,7 +84,8 @@ class Figures:
     fault_pages: int = 0
     """Pages a kill or a freeze of the payment's worker explains (no result, or a late one)."""
     stalled_pages: int = 0
-    """Of those, SQLite only: another worker's, stalled behind the frozen one's write lock."""
+    """Of those, SQLite only: another worker's, stalled behind a frozen one that held the
+    write lock (`Fault.held_write_lock`); a freeze that held no lock explains none."""
     in_hand_pages: int = 0
     """Pages for a payment whose worker was neither killed nor frozen: it had the result."""
     unsettleable: int = 0
@@ -109,6 +116,9 @@ class Fleet:
         self.flag = tmp / "disk-full"
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.lives: Counter[int] = Counter()
+
+    def sqlite_file(self) -> Path | None:
+        return Path(self.url.removeprefix("sqlite:///")) if self.url.startswith("sqlite") else None
 
     def start(self, slot: int) -> None:
         self.lives[slot] += 1
@@ -166,9 +176,12 @@ async def fault(fleet: Fleet, rng: random.Random, figures: Figures) -> None:
         figures.freezes += 1
         start = time.time()
         fleet.procs[slot].send_signal(signal.SIGSTOP)
-        await asyncio.sleep(LEASE + rng.uniform(0.5, 1.5))  # past its lease: taken over
+        frozen = asyncio.sleep(LEASE + rng.uniform(0.5, 1.5))  # past its lease: taken over
+        db = fleet.sqlite_file()
+        held = False if db is None else await asyncio.to_thread(write_lock_held, db)
+        await frozen
         fleet.procs[slot].send_signal(signal.SIGCONT)
-        figures.faults.append(Fault(slot, start, time.time()))
+        figures.faults.append(Fault(slot, start, time.time(), held_write_lock=held))
     else:
         figures.disk_full += 1
         fleet.flag.touch()
@@ -190,7 +203,8 @@ async def all_ended(store: Store, count: int) -> None:
 
 
 def attempts(world: Path) -> dict[str, tuple[int, float]]:
-    """Each payment key's last attempt: the slot of the worker that began it, and when."""
+    """Each payment key's last note of an attempt: the slot of the worker that began it (it
+    notes so before writing the payment `started`, and again as its tool begins), and when."""
     with closing(sqlite3.connect(world, timeout=30)) as conn:
         rows = conn.execute("SELECT key, worker, started FROM attempts ORDER BY started")
         return {key: (int(worker[1:]), started) for key, worker, started in rows}
@@ -208,10 +222,26 @@ def explained(faults: list[Fault], slot: int | None, start: float, paged: float)
     )
 
 
+LOCK_WAIT = 0.5
+"""How long the probe waits for SQLite's write lock: a live worker holds it for milliseconds."""
+
+
+def write_lock_held(db: Path) -> bool:
+    """Whether some process holds the database's write lock for longer than LOCK_WAIT: probed
+    right after a SIGSTOP, the frozen worker (caught inside a write) is the one holding it."""
+    with closing(sqlite3.connect(db, timeout=LOCK_WAIT, isolation_level=None)) as conn:
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:  # database is locked
+            return True
+        conn.execute("ROLLBACK")
+        return False
+
+
 def stalled(faults: list[Fault], start: float, paged: float) -> bool:
-    """Whether another worker was frozen meanwhile: on SQLite, frozen mid-write, it holds the
-    database's one write lock, so no worker can renew its lease until it is thawed."""
-    freezes = [f for f in faults if f.end > f.start]
+    """Whether another worker was frozen meanwhile holding SQLite's one write lock (probed,
+    not assumed): then no worker could renew its lease until that one was thawed."""
+    freezes = [f for f in faults if f.held_write_lock]
     return explained(freezes, None, start, paged)
 
 
@@ -236,7 +266,7 @@ async def settle(
         effect = await store.get_effect(page.run_id, page.call_id)
         figures.late_evidence += "lost its lease" in page.detail
         figures.idempotent_pages += effect.tool == "sync"
-        # Killed before the tool said where it ran: any worker's kill or freeze may explain it.
+        # The worker that began it noted so before writing it `started` (see soak_worker).
         slot, start = began.get(effect.idempotency_key, (None, effect.started_at.timestamp()))
         paged = page.created_at.timestamp()
         if explained(figures.faults, slot, start, paged):
@@ -286,6 +316,9 @@ async def soak(url: str, tmp: Path) -> Figures:
                 if effect.tool == "sync" and effect.status == EffectStatus.COMPLETED:
                     assert effect.idempotency_key in syncs, (seed, effect)
     figures.seed = seed
+    (tmp / "faults.txt").write_text(
+        "".join(f"{f.slot} {f.start:.3f} {f.end:.3f} {f.held_write_lock}\n" for f in figures.faults)
+    )
     return figures
 
 

@@ -320,11 +320,11 @@ secret_env = "SIGNOFF_TEST_DESK_TOKEN"
     assert (await call(api, DESK, "POST", "/v1/approvals", body))[0] == 403
 
 
-async def test_the_token_configuration_in_readme_loads_and_serves(
+async def test_the_token_configuration_in_the_api_docs_loads_and_serves(
     make_api: MakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    readme = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
-    [config] = [b for b in re.findall(r"^```\w*\n(.*?)^```", readme, re.S | re.M) if "[api_to" in b]
+    page = (Path(__file__).parents[2] / "docs" / "http-api.md").read_text("utf-8")
+    [config] = [b for b in re.findall(r"^```\w*\n(.*?)^```", page, re.S | re.M) if "[api_to" in b]
     monkeypatch.setenv("REFUND_AGENT_TOKEN", AGENT)
     monkeypatch.setenv("AUDITOR_TOKEN", AUDITOR)
     path = tmp_path / "signoff.toml"
@@ -333,8 +333,8 @@ async def test_the_token_configuration_in_readme_loads_and_serves(
     body = {"tool": "wire_money", "approval_id": "a1"}
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 201
     decision = {"decision": "approved", "by": "U0BOSS"}
-    page = "approvals-page-example-token"  # README's hash is of this one
-    assert (await call(api, page, "POST", "/v1/approvals/a1/decision", decision))[0] == 200
+    desk = "approvals-page-example-token"  # the docs' hash is of this one
+    assert (await call(api, desk, "POST", "/v1/approvals/a1/decision", decision))[0] == 200
     assert len(await audit(api, "approval_id=a1")) == 4  # requested (twice: store, token), decided
 
 

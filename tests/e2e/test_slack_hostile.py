@@ -90,6 +90,11 @@ def new_lines(server: SlackServer, before: int, *, word: str = "") -> list[str]:
 
 
 def lines_now(server: SlackServer) -> int:
+    """The log's length, once the server's start-up lines are written (under load its
+    "connected as" line can land after it already answers requests)."""
+    deadline = time.monotonic() + 10
+    while "connected as" not in server.log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     return len(server.log.read_text().splitlines())
 
 

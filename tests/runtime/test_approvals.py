@@ -1,4 +1,4 @@
-"""Approvals on the runtime side (issue 4; DESIGN rules 4 and 9): the gate, decisions,
+"""Approvals on the runtime side (issue 4; docs/architecture.md rules 4 and 9): the gate, decisions,
 edits, declines, refusals that change nothing, quorum, audit, reminders and timeouts."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Issue 25: what a person approved is exactly what runs, once (DESIGN rule 2, "a key is bound
-to its arguments"), with the refund example on every store backend.
+"""Issue 25: what a person approved is exactly what runs, once (docs/architecture.md rule 2, "a key
+is bound to its arguments"), with the refund example on every store backend.
 
 - two runs refunding one order with other amounts: one refund at the provider; the second
   run's approval names the first; a plain approval is refused; declining ends it truthfully;

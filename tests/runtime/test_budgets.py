@@ -1,5 +1,5 @@
-"""Budgets survive (DESIGN rule 5): usage is durable, a resumed run continues against what is
-left, and every stop names the budget that ended it."""
+"""Budgets survive (docs/architecture.md rule 5): usage is durable, a resumed run continues against
+what is left, and every stop names the budget that ended it."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Never twice (DESIGN rule 2) across a real crash: a worker process is SIGKILLed after the
-tool acted on the world and before the result was recorded. On recovery an idempotent tool
-re-runs with the same key (the world dedupes it); a non-idempotent one pages a human, and
-once the human resolves it the run finishes without acting again."""
+"""Never twice (docs/architecture.md rule 2) across a real crash: a worker process is SIGKILLed
+after the tool acted on the world and before the result was recorded. On recovery an idempotent tool
+re-runs with the same key (the world dedupes it); a non-idempotent one pages a human, and once the
+human resolves it the run finishes without acting again."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""One driver per run (DESIGN rule 7): a live lease keeps other workers out, an expired one is
-taken over by recover(), recovering twice is harmless, start() with a known id resumes it, and
-a cancelled run's driver is refused its next write."""
+"""One driver per run (docs/architecture.md rule 7): a live lease keeps other workers out, an
+expired one is taken over by recover(), recovering twice is harmless, start() with a known id
+resumes it, and a cancelled run's driver is refused its next write."""
 
 from __future__ import annotations
 

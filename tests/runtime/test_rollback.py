@@ -1,5 +1,6 @@
-"""Rollback and the saga (issue 5, runtime side; DESIGN rule 6): compensate what can be undone,
-page a human for the rest, restore the state as a new checkpoint, and survive being killed."""
+"""Rollback and the saga (issue 5, runtime side; docs/architecture.md rule 6): compensate what can
+be undone, page a human for the rest, restore the state as a new checkpoint, and survive being
+killed."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Idempotency keys (DESIGN rule 2): the tool's name and canonical arguments within a lineage,
-or the tool's business identity."""
+"""Idempotency keys (docs/architecture.md rule 2): the tool's name and canonical arguments within a
+lineage, or the tool's business identity."""
 
 from __future__ import annotations
 

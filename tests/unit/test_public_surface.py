@@ -1,4 +1,5 @@
-"""The names DESIGN.md promises stay importable, and nothing else leaks into `__all__`."""
+"""The public names docs/architecture.md and docs/agents.md promise stay importable, and nothing
+else leaks into `__all__`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Tools and agents as plain values: classification, argument schemas and validation, and the
-refusals an agent raises when it is built (DESIGN rule 3)."""
+refusals an agent raises when it is built (docs/architecture.md rule 3)."""
 
 from __future__ import annotations
 
