@@ -120,9 +120,10 @@ async def test_an_escalation_is_announced_and_audited_once(
     approval = make_approval(run.id, deadline=later(-1))
     await store.create_approval(approval)
     await drain(store)
+    stored = await store.get_approval(approval.id)  # the store rebases it on its own clock
     moved = later(3600)
 
-    assert await store.extend_deadline(approval.id, deadline=moved, expected=approval.deadline)
+    assert await store.extend_deadline(approval.id, deadline=moved, expected=stored.deadline)
     escalated = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
     assert await store.extend_deadline(approval.id, deadline=later(7200), expected=moved)
 
