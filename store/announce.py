@@ -1,11 +1,10 @@
 """What a change tells people and auditors, written in the change's own transaction.
 
 Each function here is a piece of a `store.core` body: it follows the statement that made a
-change and yields the outbox rows (Slack cards, updates, thread notes, pages;
-docs/architecture.md rule 10) and the audit events that change announces. They run inside
-the same transaction as the change, on every backend, so a crash can delay a notification
-but never lose it, and a change that rolls back announces nothing. (Until migration 0017
-these were per-dialect triggers.)
+change and yields the outbox rows (Slack cards, updates, thread notes, pages; rule 10) and
+the audit events that change announces. They run inside the same transaction as the change,
+on every backend, so a crash can delay a notification but never lose it, and a change that
+rolls back announces nothing. (Until migration 0017 these were per-dialect triggers.)
 
 A change that is not made (a compare-and-set that lost, a duplicate ignored) announces
 nothing: every caller yields these only after the statement reported that it changed a row.

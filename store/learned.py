@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from store import announce, rows
+from store import rows
 from store.core import Body, Stmt, insert_event
 from store.records import AuditEvent, LearnedRule
 
@@ -80,7 +80,7 @@ def mark_reminded(params: dict[str, Any]) -> Body[bool]:
     """Mark the author reminded and, when this did, queue the DM in the same transaction."""
     if (yield Stmt("mark_learned_rule_reminded", params, "count")) != 1:
         return False
-    yield announce.outbox("rule_expiring", params["id"])
+    yield Stmt("enqueue_rule_expiring", {"id": params["id"], "detail": "{}"})
     return True
 
 

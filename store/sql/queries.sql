@@ -802,6 +802,11 @@ SELECT id, run_id, created_at FROM approvals
 WHERE {json_text(rule, learned_id)} = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
+-- enqueue_rule_expiring --
+-- The author's "expires soon" DM, queued with the mark that says it is due (once).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+VALUES ('rule_expiring', :id, :detail::jsonb, {now}, {now})
+
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
