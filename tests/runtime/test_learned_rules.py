@@ -241,8 +241,8 @@ async def test_uses_are_told_once_per_batch(store: Store, clock: Clock) -> None:
     assert (told.rule.id, sorted(a for a, _, _ in told.approvals)) == (rule.id, sorted(used))
     assert await rt.rules.uses_to_tell() == []
     # The note was queued with the mark, once, about the card the rule grew from.
-    sent = await sent_rows(store, clock)
-    [(subject, detail)] = [(s, d) for t, s, d in sent if t == "rule_uses_noted"]
+    queued = await sent_rows(store, clock)
+    [(subject, detail)] = [(s, d) for t, s, d in queued if t == "rule_uses_noted"]
     assert (subject, detail["rule_id"]) == (origin.id, rule.id)
     assert datetime.fromisoformat(detail["until"]) == told.approvals[-1][2]
     clock.advance(seconds=1)
