@@ -13,7 +13,7 @@ dialect needs.
 Statements a dialect does not need (row locks SQLite's single writer makes moot) are empty
 for it in the query file, and drivers skip empty statements.
 
-One job, the safety-critical write logic; long because each write is its own short body."""
+The safety-critical write logic: each write is its own short body."""
 
 from __future__ import annotations
 
