@@ -250,18 +250,25 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
             yield from start_effect(committed, effect, params)
         for approval, params in request:
             yield from request_approval(committed, approval, params)
-        for params in pages:
-            if (yield Stmt("insert_page", params, "count")):
-                committed.new_pages.append(params["id"])
-                yield from announce.page_opened(params)
-        for params in settle:
-            for settled in (yield Stmt("settle_pages_of_call", params, "all")):
-                yield announce.outbox("page_acknowledged", settled[0])
+        yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
         return committed
 
     return body
+
+
+def open_and_settle_pages(
+    committed: Committed, pages: list[dict[str, Any]], settle: list[dict[str, Any]]
+) -> Body[None]:
+    """Open the new pages and settle a call's open ones, each announced once."""
+    for params in pages:
+        if (yield Stmt("insert_page", params, "count")):
+            committed.new_pages.append(params["id"])
+            yield from announce.page_opened(params)
+    for params in settle:
+        for settled in (yield Stmt("settle_pages_of_call", params, "all")):
+            yield announce.outbox("page_acknowledged", settled[0])
 
 
 def check_batch(batch: Batch) -> None:
