@@ -1,9 +1,15 @@
--- PostgreSQL queries of the Signoff store: the same names and named parameters as SQLite's
--- (the backend turns `:name` into `$n`). Times travel as epoch seconds (a codec on the
--- connection), JSON as text. Statements that lock rows are the ones SQLite's single writer
--- has no need of.
+-- The Signoff store's queries, once for SQLite and PostgreSQL. Parameters are named
+-- (`:name`; the PostgreSQL backend numbers them); times are epoch seconds on the way in and
+-- out (a codec on PostgreSQL's connections), JSON is text. A query the dialects write
+-- differently appears twice, tagged `[sqlite]` and `[postgres]`; smaller differences are the
+-- `{placeholders}` that `store/queries.py` lists. Statements that lock rows are empty for
+-- SQLite, whose single writer has no need of them.
 
--- schema_table_exists --
+-- schema_table_exists [sqlite] --
+-- Whether the migrations table exists yet.
+SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'signoff_schema'
+
+-- schema_table_exists [postgres] --
 -- Whether the migrations table exists yet (in the schema the search path names first).
 SELECT to_regclass('signoff_schema') IS NOT NULL
 
@@ -11,7 +17,12 @@ SELECT to_regclass('signoff_schema') IS NOT NULL
 -- Record one applied migration.
 INSERT INTO signoff_schema (version, name, applied_at) VALUES (:version, :name, :applied_at)
 
--- other_tables --
+-- other_tables [sqlite] --
+-- How many tables the file has that are not Signoff's bookkeeping or SQLite's own.
+SELECT count(*) FROM sqlite_master
+WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'signoff_schema'
+
+-- other_tables [postgres] --
 -- How many tables the schema has that are not Signoff's bookkeeping.
 SELECT count(*) FROM pg_tables
 WHERE schemaname = current_schema() AND tablename <> 'signoff_schema'
@@ -20,7 +31,15 @@ WHERE schemaname = current_schema() AND tablename <> 'signoff_schema'
 -- The newest applied migration, or 0 on an empty database.
 SELECT coalesce(max(version), 0) FROM signoff_schema
 
--- create_schema_table --
+-- create_schema_table [sqlite] --
+-- The table that records applied migrations.
+CREATE TABLE IF NOT EXISTS signoff_schema (
+    version    INTEGER PRIMARY KEY,
+    name       TEXT NOT NULL,
+    applied_at REAL NOT NULL
+)
+
+-- create_schema_table [postgres] --
 -- The table that records applied migrations.
 CREATE TABLE IF NOT EXISTS signoff_schema (
     version    integer PRIMARY KEY,
@@ -28,7 +47,10 @@ CREATE TABLE IF NOT EXISTS signoff_schema (
     applied_at timestamptz NOT NULL
 )
 
--- lock_migrations --
+-- lock_migrations [sqlite] --
+-- (None: migrations run in a BEGIN IMMEDIATE transaction, which one process holds at a time.)
+
+-- lock_migrations [postgres] --
 -- One migrating process at a time (the lock ends with the transaction).
 SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_schema(), 0))
 
@@ -97,7 +119,7 @@ ORDER BY r.created_at DESC, r.id
 SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id),
        lease_epoch
 FROM runs WHERE id = :id
-FOR UPDATE
+{for_update}
 
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
@@ -112,14 +134,15 @@ UPDATE runs SET model = :model, updated_at = :updated_at WHERE id = :id
 UPDATE runs SET budget = :budget, updated_at = :updated_at WHERE id = :id
 
 -- prune_runs --
--- Delete whole lineages that are all finished and were last touched before a time; their
--- history cascades. A lineage a human still owes something is kept whatever its age.
+-- Delete whole lineages (a run and its forks share one ledger) that are all finished and
+-- were last touched before a time; their history cascades. A lineage a human still owes
+-- something (an open page, an effect running or in doubt) is kept whatever its age.
 DELETE FROM runs
 WHERE lineage_id IN (
     SELECT lineage_id FROM runs
     GROUP BY lineage_id
     HAVING max(updated_at) < :before
-       AND bool_and(status IN ('done', 'failed', 'cancelled'))
+       AND count(CASE WHEN status NOT IN ('done', 'failed', 'cancelled') THEN 1 END) = 0
 )
   AND lineage_id NOT IN (
     SELECT r.lineage_id FROM pages p JOIN runs r ON r.id = p.run_id
@@ -139,12 +162,13 @@ VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output
         :cost, :stop_reason, :error, :created_at, :messages, :cached_input_tokens)
 
 -- seq_at_step --
--- The last checkpoint seq of a step; none if a later rollback went back before the step.
+-- The last checkpoint seq of a step: the state the run had when that step was over; none if
+-- a later rollback went back before the step (its restore is a snapshot at a lower step).
 SELECT c.seq FROM checkpoints c
 WHERE c.run_id = :run_id
   AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step)
-  AND NOT EXISTS (SELECT 1 FROM checkpoints r
-                  WHERE r.run_id = :run_id AND r.snapshot AND r.seq > c.seq
+  AND NOT EXISTS (SELECT 1 FROM checkpoints r {indexed_by(checkpoints_snapshots)}
+                  WHERE r.run_id = :run_id AND r.snapshot = {true} AND r.seq > c.seq
                     AND r.step < c.step)
 
 -- load_state --
@@ -152,27 +176,27 @@ WHERE c.run_id = :run_id
 -- and of every checkpoint after it; the target row also carries its own fields (as JSON).
 SELECT seq, messages,
        CASE WHEN seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
-       THEN json_build_object('step', step, 'status', status, 'steps', steps,
-                              'input_tokens', input_tokens, 'output_tokens', output_tokens,
-                        'cached_input_tokens', cached_input_tokens,
-                              'cost', cost, 'stop_reason', stop_reason, 'error', error)
+       THEN {json_object}('step', step, 'status', status, 'steps', steps,
+                          'input_tokens', input_tokens, 'output_tokens', output_tokens,
+                          'cached_input_tokens', cached_input_tokens,
+                          'cost', cost, 'stop_reason', stop_reason, 'error', error)
        END AS state
 FROM checkpoints
 WHERE run_id = :run_id
   AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
   AND seq >= (SELECT max(seq) FROM checkpoints
-              WHERE run_id = :run_id AND snapshot
+              WHERE run_id = :run_id AND snapshot = {true}
                 AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints
                                            WHERE run_id = :run_id)))
 ORDER BY seq
 
 -- history --
 -- Every checkpoint of a run, oldest first; `rolled_back` when a later checkpoint has a lower
--- step.
+-- step (steps go down only where a rollback restored an earlier one).
 SELECT run_id, seq, step, snapshot, status, steps, input_tokens, cached_input_tokens,
        output_tokens, cost,
        stop_reason, error, created_at, messages,
-       coalesce(step > min(step) OVER later, false) AS rolled_back
+       coalesce(step > min(step) OVER later, {false}) AS rolled_back
 FROM checkpoints WHERE run_id = :run_id
 WINDOW later AS (ORDER BY seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
 ORDER BY seq
@@ -197,10 +221,6 @@ RETURNING compensates
 -- When a compensating effect completes, point the effect it undid at it.
 UPDATE effects SET compensated_by = :call_id WHERE run_id = :run_id AND call_id = :compensates
 
--- lock_lineage --
--- Claims by idempotency key in one lineage take turns (to the end of the transaction).
-SELECT pg_advisory_xact_lock(hashtextextended('signoff:lineage:' || :lineage_id, 0))
-
 -- completed_effect_by_key --
 -- The completed mutating effect with this idempotency key in a lineage, if any; one not
 -- undone first.
@@ -219,7 +239,7 @@ ORDER BY id LIMIT 1
 -- conflicting_effect_by_key --
 -- The latest mutating effect in any lineage under this idempotency key with other arguments
 -- (another digest) that may have happened: completed and not undone, running or in doubt.
-SELECT * FROM effects
+SELECT * FROM effects {indexed_by(effects_by_key_alone)}
 WHERE idempotency_key = :idempotency_key AND reversibility <> 'read'
   AND args_digest IS NOT NULL AND args_digest <> :args_digest
   AND (status IN ('started', 'in_doubt') OR (status = 'completed' AND compensated_by IS NULL))
@@ -246,8 +266,8 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals,
-        coalesce(:test_now::timestamptz, now()) + (:deadline::timestamptz - :created_at::timestamptz),
-        coalesce(:test_now::timestamptz, now()) + (:next_reminder_at::timestamptz - :created_at::timestamptz),
+        {shifted(:deadline, :created_at)},
+        {shifted(:next_reminder_at, :created_at)},
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
@@ -255,17 +275,17 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
--- approved since :since: what a new request may duplicate.
-SELECT * FROM approvals
-WHERE idempotency_key = :idempotency_key AND lineage_id IS DISTINCT FROM :lineage_id
+-- approved since :since (not declined, not withdrawn): what a new request may duplicate.
+SELECT * FROM approvals {indexed_by(approvals_by_idempotency_key)}
+WHERE idempotency_key = :idempotency_key AND lineage_id {is_distinct_from} :lineage_id
   AND (state = 'pending' OR (state = 'approved' AND decided_at >= :since))
 ORDER BY created_at DESC LIMIT 1
 
 -- declined_approval_by_key --
 -- A decline of this call (this idempotency key and arguments) in a lineage, if any: a
 -- person's, or an expiry; not a withdrawal by Signoff when its run was cancelled or rolled
--- back.
-SELECT * FROM approvals
+-- back. Without statistics SQLite would pick the index on state, and read every decline.
+SELECT * FROM approvals {indexed_by(approvals_by_key)}
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
   AND (args_digest IS NULL OR args_digest = :args_digest)
   AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
@@ -274,10 +294,6 @@ ORDER BY created_at LIMIT 1
 -- get_approval --
 -- One approval.
 SELECT * FROM approvals WHERE id = :id
-
--- approval_for_update --
--- One approval, locked to the end of the transaction: a vote and a decision take turns.
-SELECT * FROM approvals WHERE id = :id FOR UPDATE
 
 -- list_approvals --
 -- Every approval, oldest first.
@@ -289,7 +305,7 @@ SELECT * FROM approvals WHERE state = :state ORDER BY created_at, id LIMIT :limi
 
 -- list_approvals_of_run --
 -- A run's approvals, oldest first, optionally in one state.
-SELECT * FROM approvals
+SELECT * FROM approvals {indexed_by(approvals_by_run)}
 WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
 ORDER BY created_at, id LIMIT :limit
 
@@ -314,8 +330,8 @@ SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason =
     approved_args = :approved_args, approved_digest = :approved_digest,
     key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
-  AND (NOT :due_only OR deadline <= coalesce(:test_now::timestamptz, now()))
-  AND (NOT :open_only OR deadline IS NULL OR deadline > coalesce(:test_now::timestamptz, now()))
+  AND (NOT :due_only OR deadline <= {clock})
+  AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -330,14 +346,37 @@ SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at,
 -- How many distinct approvers voted for an approval.
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
--- due_approvals --
--- Pending approvals whose deadline or next reminder has come by the database's clock.
-SELECT * FROM approvals
-WHERE state = 'pending' AND (deadline <= coalesce(:test_now::timestamptz, now()) OR next_reminder_at <= coalesce(:test_now::timestamptz, now()))
+-- due_approvals [sqlite] --
+-- Pending approvals whose deadline or next reminder has come by the database's clock (each
+-- through its own index).
+SELECT * FROM approvals INDEXED BY approvals_pending_deadline
+WHERE state = 'pending' AND deadline <= {clock}
+UNION
+SELECT * FROM approvals INDEXED BY approvals_pending_reminder
+WHERE state = 'pending' AND next_reminder_at <= {clock}
 ORDER BY created_at
 LIMIT :limit
 
--- next_due_at --
+-- due_approvals [postgres] --
+-- Pending approvals whose deadline or next reminder has come by the database's clock.
+SELECT * FROM approvals
+WHERE state = 'pending' AND (deadline <= {clock} OR next_reminder_at <= {clock})
+ORDER BY created_at
+LIMIT :limit
+
+-- next_due_at [sqlite] --
+-- The earliest deadline or reminder among pending approvals: two index lookups, not a scan.
+SELECT min(at) FROM (
+    SELECT (SELECT deadline FROM approvals INDEXED BY approvals_pending_deadline
+            WHERE state = 'pending' AND deadline IS NOT NULL
+            ORDER BY deadline LIMIT 1) AS at
+    UNION ALL
+    SELECT (SELECT next_reminder_at FROM approvals INDEXED BY approvals_pending_reminder
+            WHERE state = 'pending' AND next_reminder_at IS NOT NULL
+            ORDER BY next_reminder_at LIMIT 1)
+)
+
+-- next_due_at [postgres] --
 -- The earliest deadline or reminder among pending approvals.
 SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
              (SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'))
@@ -351,8 +390,8 @@ WHERE id = :id AND state = 'pending' AND reminders_sent = :reminders_sent - 1
 
 -- extend_deadline --
 -- Compare-and-set on the deadline: move it once, for approvals that escalate and wait.
-UPDATE approvals SET deadline = :deadline, escalated = true
-WHERE id = :id AND state = 'pending' AND deadline IS NOT DISTINCT FROM :expected
+UPDATE approvals SET deadline = :deadline, escalated = {true}
+WHERE id = :id AND state = 'pending' AND deadline {is_not_distinct_from} :expected
 
 -- set_approval_message --
 -- Where the approval was posted, and whether that worked.
@@ -414,9 +453,10 @@ UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE id = :id AND acknowledged_by IS NULL
 
 -- settle_pages_of_call --
--- Acknowledge the open pages about one call of a run.
+-- Acknowledge the open pages about one call of a run; the ones it acknowledged.
 UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
+RETURNING id
 
 -- set_page_message --
 -- Where the page was posted, and whether that worked.
@@ -428,24 +468,35 @@ WHERE id = :id
 INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
--- list_events --
--- Audit events in commit order, optionally of one run (an event's place in it is its id).
+-- insert_escalation_event --
+-- The audit event of an approval's escalation, dated by the database's clock.
+INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+VALUES ({now}, 'signoff', 'approval_escalated', :run_id, :approval_id, :detail)
+
+-- list_events [sqlite] --
+-- Audit events in commit order (one writer at a time: the id's), optionally of one run.
+SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
+
+-- list_events [postgres] --
+-- Audit events in commit order, optionally of one run (an event's place in it is its
+-- `commit_seq`, migration 0016, read as its id).
 SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
 WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 
 -- acquire_lease --
 -- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
--- epoch. The server's clock judges and dates it: a worker's own clock never decides.
+-- epoch. The database dates and judges it (the host's clock for SQLite, the server's for
+-- PostgreSQL), never the caller's `now`: only the lease's length `:ttl` comes from the worker.
 UPDATE runs
-SET lease_owner = :owner, lease_expires_at = now() + make_interval(secs => :ttl),
+SET lease_owner = :owner, lease_expires_at = {seconds_from_now(:ttl)},
     lease_epoch = lease_epoch + 1
 WHERE id = :id
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < now())
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
 RETURNING lease_epoch
 
 -- renew_lease --
 -- Extend a lease we hold, in the epoch we hold it (any epoch when none is given).
-UPDATE runs SET lease_expires_at = now() + make_interval(secs => :ttl)
+UPDATE runs SET lease_expires_at = {seconds_from_now(:ttl)}
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
@@ -454,16 +505,17 @@ UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- interrupted_undos --
--- Runs whose rollback (or saga) said it began and never said it ended, with no live lease on
--- the run (or one of this worker's, from before a restart).
+-- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
+-- `rollback` or `compensate` event after it), with no live lease on the run (or one of this
+-- worker's, from before a restart): it died inside an undo or between two.
 SELECT DISTINCT r.id
-FROM audit_events s
+FROM audit_events s {indexed_by(audit_events_undo_started)}
 JOIN runs r ON r.id = s.run_id
 WHERE s.action = 'undo_started'
-  AND NOT EXISTS (SELECT 1 FROM audit_events e
+  AND NOT EXISTS (SELECT 1 FROM audit_events e {indexed_by(audit_events_by_run)}
                   WHERE e.run_id = s.run_id AND e.id > s.id
                     AND e.action IN ('rollback', 'compensate'))
-  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < now())
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < {now})
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
@@ -471,25 +523,42 @@ WHERE s.action = 'undo_started'
 -- processes may list the same run: taking its lease (compare-and-set) picks one.
 SELECT id FROM runs
 WHERE status = 'running'
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < now())
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
 UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
-  AND NOT EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id AND a.state = 'pending')
+  AND NOT EXISTS (SELECT 1 FROM approvals a {indexed_by(approvals_by_run)}
+                  WHERE a.run_id = r.id AND a.state = 'pending')
 
--- claim_outbox --
+-- claim_outbox [sqlite] --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
--- of the same subject precedes; rows another sender is claiming right now are skipped. The
--- server's clock (or the store's own, when it was given one) says what is due and dates the
--- claim: a sender whose clock runs fast cannot take over a claim another sender still holds.
-UPDATE outbox
-SET claimed_by = :owner,
-    claimed_until = coalesce(:test_now::timestamptz, now()) + make_interval(secs => :ttl),
-    attempts = attempts + 1
+-- of the same subject precedes (a card is posted before it is updated). `attempts` counts
+-- claims, so a sender knows when an earlier one may have delivered before dying. One
+-- machine, one clock: the caller's `now` and `until` date it.
+UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
-    WHERE o.sent_at IS NULL AND o.next_attempt_at <= coalesce(:test_now::timestamptz, now())
-      AND (o.claimed_until IS NULL OR o.claimed_until < coalesce(:test_now::timestamptz, now()))
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= :now
+      AND (o.claimed_until IS NULL OR o.claimed_until < :now)
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox p
+          WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
+      )
+    ORDER BY o.id
+    LIMIT :limit
+)
+RETURNING id, topic, subject_id, detail, attempts, created_at
+
+-- claim_outbox [postgres] --
+-- As SQLite's, and rows another sender is claiming right now are skipped. The server's clock
+-- (or the store's own, when it was given one) says what is due and dates the claim: a sender
+-- whose clock runs fast cannot take over a claim another sender still holds.
+UPDATE outbox
+SET claimed_by = :owner, claimed_until = {seconds_from_clock(:ttl)}, attempts = attempts + 1
+WHERE id IN (
+    SELECT o.id FROM outbox o
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= {clock}
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
       AND NOT EXISTS (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
@@ -509,10 +578,25 @@ WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 -- Release a claimed row for another attempt `:after` seconds from now by the database's clock
 -- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = coalesce(:test_now::timestamptz, now()) + make_interval(secs => :after),
-    error = :error,
+SET next_attempt_at = {seconds_from_clock(:after)}, error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- enqueue_outbox [sqlite] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+VALUES (:topic, :subject_id, :detail, {now}, {now})
+
+-- enqueue_outbox [postgres] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`), and
+-- notify the schema's channel (delivered at commit), so other processes wake at once
+-- instead of at their next poll.
+WITH queued AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    VALUES (:topic, :subject_id, :detail::jsonb, clock_timestamp(), clock_timestamp())
+    RETURNING topic
+)
+SELECT pg_notify(left('signoff:' || current_schema(), 63), topic) FROM queued
 
 -- outbox_backlog --
 -- How many rows wait to be sent, and since when.
@@ -522,27 +606,28 @@ SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
 -- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
 DELETE FROM outbox WHERE created_at < :before
 
--- lock_key --
--- Claims by one idempotency key across lineages take turns (to the end of the transaction).
-SELECT pg_advisory_xact_lock(hashtextextended('signoff:key:' || :idempotency_key, 0))
-
--- lock_page_reminders --
--- One process at a time queues page reminders (to the end of the transaction).
-SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
-
--- remind_open_pages --
--- Queue a reminder for each posted page nobody acknowledged and nobody was told about for
--- the interval `:now - :before`, measured back from the server's clock (which dates the rows;
--- the store's own, when it was given one).
+-- remind_open_pages [sqlite] --
+-- Queue a reminder for each posted page nobody acknowledged and nobody was told about since
+-- `before`; in one statement, so two processes doing it at once remind once.
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'page_reminded', p.id, coalesce(:test_now::timestamptz, now()),
-       coalesce(:test_now::timestamptz, now())
-FROM pages p
+SELECT 'page_reminded', p.id, :now, :now FROM pages p
 WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
   AND NOT EXISTS (
       SELECT 1 FROM outbox o
       WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
-        AND o.created_at > coalesce(:test_now::timestamptz, now()) - (:now::timestamptz - :before::timestamptz)
+        AND o.created_at > :before
+  )
+
+-- remind_open_pages [postgres] --
+-- As SQLite's, for the interval `:now - :before` measured back from the server's clock
+-- (which dates the rows; the store's own, when it was given one).
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'page_reminded', p.id, {clock}, {clock} FROM pages p
+WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox o
+      WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
+        AND o.created_at > {clock} - (:now::timestamptz - :before::timestamptz)
   )
 
 -- release_outbox_claims --
@@ -550,15 +635,56 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
 UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
 WHERE claimed_by = :owner AND sent_at IS NULL
 
--- outbox_waiting_before --
+-- outbox_waiting_before [sqlite] --
+-- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
+SELECT count(*) FROM outbox
+WHERE sent_at IS NULL AND id < :before
+  AND subject_id IN (SELECT value FROM json_each(:subjects))
+
+-- outbox_waiting_before [postgres] --
 -- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
 SELECT count(*) FROM outbox
 WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
 
--- list_audit --
--- The audit trail in commit order, at or after a time, optionally of one run or one
--- approval, after an event id (its place in that order: paging), at most `limit` events.
+-- approval_for_update --
+-- One approval, locked to the end of the transaction: a vote and a decision take turns.
+SELECT * FROM approvals WHERE id = :id {for_update}
+
+-- lock_lineage [sqlite] --
+-- (None: the single writer serializes every transaction.)
+
+-- lock_lineage [postgres] --
+-- Claims by idempotency key in one lineage take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:lineage:' || :lineage_id, 0))
+
+-- lock_key [sqlite] --
+-- (None: the single writer serializes every transaction.)
+
+-- lock_key [postgres] --
+-- Claims by one idempotency key across lineages take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:key:' || :idempotency_key, 0))
+
+-- lock_page_reminders [sqlite] --
+-- (None: the single writer serializes every transaction.)
+
+-- lock_page_reminders [postgres] --
+-- One process at a time queues page reminders (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
+
+-- list_audit [sqlite] --
+-- The audit trail in commit order (one writer at a time: the id's), at or after a time,
+-- optionally of one run or one approval, after an event id (paging), at most `limit` events.
+SELECT * FROM audit_events
+WHERE at >= :since AND id > :after
+  AND (:run_id IS NULL OR run_id = :run_id)
+  AND (:approval_id IS NULL OR approval_id = :approval_id)
+ORDER BY id
+LIMIT :limit
+
+-- list_audit [postgres] --
+-- The audit trail in commit order (`commit_seq`, migration 0016, read as the event's id), at
+-- or after a time, optionally of one run or one approval, after an event id, at most `limit`.
 SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
 WHERE at >= :since AND commit_seq > :after
   AND (:run_id::text IS NULL OR run_id = :run_id)
@@ -585,13 +711,22 @@ SELECT
     (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
     (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at
 
--- next_lease_lapse --
+-- next_lease_lapse [sqlite] --
+-- Seconds until the next live lease another worker holds on a running run lapses.
+SELECT min(lease_expires_at) - {now} FROM runs
+WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > {now}
+
+-- next_lease_lapse [postgres] --
 -- Seconds (by the server's clock) until the next live lease another worker holds on a
 -- running run lapses: when to look for it to take over.
 SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM runs
 WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > now()
 
--- database_now --
+-- database_now [sqlite] --
+-- The database's clock (the host's, for a file on this machine).
+SELECT {now}
+
+-- database_now [postgres] --
 -- The server's clock, to compare a worker's with.
 SELECT clock_timestamp()
 
@@ -609,7 +744,8 @@ VALUES (:id, :tool, :condition, :author, :reason, :state, :needs_second,
 
 -- list_learned_rules --
 -- Learned rules, newest first, optionally of one tool or one id, each with its uses.
-SELECT r.*, (SELECT count(*) FROM approvals a WHERE a.rule ->> 'learned_id' = r.id) AS uses
+SELECT r.*, (SELECT count(*) FROM approvals a
+             WHERE {json_text(a.rule, learned_id)} = r.id) AS uses
 FROM learned_rules r
 WHERE (:tool::text IS NULL OR r.tool = :tool)
   AND (:id::text IS NULL OR r.id = :id)
@@ -631,7 +767,8 @@ UPDATE learned_rules SET reminded_at = :at WHERE id = :id AND reminded_at IS NUL
 
 -- learned_rules_expiring --
 -- Active rules expiring before a time whose author was not reminded yet.
-SELECT r.*, (SELECT count(*) FROM approvals a WHERE a.rule ->> 'learned_id' = r.id) AS uses
+SELECT r.*, (SELECT count(*) FROM approvals a
+             WHERE {json_text(a.rule, learned_id)} = r.id) AS uses
 FROM learned_rules r
 WHERE r.state = 'active' AND r.reminded_at IS NULL AND r.expires_at > :now
   AND r.expires_at <= :before
@@ -643,7 +780,7 @@ ORDER BY r.expires_at
 WITH req AS (
     SELECT id, at, actor, action, run_id, approval_id, detail FROM audit_events
     WHERE action IN ('approval_requested', 'approval_auto_approved', 'approval_denied')
-      AND detail ->> 'tool' = :tool
+      AND {json_text(detail, tool)} = :tool
     ORDER BY id DESC
     LIMIT :limit
 )
@@ -662,22 +799,20 @@ ORDER BY created_at, id
 -- learned_rule_uses_since --
 -- The approvals one learned rule approved after a time, oldest first.
 SELECT id, run_id, created_at FROM approvals
-WHERE rule ->> 'learned_id' = :rule_id AND created_at > :after
+WHERE {json_text(rule, learned_id)} = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
 -- enqueue_rule_expiring --
 -- The author's "expires soon" DM, queued with the mark that says it is due (once), dated by
--- the server's clock (or the store's own, when it was given one), as the sender judges it.
+-- the database's clock (or the store's own, when it was given one), as the sender judges it.
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), coalesce(:test_now::timestamptz, now()),
-        coalesce(:test_now::timestamptz, now()))
+VALUES ('rule_expiring', :id, :detail::jsonb, {clock}, {clock})
 
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb),
-       coalesce(:test_now::timestamptz, now()), coalesce(:test_now::timestamptz, now())
+SELECT 'rule_uses_noted', from_approval, :detail::jsonb, {clock}, {clock}
 FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 
 -- mark_learned_rule_noted --
