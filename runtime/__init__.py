@@ -4,6 +4,7 @@ from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals.desk import ApprovalDesk
 from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
+from runtime.display import Display
 from runtime.engine import Runtime
 from runtime.facts import FactStore
 from runtime.history.rollback import RollbackReport
@@ -18,6 +19,7 @@ __all__ = [
     "ApprovalDesk",
     "Budget",
     "Directory",
+    "Display",
     "FactStore",
     "FanOut",
     "Message",

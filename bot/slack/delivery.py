@@ -31,6 +31,7 @@ from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
 from runtime.approvals.policy import Policies, Policy
 from runtime.approvals.routing import policy_of
+from runtime.display import Display
 from runtime.tools import Tool
 from store import Approval, ApprovalState, Delivery, Page, Run, Store
 from store import errors as store_errors
@@ -159,7 +160,8 @@ class SlackDelivery:
             approval = await self.store.get_approval(item.subject_id)
             await self.update_card(approval)
             if topic == "approval_decided":
-                await self._thread_note(approval, cards.decision_note(approval), item, "decided")
+                note = cards.decision_note(approval, await self._display(approval))
+                await self._thread_note(approval, note, item, "decided")
         elif topic == "approval_reminded":
             await self.remind(await self.store.get_approval(item.subject_id), item)
         elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
@@ -189,7 +191,7 @@ class SlackDelivery:
             approval,
             run,
             votes=votes,
-            step=run.step if run else None,
+            step=await self._asked_at(approval, run),
             reversibility=tool.effect.value if tool and tool.effect else None,
             compensator=tool.compensate if tool else None,
             allow_edit=policy.allow_edit,
@@ -197,7 +199,18 @@ class SlackDelivery:
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             similar=self.similar,
             target=_target(approval, policy),
+            display=tool.display if tool else None,
         )
+
+    async def _asked_at(self, approval: Approval, run: Run | None) -> int | None:
+        """The step the call was asked at: a card keeps it after the run moves on."""
+        if run is None or approval.state == ApprovalState.PENDING or approval.call_id is None:
+            return run.step if run else None
+        return cards.asked_at(await self.store.history(run.id), approval.call_id) or run.step
+
+    async def _display(self, approval: Approval) -> Display | None:
+        tool = await self.tool_of(approval)
+        return tool.display if tool else None
 
     def _policy(self, approval: Approval) -> Policy:
         """The policy the approval was created under (its rule's), not today's."""
@@ -246,6 +259,7 @@ class SlackDelivery:
             reminders_sent=int(item.detail.get("reminders_sent", approval.reminders_sent)),
             escalated=bool(item.detail.get("escalated")),
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+            display=await self._display(approval),
         )
         target = _target(approval, policy)
         if target:
@@ -285,9 +299,7 @@ class SlackDelivery:
                 f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL, then restart"
             )
         run = await self._run(page.run_id)
-        message = cards.page_message(
-            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
-        )
+        message = await self._page_card(page, run)
         ts = None
         if item.attempts > 1 and self.outcomes.look_first(item.id):
             ts = await self._find(channel, None, "page_id", page.id)
@@ -299,6 +311,16 @@ class SlackDelivery:
             return
         await self.store.set_page_message(
             page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+
+    async def _page_card(self, page: Page, run: Run | None) -> dict[str, Any]:
+        about = Approval(id=page.id, tool=page.tool or "", args={}, run_id=page.run_id)
+        return cards.page_message(
+            page,
+            run,
+            args=await self._args_of(page),
+            allow_resolve=self.resolvable_pages,
+            display=await self._display(about) if page.tool else None,
         )
 
     async def remind_page(self, page: Page, item: OutboxItem) -> None:
@@ -319,9 +341,7 @@ class SlackDelivery:
         if not page.message_ts or not page.channel:
             return
         run = await self._run(page.run_id)
-        message = cards.page_message(
-            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
-        )
+        message = await self._page_card(page, run)
         await self.client.chat_update(
             channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
         )

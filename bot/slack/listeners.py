@@ -29,14 +29,17 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
+from bot.slack.people import Names
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime.approvals.desk import Decision
+from runtime.display import Display
 from store import Approval, ApprovalState
 from store import errors as store_errors
 from store.limits import MAX_DEPTH
@@ -90,6 +93,7 @@ class Listeners:
         self.rt = rt
         self.background = background
         self.resolvers = resolvers
+        self.names = Names()
 
     # buttons
 
@@ -102,9 +106,7 @@ class Listeners:
             await ack()
             self._tell(client, body, _refused_field(refused))
             return
-        decide = self.rt.decide(
-            approval_id, "approved", by=user, resume=False, separate=separate
-        )
+        decide = self.rt.decide(approval_id, "approved", by=user, resume=False, separate=separate)
         await self._record(ack, client, body, decide, field=None)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
@@ -218,7 +220,8 @@ class Listeners:
             await ack()
             self._after(task.result())
         elif field is not None:
-            await ack(response_action="errors", errors={field: _plain(problem)})
+            named = await self.names.plain(_plain(problem), client)
+            await ack(response_action="errors", errors={field: named})
         else:
             await ack()
             self._tell(client, body, problem)
@@ -261,7 +264,7 @@ class Listeners:
         self,
         body: Body,
         client: AsyncWebClient,
-        modal: Callable[[Approval], Body],
+        modal: Callable[[Approval, Display | None], Body],
         decision: Decision,
     ) -> None:
         """Open a modal about the clicked approval if it still waits and the clicker may
@@ -279,7 +282,8 @@ class Listeners:
             await _tell(client, body, COULD_NOT_READ)
             return
         try:
-            await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
+            view = modal(approval, displays(self.rt).get(approval.tool))
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
         except SlackApiError as exc:
             if slack_error(exc) != "expired_trigger_id":
                 raise

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot import words
+
 # buttons, dialogs and modals (plain text)
 
 APPROVE = "Approve"
@@ -31,7 +33,7 @@ EDIT_HINT = "Change values, then submit to approve the call with them."
 EDIT_TOO_LONG = (
     "These arguments are too long to edit in Slack. Approve or decline them as they are."
 )
-UNKNOWN_PERSON = "someone unknown"
+UNKNOWN_PERSON = words.UNKNOWN_PERSON
 
 
 def more_characters(count: int) -> str:
@@ -61,7 +63,7 @@ def about(task: str | None, asker: str, run: str | None, step: int | None) -> st
     if run:
         where.append(f"run {run}")
     if step is not None:
-        where.append(f"step {step}")
+        where.append(words.step(step))
     lines = [f"*Task:* {task}"] if task else []
     return "\n".join([*lines, " · ".join(where)])
 
@@ -157,22 +159,22 @@ def escalated_to(targets: str) -> str:
 
 
 def approved(by: str, at: str | None) -> str:
-    return f"✅ Approved by {by}" + (f" at {at}" if at else "")
+    return f":white_check_mark: Approved by {by}" + (f" at {at}" if at else "")
 
 
 def declined(by: str, reason: str | None) -> str:
-    return f"❌ Declined by {by}" + (f": {reason}" if reason else "")
+    return f":x: Declined by {by}" + (f": {reason}" if reason else "")
 
 
 def expired(at: str | None) -> str:
-    return "⌛ Expired (declined)" + (f" at {at}" if at else "")
+    return ":hourglass: Expired (declined)" + (f" at {at}" if at else "")
 
 
-STILL_PENDING = "⏳ Waiting for a decision"
+STILL_PENDING = ":hourglass_flowing_sand: Waiting for a decision"
 
 
 def withdrawn(reason: str) -> str:
-    return f"↩️ Withdrawn: {reason}"
+    return f":leftwards_arrow_with_hook: Withdrawn: {reason}"
 
 
 def confirm_title(action: str) -> str:
@@ -224,12 +226,12 @@ def verdict_withdrawn(reason: str) -> str:
 
 def reminder(count: int, action: str, deadline: str | None) -> str:
     until = f" It expires {deadline}." if deadline else ""
-    return f"⏰ Reminder {count}: {action} still waits for a decision.{until}"
+    return f":alarm_clock: Reminder {count}: {action} still waits for a decision.{until}"
 
 
 def escalation(targets: str, action: str, since: str, deadline: str | None) -> str:
     until = f" It expires {deadline}." if deadline else ""
-    return f"📣 {targets}: {action} has waited for a decision since {since}.{until}"
+    return f":mega: {targets}: {action} has waited for a decision since {since}.{until}"
 
 
 def reminder_context(count: int, policy_name: str) -> str:
@@ -237,19 +239,19 @@ def reminder_context(count: int, policy_name: str) -> str:
 
 
 def run_finished(run: str, step: int) -> str:
-    return f"✅ Run {run} finished at step {step}."
+    return f":white_check_mark: Run {run} finished at step {step}."
 
 
 def run_failed(run: str, step: int, why: str | None) -> str:
-    return f"❌ Run {run} failed at step {step}" + (f": {why}" if why else ".")
+    return f":x: Run {run} failed at step {step}" + (f": {why}" if why else ".")
 
 
 def run_cancelled(run: str, step: int) -> str:
-    return f"🛑 Run {run} was cancelled at step {step}."
+    return f":octagonal_sign: Run {run} was cancelled at step {step}."
 
 
 def run_rolled_back(run: str, step: int) -> str:
-    return f"↩️ Run {run} was rolled back to step {step}."
+    return f":leftwards_arrow_with_hook: Run {run} was rolled back to step {step}."
 
 
 def run_now(run: str, status: str, step: int) -> str:
@@ -271,7 +273,7 @@ AN_EFFECT = "an effect"
 
 def page_header(tool: str, run: str | None) -> str:
     """Plain text."""
-    return f"🚨 Needs a human: {tool}" + (f" in run {run}" if run else "")
+    return f"Needs a human: {tool}" + (f" in run {run}" if run else "")
 
 
 def page_body(tool: str, why: str, detail: str, task: str | None) -> str:
@@ -290,11 +292,11 @@ def page_context(reason: str, call: str | None) -> str:
 
 
 def acknowledged(by: str, at: str | None) -> str:
-    return f"👀 Acknowledged by {by}" + (f" at {at}" if at else "")
+    return f":eyes: Acknowledged by {by}" + (f" at {at}" if at else "")
 
 
 def page_reminder(tool: str, since: str) -> str:
-    return f"🔁 Still needs a human: {tool}, open since {since}. Acknowledge it once handled."
+    return f":repeat: Still needs a human: {tool}, open since {since}. Acknowledge it once handled."
 
 
 def page_fallback(tool: str, run: str | None, reason: str) -> str:
@@ -341,8 +343,23 @@ def run_summary(agent: str, status: str, step: int) -> str:
     return f"*Status:* {status} · *step* {step} · *agent* {agent}"
 
 
-def status_text(status: str, stop_reason: str | None) -> str:
-    return f"{status} ({stop_reason})" if stop_reason and stop_reason != status else status
+def status_text(status: str, stop_reason: str | None, *, decided: bool = False) -> str:
+    """Plain text: the vocabulary's word for a run's state (`bot.words`)."""
+    return words.run_state(status, stop_reason, decided=decided)
+
+
+RESUME_HOW = (
+    "ready to resume: every approval is decided, and the run goes on where its agent is "
+    "loaded (signoff serve there picks it up, or signoff runs resume <id>)."
+)
+
+
+def ready_to_resume(run: str) -> str:
+    """mrkdwn: a parked run whose approvals are all decided, and how it goes on."""
+    return (
+        f"Every approval of run {run} is decided: it is ready to resume where its agent is "
+        f"loaded (`signoff serve` there picks it up, or `signoff runs resume`)."
+    )
 
 
 def task(text: str) -> str:
@@ -383,7 +400,7 @@ def pending_line(action: str, where: str | None, asker: str, deadline: str | Non
 
 
 def page_line(tool: str, reason: str, detail: str) -> str:
-    return f"🚨 {tool} · {reason} · {detail}"
+    return f":rotating_light: {tool} · {reason} · {detail}"
 
 
 def runs_title(status: str | None, count: int) -> str:

@@ -282,7 +282,9 @@ class ApprovalDesk:
         try:
             return await self.store.get_approval(approval_id)
         except store_errors.NotFound:
-            raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
+            raise errors.ApprovalNotFound(
+                f"no approval {approval_id!r}", ident=approval_id
+            ) from None
 
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would (not pending, not an approver) without deciding:
@@ -300,7 +302,9 @@ class ApprovalDesk:
         escalated = approval.escalated or due
         if not await may_decide(policy, by, self.directory, escalated=escalated):
             raise errors.NotAnApprover(
-                f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
+                f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}",
+                approval=approval,
+                by=by,
             )
         if (
             decision == "approved"
@@ -308,7 +312,9 @@ class ApprovalDesk:
             and not policy.allow_self_approval
         ):
             raise errors.SelfApproval(
-                f"{by} requested this action and policy {approval.policy!r} forbids self-approval"
+                f"{by} requested this action and policy {approval.policy!r} forbids self-approval",
+                approval=approval,
+                by=by,
             )
 
     async def _check_edit(
@@ -348,7 +354,8 @@ class ApprovalDesk:
         if by in voted:
             waits = approval.required_approvals - len(voted)
             raise errors.AlreadyVoted(
-                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)",
+                by=by,
             )
         try:
             votes = await self.store.add_vote(approval.id, by, self.deps.clock())
@@ -357,7 +364,8 @@ class ApprovalDesk:
         except store_errors.AlreadyVoted:  # the same person, at the same moment, elsewhere
             waits = approval.required_approvals - len(await self.store.list_votes(approval.id))
             raise errors.AlreadyVoted(
-                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+                f"{by} already approved {approval.id}; it waits for {waits} more approver(s)",
+                by=by,
             ) from None
         await self.store.record_event(
             AuditEvent(

@@ -16,6 +16,7 @@ def test_runtime_exports_exactly_its_public_names() -> None:
         "ApprovalDesk",
         "Budget",
         "Directory",
+        "Display",
         "FactStore",
         "FanOut",
         "Message",
