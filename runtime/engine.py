@@ -37,6 +37,7 @@ from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
+from runtime.scheduler import Scheduler
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -76,6 +77,8 @@ class Runtime:
         self.lease_ttl = lease_ttl
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
         self.locks = RunLocks()
+        self.scheduler = Scheduler(self)
+        """The process's one scheduler: every timer runs on it and reads `clock`."""
         self.deps = Deps(
             store=store,
             clock=clock,

@@ -171,14 +171,15 @@ def insert_event(event: AuditEvent) -> Body[None]:
 # the commit of a batch
 
 
-def commit(batch: Batch) -> MakeBody[Committed]:
-    """Check a batch and prepare its parameters now; the body runs inside the transaction."""
+def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed]:
+    """Check a batch and prepare its parameters now; the body runs inside the transaction.
+    `test_now` is the store's own clock, when it has one (`rows.judge_now`)."""
     check_batch(batch)
     run_id = batch.run_id
     cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
     finish = [rows.outcome_params(o) for o in batch.finish]
     start = [(e, rows.effect_params(e)) for e in batch.start]
-    request = [(a, rows.approval_params(a)) for a in batch.request]
+    request = [(a, rows.approval_params(a, test_now)) for a in batch.request]
     pages = [rows.page_params(p) for p in batch.pages]
     settle = [
         {"run_id": run_id, "call_id": s.call_id, "by": s.by, "at": rows.ts(s.at)}

@@ -39,6 +39,13 @@ Row = Mapping[str, Any]
 class SqlStore:
     url: str
     protected_facts: frozenset[str]
+    clock: rows.Clock | None = None
+    """The clock deadlines are judged by; None: the database's own (`now()`). A store is
+    given one at open time when something else must decide what time it is (a test that
+    moves time by hand cannot move PostgreSQL's `now()`)."""
+
+    def _judge_now(self) -> float | None:
+        return rows.judge_now(self.clock)
 
     async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         """Run a fresh body from `make` in one transaction (it may be run again on a retry).
@@ -148,7 +155,7 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        return await self._write(core.commit(batch))
+        return await self._write(core.commit(batch, test_now=self._judge_now()))
 
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
@@ -193,7 +200,7 @@ class SqlStore:
     # approvals
 
     async def create_approval(self, approval: Approval) -> None:
-        await self._one("insert_approval", rows.approval_params(approval))
+        await self._one("insert_approval", rows.approval_params(approval, self._judge_now()))
 
     async def get_approval(self, approval_id: str) -> Approval:
         row = await self._read_one("get_approval", {"id": approval_id}, "approval")
@@ -278,7 +285,7 @@ class SqlStore:
             "approved_args": rows.maybe_dumps(approved_args),
             "due_only": due_only,
             "open_only": open_only,
-            "test_now": rows.judge_now(),
+            "test_now": self._judge_now(),
             "approved_digest": approved_digest,
             "key_suffix": key_suffix,
         }
@@ -288,7 +295,7 @@ class SqlStore:
         )
 
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
-        found = await self._read("due_approvals", {"test_now": rows.judge_now(), "limit": limit})
+        found = await self._read("due_approvals", {"test_now": self._judge_now(), "limit": limit})
         return [rows.approval_from_row(row) for row in found]
 
     async def next_due_at(self) -> datetime | None:
@@ -385,8 +392,8 @@ class SqlStore:
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
-        claimed = await self._one("claim_outbox", params, "all")
+        params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
+        claimed = await self._one("claim_outbox", params | _lease_times(now, until), "all")
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -397,10 +404,10 @@ class SqlStore:
 
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         params = {"id": item_id, "owner": owner, "after": after, "error": error}
-        return await self._changed_one("retry_outbox", params)
+        return await self._changed_one("retry_outbox", params | {"test_now": self._judge_now()})
 
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
-        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        params = {"now": rows.ts(now), "before": rows.ts(before), "test_now": self._judge_now()}
         return await self._write(lambda: core.remind_open_pages(params))
 
     async def release_outbox_claims(self, owner: str) -> int:
@@ -539,6 +546,8 @@ class SqlStore:
         return None if not found or found[0][0] is None else float(found[0][0])
 
     async def database_now(self) -> datetime:
+        if self.clock is not None:
+            return self.clock()
         found = await self._read("database_now", {})
         return rows.dt(found[0][0]) or datetime.now(UTC)
 

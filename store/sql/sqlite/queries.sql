@@ -504,9 +504,11 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock
+-- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = (julianday('now') - 2440587.5) * 86400.0 + :after, error = :error,
+SET next_attempt_at = coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + :after,
+    error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
