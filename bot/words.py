@@ -107,6 +107,20 @@ def step(number: int) -> str:
     return f"step {number}"
 
 
+REPLIED = "replied"
+STARTED = "started"
+NOT_RUN = "not run"
+
+
+def call_outcome(tool: str, approval: str | None, effect: str | None) -> str:
+    """A finished step's call: `issue_refund: approved, completed`, `send_email: declined,
+    not run`, `lookup_order: completed`."""
+    parts = [p for p in (approval, effect) if p]
+    if approval in (ApprovalState.DECLINED, EXPIRED, WITHDRAWN) and not effect:
+        parts.append(NOT_RUN)
+    return f"{tool}: {', '.join(parts) or NOT_RUN}"
+
+
 def how_to_resume(run_id: str) -> str:
     """Plain text: how a run that is ready to resume goes on."""
     return (

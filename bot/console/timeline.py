@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from bot import words
 from runtime.approvals.binding import call_trail, differences, said
 from store import (
     Approval,
@@ -25,14 +26,17 @@ from store import (
 View = dict[str, Any]
 
 
-def run_summary(run: Run, now: datetime) -> View:
-    """One line of the runs list: status, why it stopped, what it cost, how old it is."""
+def run_summary(run: Run, now: datetime, *, decided: bool = False) -> View:
+    """One line of the runs list: status (and its words: `label`), why it stopped, what it
+    cost, how old it is. `decided`: parked with every approval decided (ready to resume)."""
     return {
         "id": run.id,
         "agent": run.agent,
         "task": run.task,
         "status": run.status.value,
+        "label": words.state_of_run(run, decided=decided),
         "stop_reason": run.stop_reason,
+        "stop_words": words.STOP_REASONS.get(run.stop_reason or "", run.stop_reason),
         "step": run.step,
         "cost": run.usage.cost,
         "age_seconds": max(0.0, (now - run.created_at).total_seconds()),
@@ -97,7 +101,30 @@ def timeline(
             call["pages"] = [page_view(p) for p in pages_by_call.get(call_id, [])]
             trail = call_trail(asked, [effect] if effect else [])
             call["binding"] = trail[-1].line() if trail else None  # proposed -> approved -> ran
-    return list(rows.values())
+    shown = list(rows.values())
+    for row in shown:
+        row["label"] = step_outcome(row, latest=row is shown[-1])
+    return shown
+
+
+def step_outcome(row: View, *, latest: bool) -> str:
+    """What a step came to, in the vocabulary's words: a finished step says what its calls
+    did ("issue_refund: approved, completed"), or that the model replied; the latest step,
+    or one that stopped the run, says the run's state there."""
+    status, stop = row["status"], row.get("stop_reason")
+    if status != "running" and (latest or not row["calls"]):
+        return words.run_state(status, stop)
+    if row["calls"]:
+        return "; ".join(words.call_outcome(c["tool"], *_call_states(c)) for c in row["calls"])
+    if row["replies"]:
+        return words.REPLIED
+    return words.run_state(status, stop) if latest else words.STARTED
+
+
+def _call_states(call: View) -> tuple[str | None, str | None]:
+    approvals = call["approvals"]
+    effect = call["effect"]
+    return (approvals[-1]["label"] if approvals else None, effect["label"] if effect else None)
 
 
 def effect_view(effect: Effect, compensation: Effect | None) -> View:
@@ -111,6 +138,7 @@ def effect_view(effect: Effect, compensation: Effect | None) -> View:
         "tool": effect.tool,
         "classification": effect.reversibility.value,
         "state": state,
+        "label": words.COMPENSATED if state == "compensated" else words.effect_state(effect),
         "compensator": effect.compensator,
         "compensated_by": effect.compensated_by or (compensation.call_id if compensation else None),
         "idempotency_key": effect.idempotency_key,
@@ -125,6 +153,7 @@ def approval_view(approval: Approval) -> View:
     return {
         "id": approval.id,
         "state": approval.state.value,
+        "label": words.approval_state(approval),
         "decided_by": approval.decided_by,
         "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
         "reason": approval.reason,
@@ -154,6 +183,7 @@ def page_view(page: Page) -> View:
         "id": page.id,
         "reason": page.reason,
         "detail": page.detail,
+        "label": words.page_state(page),
         "acknowledged_by": page.acknowledged_by,
         "created_at": page.created_at.isoformat(),
     }

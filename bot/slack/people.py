@@ -7,7 +7,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
@@ -51,3 +51,15 @@ class Names:
             out += [text[at : match.start()], "@" + await self.name(client, match.group(1))]
             at = match.end()
         return "".join([*out, text[at:]])
+
+
+class SlackPeople:
+    """Names for other surfaces (the console): ids to display names through `users.info`."""
+
+    def __init__(self, client: AsyncWebClient, names: Names | None = None) -> None:
+        self.client = client
+        self.book = names or Names()
+
+    async def names(self, ids: Iterable[str]) -> dict[str, str]:
+        wanted = [i for i in dict.fromkeys(ids) if MENTION.fullmatch(f"<@{i}>")]
+        return {i: await self.book.name(self.client, i) for i in wanted}
