@@ -197,9 +197,9 @@ def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
     if isinstance(exc, errors.EditRefused):
         return f"These arguments cannot be approved: {voice.text(_one_line(exc))}"
     if isinstance(exc, errors.ApprovalNotFound):
-        return f"There is no such approval{_ident(exc, voice)} (it may have been pruned)."
+        return f"There is no approval{_ident(exc, voice)} (it may have been pruned)."
     if isinstance(exc, errors.PageNotFound):
-        return f"There is no such page{_ident(exc, voice)}."
+        return f"There is no page{_ident(exc, voice)}."
     if isinstance(exc, errors.AlreadyAcknowledged):
         page = getattr(exc, "page", None)
         if isinstance(page, Page):

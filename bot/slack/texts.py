@@ -170,7 +170,7 @@ def expired(at: str | None) -> str:
     return ":hourglass: Expired (declined)" + (f" at {at}" if at else "")
 
 
-STILL_PENDING = ":hourglass_flowing_sand: Waiting for a decision"
+STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 
 
 def withdrawn(reason: str) -> str:
