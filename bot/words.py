@@ -193,7 +193,7 @@ def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
         rest = str(exc).split("; ", 1)[-1]
         return f"{voice.who(by)} already approved this; {voice.text(rest)}."
     if isinstance(exc, errors.KeyConflict):
-        return f"Not approved, {NOTHING_CHANGED}: {voice.text(_one_line(exc))}"
+        return f"Not approved, nothing was done: {voice.text(_one_line(exc))}"
     if isinstance(exc, errors.EditRefused):
         return f"These arguments cannot be approved: {voice.text(_one_line(exc))}"
     if isinstance(exc, errors.ApprovalNotFound):
@@ -212,10 +212,9 @@ def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
 def self_approval(approval: Approval | None, voice: Voice, by: str | None) -> str:
     """A requester approving their own request: one sentence whether or not they are also
     among the approvers (the policy lets no requester approve)."""
-    policy = f" ({voice.code(approval.policy)})" if approval else ""
-    return (
-        f"{voice.who(by)} asked for this action, and its policy{policy} forbids "
-        f"self-approval; {NOTHING_CHANGED}."
+    policy = f"policy {voice.code(approval.policy)}" if approval else "its policy"
+    return f"{voice.who(by)} asked for this action, and {policy} forbids self-approval; " + (
+        f"{NOTHING_CHANGED}."
     )
 
 

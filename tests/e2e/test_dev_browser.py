@@ -66,7 +66,8 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     first = _run_id_of_notice(wait)
     card = wait.until(lambda d: _card(d, first))
     assert "Refund order 4471 for $25" in card.text
-    assert "2500" in card.text
+    assert "Refund $25.00 on order 4471" in card.text  # as the refund tool declares it reads
+    assert "cents" not in card.text
     shot("1-card")
 
     # bob approves: Slack's confirm dialog first, then the card is edited in place
@@ -88,7 +89,11 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     refunds = run.find_elements(By.CSS_SELECTOR, ".step:not(.undone) [data-tool=issue_refund]")
     assert len(refunds) == 1
     assert "completed" in refunds[0].find_element(By.CSS_SELECTOR, ".effect-state").text
-    assert f"approved by {APPROVER}" in refunds[0].text
+    assert "approved by @bob" in refunds[0].text  # people by name, as on the card
+    assert APPROVER not in refunds[0].text
+    labels = [s.text for s in run.find_elements(By.CSS_SELECTOR, ".step-head .status")]
+    assert "running" not in labels, labels  # each finished step says what it came to
+    assert "asked by @riley" in run.text
     assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
     shot("3-timeline")
     browser.switch_to.default_content()
@@ -136,7 +141,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     paged = wait.until(
         lambda d: d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=send_email] .page")
     )
-    assert "PAGE" in paged.text
+    assert "Page (" in paged.text
     assert _payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
     # the run reads as the CLI says it, in its header and in the list
     wait.until(lambda d: "rolled back" in d.find_element(By.CSS_SELECTOR, "#run h2").text)

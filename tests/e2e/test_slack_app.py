@@ -146,7 +146,7 @@ def test_refusals_are_ephemeral_and_change_nothing(
     told = server.wait_until(lambda: len(e := fake.ephemerals()) >= 2 and e)
     texts = {e["user"]: e["text"] for e in told}
     assert "not an approver" in texts[EVE]
-    assert "no such approval" in texts[BOB]
+    assert "There is no approval" in texts[BOB]
     assert server.run("order-refused")["status"] == "waiting_approval"
     assert refunds() == []
 
