@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from store import core, errors, learned, rows
-from store.base import Batch, Committed, OperationalCounts, check_new_run, refuse_protected
+from store.base import (
+    Batch,
+    Committed,
+    OperationalCounts,
+    Voted,
+    check_new_run,
+    refuse_protected,
+)
 from store.core import MakeBody
 from store.records import (
     Approval,
@@ -251,9 +258,36 @@ class SqlStore:
         found = await self._read("page_approvals", params)
         return [rows.approval_from_row(row) for row in found]
 
-    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
-        params = {"approval_id": approval_id, "user_id": user_id, "at": rows.ts(at)}
-        return await self._write(lambda: core.add_vote(params))
+    async def cast_vote(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        open_only: bool = False,
+        event: AuditEvent | None = None,
+        approved_digest: str | None = None,
+        key_suffix: str | None = None,
+    ) -> Voted:
+        params = _decision_params(
+            approval_id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            due_only=False,
+            open_only=open_only,
+            approved_digest=approved_digest,
+            key_suffix=key_suffix,
+            test_now=self._judge_now(),
+        )
+        event_params = rows.event_params(event) if event else None
+        approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
+        return Voted(approval, votes)
 
     async def list_votes(self, approval_id: str) -> list[str]:
         found = await self._read("list_votes", {"approval_id": approval_id})
@@ -274,21 +308,19 @@ class SqlStore:
         approved_digest: str | None = None,
         key_suffix: str | None = None,
     ) -> Approval:
-        if state == ApprovalState.PENDING:
-            raise ValueError("a decision is approved or declined, never pending")
-        params = {
-            "id": approval_id,
-            "state": ApprovalState(state).value,
-            "decided_by": by,
-            "decided_at": rows.ts(at),
-            "reason": reason,
-            "approved_args": rows.maybe_dumps(approved_args),
-            "due_only": due_only,
-            "open_only": open_only,
-            "test_now": self._judge_now(),
-            "approved_digest": approved_digest,
-            "key_suffix": key_suffix,
-        }
+        params = _decision_params(
+            approval_id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            due_only=due_only,
+            open_only=open_only,
+            approved_digest=approved_digest,
+            key_suffix=key_suffix,
+            test_now=self._judge_now(),
+        )
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
@@ -487,7 +519,7 @@ class SqlStore:
         return [learned.rule_from_row(row) for row in found]
 
     async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
-        params = {"id": rule_id, "at": rows.ts(at)}
+        params = {"id": rule_id, "at": rows.ts(at), "test_now": self._judge_now()}
         return await self._write(lambda: learned.mark_reminded(params))
 
     async def learned_rule_uses_since(
@@ -500,7 +532,12 @@ class SqlStore:
     async def mark_learned_rule_noted(
         self, rule_id: str, *, since: datetime, until: datetime
     ) -> bool:
-        params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
+        params = {
+            "id": rule_id,
+            "since": rows.ts(since),
+            "until": rows.ts(until),
+            "test_now": self._judge_now(),
+        }
         detail = rows.dumps(
             {"rule_id": rule_id, "since": since.isoformat(), "until": until.isoformat()}
         )
@@ -573,3 +610,34 @@ def _cursor(after: tuple[datetime, str] | None) -> dict[str, Any]:
     if after is None:
         return {"after_at": None, "after_id": None}
     return {"after_at": rows.ts(after[0]), "after_id": after[1]}
+
+
+def _decision_params(
+    approval_id: str,
+    state: ApprovalState,
+    *,
+    by: str,
+    at: datetime,
+    reason: str | None,
+    approved_args: dict[str, Any] | None,
+    due_only: bool,
+    open_only: bool,
+    approved_digest: str | None,
+    key_suffix: str | None,
+    test_now: float | None,
+) -> dict[str, Any]:
+    if state == ApprovalState.PENDING:
+        raise ValueError("a decision is approved or declined, never pending")
+    return {
+        "id": approval_id,
+        "state": ApprovalState(state).value,
+        "decided_by": by,
+        "decided_at": rows.ts(at),
+        "reason": reason,
+        "approved_args": rows.maybe_dumps(approved_args),
+        "due_only": due_only,
+        "open_only": open_only,
+        "test_now": test_now,
+        "approved_digest": approved_digest,
+        "key_suffix": key_suffix,
+    }

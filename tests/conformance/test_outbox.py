@@ -47,7 +47,7 @@ async def test_a_decision_a_vote_and_a_reminder_each_leave_a_row(
 ) -> None:
     approval = make_approval(run.id, required_approvals=2)
     await store.create_approval(approval)
-    await store.add_vote(approval.id, "U0ANN", later())
+    await store.cast_vote(approval.id, ApprovalState.APPROVED, by="U0ANN", at=later())
     await store.record_reminder(
         approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=True
     )

@@ -666,15 +666,18 @@ WHERE rule ->> 'learned_id' = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
 -- enqueue_rule_expiring --
--- The author's "expires soon" DM, queued with the mark that says it is due (once).
+-- The author's "expires soon" DM, queued with the mark that says it is due (once), dated by
+-- the server's clock (or the store's own, when it was given one), as the sender judges it.
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), now(), now())
+VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), coalesce(:test_now::timestamptz, now()),
+        coalesce(:test_now::timestamptz, now()))
 
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb), now(), now()
+SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb),
+       coalesce(:test_now::timestamptz, now()), coalesce(:test_now::timestamptz, now())
 FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 
 -- mark_learned_rule_noted --
