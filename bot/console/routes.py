@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from bot import reading
 from bot.api import RUNTIME, _run_view
 from bot.api_auth import CALLER, requires
 from bot.api_errors import BadRequest
@@ -74,7 +75,7 @@ async def show_run(request: web.Request) -> web.Response:
     effects = await rt.store.list_effects(run.id)
     approvals = await rt.approvals(run.id)
     history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
-    rows = timeline.timeline(history, effects, approvals, pages)
+    rows = timeline.timeline(history, effects, approvals, pages, reading.displays(rt))
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     events = await rt.store.list_events(run_id=run.id)
     decided = run.status == RunStatus.WAITING_APPROVAL and all(

@@ -5,12 +5,13 @@ to a step would do before anyone confirms it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import words
+from bot import reading, words
 from runtime.approvals.binding import call_trail, differences, said
+from runtime.display import Display
 from store import (
     Approval,
     AuditEvent,
@@ -72,8 +73,11 @@ def timeline(
     effects: Sequence[Effect],
     approvals: Iterable[Approval],
     pages: Iterable[Page],
+    displays: Mapping[str, Display] | None = None,
 ) -> list[View]:
-    """One row per step on the run's record, oldest first; undone steps stay, marked."""
+    """One row per step on the run's record, oldest first; undone steps stay, marked.
+    `displays`: how each tool's arguments read (a call's `reads`, e.g. "Refund $25.00 on
+    order 4471")."""
     by_call = {effect.call_id: effect for effect in effects}
     compensations = {e.compensates: e for e in effects if e.compensates is not None}
     approvals_by_call = _grouped(approvals)
@@ -94,6 +98,7 @@ def timeline(
         for call in row["calls"]:
             call_id = call["id"]
             call["result"] = results.get(call_id)
+            call["reads"] = reading.title((displays or {}).get(call["tool"]), call["args"])
             effect = by_call.get(call_id)
             call["effect"] = effect_view(effect, compensations.get(call_id)) if effect else None
             asked = approvals_by_call.get(call_id, [])

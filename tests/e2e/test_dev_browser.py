@@ -67,7 +67,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     card = wait.until(lambda d: _card(d, first))
     assert "Refund order 4471 for $25" in card.text
     assert "Refund $25.00 on order 4471" in card.text  # as the refund tool declares it reads
-    assert "cents" not in card.text
+    assert "2500 cents" not in card.text
     shot("1-card")
 
     # bob approves: Slack's confirm dialog first, then the card is edited in place
@@ -89,7 +89,8 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     refunds = run.find_elements(By.CSS_SELECTOR, ".step:not(.undone) [data-tool=issue_refund]")
     assert len(refunds) == 1
     assert "completed" in refunds[0].find_element(By.CSS_SELECTOR, ".effect-state").text
-    assert "approved by @bob" in refunds[0].text  # people by name, as on the card
+    assert "Approved by @bob" in refunds[0].text  # people by name, as on the card
+    assert "Refund $25.00 on order 4471" in refunds[0].text  # as the tool says it reads
     assert APPROVER not in refunds[0].text
     labels = [s.text for s in run.find_elements(By.CSS_SELECTOR, ".step-head .status")]
     assert "running" not in labels, labels  # each finished step says what it came to

@@ -227,8 +227,10 @@ function callView(call) {
     if (call.effect.compensated_by) name.appendChild(el("span", "badge", "undone by " + call.effect.compensated_by));
   }
   box.appendChild(name);
+  if (call.reads) box.appendChild(el("div", "reads", call.reads));
   for (const approval of call.approvals) {
-    let text = "approval " + (approval.label || approval.state);
+    const label = approval.label || approval.state;
+    let text = label.charAt(0).toUpperCase() + label.slice(1);
     if (approval.decided_by) text += " by " + person(approval.decided_by) + " at " + (approval.decided_at || "").slice(0, 19).replace("T", " ");
     if (approval.reason) text += ": " + approval.reason;
     if (approval.edits) text += " (edited: " + approval.edits + ")";
