@@ -11,10 +11,15 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+<<<<<<< HEAD
 from bot import reading
 from bot.api import RUNTIME, _run_view
+=======
+from bot.api import _run_view
+>>>>>>> main
 from bot.api_auth import CALLER, requires
 from bot.api_errors import BadRequest
+from bot.api_keys import RUNTIME
 from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
 from runtime import errors

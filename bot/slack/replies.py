@@ -11,6 +11,7 @@ from typing import Any
 from bot import reading
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
+from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from runtime.approvals.binding import CallTrail
 from runtime.display import Display
@@ -50,7 +51,7 @@ def decline_modal(approval: Approval, display: Display | None = None) -> dict[st
         max_length=DECLINE_REASON,
     )
     return kit.modal(
-        kit.DECLINE_CALLBACK,
+        Modal.DECLINE_REASON,
         approval.id,
         title=texts.DECLINE_TITLE,
         submit=texts.DECLINE_SUBMIT,
@@ -65,7 +66,7 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
     action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
     if initial is None:
         return kit.modal(
-            kit.EDIT_CALLBACK,
+            Modal.EDIT_ARGS,
             approval.id,
             title=texts.EDIT_TITLE,
             close=texts.BACK,
@@ -75,7 +76,7 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
         "args", texts.EDIT_LABEL, multiline=True, initial=initial, hint=texts.EDIT_HINT
     )
     return kit.modal(
-        kit.EDIT_CALLBACK,
+        Modal.EDIT_ARGS,
         approval.id,
         title=texts.EDIT_TITLE,
         submit=texts.EDIT_SUBMIT,
