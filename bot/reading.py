@@ -24,7 +24,8 @@ NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
 class HasTools(Protocol):
     """What `displays` reads: a runtime's agents and their tools."""
 
-    agents: Mapping[str, Any]
+    @property
+    def agents(self) -> Mapping[str, Any]: ...
 
 
 def displays(rt: HasTools) -> dict[str, Display]:

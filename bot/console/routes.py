@@ -11,12 +11,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-<<<<<<< HEAD
 from bot import reading
-from bot.api import RUNTIME, _run_view
-=======
 from bot.api import _run_view
->>>>>>> main
 from bot.api_auth import CALLER, requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
