@@ -174,28 +174,8 @@ NOTHING_CHANGED = "nothing changed"
 
 def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
     """The sentence for a refusal, the same on every surface."""
-    approval = getattr(exc, "approval", None)
-    by = getattr(exc, "by", None)
-    if isinstance(exc, errors.ApprovalExpired):
-        return "This approval expired before the decision; it was declined as expired."
-    if isinstance(exc, errors.AlreadyDecided):
-        if isinstance(approval, Approval):
-            return already_decided(approval, voice)
-        return "This approval was already decided; a decision never changes."
-    if isinstance(exc, errors.NotAnApprover | errors.SelfApproval) and _asker(approval, by):
-        return self_approval(approval, voice, by)
-    if isinstance(exc, errors.NotAnApprover):
-        what = _call(approval, voice)
-        return f"{voice.be(by)} not an approver for {what}; {NOTHING_CHANGED}."
-    if isinstance(exc, errors.SelfApproval):
-        return self_approval(approval, voice, by)
-    if isinstance(exc, errors.AlreadyVoted):
-        rest = str(exc).split("; ", 1)[-1]
-        return f"{voice.who(by)} already approved this; {voice.text(rest)}."
-    if isinstance(exc, errors.KeyConflict):
-        return f"Not approved, nothing was done: {voice.text(_one_line(exc))}"
-    if isinstance(exc, errors.EditRefused):
-        return f"These arguments cannot be approved: {voice.text(_one_line(exc))}"
+    if isinstance(exc, errors.DecisionRefused):
+        return _decision_refusal(exc, voice)
     if isinstance(exc, errors.ApprovalNotFound):
         return f"There is no approval{_ident(exc, voice)} (it may have been pruned)."
     if isinstance(exc, errors.PageNotFound):
@@ -206,6 +186,32 @@ def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
             who = voice.who(page.acknowledged_by)
             return f"{who} already acknowledged this page{voice.at(page.acknowledged_at)}."
         return "This page was already acknowledged."
+    return voice.text(_one_line(exc))
+
+
+def _decision_refusal(exc: errors.DecisionRefused, voice: Voice) -> str:
+    approval = getattr(exc, "approval", None)
+    by = getattr(exc, "by", None)
+    if isinstance(exc, errors.ApprovalExpired):
+        return "This approval expired before the decision; it was declined as expired."
+    if isinstance(exc, errors.AlreadyDecided):
+        if isinstance(approval, Approval):
+            return already_decided(approval, voice)
+        return "This approval was already decided; a decision never changes."
+    if isinstance(exc, errors.SelfApproval) or (
+        isinstance(exc, errors.NotAnApprover) and _asker(approval, by)
+    ):
+        return self_approval(approval if isinstance(approval, Approval) else None, voice, by)
+    if isinstance(exc, errors.NotAnApprover):
+        what = _call(approval, voice)
+        return f"{voice.be(by)} not an approver for {what}; {NOTHING_CHANGED}."
+    if isinstance(exc, errors.AlreadyVoted):
+        rest = str(exc).split("; ", 1)[-1]
+        return f"{voice.who(by)} already approved this; {voice.text(rest)}."
+    if isinstance(exc, errors.KeyConflict):
+        return f"Not approved, nothing was done: {voice.text(_one_line(exc))}"
+    if isinstance(exc, errors.EditRefused):
+        return f"These arguments cannot be approved: {voice.text(_one_line(exc))}"
     return voice.text(_one_line(exc))
 
 
