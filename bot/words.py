@@ -121,11 +121,14 @@ def call_outcome(tool: str, approval: str | None, effect: str | None) -> str:
     return f"{tool}: {', '.join(parts) or NOT_RUN}"
 
 
-def how_to_resume(run_id: str) -> str:
-    """Plain text: how a run that is ready to resume goes on."""
+def how_to_resume(run_id: str | None = None, agent: str | None = None) -> str:
+    """Plain text: how a run that is ready to resume goes on (every approval decided, and
+    its agent not loaded where the decision was made)."""
+    where = f"its agent {agent!r}" if agent else "its agent"
+    command = f"signoff runs resume {shlex.quote(run_id) if run_id else '<id>'}"
     return (
-        f"its agent resumes it where it is loaded: `signoff serve` there picks it up, or "
-        f"`signoff runs resume {shlex.quote(run_id)}`"
+        f"it resumes where {where} is loaded: `signoff serve` there picks it up, "
+        f"or run `{command}` there"
     )
 
 

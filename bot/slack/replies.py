@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from bot import reading
+from bot import reading, words
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
@@ -130,7 +130,9 @@ def run_status(
     every approval decided (ready to resume), which the reply says, with how."""
     blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run, decided))]
     if decided:
-        blocks.append(kit.context(texts.ready_to_resume(escape.code(run.id, limit=ID_TEXT))))
+        how = escape.mrkdwn(words.how_to_resume(run.id), limit=LINE_TEXT * 2)
+        ready = texts.ready_to_resume(escape.code(run.id, limit=ID_TEXT), how)
+        blocks.append(kit.context(ready))
     if calls:
         lines = [escape.mrkdwn(escape.flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
         blocks.append(kit.section("\n".join(lines[:MAX_STATUS_APPROVALS])))

@@ -347,18 +347,13 @@ def status_text(status: str, stop_reason: str | None, *, decided: bool = False) 
     return words.run_state(status, stop_reason, decided=decided)
 
 
-RESUME_HOW = (
-    "ready to resume: every approval is decided, and the run goes on where its agent is "
-    "loaded (signoff serve there picks it up, or signoff runs resume <id>)."
-)
+RESUME_HOW = f"{words.READY_TO_RESUME}: every approval is decided; {words.how_to_resume()}."
 
 
-def ready_to_resume(run: str) -> str:
-    """mrkdwn: a parked run whose approvals are all decided, and how it goes on."""
-    return (
-        f"Every approval of run {run} is decided: it is ready to resume where its agent is "
-        f"loaded (`signoff serve` there picks it up, or `signoff runs resume`)."
-    )
+def ready_to_resume(run: str, how: str) -> str:
+    """A parked run whose approvals are all decided, and how it goes on (`how`: the
+    vocabulary's `how_to_resume`, escaped)."""
+    return f"Every approval of run {run} is decided: {words.READY_TO_RESUME}; {how}."
 
 
 def task(text: str) -> str:
