@@ -408,3 +408,52 @@ def _reply_button(driver: Any, run_id: str, action_id: str) -> Any:
     )
     found = driver.find_elements(By.XPATH, line)
     return found[0] if found else None
+
+
+def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusal(
+    dev: DevServer, browser: Any
+) -> None:
+    """bob edits a refund into something that is not JSON: the modal says why once, under the
+    field; riley, who asked, clicks Approve and is told the one self-approval sentence."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select
+
+    wait = _wait(browser)
+    browser.get(dev.base + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    who = Select(browser.find_element(By.ID, "who"))
+    who.select_by_value(REQUESTER)
+    browser.find_element(By.ID, "start-refund").click()
+    run_id = _run_id_of_notice(wait)
+    wait.until(lambda d: _card(d, run_id))
+
+    who.select_by_value(APPROVER)
+    _click(wait, lambda d: _button(d, run_id, "edit"))
+    box = wait.until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=args]"))
+    )
+    box.clear()
+    box.send_keys("{")
+    browser.find_element(By.ID, "dialog-ok").click()
+    under = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#dialog-body .input-error").text)
+    assert "JSON" in under
+    assert browser.find_element(By.ID, "dialog-error").text == ""  # said once, not twice
+    assert browser.find_element(By.ID, "overlay").text.count(under) == 1
+    browser.find_element(By.ID, "dialog-cancel").click()
+
+    who.select_by_value(REQUESTER)
+    _click(wait, lambda d: _button(d, run_id, "approve"))
+    browser.find_element(By.ID, "dialog-ok").click()
+    told = wait.until(
+        lambda d: next(
+            (
+                e.text
+                for e in d.find_elements(By.CSS_SELECTOR, ".ephemeral")
+                if "asked for this action" in e.text
+            ),
+            None,
+        )
+    )
+    assert "forbids self-approval" in told
+    assert "not an approver" not in told
