@@ -430,9 +430,8 @@ def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusa
 
     who.select_by_value(APPROVER)
     _click(wait, lambda d: _button(d, run_id, "edit"))
-    box = wait.until(
-        ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=args]"))
-    )
+    editor = (By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=args]")
+    box = wait.until(ec.visibility_of_element_located(editor))
     box.clear()
     box.send_keys("{")
     browser.find_element(By.ID, "dialog-ok").click()
