@@ -8,6 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot import words
 from bot.api_auth import Handler, error
 from bot.api_views import approval_view
 from runtime import errors
@@ -50,7 +51,7 @@ def refusal(exc: errors.SignoffRuntimeError) -> web.Response | None:
         more["approval"] = approval_view(decided)
     if isinstance(exc, errors.EffectInDoubt):  # what a client needs to resolve it
         more["in_doubt"] = {"run_id": exc.run_id, "call_id": exc.call_id, "tool": exc.tool}
-    return error(status, str(exc), **more)
+    return error(status, words.refusal(exc), **more)
 
 
 @web.middleware

@@ -23,6 +23,7 @@ from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
 from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
+from bot.slack.people import SlackPeople
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut, Notifier
 from runtime.approvals.policy import open_policies
@@ -66,7 +67,7 @@ async def serve(
     slack = None if settings.api.only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
-    console.mount(app)
+    console.mount(app, people=SlackPeople(slack.client) if slack is not None else None)
     if extend is not None:
         extend(app, process)
     scheduler = rt.scheduler

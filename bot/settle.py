@@ -32,8 +32,9 @@ def resolve_commands(run_id: str, call_id: str) -> list[str]:
 def refusal_text(exc: Exception) -> str:
     """A runtime refusal in words for a person at a terminal: an effect in doubt names the
     commands that resolve it."""
-    lines = (" ".join(line.split()) for line in str(exc).splitlines())
-    text = "; ".join(line for line in lines if line)
+    from bot.words import refusal
+
+    text = refusal(exc)
     if isinstance(exc, EffectInDoubt):
         text += ": " + " or ".join(f"`{c}`" for c in resolve_commands(exc.run_id, exc.call_id))
     return text

@@ -16,6 +16,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from bot import words
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
 from runtime.approvals.binding import call_trail
@@ -27,7 +28,6 @@ from runtime.records import (
     Message,
     Page,
     Run,
-    RunStatus,
 )
 
 Votes = Mapping[str, Sequence[str]]
@@ -65,20 +65,14 @@ def call_text(approval: Approval, width: int = 100) -> str:
     return text
 
 
-def status_text(status: str, stop_reason: str | None) -> str:
-    """A status for people; a run restored by a rollback reads "rolled back", not "failed"."""
-    if stop_reason == "rolled_back":
-        return "rolled back"
-    return status if not stop_reason or stop_reason == status else f"{status} ({stop_reason})"
+status_text = words.run_state
+"""A status for people, in the vocabulary's words (`bot.words.run_state`)."""
 
 
 def run_status(run: Run, *, decided: bool = False) -> str:
     """The stored status, told as it is: a parked run whose approvals are all decided is
     ready to resume (`decided`), and a dry-run fork says so."""
-    text = status_text(run.status.value, run.stop_reason)
-    if decided and run.status == RunStatus.WAITING_APPROVAL:
-        text = "waiting_approval (decided: ready to resume)"
-    return f"dry run: {text}" if run.dry_run else text
+    return words.state_of_run(run, decided=decided)
 
 
 def usage_text(run: Run) -> str:
@@ -98,7 +92,7 @@ def _of(used: int, limit: int | None) -> str:
 def approval_state(approval: Approval, votes: Votes) -> str:
     """`pending`, `approved`, `declined`; a quorum in progress as "pending, 1 of 2: U0ANN"."""
     if approval.state != ApprovalState.PENDING or approval.required_approvals < 2:
-        return approval.state.value
+        return words.approval_state(approval)
     return f"pending, {quorum_text(approval, votes.get(approval.id, ()))}"
 
 
@@ -175,8 +169,8 @@ def run_table(
     for call in call_trail(list(approvals), list(effects)):
         table.add_row("call", inert(call.line(), 500))  # proposed -> approved -> executed
     for effect in effects:
-        undone = f" undone by {effect.compensated_by}" if effect.compensated_by else ""
-        line = f"step {effect.step} {effect.tool} {effect.status.value}{undone}"
+        undone = f" by {effect.compensated_by}" if effect.compensated_by else ""
+        line = f"{words.step(effect.step)} {effect.tool} {words.effect_state(effect)}{undone}"
         table.add_row("effect", inert(line))
     return table
 
@@ -243,22 +237,28 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
 
 
 def pages_table(pages: Sequence[Page]) -> Table:
+    """The "to settle" column is there only when some page still needs settling."""
     table = Table()
     _id_column(table, "page", [p.id for p in pages])
     _id_column(table, "run", [p.run_id for p in pages])
-    for name in ("call", "tool", "reason", "detail", "acknowledged", "to settle"):
+    for name in ("call", "tool", "reason", "detail", "state"):
         table.add_column(name)
+    settling = any(not p.acknowledged_by and settle_commands(p) for p in pages)
+    if settling:
+        table.add_column("to settle")
     for p in pages:
-        table.add_row(
+        state = words.page_state(p)
+        by = f" by {p.acknowledged_by}" if p.acknowledged_by else ""
+        row = [
             *(inert(value or "-") for value in (p.id, p.run_id, p.call_id, p.tool)),
             inert(p.reason),
             inert(p.detail, 200),
-            inert(p.acknowledged_by or ""),
-            # one command a line: inert() makes one line of what it is given
-            Text("\n").join(inert(c) for c in settle_commands(p))
-            if not p.acknowledged_by
-            else Text(""),
-        )
+            inert(state + by),
+        ]
+        if settling:  # one command a line: inert() makes one line of what it is given
+            commands = settle_commands(p) if not p.acknowledged_by else []
+            row.append(Text("\n").join(inert(c) for c in commands) if commands else Text("-"))
+        table.add_row(*row)
     return table
 
 

@@ -26,9 +26,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples import world
-from runtime import Agent, Budget, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent, Budget, Display, ScriptedModel, ToolContext, tool, tool_call
 from runtime.model import Entry
 from store import Message
+
+ORDER_URL = "https://shop.example/orders/{order_id}"
+"""Where a person looks an order up (the example shop's admin page)."""
+MONEY = {"amount_cents": "USD"}
 
 
 @tool(
@@ -53,6 +57,12 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     # and the approver declines it or approves it as a separate refund (re-keyed).
     # A refund a rollback reversed is spent: the order's next refund is a new one.
     idempotency_key=lambda args: f"refund:{args['order_id']}:{world.reversals(args['order_id'])}",
+    # How the call reads to a person: "Refund $25.00 on order 4471", not "2500 cents".
+    display=Display(
+        title="Refund {amount_cents} on order {order_id}",
+        money={"amount_cents": "USD", "restocking_fee_cents": "USD"},
+        links={"order_id": ORDER_URL},
+    ),
 )
 def issue_refund(
     order_id: str, amount_cents: int, restocking_fee_cents: int = 0, *, ctx: ToolContext
@@ -70,6 +80,7 @@ def issue_refund(
     requires_approval=False,
     idempotent=True,
     timeout=30,
+    display=Display(title="Reverse the {amount_cents} refund on order {order_id}", money=MONEY),
 )
 def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
     return world.pay("refund_reversal", order_id, -amount_cents, ctx.idempotency_key)
@@ -84,6 +95,7 @@ def reverse_refund(order_id: str, amount_cents: int, *, ctx: ToolContext) -> dic
     idempotent=True,
     timeout=30,
     idempotency_key=lambda args: f"{args['invoice_id']}:{args['amount_cents']}",
+    display=Display(title="Charge {amount_cents} on invoice {invoice_id}", money=MONEY),
 )
 def charge(invoice_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
     return world.pay("charge", invoice_id, amount_cents, ctx.idempotency_key)

@@ -8,6 +8,7 @@ from runtime.agent import Agent
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
 from runtime.database import Database
+from runtime.display import Display
 from runtime.engine import Runtime
 from runtime.facts import FactStore
 from runtime.history.rollback import RollbackReport
@@ -42,6 +43,7 @@ __all__ = [
     "Database",
     "Decision",
     "Directory",
+    "Display",
     "Effect",
     "EffectStatus",
     "FactStore",

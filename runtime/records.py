@@ -26,9 +26,17 @@ from store import (
     sqlite_path,
 )
 from store.errors import DatabaseError, DiskFull, NotFound, StoreError
-from store.records import SYSTEM_ACTOR, LearnedRule, OutboxItem, masked, utcnow
+from store.records import (
+    SENSITIVE_MASK,
+    SYSTEM_ACTOR,
+    LearnedRule,
+    OutboxItem,
+    masked,
+    utcnow,
+)
 
 __all__ = [
+    "SENSITIVE_MASK",
     "SYSTEM_ACTOR",
     "TERMINAL_STATUSES",
     "Approval",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic
 from pydantic_core import to_jsonable_python
 
+from runtime.display import Display
 from runtime.errors import DefinitionError
 from store import Effect, Reversibility
 
@@ -74,6 +75,7 @@ class Tool:
         idempotency_key: Callable[[dict[str, Any]], str] | None = None,
         sensitive: Sequence[str] = (),
         blocking: bool = True,
+        display: Display | None = None,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -114,6 +116,9 @@ class Tool:
             self.timeout = None  # nothing enforces one, so the tool is told of none
         self.takes_ctx, self.args_model = _arguments_model(fn, self.name)
         self.sensitive = _sensitive(self.name, sensitive, self.parameter_names)
+        if display is not None:
+            display.check(self.name, self.parameter_names)
+        self.display = display
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} effect={self.effect and self.effect.value}>"
@@ -186,6 +191,7 @@ def tool(
     idempotency_key: Callable[[dict[str, Any]], str] | None = None,
     sensitive: Sequence[str] = (),
     blocking: bool = True,
+    display: Display | None = None,
 ) -> Any:
     """Declare a tool. `effect` classifies it; irreversible tools need approval by default.
     Arguments named in `sensitive` are masked wherever the call is shown (Slack, the CLI, the
@@ -194,7 +200,10 @@ def tool(
     A `def` tool runs in a worker thread, since it may block (a request, a query) and would
     stall every run, approval and Slack acknowledgement meanwhile; `blocking=False` says it
     does not (it computes, or reads memory) and runs it on the event loop, saving the thread
-    hop, without a timeout (nothing can stop a `def` running on the loop)."""
+    hop, without a timeout (nothing can stop a `def` running on the loop).
+
+    `display` (a `Display`) says how the arguments read to a person: money with its
+    currency, a link for an id, a short title."""
 
     def wrap(function: Callable[..., Any]) -> Tool:
         return Tool(
@@ -209,6 +218,7 @@ def tool(
             idempotency_key=idempotency_key,
             sensitive=sensitive,
             blocking=blocking,
+            display=display,
         )
 
     return wrap(fn) if fn is not None else wrap

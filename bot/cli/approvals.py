@@ -125,7 +125,7 @@ def tell_decided(
     decided: Approval, run: Run | None, *, resumed: bool, votes: dict[str, list[str]], as_json: bool
 ) -> None:
     """The approval, then one line on what happens next (on stderr under --json)."""
-    from bot import views
+    from bot import views, words
 
     data = decided.shown().model_dump(mode="json") | {
         "votes": votes.get(decided.id, []),
@@ -142,10 +142,8 @@ def tell_decided(
     elif resumed:
         line = f"run {run.id} is now {views.run_status(run)} at step {run.step}"
     else:
-        line = (
-            f"run {run.id} resumes where its agent {run.agent!r} is loaded: `signoff serve` "
-            f"there picks it up, or run `signoff runs resume {run.id}` there"
-        )
+        how = words.how_to_resume(run.id, run.agent)
+        line = f"run {run.id} is {words.READY_TO_RESUME}: {how}"
     if as_json:
         typer.echo(views.inert(line).plain, err=True)
     else:

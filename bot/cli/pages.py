@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bot.cli.base import JsonFlag, check_user_id, dumped, group, show
+from bot.cli.base import JsonFlag, check_user_id, dumped, group, say, show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:
@@ -28,6 +28,9 @@ def list_pages(
     found = with_process(
         ctx, lambda p: p.runtime.queries.pages(open_only=not all_pages), agents=False
     )
+    if not found and not as_json:
+        say("no pages" if all_pages else "no open pages: nothing to settle")
+        return
     show(dumped(found), as_json=as_json, table=views.pages_table(found))
 
 

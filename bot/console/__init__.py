@@ -17,7 +17,10 @@ from bot.console import routes
 STATIC = Path(__file__).parent / "static"
 
 
-def mount(app: web.Application) -> None:
+def mount(app: web.Application, *, people: routes.People | None = None) -> None:
+    """`people`: who the ids on runs are (names for the page); without it ids are shown."""
+    if people is not None:
+        app[routes.PEOPLE] = people
     routes.add_routes(app)
     app.router.add_get("/console", _to_console)
     app.router.add_get("/console/", _index)

@@ -6,10 +6,12 @@ refusals as the API does. Arguments tools mark sensitive are masked, as everywhe
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 
 from aiohttp import web
 
+from bot import reading
 from bot.api_auth import CALLER, requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
@@ -24,6 +26,28 @@ PREFIX = "/v1/console"
 MAX_LIST = 500
 
 
+class People(Protocol):
+    """Who a user id is: the console shows people by name, as Slack does."""
+
+    async def names(self, ids: Iterable[str]) -> dict[str, str]: ...
+
+
+PEOPLE = web.AppKey("console_people", People)
+
+
+async def _names(request: web.Request, ids: Iterable[str | None]) -> dict[str, str]:
+    """Names for the ids the page shows; a lookup that fails leaves ids as they are."""
+    people = request.app.get(PEOPLE)
+    wanted = [i for i in ids if i]
+    if people is None or not wanted:
+        return {}
+    try:
+        return await people.names(wanted)
+    except Exception as exc:  # names are a courtesy: the page shows ids without them
+        log.info("console: names could not be looked up: %r", exc)
+        return {}
+
+
 @requires("runs:read")
 async def list_runs(request: web.Request) -> web.Response:
     """Newest first; `status` filters by status, `q` by id, agent or task text."""
@@ -33,11 +57,14 @@ async def list_runs(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown status {status!r}")
     query = (request.query.get("q") or "").lower()
     now = rt.clock()
-    found = [
-        timeline.run_summary(run, now)
+    runs = [
+        run
         for run in await rt.list(status, limit=MAX_LIST)
         if not query or query in f"{run.id} {run.agent} {run.task}".lower()
     ]
+    parked = [r.id for r in runs if r.status == RunStatus.WAITING_APPROVAL]
+    decided = {i for i in parked if not await rt.approvals(i, state="pending")}
+    found = [timeline.run_summary(run, now, decided=run.id in decided) for run in runs]
     return web.json_response({"runs": found})
 
 
@@ -47,15 +74,22 @@ async def show_run(request: web.Request) -> web.Response:
     detail = await rt.queries.run_detail(request.match_info["run_id"])
     run, pages, effects, approvals = detail.run, detail.pages, detail.effects, detail.approvals
     history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
-    rows = timeline.timeline(history, effects, approvals, pages)
+    rows = timeline.timeline(history, effects, approvals, pages, reading.displays(rt))
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
+    events = await rt.queries.events(run_id=run.id)
+    decided = run.status == RunStatus.WAITING_APPROVAL and all(
+        a.state != "pending" for a in approvals
+    )
+    ids = [run.requested_by, *(a.decided_by for a in approvals)]
+    ids += [p.acknowledged_by for p in pages]
     body = {
-        "run": timeline.run_summary(run, rt.clock()),
+        "run": timeline.run_summary(run, rt.clock(), decided=decided),
         "view": await run_view(rt, run),
         "budget": timeline.budget_view(run),
         "timeline": rows,
-        "events": [timeline.event_view(e) for e in await rt.queries.events(run_id=run.id)],
+        "events": [timeline.event_view(e) for e in events],
         "forks": forks,
+        "names": await _names(request, [*ids, *(e.actor for e in events)]),
     }
     return web.json_response(body)
 

@@ -5,11 +5,13 @@ to a step would do before anyone confirms it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from bot import reading, words
 from runtime.approvals.binding import call_trail, differences, said
+from runtime.display import Display
 from runtime.records import (
     Approval,
     AuditEvent,
@@ -25,14 +27,17 @@ from runtime.records import (
 View = dict[str, Any]
 
 
-def run_summary(run: Run, now: datetime) -> View:
-    """One line of the runs list: status, why it stopped, what it cost, how old it is."""
+def run_summary(run: Run, now: datetime, *, decided: bool = False) -> View:
+    """One line of the runs list: status (and its words: `label`), why it stopped, what it
+    cost, how old it is. `decided`: parked with every approval decided (ready to resume)."""
     return {
         "id": run.id,
         "agent": run.agent,
         "task": run.task,
         "status": run.status.value,
+        "label": words.state_of_run(run, decided=decided),
         "stop_reason": run.stop_reason,
+        "stop_words": words.STOP_REASONS.get(run.stop_reason or "", run.stop_reason),
         "step": run.step,
         "cost": run.usage.cost,
         "age_seconds": max(0.0, (now - run.created_at).total_seconds()),
@@ -68,8 +73,11 @@ def timeline(
     effects: Sequence[Effect],
     approvals: Iterable[Approval],
     pages: Iterable[Page],
+    displays: Mapping[str, Display] | None = None,
 ) -> list[View]:
-    """One row per step on the run's record, oldest first; undone steps stay, marked."""
+    """One row per step on the run's record, oldest first; undone steps stay, marked.
+    `displays`: how each tool's arguments read (a call's `reads`, e.g. "Refund $25.00 on
+    order 4471")."""
     by_call = {effect.call_id: effect for effect in effects}
     compensations = {e.compensates: e for e in effects if e.compensates is not None}
     approvals_by_call = _grouped(approvals)
@@ -90,6 +98,7 @@ def timeline(
         for call in row["calls"]:
             call_id = call["id"]
             call["result"] = results.get(call_id)
+            call["reads"] = reading.title((displays or {}).get(call["tool"]), call["args"])
             effect = by_call.get(call_id)
             call["effect"] = effect_view(effect, compensations.get(call_id)) if effect else None
             asked = approvals_by_call.get(call_id, [])
@@ -97,7 +106,30 @@ def timeline(
             call["pages"] = [page_view(p) for p in pages_by_call.get(call_id, [])]
             trail = call_trail(asked, [effect] if effect else [])
             call["binding"] = trail[-1].line() if trail else None  # proposed -> approved -> ran
-    return list(rows.values())
+    shown = list(rows.values())
+    for row in shown:
+        row["label"] = step_outcome(row, latest=row is shown[-1])
+    return shown
+
+
+def step_outcome(row: View, *, latest: bool) -> str:
+    """What a step came to, in the vocabulary's words: a finished step says what its calls
+    did ("issue_refund: approved, completed"), or that the model replied; the latest step,
+    or one that stopped the run, says the run's state there."""
+    status, stop = row["status"], row.get("stop_reason")
+    if status != "running" and (latest or not row["calls"]):
+        return words.run_state(status, stop)
+    if row["calls"]:
+        return "; ".join(words.call_outcome(c["tool"], *_call_states(c)) for c in row["calls"])
+    if row["replies"]:
+        return words.REPLIED
+    return words.run_state(status, stop) if latest else words.STARTED
+
+
+def _call_states(call: View) -> tuple[str | None, str | None]:
+    approvals = call["approvals"]
+    effect = call["effect"]
+    return (approvals[-1]["label"] if approvals else None, effect["label"] if effect else None)
 
 
 def effect_view(effect: Effect, compensation: Effect | None) -> View:
@@ -111,6 +143,7 @@ def effect_view(effect: Effect, compensation: Effect | None) -> View:
         "tool": effect.tool,
         "classification": effect.reversibility.value,
         "state": state,
+        "label": words.COMPENSATED if state == "compensated" else words.effect_state(effect),
         "compensator": effect.compensator,
         "compensated_by": effect.compensated_by or (compensation.call_id if compensation else None),
         "idempotency_key": effect.idempotency_key,
@@ -125,6 +158,7 @@ def approval_view(approval: Approval) -> View:
     return {
         "id": approval.id,
         "state": approval.state.value,
+        "label": words.approval_state(approval),
         "decided_by": approval.decided_by,
         "decided_at": approval.decided_at.isoformat() if approval.decided_at else None,
         "reason": approval.reason,
@@ -154,6 +188,7 @@ def page_view(page: Page) -> View:
         "id": page.id,
         "reason": page.reason,
         "detail": page.detail,
+        "label": words.page_state(page),
         "acknowledged_by": page.acknowledged_by,
         "created_at": page.created_at.isoformat(),
     }

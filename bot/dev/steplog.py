@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import suppress
 
+from bot import words
 from runtime.queries import Queries
 from runtime.records import Checkpoint, Message
 
@@ -65,7 +66,7 @@ def describe(run_id: str, checkpoints: Sequence[Checkpoint]) -> list[str]:
         else:
             said.extend(t for t in (_said(m) for m in checkpoint.messages) if t)
         if checkpoint.status.value != "running":
-            said.append(f"-> {checkpoint.status.value} ({checkpoint.stop_reason or 'no reason'})")
+            said.append(f"-> {words.run_state(checkpoint.status.value, checkpoint.stop_reason)}")
     return [f"run {run_id} step {step}: " + "; ".join(said) for step, said in steps.items() if said]
 
 

@@ -8,18 +8,19 @@ itself inside Block Kit's limits whatever the input.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot import reading
 from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.approvals.binding import differences
-from runtime.records import Approval, ApprovalState, Page, Run, RunStatus
+from runtime.display import Display
+from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run, RunStatus
 
 ACTION_TEXT = 150
 """The one-line action: header-sized."""
@@ -43,15 +44,17 @@ _UNEDITED = object()
 # the action and its arguments
 
 
-def show(value: Any) -> str:
-    """An argument's value as a person reads it: strings bare, anything else as JSON."""
-    if isinstance(value, str) and value:
-        return value
-    return json.dumps(value, ensure_ascii=False, default=str)
+show = reading.show
+"""An argument's value as it is: strings bare, anything else as JSON."""
 
 
-def action_summary(tool: str, args: Mapping[str, Any]) -> str:
-    """Plain, untrusted text: the tool and its most telling arguments, at most 150 chars."""
+def action_summary(tool: str, args: Mapping[str, Any], display: Display | None = None) -> str:
+    """Plain, untrusted text: what the call does in a few words, at most 150 chars: the
+    tool's display title ("Refund $25.00 on order 4471"), else the tool and its most telling
+    arguments ("issue_refund 2500 cents on 4471")."""
+    titled = reading.title(display, args)
+    if titled:
+        return escape.cut(escape.flat(titled), ACTION_TEXT)
     amount = _first(args, _AMOUNT, numeric=True)
     subject = _first(args, _SUBJECT, skip=amount)
     pairs = []
@@ -59,9 +62,9 @@ def action_summary(tool: str, args: Mapping[str, Any]) -> str:
         pairs = [f"{k}={_short(v)}" for k, v in list(_scalars(args))[:2]]
     shown_amount = None
     if amount is not None:
-        shown_amount = _short(args[amount])
-        if "cents" in amount.lower():  # 2500 is not $2,500: say the unit the tool counts in
-            shown_amount = texts.in_cents(shown_amount)
+        shown_amount = reading.money(display, amount, args) or _short(args[amount])
+        if amount not in reading.moneys(display) and "cents" in amount.lower():
+            shown_amount = texts.in_cents(shown_amount)  # 2500 is not $2,500: say the unit
     words = texts.action(
         tool,
         shown_amount,
@@ -91,28 +94,49 @@ def _short(value: Any) -> str:
 
 
 def arg_fields(
-    args: Mapping[str, Any], approved_args: Mapping[str, Any] | None, *, slots: int
+    args: Mapping[str, Any],
+    approved_args: Mapping[str, Any] | None,
+    *,
+    slots: int,
+    display: Display | None = None,
 ) -> list[str]:
-    """One mrkdwn field per argument; past `slots`, the rest summarised in the last one."""
+    """One mrkdwn field per argument, as the tool's display reads it (money, links); past
+    `slots`, the rest summarised in the last one."""
     names = list(dict.fromkeys([*args, *(approved_args or {})]))
     shown, rest = (names, []) if len(names) <= slots else (names[: slots - 1], names[slots - 1 :])
-    out = [_arg_field(n, args.get(n, _MISSING), _after(approved_args, n)) for n in shown]
+    out = [_arg_field(n, args, approved_args, display) for n in shown]
     if rest:
         names_text = escape.mrkdwn(", ".join(rest), limit=ARG_VALUE)
         out.append(texts.more_args(len(rest), names_text))
     return out
 
 
-def _after(approved_args: Mapping[str, Any] | None, name: str) -> Any:
-    return _UNEDITED if approved_args is None else approved_args.get(name, _MISSING)
-
-
-def _arg_field(name: str, before: Any, after: Any) -> str:
+def _arg_field(
+    name: str,
+    args: Mapping[str, Any],
+    approved_args: Mapping[str, Any] | None,
+    display: Display | None,
+) -> str:
     label = escape.mrkdwn(escape.flat(name), limit=ARG_NAME) or " "
+    before = args.get(name, _MISSING)
+    after = _UNEDITED if approved_args is None else approved_args.get(name, _MISSING)
     if after is _UNEDITED or after == before:
-        return texts.field(label, _value(before, ARG_VALUE))
+        return texts.field(label, _read(display, name, args, ARG_VALUE))
     half = ARG_VALUE // 2
-    return texts.field(label, texts.edited(_value(before, half), _value(after, half)))
+    edited = texts.edited(
+        _read(display, name, args, half), _read(display, name, approved_args or {}, half)
+    )
+    return texts.field(label, edited)
+
+
+def _read(display: Display | None, name: str, args: Mapping[str, Any], limit: int) -> str:
+    """mrkdwn: an argument as the display reads it; a declared link is the developer's URL
+    with the value percent-encoded, labelled with the value itself (nothing hidden)."""
+    if name not in args:
+        return texts.NOT_SET
+    text = escape.mrkdwn(reading.value(display, name, args), limit=limit)
+    url = reading.link(display, name, args)
+    return f"<{url}|{text}>" if url and text else text
 
 
 def _value(value: Any, limit: int) -> str:
@@ -137,16 +161,18 @@ def approval_message(
     escalate_to: Sequence[str] = (),
     similar: bool = False,
     target: str | None = None,
+    display: Display | None = None,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons.
 
-    After an edit the header and fields say what runs, with what was asked beside it."""
-    action = _action(approval)
+    After an edit the header and fields say what runs, with what was asked beside it.
+    `display`: how the tool's arguments read (its title, money, links)."""
+    action = _action(approval, display)
     run_id = run.id if run else approval.run_id
     blocks = [
         kit.header(action),
         kit.section(_about(approval, run, run_id, step)),
-        kit.fields(_card_fields(approval, reversibility, compensator)),
+        kit.fields(_card_fields(approval, reversibility, compensator, display)),
     ]
     if approval.conflict is not None:  # running it as it is would not do what is shown
         blocks.append(kit.section(conflict_line(approval)))
@@ -169,6 +195,7 @@ def approval_message(
                 compensator=compensator,
                 allow_edit=allow_edit,
                 similar=similar,
+                display=display,
             )
         )
         text = texts.needs_approval(
@@ -182,9 +209,10 @@ def approval_message(
     return kit.message(text, blocks, metadata=meta)
 
 
-def _action(approval: Approval) -> str:
+def _action(approval: Approval, display: Display | None = None) -> str:
     """The action as it runs: the approved arguments once an approver edited them."""
-    return action_summary(approval.tool, approval.shown_approved_args or approval.shown_args)
+    args = approval.shown_approved_args or approval.shown_args
+    return action_summary(approval.tool, args, display)
 
 
 def conflict_line(approval: Approval) -> str:
@@ -248,7 +276,10 @@ def _about(approval: Approval, run: Run | None, run_id: str | None, step: int | 
 
 
 def _card_fields(
-    approval: Approval, reversibility: str | None, compensator: str | None
+    approval: Approval,
+    reversibility: str | None,
+    compensator: str | None,
+    display: Display | None = None,
 ) -> list[str]:
     head = [texts.field(texts.TOOL, escape.code(approval.tool, limit=ARG_VALUE))]
     if reversibility:
@@ -256,7 +287,10 @@ def _card_fields(
         effect = texts.effect(escape.mrkdwn(reversibility, limit=ARG_NAME), undo)
         head.append(texts.field(texts.EFFECT, effect))
     slots = kit.MAX_FIELDS - len(head)
-    return [*head, *arg_fields(approval.shown_args, approval.shown_approved_args, slots=slots)]
+    shown = arg_fields(
+        approval.shown_args, approval.shown_approved_args, slots=slots, display=display
+    )
+    return [*head, *shown]
 
 
 def _progress(approval: Approval, votes: Sequence[str]) -> list[str]:
@@ -296,12 +330,13 @@ def decision_actions(
     compensator: str | None = None,
     allow_edit: bool = False,
     similar: bool = False,
+    display: Display | None = None,
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
     is the approval id alone. A quorum votes on the proposed arguments, so it gets no Edit.
     A call whose key an earlier effect used with other arguments gets "Approve as separate"
     instead of Approve: approving it as it is would not do what the card shows."""
-    action = action or action_summary(approval.tool, approval.shown_args)
+    action = action or action_summary(approval.tool, approval.shown_args, display)
     if approval.conflict is not None:
         tool = escape.flat(approval.tool)
         sure = kit.confirm(
@@ -375,14 +410,24 @@ def _reason(reason: str) -> str | None:
     return escape.mrkdwn(escape.flat(reason), limit=REASON_TEXT) or None
 
 
+def asked_at(history: Sequence[Checkpoint], call_id: str) -> int | None:
+    """The step whose model reply asked for this call: a decided card keeps the step it was
+    asked at, though the run has moved on."""
+    for checkpoint in history:
+        for message in checkpoint.messages:
+            if any(call.id == call_id for call in message.tool_calls):
+                return checkpoint.step
+    return None
+
+
 # the card's thread
 
 
-def decision_note(approval: Approval) -> str:
+def decision_note(approval: Approval, display: Display | None = None) -> str:
     """One line telling the requester how their request ended."""
     asker = approval.requested_by
     mention = kit.mention(asker) if kit.is_user_id(asker) else None
-    action = escape.code(action_summary(approval.tool, approval.shown_args))
+    action = escape.code(action_summary(approval.tool, approval.shown_args, display))
     return texts.decision_note(mention, action, _verdict(approval))
 
 
@@ -400,10 +445,15 @@ def _verdict(approval: Approval) -> str:
 
 
 def reminder_message(
-    approval: Approval, *, reminders_sent: int, escalated: bool, escalate_to: Sequence[str]
+    approval: Approval,
+    *,
+    reminders_sent: int,
+    escalated: bool,
+    escalate_to: Sequence[str],
+    display: Display | None = None,
 ) -> dict[str, Any]:
     """A reminder in the card's thread; an escalation mentions its users and user groups."""
-    action = escape.code(action_summary(approval.tool, approval.shown_args))
+    action = escape.code(action_summary(approval.tool, approval.shown_args, display))
     deadline = kit.date(approval.deadline) if approval.deadline else None
     if escalated and escalate_to:
         since = kit.date(approval.created_at)
@@ -434,7 +484,12 @@ def run_note(run: Run) -> str:
 
 
 def page_message(
-    page: Page, run: Run | None, *, args: dict[str, Any] | None = None, allow_resolve: bool = False
+    page: Page,
+    run: Run | None,
+    *,
+    args: dict[str, Any] | None = None,
+    allow_resolve: bool = False,
+    display: Display | None = None,
 ) -> dict[str, Any]:
     """An on-call page: what needs a human, and the exact commands that settle it.
 
@@ -445,7 +500,7 @@ def page_message(
     run_id = page.run_id or (run.id if run else None)
     blocks = [kit.header(texts.page_header(tool, run_id)), kit.section(_page_body(page, run))]
     if args:
-        blocks.append(kit.fields(arg_fields(args, None, slots=kit.MAX_FIELDS)))
+        blocks.append(kit.fields(arg_fields(args, None, slots=kit.MAX_FIELDS, display=display)))
     commands = settle_commands(page, run_id)
     if commands:
         blocks.append(kit.section(texts.settle(escape.preformatted("\n".join(commands)))))

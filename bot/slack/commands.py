@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.reading import displays
 from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
@@ -31,7 +32,8 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
             return await _list(rt, rest[0] if rest else None)
         if verb == "pending":
             mine = await waiting_for(rt, user)
-            return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
+            more = max(len(mine) - LIST_LIMIT, 0)
+            return replies.pending_list(mine[:LIST_LIMIT], more=more, displays=displays(rt))
         if verb in ("status", "history", "cancel") and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
         if verb == "cancel" and len(rest) == 2 and rest[1].lower() == "compensate":
@@ -50,7 +52,9 @@ async def _list(rt: Runtime, status: str | None) -> dict[str, Any]:
     runs = await rt.list(status, limit=LIST_LIMIT + 1)
     shown = runs[:LIST_LIMIT]
     more = len(runs) - len(shown)
-    return replies.run_list(shown, status=status, more=more)
+    parked = [r.id for r in shown if r.status == RunStatus.WAITING_APPROVAL]
+    decided = {i for i in parked if not await rt.approvals(i, state=ApprovalState.PENDING)}
+    return replies.run_list(shown, status=status, more=more, decided=decided)
 
 
 async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[str, Any]:
@@ -61,7 +65,11 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
     pages = await rt.queries.pages(run_id=run_id)
-    return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
+    decided = run.status == RunStatus.WAITING_APPROVAL and not approvals
+    calls = await rt.call_trail(run_id)
+    return replies.run_status(
+        run, approvals, pages, calls=calls, decided=decided, displays=displays(rt)
+    )
 
 
 async def _cancel(rt: Runtime, run: Run, *, user: str, compensate: bool = False) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from runtime.approvals import slo
 from runtime.approvals.policy import Policies, Policy
 from runtime.approvals.routing import policy_of
 from runtime.deliveries import Deliveries
+from runtime.display import Display
 from runtime.queries import NOT_FOUND, Queries
 from runtime.records import Approval, ApprovalState, Delivery, LearnedRule, OutboxItem, Page, Run
 from runtime.tools import Tool
@@ -163,7 +164,8 @@ class SlackDelivery:
             approval = await self.queries.approval(item.subject_id)
             await self.update_card(approval)
             if topic == "approval_decided":
-                await self._thread_note(approval, cards.decision_note(approval), item, "decided")
+                note = cards.decision_note(approval, await self._display(approval))
+                await self._thread_note(approval, note, item, "decided")
         elif topic == "approval_reminded":
             await self.remind(await self.queries.approval(item.subject_id), item)
         elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
@@ -193,7 +195,7 @@ class SlackDelivery:
             approval,
             run,
             votes=votes,
-            step=run.step if run else None,
+            step=await self._asked_at(approval, run),
             reversibility=tool.effect.value if tool and tool.effect else None,
             compensator=tool.compensate if tool else None,
             allow_edit=policy.allow_edit,
@@ -201,7 +203,18 @@ class SlackDelivery:
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             similar=self.similar,
             target=_target(approval, policy, self.clock()),
+            display=tool.display if tool else None,
         )
+
+    async def _asked_at(self, approval: Approval, run: Run | None) -> int | None:
+        """The step the call was asked at: a card keeps it after the run moves on."""
+        if run is None or approval.state == ApprovalState.PENDING or approval.call_id is None:
+            return run.step if run else None
+        return cards.asked_at(await self.queries.checkpoints(run.id), approval.call_id) or run.step
+
+    async def _display(self, approval: Approval) -> Display | None:
+        tool = await self.tool_of(approval)
+        return tool.display if tool else None
 
     def _policy(self, approval: Approval) -> Policy:
         """The policy the approval was created under (its rule's), not today's."""
@@ -250,6 +263,7 @@ class SlackDelivery:
             reminders_sent=int(item.detail.get("reminders_sent", approval.reminders_sent)),
             escalated=bool(item.detail.get("escalated")),
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
+            display=await self._display(approval),
         )
         target = _target(approval, policy, self.clock())
         if target:
@@ -289,9 +303,7 @@ class SlackDelivery:
                 f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL, then restart"
             )
         run = await self._run(page.run_id)
-        message = cards.page_message(
-            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
-        )
+        message = await self._page_card(page, run)
         ts = None
         if item.attempts > 1 and self.outcomes.look_first(item.id):
             ts = await self._find(channel, None, "page_id", page.id)
@@ -303,6 +315,16 @@ class SlackDelivery:
             return
         await self.deliveries.set_page_message(
             page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
+        )
+
+    async def _page_card(self, page: Page, run: Run | None) -> dict[str, Any]:
+        about = Approval(id=page.id, tool=page.tool or "", args={}, run_id=page.run_id)
+        return cards.page_message(
+            page,
+            run,
+            args=await self._args_of(page),
+            allow_resolve=self.resolvable_pages,
+            display=await self._display(about) if page.tool else None,
         )
 
     async def remind_page(self, page: Page, item: OutboxItem) -> None:
@@ -323,9 +345,7 @@ class SlackDelivery:
         if not page.message_ts or not page.channel:
             return
         run = await self._run(page.run_id)
-        message = cards.page_message(
-            page, run, args=await self._args_of(page), allow_resolve=self.resolvable_pages
-        )
+        message = await self._page_card(page, run)
         await self.client.chat_update(
             channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
         )

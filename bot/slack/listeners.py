@@ -28,14 +28,17 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
+from bot.slack.people import Names
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Decision, Runtime, errors
+from runtime.display import Display
 from runtime.limits import MAX_DEPTH
 from runtime.records import Approval, ApprovalState, DatabaseError, StoreError
 
@@ -88,6 +91,7 @@ class Listeners:
         self.rt = rt
         self.background = background
         self.resolvers = resolvers
+        self.names = Names()
 
     # buttons
 
@@ -214,7 +218,8 @@ class Listeners:
             await ack()
             self._after(task.result())
         elif field is not None:
-            await ack(response_action="errors", errors={field: _plain(problem)})
+            named = await self.names.plain(_plain(problem), client)
+            await ack(response_action="errors", errors={field: named})
         else:
             await ack()
             self._tell(client, body, problem)
@@ -257,7 +262,7 @@ class Listeners:
         self,
         body: Body,
         client: AsyncWebClient,
-        modal: Callable[[Approval], Body],
+        modal: Callable[[Approval, Display | None], Body],
         decision: Decision,
     ) -> None:
         """Open a modal about the clicked approval if it still waits and the clicker may
@@ -275,7 +280,8 @@ class Listeners:
             await _tell(client, body, COULD_NOT_READ)
             return
         try:
-            await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
+            view = modal(approval, displays(self.rt).get(approval.tool))
+            await client.views_open(trigger_id=body["trigger_id"], view=view)
         except SlackApiError as exc:
             if slack_error(exc) != "expired_trigger_id":
                 raise

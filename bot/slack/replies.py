@@ -4,16 +4,21 @@ Each reply keeps itself inside Block Kit's limits whatever the runs hold."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from bot import reading, words
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from runtime.approvals.binding import CallTrail
+from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
+Displays = Mapping[str, Display]
+"""How each loaded tool's arguments read, by tool name (`bot.reading.displays`)."""
+NO_DISPLAYS: Displays = {}
 MAX_ROWS = 40
 MAX_PENDING = 8
 """Approvals with buttons in one reply: each costs a section and an actions block."""
@@ -33,9 +38,9 @@ DECLINE_REASON = 1000
 # modals
 
 
-def decline_modal(approval: Approval) -> dict[str, Any]:
+def decline_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """Asks the decliner why; the reason is required and goes to the agent."""
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     reason = kit.text_input(
         "reason",
@@ -54,10 +59,10 @@ def decline_modal(approval: Approval) -> dict[str, Any]:
     )
 
 
-def edit_modal(approval: Approval) -> dict[str, Any]:
+def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """The arguments as pretty JSON to edit; too long to fit, the modal only says so."""
     initial = escape.json_text(approval.shown_args, limit=kit.INPUT_VALUE)
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
     if initial is None:
         return kit.modal(
             Modal.EDIT_ARGS,
@@ -117,10 +122,17 @@ def run_status(
     pages: Sequence[Page],
     *,
     calls: Sequence[CallTrail] = (),
+    decided: bool = False,
+    displays: Displays = NO_DISPLAYS,
 ) -> dict[str, Any]:
     """Status, step, usage against the budget, stop reason, decided calls (proposed ->
-    approved -> executed), pending approvals, open pages."""
-    blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run))]
+    approved -> executed), pending approvals, open pages. `decided`: the run is parked with
+    every approval decided (ready to resume), which the reply says, with how."""
+    blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run, decided))]
+    if decided:
+        how = escape.mrkdwn(words.how_to_resume(run.id), limit=LINE_TEXT * 2)
+        ready = texts.ready_to_resume(escape.code(run.id, limit=ID_TEXT), how)
+        blocks.append(kit.context(ready))
     if calls:
         lines = [escape.mrkdwn(escape.flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
         blocks.append(kit.section("\n".join(lines[:MAX_STATUS_APPROVALS])))
@@ -128,16 +140,21 @@ def run_status(
     if pending:
         blocks.append(kit.section(texts.waiting_title(len(pending))))
         for approval in pending[:MAX_STATUS_APPROVALS]:
-            blocks += [kit.section(_detail(approval)), cards.decision_actions(approval)]
+            display = displays.get(approval.tool)
+            blocks += [
+                kit.section(_detail(approval, display)),
+                cards.decision_actions(approval, display=display),
+            ]
         blocks += _more(len(pending) - MAX_STATUS_APPROVALS)
     blocks += _open_pages(pages, MAX_STATUS_PAGES)
-    status = texts.status_text(run.status.value, run.stop_reason)
+    status = texts.status_text(run.status.value, run.stop_reason, decided=decided)
     fallback = texts.run_now(escape.code(run.id, limit=ID_TEXT), escape.mrkdwn(status), run.step)
     return kit.ephemeral(fallback, blocks)
 
 
-def _overview(run: Run) -> str:
-    status = escape.mrkdwn(texts.status_text(run.status.value, run.stop_reason), limit=NAME_TEXT)
+def _overview(run: Run, decided: bool = False) -> str:
+    status = texts.status_text(run.status.value, run.stop_reason, decided=decided)
+    status = escape.mrkdwn(status, limit=NAME_TEXT)
     lines = [
         texts.run_summary(escape.mrkdwn(run.agent, limit=NAME_TEXT), status, run.step),
         texts.task(escape.mrkdwn(escape.flat(run.task), limit=TASK_TEXT)),
@@ -163,19 +180,20 @@ def _limit(value: int | None) -> str | None:
     return f"{value:,}" if value is not None else None
 
 
-def _detail(approval: Approval) -> str:
-    lines = [_pending_line(approval)]
+def _detail(approval: Approval, display: Display | None = None) -> str:
+    lines = [_pending_line(approval, display)]
     items = list(approval.shown_args.items())
-    for name, value in items[:MAX_STATUS_ARGS]:
-        shown = escape.mrkdwn(escape.flat(cards.show(value)), limit=VALUE_TEXT)
+    for name, _ in items[:MAX_STATUS_ARGS]:
+        read = reading.value(display, name, approval.shown_args)
+        shown = escape.mrkdwn(escape.flat(read), limit=VALUE_TEXT)
         lines.append(f"{escape.code(name, limit=NAME_TEXT)} {shown}")
     if len(items) > MAX_STATUS_ARGS:
         lines.append(texts.and_more(len(items) - MAX_STATUS_ARGS))
     return "\n".join(lines)
 
 
-def _pending_line(approval: Approval) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
+def _pending_line(approval: Approval, display: Display | None = None) -> str:
+    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     deadline = kit.date(approval.deadline) if approval.deadline else None
     return texts.pending_line(action, run, kit.mention(approval.requested_by), deadline)
@@ -200,42 +218,55 @@ def _more(hidden: int) -> list[Block]:
     return [kit.context(texts.and_more(hidden))] if hidden > 0 else []
 
 
-def run_list(runs: Sequence[Run], *, status: str | None, more: int) -> dict[str, Any]:
-    """One line per run, newest as given; past MAX_ROWS the rest is counted in "…and N more"."""
+def run_list(
+    runs: Sequence[Run], *, status: str | None, more: int, decided: Collection[str] = ()
+) -> dict[str, Any]:
+    """One line per run, newest as given; past MAX_ROWS the rest is counted in "…and N more".
+    `decided`: the parked runs whose approvals are all decided (ready to resume)."""
     which = escape.mrkdwn(escape.flat(status), limit=NAME_TEXT) if status else None
     if not runs:
         line = texts.no_runs(which)
         return kit.ephemeral(line, [kit.section(line)])
     shown = runs[:MAX_ROWS]
     title = texts.runs_title(which, len(shown))
-    blocks = [kit.section(title), *kit.sections(_run_line(r) for r in shown)]
+    blocks = [kit.section(title), *kit.sections(_run_line(r, r.id in decided) for r in shown)]
+    if any(r.id in decided for r in shown):
+        blocks.append(kit.context(escape.mrkdwn(texts.RESUME_HOW)))
     blocks += _more(more + len(runs) - len(shown))
     return kit.ephemeral(title, blocks)
 
 
-def _run_line(run: Run) -> str:
+def _run_line(run: Run, decided: bool = False) -> str:
+    status = texts.status_text(run.status.value, run.stop_reason, decided=decided)
     return texts.run_line(
         escape.code(run.id, limit=ID_TEXT),
-        escape.mrkdwn(texts.status_text(run.status.value, run.stop_reason), limit=NAME_TEXT),
+        escape.mrkdwn(status, limit=NAME_TEXT),
         run.step,
         escape.mrkdwn(escape.flat(run.agent), limit=NAME_TEXT),
         escape.mrkdwn(escape.flat(run.task), limit=VALUE_TEXT // 2),
     )
 
 
-def pending_list(approvals: Sequence[Approval], *, more: int) -> dict[str, Any]:
+def pending_list(
+    approvals: Sequence[Approval], *, more: int, displays: Displays = NO_DISPLAYS
+) -> dict[str, Any]:
     """What waits for the caller, each with a one-line summary and the card's buttons."""
     if not approvals:
         return kit.ephemeral(texts.NOTHING_PENDING, [kit.section(texts.NOTHING_PENDING)])
-    blocks = [kit.section(texts.PENDING_TITLE), *_decidable(approvals[:MAX_PENDING])]
+    shown = _decidable(approvals[:MAX_PENDING], displays)
+    blocks = [kit.section(texts.PENDING_TITLE), *shown]
     blocks += _more(more + len(approvals) - min(len(approvals), MAX_PENDING))
     return kit.ephemeral(texts.PENDING_TITLE, blocks)
 
 
-def _decidable(approvals: Sequence[Approval]) -> list[Block]:
+def _decidable(approvals: Sequence[Approval], displays: Displays = NO_DISPLAYS) -> list[Block]:
     out: list[Block] = []
     for approval in approvals:
-        out += [kit.section(_pending_line(approval)), cards.decision_actions(approval)]
+        display = displays.get(approval.tool)
+        out += [
+            kit.section(_pending_line(approval, display)),
+            cards.decision_actions(approval, display=display),
+        ]
     return out
 
 

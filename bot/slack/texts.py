@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from bot import words
+
 # buttons, dialogs and modals (plain text)
 
 APPROVE = "Approve"
@@ -30,7 +32,7 @@ EDIT_HINT = "Change values, then submit to approve the call with them."
 EDIT_TOO_LONG = (
     "These arguments are too long to edit in Slack. Approve or decline them as they are."
 )
-UNKNOWN_PERSON = "someone unknown"
+UNKNOWN_PERSON = words.UNKNOWN_PERSON
 
 
 def more_characters(count: int) -> str:
@@ -60,7 +62,7 @@ def about(task: str | None, asker: str, run: str | None, step: int | None) -> st
     if run:
         where.append(f"run {run}")
     if step is not None:
-        where.append(f"step {step}")
+        where.append(words.step(step))
     lines = [f"*Task:* {task}"] if task else []
     return "\n".join([*lines, " · ".join(where)])
 
@@ -156,22 +158,22 @@ def escalated_to(targets: str) -> str:
 
 
 def approved(by: str, at: str | None) -> str:
-    return f"✅ Approved by {by}" + (f" at {at}" if at else "")
+    return f":white_check_mark: Approved by {by}" + (f" at {at}" if at else "")
 
 
 def declined(by: str, reason: str | None) -> str:
-    return f"❌ Declined by {by}" + (f": {reason}" if reason else "")
+    return f":x: Declined by {by}" + (f": {reason}" if reason else "")
 
 
 def expired(at: str | None) -> str:
-    return "⌛ Expired (declined)" + (f" at {at}" if at else "")
+    return ":hourglass: Expired (declined)" + (f" at {at}" if at else "")
 
 
-STILL_PENDING = "⏳ Waiting for a decision"
+STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 
 
 def withdrawn(reason: str) -> str:
-    return f"↩️ Withdrawn: {reason}"
+    return f":leftwards_arrow_with_hook: Withdrawn: {reason}"
 
 
 def confirm_title(action: str) -> str:
@@ -223,12 +225,12 @@ def verdict_withdrawn(reason: str) -> str:
 
 def reminder(count: int, action: str, deadline: str | None) -> str:
     until = f" It expires {deadline}." if deadline else ""
-    return f"⏰ Reminder {count}: {action} still waits for a decision.{until}"
+    return f":alarm_clock: Reminder {count}: {action} still waits for a decision.{until}"
 
 
 def escalation(targets: str, action: str, since: str, deadline: str | None) -> str:
     until = f" It expires {deadline}." if deadline else ""
-    return f"📣 {targets}: {action} has waited for a decision since {since}.{until}"
+    return f":mega: {targets}: {action} has waited for a decision since {since}.{until}"
 
 
 def reminder_context(count: int, policy_name: str) -> str:
@@ -236,19 +238,19 @@ def reminder_context(count: int, policy_name: str) -> str:
 
 
 def run_finished(run: str, step: int) -> str:
-    return f"✅ Run {run} finished at step {step}."
+    return f":white_check_mark: Run {run} finished at step {step}."
 
 
 def run_failed(run: str, step: int, why: str | None) -> str:
-    return f"❌ Run {run} failed at step {step}" + (f": {why}" if why else ".")
+    return f":x: Run {run} failed at step {step}" + (f": {why}" if why else ".")
 
 
 def run_cancelled(run: str, step: int) -> str:
-    return f"🛑 Run {run} was cancelled at step {step}."
+    return f":octagonal_sign: Run {run} was cancelled at step {step}."
 
 
 def run_rolled_back(run: str, step: int) -> str:
-    return f"↩️ Run {run} was rolled back to step {step}."
+    return f":leftwards_arrow_with_hook: Run {run} was rolled back to step {step}."
 
 
 def run_now(run: str, status: str, step: int) -> str:
@@ -270,7 +272,7 @@ AN_EFFECT = "an effect"
 
 def page_header(tool: str, run: str | None) -> str:
     """Plain text."""
-    return f"🚨 Needs a human: {tool}" + (f" in run {run}" if run else "")
+    return f"Needs a human: {tool}" + (f" in run {run}" if run else "")
 
 
 def page_body(tool: str, why: str, detail: str, task: str | None) -> str:
@@ -289,11 +291,11 @@ def page_context(reason: str, call: str | None) -> str:
 
 
 def acknowledged(by: str, at: str | None) -> str:
-    return f"👀 Acknowledged by {by}" + (f" at {at}" if at else "")
+    return f":eyes: Acknowledged by {by}" + (f" at {at}" if at else "")
 
 
 def page_reminder(tool: str, since: str) -> str:
-    return f"🔁 Still needs a human: {tool}, open since {since}. Acknowledge it once handled."
+    return f":repeat: Still needs a human: {tool}, open since {since}. Acknowledge it once handled."
 
 
 def page_fallback(tool: str, run: str | None, reason: str) -> str:
@@ -340,8 +342,18 @@ def run_summary(agent: str, status: str, step: int) -> str:
     return f"*Status:* {status} · *step* {step} · *agent* {agent}"
 
 
-def status_text(status: str, stop_reason: str | None) -> str:
-    return f"{status} ({stop_reason})" if stop_reason and stop_reason != status else status
+def status_text(status: str, stop_reason: str | None, *, decided: bool = False) -> str:
+    """Plain text: the vocabulary's word for a run's state (`bot.words`)."""
+    return words.run_state(status, stop_reason, decided=decided)
+
+
+RESUME_HOW = f"{words.READY_TO_RESUME}: every approval is decided; {words.how_to_resume()}."
+
+
+def ready_to_resume(run: str, how: str) -> str:
+    """A parked run whose approvals are all decided, and how it goes on (`how`: the
+    vocabulary's `how_to_resume`, escaped)."""
+    return f"Every approval of run {run} is decided: {words.READY_TO_RESUME}; {how}."
 
 
 def task(text: str) -> str:
@@ -382,7 +394,7 @@ def pending_line(action: str, where: str | None, asker: str, deadline: str | Non
 
 
 def page_line(tool: str, reason: str, detail: str) -> str:
-    return f"🚨 {tool} · {reason} · {detail}"
+    return f":rotating_light: {tool} · {reason} · {detail}"
 
 
 def runs_title(status: str | None, count: int) -> str:

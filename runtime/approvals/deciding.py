@@ -54,11 +54,15 @@ async def check_decider(
     escalated = approval.escalated or due
     if not await may_decide(policy, by, directory, escalated=escalated):
         raise errors.NotAnApprover(
-            f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
+            f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}",
+            approval=approval,
+            by=by,
         )
     if decision == "approved" and by == approval.requested_by and not policy.allow_self_approval:
         raise errors.SelfApproval(
-            f"{by} requested this action and policy {approval.policy!r} forbids self-approval"
+            f"{by} requested this action and policy {approval.policy!r} forbids self-approval",
+            approval=approval,
+            by=by,
         )
 
 
@@ -174,7 +178,7 @@ async def cast(
     except store_errors.AlreadyVoted as exc:
         waits = approval.required_approvals - int(exc.details.get("votes", 0))
         raise errors.AlreadyVoted(
-            f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+            f"{by} already approved {approval.id}; it waits for {waits} more approver(s)", by=by
         ) from None
     _log(voted, by)
     return voted

@@ -187,7 +187,9 @@ class ApprovalDesk:
         try:
             return await self.store.get_approval(approval_id)
         except store_errors.NotFound:
-            raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
+            raise errors.ApprovalNotFound(
+                f"no approval {approval_id!r}", ident=approval_id
+            ) from None
 
     async def record_decision(
         self,

@@ -53,7 +53,7 @@ async def acknowledge(deps: Deps, page_id: str, *, by: str) -> Page:
     try:
         acknowledged = await deps.store.acknowledge_page(page_id, by=by, at=now)
     except store_errors.NotFound:
-        raise errors.PageNotFound(f"no page {page_id!r}") from None
+        raise errors.PageNotFound(f"no page {page_id!r}", ident=page_id) from None
     except store_errors.Conflict as exc:
         current = await deps.store.get_page(page_id)
         raise errors.AlreadyAcknowledged(str(exc), page=current) from None

@@ -72,7 +72,9 @@ def test_an_edit_shows_what_runs_with_what_was_asked_everywhere_on_the_card() ->
     fields = [f["text"] for f in message["blocks"][2]["fields"]]
     assert "*amount\u2060_\u2060cents*\n2000 (asked 2500)" in fields
     outcome = message["blocks"][-1]["elements"][0]["text"]
-    assert outcome.startswith(f"✅ Approved by <@U0BOB> at <!date^{int(AT.timestamp())}")
+    assert outcome.startswith(
+        f":white_check_mark: Approved by <@U0BOB> at <!date^{int(AT.timestamp())}"
+    )
     assert outcome.endswith("· edited by <@U0BOB>: amount\u2060_\u2060cents 2000 (asked 2500)")
     assert cards.decision_note(edited) == (
         "<@U0ASKER> your request `issue_refund 2500 cents on 4471` was approved by <@U0BOB>, "

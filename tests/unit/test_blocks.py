@@ -320,15 +320,15 @@ def test_card_without_a_run() -> None:
 @pytest.mark.parametrize(
     ("approval", "line"),
     [
-        (decided(ApprovalState.APPROVED), f"✅ Approved by <@U0BOB> at {AT_SLACK}"),
+        (decided(ApprovalState.APPROVED), f":white_check_mark: Approved by <@U0BOB> at {AT_SLACK}"),
         (
             decided(ApprovalState.DECLINED, reason="customer not eligible"),
-            "❌ Declined by <@U0BOB>: customer not eligible",
+            ":x: Declined by <@U0BOB>: customer not eligible",
         ),
-        (decided(ApprovalState.DECLINED), "❌ Declined by <@U0BOB>"),
+        (decided(ApprovalState.DECLINED), ":x: Declined by <@U0BOB>"),
         (
             decided(ApprovalState.DECLINED, decided_by="signoff", reason="expired"),
-            f"⌛ Expired (declined) at {AT_SLACK}",
+            f":hourglass: Expired (declined) at {AT_SLACK}",
         ),
         (
             decided(
@@ -336,7 +336,7 @@ def test_card_without_a_run() -> None:
                 decided_by="signoff",
                 reason="withdrawn: run rolled back by U0OPS",
             ),
-            "↩️ Withdrawn: run rolled back by <@U0OPS>",
+            ":leftwards_arrow_with_hook: Withdrawn: run rolled back by <@U0OPS>",
         ),
         (
             decided(
@@ -344,7 +344,7 @@ def test_card_without_a_run() -> None:
                 decided_by="signoff",
                 reason="withdrawn: run cancelled (<!here>) by cli",
             ),
-            "↩️ Withdrawn: run cancelled (&lt;!here&gt;) by cli",
+            ":leftwards_arrow_with_hook: Withdrawn: run cancelled (&lt;!here&gt;) by cli",
         ),
     ],
 )
@@ -363,7 +363,7 @@ def test_quorum_approval_names_every_approver() -> None:
     approval = decided(ApprovalState.APPROVED, required_approvals=2)
     message = card(approval, votes=["U0ANN", "U0BOB"])
     assert message["blocks"][-1]["elements"][0]["text"].startswith(
-        "✅ Approved by <@U0ANN>, <@U0BOB> at"
+        ":white_check_mark: Approved by <@U0ANN>, <@U0BOB> at"
     )
 
 
@@ -453,14 +453,14 @@ def test_reminder_and_escalation() -> None:
         make_approval(), reminders_sent=2, escalated=False, escalate_to=["S0OPS"]
     )
     assert reminder["text"] == (
-        f"⏰ Reminder 2: `issue_refund 2500 cents on 4471` still waits for a decision. "
+        f":alarm_clock: Reminder 2: `issue_refund 2500 cents on 4471` still waits for a decision. "
         f"It expires {AT_SLACK}."
     )
     assert_message(reminder)
     escalation = cards.reminder_message(
         make_approval(), reminders_sent=3, escalated=True, escalate_to=["S0OPS", "U0BOSS", "x"]
     )
-    assert escalation["text"].startswith("📣 <!subteam^S0OPS> <@U0BOSS> x: ")
+    assert escalation["text"].startswith(":mega: <!subteam^S0OPS> <@U0BOSS> x: ")
     huge = cards.reminder_message(
         make_approval(args=huge_args()),
         reminders_sent=1,
@@ -474,15 +474,18 @@ def test_reminder_and_escalation() -> None:
 @pytest.mark.parametrize(
     ("changes", "note"),
     [
-        ({"status": RunStatus.DONE, "stop_reason": "answered"}, "✅ Run `r1` finished at step 3."),
+        (
+            {"status": RunStatus.DONE, "stop_reason": "answered"},
+            ":white_check_mark: Run `r1` finished at step 3.",
+        ),
         (
             {"status": RunStatus.FAILED, "stop_reason": "error", "error": "boom <!here>"},
-            "❌ Run `r1` failed at step 3: boom &lt;!here&gt;",
+            ":x: Run `r1` failed at step 3: boom &lt;!here&gt;",
         ),
-        ({"status": RunStatus.CANCELLED}, "🛑 Run `r1` was cancelled at step 3."),
+        ({"status": RunStatus.CANCELLED}, ":octagonal_sign: Run `r1` was cancelled at step 3."),
         (
             {"status": RunStatus.FAILED, "stop_reason": "rolled_back"},
-            "↩️ Run `r1` was rolled back to step 3.",
+            ":leftwards_arrow_with_hook: Run `r1` was rolled back to step 3.",
         ),
     ],
 )
@@ -496,7 +499,7 @@ def test_run_notes(changes: dict[str, Any], note: str) -> None:
 def test_in_doubt_page_says_how_to_settle_it() -> None:
     message = cards.page_message(make_page(), make_run(), args={"to": "customer@example.com"})
     header, body, fields, settle, context, actions = message["blocks"]
-    assert header["text"]["text"] == "🚨 Needs a human: send_email in run order-4471"
+    assert header["text"]["text"] == "Needs a human: send_email in run order-4471"
     assert body["text"]["text"].startswith("*`send_email` may or may not have happened.*")
     assert fields["fields"][0]["text"] == "*to*\ncustomer@example.com"
     assert settle["text"]["text"] == (
@@ -535,7 +538,7 @@ def test_acknowledged_page_has_no_button() -> None:
     message = cards.page_message(page, make_run())
     assert all(b["type"] != "actions" for b in message["blocks"])
     assert message["blocks"][-1]["elements"][0]["text"] == (
-        f"👀 Acknowledged by <@U0BOB> at {AT_SLACK}"
+        f":eyes: Acknowledged by <@U0BOB> at {AT_SLACK}"
     )
 
 
@@ -763,7 +766,8 @@ def test_home_view() -> None:
         "page:pg_order-4471_call_2_in_doubt",
     ]
     assert any(
-        t.startswith("✅ Approved by <@U0BOB>") for t in mrkdwn_texts({"blocks": view["blocks"]})
+        t.startswith(":white_check_mark: Approved by <@U0BOB>")
+        for t in mrkdwn_texts({"blocks": view["blocks"]})
     )
 
 

@@ -140,6 +140,12 @@ def test_the_timeline_has_a_row_per_step_with_effects_approvals_pages_and_undone
     assert rows[1]["restored"] is True
     assert rows[1]["stop_reason"] == "rolled_back"
     assert rows[2]["replies"] == ["Refunded."]
+    # each step says what it came to, in the vocabulary's words: never "running" once done
+    assert rows[0]["label"] == "started"
+    assert rows[1]["label"] == "issue_refund: declined, compensated"
+    assert call["effect"]["label"] == "compensated"
+    assert call["approvals"][0]["label"] == "declined"
+    assert rows[2]["label"] == "done"
 
 
 def test_the_budget_view_says_used_against_each_limit() -> None:
@@ -191,7 +197,7 @@ def test_the_step_log_says_one_line_per_step() -> None:
     assert lines[0].startswith("run r step 1: calls lookup_order({}); lookup_order returned x")
     assert len(lines[0]) < 200
     assert lines[1] == (
-        "run r step 2: calls issue_refund({}); -> waiting_approval (waiting_approval)"
+        "run r step 2: calls issue_refund({}); -> waiting_approval"
     )
 
 

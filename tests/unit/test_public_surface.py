@@ -24,6 +24,7 @@ def test_runtime_exports_exactly_its_public_names() -> None:
         "Directory",
         "Effect",
         "EffectStatus",
+        "Display",
         "FactStore",
         "FanOut",
         "Message",

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: "", selected: null, busy: false, shown: "" };
+const state = { token: "", selected: null, busy: false, shown: "", names: {} };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -33,9 +33,21 @@ function age(seconds) {
   return Math.round(seconds / 86400) + "d";
 }
 
-// As the CLI says it: a run restored by a rollback reads "rolled back", not "failed".
+// The server's words for a state (the same as Slack's and the CLI's): a run restored by a
+// rollback reads "rolled back", a parked run with every approval decided "ready to resume".
 function statusLabel(run) {
-  return run.stop_reason === "rolled_back" ? "rolled back" : run.status;
+  return run.label || run.status;
+}
+
+// People by name, as Slack shows them; an id the server could not name stays an id.
+function person(id) {
+  if (!id) return "nobody";
+  return state.names[id] ? "@" + state.names[id] : id;
+}
+
+// Server text that names people by id (the call's proposed -> approved -> executed line).
+function withNames(text) {
+  return text.replace(/\b[UW][A-Z0-9]{2,}\b/g, (id) => (state.names[id] ? "@" + state.names[id] : id));
 }
 
 function money(cost) { return "$" + Number(cost || 0).toFixed(4); }
@@ -76,7 +88,7 @@ async function loadRuns() {
     first.appendChild(el("div", null, run.task));
     row.appendChild(first);
     row.appendChild(el("td")).appendChild(el("span", "status " + run.status, statusLabel(run)));
-    row.appendChild(el("td", null, run.stop_reason || ""));
+    row.appendChild(el("td", null, run.stop_words || ""));
     row.appendChild(el("td", null, money(run.cost)));
     row.appendChild(el("td", null, age(run.age_seconds)));
     row.addEventListener("click", () => select(run.id));
@@ -99,6 +111,7 @@ async function loadRun() {
   const shown = JSON.stringify({ ...data, run: { ...data.run, age_seconds: 0 } });
   if (shown === state.shown) return;
   state.shown = shown;
+  state.names = data.names || {};
   const box = $("run");
   box.hidden = false;
   box.dataset.runId = data.run.id;
@@ -107,7 +120,7 @@ async function loadRun() {
   head.appendChild(el("span", "id", data.run.id + " "));
   head.appendChild(el("span", "status " + data.run.status, statusLabel(data.run)));
   box.appendChild(head);
-  box.appendChild(el("div", null, data.run.task + " (agent " + data.run.agent + ", asked by " + (data.run.requested_by || "nobody") + ")"));
+  box.appendChild(el("div", null, data.run.task + " (agent " + data.run.agent + ", asked by " + person(data.run.requested_by) + ")"));
   box.appendChild(links(data));
   box.appendChild(budget(data.budget));
   box.appendChild(runButtons(data.run));
@@ -117,7 +130,7 @@ async function loadRun() {
   const events = el("div", "events");
   events.appendChild(el("strong", null, "Audit"));
   for (const event of data.events) {
-    const line = el("div", "event", event.at.slice(0, 19).replace("T", " ") + "  " + event.action + " by " + event.actor);
+    const line = el("div", "event", event.at.slice(0, 19).replace("T", " ") + "  " + event.action.replace(/_/g, " ") + " by " + person(event.actor));
     line.dataset.action = event.action;
     events.appendChild(line);
   }
@@ -184,7 +197,8 @@ function stepRow(row, run) {
   box.dataset.step = row.step;
   const head = el("div", "step-head");
   head.appendChild(el("span", null, "step " + row.step + (row.rolled_back ? " (undone by a rollback)" : "") + (row.restored ? " (restored)" : "")));
-  head.appendChild(el("span", "status " + row.status, row.status + (row.stop_reason ? ": " + row.stop_reason : "")));
+  // Each step says what it came to (a finished step is not "running").
+  head.appendChild(el("span", "status " + (row.status === "running" ? "finished" : row.status), row.label || row.status));
   head.appendChild(el("span", "grow"));
   if (!row.rolled_back) {
     const fork = el("button", "fork", "Fork from here");
@@ -208,14 +222,16 @@ function callView(call) {
   const name = el("div", "call-name", call.tool + "(" + JSON.stringify(call.args) + ")");
   if (call.effect) {
     name.appendChild(el("span", "badge " + call.effect.classification, call.effect.classification));
-    const effectState = el("span", "badge effect-state " + call.effect.state, call.effect.state);
+    const effectState = el("span", "badge effect-state " + call.effect.state, call.effect.label || call.effect.state);
     name.appendChild(effectState);
     if (call.effect.compensated_by) name.appendChild(el("span", "badge", "undone by " + call.effect.compensated_by));
   }
   box.appendChild(name);
+  if (call.reads) box.appendChild(el("div", "reads", call.reads));
   for (const approval of call.approvals) {
-    let text = "approval " + approval.state;
-    if (approval.decided_by) text += " by " + approval.decided_by + " at " + (approval.decided_at || "").slice(0, 19).replace("T", " ");
+    const label = approval.label || approval.state;
+    let text = label.charAt(0).toUpperCase() + label.slice(1);
+    if (approval.decided_by) text += " by " + person(approval.decided_by) + " at " + (approval.decided_at || "").slice(0, 19).replace("T", " ");
     if (approval.reason) text += ": " + approval.reason;
     if (approval.edits) text += " (edited: " + approval.edits + ")";
     if (approval.separate) text += " as a separate effect (conflicted with run " + approval.conflict_run + ")";
@@ -223,10 +239,10 @@ function callView(call) {
     line.dataset.state = approval.state;
     box.appendChild(line);
   }
-  if (call.binding) box.appendChild(el("div", "binding", call.binding));
+  if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
   if (call.result) box.appendChild(el("div", "result", "-> " + call.result));
   for (const page of call.pages) {
-    const line = el("div", "page", "PAGE (" + page.reason + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + page.acknowledged_by : ""));
+    const line = el("div", "page", "Page (" + page.reason + ", " + (page.label || "open") + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + person(page.acknowledged_by) : ""));
     box.appendChild(line);
   }
   return box;

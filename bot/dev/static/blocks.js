@@ -7,13 +7,27 @@
 const SignoffBlocks = (() => {
   const ENTITIES = { "&amp;": "&", "&lt;": "<", "&gt;": ">", "&quot;": '"', "&#39;": "'" };
 
-  // The emoji shortcodes Slack would draw; others stay as written.
-  const EMOJI = { ":warning:": "\u26a0\ufe0f", ":white_check_mark:": "\u2705", ":x:": "\u274c" };
+  // The emoji shortcodes Slack would draw, drawn here with CSS (workspace.css), so no
+  // glyph depends on the fonts of the machine showing the page; others stay as written.
+  const EMOJI = {
+    white_check_mark: "check", x: "cross", warning: "warn", rotating_light: "warn",
+    hourglass: "dot grey", hourglass_flowing_sand: "dot amber", leftwards_arrow_with_hook: "dot grey",
+    alarm_clock: "dot amber", mega: "dot amber", octagonal_sign: "dot red", eyes: "dot blue",
+    repeat: "dot amber",
+  };
 
   function decode(text) {
-    return text
-      .replace(/&(amp|lt|gt|quot|#39);/g, (m) => ENTITIES[m])
-      .replace(/:[a-z_]+:/g, (m) => EMOJI[m] || m);
+    return text.replace(/&(amp|lt|gt|quot|#39);/g, (m) => ENTITIES[m]);
+  }
+
+  function emoji(m) {
+    const kind = EMOJI[m[1]];
+    if (!kind) return document.createTextNode(m[0]);
+    const node = el("span", "emoji " + kind);
+    node.title = m[0];
+    node.setAttribute("aria-label", m[1].replace(/_/g, " "));
+    node.dataset.emoji = m[1];
+    return node;
   }
 
   function el(tag, cls, text) {
@@ -52,6 +66,7 @@ const SignoffBlocks = (() => {
     { re: /^_([^_\n]+)_/, make: (m, names) => wrap("i", m[1], names) },
     { re: /^~([^~\n]+)~/, make: (m, names) => wrap("s", m[1], names) },
     { re: /^<([^<>\n]+)>/, make: (m, names) => special(m[1], names) },
+    { re: /^:([a-z_]+):/, make: (m) => emoji(m) },
   ];
 
   function wrap(tag, inner, names) {
@@ -73,7 +88,7 @@ const SignoffBlocks = (() => {
       const rest = text.slice(i);
       const boundary = i === 0 || /[\s(\[>]/.test(text[i - 1]) || rest[0] === "<" || rest[0] === "`";
       let matched = null;
-      if (boundary && "`*_~<".includes(rest[0])) {
+      if (boundary && "`*_~<:".includes(rest[0])) {
         for (const style of STYLES) {
           const m = style.re.exec(rest);
           if (m) { matched = { node: style.make(m, names), length: m[0].length }; break; }

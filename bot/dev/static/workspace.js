@@ -146,11 +146,15 @@ async function openModal(view) {
     });
     const reply = answer.answer;
     if (reply && reply.response_action === "errors") {
+      // Each error once: under its field, or below the form when no field has its name.
+      const placed = new Set();
       for (const field of body.querySelectorAll(".input-field")) {
         const message = reply.errors[field.dataset.blockId] || "";
         field.parentElement.querySelector(".input-error").textContent = message;
+        if (message) placed.add(field.dataset.blockId);
       }
-      $("dialog-error").textContent = Object.values(reply.errors).join(" ");
+      const rest = Object.entries(reply.errors).filter(([blockId]) => !placed.has(blockId));
+      $("dialog-error").textContent = rest.map(([, message]) => message).join(" ");
       return;
     }
     $("overlay").hidden = true;

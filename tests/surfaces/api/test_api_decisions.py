@@ -155,7 +155,7 @@ async def test_deciding_again_gets_409_saying_who_decided_and_when(api: Api) -> 
     for again in ("approved", "declined"):
         status, answer = await decide(api, approval_id, decision=again, by="U0OTHER")
         assert status == 409
-        assert "already approved by U0BOSS at " in answer["error"]
+        assert "Already approved by U0BOSS at " in answer["error"]
         assert answer["approval"]["decided_by"] == "U0BOSS"
         assert answer["approval"]["decided_at"] is not None
     await eventually(lambda: done(api))

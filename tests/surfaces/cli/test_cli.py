@@ -416,7 +416,7 @@ def test_refusals_give_one_line_and_change_nothing(
 def test_deciding_twice_is_refused_with_who_decided(cli: Cli, approval_ids: dict[str, str]) -> None:
     before = cli.fingerprint()
     again = cli("approvals", "decide", approval_ids["r-done"], "decline", "--by", "U0OTHER")
-    assert "already approved by U0BOSS" in again.refused()
+    assert "Already approved by U0BOSS" in again.refused()
     assert cli.fingerprint() == before
 
 

@@ -15,6 +15,7 @@ from typing import TypeVar
 import pytest
 from support import SUPPORT
 
+from bot import words
 from examples import world
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
@@ -103,7 +104,7 @@ def test_a_decision_where_the_agent_is_not_loaded_is_recorded_and_the_run_shows_
     assert refunds("7") == []  # nothing ran here
     for command in (("runs", "list"), ("runs", "show", "r1")):
         shown = cli(*command, **ELSEWHERE)
-        assert "waiting_approval (decided: ready to resume)" in shown.out, shown.out
+        assert words.READY_TO_RESUME in shown.out, shown.out
 
     resumed = cli("runs", "resume", "r1", "--json").json()  # where the agent is loaded
 

@@ -35,7 +35,7 @@ def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path
     started = signoff(tmp_path, "runs", "start", "shipper", "Ship p1", "--run-id", "s1", "--json")
     assert json.loads(started.stdout)["stop_reason"] == "in_doubt", started.stderr
     assert started.returncode == 3  # the run failed; the command did its work
-    assert "run s1 failed (in_doubt): " in started.stderr
+    assert "run s1 failed (an effect is in doubt): " in started.stderr
     [page] = json.loads(signoff(tmp_path, "pages", "list", "--json").stdout)
     assert (page["run_id"], page["reason"]) == ("s1", "in_doubt")
     history = signoff(tmp_path, "runs", "history", "s1", "--json").stdout
@@ -74,7 +74,7 @@ def test_start_says_how_to_decide_and_decide_says_what_the_run_did(tmp_path: Pat
     decided = signoff(tmp_path, "approvals", "decide", approval_id, "approve", "--by", "U0BOSS")
 
     assert decided.returncode == 0, decided.stderr
-    assert "is now done (answered)" in decided.stdout
+    assert "is now done at step" in decided.stdout
 
 
 def test_a_page_is_acknowledged_once(tmp_path: Path) -> None:
@@ -86,5 +86,5 @@ def test_a_page_is_acknowledged_once(tmp_path: Path) -> None:
 
     assert first.returncode == 0, first.stderr
     assert second.returncode == 1
-    assert second.stderr.strip().startswith("error: page")
+    assert second.stderr.strip().startswith("error: U0ONCALL already acknowledged this page")
     assert "U0ONCALL" in second.stderr

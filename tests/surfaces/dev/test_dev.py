@@ -215,6 +215,15 @@ def test_edit_approves_edited_arguments_and_runs_answers_in_the_box(tmp_path: Pa
         assert answer["status"] == 200, answer
         dev.wait_until(lambda: _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "done")
         assert _refunds(tmp_path) == [("4471", 1200)]
+        # the same form sent again: refused in words that name people (a modal shows no
+        # mentions), once; and the console names them too
+        status, late = dev.post("/dev/api/submit", submission | {"values": values})
+        [said] = late["answer"]["errors"].values()
+        assert said.startswith("Already approved by @bob at "), said
+        assert "<@" not in said
+        shown = _console(dev, f"/runs/{run_id}")[1]
+        assert shown["names"][REQUESTER] == "riley"
+        assert shown["names"][APPROVER] == "bob"
 
         status, reply = dev.post("/dev/api/command", {"user": APPROVER, "text": "status " + run_id})
         assert status == 200

@@ -65,7 +65,8 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     first = _run_id_of_notice(wait)
     card = wait.until(lambda d: _card(d, first))
     assert "Refund order 4471 for $25" in card.text
-    assert "2500" in card.text
+    assert "Refund $25.00 on order 4471" in card.text  # as the refund tool declares it reads
+    assert "2500 cents" not in card.text
     shot("1-card")
 
     # bob approves: Slack's confirm dialog first, then the card is edited in place
@@ -87,7 +88,12 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     refunds = run.find_elements(By.CSS_SELECTOR, ".step:not(.undone) [data-tool=issue_refund]")
     assert len(refunds) == 1
     assert "completed" in refunds[0].find_element(By.CSS_SELECTOR, ".effect-state").text
-    assert f"approved by {APPROVER}" in refunds[0].text
+    assert "Approved by @bob" in refunds[0].text  # people by name, as on the card
+    assert "Refund $25.00 on order 4471" in refunds[0].text  # as the tool says it reads
+    assert APPROVER not in refunds[0].text
+    labels = [s.text for s in run.find_elements(By.CSS_SELECTOR, ".step-head .status")]
+    assert "running" not in labels, labels  # each finished step says what it came to
+    assert "asked by @riley" in run.text
     assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
     shot("3-timeline")
     browser.switch_to.default_content()
@@ -135,7 +141,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     paged = wait.until(
         lambda d: d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=send_email] .page")
     )
-    assert "PAGE" in paged.text
+    assert "Page (" in paged.text
     assert _payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
     # the run reads as the CLI says it, in its header and in the list
     wait.until(lambda d: "rolled back" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
@@ -402,3 +408,51 @@ def _reply_button(driver: Any, run_id: str, action_id: str) -> Any:
     )
     found = driver.find_elements(By.XPATH, line)
     return found[0] if found else None
+
+
+def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusal(
+    dev: DevServer, browser: Any
+) -> None:
+    """bob edits a refund into something that is not JSON: the modal says why once, under the
+    field; riley, who asked, clicks Approve and is told the one self-approval sentence."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select
+
+    wait = _wait(browser)
+    browser.get(dev.base + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    who = Select(browser.find_element(By.ID, "who"))
+    who.select_by_value(REQUESTER)
+    browser.find_element(By.ID, "start-refund").click()
+    run_id = _run_id_of_notice(wait)
+    wait.until(lambda d: _card(d, run_id))
+
+    who.select_by_value(APPROVER)
+    _click(wait, lambda d: _button(d, run_id, "edit"))
+    editor = (By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=args]")
+    box = wait.until(ec.visibility_of_element_located(editor))
+    box.clear()
+    box.send_keys("{")
+    browser.find_element(By.ID, "dialog-ok").click()
+    under = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#dialog-body .input-error").text)
+    assert "JSON" in under
+    assert browser.find_element(By.ID, "dialog-error").text == ""  # said once, not twice
+    assert browser.find_element(By.ID, "overlay").text.count(under) == 1
+    browser.find_element(By.ID, "dialog-cancel").click()
+
+    who.select_by_value(REQUESTER)
+    _click(wait, lambda d: _button(d, run_id, "approve"))
+    browser.find_element(By.ID, "dialog-ok").click()
+    told = wait.until(
+        lambda d: next(
+            (
+                e.text
+                for e in d.find_elements(By.CSS_SELECTOR, ".ephemeral")
+                if "asked for this action" in e.text
+            ),
+            None,
+        )
+    )
+    assert "forbids self-approval" in told
+    assert "not an approver" not in told

@@ -106,6 +106,14 @@ def test_decline_asks_for_a_reason_that_reaches_the_model(
     assert run["status"] == "done"
     note = server.wait_until(lambda: fake.replies(APPROVALS, card["ts"]))
     assert any("declined" in m["text"].lower() for m in note)
+    # the decided card keeps the step it was asked at, though the run went on past it
+    asked = card["blocks"][1]["text"]["text"]
+    assert "step 2" in asked
+    [final] = server.wait_until(
+        lambda: (c := fake.cards()) and "Declined by" in str(c[0]["blocks"]) and c
+    )
+    assert final["blocks"][1]["text"]["text"] == asked
+    assert run["step"] > 2
 
 
 def test_edit_approves_the_edited_amount_and_the_tool_runs_with_it(
@@ -146,7 +154,7 @@ def test_refusals_are_ephemeral_and_change_nothing(
     told = server.wait_until(lambda: len(e := fake.ephemerals()) >= 2 and e)
     texts = {e["user"]: e["text"] for e in told}
     assert "not an approver" in texts[EVE]
-    assert "no such approval" in texts[BOB]
+    assert "There is no approval" in texts[BOB]
     assert server.run("order-refused")["status"] == "waiting_approval"
     assert refunds() == []
 

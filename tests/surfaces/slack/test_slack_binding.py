@@ -128,7 +128,8 @@ def test_an_edit_in_slack_runs_the_edited_amount_and_every_surface_says_so(
     final = server.wait_until(
         lambda: "(asked 2500)" in json.dumps(c := card_of(fake, server, "run-e")) and c
     )
-    assert final["blocks"][0]["text"]["text"] == f"issue_refund 2000 cents on {ORDER}"
+    # the header reads as the refund tool declares
+    assert final["blocks"][0]["text"]["text"] == f"Refund $20.00 on order {ORDER}"
     assert f"edited by <@{ANN}>: amount\u2060_\u2060cents 2000 (asked 2500)" in json.dumps(
         final, ensure_ascii=False
     )

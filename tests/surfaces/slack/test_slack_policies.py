@@ -60,7 +60,7 @@ def test_the_requester_cannot_approve_their_own_refund(
     try:
         card = start(server, fake, "self", by=BOB)
         server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
-        assert "does not let you approve it yourself" in told(server, fake, BOB)
+        assert "You asked for this action, and policy" in told(server, fake, BOB)
         assert server.run("self")["status"] == "waiting_approval"
     finally:
         server.kill()

@@ -1,0 +1,124 @@
+"""What people read, not what the code stores: a tool's arguments as its `Display` declares
+them (money with its currency, a link for an id, a short title), the same on every surface.
+
+Everything here returns plain, untrusted text (or a URL built from a developer's template
+with each argument percent-encoded); each surface escapes it its own way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any, Protocol
+from urllib.parse import quote
+
+from runtime.display import Display
+from runtime.records import SENSITIVE_MASK
+
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
+"""Currencies written with a symbol; any other is written after the amount ("25.00 CHF")."""
+NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
+
+
+class HasTools(Protocol):
+    """What `displays` reads: a runtime's agents and their tools."""
+
+    @property
+    def agents(self) -> Mapping[str, Any]: ...
+
+
+def displays(rt: HasTools) -> dict[str, Display]:
+    """Each loaded tool's display, by tool name (the first agent naming a tool wins)."""
+    found: dict[str, Display] = {}
+    for agent in rt.agents.values():
+        for name, tool in agent.tools.items():
+            if tool.display is not None:
+                found.setdefault(name, tool.display)
+    return found
+
+
+def show(value: Any) -> str:
+    """An argument's value as it is: strings bare, anything else as JSON."""
+    if isinstance(value, str) and value:
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def money(display: Display | None, name: str, args: Mapping[str, Any]) -> str | None:
+    """`$25.00` for an amount the display declares as money, else None."""
+    if display is None or name not in display.money:
+        return None
+    amount = args.get(name)
+    if isinstance(amount, bool) or not isinstance(amount, int):
+        return None
+    code = display.money[name]
+    currency = code if code.isupper() and len(code) == 3 else args.get(code)
+    if not isinstance(currency, str) or not currency.isalpha() or len(currency) != 3:
+        return None
+    currency = currency.upper()
+    digits = 0 if currency in NO_MINOR_UNIT else 2
+    major = Decimal(amount).scaleb(-digits)
+    number = f"{abs(major):,.{digits}f}"
+    sign = "-" if amount < 0 else ""
+    if currency in SYMBOLS:
+        return f"{sign}{SYMBOLS[currency]}{number}"
+    return f"{sign}{number} {currency}"
+
+
+def value(display: Display | None, name: str, args: Mapping[str, Any]) -> str:
+    """An argument as a person reads it: money with its currency, else the value."""
+    return money(display, name, args) or show(args.get(name))
+
+
+def link(display: Display | None, name: str, args: Mapping[str, Any]) -> str | None:
+    """The URL the display declares for an argument, its values percent-encoded; None when
+    there is none or an argument it needs is missing or masked."""
+    if display is None or name not in display.links:
+        return None
+    template = display.links[name]
+    if not template.startswith(("https://", "http://")):
+        return None
+    try:
+        url = template.format_map(_Encoded(args))
+    except (KeyError, ValueError):
+        return None
+    return url if "|" not in url and ">" not in url and " " not in url else None
+
+
+def title(display: Display | None, args: Mapping[str, Any]) -> str | None:
+    """The display's title over these arguments, each placeholder as it reads
+    ("Refund $25.00 on order 4471"); None without one or when an argument is missing."""
+    if display is None or not display.title:
+        return None
+    try:
+        return display.title.format_map(_Read(display, args))
+    except (KeyError, ValueError):
+        return None
+
+
+def moneys(display: Display | None) -> frozenset[str]:
+    return frozenset(display.money) if display else frozenset()
+
+
+class _Read(dict[str, str]):
+    def __init__(self, display: Display, args: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.display, self.args = display, args
+
+    def __missing__(self, key: str) -> str:
+        if key not in self.args:
+            raise KeyError(key)
+        return value(self.display, key, self.args)
+
+
+class _Encoded(dict[str, str]):
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.args = args
+
+    def __missing__(self, key: str) -> str:
+        found = self.args.get(key)
+        if found is None or found == SENSITIVE_MASK or isinstance(found, dict | list):
+            raise KeyError(key)
+        return quote(show(found), safe="")

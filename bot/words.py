@@ -1,0 +1,268 @@
+"""Signoff's vocabulary: the one word for each state of a run, an approval, a page and an
+effect, the label of a step, and the one sentence for each refusal, shared by every surface
+(Slack, the CLI, the HTTP API's messages, the `signoff dev` console).
+
+The words are the same everywhere; only how a person, a value or a time is written differs
+by surface (a Slack mention, a name in a modal, an id in a terminal). A surface passes a
+`Voice` that writes those, and these functions say the rest. A state's word is the stored
+name where one exists (what `/runs list STATUS` and the CLI's filters take), except where
+the stored name would say the wrong thing: a run restored by a rollback is "rolled back",
+not "failed"; a parked run whose approvals are all decided is "ready to resume".
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from runtime import errors
+from runtime.records import Approval, ApprovalState, Effect, EffectStatus, Page, Run, RunStatus
+
+# states
+
+RUN_STATES: dict[str, str] = {s.value: s.value for s in RunStatus}
+"""A run's stored status and its word: `running`, `waiting_approval`, `done`, ..."""
+ROLLED_BACK = "rolled back"
+READY_TO_RESUME = "ready to resume"
+DERIVED_RUN_STATES = (ROLLED_BACK, READY_TO_RESUME)
+"""Words for what a stored status alone would misname."""
+
+STOP_REASONS: dict[str, str | None] = {
+    "answered": None,  # a done run answered: nothing more to say
+    "waiting_approval": None,
+    "cancelled": None,
+    "error": None,
+    "rolled_back": None,  # said by ROLLED_BACK itself
+    "step_budget": "out of steps",
+    "token_budget": "out of tokens",
+    "cost_budget": "over its cost limit",
+    "in_doubt": "an effect is in doubt",
+    "conflict": "a call's key was used with other arguments",
+    "args_mismatch": "a call's arguments were not those approved",
+}
+"""Why a run stopped, in words; None: its status says it already."""
+
+APPROVAL_STATES: dict[str, str] = {s.value: s.value for s in ApprovalState}
+EXPIRED = "expired"
+WITHDRAWN = "withdrawn"
+DERIVED_APPROVAL_STATES = (EXPIRED, WITHDRAWN)
+"""A declined approval that no person declined: its deadline passed, or its run moved on."""
+
+PAGE_OPEN = "open"
+PAGE_ACKNOWLEDGED = "acknowledged"
+PAGE_STATES = (PAGE_OPEN, PAGE_ACKNOWLEDGED)
+
+EFFECT_STATES: dict[str, str] = {
+    EffectStatus.STARTED.value: "running",
+    EffectStatus.COMPLETED.value: "completed",
+    EffectStatus.FAILED.value: "failed",
+    EffectStatus.IN_DOUBT.value: "in doubt",
+}
+COMPENSATED = "compensated"
+
+
+def run_state(
+    status: str, stop_reason: str | None = None, *, decided: bool = False, dry_run: bool = False
+) -> str:
+    """A run's state in one word or a few: `done`, `failed (out of steps)`, `rolled back`,
+    `ready to resume` (`decided`: parked, with every approval decided), `dry run: done`."""
+    if stop_reason == "rolled_back":
+        text = ROLLED_BACK
+    elif decided and status == RunStatus.WAITING_APPROVAL:
+        text = READY_TO_RESUME
+    else:
+        why = STOP_REASONS.get(stop_reason or "", stop_reason)
+        text = RUN_STATES.get(status, status) + (f" ({why})" if why and why != status else "")
+    return f"dry run: {text}" if dry_run else text
+
+
+def state_of_run(run: Run, *, decided: bool = False) -> str:
+    return run_state(run.status.value, run.stop_reason, decided=decided, dry_run=run.dry_run)
+
+
+def approval_state(approval: Approval) -> str:
+    """`pending`, `approved`, `declined`, or `expired` / `withdrawn` (declined by no one)."""
+    reason = approval.reason or ""
+    if approval.state == ApprovalState.DECLINED and reason == "expired":
+        return EXPIRED
+    if approval.state == ApprovalState.DECLINED and reason.startswith("withdrawn"):
+        return WITHDRAWN
+    return APPROVAL_STATES[approval.state.value]
+
+
+def page_state(page: Page) -> str:
+    return PAGE_ACKNOWLEDGED if page.acknowledged_by else PAGE_OPEN
+
+
+def effect_state(effect: Effect, *, compensated: bool = False) -> str:
+    if compensated or effect.compensated_by is not None:
+        return COMPENSATED
+    return EFFECT_STATES[effect.status.value]
+
+
+def step(number: int) -> str:
+    """A step's label, the same before and after anything about it is decided."""
+    return f"step {number}"
+
+
+REPLIED = "replied"
+STARTED = "started"
+NOT_RUN = "not run"
+
+
+def call_outcome(tool: str, approval: str | None, effect: str | None) -> str:
+    """A finished step's call: `issue_refund: approved, completed`, `send_email: declined,
+    not run`, `lookup_order: completed`."""
+    parts = [p for p in (approval, effect) if p]
+    if approval in (ApprovalState.DECLINED, EXPIRED, WITHDRAWN) and not effect:
+        parts.append(NOT_RUN)
+    return f"{tool}: {', '.join(parts) or NOT_RUN}"
+
+
+def how_to_resume(run_id: str | None = None, agent: str | None = None) -> str:
+    """Plain text: how a run that is ready to resume goes on (every approval decided, and
+    its agent not loaded where the decision was made)."""
+    where = f"its agent {agent!r}" if agent else "its agent"
+    command = f"signoff runs resume {shlex.quote(run_id) if run_id else '<id>'}"
+    return (
+        f"it resumes where {where} is loaded: `signoff serve` there picks it up, "
+        f"or run `{command}` there"
+    )
+
+
+# how a surface writes people, values and times
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How one surface writes what the words are about. `you`: the reader (the person who
+    clicked or typed), whom the words address as "You"."""
+
+    person: Callable[[str], str] = str
+    text: Callable[[str], str] = str
+    code: Callable[[str], str] = str
+    time: Callable[[datetime], str] = lambda at: at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    you: str | None = None
+
+    def who(self, user: str | None) -> str:
+        if user is None:
+            return UNKNOWN_PERSON
+        return "You" if user == self.you else self.person(user)
+
+    def be(self, user: str | None) -> str:
+        """`You are` / `U0BOB is`."""
+        return f"{self.who(user)} {'are' if user is not None and user == self.you else 'is'}"
+
+    def at(self, moment: datetime | None) -> str:
+        return f" at {self.time(moment)}" if moment else ""
+
+
+UNKNOWN_PERSON = "someone"
+PLAIN = Voice(code=repr)
+"""For a terminal and the HTTP API: ids as they are, names quoted, times in UTC."""
+
+
+def named(names: Mapping[str, str]) -> Callable[[str], str]:
+    """A person by name when the directory knows them (`@riley`), else by id."""
+    return lambda user: f"@{names[user]}" if user in names else user
+
+
+# refusals: why something a person asked changed nothing
+
+
+NOTHING_CHANGED = "nothing changed"
+
+
+def refusal(exc: BaseException, voice: Voice = PLAIN) -> str:
+    """The sentence for a refusal, the same on every surface."""
+    if isinstance(exc, errors.DecisionRefused):
+        return _decision_refusal(exc, voice)
+    if isinstance(exc, errors.ApprovalNotFound):
+        return f"There is no approval{_ident(exc, voice)} (it may have been pruned)."
+    if isinstance(exc, errors.PageNotFound):
+        return f"There is no page{_ident(exc, voice)}."
+    if isinstance(exc, errors.AlreadyAcknowledged):
+        page = getattr(exc, "page", None)
+        if isinstance(page, Page):
+            who = voice.who(page.acknowledged_by)
+            return f"{who} already acknowledged this page{voice.at(page.acknowledged_at)}."
+        return "This page was already acknowledged."
+    return voice.text(_one_line(exc))
+
+
+def _decision_refusal(exc: errors.DecisionRefused, voice: Voice) -> str:
+    approval = getattr(exc, "approval", None)
+    by = getattr(exc, "by", None)
+    if isinstance(exc, errors.ApprovalExpired):
+        return "This approval expired before the decision; it was declined as expired."
+    if isinstance(exc, errors.AlreadyDecided):
+        if isinstance(approval, Approval):
+            return already_decided(approval, voice)
+        return "This approval was already decided; a decision never changes."
+    if isinstance(exc, errors.SelfApproval) or (
+        isinstance(exc, errors.NotAnApprover) and _asker(approval, by)
+    ):
+        return self_approval(approval if isinstance(approval, Approval) else None, voice, by)
+    if isinstance(exc, errors.NotAnApprover):
+        what = _call(approval, voice)
+        return f"{voice.be(by)} not an approver for {what}; {NOTHING_CHANGED}."
+    if isinstance(exc, errors.AlreadyVoted):
+        rest = str(exc).split("; ", 1)[-1]
+        return f"{voice.who(by)} already approved this; {voice.text(rest)}."
+    if isinstance(exc, errors.KeyConflict):
+        return f"Not approved, nothing was done: {voice.text(_one_line(exc))}"
+    if isinstance(exc, errors.EditRefused):
+        return f"These arguments cannot be approved: {voice.text(_one_line(exc))}"
+    return voice.text(_one_line(exc))
+
+
+def self_approval(approval: Approval | None, voice: Voice, by: str | None) -> str:
+    """A requester approving their own request: one sentence whether or not they are also
+    among the approvers (the policy lets no requester approve)."""
+    policy = f"policy {voice.code(approval.policy)}" if approval else "its policy"
+    return f"{voice.who(by)} asked for this action, and {policy} forbids self-approval; " + (
+        f"{NOTHING_CHANGED}."
+    )
+
+
+def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
+    when = voice.at(approval.decided_at)
+    reason = approval.reason or ""
+    state = approval_state(approval)
+    if state == ApprovalState.APPROVED:
+        return f"Already approved by {_decider(approval, voice)}{when}."
+    if state == EXPIRED:
+        return f"This approval expired{when} and was declined; it cannot be decided any more."
+    if state == WITHDRAWN:
+        return (
+            f"This approval was withdrawn{when} ({voice.text(reason)}); there is nothing to decide."
+        )
+    because = f": {voice.text(reason)}" if reason else ""
+    return f"Already declined by {_decider(approval, voice)}{when}{because}."
+
+
+def _decider(approval: Approval, voice: Voice) -> str:
+    who = approval.decided_by
+    return voice.person(who) if who else UNKNOWN_PERSON
+
+
+def _asker(approval: object, by: str | None) -> bool:
+    return isinstance(approval, Approval) and by is not None and approval.requested_by == by
+
+
+def _call(approval: object, voice: Voice) -> str:
+    if not isinstance(approval, Approval):
+        return "this action"
+    return f"{voice.code(approval.tool)} under policy {voice.code(approval.policy)}"
+
+
+def _ident(exc: BaseException, voice: Voice) -> str:
+    ident = getattr(exc, "ident", None)
+    return f" {voice.code(ident)}" if isinstance(ident, str) else ""
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = (" ".join(line.split()) for line in str(exc).splitlines())
+    return "; ".join(line for line in lines if line)
