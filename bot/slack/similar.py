@@ -129,9 +129,11 @@ def rules_reply(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _slack_line(row: dict[str, Any]) -> str:
     """A rule's line with its id and condition as code, to copy into `/runs revoke`."""
-    rest = rule_line(row).removeprefix(row["id"]).replace(row["when"], "\0", 1)
-    before, _, after = escape.mrkdwn(rest).partition("\0")
-    return f"{escape.code(row['id'])}{before}{escape.code(row['when'])}{after}"
+    before, _, after = rule_line(row).removeprefix(row["id"]).partition(row["when"])
+    return (
+        f"{escape.code(row['id'])}{escape.mrkdwn(before)}{escape.code(row['when'])}"
+        f"{escape.mrkdwn(after)}"
+    )
 
 
 def _input(block: str, label: str, initial: str | None, *, multiline: bool = False) -> Body:

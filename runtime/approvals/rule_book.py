@@ -163,7 +163,10 @@ class RuleBook:
         if rule.state != "proposed":
             raise RuleRefused(f"rule {rule_id} is {rule.status(self.clock())}, not proposed")
         if rule.author == by:
-            raise RuleRefused("the second confirmation is someone else's than the author's")
+            raise RuleRefused(
+                f"rule {rule_id} needs a second rule-writer: someone else than its author "
+                f"{rule.author} confirms it"
+            )
         now = self.clock()
         event = _event("rule_confirmed", by, rule, now)
         if not await self.store.confirm_learned_rule(rule_id, by=by, at=now, event=event):

@@ -142,6 +142,11 @@ class PostgresStore(SqlStore):
         return self
 
     async def _check_schema(self) -> None:
+        if (await self._read("current_schema", {}))[0][0] is None:
+            raise errors.UnsupportedURL(
+                "no schema of the URL's search_path exists in the database: create it "
+                "(CREATE SCHEMA name) or leave search_path out"
+            )
         version = await self.schema_version()
         if version > migration.latest_version(DIALECT):
             raise errors.SchemaTooNew(

@@ -27,6 +27,14 @@ WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'signoff_schema'
 SELECT count(*) FROM pg_tables
 WHERE schemaname = current_schema() AND tablename <> 'signoff_schema'
 
+-- current_schema [sqlite] --
+-- The schema Signoff's tables go in (a file has one).
+SELECT 'main'
+
+-- current_schema [postgres] --
+-- The schema Signoff's tables go in: the first of the search path that exists, or NULL.
+SELECT current_schema()
+
 -- schema_version --
 -- The newest applied migration, or 0 on an empty database.
 SELECT coalesce(max(version), 0) FROM signoff_schema

@@ -4,7 +4,7 @@ refused."""
 from __future__ import annotations
 
 import pytest
-from support.pg_support import postgres
+from support.pg_support import POSTGRES_URL, postgres, with_search_path
 
 from store import errors, migration, open_store
 
@@ -51,3 +51,9 @@ async def test_the_pool_size_may_ride_in_the_url_and_never_reaches_the_server(
 ) -> None:
     async with open_store(f"{pg_url}&pool_size=2") as store:  # the server would refuse it
         assert await store.schema_version() == migration.latest_version("postgres")
+
+
+async def test_a_search_path_naming_no_schema_is_refused_saying_how_to_fix_it() -> None:
+    url = with_search_path(POSTGRES_URL, "signoff_no_such_schema")
+    with pytest.raises(errors.UnsupportedURL, match="CREATE SCHEMA"):
+        await open_store(url)

@@ -246,7 +246,7 @@ class FakeSlackProcess:
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 [
-                    *(sys.executable, "-m", "bot.dev.slack.fake"),
+                    *(sys.executable, "-m", "bot.dev.slack"),
                     *("--port", "0", "--ready-file", str(ready)),
                 ],
                 stdout=out,

@@ -6,7 +6,7 @@ every call with the HTTP status it got, serves Socket Mode (`bot.dev.slack.fake_
 misbehave on command - 429 with `Retry-After`, 500, no answer at all, or a post that lands but
 whose answer is lost - because those are the cases the bot must survive and real Slack will
 not produce on demand. Another process drives it through the `/_fake/` routes, or runs it with
-`python -m bot.dev.slack.fake --port 0 --ready-file PATH`.
+`python -m bot.dev.slack --port 0 --ready-file PATH`.
 """
 
 from __future__ import annotations
@@ -427,11 +427,11 @@ def _retry(order: Mapping[str, Any]) -> int:
     return int(order.get("retry_after", 1))
 
 
-# -- standalone: python -m bot.dev.slack.fake ------------------------------------------------------
+# -- standalone: python -m bot.dev.slack -----------------------------------------------------------
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bot.dev.slack.fake", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bot.dev.slack", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", type=Path, help="write the base URL here once listening")

@@ -353,7 +353,7 @@ async def test_standalone_process(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.dev.slack.fake",
+        "bot.dev.slack",
         "--port",
         "0",
         "--ready-file",
