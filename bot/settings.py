@@ -167,6 +167,10 @@ class Settings(BaseSettings):
     """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
     not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
+    home_publish_per_minute: float = Field(
+        80.0, gt=0, validation_alias="SIGNOFF_HOME_PUBLISH_PER_MINUTE"
+    )
+    """App Home publishes a minute at most (Slack allows `views.publish` 100+ a minute)."""
     api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
     outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""

@@ -403,6 +403,12 @@ class SqlStore:
         params = {"now": rows.ts(now), "before": rows.ts(before)}
         return await self._write(lambda: core.remind_open_pages(params))
 
+    async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
+        if not subjects:
+            return 0
+        params = {"subjects": rows.dumps(sorted(set(subjects)))}
+        return int(await self._one("queue_home_refresh", params, "count"))
+
     async def release_outbox_claims(self, owner: str) -> int:
         return int(await self._one("release_outbox_claims", {"owner": owner}, "count"))
 

@@ -24,6 +24,7 @@ from bot.directory import web_client
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
+from bot.slack.home import HomeTabs
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.reconcile import Reconciler
@@ -204,7 +205,9 @@ def slack_surface(
         # they return instead of polling every 10 ms for the ack.
         process_before_response=True,
     )
-    listeners.register(app, rt, background, resolvers=frozenset(settings.page_resolvers))
+    resolvers = frozenset(settings.page_resolvers)
+    homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.home_publish_per_minute)
+    listeners.register(app, rt, background, resolvers=resolvers, homes=homes)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
@@ -227,12 +230,14 @@ def slack_surface(
         resolvable_pages=bool(settings.page_resolvers),
         similar=bool(settings.learned_rules.writers),
         outcomes=outcomes,
+        after_row=homes.on_row,
     )
     reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
     sender = OutboxSender(
         rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
     )
     nudge.sender = sender
+    homes.wake = sender.wake
     app_token = secret(settings.slack_app_token)
     socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
     return SlackSurface(

@@ -1,4 +1,4 @@
-"""`/runs` sub-commands and the App Home tab: read the runtime, answer with Block Kit.
+"""`/runs` sub-commands: read the runtime, answer with Block Kit.
 
 `status <id>`, `list [status]`, `pending` (what waits for the caller), `history <id>`,
 `cancel <id> [compensate]` (approvers of the run's policies only; `compensate` undoes a
@@ -18,7 +18,6 @@ from store import Approval, ApprovalState, Run, RunStatus
 NOTE_TEXT = 450
 
 LIST_LIMIT = 20
-HOME_LIMIT = 15
 
 
 async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
@@ -64,9 +63,7 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
 
 
-async def _cancel(
-    rt: Runtime, run: Run, *, user: str, compensate: bool = False
-) -> dict[str, Any]:
+async def _cancel(rt: Runtime, run: Run, *, user: str, compensate: bool = False) -> dict[str, Any]:
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         return replies.refusal(f"Run {run.id} is {run.status.value} already; nothing changed.")
     if not await may_cancel(rt, run, user):
@@ -103,21 +100,6 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
         if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):
             mine.append(approval)
     return sorted(mine, key=lambda a: a.created_at, reverse=True)
-
-
-async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
-    pending = await waiting_for(rt, user)
-    decided = [
-        a
-        for state in (ApprovalState.APPROVED, ApprovalState.DECLINED)
-        for a in await rt.approvals(state=state)
-        if a.decided_by == user
-    ]
-    recent = sorted(decided, key=lambda a: a.decided_at or a.created_at, reverse=True)
-    pages = await rt.store.list_pages()
-    return replies.home_view(
-        pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
-    )
 
 
 def _with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:

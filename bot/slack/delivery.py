@@ -80,6 +80,8 @@ _ATTEMPT: contextvars.ContextVar[Attempt] = contextvars.ContextVar("attempt")
 """The claim the row being delivered (in this task) is under."""
 
 ToolOf = Callable[[Approval], Awaitable[Tool | None]]
+AfterRow = Callable[[OutboxItem, AsyncWebClient], Awaitable[None]]
+"""Run after each row's own delivery (the App Home: `bot.slack.home.HomeTabs.on_row`)."""
 FindRun = Callable[[str | None], Awaitable[Run | None]]
 
 
@@ -104,7 +106,9 @@ class SlackDelivery:
         resolvable_pages: bool = False,
         similar: bool = False,
         outcomes: Outcomes | None = None,
+        after_row: AfterRow | None = None,
     ) -> None:
+        self.after_row = after_row
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
         self.outcomes = outcomes or Outcomes(Timing())
@@ -124,6 +128,8 @@ class SlackDelivery:
         self.outcomes.begin(item.id, item.attempts)
         try:
             await self._deliver(item)
+            if self.after_row is not None:
+                await self.after_row(item, self.client)
             self.outcomes.forget(item.id)
         except store_errors.NotFound:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))

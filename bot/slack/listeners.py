@@ -33,6 +33,7 @@ from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
+from bot.slack.home import HomeTabs
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
@@ -65,10 +66,15 @@ FIELDS = {"reason": "Reason", "args": "Arguments", "by": "Decider", "decision": 
 
 
 def register(
-    app: AsyncApp, rt: Runtime, background: Background, *, resolvers: frozenset[str] = frozenset()
+    app: AsyncApp,
+    rt: Runtime,
+    background: Background,
+    *,
+    resolvers: frozenset[str] = frozenset(),
+    homes: HomeTabs | None = None,
 ) -> None:
     """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card."""
-    listeners = Listeners(rt, background, resolvers)
+    listeners = Listeners(rt, background, resolvers, homes)
     app.action("approve")(listeners.approve)
     app.action("approve_separate")(listeners.approve_separate)
     app.action("decline")(listeners.open_decline)
@@ -85,8 +91,13 @@ def register(
 
 class Listeners:
     def __init__(
-        self, rt: Runtime, background: Background, resolvers: frozenset[str] = frozenset()
+        self,
+        rt: Runtime,
+        background: Background,
+        resolvers: frozenset[str] = frozenset(),
+        homes: HomeTabs | None = None,
     ) -> None:
+        self.homes = homes or HomeTabs(rt, resolvers=resolvers)
         self.rt = rt
         self.background = background
         self.resolvers = resolvers
@@ -249,11 +260,7 @@ class Listeners:
         await ack(**reply)
 
     async def home(self, event: Body, client: AsyncWebClient) -> None:
-        self.background.spawn(self._publish_home(event["user"], client), name="home")
-
-    async def _publish_home(self, user: str, client: AsyncWebClient) -> None:
-        view = await commands.home(self.rt, user=user)
-        await client.views_publish(user_id=user, view=view)
+        self.background.spawn(self.homes.opened(client, event["user"]), name="home")
 
     # helpers
 
@@ -272,11 +279,11 @@ class Listeners:
             approval = await self.rt.desk.get(_button_value(body))
             await self.rt.desk.check_decider(approval, decision, user)
         except errors.SignoffRuntimeError as exc:
-            await _tell(client, body, refusal(exc))
+            await self._say(client, body, refusal(exc))
             return
         except NOT_RECORDED as exc:
             log.warning("slack: could not open a form for %s: %s", user, _one_line(exc))
-            await _tell(client, body, COULD_NOT_READ)
+            await self._say(client, body, COULD_NOT_READ)
             return
         try:
             await client.views_open(trigger_id=body["trigger_id"], view=modal(approval))
@@ -284,10 +291,25 @@ class Listeners:
             if slack_error(exc) != "expired_trigger_id":
                 raise
             log.info("slack: the form for %s opened too late (expired_trigger_id)", user)
-            await _tell(client, body, TRIGGER_EXPIRED)
+            await self._say(client, body, TRIGGER_EXPIRED)
 
     def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
-        self.background.spawn(_tell(client, body, text), name="ephemeral")
+        self.background.spawn(self._say(client, body, text), name="tell")
+
+    async def _say(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        """Tell the clicker: in their Home when they clicked there, else ephemerally."""
+        if _from_home(body):
+            await self._tell_home(client, body, text)
+        else:
+            await _tell(client, body, text)
+
+    async def _tell_home(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        """A refusal from a Home button, shown in that Home; a DM if it cannot be."""
+        try:
+            await self.homes.tell(client, _clicker(body), text)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack: could not show a refusal in %s's Home (%r)", _clicker(body), exc)
+            await _tell(client, body, text)
 
     def _after(self, decided: Any) -> None:
         """Tell and resume after the ack; a vote short of its quorum waits for more."""
@@ -306,6 +328,12 @@ def _problem(task: asyncio.Future[Any]) -> str | None:
         log.warning("slack: a decision was not recorded: %s", _one_line(exc))
         return NOT_RECORDED_TEXT
     raise exc
+
+
+def _from_home(body: Body) -> bool:
+    """Whether the click came from the App Home tab (it has no channel to answer in)."""
+    view = body.get("view")
+    return isinstance(view, dict) and view.get("type") == "home"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -17,7 +17,6 @@ from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
 MAX_ROWS = 40
 MAX_PENDING = 8
 """Approvals with buttons in one reply: each costs a section and an actions block."""
-MAX_HOME_PENDING = 20
 MAX_PAGES = 10
 MAX_STATUS_APPROVALS = 4
 MAX_STATUS_ARGS = 6
@@ -274,38 +273,3 @@ def _message_text(message: Message) -> str:
     if message.role == "tool":
         return texts.result_of(message.name or message.tool_call_id or "?")
     return texts.USER_MESSAGE if message.role == "user" else texts.SYSTEM_PROMPT
-
-
-# the App Home tab
-
-
-def home_view(
-    *, pending: Sequence[Approval], recent: Sequence[Approval], pages: Sequence[Page]
-) -> dict[str, Any]:
-    """What waits for this person (with buttons), their recent decisions, open pages."""
-    blocks = [kit.header(texts.HOME_PENDING)]
-    if pending:
-        blocks += _decidable(pending[:MAX_HOME_PENDING])
-        blocks += _more(len(pending) - MAX_HOME_PENDING)
-    else:
-        blocks.append(kit.section(texts.NOTHING_PENDING))
-    blocks += [kit.divider(), kit.header(texts.HOME_RECENT)]
-    lines = [_recent_line(a) for a in recent[: MAX_ROWS // 2]]
-    blocks += kit.sections(lines) if lines else [kit.section(texts.NO_RECENT)]
-    blocks += [kit.divider(), kit.header(texts.HOME_PAGES), *_home_pages(pages)]
-    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
-
-
-def _recent_line(approval: Approval) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
-    return f"{cards.outcome_line(approval)} · {action}"
-
-
-def _home_pages(pages: Sequence[Page]) -> list[Block]:
-    open_pages = [p for p in pages if not p.acknowledged_by]
-    if not open_pages:
-        return [kit.section(texts.NO_PAGES)]
-    out: list[Block] = []
-    for page in open_pages[:MAX_PAGES]:
-        out += [kit.section(_page_line(page)), cards.page_actions(page)]
-    return out + _more(len(open_pages) - MAX_PAGES)
