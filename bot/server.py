@@ -29,7 +29,6 @@ from runtime import Agent, FanOut
 from runtime.approvals.policy import open_policies
 from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
-from runtime.scheduler import ApprovalScheduler
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
@@ -76,7 +75,7 @@ async def serve(
     console.mount(app)
     if extend is not None:
         extend(app, process)
-    scheduler = ApprovalScheduler(rt, now=rt.store.database_now)
+    scheduler = rt.scheduler
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
@@ -107,21 +106,18 @@ async def serve(
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
         # that was down gets its decision once it is back.
         scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
-        if slack is not None:
-            every = min(60.0, settings.page_remind_every.total_seconds())
-            scheduler.every(every, slack.remind_pages, name="signoff-page-reminders")
-            if settings.learned_rules.writers:
-                wake = slack.sender.wake
-                scheduler.every(
-                    RULE_REMINDERS_EVERY,
-                    lambda: rule_notes.remind_expiring(rt, wake),
-                    name="signoff-rule-reminders",
-                )
-                scheduler.every(
-                    RULE_NOTES_EVERY,
-                    lambda: rule_notes.note_uses(rt, wake),
-                    name="signoff-rule-notes",
-                )
+        if slack is not None and settings.learned_rules.writers:
+            wake = slack.sender.wake
+            scheduler.every(
+                RULE_REMINDERS_EVERY,
+                lambda: rule_notes.remind_expiring(rt, wake),
+                name="signoff-rule-reminders",
+            )
+            scheduler.every(
+                RULE_NOTES_EVERY,
+                lambda: rule_notes.note_uses(rt, wake),
+                name="signoff-rule-notes",
+            )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

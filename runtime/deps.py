@@ -8,23 +8,17 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
 
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.facts import FactStore
+from runtime.ports import LearnedRules
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.telemetry import Telemetry
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
-
-
-class LearnedRules(Protocol):
-    """The rules people made from decisions (`runtime.approvals.rule_book.RuleBook`)."""
-
-    async def apply(self, approval: Approval, run: Run | None) -> Approval: ...
 
 
 @dataclass(eq=False)

@@ -37,6 +37,7 @@ from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
+from runtime.scheduler import Scheduler
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -76,6 +77,14 @@ class Runtime:
         self.lease_ttl = lease_ttl
         self.facts = FactStore(store, protected=protected_facts, clock=clock)
         self.locks = RunLocks()
+        self.scheduler = Scheduler(self)
+        """The process's one scheduler: every timer runs on it and reads `clock`."""
+        policies = policies or Policies()
+        directory = directory or StaticDirectory()
+        check_rules(policies, self.agents.values())
+        self.rules = RuleBook(
+            store, clock, learned_rules or LearnedRulesConfig(), directory, self._tool
+        )
         self.deps = Deps(
             store=store,
             clock=clock,
@@ -86,18 +95,14 @@ class Runtime:
             facts=self.facts,
             telemetry=telemetry or NullTelemetry(),
             announcer=Announcer(notifier or NullNotifier(), store),
+            learned=self.rules,
         )
         self.desk = ApprovalDesk(
             self.deps,
-            policies or Policies(),
-            directory or StaticDirectory(),
+            policies,
+            directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
-        check_rules(self.desk.policies, self.agents.values())
-        self.rules = RuleBook(
-            self.deps, learned_rules or LearnedRulesConfig(), self.desk.directory, self._tool
-        )
-        self.deps.learned = self.rules
 
     @property
     def notifier(self) -> Notifier:
@@ -110,10 +115,6 @@ class Runtime:
     @property
     def clock(self) -> Callable[[], datetime]:
         return self.deps.clock
-
-    @clock.setter
-    def clock(self, clock: Callable[[], datetime]) -> None:
-        self.deps.clock = clock
 
     @property
     def telemetry(self) -> Telemetry:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from datetime import datetime
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
@@ -108,15 +109,26 @@ def sqlite_path(url: str) -> str:
     return url[len("sqlite:///") :]
 
 
-def open_store(url: str, *, migrate: bool = True, **options: Any) -> OpenStore:
+def open_store(
+    url: str,
+    *,
+    migrate: bool = True,
+    clock: Callable[[], datetime] | None = None,
+    **options: Any,
+) -> OpenStore:
     """Open the store a URL names, applying pending migrations unless `migrate=False`.
 
     `store = await open_store(url)` (then `await store.close()`), or
     `async with open_store(url) as store:`, which closes it however the block ends.
+    `clock` is what the store judges deadlines by (and answers `database_now` with); by
+    default the database's own clock. Give one only where something else must say what time
+    it is (a test that moves time by hand: it cannot move PostgreSQL's `now()`).
     Options go to the backend, e.g. `synchronous="NORMAL"` for SQLite, `pool_size=20` for
     PostgreSQL (`postgresql://user@host/db`; `?search_path=schema` picks a schema), or
     `protected_facts=...` for either.
     """
+    if clock is not None:
+        options = options | {"clock": clock}
     return OpenStore(url, migrate=migrate, options=options)
 
 

@@ -117,6 +117,15 @@ class Committed:
 
 
 @dataclass(frozen=True, slots=True)
+class Voted:
+    """What a person's decision did: the approval after it (still pending while a quorum
+    forms) and the votes counted toward its quorum (0 when it needs none)."""
+
+    approval: Approval
+    votes: int
+
+
+@dataclass(frozen=True, slots=True)
 class OperationalCounts:
     """What an operator watches, read from indexes only (cheap on every metrics scrape)."""
 
@@ -241,7 +250,28 @@ class Store(Protocol):
         (created_at, id) of the previous page's last one), at most `limit`."""
         ...
 
-    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int: ...
+    async def cast_vote(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        open_only: bool = False,
+        event: AuditEvent | None = None,
+        approved_digest: str | None = None,
+        key_suffix: str | None = None,
+    ) -> Voted:
+        """A person's decision, in one transaction. On an approval that needs a quorum, an
+        approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
+        second one), audited as a `vote` event, and deciding the approval (with `event`) once
+        the quorum is reached. A decline, or an approval that needs one approver, decides at
+        once, as `decide_approval` does. `AlreadyDecided` if it is no longer pending,
+        `Expired` past its deadline with `open_only`, and then nothing is written."""
+        ...
+
     async def list_votes(self, approval_id: str) -> list[str]:
         """The users who voted for an approval, in order."""
         ...

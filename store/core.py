@@ -102,20 +102,53 @@ def remind_open_pages(params: dict[str, Any]) -> Body[int]:
 # approvals and pages
 
 
-def add_vote(params: dict[str, Any]) -> Body[int]:
-    approval_id = params["approval_id"]
-    state = yield Stmt("approval_for_update", {"id": approval_id}, "one")
-    if state is None:
+def cast_vote(params: dict[str, Any], event: dict[str, Any] | None) -> Body[tuple[Approval, int]]:
+    """A person's decision, in one transaction: on an approval that needs a quorum an
+    approval is a vote (one per person, audited) that decides once the quorum is reached;
+    a decline, or an approval that needs one approver, decides at once. Returns the
+    approval and the votes counted toward its quorum (0 when it needs none)."""
+    approval_id = params["id"]
+    row = yield Stmt("approval_for_update", {"id": approval_id}, "one")  # votes take turns
+    if row is None:
         raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
-    if state["state"] != ApprovalState.PENDING:
-        raise already_decided(rows.approval_from_row(state))
-    if not (yield Stmt("insert_vote", params, "count")):  # the key (approval, user) is taken
+    approval = rows.approval_from_row(row)
+    if approval.state != ApprovalState.PENDING:
+        raise already_decided(approval)
+    needed = approval.required_approvals
+    if params["state"] != ApprovalState.APPROVED.value or needed <= 1:
+        return (yield from decide_approval(params, event, timeout=False)), 0
+    votes = yield from _add_vote(approval, params["decided_by"], params["decided_at"])
+    if votes < needed:
+        return approval, votes
+    return (yield from decide_approval(params, event, timeout=False)), votes
+
+
+def _add_vote(approval: Approval, by: str, at: Any) -> Body[int]:
+    """Record one person's vote with its audit event; `AlreadyVoted` (with the count) if
+    they voted already: the key (approval, user) is the judge."""
+    vote = {"approval_id": approval.id, "user_id": by, "at": at}
+    inserted = yield Stmt("insert_vote", vote, "count")
+    votes: int = (yield Stmt("count_votes", vote, "one"))[0]
+    if not inserted:
         raise errors.AlreadyVoted(
-            f"{params['user_id']} already voted on approval {approval_id!r}",
-            approval_id=approval_id,
-            user_id=params["user_id"],
+            f"{by} already voted on approval {approval.id!r}",
+            approval_id=approval.id,
+            user_id=by,
+            votes=votes,
         )
-    return (yield Stmt("count_votes", params, "one"))[0]  # type: ignore[no-any-return]
+    detail = {"votes": votes, "required": approval.required_approvals}
+    yield Stmt(
+        "insert_event",
+        {
+            "at": at,
+            "actor": by,
+            "action": "vote",
+            "run_id": approval.run_id,
+            "approval_id": approval.id,
+            "detail": rows.dumps(detail),
+        },
+    )
+    return votes
 
 
 def decide_approval(
@@ -171,14 +204,15 @@ def insert_event(event: AuditEvent) -> Body[None]:
 # the commit of a batch
 
 
-def commit(batch: Batch) -> MakeBody[Committed]:
-    """Check a batch and prepare its parameters now; the body runs inside the transaction."""
+def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed]:
+    """Check a batch and prepare its parameters now; the body runs inside the transaction.
+    `test_now` is the store's own clock, when it has one (`rows.judge_now`)."""
     check_batch(batch)
     run_id = batch.run_id
     cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
     finish = [rows.outcome_params(o) for o in batch.finish]
     start = [(e, rows.effect_params(e)) for e in batch.start]
-    request = [(a, rows.approval_params(a)) for a in batch.request]
+    request = [(a, rows.approval_params(a, test_now)) for a in batch.request]
     pages = [rows.page_params(p) for p in batch.pages]
     settle = [
         {"run_id": run_id, "call_id": s.call_id, "by": s.by, "at": rows.ts(s.at)}

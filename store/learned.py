@@ -72,7 +72,8 @@ def mark_noted(params: dict[str, Any], detail: str) -> Body[bool]:
     """Move the note's mark on and, when it moved, queue the note in the same transaction."""
     if (yield Stmt("mark_learned_rule_noted", params, "count")) != 1:
         return False
-    yield Stmt("enqueue_rule_uses_noted", {"id": params["id"], "detail": detail})
+    queued = {"id": params["id"], "detail": detail, "test_now": params["test_now"]}
+    yield Stmt("enqueue_rule_uses_noted", queued)
     return True
 
 
@@ -80,7 +81,8 @@ def mark_reminded(params: dict[str, Any]) -> Body[bool]:
     """Mark the author reminded and, when this did, queue the DM in the same transaction."""
     if (yield Stmt("mark_learned_rule_reminded", params, "count")) != 1:
         return False
-    yield Stmt("enqueue_rule_expiring", {"id": params["id"], "detail": "{}"})
+    queued = {"id": params["id"], "detail": "{}", "test_now": params["test_now"]}
+    yield Stmt("enqueue_rule_expiring", queued)
     return True
 
 

@@ -34,16 +34,13 @@ from store.records import (
 
 Row = Mapping[str, Any]
 
-test_clock: Callable[[], datetime] | None = None
-"""Tests only: a hand-moved clock that stands in for the database's when the store judges a
-deadline (tests that move time by hand cannot move PostgreSQL's `now()`). None in every real
-process: the SQL then reads the database's own clock."""
+Clock = Callable[[], datetime]
 
 
-def judge_now() -> float | None:
-    """The `:test_now` parameter of the queries that judge a deadline by the database's
-    clock: None (the database's `now()`) unless a test moves time by hand."""
-    return None if test_clock is None else ts(test_clock())
+def judge_now(clock: Clock | None) -> float | None:
+    """The `:test_now` parameter of the queries that judge a deadline: None (the SQL then
+    reads the database's own `now()`) unless the store was opened with a clock of its own."""
+    return None if clock is None else ts(clock())
 
 
 def ts(value: datetime | None) -> float | None:
@@ -241,7 +238,7 @@ def outcome_params(outcome: EffectOutcome) -> dict[str, Any]:
     }
 
 
-def approval_params(approval: Approval) -> dict[str, Any]:
+def approval_params(approval: Approval, test_now: float | None = None) -> dict[str, Any]:
     values = approval.model_dump()
     values.update(
         args=dumps(approval.args),
@@ -260,7 +257,7 @@ def approval_params(approval: Approval) -> dict[str, Any]:
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
-        test_now=judge_now(),
+        test_now=test_now,
     )
     return values
 

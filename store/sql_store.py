@@ -13,7 +13,14 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from store import core, errors, learned, rows
-from store.base import Batch, Committed, OperationalCounts, check_new_run, refuse_protected
+from store.base import (
+    Batch,
+    Committed,
+    OperationalCounts,
+    Voted,
+    check_new_run,
+    refuse_protected,
+)
 from store.core import MakeBody
 from store.records import (
     Approval,
@@ -39,6 +46,13 @@ Row = Mapping[str, Any]
 class SqlStore:
     url: str
     protected_facts: frozenset[str]
+    clock: rows.Clock | None = None
+    """The clock deadlines are judged by; None: the database's own (`now()`). A store is
+    given one at open time when something else must decide what time it is (a test that
+    moves time by hand cannot move PostgreSQL's `now()`)."""
+
+    def _judge_now(self) -> float | None:
+        return rows.judge_now(self.clock)
 
     async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         """Run a fresh body from `make` in one transaction (it may be run again on a retry).
@@ -148,7 +162,7 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        return await self._write(core.commit(batch))
+        return await self._write(core.commit(batch, test_now=self._judge_now()))
 
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
@@ -193,7 +207,7 @@ class SqlStore:
     # approvals
 
     async def create_approval(self, approval: Approval) -> None:
-        await self._one("insert_approval", rows.approval_params(approval))
+        await self._one("insert_approval", rows.approval_params(approval, self._judge_now()))
 
     async def get_approval(self, approval_id: str) -> Approval:
         row = await self._read_one("get_approval", {"id": approval_id}, "approval")
@@ -244,9 +258,36 @@ class SqlStore:
         found = await self._read("page_approvals", params)
         return [rows.approval_from_row(row) for row in found]
 
-    async def add_vote(self, approval_id: str, user_id: str, at: datetime) -> int:
-        params = {"approval_id": approval_id, "user_id": user_id, "at": rows.ts(at)}
-        return await self._write(lambda: core.add_vote(params))
+    async def cast_vote(
+        self,
+        approval_id: str,
+        state: ApprovalState,
+        *,
+        by: str,
+        at: datetime,
+        reason: str | None = None,
+        approved_args: dict[str, Any] | None = None,
+        open_only: bool = False,
+        event: AuditEvent | None = None,
+        approved_digest: str | None = None,
+        key_suffix: str | None = None,
+    ) -> Voted:
+        params = _decision_params(
+            approval_id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            due_only=False,
+            open_only=open_only,
+            approved_digest=approved_digest,
+            key_suffix=key_suffix,
+            test_now=self._judge_now(),
+        )
+        event_params = rows.event_params(event) if event else None
+        approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
+        return Voted(approval, votes)
 
     async def list_votes(self, approval_id: str) -> list[str]:
         found = await self._read("list_votes", {"approval_id": approval_id})
@@ -267,28 +308,26 @@ class SqlStore:
         approved_digest: str | None = None,
         key_suffix: str | None = None,
     ) -> Approval:
-        if state == ApprovalState.PENDING:
-            raise ValueError("a decision is approved or declined, never pending")
-        params = {
-            "id": approval_id,
-            "state": ApprovalState(state).value,
-            "decided_by": by,
-            "decided_at": rows.ts(at),
-            "reason": reason,
-            "approved_args": rows.maybe_dumps(approved_args),
-            "due_only": due_only,
-            "open_only": open_only,
-            "test_now": rows.judge_now(),
-            "approved_digest": approved_digest,
-            "key_suffix": key_suffix,
-        }
+        params = _decision_params(
+            approval_id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            due_only=due_only,
+            open_only=open_only,
+            approved_digest=approved_digest,
+            key_suffix=key_suffix,
+            test_now=self._judge_now(),
+        )
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
         )
 
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
-        found = await self._read("due_approvals", {"test_now": rows.judge_now(), "limit": limit})
+        found = await self._read("due_approvals", {"test_now": self._judge_now(), "limit": limit})
         return [rows.approval_from_row(row) for row in found]
 
     async def next_due_at(self) -> datetime | None:
@@ -385,8 +424,8 @@ class SqlStore:
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
-        claimed = await self._one("claim_outbox", params, "all")
+        params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
+        claimed = await self._one("claim_outbox", params | _lease_times(now, until), "all")
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -397,10 +436,10 @@ class SqlStore:
 
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         params = {"id": item_id, "owner": owner, "after": after, "error": error}
-        return await self._changed_one("retry_outbox", params)
+        return await self._changed_one("retry_outbox", params | {"test_now": self._judge_now()})
 
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
-        params = {"now": rows.ts(now), "before": rows.ts(before)}
+        params = {"now": rows.ts(now), "before": rows.ts(before), "test_now": self._judge_now()}
         return await self._write(lambda: core.remind_open_pages(params))
 
     async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
@@ -486,7 +525,7 @@ class SqlStore:
         return [learned.rule_from_row(row) for row in found]
 
     async def mark_learned_rule_reminded(self, rule_id: str, *, at: datetime) -> bool:
-        params = {"id": rule_id, "at": rows.ts(at)}
+        params = {"id": rule_id, "at": rows.ts(at), "test_now": self._judge_now()}
         return await self._write(lambda: learned.mark_reminded(params))
 
     async def learned_rule_uses_since(
@@ -499,7 +538,12 @@ class SqlStore:
     async def mark_learned_rule_noted(
         self, rule_id: str, *, since: datetime, until: datetime
     ) -> bool:
-        params = {"id": rule_id, "since": rows.ts(since), "until": rows.ts(until)}
+        params = {
+            "id": rule_id,
+            "since": rows.ts(since),
+            "until": rows.ts(until),
+            "test_now": self._judge_now(),
+        }
         detail = rows.dumps(
             {"rule_id": rule_id, "since": since.isoformat(), "until": until.isoformat()}
         )
@@ -545,6 +589,8 @@ class SqlStore:
         return None if not found or found[0][0] is None else float(found[0][0])
 
     async def database_now(self) -> datetime:
+        if self.clock is not None:
+            return self.clock()
         found = await self._read("database_now", {})
         return rows.dt(found[0][0]) or datetime.now(UTC)
 
@@ -570,3 +616,34 @@ def _cursor(after: tuple[datetime, str] | None) -> dict[str, Any]:
     if after is None:
         return {"after_at": None, "after_id": None}
     return {"after_at": rows.ts(after[0]), "after_id": after[1]}
+
+
+def _decision_params(
+    approval_id: str,
+    state: ApprovalState,
+    *,
+    by: str,
+    at: datetime,
+    reason: str | None,
+    approved_args: dict[str, Any] | None,
+    due_only: bool,
+    open_only: bool,
+    approved_digest: str | None,
+    key_suffix: str | None,
+    test_now: float | None,
+) -> dict[str, Any]:
+    if state == ApprovalState.PENDING:
+        raise ValueError("a decision is approved or declined, never pending")
+    return {
+        "id": approval_id,
+        "state": ApprovalState(state).value,
+        "decided_by": by,
+        "decided_at": rows.ts(at),
+        "reason": reason,
+        "approved_args": rows.maybe_dumps(approved_args),
+        "due_only": due_only,
+        "open_only": open_only,
+        "test_now": test_now,
+        "approved_digest": approved_digest,
+        "key_suffix": key_suffix,
+    }

@@ -9,6 +9,7 @@ missing driver skips them.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import secrets
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
@@ -21,7 +22,7 @@ import pytest
 from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Agent, Runtime
-from store import Store, open_store, rows
+from store import Store, open_store
 
 STORE_BACKENDS = [
     "sqlite-file",
@@ -77,17 +78,27 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         url = await empty_postgres_store(request)
     else:
         url = store_url(request.param, tmp_path)
-    opened = await open_store(url)
+    opened = await open_store(url, clock=moved_clock(request))
     yield opened
     await opened.close()
 
 
 @pytest.fixture
-async def file_store(tmp_path: Path) -> AsyncIterator[Store]:
+async def file_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """A store on a real SQLite file (for tests that need a second connection or process)."""
-    opened = await open_store(f"sqlite:///{tmp_path / 'signoff.db'}")
+    opened = await open_store(f"sqlite:///{tmp_path / 'signoff.db'}", clock=moved_clock(request))
     yield opened
     await opened.close()
+
+
+def moved_clock(request: pytest.FixtureRequest) -> Clock | None:
+    """The test's `clock`, if it asks for it (to move time by hand): the store it opens
+    judges by it too (a test cannot move PostgreSQL's `now()`); otherwise None, the
+    database's (a fixture that only stamps records with it leaves the store alone)."""
+    if "clock" not in inspect.signature(request.function).parameters:
+        return None
+    found: Clock = request.getfixturevalue("clock")
+    return found
 
 
 class Clock:
@@ -105,12 +116,11 @@ class Clock:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """A clock moved by hand, which also stands in for the database's when the store judges
-    a deadline (a test cannot move PostgreSQL's `now()`)."""
-    moved = Clock()
-    monkeypatch.setattr(rows, "test_clock", moved)
-    return moved
+def clock() -> Clock:
+    """A clock moved by hand; the `store` and `file_store` of a test that asks for it are
+    opened with it, so it also stands in for the database's where the store judges a
+    deadline."""
+    return Clock()
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import aiohttp
 from aiohttp import web
@@ -27,6 +27,7 @@ from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_err
 from bot.slack.home import HomeTabs
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
+from bot.slack.page_reminders import PageReminders
 from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
@@ -88,18 +89,12 @@ class SlackSurface:
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     store: Store
-    page_remind_every: timedelta
+    page_reminders: PageReminders
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
-
-    async def remind_pages(self) -> None:
-        """Queue a reminder under each page nobody acknowledged for `page_remind_every`."""
-        now = datetime.now(UTC)
-        if await self.store.remind_open_pages(now=now, before=now - self.page_remind_every):
-            self.sender.wake()
 
     async def check_token(self) -> None:
         """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
@@ -163,6 +158,7 @@ class SlackSurface:
             self.reconciler.suspect_known_channels()
             self.reconciler.start()
         self.sender.start()
+        self.page_reminders.start()
         if self.socket is not None:
             await self.socket.connect_async()
             log.info("slack: connected over Socket Mode")
@@ -170,6 +166,7 @@ class SlackSurface:
     async def stop(self) -> None:
         if self.socket is not None:
             await self.socket.close_async()
+        self.page_reminders.stop()
         await self.sender.stop()
         if self.reconciler is not None:
             await self.reconciler.stop()
@@ -219,7 +216,7 @@ def slack_surface(
         idempotent_only=True,
         timeout=max(1, int(timing.post_timeout)),
     )
-    outcomes = Outcomes(timing)
+    outcomes = Outcomes(timing, clock=lambda: rt.clock().timestamp())
     delivery = SlackDelivery(
         poster,
         rt.store,
@@ -230,11 +227,17 @@ def slack_surface(
         resolvable_pages=bool(settings.page_resolvers),
         similar=bool(settings.learned_rules.writers),
         outcomes=outcomes,
+        clock=rt.clock,
         after_row=homes.on_row,
     )
-    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=max(0.5, timing.settle / 3))
+    every = max(0.5, timing.settle / 3)
+    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=every, timers=rt.scheduler)
     sender = OutboxSender(
-        rt.store, delivery, owner=rt.worker_id, claim_for=timedelta(seconds=claim)
+        rt.store,
+        delivery,
+        owner=rt.worker_id,
+        timers=rt.scheduler,
+        claim_for=timedelta(seconds=claim),
     )
     nudge.sender = sender
     homes.wake = sender.wake
@@ -247,7 +250,9 @@ def slack_surface(
         socket,
         http=signing_secret is not None,
         store=rt.store,
-        page_remind_every=settings.page_remind_every,
+        page_reminders=PageReminders(
+            rt.store, settings.page_remind_every, rt.scheduler, sender.wake
+        ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,
     )

@@ -17,7 +17,7 @@ import contextvars
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import aiohttp
@@ -106,8 +106,11 @@ class SlackDelivery:
         resolvable_pages: bool = False,
         similar: bool = False,
         outcomes: Outcomes | None = None,
+        clock: Callable[[], datetime],
         after_row: AfterRow | None = None,
     ) -> None:
+        self.clock = clock
+        """The runtime's clock: whether a card says its decision target was missed."""
         self.after_row = after_row
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
@@ -202,7 +205,7 @@ class SlackDelivery:
             rule=approval.rule.summary if approval.rule else None,
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             similar=self.similar,
-            target=_target(approval, policy),
+            target=_target(approval, policy, self.clock()),
         )
 
     def _policy(self, approval: Approval) -> Policy:
@@ -253,7 +256,7 @@ class SlackDelivery:
             escalated=bool(item.detail.get("escalated")),
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
         )
-        target = _target(approval, policy)
+        target = _target(approval, policy, self.clock())
         if target:
             message["blocks"].append(kit.context(target))
         note = f"reminder-{item.detail.get('reminders_sent')}-{item.detail.get('escalated')}"
@@ -379,7 +382,7 @@ class SlackDelivery:
         its budget; the outcome (posted, not sent, unknown) goes to `outcomes`."""
         attempt = _ATTEMPT.get()
         if not attempt.may_start_post():
-            raise RetryAt(datetime.now(UTC), "too late in its claim to post; a new claim posts")
+            raise RetryAt(0.0, "too late in its claim to post; a new claim posts")
         item_id = attempt.item.id
         self.outcomes.posting(item_id)
         post = self.client.chat_postMessage(
@@ -487,9 +490,9 @@ def _what(item: OutboxItem) -> tuple[str, str]:
     return item.topic, item.subject_id
 
 
-def _target(approval: Approval, policy: Policy) -> str | None:
+def _target(approval: Approval, policy: Policy, now: datetime) -> str | None:
     """The policy's decision target as the card and reminders say it, if it has one."""
     if policy.decide_within is None:
         return None
-    late = slo.missed(approval, policy, datetime.now(UTC))
+    late = slo.missed(approval, policy, now)
     return texts.decision_target(slo.duration_text(policy.decide_within), missed=late)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -93,11 +93,10 @@ class HomeTabs:
         *,
         resolvers: frozenset[str] = frozenset(),
         per_minute: float = PUBLISH_PER_MINUTE,
-        clock: Clock = time.monotonic,
     ) -> None:
         self.rt = rt
         self.resolvers = resolvers
-        self.pace = Pace(per_minute, clock=clock)
+        self.pace = Pace(per_minute, clock=lambda: rt.clock().timestamp())
         self.wake: Callable[[], None] = lambda: None
         """Tells the outbox sender rows were queued (set once the sender exists)."""
         self.viewers: set[str] = set()
@@ -131,7 +130,7 @@ class HomeTabs:
     # the view
 
     async def view(self, user: str, *, notice: str | None = None) -> dict[str, Any]:
-        now = datetime.now(UTC)
+        now = self.rt.clock()
         pending = await commands.waiting_for(self.rt, user)
         everyone = await self.rt.approvals()
         mine = sorted((a for a in everyone if a.requested_by == user), key=_created, reverse=True)
@@ -190,11 +189,11 @@ class HomeTabs:
         view = await self.view(user)
         wait = self.pace.wait()
         if wait > SHORT_WAIT:
-            raise RetryAt(datetime.now(UTC) + timedelta(seconds=wait), "views.publish paced")
+            raise RetryAt(wait, "views.publish paced")
         if wait > 0:
             await asyncio.sleep(wait)  # a change meanwhile queued a row of its own
             if self.pace.wait() > 0:
-                raise RetryAt(datetime.now(UTC) + timedelta(seconds=wait), "views.publish paced")
+                raise RetryAt(wait, "views.publish paced")
         try:
             await client.views_publish(user_id=user, view=view)
         except SlackApiError as exc:
@@ -202,7 +201,7 @@ class HomeTabs:
                 raise
             after = retry_after(exc)
             self.pace.hold(after)
-            raise RetryAt(datetime.now(UTC) + timedelta(seconds=after), "ratelimited") from exc
+            raise RetryAt(after, "ratelimited") from exc
         self.viewers.add(user)
 
     async def opened(self, client: AsyncWebClient, user: str) -> None:

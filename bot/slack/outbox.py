@@ -1,6 +1,8 @@
 """The outbox sender: delivers the rows the database wrote with each change, with backoff.
 
-A run never waits for it: the runtime only nudges it. Rows are claimed for a while, so two
+A run never waits for it: the runtime only nudges it. Its timers (the poll, each row's next
+try) run on the runtime's scheduler and read the runtime's clock. Rows are claimed for a
+while, so two
 processes never send one row at once, and a row whose sender died is claimed again once its
 claim lapses. Rows go out concurrently (at most `concurrency` at once), each in its own task
 with its own deadline inside its claim (`Timing`), and a freed slot is filled at once: one
@@ -19,8 +21,9 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
+from runtime.scheduler import Timers
 from store import Store
 from store.records import OutboxItem
 
@@ -46,12 +49,13 @@ class WaitsItsTurn(Exception):
 
 
 class RetryAt(Exception):
-    """Try the row again at `at`, not counted as a failure: an earlier try's outcome is not
-    known yet (Slack may still be carrying it out), or the claim is too far gone to post."""
+    """Try the row again `after` seconds from now, not counted as a failure: an earlier try's
+    outcome is not known yet (Slack may still be carrying it out), or the claim is too far
+    gone to post."""
 
-    def __init__(self, at: datetime, why: str) -> None:
+    def __init__(self, after: float, why: str) -> None:
         super().__init__(why)
-        self.at = at
+        self.after = after
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,8 @@ class Attempt:
     item: OutboxItem
     timing: Timing
     claimed_at: float = field(default_factory=time.monotonic)
-    """Monotonic time taken before the claim was asked for (so never later than the claim)."""
+    """Monotonic time taken before the claim was asked for (so never later than the claim):
+    the budget bounds real requests to Slack, so it counts real seconds."""
 
     def elapsed(self) -> float:
         return time.monotonic() - self.claimed_at
@@ -105,6 +110,8 @@ class Attempt:
 
 
 Deliver = Callable[[Attempt], Awaitable[None]]
+POLL_JOB = "signoff-outbox-poll"
+RETRY_JOB = "signoff-outbox-retry-{}"
 
 
 class OutboxSender:
@@ -114,45 +121,65 @@ class OutboxSender:
         deliver: Deliver,
         *,
         owner: str,
+        timers: Timers,
         batch: int = 50,
         concurrency: int = 8,
         poll_every: float = POLL_EVERY,
         claim_for: timedelta = CLAIM_FOR,
+        jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
         self.store = store
         self.deliver = deliver
         self.owner = owner
+        self.timers = timers
+        """The runtime's scheduler: the poll and each row's next try run on it."""
         self.batch = batch
         self.concurrency = concurrency
         self.poll_every = poll_every
         self.claim_for = claim_for
+        self.jitter = jitter
         self.timing = Timing(claim_for.total_seconds())
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._started = False
+        self._filling: asyncio.Task[None] | None = None
+        self._again = False
         self._inflight: set[asyncio.Task[None]] = set()
         self._failures: dict[int, int] = {}
         """Failed tries per row in this process: the backoff doubles with these, not with the
         row's claims (a kill, a lapse or a wait for an earlier try's outcome is no failure)."""
 
     def wake(self) -> None:
-        """Something was just written: look now instead of at the next poll."""
-        self._wake.set()
+        """Something was just written, or a slot freed: look now instead of at the next poll."""
+        if not self._started:
+            return
+        if self._filling is not None and not self._filling.done():
+            self._again = True
+            return
+        self._filling = asyncio.create_task(self._fill_now(), name="outbox fill")
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="outbox sender")
+        self._started = True
+        self.timers.every(self.poll_every, self._poll, name=POLL_JOB)
+        self.wake()
 
     @property
     def running(self) -> bool:
-        return self._task is not None and not self._task.done()
+        return self._started and POLL_JOB in self.timers.job_names
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._inflight) if t is not None]
+        self._started = False
+        self.timers.cancel(POLL_JOB)
+        tasks = [t for t in (self._filling, *self._inflight) if t is not None]
         for task in tasks:
             task.cancel()
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._task = None
+        self._filling = None
+
+    async def drain(self) -> None:
+        """Wait until nothing is being claimed or sent (before a clock moved by hand moves)."""
+        while pending := [t for t in (self._filling, *self._inflight) if t and not t.done()]:
+            await asyncio.wait(pending)
 
     async def send_due(self) -> int:
         """Deliver every row that is due now, `concurrency` at a time; how many were claimed."""
@@ -169,7 +196,7 @@ class OutboxSender:
         if free <= 0:
             return 0
         claimed_at = time.monotonic()
-        now = datetime.now(UTC)
+        now = await self.store.database_now()  # the database's clock decides claims
         items = await self.store.claim_outbox(
             self.owner, now=now, until=now + self.claim_for, limit=free
         )
@@ -178,23 +205,26 @@ class OutboxSender:
             attempt = Attempt(item, self.timing, claimed_at)
             task = asyncio.create_task(self._send(attempt), name=f"outbox {item.id}")
             self._inflight.add(task)
-            task.add_done_callback(self._inflight.discard)
+            task.add_done_callback(self._sent)
         return len(items)
 
-    async def _loop(self) -> None:
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._inflight.discard(task)
+        self.wake()  # a slot is free
+
+    async def _poll(self) -> None:
+        """The scheduler's job: rows due by now (retries, other processes' rows)."""
+        self.wake()
+
+    async def _fill_now(self) -> None:
         while True:
+            self._again = False
             try:
                 await self._fill()
             except Exception as exc:
                 log.warning("outbox: claiming failed (%r); trying again shortly", exc)
-            woken = asyncio.ensure_future(self._wake.wait())
-            await asyncio.wait(
-                {woken, *self._inflight},
-                timeout=self.poll_every,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            woken.cancel()
-            self._wake.clear()
+            if not self._again:
+                return
 
     async def _send(self, attempt: Attempt) -> None:
         """Deliver one row within its claim, then say how it went (sent, later, given up)."""
@@ -210,18 +240,19 @@ class OutboxSender:
             log.warning("outbox: %s %s given up: %s", item.topic, item.subject_id, exc)
             await self._finish(item, error=str(exc)[:500])
         except RetryAt as exc:
-            log.info("outbox: %s %s again at %s: %s", item.topic, item.subject_id, exc.at, exc)
-            await self._retry(item, (exc.at - datetime.now(UTC)).total_seconds(), str(exc))
+            what = item.topic, item.subject_id
+            log.info("outbox: %s %s again in %.1f s: %s", *what, exc.after, exc)
+            await self._retry(item, exc.after, str(exc))
         except WaitsItsTurn as exc:
             log.debug("outbox: %s %s waits its turn: %s", item.topic, item.subject_id, exc)
             await self._retry(item, TURN_WAIT, str(exc))
         except Misconfigured as exc:
             log.warning("outbox: %s %s waits: %s", item.topic, item.subject_id, exc)
-            delay = min(backoff(self._failed(item)), 60.0)
+            delay = min(backoff(self._failed(item), self.jitter), 60.0)
             await self._retry(item, delay, str(exc))
         except Exception as exc:
             failures = self._failed(item)
-            delay = backoff(failures)
+            delay = backoff(failures, self.jitter)
             log.info(
                 "outbox: %s %s failed (try %d), again in %.0f s: %r",
                 item.topic,
@@ -242,22 +273,26 @@ class OutboxSender:
     async def _finish(self, item: OutboxItem, error: str | None = None) -> None:
         self._failures.pop(item.id, None)
         try:
-            await self.store.finish_outbox(item.id, self.owner, at=datetime.now(UTC), error=error)
+            await self.store.finish_outbox(item.id, self.owner, at=self.timers.clock(), error=error)
         except Exception as exc:  # the row is sent again once the claim lapses; looked up first
             log.warning("outbox: could not mark %s %s sent: %r", item.topic, item.subject_id, exc)
 
     async def _retry(self, item: OutboxItem, after: float, error: str) -> None:
-        """Try the row again `after` seconds from now, counted by the database's clock."""
+        """Try the row again `after` seconds from now, counted by the database's clock, and
+        have the scheduler look then."""
+        after = max(after, 0.0)
         try:
-            await self.store.retry_outbox(
-                item.id, self.owner, after=max(after, 0.0), error=error[:500]
-            )
+            await self.store.retry_outbox(item.id, self.owner, after=after, error=error[:500])
         except Exception as exc:  # the claim lapses by itself
             log.warning("outbox: could not reschedule %s %s: %r", item.topic, item.subject_id, exc)
+            return
+        if self._started:
+            when = self.timers.clock() + timedelta(seconds=after)
+            self.timers.at(when, self._poll, name=RETRY_JOB.format(item.id))
 
 
-def backoff(attempts: int) -> float:
+def backoff(attempts: int, jitter: Callable[[float, float], float] = random.uniform) -> float:
     """Seconds before the next try: doubling from 1 s, capped at 5 minutes, with jitter so a
     backlog after an outage does not come back as one burst."""
     ceiling = min(MAX_BACKOFF, 2.0 ** max(attempts - 1, 0))
-    return random.uniform(ceiling / 2, ceiling)
+    return jitter(ceiling / 2, ceiling)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 
 from bot.slack.outbox import RetryAt, Timing
 
@@ -27,20 +26,22 @@ UNKNOWN, NOT_SENT, POSTED = "unknown", "not_sent", "posted"
 @dataclass
 class Suspect:
     since: float
-    """Wall-clock seconds: messages from here on may hold a duplicate."""
+    """Epoch seconds (Slack's `ts`): messages from here on may hold a duplicate."""
     until: float
-    """Monotonic: sweep until then (a late post lands within it)."""
+    """Sweep until then (a late post lands within it)."""
     next_at: float
-    """Monotonic: the next sweep."""
+    """The next sweep."""
 
 
 class Outcomes:
+    """`clock` is the runtime's clock in epoch seconds (Slack's `ts` are epoch seconds)."""
+
     def __init__(
         self,
         timing: Timing,
         *,
         suspect_for: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.timing = timing
         self.suspect_for = suspect_for if suspect_for is not None else 4 * timing.claim
@@ -74,8 +75,7 @@ class Outcomes:
             return True
         wait = started + self.timing.settle - self.clock()
         if wait > 0:
-            at = datetime.now(UTC) + timedelta(seconds=wait)
-            raise RetryAt(at, "an earlier post's outcome is unknown; looked up once it settles")
+            raise RetryAt(wait, "an earlier post's outcome is unknown; looked up once it settles")
         self.lookups += 1
         return True
 
@@ -91,7 +91,7 @@ class Outcomes:
         self.unknown_posts += 1
         started = self._posts.get(item_id, (UNKNOWN, self.clock()))[1]
         self._posts[item_id] = (UNKNOWN, started)
-        self.suspect(channel, thread_ts, since=time.time() - (self.clock() - started) - 1)
+        self.suspect(channel, thread_ts, since=started - 1)
 
     def posted(self, item_id: int) -> None:
         self._posts[item_id] = (POSTED, self.clock())

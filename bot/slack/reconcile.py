@@ -4,16 +4,14 @@ one message per approval, page and note. Of two messages with the same metadata 
 is kept (and put on the record, re-rendered as the record is now) and the younger deleted
 with `chat.delete`.
 
-Only suspects are swept, each for a while (`Outcomes.suspect_for`), every `every` seconds:
-with Slack answering normally nothing is suspect and nothing is swept.
+Only suspects are swept, each for a while (`Outcomes.suspect_for`), every `every` seconds
+(a job on the runtime's scheduler): with Slack answering normally nothing is suspect and
+nothing is swept.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from decimal import Decimal
@@ -26,11 +24,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack import blocks as kit
 from bot.slack.delivery import LOOKBACK, SlackDelivery, delete_message, slack_error
 from bot.slack.outcomes import Outcomes
+from runtime.scheduler import Timers
 from store import Delivery, Store
 from store import errors as store_errors
 
 log = logging.getLogger("signoff.slack")
 
+SWEEP_JOB = "signoff-slack-sweep"
 MAX_PAGES = 50  # pages of history in one sweep (10,000 messages)
 NOTE_EVENT = "signoff_note"
 Subject = tuple[str, str]
@@ -46,7 +46,9 @@ class Reconciler:
         outcomes: Outcomes,
         *,
         every: float,
+        timers: Timers,
     ) -> None:
+        self.timers = timers
         self.client = client
         self.store = store
         self.delivery = delivery
@@ -54,29 +56,19 @@ class Reconciler:
         self.every = every
         self.sweeps = 0
         self.removed = 0
-        self._task: asyncio.Task[None] | None = None
 
     def suspect_known_channels(self) -> None:
         """After a start, a post of the process before may land late anywhere we post."""
-        since = time.time() - self.outcomes.suspect_for
+        since = self.outcomes.clock() - self.outcomes.suspect_for
         for channel in (self.delivery.channels.approvals, self.delivery.channels.oncall):
             if channel:
                 self.outcomes.suspect(channel, None, since=since)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="slack reconciler")
+        self.timers.every(self.every, self.sweep_due, name=SWEEP_JOB)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.every)
-            await self.sweep_due()
+        self.timers.cancel(SWEEP_JOB)
 
     async def sweep_due(self) -> int:
         """Sweep every suspect that is due; how many duplicates were removed."""

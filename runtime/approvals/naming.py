@@ -3,11 +3,14 @@ desk (deciding) and its timers (reminders, escalation, expiry)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
 from runtime.approvals.policy import SYSTEM_ACTOR
 from store import Approval, ApprovalState
+
+log = logging.getLogger("signoff.approvals")
 
 
 def log_ids(approval: Approval, event: str) -> dict[str, Any]:
@@ -43,3 +46,16 @@ def decided_text(approval: Approval) -> str:
 
 def overdue(approval: Approval, now: datetime) -> bool:
     return approval.deadline is not None and approval.deadline <= now
+
+
+def log_rule_decision(approval: Approval) -> None:
+    """Log an approval a rule decided when it was made (the audit trail has it already: the
+    database writes it with the approval)."""
+    rule = approval.rule.summary if approval.rule else None
+    log.info(
+        "%s %s (%s)",
+        about(approval),
+        approval.state.value,
+        rule,
+        extra=log_ids(approval, approval.state.value),
+    )

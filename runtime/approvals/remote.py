@@ -9,6 +9,7 @@ from typing import Any
 
 from runtime import errors
 from runtime.approvals.desk import ApprovalDesk
+from runtime.approvals.naming import log_rule_decision
 from runtime.deps import Deps
 from runtime.runs.keys import canonical_json
 from store import Approval, ApprovalState
@@ -55,7 +56,7 @@ async def request_approval(
     if approval.state == ApprovalState.PENDING:
         await deps.announcer.approval_requested(approval, None)
     else:  # a rule approved or denied it at once; its callback, if any, is told so
-        desk.log_rule_decision(approval)
+        log_rule_decision(approval)
         await deps.announcer.approval_decided(approval, None)
     return approval, True
 

@@ -31,9 +31,8 @@ from runtime.approvals.learned_rules import (
 )
 from runtime.approvals.policy import SYSTEM_ACTOR, Directory
 from runtime.approvals.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
-from runtime.deps import Deps
 from runtime.tools import Tool
-from store import Approval, ApprovalState, AuditEvent, Run
+from store import Approval, ApprovalState, AuditEvent, Run, Store
 from store import errors as store_errors
 from store.records import LearnedRule, RuleMatch
 
@@ -49,14 +48,16 @@ class RuleUses:
 class RuleBook:
     def __init__(
         self,
-        deps: Deps,
+        store: Store,
+        clock: Callable[[], datetime],
         config: LearnedRulesConfig,
         directory: Directory,
         tool: Callable[[str], Tool | None],
     ) -> None:
         """`tool(name)`: the registered tool of that name, if any (its arguments and whether
         its effect can be compensated)."""
-        self.deps = deps
+        self.store = store
+        self.clock = clock
         self.config = config
         self.directory = directory
         self.tool = tool
@@ -80,9 +81,7 @@ class RuleBook:
 
     async def backtest(self, tool: str, condition: str, *, size: int | None = None) -> Backtest:
         self._check_condition(tool, condition)
-        requests = await self.deps.store.backtest_requests(
-            tool, limit=size or self.config.backtest_size
-        )
+        requests = await self.store.backtest_requests(tool, limit=size or self.config.backtest_size)
         tested = backtest(tool, condition, requests, ceiling=self.config.ceilings.get(tool))
         return await self._with_cards(tested)
 
@@ -92,7 +91,7 @@ class RuleBook:
         for hit in tested.hits:
             if hit.outcome in ("declined", "edited"):
                 try:
-                    found = await self.deps.store.get_approval(hit.approval_id)
+                    found = await self.store.get_approval(hit.approval_id)
                 except store_errors.NotFound:  # pruned since; the audit trail keeps it
                     found = None
                 if found is not None and found.channel and found.message_ts:
@@ -139,7 +138,7 @@ class RuleBook:
                 "declined; confirm that explicitly to make it",
                 backtest=tested,
             )
-        now = self.deps.clock()
+        now = self.clock()
         second = self._needs_second(tool)
         rule = LearnedRule(
             id=f"lr_{uuid.uuid4().hex[:12]}",
@@ -154,7 +153,7 @@ class RuleBook:
             expires_at=now + expiry,
         )
         event = _event("rule_made", author, rule, now, backtest=tested.as_dict())
-        await self.deps.store.create_learned_rule(rule, event=event)
+        await self.store.create_learned_rule(rule, event=event)
         return rule, tested
 
     async def confirm(self, rule_id: str, *, by: str) -> LearnedRule:
@@ -162,12 +161,12 @@ class RuleBook:
         await self._check_writer(by)
         rule = await self.get(rule_id)
         if rule.state != "proposed":
-            raise RuleRefused(f"rule {rule_id} is {rule.status(self.deps.clock())}, not proposed")
+            raise RuleRefused(f"rule {rule_id} is {rule.status(self.clock())}, not proposed")
         if rule.author == by:
             raise RuleRefused("the second confirmation is someone else's than the author's")
-        now = self.deps.clock()
+        now = self.clock()
         event = _event("rule_confirmed", by, rule, now)
-        if not await self.deps.store.confirm_learned_rule(rule_id, by=by, at=now, event=event):
+        if not await self.store.confirm_learned_rule(rule_id, by=by, at=now, event=event):
             raise RuleRefused(f"rule {rule_id} is {(await self.get(rule_id)).status(now)}")
         return await self.get(rule_id)
 
@@ -175,9 +174,9 @@ class RuleBook:
         rule = await self.get(rule_id)
         if by != rule.author:
             await self._check_writer(by)
-        now = self.deps.clock()
+        now = self.clock()
         event = _event("rule_revoked", by, rule, now)
-        if not await self.deps.store.revoke_learned_rule(rule_id, by=by, at=now, event=event):
+        if not await self.store.revoke_learned_rule(rule_id, by=by, at=now, event=event):
             raise RuleRefused(f"rule {rule_id} was revoked already")
         return await self.get(rule_id)
 
@@ -185,21 +184,21 @@ class RuleBook:
 
     async def get(self, rule_id: str) -> LearnedRule:
         try:
-            return await self.deps.store.get_learned_rule(rule_id)
+            return await self.store.get_learned_rule(rule_id)
         except store_errors.NotFound:
             raise RuleNotFound(f"no rule {rule_id!r}", rule_id=rule_id) from None
 
     async def list(self, *, tool: str | None = None) -> builtins.list[LearnedRule]:
-        return await self.deps.store.list_learned_rules(tool=tool)
+        return await self.store.list_learned_rules(tool=tool)
 
     async def expiring(self) -> builtins.list[LearnedRule]:
         """Rules whose author is due the reminder that they expire soon; each is returned
         once (compare-and-set), with its use count."""
-        now = self.deps.clock()
-        due = await self.deps.store.learned_rules_expiring(
+        now = self.clock()
+        due = await self.store.learned_rules_expiring(
             now=now, before=now + self.config.remind_before
         )
-        return [r for r in due if await self.deps.store.mark_learned_rule_reminded(r.id, at=now)]
+        return [r for r in due if await self.store.mark_learned_rule_reminded(r.id, at=now)]
 
     async def uses_to_tell(self) -> builtins.list[RuleUses]:
         """Each rule's approvals since its last thread note, once (compare-and-set): what
@@ -209,11 +208,11 @@ class RuleBook:
             if rule.from_approval is None:
                 continue
             since = rule.noted_until or rule.created_at
-            uses = await self.deps.store.learned_rule_uses_since(rule.id, after=since)
+            uses = await self.store.learned_rule_uses_since(rule.id, after=since)
             if not uses:
                 continue
             until = uses[-1][2]
-            if await self.deps.store.mark_learned_rule_noted(rule.id, since=since, until=until):
+            if await self.store.mark_learned_rule_noted(rule.id, since=since, until=until):
                 told.append(RuleUses(rule, tuple(uses)))
         return told
 
@@ -225,7 +224,7 @@ class RuleBook:
         no learned rule applies (and no read is spent on each approval)."""
         if not self.config.writers or not self._may_apply(approval):
             return approval
-        store = self.deps.store
+        store = self.store
         rules = await store.learned_rules_in_force(approval.tool, now=approval.created_at)
         if not rules:
             return approval

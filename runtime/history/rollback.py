@@ -20,10 +20,10 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals import paging
-from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
 from runtime.history import timetravel
 from runtime.history.undo_log import unfinished
+from runtime.ports import Withdrawals
 from runtime.runs.budget import StopReason
 from runtime.runs.keys import compensation_key
 from runtime.tools import Tool, ToolContext, ToolTimeout
@@ -66,7 +66,7 @@ class RollbackReport:
 
 
 async def rollback(
-    deps: Deps, desk: ApprovalDesk, run_id: str, to_step: int, *, by: str
+    deps: Deps, approvals: Withdrawals, run_id: str, to_step: int, *, by: str
 ) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot.
 
@@ -85,7 +85,7 @@ async def rollback(
     async with deps.lease(run_id):
         await _intend(deps, run_id, by, to_step=to_step, restore=True)
         report = await _undo_after(deps, run, agent, to_step, at_step=to_step)
-        await desk.withdraw(run_id, by=by, reason="run rolled back")
+        await approvals.withdraw(run_id, by=by, reason="run rolled back")
         latest = await deps.store.load_state(run_id)
         restore = Checkpoint(
             run_id=run_id,
@@ -135,7 +135,9 @@ async def compensate_all(
     return report
 
 
-async def finish_interrupted(deps: Deps, desk: ApprovalDesk, run_id: str) -> RollbackReport | None:
+async def finish_interrupted(
+    deps: Deps, approvals: Withdrawals, run_id: str
+) -> RollbackReport | None:
     """Run again the rollback (or saga) that died before it ended (inside an undo or between
     two); each effect is still compensated once. None if no undo of this run is unfinished."""
     intent = await unfinished(deps.store, run_id)
@@ -144,7 +146,7 @@ async def finish_interrupted(deps: Deps, desk: ApprovalDesk, run_id: str) -> Rol
     async with deps.locks.hold(run_id):
         if intent.detail.get("restore"):
             to_step = int(intent.detail["to_step"])
-            return await rollback(deps, desk, run_id, to_step, by=intent.actor)
+            return await rollback(deps, approvals, run_id, to_step, by=intent.actor)
         only = intent.detail.get("calls")
         return await compensate_all(deps, await deps.run(run_id), only=only)
 

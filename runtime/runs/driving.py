@@ -15,9 +15,9 @@ from tenacity import (
 )
 
 from runtime import errors
-from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
 from runtime.model import identity
+from runtime.ports import Approvals
 from runtime.runs import ending
 from runtime.runs.driver import Driver
 from runtime.runs.telemetry import log_context
@@ -40,7 +40,7 @@ RESUME_ATTEMPTS = 8
 """A run busy elsewhere is tried again for about six seconds (doubling waits from 50 ms)."""
 
 
-async def drive(deps: Deps, desk: ApprovalDesk, run_id: str) -> Run:
+async def drive(deps: Deps, approvals: Approvals, run_id: str) -> Run:
     """Drive a run until it finishes or parks; a no-op if it is done or driven elsewhere.
 
     Called from inside this run's own driver (a notifier deciding at once), it returns at
@@ -49,7 +49,7 @@ async def drive(deps: Deps, desk: ApprovalDesk, run_id: str) -> Run:
         return await deps.run(run_id)
     try:
         with log_context(run_id=run_id):
-            return await drive_now(deps, desk, run_id)
+            return await drive_now(deps, approvals, run_id)
     except errors.RunBusy:
         log.info("run %s is driven by another worker", run_id)
         return await deps.run(run_id)
@@ -57,7 +57,7 @@ async def drive(deps: Deps, desk: ApprovalDesk, run_id: str) -> Run:
 
 async def drive_now(
     deps: Deps,
-    desk: ApprovalDesk,
+    approvals: Approvals,
     run_id: str,
     *,
     reopen: bool = False,
@@ -88,7 +88,7 @@ async def drive_now(
                 state = await _reopen(deps, run, state)
             if state.status in TERMINAL_STATUSES:
                 return await deps.run(run_id)
-            ended = await Driver(deps, desk, run, agent, state).drive()
+            ended = await Driver(deps, approvals, run, agent, state).drive()
         run = await deps.run(run_id)
         if ended:
             return await ending.after_stop(deps, run)
@@ -168,7 +168,7 @@ async def after_decision(
         await resume_run(run.id)
 
 
-async def resume_after_decision(deps: Deps, desk: ApprovalDesk, run_id: str) -> None:
+async def resume_after_decision(deps: Deps, approvals: Approvals, run_id: str) -> None:
     """Drive the run a decision unblocked. Its driver elsewhere may be about to park: wait
     for it a few seconds; past that, or on an error, recovery picks the run up."""
     if deps.locks.held_here(run_id):
@@ -181,7 +181,7 @@ async def resume_after_decision(deps: Deps, desk: ApprovalDesk, run_id: str) -> 
             reraise=True,
         ):
             with attempt:
-                await drive_now(deps, desk, run_id)
+                await drive_now(deps, approvals, run_id)
     except errors.RunBusy:
         log.info("run %s is still driven elsewhere; recovery will resume it", run_id)
     except errors.ModelChanged as exc:

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from runtime import errors
-from runtime.approvals.desk import ApprovalDesk
 from runtime.deps import Deps
 from runtime.history import rollback
+from runtime.ports import Withdrawals
 from runtime.runs.budget import BUDGET_REASONS, StopReason
 from store import (
     TERMINAL_STATUSES,
@@ -36,7 +36,7 @@ _ENDING: set[asyncio.Task[Run]] = set()
 
 async def cancel(
     deps: Deps,
-    desk: ApprovalDesk,
+    approvals: Withdrawals,
     run_id: str,
     *,
     by: str,
@@ -59,7 +59,7 @@ async def cancel(
         detail["compensate"] = [e.call_id for e in await in_flight(deps, run_id)]
     event = AuditEvent(action="cancel", actor=by, run_id=run_id, at=deps.clock(), detail=detail)
     await _append_status(deps, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
-    await desk.withdraw(
+    await approvals.withdraw(
         run_id, by=by, reason=f"run cancelled ({reason})" if reason else "run cancelled"
     )
     if not wait and deps.locks.busy(run_id):

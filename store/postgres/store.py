@@ -29,6 +29,7 @@ from store import errors, migration
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody, Stmt
 from store.postgres import lossless, sql
+from store.rows import Clock
 from store.sql_store import SqlStore
 
 try:
@@ -108,12 +109,14 @@ class PostgresStore(SqlStore):
         pool_mode: str = "session",
         listen_at: str | None = None,
         protected_facts: frozenset[str] = DEFAULT_PROTECTED_FACTS,
+        clock: Clock | None = None,
     ) -> None:
         if pool_size < 1:
             raise ValueError(f"pool_size must be at least 1, not {pool_size}")
         check_pool_mode(url, pool_mode, listen_at)
         self.url = url
         self.protected_facts = protected_facts
+        self.clock = clock
         self._pool_size = pool_size
         self._pooled = pool_mode == "transaction"
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)

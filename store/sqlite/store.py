@@ -23,6 +23,7 @@ import aiosqlite
 from store import core, errors, migration, queries
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
+from store.rows import Clock
 from store.sql_store import SqlStore
 from store.sqlite import health as sqlite_health
 from store.sqlite import schema as sqlite_schema
@@ -66,12 +67,14 @@ class SqliteStore(SqlStore):
         synchronous: Synchronous = "FULL",
         busy_timeout_ms: int = 10_000,
         protected_facts: frozenset[str] = DEFAULT_PROTECTED_FACTS,
+        clock: Clock | None = None,
     ) -> None:
         if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         self.path = path
         self.url = "sqlite://:memory:" if path == ":memory:" else f"sqlite:///{path}"
         self.protected_facts = protected_facts
+        self.clock = clock
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         wal = None if path == ":memory:" else f"{path}-wal"

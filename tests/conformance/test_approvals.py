@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from datetime import datetime, timedelta
 
 import pytest
@@ -10,12 +11,14 @@ import pytest
 from store import (
     Approval,
     ApprovalState,
+    AuditEvent,
     Batch,
     Delivery,
     Run,
     Store,
     errors,
 )
+from store.base import Voted
 
 from .builders import Clock, MakeApproval, MakeRun
 
@@ -188,44 +191,115 @@ async def test_a_decline_in_another_lineage_does_not_answer_a_request(
     assert (await store.get_approval(again.id)).state == PENDING
 
 
-# votes
+# votes: a person's decision, cast in one transaction
 
 
-async def test_add_vote_counts_distinct_approvers(
+async def test_votes_count_distinct_approvers_until_the_quorum_decides(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> None:
+    approval = await _quorum(store, run, make_approval, 3)
+    first = await _vote(store, approval, "U1", clock())
+    second = await _vote(store, approval, "U2", clock())
+
+    with pytest.raises(errors.AlreadyVoted) as again:  # one vote per person, by the store's key
+        await _vote(store, approval, "U1", clock())
+    third = await _vote(store, approval, "U3", clock())
+
+    assert again.value.votes == 2
+    assert [v.votes for v in (first, second, third)] == [1, 2, 3]
+    assert [v.approval.state for v in (first, second, third)] == [PENDING, PENDING, APPROVED]
+    assert (third.approval.decided_by, third.approval.reason) == ("U3", "looks right")
+    assert await store.list_votes(approval.id) == ["U1", "U2", "U3"]
+    assert await store.list_votes("no-such-approval") == []
+    assert _actions(await store.list_events(run_id=run.id)) == {"vote": 3, "approval_approved": 1}
+    votes = [e.detail for e in await store.list_events(run_id=run.id) if e.action == "vote"]
+    assert votes == [{"votes": n, "required": 3} for n in (1, 2, 3)]
+
+
+async def test_a_decline_decides_at_once_and_is_no_vote(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> None:
+    approval = await _quorum(store, run, make_approval, 2)
+
+    declined = await _vote(store, approval, "U1", clock(), DECLINED)
+
+    assert (declined.approval.state, declined.votes) == (DECLINED, 0)
+    assert await store.list_votes(approval.id) == []
+    assert _actions(await store.list_events(run_id=run.id)) == {"approval_declined": 1}
+
+
+async def test_one_approver_decides_at_once_without_a_vote(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    counts = [await store.add_vote(pending.id, user, clock()) for user in ("U1", "U2")]
+    approved = await _vote(store, pending, "U1", clock())
 
-    with pytest.raises(errors.AlreadyVoted):  # one vote per person, by the store's key
-        await store.add_vote(pending.id, "U1", clock())
-    assert counts == [1, 2]
-    assert await store.list_votes(pending.id) == ["U1", "U2"]
-    assert await store.list_votes("no-such-approval") == []
+    assert (approved.approval.state, approved.votes) == (APPROVED, 0)
+    assert await store.list_votes(pending.id) == []
 
 
 async def test_one_persons_votes_sent_at_once_count_once(
-    store: Store, pending: Approval, clock: Clock
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
 ) -> None:
+    approval = await _quorum(store, run, make_approval, 3)
+
     tries = await asyncio.gather(
-        *(store.add_vote(pending.id, "U1", clock()) for _ in range(20)), return_exceptions=True
+        *(_vote(store, approval, "U1", clock()) for _ in range(20)), return_exceptions=True
     )
 
-    assert [t for t in tries if not isinstance(t, errors.AlreadyVoted)] == [1]
-    assert await store.list_votes(pending.id) == ["U1"]
+    assert [t.votes for t in tries if not isinstance(t, errors.AlreadyVoted)] == [1]
+    assert await store.list_votes(approval.id) == ["U1"]
+    assert _actions(await store.list_events(run_id=run.id)) == {"vote": 1}
 
 
-async def test_add_vote_on_a_decided_approval_is_refused(
-    store: Store, pending: Approval, clock: Clock
+async def test_votes_by_many_sent_at_once_each_count_once(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
 ) -> None:
-    await _decide(store, pending.id, APPROVED, clock())
+    people = [f"U{n}" for n in range(20)]
+    approval = await _quorum(store, run, make_approval, len(people))
+
+    voted = await asyncio.gather(*(_vote(store, approval, u, clock()) for u in people))
+
+    assert sorted(v.votes for v in voted) == list(range(1, 21))
+    assert [v.approval.state for v in voted].count(APPROVED) == 1
+    assert sorted(await store.list_votes(approval.id)) == sorted(people)
+    events = await store.list_events(run_id=run.id)
+    assert _actions(events) == {"vote": 20, "approval_approved": 1}
+    assert sorted(e.actor for e in events if e.action == "vote") == sorted(people)
+    assert (await store.get_approval(approval.id)).state == APPROVED
+
+
+async def test_a_vote_on_a_decided_approval_is_refused_and_writes_nothing(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> None:
+    approval = await _quorum(store, run, make_approval, 2)
+    await _decide(store, approval.id, APPROVED, clock())
 
     with pytest.raises(errors.AlreadyDecided):
-        await store.add_vote(pending.id, "U2", clock())
+        await _vote(store, approval, "U2", clock())
+    assert await store.list_votes(approval.id) == []
+    assert _actions(await store.list_events(run_id=run.id)) == {}
 
 
-async def test_add_vote_on_unknown_approval_is_not_found(store: Store, clock: Clock) -> None:
+async def test_a_decision_past_the_deadline_is_refused_and_writes_nothing(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> None:
+    past = clock() - timedelta(hours=1)  # by the database's clock, which `clock` stands in for
+    approval = make_approval(run.id, deadline=past)
+    await store.create_approval(approval)
+
+    with pytest.raises(errors.Expired):
+        await _vote(store, approval, "U1", past, open_only=True)
+    assert (await store.get_approval(approval.id)).state == PENDING
+    assert _actions(await store.list_events(run_id=run.id)) == {}
+
+
+async def test_a_vote_on_unknown_approval_is_not_found(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> None:
+    never_written = make_approval(run.id, required_approvals=2)
+
     with pytest.raises(errors.NotFound):
-        await store.add_vote("no-such-approval", "U1", clock())
+        await _vote(store, never_written, "U1", clock())
 
 
 # helpers
@@ -235,3 +309,36 @@ async def _decide(
     store: Store, approval_id: str, state: ApprovalState, at: datetime, reason: str | None = None
 ) -> Approval:
     return await store.decide_approval(approval_id, state, by="U9", at=at, reason=reason)
+
+
+async def _quorum(store: Store, run: Run, make_approval: MakeApproval, needed: int) -> Approval:
+    approval = make_approval(run.id, required_approvals=needed, requested_by="U0")
+    await store.create_approval(approval)
+    return approval
+
+
+async def _vote(
+    store: Store,
+    approval: Approval,
+    by: str,
+    at: datetime,
+    state: ApprovalState = APPROVED,
+    *,
+    open_only: bool = False,
+) -> Voted:
+    """A person's decision with its audit event, as the runtime casts it."""
+    event = AuditEvent(
+        action=f"approval_{state.value}",
+        actor=by,
+        run_id=approval.run_id,
+        approval_id=approval.id,
+        at=at,
+    )
+    return await store.cast_vote(
+        approval.id, state, by=by, at=at, reason="looks right", event=event, open_only=open_only
+    )
+
+
+def _actions(events: list[AuditEvent]) -> dict[str, int]:
+    """The audit's actions after the approval was requested, counted."""
+    return dict(Counter(e.action for e in events if e.action != "approval_requested"))

@@ -47,7 +47,7 @@ async def test_a_decision_a_vote_and_a_reminder_each_leave_a_row(
 ) -> None:
     approval = make_approval(run.id, required_approvals=2)
     await store.create_approval(approval)
-    await store.add_vote(approval.id, "U0ANN", later())
+    await store.cast_vote(approval.id, ApprovalState.APPROVED, by="U0ANN", at=later())
     await store.record_reminder(
         approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=True
     )
@@ -69,7 +69,8 @@ async def test_a_reminder_row_says_whether_it_escalated(
     await store.record_reminder(
         approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=False
     )
-    await store.extend_deadline(approval.id, deadline=None, expected=approval.deadline)
+    stored = await store.get_approval(approval.id)  # the store rebases it on its own clock
+    await store.extend_deadline(approval.id, deadline=None, expected=stored.deadline)
 
     details = []
     while items := await store.claim_outbox("w1", now=later(), until=later(120), limit=10):

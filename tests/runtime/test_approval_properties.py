@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runtime import Policies, Policy, Runtime, errors
-from store import ApprovalState, EffectStatus, RunStatus, Store, open_store, rows
+from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
 
 RUN_ID = "run-prop"
 WORKER = "prop-worker"
@@ -74,7 +74,7 @@ class Process:
     refusals: list[str] = field(default_factory=list)
 
     async def boot(self) -> Runtime:
-        self.store = await open_store(self.url)
+        self.store = await open_store(self.url, clock=self.clock)  # judges deadlines by it
         self.rt = Runtime(
             self.store, [wire_agent()], policies=POLICIES, worker_id=WORKER, clock=self.clock
         )
@@ -161,7 +161,6 @@ async def check(proc: Process, *, final: bool) -> ApprovalState | None:
 async def scenario(directory: Path, ops: list[Op]) -> ApprovalState | None:
     proc = Process(url=f"sqlite:///{directory / 'signoff.db'}", clock=Clock())
     await proc.boot()
-    rows.test_clock = proc.clock  # the store judges deadlines by this clock too
     try:
         for op in ops:
             await apply(proc, op)
@@ -169,7 +168,6 @@ async def scenario(directory: Path, ops: list[Op]) -> ApprovalState | None:
         await proc.crash()
         return await check(proc, final=True)
     finally:
-        rows.test_clock = None
         assert proc.store is not None
         await proc.store.close()
 

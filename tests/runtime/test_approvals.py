@@ -574,6 +574,25 @@ async def test_twenty_votes_sent_at_once_by_one_person_count_once(
     assert (await rt.store.get_approval(approval.id)).state == ApprovalState.PENDING
 
 
+async def test_twenty_people_voting_at_once_each_count_once(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    people = tuple(f"U0P{n:02d}" for n in range(20))
+    policy = Policy(required_approvals=len(people), approvers=people)
+    rt = make_runtime([wire_agent()], policies=Policies(tools={"wire_money": policy}))
+    approval = await start_wire(rt)
+
+    decided = await asyncio.gather(*(rt.decide(approval.id, "approved", by=u) for u in people))
+
+    assert [d.state for d in decided].count(ApprovalState.APPROVED) == 1
+    events = [e for e in await rt.store.list_events() if e.approval_id == approval.id]
+    assert sorted(e.actor for e in events if e.action == "vote") == sorted(people)
+    assert [e.action for e in events if e.action in DECISIONS] == ["approval_approved"]
+    assert sorted(await rt.store.list_votes(approval.id)) == sorted(people)
+    assert len(invocations()) == 1
+    assert (await rt.get("run-wire")).status == RunStatus.DONE
+
+
 async def test_quorum_votes_are_audited_with_each_voter(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:

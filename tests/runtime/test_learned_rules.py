@@ -43,6 +43,9 @@ async def send_wire(account: str, amount_cents: int, *, ctx: ToolContext) -> dic
 
 
 def runtime(store: Store, clock: Clock, **config: Any) -> Runtime:
+    # From the real time on: the outbox rows the database's triggers write are dated by its
+    # own clock, and the store judges them due by this one.
+    clock.now = datetime.now(UTC)
     tools = [issue_refund, reverse_refund, send_wire]
     agent = Agent("ops", model=ScriptedModel(["ok"]), tools=tools)
     policies = Policies.model_validate({"default": {"allow_edit": True}})
@@ -206,7 +209,7 @@ async def test_a_rule_stops_at_expiry_and_when_revoked(store: Store, clock: Cloc
     assert (due.id, due.uses) == (rule.id, 1)
     assert await rt.rules.expiring() == []
     # The DM was queued with the mark, once, for the outbox sender to deliver.
-    assert [(t, s) for t, s, _ in await sent_rows(store) if t == "rule_expiring"] == [
+    assert [(t, s) for t, s, _ in await sent_rows(store, clock) if t == "rule_expiring"] == [
         ("rule_expiring", rule.id)
     ]
 
@@ -238,7 +241,8 @@ async def test_uses_are_told_once_per_batch(store: Store, clock: Clock) -> None:
     assert (told.rule.id, sorted(a for a, _, _ in told.approvals)) == (rule.id, sorted(used))
     assert await rt.rules.uses_to_tell() == []
     # The note was queued with the mark, once, about the card the rule grew from.
-    [(subject, detail)] = [(s, d) for t, s, d in await sent_rows(store) if t == "rule_uses_noted"]
+    queued = await sent_rows(store, clock)
+    [(subject, detail)] = [(s, d) for t, s, d in queued if t == "rule_uses_noted"]
     assert (subject, detail["rule_id"]) == (origin.id, rule.id)
     assert datetime.fromisoformat(detail["until"]) == told.approvals[-1][2]
     clock.advance(seconds=1)
@@ -246,11 +250,11 @@ async def test_uses_are_told_once_per_batch(store: Store, clock: Clock) -> None:
     assert [[a for a, _, _ in t.approvals] for t in await rt.rules.uses_to_tell()] == [[later]]
 
 
-async def sent_rows(store: Store) -> list[tuple[str, str, dict[str, Any]]]:
+async def sent_rows(store: Store, clock: Clock) -> list[tuple[str, str, dict[str, Any]]]:
     """Every outbox row, in the order a sender delivers them (each claimed, then finished)."""
     found = []
     while True:
-        now = datetime.now(UTC)
+        now = clock()
         items = await store.claim_outbox("t", now=now, until=now + timedelta(minutes=1))
         if not items:
             return found

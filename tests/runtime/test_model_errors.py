@@ -6,7 +6,7 @@ from __future__ import annotations
 from runtime_scenarios import FlakyModel, OpenDb, assert_well_formed, counter_agent, counting_policy
 
 from runtime import Budget, ModelError, RateLimited, Runtime, ScriptedModel
-from runtime.runs.driver import MAX_RATE_LIMIT_RETRIES
+from runtime.runs.model_turn import MAX_RATE_LIMIT_RETRIES
 from store import RunStatus, Store
 
 

@@ -52,8 +52,11 @@ async def slack_outbox(rt: Runtime) -> AsyncIterator[tuple[FakeSlack, OutboxSend
         tool_of=rt.tool_for,
         find_run=rt.find_run,
         outcomes=Outcomes(timing),
+        clock=rt.clock,
     )
-    sender = OutboxSender(rt.store, delivery, owner="w-test", claim_for=timedelta(seconds=2))
+    sender = OutboxSender(
+        rt.store, delivery, owner="w-test", timers=rt.scheduler, claim_for=timedelta(seconds=2)
+    )
     try:
         yield fake, sender
     finally:

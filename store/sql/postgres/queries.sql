@@ -480,15 +480,16 @@ WHERE status = 'waiting_approval'
 -- claim_outbox --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
 -- of the same subject precedes; rows another sender is claiming right now are skipped. The
--- server's clock says what is due and dates the claim: a sender whose clock runs fast cannot
--- take over a claim another sender still holds.
+-- server's clock (or the store's own, when it was given one) says what is due and dates the
+-- claim: a sender whose clock runs fast cannot take over a claim another sender still holds.
 UPDATE outbox
-SET claimed_by = :owner, claimed_until = now() + make_interval(secs => :ttl),
+SET claimed_by = :owner,
+    claimed_until = coalesce(:test_now::timestamptz, now()) + make_interval(secs => :ttl),
     attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
-    WHERE o.sent_at IS NULL AND o.next_attempt_at <= now()
-      AND (o.claimed_until IS NULL OR o.claimed_until < now())
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= coalesce(:test_now::timestamptz, now())
+      AND (o.claimed_until IS NULL OR o.claimed_until < coalesce(:test_now::timestamptz, now()))
       AND NOT EXISTS (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
@@ -505,9 +506,11 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock
+-- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = now() + make_interval(secs => :after), error = :error,
+SET next_attempt_at = coalesce(:test_now::timestamptz, now()) + make_interval(secs => :after),
+    error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
@@ -529,14 +532,17 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
 
 -- remind_open_pages --
 -- Queue a reminder for each posted page nobody acknowledged and nobody was told about for
--- the interval `:now - :before`, measured back from the server's clock (which dates the rows).
+-- the interval `:now - :before`, measured back from the server's clock (which dates the rows;
+-- the store's own, when it was given one).
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'page_reminded', p.id, now(), now() FROM pages p
+SELECT 'page_reminded', p.id, coalesce(:test_now::timestamptz, now()),
+       coalesce(:test_now::timestamptz, now())
+FROM pages p
 WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
   AND NOT EXISTS (
       SELECT 1 FROM outbox o
       WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
-        AND o.created_at > now() - (:now::timestamptz - :before::timestamptz)
+        AND o.created_at > coalesce(:test_now::timestamptz, now()) - (:now::timestamptz - :before::timestamptz)
   )
 
 -- release_outbox_claims --
@@ -671,15 +677,18 @@ WHERE rule ->> 'learned_id' = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
 -- enqueue_rule_expiring --
--- The author's "expires soon" DM, queued with the mark that says it is due (once).
+-- The author's "expires soon" DM, queued with the mark that says it is due (once), dated by
+-- the server's clock (or the store's own, when it was given one), as the sender judges it.
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), now(), now())
+VALUES ('rule_expiring', :id, CAST(:detail AS jsonb), coalesce(:test_now::timestamptz, now()),
+        coalesce(:test_now::timestamptz, now()))
 
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb), now(), now()
+SELECT 'rule_uses_noted', from_approval, CAST(:detail AS jsonb),
+       coalesce(:test_now::timestamptz, now()), coalesce(:test_now::timestamptz, now())
 FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 
 -- mark_learned_rule_noted --

@@ -504,9 +504,11 @@ UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_unti
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
 -- retry_outbox --
--- Release a claimed row for another attempt `:after` seconds from now by the database's clock.
+-- Release a claimed row for another attempt `:after` seconds from now by the database's clock
+-- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = (julianday('now') - 2440587.5) * 86400.0 + :after, error = :error,
+SET next_attempt_at = coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + :after,
+    error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 
@@ -676,13 +678,17 @@ ORDER BY created_at, id
 -- enqueue_rule_expiring --
 -- The author's "expires soon" DM, queued with the mark that says it is due (once).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-VALUES ('rule_expiring', :id, :detail, (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0)
+VALUES ('rule_expiring', :id, :detail,
+        coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0),
+        coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
 
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-SELECT 'rule_uses_noted', from_approval, :detail, (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0
+SELECT 'rule_uses_noted', from_approval, :detail,
+       coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0),
+       coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
 FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 
 -- mark_learned_rule_noted --

@@ -1,0 +1,195 @@
+"""A person's decision (DESIGN rules 4, 9): the checks it passes (a decider the policy names,
+not the requester approving themselves, an edit the policy allows that keeps the call's
+identity, no conflict with an earlier effect under its key) and casting it, one store call
+that records a vote, counts the quorum and decides in one transaction."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any, Literal
+
+from runtime import errors
+from runtime.approvals import recording
+from runtime.approvals.binding import conflict_text, differences
+from runtime.approvals.drafting import key_conflict
+from runtime.approvals.naming import about, decided_text, log_ids, overdue
+from runtime.approvals.policy import Directory, Policy, may_decide
+from runtime.deps import Deps
+from runtime.tools import ToolArgumentError
+from store import Approval, ApprovalState, Store
+from store import errors as store_errors
+from store.base import Voted
+from store.digest import args_digest
+from store.records import SENSITIVE_MASK
+
+log = logging.getLogger("signoff.approvals")
+
+Decision = Literal["approved", "declined"]
+
+
+def check_request(decision: str, by: str) -> None:
+    if decision not in ("approved", "declined"):
+        raise errors.InvalidRequest(f"a decision is 'approved' or 'declined', not {decision!r}")
+    if not by:
+        raise errors.InvalidRequest("a decision needs the deciding user's id")
+
+
+async def check_decider(
+    approval: Approval,
+    policy: Policy,
+    decision: Decision,
+    by: str,
+    *,
+    directory: Directory,
+    now: datetime,
+) -> None:
+    """Refuse a decision on an approval no longer pending, by someone the policy does not
+    name, or by the requester approving their own call when the policy forbids it."""
+    if approval.state != ApprovalState.PENDING:
+        raise errors.AlreadyDecided(decided_text(approval), approval=approval)
+    # Past an escalating deadline the escalation is due, whether or not a scheduler has
+    # run since (the server may be down while someone decides from the CLI).
+    due = policy.on_timeout == "escalate" and overdue(approval, now)
+    escalated = approval.escalated or due
+    if not await may_decide(policy, by, directory, escalated=escalated):
+        raise errors.NotAnApprover(
+            f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}"
+        )
+    if decision == "approved" and by == approval.requested_by and not policy.allow_self_approval:
+        raise errors.SelfApproval(
+            f"{by} requested this action and policy {approval.policy!r} forbids self-approval"
+        )
+
+
+async def check_edit(
+    deps: Deps, approval: Approval, policy: Policy, decision: Decision, args: dict[str, Any]
+) -> dict[str, Any]:
+    """The approved arguments of an edit, or why the edit is refused."""
+    if decision != "approved":
+        raise errors.EditRefused("arguments can only be edited when approving")
+    if approval.required_approvals > 1:
+        raise errors.EditRefused(
+            f"policy {approval.policy!r} needs {approval.required_approvals} approvers; "
+            "they vote on the proposed arguments, which cannot be edited"
+        )
+    if not policy.allow_edit:
+        raise errors.EditRefused(f"policy {approval.policy!r} does not allow editing arguments")
+    # Approvers see a sensitive argument masked; the mask sent back means "as proposed".
+    args = {
+        name: approval.args.get(name, value)
+        if name in approval.sensitive and value == SENSITIVE_MASK
+        else value
+        for name, value in args.items()
+    }
+    tool = await deps.tool_for(approval)
+    if tool is None:
+        return args
+    try:
+        edited = tool.validate(args)
+    except ToolArgumentError as exc:
+        raise errors.EditRefused(str(exc)) from None
+    identity = tool.business_id(approval.args)
+    if tool.business_id(edited) != identity:
+        changes = differences(approval.args, edited)
+        named = [n for n, _, v in changes if tool.business_id({**approval.args, n: v}) != identity]
+        changed = ", ".join(named or [n for n, _, _ in changes])
+        raise errors.EditRefused(
+            f"the edit changes what {approval.tool} acts on ({changed}: its identity, "
+            "the key it runs under); decline and ask for a new request instead"
+        )
+    return edited
+
+
+async def check_conflict(
+    store: Store,
+    approval: Approval,
+    decision: Decision,
+    approved_args: dict[str, Any] | None,
+    separate: bool,
+) -> str | None:
+    """The key suffix of an approval as a separate effect; refuses a plain approval of a
+    call whose key an earlier effect used with other arguments, and a needless separate."""
+    if decision != "approved":
+        if separate:
+            raise errors.InvalidRequest("only an approval can be separate; a decline is not")
+        return None
+    args = approved_args if approved_args is not None else approval.args
+    conflict = await key_conflict(store, approval, args_digest(args))
+    if separate:
+        if conflict is None and approval.conflict is None:
+            raise errors.InvalidRequest(
+                f"approval {approval.id}: no earlier effect used its key with other "
+                "arguments, so there is nothing to be separate from; approve it as it is"
+            )
+        return approval.id
+    if conflict is not None:
+        raise errors.KeyConflict(
+            conflict_text(conflict, args, approval.sensitive), conflict=conflict
+        )
+    return None
+
+
+async def cast(
+    store: Store,
+    approval: Approval,
+    decision: Decision,
+    *,
+    by: str,
+    reason: str | None,
+    at: datetime,
+    approved_args: dict[str, Any] | None,
+    open_only: bool,
+    key_suffix: str | None,
+) -> Voted:
+    """Cast a checked decision: one store call, one transaction (a vote while a quorum
+    forms, the decision once it is reached or at once)."""
+    state = ApprovalState(decision)
+    event = recording.decision_event(
+        approval,
+        state,
+        by=by,
+        reason=reason,
+        at=at,
+        approved_args=approved_args,
+        key_suffix=key_suffix,
+    )
+    try:
+        voted = await store.cast_vote(
+            approval.id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            open_only=open_only,
+            event=event,
+            approved_digest=recording.approved_digest(approval, state, approved_args),
+            key_suffix=key_suffix,
+        )
+    except store_errors.AlreadyDecided as exc:
+        raise recording.already_decided(exc) from None
+    except store_errors.Expired as exc:
+        raise errors.ApprovalExpired(str(exc), approval=approval) from None
+    except store_errors.AlreadyVoted as exc:
+        waits = approval.required_approvals - int(exc.details.get("votes", 0))
+        raise errors.AlreadyVoted(
+            f"{by} already approved {approval.id}; it waits for {waits} more approver(s)"
+        ) from None
+    _log(voted, by)
+    return voted
+
+
+def _log(voted: Voted, by: str) -> None:
+    approval = voted.approval
+    if voted.votes:
+        log.info(
+            "%s: approved by %s, %d of %d approvals",
+            about(approval),
+            by,
+            voted.votes,
+            approval.required_approvals,
+            extra=log_ids(approval, "voted"),
+        )
+    if approval.state != ApprovalState.PENDING:
+        recording.log_decided(approval)

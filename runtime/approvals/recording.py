@@ -1,0 +1,146 @@
+"""Writing a decision: its audit event (what was approved, the digests it binds, each edit)
+and the compare-and-set in the store, for a person's decision or vote and for the system's
+(expiry, withdrawal); a lost race names who won."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from runtime import errors
+from runtime.approvals.binding import differences
+from runtime.approvals.naming import about, decided_text, decision_text, log_ids
+from store import Approval, ApprovalState, AuditEvent, Store
+from store import errors as store_errors
+from store.digest import args_digest
+from store.records import masked
+
+log = logging.getLogger("signoff.approvals")
+
+
+def approved_digest(
+    approval: Approval, state: ApprovalState, approved_args: dict[str, Any] | None
+) -> str | None:
+    """The digest of what an approval approves (the edit, else the arguments shown)."""
+    if state != ApprovalState.APPROVED:
+        return None
+    return args_digest(approved_args if approved_args is not None else approval.args)
+
+
+def decision_event(
+    approval: Approval,
+    state: ApprovalState,
+    *,
+    by: str,
+    reason: str | None,
+    at: datetime,
+    approved_args: dict[str, Any] | None = None,
+    key_suffix: str | None = None,
+) -> AuditEvent:
+    """The audit event of a decision (`approval_approved`, `approval_declined`)."""
+    digest = approved_digest(approval, state, approved_args)
+    return AuditEvent(
+        action=f"approval_{state.value}",
+        actor=by,
+        run_id=approval.run_id,
+        approval_id=approval.id,
+        at=at,
+        detail={
+            "reason": reason,
+            "tool": approval.tool,
+            "policy": approval.policy,
+            **(
+                {"approved_args": masked(approved_args, approval.sensitive)}
+                if approved_args
+                else {}
+            ),
+            **_binding_detail(approval, approved_args, digest, key_suffix),
+        },
+    )
+
+
+async def record(
+    store: Store,
+    approval: Approval,
+    state: ApprovalState,
+    *,
+    by: str,
+    reason: str | None,
+    at: datetime,
+    approved_args: dict[str, Any] | None = None,
+    due_only: bool = False,
+    open_only: bool = False,
+    key_suffix: str | None = None,
+) -> Approval:
+    """Compare-and-set the decision with its audit event."""
+    event = decision_event(
+        approval,
+        state,
+        by=by,
+        reason=reason,
+        at=at,
+        approved_args=approved_args,
+        key_suffix=key_suffix,
+    )
+    try:
+        return await store.decide_approval(
+            approval.id,
+            state,
+            by=by,
+            at=at,
+            reason=reason,
+            approved_args=approved_args,
+            due_only=due_only,
+            open_only=open_only,
+            event=event,
+            approved_digest=approved_digest(approval, state, approved_args),
+            key_suffix=key_suffix,
+        )
+    except store_errors.AlreadyDecided as exc:
+        raise already_decided(exc) from None
+    except store_errors.Expired as exc:
+        raise errors.ApprovalExpired(str(exc), approval=approval) from None
+
+
+def log_decided(approval: Approval) -> None:
+    log.info("%s %s", about(approval), decision_text(approval), extra=log_ids(approval, "decided"))
+
+
+def already_decided(exc: store_errors.AlreadyDecided) -> errors.AlreadyDecided:
+    """The store lost a race to another decision: say who won, and when."""
+    approval = getattr(exc, "approval", None)
+    text = decided_text(approval) if isinstance(approval, Approval) else str(exc)
+    return errors.AlreadyDecided(text, approval=approval)
+
+
+def _binding_detail(
+    approval: Approval,
+    approved_args: dict[str, Any] | None,
+    approved_digest: str | None,
+    key_suffix: str | None,
+) -> dict[str, Any]:
+    """What the audit says of the call a decision binds: the digests shown and approved, each
+    edited argument (proposed -> approved), and a choice to run it as a separate effect."""
+    if approved_digest is None:
+        return {}
+    # A digest of arguments with a secret in them could be matched by guessing: not shown.
+    detail: dict[str, Any] = {}
+    if not approval.sensitive:
+        detail |= {"args_digest": approval.shown_digest, "approved_digest": approved_digest}
+    if approved_args is not None:
+        shown, approved = (
+            masked(approval.args, approval.sensitive),
+            masked(approved_args, approval.sensitive),
+        )
+        edits = {
+            name: {"proposed": a, "approved": b} for name, a, b in differences(shown, approved)
+        }
+        if edits:
+            detail["edited"] = edits
+    if key_suffix is not None:
+        detail["separate"] = {
+            "key_suffix": key_suffix,
+            "conflict": approval.conflict and approval.conflict.model_dump(mode="json"),
+        }
+    return detail

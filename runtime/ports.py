@@ -1,0 +1,47 @@
+"""The narrow ports the modules below the facade depend on, instead of the classes that
+implement them: the run loop asks for approvals through `Approvals`, ending and rollback
+withdraw them through `Withdrawals` (both are `runtime.approvals.desk.ApprovalDesk`), and
+new approvals pass through the learned rules as `LearnedRules` (`RuleBook`)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from store import Approval, Run
+
+
+class Withdrawals(Protocol):
+    """What ending and rollback ask of approvals: withdraw a run's pending ones."""
+
+    async def withdraw(self, run_id: str, *, by: str, reason: str) -> None:
+        """Decline the run's pending approvals: it no longer waits (cancelled, rolled back)."""
+        ...
+
+
+class Approvals(Withdrawals, Protocol):
+    """What the run loop asks of approvals: a new one for a call, shown with what an
+    approver must know, and withdrawing a run's pending ones."""
+
+    def new_approval(
+        self,
+        *,
+        tool: str,
+        args: dict[str, Any],
+        run: Run | None = None,
+        call_id: str | None = None,
+        idempotency_key: str | None = None,
+        sensitive: tuple[str, ...] = (),
+    ) -> Approval:
+        """A pending approval of the call under its policy (decided at once by a rule)."""
+        ...
+
+    async def annotate(self, approval: Approval) -> Approval:
+        """The approval naming a possible duplicate request and an earlier effect that used
+        its key with other arguments."""
+        ...
+
+
+class LearnedRules(Protocol):
+    """The rules people made from decisions (`runtime.approvals.rule_book.RuleBook`)."""
+
+    async def apply(self, approval: Approval, run: Run | None) -> Approval: ...

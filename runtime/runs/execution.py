@@ -1,0 +1,231 @@
+"""Running one call's tool under the effect ledger (DESIGN rules 1, 2): the effect is written
+`started` before the tool runs, under its idempotency key (a completed one is returned, not
+run again; one running or in doubt elsewhere, or used with other arguments, is not run), an
+approved call runs only as approved, and the outcome is queued for the next write. An
+effect left in doubt is re-run only by an idempotent tool; otherwise a person is paged."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from runtime.approvals import paging
+from runtime.approvals.binding import Unbound, bind
+from runtime.runs import refusals, results
+from runtime.runs.budget import StopReason
+from runtime.runs.gate import Gate
+from runtime.runs.planning import Plan
+from runtime.runs.session import Session
+from runtime.tools import Tool, ToolContext, ToolTimeout
+from store import Approval, Effect, EffectOutcome, EffectStatus, RunStatus
+
+log = logging.getLogger("signoff.driver")
+
+
+class Execution:
+    def __init__(self, session: Session, gate: Gate) -> None:
+        self.session = session
+        self.gate = gate
+
+    async def execute_approved(self, plan: Plan, approval: Approval) -> bool:
+        """Run the call as approved: only if it is the call shown and the arguments are those
+        approved (digests equal), under its key (re-keyed if approved as separate)."""
+        bound = bind(approval, plan.args or {}, plan.key or "")
+        if isinstance(bound, Unbound):
+            await self._unbound(plan, approval, bound)
+            return False
+        plan = replace(plan, key=bound.key)
+        return await self.execute(
+            plan, bound.args, approval_id=approval.id, asked_digest=bound.asked_digest
+        )
+
+    async def _unbound(self, plan: Plan, approval: Approval, unbound: Unbound) -> None:
+        """Refuse to run a call that is not the one approved: page, naming both digests."""
+        session = self.session
+        why, page = refusals.unbound(session.deps, session.run.id, plan.call, approval, unbound)
+        session.journal.event(
+            "args_mismatch",
+            call_id=plan.call.id,
+            approval_id=approval.id,
+            expected=unbound.expected,
+            found=unbound.found,
+        )
+        await session.stop(RunStatus.FAILED, StopReason.ARGS_MISMATCH, error=why, pages=[page])
+
+    async def execute(
+        self,
+        plan: Plan,
+        args: dict[str, Any],
+        *,
+        approval_id: str | None = None,
+        asked_digest: str | None = None,
+    ) -> bool:
+        """Start the effect and run the tool; False if the run stopped or parked instead."""
+        session, journal = self.session, self.session.journal
+        tool, call, key, run = plan.tool, plan.call, plan.key, session.run
+        if tool is None or key is None:
+            raise ValueError(f"call {call.id} was not planned for execution")
+        if run.dry_run and tool.mutating:
+            journal.add(results.dry_run(call.id, tool.name, args))
+            journal.event("dry_run_call", tool=tool.name, args=args)
+            return True
+        effect = Effect(
+            run_id=run.id,
+            call_id=call.id,
+            lineage_id=run.lineage_id,
+            step=journal.step,
+            tool=tool.name,
+            args=args,
+            idempotency_key=key,
+            reversibility=tool.effect,
+            idempotent=tool.idempotent,
+            compensator=tool.compensate,
+            approval_id=approval_id,
+            started_at=session.deps.clock(),
+            sensitive=tool.sensitive,
+            asked_digest=asked_digest,
+        )
+        committed = await journal.write(start=[effect])
+        if call.id in committed.keys:
+            effect = effect.model_copy(update={"idempotency_key": committed.keys[call.id]})
+        if call.id in committed.preempted:
+            journal.add(results.result(call.id, tool.name, committed.preempted[call.id].result))
+            return True
+        if call.id in committed.blocked:
+            why, page = refusals.blocked(session.deps, run.id, effect, committed.blocked[call.id])
+            await session.stop(RunStatus.FAILED, StopReason.IN_DOUBT, error=why, pages=[page])
+            return False
+        if call.id in committed.conflicts:
+            await self._conflicted(plan, effect, committed.conflicts[call.id])
+            return False
+        return await self._run_tool(tool, effect, attempt=1)
+
+    async def _conflicted(self, plan: Plan, effect: Effect, other: Effect) -> None:
+        """The key was used by an effect with other arguments (found as the call was about to
+        start: two approvals decided before either ran, or a call no one had to approve).
+        Nothing is done: the run parks on a new approval that shows the conflict, for a
+        person to decline or approve as a separate effect; failing that, it stops and pages."""
+        session = self.session
+        session.journal.event(
+            "key_conflict",
+            call_id=effect.call_id,
+            other_run=other.run_id,
+            other_call=other.call_id,
+            digest=effect.digest,
+            other_digest=other.digest,
+        )
+        if await self.gate.ask_about_conflict(plan, other):
+            return
+        why, page = refusals.key_conflict(session.deps, session.run.id, effect, other)
+        await session.stop(RunStatus.FAILED, StopReason.CONFLICT, error=why, pages=[page])
+
+    async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
+        ctx = self._context(tool, effect, attempt)
+        began = time.monotonic()
+        try:
+            value = await tool.invoke(effect.args, ctx)
+        except ToolTimeout as exc:
+            self._observe(tool, "failed" if not tool.mutating else "in_doubt", began)
+            if not tool.mutating:
+                return self._record(tool, effect, EffectStatus.FAILED, error=str(exc))
+            return await self.in_doubt(tool, effect, str(exc), attempt)
+        except Exception as exc:
+            # The exception's text may repeat the arguments: its type names the failure.
+            log.info(
+                "tool %s failed in run %s: %s", tool.name, self.session.run.id, type(exc).__name__
+            )
+            self._observe(tool, "failed", began)
+            return self._record(
+                tool, effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"
+            )
+        self._observe(tool, "completed", began)
+        return self._record(tool, effect, EffectStatus.COMPLETED, value=value)
+
+    def _observe(self, tool: Tool, outcome: str, began: float) -> None:
+        if tool.mutating and tool.effect is not None:
+            seconds = time.monotonic() - began
+            self.session.deps.telemetry.effect_ended(tool.name, tool.effect.value, outcome, seconds)
+
+    def _record(
+        self,
+        tool: Tool,
+        effect: Effect,
+        status: EffectStatus,
+        *,
+        value: Any = None,
+        error: str | None = None,
+    ) -> bool:
+        """Queue the outcome and its tool message; both ride on the next write."""
+        outcome = EffectOutcome(
+            run_id=effect.run_id,
+            call_id=effect.call_id,
+            status=status,
+            result=value,
+            error=error,
+            finished_at=self.session.deps.clock(),
+        )
+        if status == EffectStatus.COMPLETED:
+            message = results.result(effect.call_id, effect.tool, value)
+        else:
+            message = results.failure(effect.call_id, effect.tool, error or "failed")
+        self.session.journal.outcome(outcome, message, rerunnable=tool.idempotent)
+        return True
+
+    def _context(self, tool: Tool, effect: Effect, attempt: int) -> ToolContext:
+        deps = self.session.deps
+        deadline = None
+        if tool.timeout is not None:
+            deadline = deps.clock() + timedelta(seconds=tool.timeout)
+        return ToolContext(
+            run_id=effect.run_id,
+            call_id=effect.call_id,
+            step=effect.step,
+            idempotency_key=effect.idempotency_key,
+            lineage_id=effect.lineage_id,
+            deadline=deadline,
+            attempt=attempt,
+            facts=deps.facts,
+        )
+
+    async def resume_effect(self, plan: Plan, effect: Effect) -> bool:
+        """An effect this run started before it was interrupted (its tool may be gone since)."""
+        journal = self.session.journal
+        if effect.status == EffectStatus.COMPLETED:
+            journal.add(results.result(effect.call_id, effect.tool, effect.result))
+            return True
+        if effect.status == EffectStatus.FAILED:
+            journal.add(results.failure(effect.call_id, effect.tool, effect.error or ""))
+            return True
+        why = "interrupted before its result was recorded"
+        return await self.in_doubt(plan.tool, effect, why, 1)
+
+    async def in_doubt(self, tool: Tool | None, effect: Effect, why: str, attempt: int) -> bool:
+        """Re-run an idempotent tool once with the same key; otherwise page and stop."""
+        session = self.session
+        if tool is not None and tool.idempotent and attempt < 2:
+            session.journal.event("retry_in_doubt", call_id=effect.call_id, why=why)
+            return await self._run_tool(tool, effect, attempt=attempt + 1)
+        if effect.status != EffectStatus.IN_DOUBT:
+            session.journal.finished.append(
+                EffectOutcome(
+                    run_id=effect.run_id,
+                    call_id=effect.call_id,
+                    status=EffectStatus.IN_DOUBT,
+                    error=why,
+                    finished_at=session.deps.clock(),
+                )
+            )
+        page = refusals.in_doubt(session.deps, session.run.id, effect, why)
+        await session.stop(RunStatus.FAILED, StopReason.IN_DOUBT, error=why, pages=[page])
+        return False
+
+    async def page_acted_late(self, acted_late: Sequence[tuple[EffectOutcome, Effect]]) -> None:
+        """Our tool acted after the run was taken over and a human resolved it as not done."""
+        session = self.session
+        for outcome, resolved in acted_late:
+            page = refusals.acted_late(session.deps, session.run.id, outcome, resolved)
+            await paging.page(session.deps, session.journal.run_now(), page)

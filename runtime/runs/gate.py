@@ -1,0 +1,94 @@
+"""The approvals a run asks for before its calls run: made for every call of a step that
+needs one in one transaction with the step, passed through learned rules, announced; and
+the approval a call that ran into a key conflict parks on. The run reaches approvals
+through the narrow `runtime.ports.Approvals`."""
+
+from __future__ import annotations
+
+import contextlib
+
+from runtime.approvals.binding import conflict_of
+from runtime.approvals.naming import log_rule_decision
+from runtime.ports import Approvals
+from runtime.runs.budget import StopReason
+from runtime.runs.planning import Plan
+from runtime.runs.session import Session
+from store import Approval, ApprovalState, Effect, RunStatus, errors
+
+
+class Gate:
+    def __init__(self, session: Session, approvals: Approvals) -> None:
+        self.session = session
+        self.approvals = approvals
+
+    async def request(
+        self,
+        plans: list[Plan],
+        effects: dict[str, Effect],
+        approvals: dict[str, Approval],
+    ) -> dict[str, Effect | Approval]:
+        """Create approvals for every call that needs one, in one transaction, and notify.
+        `approvals` gains those created; returned are the calls the lineage answered
+        already (a completed effect, or a decline)."""
+        session, journal = self.session, self.session.journal
+        wanted = [
+            self.new_approval(p)
+            for p in plans
+            if p.needs_approval and p.call.id not in approvals and p.call.id not in effects
+        ]
+        if not wanted:
+            return {}
+        wanted = [await self.approvals.annotate(a) for a in wanted]
+        run_now = journal.run_now()
+        wanted = [await session.deps.with_learned_rule(a, run_now) for a in wanted]
+        committed = await journal.write(request=wanted)
+        prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
+        created = [a for a in wanted if a.call_id not in prior]
+        approvals.update({a.call_id: a for a in created if a.call_id})
+        run = journal.run_now()
+        for approval in created:
+            if approval.state == ApprovalState.PENDING:
+                await session.deps.announcer.approval_requested(approval, run)
+            else:  # a rule approved or denied it at once: no one is asked
+                log_rule_decision(approval)
+        return prior
+
+    def new_approval(self, plan: Plan) -> Approval:
+        return self.approvals.new_approval(
+            tool=plan.call.name,
+            args=plan.args or {},
+            run=self.session.journal.run_now(),  # its usage so far, which rules may look at
+            call_id=plan.call.id,
+            idempotency_key=plan.key,
+            sensitive=plan.tool.sensitive if plan.tool else (),
+        )
+
+    async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
+        """Park the run on a new approval of the call that shows the conflict. A rule never
+        decides it: only a person chooses between declining and a separate effect. False if
+        the lineage already answered this call (the caller stops and pages instead)."""
+        session = self.session
+        approval = self.new_approval(plan)
+        approved = None
+        if other.approval_id is not None:
+            with contextlib.suppress(errors.NotFound):
+                approved = await session.deps.store.get_approval(other.approval_id)
+        approval = approval.model_copy(
+            update={
+                "conflict": conflict_of(other, approved),
+                "state": ApprovalState.PENDING,
+                "decided_by": None,
+                "decided_at": None,
+                "reason": None,
+                "approved_digest": None,
+            }
+        )
+        committed = await session.journal.write(
+            status=RunStatus.WAITING_APPROVAL,
+            stop_reason=StopReason.WAITING_APPROVAL,
+            request=[approval],
+        )
+        if approval.call_id in {**committed.preempted, **committed.prior_decisions}:
+            return False
+        await session.deps.announcer.approval_requested(approval, session.journal.run_now())
+        return True
