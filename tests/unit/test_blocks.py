@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from bot.slack import cards, replies
-from bot.slack.home import home_view
+from bot.slack.home_view import home_view
 from store import (
     Approval,
     ApprovalState,
