@@ -166,6 +166,12 @@ class Settings(BaseSettings):
     )
     """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
     not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
+    slack_readers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias="SIGNOFF_SLACK_READERS"
+    )
+    """Who may read every run with `/runs` and in the dev console, besides a run's requester,
+    approvers and on-call: Slack user ids, user-group ids (S…) and channel ids (C…, anyone
+    asking in it); see `bot.readers`."""
     approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
     home_publish_per_minute: float = Field(
         80.0, gt=0, validation_alias="SIGNOFF_HOME_PUBLISH_PER_MINUTE"
@@ -193,7 +199,9 @@ class Settings(BaseSettings):
     def source(self, value: tuple[Path, str]) -> None:
         self._source = value
 
-    @field_validator("agents", "callback_allowed_hosts", "page_resolvers", mode="before")
+    @field_validator(
+        "agents", "callback_allowed_hosts", "page_resolvers", "slack_readers", mode="before"
+    )
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""

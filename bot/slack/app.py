@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
+from bot.readers import Readers
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
@@ -204,7 +205,8 @@ def slack_surface(
     )
     resolvers = frozenset(settings.page_resolvers)
     homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.home_publish_per_minute)
-    listeners.register(app, rt, background, resolvers=resolvers, homes=homes)
+    readers = Readers.of(settings.slack_readers, resolvers)
+    listeners.register(app, rt, background, resolvers=resolvers, homes=homes, readers=readers)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.

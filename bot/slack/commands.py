@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.readers import Readers, not_a_reader
 from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
@@ -18,20 +19,37 @@ from store import Approval, ApprovalState, Run, RunStatus
 NOTE_TEXT = 450
 
 LIST_LIMIT = 20
+LIST_SCAN = 200
+"""Runs read for `/runs list` before those the caller may not read are left out."""
+DEFAULT_READERS = Readers()
 
 
-async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
+async def answer(
+    rt: Runtime,
+    text: str,
+    *,
+    user: str,
+    channel: str | None = None,
+    readers: Readers = DEFAULT_READERS,
+) -> dict[str, Any]:
+    """The reply to `/runs <text>` from `user` in `channel`; runs they may not read
+    (`bot.readers`) are neither listed nor shown."""
     words = text.split()
     verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
     try:
         if verb == "help":
             return replies.runs_help()
         if verb == "list":
-            return await _list(rt, rest[0] if rest else None)
+            mine = await _readable(rt, rest[0] if rest else None, user, channel, readers)
+            return _list(mine, rest[0] if rest else None)
         if verb == "pending":
             mine = await waiting_for(rt, user)
             return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
-        if verb in ("status", "history", "cancel") and len(rest) == 1:
+        if verb in ("status", "history") and len(rest) == 1:
+            if not await readers.may_read(rt, await rt.get(rest[0]), user, channel=channel):
+                return replies.refusal(not_a_reader(rest[0]))
+            return await _about_run(rt, verb, rest[0], user=user)
+        if verb == "cancel" and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
         if verb == "cancel" and len(rest) == 2 and rest[1].lower() == "compensate":
             return await _cancel(rt, await rt.get(rest[0]), user=user, compensate=True)
@@ -45,8 +63,14 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
     return replies.unknown_command(text)
 
 
-async def _list(rt: Runtime, status: str | None) -> dict[str, Any]:
-    runs = await rt.list(status, limit=LIST_LIMIT + 1)
+async def _readable(
+    rt: Runtime, status: str | None, user: str, channel: str | None, readers: Readers
+) -> list[Run]:
+    runs = await rt.list(status, limit=LIST_SCAN)
+    return await readers.readable(rt, runs, user, channel=channel)
+
+
+def _list(runs: list[Run], status: str | None) -> dict[str, Any]:
     shown = runs[:LIST_LIMIT]
     more = len(runs) - len(shown)
     return replies.run_list(shown, status=status, more=more)

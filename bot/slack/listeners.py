@@ -29,6 +29,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.readers import Readers
 from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
 from bot.slack.delivery import slack_error
@@ -72,9 +73,11 @@ def register(
     *,
     resolvers: frozenset[str] = frozenset(),
     homes: HomeTabs | None = None,
+    readers: Readers | None = None,
 ) -> None:
-    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card."""
-    listeners = Listeners(rt, background, resolvers, homes)
+    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
+    `readers` (`bot.readers`) read runs with `/runs`."""
+    listeners = Listeners(rt, background, resolvers, homes, readers)
     app.action("approve")(listeners.approve)
     app.action("approve_separate")(listeners.approve_separate)
     app.action("decline")(listeners.open_decline)
@@ -96,8 +99,10 @@ class Listeners:
         background: Background,
         resolvers: frozenset[str] = frozenset(),
         homes: HomeTabs | None = None,
+        readers: Readers | None = None,
     ) -> None:
         self.homes = homes or HomeTabs(rt, resolvers=resolvers)
+        self.readers = readers or Readers(resolvers=resolvers)
         self.rt = rt
         self.background = background
         self.resolvers = resolvers
@@ -256,7 +261,13 @@ class Listeners:
     # /runs and the Home tab
 
     async def runs_command(self, ack: AsyncAck, command: Body) -> None:
-        reply = await commands.answer(self.rt, command.get("text", ""), user=command["user_id"])
+        reply = await commands.answer(
+            self.rt,
+            command.get("text", ""),
+            user=command["user_id"],
+            channel=command.get("channel_id"),
+            readers=self.readers,
+        )
         await ack(**reply)
 
     async def home(self, event: Body, client: AsyncWebClient) -> None:
