@@ -13,12 +13,14 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.console import routes
+from bot.readers import Readers
 
 STATIC = Path(__file__).parent / "static"
 
 
-def mount(app: web.Application) -> None:
-    routes.add_routes(app)
+def mount(app: web.Application, readers: Readers | None = None) -> None:
+    """`readers`: who may read which run when the console reads as a person (`bot.readers`)."""
+    routes.add_routes(app, readers)
     app.router.add_get("/console", _to_console)
     app.router.add_get("/console/", _index)
     app.router.add_static("/console/static/", STATIC, show_index=False)

@@ -11,14 +11,19 @@ from typing import Any
 from aiohttp import web
 
 from bot.api import RUNTIME, _run_view
-from bot.api_auth import CALLER, requires
+from bot.api_auth import CALLER, error, requires
 from bot.api_errors import BadRequest
 from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
+from bot.readers import Readers, not_a_reader
 from runtime import errors
 from store import RunStatus
 
 log = logging.getLogger("signoff.console")
+READERS = web.AppKey("readers", Readers)
+READER_HEADER = "X-Signoff-Reader"
+"""The person the console reads as (the dev workspace sends whom it plays): runs are then
+narrowed to those that person may read in Slack (`bot.readers`)."""
 PREFIX = "/v1/console"
 MAX_LIST = 500
 
@@ -32,9 +37,13 @@ async def list_runs(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown status {status!r}")
     query = (request.query.get("q") or "").lower()
     now = rt.clock()
+    runs = await rt.list(status, limit=MAX_LIST)
+    reader = request.headers.get(READER_HEADER)
+    if reader:
+        runs = await request.app[READERS].readable(rt, runs, reader)
     found = [
         timeline.run_summary(run, now)
-        for run in await rt.list(status, limit=MAX_LIST)
+        for run in runs
         if not query or query in f"{run.id} {run.agent} {run.task}".lower()
     ]
     return web.json_response({"runs": found})
@@ -44,6 +53,9 @@ async def list_runs(request: web.Request) -> web.Response:
 async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     run = await rt.get(request.match_info["run_id"])
+    reader = request.headers.get(READER_HEADER)
+    if reader and not await request.app[READERS].may_read(rt, run, reader):
+        return error(403, not_a_reader(run.id))
     pages = await rt.store.list_pages(open_only=False, run_id=run.id)
     effects = await rt.store.list_effects(run.id)
     approvals = await rt.approvals(run.id)
@@ -109,7 +121,8 @@ async def resume(request: web.Request) -> web.Response:
     return web.json_response(await _run_view(rt, run))
 
 
-def add_routes(app: web.Application) -> None:
+def add_routes(app: web.Application, readers: Readers | None = None) -> None:
+    app[READERS] = readers or Readers()
     app.router.add_get(f"{PREFIX}/runs", list_runs)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}", show_run)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}/rollback", rollback_preview)

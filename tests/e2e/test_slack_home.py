@@ -25,6 +25,8 @@ from .slack_harness import (
 )
 
 REQUESTERS = [f"U0R{n:02}" for n in range(25)]
+SECRET = "4242-4242-4242-4242"
+"""An argument the approval marks sensitive: masked in every Home as the API masks it."""
 BURST = 500
 PUBLISH_SCALE = 10.0
 """The fake allows `views.publish` at 10 times Slack's Tier 4 (1000 a minute, bursts of 5)."""
@@ -46,7 +48,8 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
 
 
 def ask(server: SlackServer, n: int, requester: str) -> str:
-    body = {"tool": "issue_refund", "args": {"order_id": f"o{n}", "amount_cents": n + 1}}
+    args = {"order_id": f"o{n}", "amount_cents": n + 1, "card": SECRET}
+    body = {"tool": "issue_refund", "args": args, "sensitive": ["card"]}
     status, answer = server.api("POST", "/v1/approvals", body | {"requested_by": requester})
     assert status in (200, 201), answer
     return str(answer["id"])
@@ -106,6 +109,8 @@ def test_each_person_sees_only_what_is_theirs(server: SlackServer, fake: FakeSla
     assert "pending" in words(shown[EVE])
     assert buttons(shown["U0NOBODY"]) == set()  # anyone else: nothing of it at all
     assert "o1" not in words(shown["U0NOBODY"])
+    assert all(SECRET not in words(view) for view in shown.values())
+    assert "o1" in words(shown[BOB])
 
 
 def test_a_decision_republishes_the_homes_it_concerns(

@@ -5,12 +5,15 @@ channels); anyone else gets one line and nothing of the run."""
 from __future__ import annotations
 
 import json
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .helpers import TOKEN
 from .slack_harness import (
     ANN,
     APPROVALS,
@@ -87,3 +90,27 @@ def test_anyone_else_gets_one_line_and_nothing_of_the_run(server: SlackServer) -
     listed = runs(server, "list", EVE)
     assert RUN not in shown(listed)
     assert "jane@example.com" not in shown(listed)
+
+
+def console(server: SlackServer, path: str, reader: str) -> tuple[int, Any]:
+    request = urllib.request.Request(server.base + "/v1/console" + path)
+    request.add_header("Authorization", f"Bearer {TOKEN}")
+    request.add_header("X-Signoff-Reader", reader)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_the_console_reading_as_a_person_follows_the_same_rule(server: SlackServer) -> None:
+    status, listed = console(server, "/runs", BOB)
+    assert status == 200
+    assert RUN in [r["id"] for r in listed["runs"]]
+    status, listed = console(server, "/runs", EVE)
+    assert status == 200
+    assert listed["runs"] == []
+    assert console(server, f"/runs/{RUN}", BOB)[0] == 200
+    status, refused = console(server, f"/runs/{RUN}", EVE)
+    assert status == 403
+    assert refused["error"].startswith(f"You may not read run {RUN}")
