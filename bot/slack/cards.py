@@ -136,8 +136,10 @@ def approval_message(
     escalate_to: Sequence[str] = (),
     similar: bool = False,
     target: str | None = None,
+    chain: str | None = None,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons.
+    `chain`: who is asked now and next, and when (`bot.slack.escalation`), while pending.
 
     After an edit the header and fields say what runs, with what was asked beside it."""
     action = _action(approval)
@@ -160,6 +162,8 @@ def approval_message(
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
+        if chain:
+            blocks.append(kit.context(chain))
         blocks.append(
             decision_actions(
                 approval,

@@ -43,8 +43,9 @@ async def answer(
             mine = await _readable(rt, rest[0] if rest else None, user, channel, readers)
             return _list(mine, rest[0] if rest else None)
         if verb == "pending":
-            mine = await waiting_for(rt, user)
-            return replies.pending_list(mine[:LIST_LIMIT], more=max(len(mine) - LIST_LIMIT, 0))
+            mine = sorted(await waiting_for(rt, user), key=lambda a: a.created_at)  # longest first
+            more = max(len(mine) - LIST_LIMIT, 0)
+            return replies.pending_list(mine[:LIST_LIMIT], more=more, now=rt.clock())
         if verb in ("status", "history") and len(rest) == 1:
             if not await readers.may_read(rt, await rt.get(rest[0]), user, channel=channel):
                 return replies.refusal(not_a_reader(rest[0]))

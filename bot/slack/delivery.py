@@ -25,7 +25,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack import cards, rule_notes, texts
+from bot.slack import cards, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
@@ -170,7 +170,9 @@ class SlackDelivery:
             if topic == "approval_decided":
                 await self._thread_note(approval, cards.decision_note(approval), item, "decided")
         elif topic == "approval_reminded":
-            await self.remind(await self.store.get_approval(item.subject_id), item)
+            approval = await self.store.get_approval(item.subject_id)
+            await self.remind(approval, item)
+            await self.update_card(approval)  # its next reminder and who is asked moved on
         elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
             page = await self.store.get_page(item.subject_id)
             if topic == "page_opened":
@@ -206,6 +208,9 @@ class SlackDelivery:
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             similar=self.similar,
             target=_target(approval, policy, self.clock()),
+            chain=escalation.chain_line(approval, policy)
+            if approval.state == ApprovalState.PENDING
+            else None,
         )
 
     def _policy(self, approval: Approval) -> Policy:
@@ -256,6 +261,7 @@ class SlackDelivery:
             escalated=bool(item.detail.get("escalated")),
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
         )
+        message["blocks"].append(kit.context(escalation.waited_line(approval, self.clock())))
         target = _target(approval, policy, self.clock())
         if target:
             message["blocks"].append(kit.context(target))

@@ -6,11 +6,13 @@ itself inside Block Kit's limits whatever the runs hold."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
+from bot.slack.home_view import age
 from runtime.approvals.binding import CallTrail
 from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
@@ -222,19 +224,25 @@ def _run_line(run: Run) -> str:
     )
 
 
-def pending_list(approvals: Sequence[Approval], *, more: int) -> dict[str, Any]:
-    """What waits for the caller, each with a one-line summary and the card's buttons."""
+def pending_list(
+    approvals: Sequence[Approval], *, more: int, now: datetime | None = None
+) -> dict[str, Any]:
+    """What waits for the caller, each with a one-line summary and the card's buttons, and
+    (given `now`) how long it has waited."""
     if not approvals:
         return kit.ephemeral(texts.NOTHING_PENDING, [kit.section(texts.NOTHING_PENDING)])
-    blocks = [kit.section(texts.PENDING_TITLE), *_decidable(approvals[:MAX_PENDING])]
+    blocks = [kit.section(texts.PENDING_TITLE), *_decidable(approvals[:MAX_PENDING], now)]
     blocks += _more(more + len(approvals) - min(len(approvals), MAX_PENDING))
     return kit.ephemeral(texts.PENDING_TITLE, blocks)
 
 
-def _decidable(approvals: Sequence[Approval]) -> list[Block]:
+def _decidable(approvals: Sequence[Approval], now: datetime | None = None) -> list[Block]:
     out: list[Block] = []
     for approval in approvals:
-        out += [kit.section(_pending_line(approval)), cards.decision_actions(approval)]
+        line = _pending_line(approval)
+        if now is not None:
+            line += f" · waiting {age(now - approval.created_at)}"
+        out += [kit.section(line), cards.decision_actions(approval)]
     return out
 
 
