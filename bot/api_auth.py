@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from bot.settings import SCOPES, ApiToken, Scope
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 LEGACY = "SIGNOFF_API_TOKEN"
 OFF = (
     "the HTTP API is off: configure api_tokens (SIGNOFF_API_TOKENS) or SIGNOFF_API_TOKEN "

@@ -108,7 +108,7 @@ def redact_secrets(values: Iterable[str | None] = ()) -> None:
     def redacted(*args: object, **kwargs: object) -> logging.LogRecord:
         return REDACT.record(factory(*args, **kwargs))
 
-    redacted.redacts = True  # type: ignore[attr-defined]
+    redacted.redacts = True  # type: ignore[attr-defined]  # a mark to find the factory by
     logging.setLogRecordFactory(redacted)
 
 
@@ -179,9 +179,9 @@ def configure_logging(verbose: bool, log_format: str = "human") -> None:
         handler.set_name(HANDLER)
         handler.addFilter(ContextIds())
         root.addHandler(handler)
-    for handler in root.handlers:
-        if handler.get_name() == HANDLER:
-            handler.setFormatter(JsonFormatter() if log_format == "json" else HumanFormatter())
+    for existing in root.handlers:
+        if existing.get_name() == HANDLER:
+            existing.setFormatter(JsonFormatter() if log_format == "json" else HumanFormatter())
     root.setLevel(logging.INFO if verbose else logging.WARNING)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)

@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
 from bot.requests import (
     ApprovalRequest,
@@ -52,9 +52,11 @@ ERRORS = {
 @cache
 def document() -> Json:
     """The whole document (built once; callers must not change it)."""
-    inputs = [(model, "validation") for model in REQUESTS]
-    outputs = [(model, "serialization") for model in models.RESPONSES]
-    _, schemas = models_json_schema([*inputs, *outputs], ref_template=REF)  # type: ignore[list-item]
+    inputs: list[tuple[type[BaseModel], JsonSchemaMode]] = [(m, "validation") for m in REQUESTS]
+    outputs: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        (m, "serialization") for m in models.RESPONSES
+    ]
+    _, schemas = models_json_schema([*inputs, *outputs], ref_template=REF)
     return {
         "openapi": "3.1.0",
         "info": {

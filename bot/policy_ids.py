@@ -40,7 +40,9 @@ class SlackPolicy(Policy):
 
 class SlackPolicies(Policies):
     default: SlackPolicy = SlackPolicy()
-    tools: dict[str, SlackPolicy] = Field(default_factory=dict)
+    # Narrows the base's dict of policies to Slack-checked ones; dict is invariant, but
+    # nothing stores a plain Policy into it after validation.
+    tools: dict[str, SlackPolicy] = Field(default_factory=dict)  # type: ignore[assignment]
 
     @model_validator(mode="before")
     @classmethod

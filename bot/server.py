@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
-from pydantic import SecretStr
 
 from bot import console, health
 from bot.api import api_app
@@ -26,7 +25,7 @@ from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
-from runtime import Agent, FanOut
+from runtime import Agent, FanOut, Notifier
 from runtime.approvals.policy import open_policies
 from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
@@ -48,15 +47,11 @@ async def serve(
     (`signoff dev` mounts its workspace view)."""
     check_slack_settings(settings)
     check_token_secrets(settings)
-    redact_secrets(
-        value.get_secret_value()
-        for value in vars(settings).values()
-        if isinstance(value, SecretStr)
-    )
+    redact_secrets(settings.secrets())
     stop = stop or _stop_on_signals()
     nudge = OutboxNudge()
-    metrics = MetricsNotifier(settings.policies)
-    told = [metrics] if settings.api_only else [nudge, metrics]
+    metrics = MetricsNotifier(settings.runtime.policies)
+    told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
     process = await assemble(settings, notifier=FanOut(told))
     rt = process.runtime
     rt.telemetry = PrometheusTelemetry()
@@ -65,15 +60,15 @@ async def serve(
     app = api_app(
         rt,
         background=process.background,
-        token=secret(settings.api_token),
-        tokens=settings.api_tokens,
-        callbacks=CallbackPolicy(settings.callback_allowed_hosts),
-        rate_per_minute=settings.api_rate_per_minute,
+        token=secret(settings.api.token),
+        tokens=settings.api.tokens,
+        callbacks=CallbackPolicy(settings.api.callback_allowed_hosts),
+        rate_per_minute=settings.api.rate_per_minute,
     )
-    slack = None if settings.api_only else slack_surface(settings, rt, process.background, nudge)
+    slack = None if settings.api.only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
-    console.mount(app, Readers.of(settings.slack_readers, settings.page_resolvers))
+    console.mount(app, Readers.of(settings.slack.readers, settings.slack.page_resolvers))
     if extend is not None:
         extend(app, process)
     scheduler = rt.scheduler
@@ -85,13 +80,13 @@ async def serve(
         running["outbox_sender"] = lambda: slack.sender.running
     skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
     readiness = health.Readiness(rt.store, running, {"clock_skew": skew.problem})
-    health.mount(app, readiness, settings.policies)
+    health.mount(app, readiness, settings.runtime.policies)
     runner = web.AppRunner(app)
     lapses: asyncio.Task[None] | None = None
     try:
         # Bind first: a second server started by mistake fails before it touches any run.
         await runner.setup()
-        await web.TCPSite(runner, settings.host, settings.port).start()
+        await web.TCPSite(runner, settings.api.host, settings.api.port).start()
         await scheduler.start()
         await _measure(skew)
         scheduler.every(SKEW_EVERY, lambda: _measure(skew), name="signoff-clock-skew")
@@ -107,7 +102,7 @@ async def serve(
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
         # that was down gets its decision once it is back.
         scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
-        if slack is not None and settings.learned_rules.writers:
+        if slack is not None and settings.runtime.learned_rules.writers:
             wake = slack.sender.wake
             scheduler.every(
                 RULE_REMINDERS_EVERY,
@@ -122,8 +117,8 @@ async def serve(
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",
-            settings.host,
-            settings.port,
+            settings.api.host,
+            settings.api.port,
             rt.worker_id,
         )
         await stop.wait()
@@ -152,24 +147,24 @@ async def _measure(skew: ClockSkew) -> None:
 def api_warnings(settings: Settings) -> list[str]:
     """What `serve` says at start-up about who may use the HTTP API."""
     warnings = []
-    if settings.api_token is not None:
+    if settings.api.token is not None:
         warnings.append(
             "SIGNOFF_API_TOKEN grants every scope, approvals:request and approvals:decide "
             "included: whoever holds it can approve what it asked for. Give each client a "
             "named token with only the scopes it needs (api_tokens in signoff.toml)"
         )
-    for name, token in settings.api_tokens.items():
+    for name, token in settings.api.tokens.items():
         if token.allow_request_and_decide and not token.revoked:
             warnings.append(
                 f"API token {name!r} has approvals:request and approvals:decide "
                 "(allow_request_and_decide): it can approve its own requests"
             )
-    if settings.api_tokens and settings.callback_secret is None and settings.api_token is None:
+    if settings.api.tokens and settings.api.callback_secret is None and settings.api.token is None:
         warnings.append(
             "no SIGNOFF_CALLBACK_SECRET: decision callbacks (callback_url) wait unsent until "
             "one is set (named API tokens never sign them)"
         )
-    if settings.api_token is None and not settings.api_tokens:
+    if settings.api.token is None and not settings.api.tokens:
         warnings.append(
             "no api_tokens (SIGNOFF_API_TOKENS) or SIGNOFF_API_TOKEN: the HTTP API (/v1/...) is off"
         )
@@ -186,15 +181,15 @@ def startup_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:
             why = agent.tools[name].description
             warnings.append(f"agent {agent.name}: {name} runs WITHOUT approval (by design: {why})")
     known_tools = {name for agent in agents for name in agent.tools}
-    for tool in sorted(set(settings.policies.tools) - known_tools):
+    for tool in sorted(set(settings.runtime.policies.tools) - known_tools):
         warnings.append(
             f"policy for {tool!r}: no configured agent has this tool (fine if only HTTP API "
             "approvals name it)"
         )
-    for name in open_policies(settings.policies):
+    for name in open_policies(settings.runtime.policies):
         warnings.append(f"policy {name} names no approvers: anyone but the requester may approve")
-    for name in ["default", *settings.policies.tools]:
-        policy = settings.policies.for_tool(name)[1]
+    for name in ["default", *settings.runtime.policies.tools]:
+        policy = settings.runtime.policies.for_tool(name)[1]
         if policy.allow_edit and policy.required_approvals > 1:
             warnings.append(
                 f"policy {name}: allow_edit has no effect with required_approvals = "

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -27,8 +28,11 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 from pydantic_settings import (
     BaseSettings,
+    EnvSettingsSource,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
@@ -37,7 +41,7 @@ from pydantic_settings import (
 
 from bot.callback_policy import parse_allowed
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
-from runtime.approvals.policy import Duration
+from runtime.approvals.policy_types import Duration
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
 
@@ -104,11 +108,18 @@ class ApiToken(BaseModel):
         return self._digest
 
 
+def comma_separated(value: Any) -> Any:
+    """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""
+    if isinstance(value, str):
+        return [path.strip() for path in value.split(",") if path.strip()]
+    return value
+
+
 def check_token_secrets(settings: Settings) -> None:
     """Refuse to serve with a token whose secret is not in the environment, naming it."""
     missing = {
         name: token.missing_secret
-        for name, token in settings.api_tokens.items()
+        for name, token in settings.api.tokens.items()
         if token.missing_secret
     }
     if missing:
@@ -118,76 +129,127 @@ def check_token_secrets(settings: Settings) -> None:
         )
 
 
-class Settings(BaseSettings):
-    # In the environment only SIGNOFF_* and SLACK_* names count (never a bare PORT or
-    # DATABASE_URL meant for something else); in signoff.toml, the field names.
-    model_config = SettingsConfigDict(extra="forbid", populate_by_name=True, env_prefix="SIGNOFF_")
+def setting(
+    key: str, default: Any = PydanticUndefined, *, env: str | None = None, **rules: Any
+) -> Any:
+    """A setting named `key` in signoff.toml (at its top level) and read from the environment
+    variable `env` (`SIGNOFF_<KEY>` unless given); within its section it may also be named by
+    its field name. The variable comes first: it wins over the file."""
+    choices = AliasChoices(env or f"SIGNOFF_{key.upper()}", key)
+    return Field(default, validation_alias=choices, **rules)
 
-    database_url: str = Field("sqlite:///signoff.db", validation_alias="SIGNOFF_DATABASE_URL")
-    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] | None = Field(
-        None, validation_alias="SIGNOFF_SQLITE_SYNCHRONOUS"
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class DatabaseSettings(Section):
+    url: str = setting("database_url", "sqlite:///signoff.db")
+    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] | None = setting(
+        "synchronous", None, env="SIGNOFF_SQLITE_SYNCHRONOUS"
     )
     """SQLite only; None: the URL's `?synchronous=`, else FULL."""
-    database_pool_size: int | None = Field(
-        None, ge=1, le=1000, validation_alias="SIGNOFF_DATABASE_POOL_SIZE"
-    )
+    pool_size: int | None = setting("database_pool_size", None, ge=1, le=1000)
     """PostgreSQL: connections this process may hold open at once (None: the URL's
     `?pool_size=`, else 10)."""
-    agents: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: ["examples.refund_agent:agent"],
-        validation_alias="SIGNOFF_AGENTS",
+
+
+class RuntimeSettings(Section):
+    agents: Annotated[list[str], NoDecode] = setting(
+        "agents", default_factory=lambda: ["examples.refund_agent:agent"]
     )
-    policies: SlackPolicies = Field(default_factory=SlackPolicies)
-    learned_rules: SlackLearnedRules = Field(default_factory=lambda: SlackLearnedRules())
+    policies: SlackPolicies = setting("policies", default_factory=SlackPolicies)
+    learned_rules: SlackLearnedRules = setting(
+        "learned_rules", default_factory=lambda: SlackLearnedRules()
+    )
     """Who may make approval rules from a decision ("approve + similar"), and their limits."""
-    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    models: dict[str, ModelConfig] = setting("models", default_factory=dict)
     """A hosted model per agent name, in place of the one its code gives."""
-    prices: dict[str, Price] = Field(default_factory=dict)
+    prices: dict[str, Price] = setting("prices", default_factory=dict)
     """Dollars per million tokens per model name: what a run's cost budget counts."""
-    protected_facts: list[str] = Field(default_factory=list)
-    worker_id: str | None = Field(None, validation_alias="SIGNOFF_WORKER_ID")
-    lease_ttl: float = Field(30.0, gt=0)
-    host: str = Field("127.0.0.1", validation_alias="SIGNOFF_HOST")
-    port: int = Field(3000, ge=0, le=65535, validation_alias="SIGNOFF_PORT")
-    api_token: SecretStr | None = Field(None, validation_alias="SIGNOFF_API_TOKEN")
-    """The single legacy token: every scope. Prefer `api_tokens`."""
-    api_tokens: dict[TokenName, ApiToken] = Field(
-        default_factory=dict, validation_alias="SIGNOFF_API_TOKENS"
-    )
-    api_rate_per_minute: int = Field(600, ge=1, validation_alias="SIGNOFF_API_RATE_PER_MINUTE")
+    protected_facts: list[str] = setting("protected_facts", default_factory=list)
+
+    @field_validator("agents", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return comma_separated(value)
+
+
+class WorkerSettings(Section):
+    id: str | None = setting("worker_id", None)
+    lease_ttl: float = setting("lease_ttl", 30.0, gt=0)
+    outbox_claim_seconds: float = setting("outbox_claim_seconds", 60.0, gt=0)
+    """How long a sender owns an outbox row; a row whose sender died goes out again after."""
+
+
+class ApiSettings(Section):
+    host: str = setting("host", "127.0.0.1")
+    port: int = setting("port", 3000, ge=0, le=65535)
+    token: SecretStr | None = setting("api_token", None)
+    """The single legacy token: every scope. Prefer `tokens`."""
+    tokens: dict[TokenName, ApiToken] = setting("api_tokens", default_factory=dict)
+    rate_per_minute: int = setting("api_rate_per_minute", 600, ge=1)
     """Requests per minute per token (a bucket of this many, refilled evenly)."""
-    callback_allowed_hosts: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="SIGNOFF_CALLBACK_ALLOWED_HOSTS"
+    only: bool = setting("api_only", False)
+    """Serve the HTTP API without Slack."""
+    callback_allowed_hosts: Annotated[list[str], NoDecode] = setting(
+        "callback_allowed_hosts", default_factory=list
     )
-    callback_secret: SecretStr | None = Field(None, validation_alias="SIGNOFF_CALLBACK_SECRET")
-    oncall_channel: str | None = Field(None, validation_alias="SIGNOFF_ONCALL_CHANNEL")
-    page_resolvers: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="SIGNOFF_PAGE_RESOLVERS"
+    callback_secret: SecretStr | None = setting("callback_secret", None)
+
+    @field_validator("callback_allowed_hosts", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return comma_separated(value)
+
+    @field_validator("callback_allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        parse_allowed(value)
+        return value
+
+
+class SlackSettings(Section):
+    bot_token: SecretStr | None = setting("slack_bot_token", None, env="SLACK_BOT_TOKEN")
+    signing_secret: SecretStr | None = setting(
+        "slack_signing_secret", None, env="SLACK_SIGNING_SECRET"
     )
+    app_token: SecretStr | None = setting("slack_app_token", None, env="SLACK_APP_TOKEN")
+    api_url: str | None = setting("slack_api_url", None, env="SLACK_API_URL")
+    approvals_channel: str | None = setting("approvals_channel", None)
+    oncall_channel: str | None = setting("oncall_channel", None)
+    page_resolvers: Annotated[list[str], NoDecode] = setting("page_resolvers", default_factory=list)
     """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
     not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
-    slack_readers: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias="SIGNOFF_SLACK_READERS"
-    )
+    page_remind_every: Duration = setting("page_remind_every", timedelta(hours=1))
+    """How often a page nobody acknowledged is announced again, in its thread."""
+    readers: Annotated[list[str], NoDecode] = setting("slack_readers", default_factory=list)
     """Who may read every run with `/runs` and in the dev console, besides a run's requester,
     approvers and on-call: Slack user ids, user-group ids (S…) and channel ids (C…, anyone
     asking in it); see `bot.readers`."""
-    approvals_channel: str | None = Field(None, validation_alias="SIGNOFF_APPROVALS_CHANNEL")
-    home_publish_per_minute: float = Field(
-        80.0, gt=0, validation_alias="SIGNOFF_HOME_PUBLISH_PER_MINUTE"
-    )
+    home_publish_per_minute: float = setting("home_publish_per_minute", 80.0, gt=0)
     """App Home publishes a minute at most (Slack allows `views.publish` 100+ a minute)."""
-    api_only: bool = Field(False, validation_alias="SIGNOFF_API_ONLY")
-    outbox_claim_seconds: float = Field(60.0, gt=0, validation_alias="SIGNOFF_OUTBOX_CLAIM_SECONDS")
-    """How long a sender owns an outbox row; a row whose sender died goes out again after."""
-    page_remind_every: Duration = Field(
-        timedelta(hours=1), validation_alias="SIGNOFF_PAGE_REMIND_EVERY"
-    )
-    """How often a page nobody acknowledged is announced again, in its thread."""
-    slack_bot_token: SecretStr | None = Field(None, validation_alias="SLACK_BOT_TOKEN")
-    slack_signing_secret: SecretStr | None = Field(None, validation_alias="SLACK_SIGNING_SECRET")
-    slack_app_token: SecretStr | None = Field(None, validation_alias="SLACK_APP_TOKEN")
-    slack_api_url: str | None = Field(None, validation_alias="SLACK_API_URL")
+
+    @field_validator("page_resolvers", "readers", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: Any) -> Any:
+        return comma_separated(value)
+
+
+class Settings(BaseSettings):
+    """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key
+    (`database_url`, `api_tokens`, `[policies]`) or inside its section (`[database] url`);
+    the environment by its variable (`SIGNOFF_DATABASE_URL`, `SLACK_BOT_TOKEN`), which wins.
+    In the environment only those names count (never a bare PORT or DATABASE_URL meant for
+    something else)."""
+
+    model_config = SettingsConfigDict(extra="forbid")
+
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    runtime: RuntimeSettings = Field(default_factory=RuntimeSettings)
+    workers: WorkerSettings = Field(default_factory=WorkerSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    slack: SlackSettings = Field(default_factory=SlackSettings)
     _source: tuple[Path, str] | None = PrivateAttr(None)
 
     @property
@@ -199,21 +261,30 @@ class Settings(BaseSettings):
     def source(self, value: tuple[Path, str]) -> None:
         self._source = value
 
-    @field_validator(
-        "agents", "callback_allowed_hosts", "page_resolvers", "slack_readers", mode="before"
-    )
+    @model_validator(mode="before")
     @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""
-        if isinstance(value, str):
-            return [path.strip() for path in value.split(",") if path.strip()]
-        return value
-
-    @field_validator("callback_allowed_hosts")
-    @classmethod
-    def _hosts(cls, value: list[str]) -> list[str]:
-        parse_allowed(value)
-        return value
+    def _into_sections(cls, data: Any) -> Any:
+        """Top-level keys (the file's, or `Settings(database_url=...)`) into their sections;
+        a setting the environment gives keeps the environment's value."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for section, model in SECTIONS.items():
+            given = data.get(section, {})
+            if not isinstance(given, dict):
+                continue  # a section model given whole
+            given = dict(given)
+            for name, (variable, key) in names_of(model).items():
+                if key in data and key != section:
+                    value = data.pop(key)
+                    if not given.keys() & {variable, name}:
+                        given[key] = value
+                if variable in given:  # only one name may reach the model
+                    given.pop(name, None)
+                    given.pop(key, None)
+            if given:
+                data[section] = given
+        return data
 
     @classmethod
     def settings_customise_sources(
@@ -225,7 +296,77 @@ class Settings(BaseSettings):
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # The file's values arrive as init arguments; the environment overrides them.
-        return env_settings, init_settings
+        return SectionVariables(settings_cls), GivenSections(settings_cls, init_settings)
+
+    def secrets(self) -> list[str]:
+        """The value of every secret setting that is set (to keep out of the logs)."""
+        return [
+            value.get_secret_value()
+            for section in SECTIONS
+            for value in vars(getattr(self, section)).values()
+            if isinstance(value, SecretStr)
+        ]
+
+
+SECTIONS: dict[str, type[Section]] = {
+    "database": DatabaseSettings,
+    "runtime": RuntimeSettings,
+    "workers": WorkerSettings,
+    "api": ApiSettings,
+    "slack": SlackSettings,
+}
+
+
+def names_of(model: type[Section]) -> dict[str, tuple[str, str]]:
+    """Each field's environment variable and file key (its `setting(...)` aliases)."""
+    found: dict[str, tuple[str, str]] = {}
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias
+        assert isinstance(alias, AliasChoices), f"{model.__name__}.{name} is not a setting()"
+        variable, key = (str(choice) for choice in alias.choices)
+        found[name] = (variable, key)
+    return found
+
+
+class GivenSections(PydanticBaseSettingsSource):
+    """`Settings(...)`'s arguments (the file's values among them), a section given as a model
+    read as the fields it set: the environment then still wins field by field, instead of
+    replacing the whole section."""
+
+    def __init__(self, settings_cls: type[BaseSettings], given: PydanticBaseSettingsSource):
+        super().__init__(settings_cls)
+        self.given = given
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False  # everything is in __call__
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            key: value.model_dump(exclude_unset=True) if isinstance(value, Section) else value
+            for key, value in self.given().items()
+        }
+
+
+class SectionVariables(EnvSettingsSource):
+    """The environment, each section's field read from its own variable, decoded as
+    pydantic-settings decodes a top-level field (JSON for a table, as-is for NoDecode)."""
+
+    def __call__(self) -> dict[str, Any]:
+        data: dict[str, dict[str, Any]] = {}
+        for section, model in SECTIONS.items():
+            for name, (variable, _) in names_of(model).items():
+                raw = self.env_vars.get(self._apply_case_sensitive(variable))
+                if raw is None:
+                    continue
+                info = model.model_fields[name]
+                try:
+                    value = self.prepare_field_value(name, info, raw, False)
+                except ValueError as exc:
+                    why = f"{variable}: not the JSON this setting needs ({exc})"
+                    raise SettingsError(why) from None
+                # keyed by the variable, so a validation error names it
+                data.setdefault(section, {})[variable] = value
+        return data
 
 
 def config_path(explicit: str | Path | None = None) -> Path:
@@ -270,10 +411,20 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     lines = _key_lines(text)
     problems = []
     for error in exc.errors():
-        loc = tuple(str(part) for part in error["loc"])
+        loc = _as_written(tuple(str(part) for part in error["loc"]), lines)
         where = _where(file, loc, lines)
         problems.append(f"{where}: {'.'.join(loc) or 'config'}: {_said(error)}")
     return "\n".join(problems)
+
+
+def _as_written(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> tuple[str, ...]:
+    """A section's setting as the file or the environment named it (`api_rate_per_minute`,
+    `SIGNOFF_PORT`), unless the file wrote it inside its section (`[database] url`)."""
+    if len(loc) < 2 or loc[0] not in SECTIONS:
+        return loc
+    if any(key[:2] == loc[:2] for key in lines):
+        return loc
+    return loc[1:]
 
 
 def _said(error: Any) -> str:
@@ -284,24 +435,11 @@ def _said(error: Any) -> str:
 
 
 def _where(file: Path, loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> str:
-    variable = _variable_of(loc[0]) if loc else None
-    if variable:
-        return f"environment {variable}"
+    # a value from the environment carries its variable's name (it wins over the file)
+    if loc and loc[0].isupper() and loc[0] in {key.upper() for key in os.environ}:
+        return f"environment {loc[0]}"
     line = _line_of(loc, lines)
     return f"{file}:{line}" if line else str(file)
-
-
-def _variable_of(field: str) -> str | None:
-    """The environment variable that set this field, if one did (it wins over the file)."""
-    present = {key.upper() for key in os.environ}
-    if field.isupper():  # errors from the environment carry the variable's name
-        return field if field in present else None
-    info = Settings.model_fields.get(field)
-    if info is None:
-        return None
-    alias = info.validation_alias
-    name = alias if isinstance(alias, str) else f"SIGNOFF_{field.upper()}"
-    return name if name in present else None
 
 
 _HEADER = re.compile(r"^\s*\[+\s*([^\]]+?)\s*\]+\s*(#.*)?$")

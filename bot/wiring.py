@@ -100,19 +100,23 @@ async def assemble(
     and leaves the ones it could not deliver to the server. Without agents (a command that
     only reads) the configured agent modules are not imported.
     """
-    agents = load_agents(settings.agents) if with_agents else []
+    agents = load_agents(settings.runtime.agents) if with_agents else []
     try:
-        agents = configure(agents, settings.models, settings.prices) if agents else agents
+        agents = (
+            configure(agents, settings.runtime.models, settings.runtime.prices)
+            if agents
+            else agents
+        )
     except (DefinitionError, ImportError, ValueError) as exc:
         raise ConfigError(f"models: {exc}") from None
     try:  # before the store is opened (or created): a bad rule changes nothing
-        check_rules(settings.policies, agents)
+        check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
-    store = await open_store(settings.database_url, **store_options(settings))
+    store = await open_store(settings.database.url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
-    policy = CallbackPolicy(settings.callback_allowed_hosts)
+    policy = CallbackPolicy(settings.api.callback_allowed_hosts)
     callbacks = Callbacks(store, callback_secret(settings), background, policy=policy, **quick)
     runtime = _runtime(settings, store, agents, notifier, callbacks)
     return Process(settings, store, runtime, background, callbacks)
@@ -139,34 +143,38 @@ def _runtime(
         store,
         agents,
         FanOut([notifier or NullNotifier(), callbacks]),
-        policies=settings.policies,
-        learned_rules=settings.learned_rules,
+        policies=settings.runtime.policies,
+        learned_rules=settings.runtime.learned_rules,
         directory=slack_directory(settings),
-        worker_id=settings.worker_id,
-        lease_ttl=settings.lease_ttl,
-        protected_facts=settings.protected_facts,
+        worker_id=settings.workers.id,
+        lease_ttl=settings.workers.lease_ttl,
+        protected_facts=settings.runtime.protected_facts,
     )
 
 
 def slack_directory(settings: Settings) -> Directory | None:
     """Slack user groups for approver checks, when a bot token is configured."""
-    token = secret(settings.slack_bot_token)
+    token = secret(settings.slack.bot_token)
     if not token:
         return None
     from bot.directory import SlackDirectory, web_client
 
-    return SlackDirectory(web_client(token, base_url=settings.slack_api_url))
+    return SlackDirectory(web_client(token, base_url=settings.slack.api_url))
 
 
 def callback_secret(settings: Settings) -> str:
-    return secret(settings.callback_secret) or secret(settings.api_token) or ""
+    return secret(settings.api.callback_secret) or secret(settings.api.token) or ""
 
 
 def store_options(settings: Settings) -> dict[str, Any]:
     """The settings that belong to the configured backend only."""
-    if settings.database_url.startswith("sqlite"):
-        return {} if settings.synchronous is None else {"synchronous": settings.synchronous}
-    if settings.database_url.startswith(("postgres:", "postgresql:")):
-        size = settings.database_pool_size
+    if settings.database.url.startswith("sqlite"):
+        return (
+            {}
+            if settings.database.synchronous is None
+            else {"synchronous": settings.database.synchronous}
+        )
+    if settings.database.url.startswith(("postgres:", "postgresql:")):
+        size = settings.database.pool_size
         return {} if size is None else {"pool_size": size}
     return {}

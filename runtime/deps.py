@@ -16,6 +16,7 @@ from runtime.facts import FactStore
 from runtime.ports import LearnedRules
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.telemetry import Telemetry
+from runtime.scheduler import Timers
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
@@ -32,6 +33,8 @@ class Deps:
     facts: FactStore
     telemetry: Telemetry
     announcer: Announcer
+    timers: Timers
+    """The runtime's one scheduler: leases are renewed on it."""
     leases: dict[str, Lease] = field(default_factory=dict)
     """The runs this process holds a lease on, by id."""
     learned: LearnedRules | None = None
@@ -75,7 +78,7 @@ class Deps:
             run_id,
             self.worker_id,
             ttl=self.lease_ttl,
-            clock=self.clock,
+            timers=self.timers,
             held=self.leases,
         )
 

@@ -95,6 +95,7 @@ class Runtime:
             facts=self.facts,
             telemetry=telemetry or NullTelemetry(),
             announcer=Announcer(notifier or NullNotifier(), store),
+            timers=self.scheduler,
             learned=self.rules,
         )
         self.desk = ApprovalDesk(

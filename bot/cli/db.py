@@ -23,7 +23,7 @@ def migrate(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     `runs start` create one), so on a database in use this one only reports."""
 
     async def work(store: Store) -> tuple[int, int]:
-        return await store.migrate()  # type: ignore[attr-defined, no-any-return]
+        return await store.migrate()
 
     before, after = with_store(ctx, work)
     text = f"schema version {after}" + (f" (was {before})" if before != after else " (up to date)")

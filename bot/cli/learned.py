@@ -138,7 +138,7 @@ def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 
     async def work(p: Process) -> Any:
         learned = await p.runtime.rules.list()
-        return all_rules(p.settings.policies, learned, p.runtime.clock())
+        return all_rules(p.settings.runtime.policies, learned, p.runtime.clock())
 
     rows = with_process(ctx, work, agents=False)
     show(rows, as_json=as_json, table="\n".join(map(rule_line, rows)) or "no rules")

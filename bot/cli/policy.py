@@ -65,13 +65,13 @@ def _check(
     from runtime.tools import ToolArgumentError
     from store.records import utcnow
 
-    agents = load_agents(settings.agents)
+    agents = load_agents(settings.runtime.agents)
     try:
-        check_rules(settings.policies, agents)
+        check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
     found = next((a.tools[tool] for a in agents if tool in a.tools), None)
-    if found is None and agents and tool not in settings.policies.tools:  # a typo, likely
+    if found is None and agents and tool not in settings.runtime.policies.tools:  # a typo, likely
         known = sorted({name for a in agents for name in a.tools})
         raise Failure(
             f"no configured agent has a tool {tool!r} and no policy names it; "
@@ -82,7 +82,7 @@ def _check(
             args = found.validate(args)
         except ToolArgumentError as exc:
             raise Failure(f"ARGS: {exc}") from None
-    name, chosen = settings.policies.for_tool(tool)
+    name, chosen = settings.runtime.policies.for_tool(tool)
     facts = Facts(requested_by=requested_by or "", now=utcnow())
     routed = route(name, chosen, tool, args, facts)
     return _report(tool, args, routed, found)

@@ -31,7 +31,7 @@ from bot.cli.session import database_label, with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from store import Approval, Checkpoint, Run
+    from store import Approval, Checkpoint, Effect, Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -165,7 +165,7 @@ def list_runs(
 
     async def work(p: Process) -> Any:
         found = await p.runtime.list(status, limit=limit)
-        return found, await decided_runs(p.runtime, found), p.settings.database_url
+        return found, await decided_runs(p.runtime, found), p.settings.database.url
 
     found, decided, url = with_process(ctx, work, agents=False)
     if as_json:
@@ -219,7 +219,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
         approvals = await p.runtime.approvals(run_id)
-        records = [*await p.store.list_effects(run_id), *approvals]
+        records: list[Effect | Approval] = [*await p.store.list_effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
         return masked_history(found, sensitive_by_tool(records)), ruled
 
@@ -272,9 +272,7 @@ def resume(
         budget = None
         if limits:
             budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
-        ended = await p.runtime.resume(
-            run_id, budget=budget, override_model_by=override_model_by
-        )
+        ended = await p.runtime.resume(run_id, budget=budget, override_model_by=override_model_by)
         await answer(p.runtime, ended, as_json=as_json)
         return ended
 
@@ -442,7 +440,7 @@ def parsed_age(text: str) -> timedelta:
     from runtime.approvals.policy import parse_duration
 
     try:
-        age = parse_duration(text, unit_required=True)
+        age: timedelta = parse_duration(text, unit_required=True)
     except ValueError as exc:
         raise Failure(f"--older-than: {exc}") from None
     if age <= timedelta(0):

@@ -9,10 +9,10 @@ settings, the store and the runtime become one-line refusals.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
@@ -52,7 +52,7 @@ def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
     from store import open_store
 
     async def run(settings: Settings) -> T:
-        store = await open_store(settings.database_url, migrate=False)
+        store = await open_store(settings.database.url, migrate=False)
         try:
             return await work(store)
         finally:
@@ -61,13 +61,15 @@ def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
     return _enter(ctx, run, creates=True)
 
 
-def _enter(ctx: typer.Context, run: Callable[[Settings], Awaitable[T]], *, creates: bool) -> T:
+def _enter(
+    ctx: typer.Context, run: Callable[[Settings], Coroutine[Any, Any, T]], *, creates: bool
+) -> T:
     import asyncio  # not at the top: `--help` does without it
 
     with refusals():
         settings = load(ctx)
         if not creates:
-            require_database(settings.database_url)
+            require_database(settings.database.url)
         return asyncio.run(run(settings))
 
 
@@ -77,7 +79,7 @@ def load(ctx: typer.Context) -> Settings:
 
     settings = load_settings(options(ctx).config)
     if options(ctx).verbose:
-        typer.echo(f"database: {database_label(settings.database_url)}", err=True)
+        typer.echo(f"database: {database_label(settings.database.url)}", err=True)
     return settings
 
 

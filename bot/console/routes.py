@@ -10,9 +10,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api import RUNTIME, _run_view
+from bot.api import _run_view
 from bot.api_auth import CALLER, error, requires
 from bot.api_errors import BadRequest
+from bot.api_keys import RUNTIME
 from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
 from bot.readers import Readers, not_a_reader

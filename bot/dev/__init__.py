@@ -19,14 +19,23 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 from aiohttp import web
+from pydantic import SecretStr
 
 from bot.dev import people, slack_state, workspace
+from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
-from bot.policy_ids import SlackLearnedRules
-from bot.settings import ApiToken, ConfigError, Settings
-from bot.slack.fake import FakeSlack
+from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
+from bot.settings import (
+    ApiSettings,
+    ApiToken,
+    ConfigError,
+    DatabaseSettings,
+    RuntimeSettings,
+    Settings,
+    SlackSettings,
+    WorkerSettings,
+)
 from bot.wiring import Process
-from runtime.approvals.policy import Policies, Policy
 
 log = logging.getLogger("signoff.dev")
 BOT_TOKEN = "xoxb-dev"
@@ -44,38 +53,47 @@ def dev_settings(
     agent_token: str | None = None,
 ) -> Settings:
     """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
-    approver (bob) who may edit and write approval rules, and the refund agent (with any
-    agents SIGNOFF_AGENTS adds)."""
+    approver (bob) who may edit, write approval rules and settle pages, and the refund agent
+    (with any agents SIGNOFF_AGENTS adds)."""
     extra = [a for a in os.environ.get("SIGNOFF_AGENTS", "").split(",") if a.strip()]
+    console = ApiToken(
+        scopes=frozenset({"runs:read", "runs:write"}),
+        sha256=hashlib.sha256(api_token.encode()).hexdigest(),
+    )
     return Settings(
-        database_url=f"sqlite:///{database}",
-        agents=[REFUND_AGENT, *[a.strip() for a in extra if a.strip() != REFUND_AGENT]],
-        host="127.0.0.1",
-        port=port,
-        api_token=None,
-        # The console's token: it reads and operates runs, and cannot decide approvals
-        # (people decide on their cards, as in Slack).
-        api_tokens={
-            CONSOLE_TOKEN: ApiToken(
-                scopes=frozenset({"runs:read", "runs:write"}),
-                sha256=hashlib.sha256(api_token.encode()).hexdigest(),
-            )
-        }
-        | _agents_token(agent_token),
-        callback_secret=secrets.token_hex(16),
-        api_only=False,
-        worker_id="signoff-dev",  # the same after a restart: parked runs are ours at once
-        slack_bot_token=BOT_TOKEN,
-        slack_signing_secret=signing_secret,
-        slack_app_token=None,
-        slack_api_url=slack_api_url,
-        approvals_channel=people.APPROVALS,
-        oncall_channel=people.ONCALL,
-        policies=Policies(
-            default=Policy(channel=people.APPROVALS, approvers=(people.APPROVER,), allow_edit=True)
+        database=DatabaseSettings(url=f"sqlite:///{database}"),
+        runtime=RuntimeSettings(
+            agents=[REFUND_AGENT, *[a.strip() for a in extra if a.strip() != REFUND_AGENT]],
+            policies=SlackPolicies(
+                default=SlackPolicy(
+                    channel=people.APPROVALS, approvers=(people.APPROVER,), allow_edit=True
+                )
+            ),
+            # bob may write approval rules too, so cards show "Approve + similar…" here.
+            learned_rules=SlackLearnedRules(writers=(people.APPROVER,)),
         ),
-        # bob may write approval rules too, so cards show "Approve + similar…" here.
-        learned_rules=SlackLearnedRules(writers=(people.APPROVER,)),
+        # the same worker after a restart: runs it parked are its own at once
+        workers=WorkerSettings(id="signoff-dev"),
+        api=ApiSettings(
+            host="127.0.0.1",
+            port=port,
+            token=None,
+            # The console's token: it reads and operates runs, and cannot decide approvals
+            # (people decide on their cards, as in Slack).
+            tokens={CONSOLE_TOKEN: console} | _agents_token(agent_token),
+            callback_secret=SecretStr(secrets.token_hex(16)),
+            only=False,
+        ),
+        slack=SlackSettings(
+            bot_token=SecretStr(BOT_TOKEN),
+            signing_secret=SecretStr(signing_secret),
+            app_token=None,
+            api_url=slack_api_url,
+            approvals_channel=people.APPROVALS,
+            oncall_channel=people.ONCALL,
+            # and settle an in-doubt page from its card, so the page's buttons can be tried
+            page_resolvers=[people.APPROVER],
+        ),
     )
 
 

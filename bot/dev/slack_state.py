@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bot.slack.fake_web import Message, Version, Workspace
+from bot.dev.slack.fake_web import Message, Version, Workspace
 
 log = logging.getLogger("signoff.dev")
 CHANGING = ("chat.postMessage", "chat.update", "chat.postEphemeral", "views.open")

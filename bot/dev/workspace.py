@@ -25,14 +25,14 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.api_auth import Handler
 from bot.dev import people
+from bot.dev.slack.fake import FakeSlack
+from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
-from bot.slack.fake import FakeSlack
-from bot.slack.fake_web import Message
+from bot.slack.actions import OPENS_MODAL
 from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")
 STATIC = Path(__file__).parent / "static"
-DEV = web.AppKey("dev", "DevWorkspace")
 REFUND_TASK = "Refund order 4471 for $25"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
@@ -48,6 +48,9 @@ class DevWorkspace:
     signing_secret: str
     api_token: str
     session: aiohttp.ClientSession | None = None
+
+
+DEV = web.AppKey("dev", DevWorkspace)
 
 
 def mount(app: web.Application, dev: DevWorkspace) -> None:
@@ -88,9 +91,9 @@ def _local_only(handler: Handler) -> Handler:
 
 
 async def _client_session(app: web.Application) -> AsyncIterator[None]:
-    app[DEV].session = aiohttp.ClientSession()
+    session = app[DEV].session = aiohttp.ClientSession()
     yield
-    await app[DEV].session.close()
+    await session.close()
 
 
 async def _close_streams(app: web.Application) -> None:
@@ -105,7 +108,12 @@ async def session(request: web.Request) -> web.Response:
     """Who can be played, and the console's token (this server listens on 127.0.0.1 only)."""
     dev = request.app[DEV]
     return web.json_response(
-        {"people": people.PEOPLE, "token": dev.api_token, "refund_task": REFUND_TASK}
+        {
+            "people": people.PEOPLE,
+            "token": dev.api_token,
+            "refund_task": REFUND_TASK,
+            "opens_modal": sorted(OPENS_MODAL),
+        }
     )
 
 
@@ -156,11 +164,13 @@ async def events(request: web.Request) -> web.StreamResponse:
 
 
 async def action(request: web.Request) -> web.Response:
-    """A button click, as Slack posts it; a modal the bot opened for it comes back with it."""
+    """A button click, as Slack posts it; a modal the bot opened for it comes back with it.
+    A click on an ephemeral message (a `/runs` reply) comes, as from Slack, with no message."""
     dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
     trigger = f"dev-{uuid.uuid4().hex}"
-    payload = {
+    ephemeral = order.get("ephemeral") is True
+    payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
         "api_app_id": people.APP,
@@ -169,6 +179,7 @@ async def action(request: web.Request) -> web.Response:
             "type": "message",
             "message_ts": str(order.get("ts", "")),
             "channel_id": str(order.get("channel", "")),
+            "is_ephemeral": ephemeral,
         },
         "trigger_id": trigger,
         "team": {"id": people.TEAM, "domain": "signoff-dev"},
@@ -185,6 +196,8 @@ async def action(request: web.Request) -> web.Response:
             }
         ],
     }
+    if ephemeral:
+        del payload["message"]
     status, body = await _to_bot(request, {"payload": json.dumps(payload)})
     view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
     return web.json_response({"status": status, "answer": body, "view": view})
@@ -240,7 +253,7 @@ async def command(request: web.Request) -> web.Response:
         "trigger_id": f"dev-{uuid.uuid4().hex}",
     }
     status, body = await _to_bot(request, fields)
-    return web.json_response({"status": status, "answer": body})
+    return web.json_response({"status": status, "answer": body, "channel": people.APPROVALS})
 
 
 async def refund(request: web.Request) -> web.Response:
@@ -262,6 +275,7 @@ async def _to_bot(request: web.Request, fields: dict[str, str]) -> tuple[int, An
     body = urllib.parse.urlencode(fields).encode()
     stamp = str(int(time.time()))
     signature = SignatureVerifier(dev.signing_secret).generate_signature(timestamp=stamp, body=body)
+    assert signature is not None  # None only without a timestamp or a body
     headers = {
         "Content-Type": "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,

@@ -161,12 +161,12 @@ class SlackSurface:
         self.sender.start()
         self.page_reminders.start()
         if self.socket is not None:
-            await self.socket.connect_async()
+            await self.socket.connect_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
             log.info("slack: connected over Socket Mode")
 
     async def stop(self) -> None:
         if self.socket is not None:
-            await self.socket.close_async()
+            await self.socket.close_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
         self.page_reminders.stop()
         await self.sender.stop()
         if self.reconciler is not None:
@@ -175,12 +175,12 @@ class SlackSurface:
 
 def check_slack_settings(settings: Settings) -> None:
     """Refuse to start a Slack process without what Slack needs, naming the variable."""
-    if settings.api_only:
+    if settings.api.only:
         return
     hint = "(or set SIGNOFF_API_ONLY=1 to serve only the HTTP API)"
-    if not secret(settings.slack_bot_token):
+    if not secret(settings.slack.bot_token):
         raise ConfigError(f"SLACK_BOT_TOKEN is not set: the bot cannot post to Slack {hint}")
-    if not secret(settings.slack_signing_secret) and not secret(settings.slack_app_token):
+    if not secret(settings.slack.signing_secret) and not secret(settings.slack.app_token):
         raise ConfigError(
             "SLACK_SIGNING_SECRET (HTTP) or SLACK_APP_TOKEN (Socket Mode) is not set: Slack "
             f"cannot reach the bot {hint}"
@@ -190,9 +190,9 @@ def check_slack_settings(settings: Settings) -> None:
 def slack_surface(
     settings: Settings, rt: Runtime, background: Background, nudge: OutboxNudge
 ) -> SlackSurface:
-    token = secret(settings.slack_bot_token) or ""
-    client = web_client(token, base_url=settings.slack_api_url)
-    signing_secret = secret(settings.slack_signing_secret) or None
+    token = secret(settings.slack.bot_token) or ""
+    client = web_client(token, base_url=settings.slack.api_url)
+    signing_secret = secret(settings.slack.signing_secret) or None
     quiet_unused_token_notice()
     app = AsyncApp(
         client=client,
@@ -203,18 +203,18 @@ def slack_surface(
         # they return instead of polling every 10 ms for the ack.
         process_before_response=True,
     )
-    resolvers = frozenset(settings.page_resolvers)
-    homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.home_publish_per_minute)
-    readers = Readers.of(settings.slack_readers, resolvers)
+    resolvers = frozenset(settings.slack.page_resolvers)
+    homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.slack.home_publish_per_minute)
+    readers = Readers.of(settings.slack.readers, resolvers)
     listeners.register(app, rt, background, resolvers=resolvers, homes=homes, readers=readers)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
-    claim = settings.outbox_claim_seconds
+    claim = settings.workers.outbox_claim_seconds
     timing = Timing(claim)
     poster = web_client(
         token,
-        base_url=settings.slack_api_url,
+        base_url=settings.slack.api_url,
         idempotent_only=True,
         timeout=max(1, int(timing.post_timeout)),
     )
@@ -223,11 +223,13 @@ def slack_surface(
         poster,
         rt.store,
         policies=rt.desk.policies,
-        channels=Channels(approvals=settings.approvals_channel, oncall=settings.oncall_channel),
+        channels=Channels(
+            approvals=settings.slack.approvals_channel, oncall=settings.slack.oncall_channel
+        ),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
-        resolvable_pages=bool(settings.page_resolvers),
-        similar=bool(settings.learned_rules.writers),
+        resolvable_pages=bool(settings.slack.page_resolvers),
+        similar=bool(settings.runtime.learned_rules.writers),
         outcomes=outcomes,
         clock=rt.clock,
         after_row=homes.on_row,
@@ -243,7 +245,7 @@ def slack_surface(
     )
     nudge.sender = sender
     homes.wake = sender.wake
-    app_token = secret(settings.slack_app_token)
+    app_token = secret(settings.slack.app_token)
     socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
     return SlackSurface(
         app,
@@ -253,7 +255,7 @@ def slack_surface(
         http=signing_secret is not None,
         store=rt.store,
         page_reminders=PageReminders(
-            rt.store, settings.page_remind_every, rt.scheduler, sender.wake
+            rt.store, settings.slack.page_remind_every, rt.scheduler, sender.wake
         ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,

@@ -40,19 +40,9 @@ PLACEHOLDER_TEXT = 150
 FALLBACK_TEXT = 3000
 """Our own bound on a message's `text` (Slack truncates at 40,000)."""
 
-# ids the listeners and the outbox match on
-APPROVE_ACTION = "approve"
-SEPARATE_ACTION = "approve_separate"
-EDIT_ACTION = "edit"
-SIMILAR_ACTION = "approve_similar"
-DECLINE_ACTION = "decline"
-ACKNOWLEDGE_ACTION = "acknowledge"
-HAPPENED_ACTION = "resolve_happened"
-NOT_HAPPENED_ACTION = "resolve_did_not_happen"
+# ids the outbox and the reconciler match on (action and modal ids: bot.slack.actions)
 APPROVAL_BLOCK = "approval:"
 PAGE_BLOCK = "page:"
-DECLINE_CALLBACK = "decline_reason"
-EDIT_CALLBACK = "edit_args"
 APPROVAL_EVENT = "signoff_approval"
 PAGE_EVENT = "signoff_page"
 REMINDER_EVENT = "signoff_reminder"

@@ -16,6 +16,7 @@ from typing import Any
 from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
+from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.approvals.binding import differences
 from store import Approval, ApprovalState, Page, Run, RunStatus
@@ -314,7 +315,11 @@ def decision_actions(
             back=texts.BACK,
         )
         approve = kit.button(
-            texts.APPROVE_SEPARATE, kit.SEPARATE_ACTION, approval.id, style="primary", confirm=sure
+            texts.APPROVE_SEPARATE,
+            Action.APPROVE_SEPARATE,
+            approval.id,
+            style="primary",
+            confirm=sure,
         )
     else:
         sure = kit.confirm(
@@ -324,14 +329,14 @@ def decision_actions(
             back=texts.BACK,
         )
         approve = kit.button(
-            texts.APPROVE, kit.APPROVE_ACTION, approval.id, style="primary", confirm=sure
+            texts.APPROVE, Action.APPROVE, approval.id, style="primary", confirm=sure
         )
     buttons = [approve]
     if allow_edit and approval.required_approvals == 1:
-        buttons.append(kit.button(texts.EDIT, kit.EDIT_ACTION, approval.id))
+        buttons.append(kit.button(texts.EDIT, Action.EDIT, approval.id))
     if similar and approval.required_approvals == 1:  # "Approve + similar…" (learned rules)
-        buttons.append(kit.button(texts.APPROVE_SIMILAR, kit.SIMILAR_ACTION, approval.id))
-    buttons.append(kit.button(texts.DECLINE, kit.DECLINE_ACTION, approval.id, style="danger"))
+        buttons.append(kit.button(texts.APPROVE_SIMILAR, Action.APPROVE_SIMILAR, approval.id))
+    buttons.append(kit.button(texts.DECLINE, Action.DECLINE, approval.id, style="danger"))
     return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)
 
 
@@ -479,8 +484,8 @@ def _page_body(page: Page, run: Run | None) -> str:
 
 def page_actions(page: Page, *, resolve: bool = False) -> Block:
     """Acknowledge (and, when asked, the two ways to settle an in-doubt effect)."""
-    buttons = [kit.button(texts.ACKNOWLEDGE, kit.ACKNOWLEDGE_ACTION, page.id, style="primary")]
+    buttons = [kit.button(texts.ACKNOWLEDGE, Action.ACKNOWLEDGE, page.id, style="primary")]
     if resolve:
-        buttons.append(kit.button(texts.HAPPENED, kit.HAPPENED_ACTION, page.id))
-        buttons.append(kit.button(texts.DID_NOT_HAPPEN, kit.NOT_HAPPENED_ACTION, page.id))
+        buttons.append(kit.button(texts.HAPPENED, Action.SETTLE_HAPPENED, page.id))
+        buttons.append(kit.button(texts.DID_NOT_HAPPEN, Action.SETTLE_NOT_HAPPENED, page.id))
     return kit.actions(kit.PAGE_BLOCK + page.id, buttons)

@@ -40,8 +40,8 @@ async def answer(
         if verb == "help":
             return replies.runs_help()
         if verb == "list":
-            mine = await _readable(rt, rest[0] if rest else None, user, channel, readers)
-            return _list(mine, rest[0] if rest else None)
+            readable = await _readable(rt, rest[0] if rest else None, user, channel, readers)
+            return _list(readable, rest[0] if rest else None)
         if verb == "pending":
             mine = sorted(await waiting_for(rt, user), key=lambda a: a.created_at)  # longest first
             more = max(len(mine) - LIST_LIMIT, 0)

@@ -32,6 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.readers import Readers
 from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
+from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
@@ -78,15 +79,15 @@ def register(
     """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
     `readers` (`bot.readers`) read runs with `/runs`."""
     listeners = Listeners(rt, background, resolvers, homes, readers)
-    app.action("approve")(listeners.approve)
-    app.action("approve_separate")(listeners.approve_separate)
-    app.action("decline")(listeners.open_decline)
-    app.action("edit")(listeners.open_edit)
-    app.action("acknowledge")(listeners.acknowledge)
-    app.action("resolve_happened")(listeners.settle_happened)  # kit.HAPPENED_ACTION
-    app.action("resolve_did_not_happen")(listeners.settle_not_happened)
-    app.view("decline_reason")(listeners.decline)
-    app.view("edit_args")(listeners.approve_edited)
+    app.action(Action.APPROVE)(listeners.approve)
+    app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
+    app.action(Action.DECLINE)(listeners.open_decline)
+    app.action(Action.EDIT)(listeners.open_edit)
+    app.action(Action.ACKNOWLEDGE)(listeners.acknowledge)
+    app.action(Action.SETTLE_HAPPENED)(listeners.settle_happened)
+    app.action(Action.SETTLE_NOT_HAPPENED)(listeners.settle_not_happened)
+    app.view(Modal.DECLINE_REASON)(listeners.decline)
+    app.view(Modal.EDIT_ARGS)(listeners.approve_edited)
     app.command("/runs")(listeners.runs_command)
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)

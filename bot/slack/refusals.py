@@ -63,4 +63,6 @@ def _when(at: datetime | None) -> str:
 
 
 def _is_user(who: str | None) -> bool:
-    return bool(who) and who[0] in "UW" and who[1:].isalnum() and who.isupper()  # type: ignore[index]
+    if not who:
+        return False
+    return who[0] in "UW" and who[1:].isalnum() and who.isupper()

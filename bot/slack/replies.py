@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
+from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
 from runtime.approvals.binding import CallTrail
@@ -46,7 +47,7 @@ def decline_modal(approval: Approval) -> dict[str, Any]:
         max_length=DECLINE_REASON,
     )
     return kit.modal(
-        kit.DECLINE_CALLBACK,
+        Modal.DECLINE_REASON,
         approval.id,
         title=texts.DECLINE_TITLE,
         submit=texts.DECLINE_SUBMIT,
@@ -61,7 +62,7 @@ def edit_modal(approval: Approval) -> dict[str, Any]:
     action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
     if initial is None:
         return kit.modal(
-            kit.EDIT_CALLBACK,
+            Modal.EDIT_ARGS,
             approval.id,
             title=texts.EDIT_TITLE,
             close=texts.BACK,
@@ -71,7 +72,7 @@ def edit_modal(approval: Approval) -> dict[str, Any]:
         "args", texts.EDIT_LABEL, multiline=True, initial=initial, hint=texts.EDIT_HINT
     )
     return kit.modal(
-        kit.EDIT_CALLBACK,
+        Modal.EDIT_ARGS,
         approval.id,
         title=texts.EDIT_TITLE,
         submit=texts.EDIT_SUBMIT,

@@ -17,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_line
 from bot.slack import blocks as kit
 from bot.slack import escape
+from bot.slack.actions import Action, Modal
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
@@ -26,18 +27,15 @@ from store.records import LearnedRule
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]
-SIMILAR_ACTION = kit.SIMILAR_ACTION
-CONFIRM_RULE_ACTION = "confirm_rule"
-MODAL = "similar_rule"
 YES = "yes"
 MAX_HITS = 15
 
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
     similar = Similar(rt, background)
-    app.action("approve_similar")(similar.approve_similar)
-    app.action("confirm_rule")(similar.confirm)
-    app.view("similar_rule")(similar.submit)
+    app.action(Action.APPROVE_SIMILAR)(similar.approve_similar)
+    app.action(Action.CONFIRM_RULE)(similar.confirm)
+    app.view(Modal.SIMILAR_RULE)(similar.submit)
 
 
 # Block Kit (pure)
@@ -70,7 +68,7 @@ def rule_modal(approval_id: str, proposal: Proposal, *, channel: str | None) -> 
     meta = json.dumps({"approval_id": approval_id, "tool": proposal.tool, "channel": channel})
     return {
         "type": "modal",
-        "callback_id": MODAL,
+        "callback_id": Modal.SIMILAR_RULE,
         "private_metadata": meta,
         "title": {"type": "plain_text", "text": "Approve similar"},
         "submit": {"type": "plain_text", "text": "Save rule"},
@@ -111,7 +109,7 @@ def confirm_request(rule: LearnedRule) -> dict[str, Any]:
     )
     button = {
         "type": "button",
-        "action_id": CONFIRM_RULE_ACTION,
+        "action_id": Action.CONFIRM_RULE,
         "text": {"type": "plain_text", "text": "Confirm rule"},
         "style": "primary",
         "value": rule.id,

@@ -6,13 +6,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from runtime.errors import RunBusy
 from store import Store
+
+if TYPE_CHECKING:
+    from runtime.scheduler import Timers
 
 log = logging.getLogger("signoff.lease")
 
@@ -42,17 +45,18 @@ async def hold_lease(
     owner: str,
     *,
     ttl: float,
-    clock: Callable[[], datetime],
+    timers: Timers,
     held: dict[str, Lease] | None = None,
 ) -> AsyncIterator[Lease]:
-    """Hold the lease for the block; RunBusy if another live worker holds it. `held` maps the
-    runs this process holds to their leases: a block inside another on the same run shares
-    its lease (taking it again would start a new epoch and fence the outer one off)."""
+    """Hold the lease for the block, renewed every third of it on the runtime's scheduler;
+    RunBusy if another live worker holds it. `held` maps the runs this process holds to their
+    leases: a block inside another on the same run shares its lease (taking it again would
+    start a new epoch and fence the outer one off)."""
     held = {} if held is None else held
     if run_id in held:
         yield held[run_id]
         return
-    now = clock()
+    now = timers.clock()
     epoch = await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now)
     if epoch is None:
         raise RunBusy(
@@ -61,14 +65,20 @@ async def hold_lease(
             run_id=run_id,
         )
     lease = held[run_id] = Lease(run_id, epoch, ttl)
-    renewer = asyncio.create_task(_renew(store, lease, owner, ttl, clock))
+    job = f"lease:{run_id}:{epoch}"
+
+    async def renew() -> None:
+        await _renew(store, lease, owner, timers)
+        if lease.lost:
+            timers.cancel(job)
+
+    timers.ensure_running()
+    timers.every(ttl / 3, renew, name=job)
     try:
         yield lease
     finally:
         del held[run_id]
-        renewer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewer
+        timers.cancel(job)
         if not lease.lost:
             try:
                 await store.release_lease(run_id, owner, epoch=epoch)
@@ -78,31 +88,27 @@ async def hold_lease(
                 )
 
 
-async def _renew(
-    store: Store, lease: Lease, owner: str, ttl: float, clock: Callable[[], datetime]
-) -> None:
-    """Renew every third of the lease until the store says it is not ours any more; then the
-    driver stops at its next write (which the store would refuse anyway). A renewal that
-    fails (the database busy or unreachable) is tried again: meanwhile another worker may take
+async def _renew(store: Store, lease: Lease, owner: str, timers: Timers) -> None:
+    """Renew the lease unless the store says it is not ours any more; then the driver stops at
+    its next write (which the store would refuse anyway). A renewal that fails (the database
+    busy or unreachable) is tried again at the next turn: meanwhile another worker may take
     the run over, and the epoch fences this one's writes off."""
-    while True:
-        await asyncio.sleep(ttl / 3)
-        now = clock()
-        until = now + timedelta(seconds=ttl)
-        try:
-            renewed = await store.renew_lease(
-                lease.run_id, owner, until=until, now=now, epoch=lease.epoch
-            )
-        except Exception:
-            log.exception("could not renew the lease on run %s; trying again", lease.run_id)
-            continue
-        if not renewed:
-            lease.lost = True
-            log.warning(
-                "lost the lease on run %s (epoch %d): stopped driving it", lease.run_id, lease.epoch
-            )
-            return
-        lease.renewed_at = time.monotonic()
+    now = timers.clock()
+    until = now + timedelta(seconds=lease.ttl)
+    try:
+        renewed = await store.renew_lease(
+            lease.run_id, owner, until=until, now=now, epoch=lease.epoch
+        )
+    except Exception:
+        log.exception("could not renew the lease on run %s; trying again", lease.run_id)
+        return
+    if not renewed:
+        lease.lost = True
+        log.warning(
+            "lost the lease on run %s (epoch %d): stopped driving it", lease.run_id, lease.epoch
+        )
+        return
+    lease.renewed_at = time.monotonic()
 
 
 class RunLocks:

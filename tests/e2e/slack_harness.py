@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot.slack.fake_web import trigger
+from bot.dev.slack.fake_web import trigger
 from bot.slack.inbound import Signature
 
 from .helpers import SIGNOFF, TOKEN, free_port
@@ -245,7 +245,10 @@ class FakeSlackProcess:
         self.log = tmp_path / "fake-slack.log"
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "bot.slack.fake", "--port", "0", "--ready-file", str(ready)],
+                [
+                    *(sys.executable, "-m", "bot.dev.slack.fake"),
+                    *("--port", "0", "--ready-file", str(ready)),
+                ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

@@ -14,10 +14,10 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.dev.slack.fake import FakeSlack
+from bot.dev.slack.fake_web import trigger
 from bot.directory import web_client
 from bot.slack import listeners
-from bot.slack.fake import FakeSlack
-from bot.slack.fake_web import trigger
 from bot.slack.inbound import Signature
 from bot.tasks import Background
 from runtime import Runtime

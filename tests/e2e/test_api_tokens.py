@@ -311,7 +311,7 @@ secret_env = "SIGNOFF_TEST_DESK_TOKEN"
     settings = load_settings(config)
     assert DESK not in repr(settings)
     assert DESK not in str(settings.model_dump())
-    api = await make_api(tokens=settings.api_tokens)
+    api = await make_api(tokens=settings.api.tokens)
     body = {"tool": "wire_money", "approval_id": "a1"}
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 201
     decision = {"decision": "declined", "by": "U0BOSS", "reason": "no"}
@@ -329,7 +329,7 @@ async def test_the_token_configuration_in_the_api_docs_loads_and_serves(
     monkeypatch.setenv("AUDITOR_TOKEN", AUDITOR)
     path = tmp_path / "signoff.toml"
     path.write_text(config, "utf-8")
-    api = await make_api(tokens=load_settings(path).api_tokens)
+    api = await make_api(tokens=load_settings(path).api.tokens)
     body = {"tool": "wire_money", "approval_id": "a1"}
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 201
     decision = {"decision": "approved", "by": "U0BOSS"}

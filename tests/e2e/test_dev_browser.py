@@ -337,3 +337,69 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
     assert "the rule would have approved 3 at once" in body
     assert "declined" in body
     assert "Over the limit for this customer" in body
+
+
+def test_the_buttons_of_a_runs_pending_reply_decide_as_the_cards_do(
+    dev: DevServer, browser: Any, tmp_path: Path
+) -> None:
+    """bob types `/runs pending`: its Approve decides riley's refund (the card in #approvals
+    says so) and its Decline opens the reason modal, as the same buttons do in Slack."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import Select
+
+    wait = _wait(browser)
+    browser.get(dev.base + "/")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    who = Select(browser.find_element(By.ID, "who"))
+    who.select_by_value(REQUESTER)
+    browser.find_element(By.ID, "start-refund").click()
+    first = _run_id_of_notice(wait)
+    wait.until(lambda d: _card(d, first))
+    browser.find_element(By.ID, "start-refund").click()
+    second = _run_id_of_notice(wait, not_this=first)
+    wait.until(lambda d: _card(d, second))
+
+    who.select_by_value(APPROVER)
+    _pending_reply(browser, wait, first)
+    _click(wait, lambda d: _reply_button(d, first, "approve"))
+    wait.until(ec.visibility_of_element_located((By.ID, "overlay")))
+    browser.find_element(By.ID, "dialog-ok").click()
+    wait.until(lambda d: "Approved by" in _card_text(d, first))
+    assert "@bob" in _card(browser, first).text
+    browser.save_screenshot(str(tmp_path / "runs-pending-approved.png"))
+
+    _pending_reply(browser, wait, second)
+    _click(wait, lambda d: _reply_button(d, second, "decline"))
+    reason_box = wait.until(
+        ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]"))
+    )
+    reason_box.send_keys("Asked twice")
+    browser.find_element(By.ID, "dialog-ok").click()
+    wait.until(lambda d: "Declined by" in _card_text(d, second))
+    assert "Asked twice" in _card(browser, second).text
+    assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
+
+
+def _pending_reply(browser: Any, wait: Any, run_id: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    box = browser.find_element(By.ID, "runs-text")
+    box.clear()
+    box.send_keys("pending")
+    browser.find_element(By.CSS_SELECTOR, "#runs-form button[type=submit]").click()
+    wait.until(lambda d: run_id in d.find_element(By.ID, "ephemeral").text)
+
+
+def _reply_button(driver: Any, run_id: str, action_id: str) -> Any:
+    """The button of this run's approval in the `/runs` reply: the actions block right after
+    the line that names the run, or None."""
+    from selenium.webdriver.common.by import By
+
+    line = (
+        f"//*[@id='ephemeral']//*[contains(@class, 'block') and contains(., '{run_id}')]"
+        "/following-sibling::*[1][starts-with(@data-block-id, 'approval:')]"
+        f"//*[@data-action-id='{action_id}']"
+    )
+    found = driver.find_elements(By.XPATH, line)
+    return found[0] if found else None

@@ -26,8 +26,8 @@ from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.fake import FakeSlack
-from bot.slack.fake_socket import SocketModeError
+from bot.dev.slack.fake import FakeSlack
+from bot.dev.slack.fake_socket import SocketModeError
 
 CHANNEL = "C0APPROVALS"
 USERS = {"U0ANN": "ann", "U0BOB": "bob"}
@@ -353,7 +353,7 @@ async def test_standalone_process(tmp_path: Path) -> None:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.slack.fake",
+        "bot.dev.slack.fake",
         "--port",
         "0",
         "--ready-file",
@@ -420,7 +420,7 @@ async def test_socket_mode_refusals(fake: FakeSlack) -> None:
 
 
 async def test_a_trigger_expires_three_seconds_after_its_click(client: AsyncWebClient) -> None:
-    from bot.slack.fake_web import trigger
+    from bot.dev.slack.fake_web import trigger
 
     await client.views_open(trigger_id=trigger(), view=MODAL)
     with pytest.raises(SlackApiError) as stale:

@@ -19,7 +19,7 @@ import typer.main
 import runtime
 import store
 from bot.cli import app
-from bot.settings import Settings, load_settings
+from bot.settings import SECTIONS, load_settings, names_of
 from signoff.mcp_rules import load_rules
 
 from .docs_pages import (
@@ -170,13 +170,13 @@ def test_every_toml_block_loads(
     settings = load_settings(path)
 
     if "[policies.tools.issue_refund]" in block.body:
-        assert settings.policies.for_tool("issue_refund")[1].required_approvals == 2
+        assert settings.runtime.policies.for_tool("issue_refund")[1].required_approvals == 2
     if "[learned_rules]" in block.body:
-        assert settings.learned_rules.writers
+        assert settings.runtime.learned_rules.writers
     if "[models." in block.body:
-        assert settings.models["refund-agent"].model in settings.prices
+        assert settings.runtime.models["refund-agent"].model in settings.runtime.prices
     if "[api_tokens." in block.body:
-        assert set(settings.api_tokens) == set(
+        assert set(settings.api.tokens) == set(
             re.findall(r"^\[api_tokens\.([\w-]+)\]", block.body, re.M)
         )
 
@@ -249,17 +249,9 @@ def settings_variables() -> set[str]:
             for node in ast.walk(ast.parse(module.read_text("utf-8"))):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
                     found.update(re.findall(r"\b(?:SIGNOFF|SLACK)_[A-Z][A-Z_]*[A-Z]\b", node.value))
-    for field_name, info in Settings.model_fields.items():
-        alias = info.validation_alias
-        if isinstance(alias, str):
-            found.add(alias)
-        elif not _is_section(info.annotation):
-            found.add(f"SIGNOFF_{field_name.upper()}")
+    for section in SECTIONS.values():
+        found.update(variable for variable, _ in names_of(section).values())
     return found
-
-
-def _is_section(annotation: Any) -> bool:
-    return isinstance(annotation, type) and hasattr(annotation, "model_fields")
 
 
 def test_every_environment_variable_is_in_the_configuration_reference() -> None:

@@ -50,15 +50,18 @@ def write(tmp_path: Path, text: str, name: str = "signoff.toml") -> Path:
 
 def test_file_values_are_read(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, GOOD))
-    assert settings.database_url == "sqlite:///from-file.db"
-    assert settings.port == 4000
-    name, refund = settings.policies.for_tool("issue_refund")
+    assert settings.database.url == "sqlite:///from-file.db"
+    assert settings.api.port == 4000
+    name, refund = settings.runtime.policies.for_tool("issue_refund")
     assert name == "issue_refund"
     assert refund.required_approvals == 2
     assert refund.approvers == ("U0AAA", "S0GROUP")  # inherited from the default
     assert refund.timeout == timedelta(hours=2)
     assert refund.on_timeout == "escalate"
-    assert settings.policies.for_tool("send_email") == ("default", settings.policies.default)
+    assert settings.runtime.policies.for_tool("send_email") == (
+        "default",
+        settings.runtime.policies.default,
+    )
 
 
 def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -66,22 +69,22 @@ def test_environment_overrides_the_file(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("SIGNOFF_PORT", "5055")
     monkeypatch.setenv("SIGNOFF_API_TOKEN", "tok")
     settings = load_settings(write(tmp_path, GOOD))
-    assert settings.database_url == "sqlite:///from-env.db"
-    assert settings.port == 5055
-    assert settings.api_token is not None
-    assert settings.api_token.get_secret_value() == "tok"
-    assert settings.policies.for_tool("issue_refund")[1].required_approvals == 2
+    assert settings.database.url == "sqlite:///from-env.db"
+    assert settings.api.port == 5055
+    assert settings.api.token is not None
+    assert settings.api.token.get_secret_value() == "tok"
+    assert settings.runtime.policies.for_tool("issue_refund")[1].required_approvals == 2
 
 
 def test_no_file_gives_defaults(tmp_path: Path) -> None:
     settings = load_settings()
-    assert settings.database_url == "sqlite:///signoff.db"
-    assert settings.agents == ["examples.refund_agent:agent"]
+    assert settings.database.url == "sqlite:///signoff.db"
+    assert settings.runtime.agents == ["examples.refund_agent:agent"]
 
 
 def test_signoff_toml_in_the_working_directory_is_read(tmp_path: Path) -> None:
     write(tmp_path, 'database_url = "sqlite:///cwd.db"\n')
-    assert load_settings().database_url == "sqlite:///cwd.db"
+    assert load_settings().database.url == "sqlite:///cwd.db"
 
 
 def test_missing_explicit_file_is_an_error(tmp_path: Path) -> None:
@@ -232,12 +235,12 @@ def test_api_tokens_hold_a_hash_or_read_the_secret_from_the_environment(
 ) -> None:
     monkeypatch.setenv("REFUND_AGENT_TOKEN", "agent-secret")
     settings = load_settings(write(tmp_path, TOKENS))
-    agent, page = settings.api_tokens["refund-agent"], settings.api_tokens["approvals-page"]
+    agent, page = settings.api.tokens["refund-agent"], settings.api.tokens["approvals-page"]
     assert agent.scopes == {"runs:write", "runs:read", "approvals:request"}
     assert agent.digest == hashlib.sha256(b"agent-secret").digest()
     assert page.digest == bytes.fromhex(HASH)
-    assert (page.rate_per_minute, settings.api_rate_per_minute) == (30, 120)
-    assert settings.callback_allowed_hosts == [
+    assert (page.rate_per_minute, settings.api.rate_per_minute) == (30, 120)
+    assert settings.api.callback_allowed_hosts == [
         "hooks.example.com",
         ".corp.example",
         "http://127.0.0.1",
@@ -252,9 +255,9 @@ def test_api_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("SIGNOFF_CALLBACK_ALLOWED_HOSTS", "hooks.example.com, http://10.0.0.5")
     monkeypatch.setenv("SIGNOFF_API_RATE_PER_MINUTE", "30")
     settings = load_settings()
-    assert settings.api_tokens["auditor"].scopes == {"audit:read"}
-    assert settings.callback_allowed_hosts == ["hooks.example.com", "http://10.0.0.5"]
-    assert settings.api_rate_per_minute == 30
+    assert settings.api.tokens["auditor"].scopes == {"audit:read"}
+    assert settings.api.callback_allowed_hosts == ["hooks.example.com", "http://10.0.0.5"]
+    assert settings.api.rate_per_minute == 30
 
 
 BAD_API = [
@@ -321,7 +324,7 @@ def test_request_and_decide_in_one_token_when_the_configuration_says_so(tmp_path
         f'sha256 = "{HASH}"\nallow_request_and_decide = true\n'
     )
     settings = load_settings(write(tmp_path, text))
-    assert settings.api_tokens["kiosk"].allow_request_and_decide
+    assert settings.api.tokens["kiosk"].allow_request_and_decide
 
 
 def test_a_token_secret_missing_from_the_environment_stops_serve_not_the_cli(
@@ -347,7 +350,7 @@ def test_a_token_secret_missing_from_the_environment_stops_serve_not_the_cli(
 def test_a_revoked_token_needs_no_secret(tmp_path: Path) -> None:
     text = '[api_tokens.old]\nscopes = ["runs:read"]\nsecret_env = "GONE"\nrevoked = true\n'
     settings = load_settings(write(tmp_path, text))
-    assert settings.api_tokens["old"].digest is None
+    assert settings.api.tokens["old"].digest is None
 
 
 def test_startup_warnings_say_why_a_tool_runs_without_approval_and_flag_dead_settings() -> None:

@@ -179,7 +179,7 @@ async def wait_for(check: Callable[[], bool], within: float = 30.0) -> None:
 def test_a_model_configured_for_an_agent_replaces_the_one_in_code(tmp_path: Path) -> None:
     settings = load_settings(config(tmp_path, "openai", "http://127.0.0.1:9/v1"))
 
-    [agent] = configure([agents.agent], settings.models, settings.prices)
+    [agent] = configure([agents.agent], settings.runtime.models, settings.runtime.prices)
 
     assert isinstance(agent.model, OpenAIModel)
     assert (agent.model.model, agent.model.timeout, agent.model.max_retries) == ("gpt-5.5", 10, 2)

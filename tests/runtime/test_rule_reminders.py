@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from bot.dev.slack.fake import FakeSlack
 from bot.directory import web_client
 from bot.slack.delivery import Channels, SlackDelivery
-from bot.slack.fake import FakeSlack
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.rule_notes import note_uses, remind_expiring

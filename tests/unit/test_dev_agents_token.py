@@ -21,12 +21,12 @@ def settings(tmp_path: Path, agent_token: str | None) -> object:
 
 
 def test_the_agents_token_asks_and_runs_but_never_decides(tmp_path: Path) -> None:
-    tokens = settings(tmp_path, "agent-secret").api_tokens  # type: ignore[attr-defined]
+    tokens = settings(tmp_path, "agent-secret").api.tokens  # type: ignore[attr-defined]
     agents = tokens[AGENTS_TOKEN]
     assert agents.scopes == {"approvals:request", "runs:read", "runs:write"}
     assert agents.digest == hashlib.sha256(b"agent-secret").digest()
     assert "approvals:decide" not in tokens["console"].scopes
-    assert AGENTS_TOKEN not in settings(tmp_path, None).api_tokens  # type: ignore[attr-defined]
+    assert AGENTS_TOKEN not in settings(tmp_path, None).api.tokens  # type: ignore[attr-defined]
 
 
 def test_the_kept_token_is_made_once_and_private(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 // server-sent events; the run console sits beside it.
 "use strict";
 
-const state = { people: [], names: {}, channel: "C0APPROVALS", data: null, token: "" };
+const state = { people: [], names: {}, channel: "C0APPROVALS", data: null, token: "", opensModal: [] };
 const $ = (id) => document.getElementById(id);
 const { el, render } = SignoffBlocks;
 
@@ -46,7 +46,7 @@ function draw() {
   if (!channel.messages.length) box.appendChild(el("p", "empty", "No messages in #" + channel.name + " yet."));
   for (const message of channel.messages) box.appendChild(drawMessage(message, channel.id));
   for (const eph of state.data.ephemerals.filter((e) => e.channel === channel.id)) {
-    box.appendChild(drawEphemeral(eph.text, eph.blocks));
+    box.appendChild(drawEphemeral(eph.text, eph.blocks, channel.id));
   }
 }
 
@@ -76,10 +76,12 @@ function plain(text) {
   return node;
 }
 
-function drawEphemeral(text, blocks) {
+// Its buttons are clicked as Slack sends a click on an ephemeral message: in its channel,
+// with no message of its own.
+function drawEphemeral(text, blocks, channel) {
   const node = el("article", "message ephemeral");
   node.appendChild(el("div", "message-head")).appendChild(el("span", "only-you", "Only visible to you"));
-  const ctx = { names: state.names, onAction: () => {} };
+  const ctx = { names: state.names, onAction: (element) => click(element, channel, "", true) };
   node.appendChild(blocks && blocks.length ? render(blocks, ctx) : plain(text));
   return node;
 }
@@ -113,12 +115,12 @@ async function confirmFirst(confirm) {
   });
 }
 
-async function click(element, channel, ts) {
+async function click(element, channel, ts, ephemeral = false) {
   if (!(await confirmFirst(element.confirm))) return;
-  const opens = ["decline", "edit", "approve_similar"].includes(element.action_id);
+  const opens = state.opensModal.includes(element.action_id);
   const answer = await post("/dev/api/action", {
     user: me(), channel, ts, action_id: element.action_id, value: element.value,
-    block_id: "", opens_modal: opens,
+    block_id: "", opens_modal: opens, ephemeral,
   });
   if (answer.view) await openModal(answer.view);
 }
@@ -164,7 +166,7 @@ async function runsCommand(event) {
   const reply = answer.answer || {};
   const area = $("ephemeral");
   area.replaceChildren(el("div", "command-echo", "/runs " + text));
-  area.appendChild(drawEphemeral(reply.text || "", reply.blocks));
+  area.appendChild(drawEphemeral(reply.text || "", reply.blocks, answer.channel));
 }
 
 async function startRefund() {
@@ -189,6 +191,7 @@ async function main() {
   const session = await (await fetch("/dev/api/session")).json();
   state.people = session.people;
   state.token = session.token;
+  state.opensModal = session.opens_modal;
   for (const person of session.people) {
     state.names[person.id] = person.name;
     const option = el("option", null, person.name + " (" + person.role + ")");

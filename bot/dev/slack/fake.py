@@ -1,13 +1,13 @@
 """A local fake Slack on 127.0.0.1, for the tests and for the local dev mode (the HTTP face of
-`bot.slack.fake_web`: that is its one job; long because of its control routes and its command
+`bot.dev.slack.fake_web`: that is its one job; long because of its control routes and its command
 line).
 
-It answers the Web API methods Signoff uses (see `bot.slack.fake_web`), checks tokens, records
-every call with the HTTP status it got, serves Socket Mode (`bot.slack.fake_socket`), and can
+It answers the Web API methods Signoff uses (see `bot.dev.slack.fake_web`), checks tokens, records
+every call with the HTTP status it got, serves Socket Mode (`bot.dev.slack.fake_socket`), and can
 misbehave on command - 429 with `Retry-After`, 500, no answer at all, or a post that lands but
 whose answer is lost - because those are the cases the bot must survive and real Slack will
 not produce on demand. Another process drives it through the `/_fake/` routes, or runs it with
-`python -m bot.slack.fake --port 0 --ready-file PATH`.
+`python -m bot.dev.slack.fake --port 0 --ready-file PATH`.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.slack.fake_socket import SocketHub, SocketModeError
-from bot.slack.fake_web import (
+from bot.dev.slack.fake_socket import SocketHub, SocketModeError
+from bot.dev.slack.fake_web import (
     APP_ID,
     Args,
     Ephemeral,
@@ -272,6 +272,7 @@ class FakeSlack:
     async def _web_api(self, request: web.Request) -> web.Response:
         """One Web API call: record it, misbehave if told to, else check the token and answer."""
         method = request.match_info["method"]
+        refused: dict[str, Any] | None
         try:
             args, token = await _read_args(request)
         except SlackError as refusal:
@@ -436,11 +437,11 @@ def _retry(order: Mapping[str, Any]) -> int:
     return int(order.get("retry_after", 1))
 
 
-# -- standalone: python -m bot.slack.fake ------------------------------------------------------
+# -- standalone: python -m bot.dev.slack.fake ------------------------------------------------------
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bot.slack.fake", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bot.dev.slack.fake", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", type=Path, help="write the base URL here once listening")

@@ -1,7 +1,7 @@
 """The fake Slack's Web API methods: what they store, what they answer, what they reject.
 
 Pure state and no HTTP, so that each answer can be read (and tested) apart from the server in
-`bot.slack.fake`. Shapes follow Slack's recorded answers; the limits are Slack's own, so that a
+`bot.dev.slack.fake`. Shapes follow Slack's recorded answers; the limits are Slack's own, so that a
 card the fake accepts is a card Slack accepts. It is long because every Block Kit limit is one
 small check here; answering as Slack answers is its one job.
 """

@@ -1,0 +1,39 @@
+"""Every id Slack sends back to the app, defined once: the action ids of buttons and the
+callback ids of modals.
+
+The block builders (`bot.slack.cards`, `replies`, `similar`) put them in cards, modals,
+`/runs` replies and the Home tab; `bot.slack.listeners.register` attaches a listener to each;
+a test builds every message and modal and checks both sets against a real bolt App.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    """A button's `action_id`; its `value` is the id of the record it acts on."""
+
+    APPROVE = "approve"
+    APPROVE_SEPARATE = "approve_separate"
+    """Approve a call whose key an earlier effect used with other arguments, as its own."""
+    EDIT = "edit"
+    APPROVE_SIMILAR = "approve_similar"
+    DECLINE = "decline"
+    ACKNOWLEDGE = "acknowledge"
+    SETTLE_HAPPENED = "resolve_happened"
+    SETTLE_NOT_HAPPENED = "resolve_did_not_happen"
+    CONFIRM_RULE = "confirm_rule"
+    """A second rule-writer confirms a learned rule for an effect that cannot be undone."""
+
+
+class Modal(StrEnum):
+    """A modal's `callback_id`, which its submission comes back with."""
+
+    DECLINE_REASON = "decline_reason"
+    EDIT_ARGS = "edit_args"
+    SIMILAR_RULE = "similar_rule"
+
+
+OPENS_MODAL = frozenset({Action.DECLINE, Action.EDIT, Action.APPROVE_SIMILAR})
+"""Buttons whose listener answers by opening a modal (with the click's trigger id)."""

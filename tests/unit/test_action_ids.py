@@ -1,0 +1,298 @@
+"""Every button has a listener and every listener a button: each card, modal, `/runs` reply
+and Home view the app can build is scanned for the action and callback ids in it, and those
+are checked, through bolt's own matchers, against the listeners `signoff serve` registers on
+its real bolt App."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
+
+from bot.policy_ids import SlackLearnedRules
+from bot.settings import Settings
+from bot.slack import cards, replies, similar
+from bot.slack.actions import Action, Modal
+from bot.slack.app import OutboxNudge, slack_surface
+from bot.tasks import Background
+from runtime import Runtime
+from runtime.approvals.learned_rules import Backtest, Proposal
+from store import (
+    Approval,
+    ApprovalState,
+    Checkpoint,
+    EffectStatus,
+    Message,
+    Page,
+    Run,
+    RunStatus,
+    open_store,
+)
+from store.records import EffectConflict, LearnedRule
+
+AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+BOB = "U0BOB"
+INTERACTIVE = frozenset(
+    {"button", "static_select", "external_select", "users_select", "conversations_select",
+     "channels_select", "overflow", "datepicker", "checkboxes", "radio_buttons"}
+)  # fmt: skip
+COMMAND = "/runs"
+EVENT = "app_home_opened"
+
+
+def run() -> Run:
+    return Run(
+        id="order-4471",
+        agent="refund-agent",
+        task="Refund order 4471",
+        lineage_id="order-4471",
+        requested_by="U0RILEY",
+        step=2,
+        status=RunStatus.WAITING_APPROVAL,
+    )
+
+
+def approval(**changes: Any) -> Approval:
+    fields: dict[str, Any] = {
+        "id": "apr_1",
+        "tool": "issue_refund",
+        "args": {"order_id": "4471", "amount_cents": 2500},
+        "policy": "default",
+        "run_id": "order-4471",
+        "call_id": "call_1",
+        "requested_by": "U0RILEY",
+        "deadline": AT,
+        "created_at": AT - timedelta(hours=1),
+    }
+    return Approval(**(fields | changes))
+
+
+def conflicted() -> Approval:
+    earlier = EffectConflict(
+        run_id="order-4471",
+        call_id="call_0",
+        tool="issue_refund",
+        status=EffectStatus.COMPLETED,
+        args={"order_id": "4471", "amount_cents": 900},
+        digest="d" * 64,
+    )
+    return approval(id="apr_2", conflict=earlier)
+
+
+def decided() -> Approval:
+    return approval(id="apr_3", state=ApprovalState.APPROVED, decided_by=BOB, decided_at=AT)
+
+
+def page(reason: str = "in_doubt") -> Page:
+    return Page(
+        id=f"pg_{reason}",
+        reason=reason,
+        run_id="order-4471",
+        call_id="call_1",
+        tool="issue_refund",
+        detail="issue_refund may or may not have happened.",
+    )
+
+
+def proposal(*, declined: bool) -> Proposal:
+    tested = Backtest(tool="issue_refund", condition="args.amount_cents <= 2500", considered=3)
+    return Proposal(
+        tool="issue_refund",
+        condition="args.amount_cents <= 2500",
+        expiry=timedelta(days=7),
+        max_expiry=timedelta(days=30),
+        ceiling=None,
+        needs_second=declined,
+        backtest=tested,
+    )
+
+
+def everything() -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every message, reply and view the app builds, in each variant that changes its
+    buttons."""
+    pending, pages = [approval(), conflicted()], [page(), page("no_compensator")]
+    for name, shown in (("plain", approval()), ("conflict", conflicted()), ("done", decided())):
+        yield f"card {name}", cards.approval_message(shown, run())
+        yield (
+            f"card {name} editable, similar",
+            cards.approval_message(shown, run(), allow_edit=True, similar=True),
+        )
+    yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
+    for shown in pages:
+        yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
+        yield f"page {shown.reason} no resolvers", cards.page_message(shown, run())
+    acknowledged = page().model_copy(update={"acknowledged_by": BOB, "acknowledged_at": AT})
+    yield "page acknowledged", cards.page_message(acknowledged, run(), allow_resolve=True)
+    yield "decline modal", replies.decline_modal(approval())
+    yield "edit modal", replies.edit_modal(approval())
+    yield "edit modal too long", replies.edit_modal(approval(args={"x": "y" * 4000}))
+    yield "/runs help", replies.runs_help()
+    yield "/runs unknown", replies.unknown_command("frobnicate")
+    yield "/runs not found", replies.not_found("run", "nope")
+    yield "/runs refusal", replies.refusal("no")
+    yield "/runs status", replies.run_status(run(), pending, pages)
+    yield "/runs list", replies.run_list([run()], status=None, more=2)
+    yield "/runs pending", replies.pending_list(pending, more=1)
+    checkpoint = Checkpoint(
+        run_id="order-4471",
+        seq=0,
+        step=0,
+        snapshot=True,
+        status=RunStatus.RUNNING,
+        messages=(Message(role="user", content="Refund"),),
+    )
+    yield "/runs history", replies.run_history(run(), [checkpoint])
+    yield "home", replies.home_view(pending=pending, recent=[decided()], pages=pages)
+    yield "home empty", replies.home_view(pending=[], recent=[], pages=[])
+    for declined in (False, True):
+        yield f"rule modal {declined}", similar.rule_modal("apr_1", proposal(declined=declined),
+                                                           channel="C0APPROVALS")  # fmt: skip
+    rule = LearnedRule(
+        id="rule_1",
+        tool="issue_refund",
+        condition="args.amount_cents <= 2500",
+        author=BOB,
+        reason="small refunds",
+        state="proposed",
+        needs_second=True,
+        created_at=AT,
+        expires_at=AT + timedelta(days=7),
+    )
+    yield "rule confirm", similar.confirm_request(rule)
+    yield "/runs rules", similar.rules_reply([])
+
+
+def ids_in(node: Any) -> tuple[set[str], set[str]]:
+    """The action ids of the interactive elements and the callback ids of the modals."""
+    actions: set[str] = set()
+    modals: set[str] = set()
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind in INTERACTIVE or (kind == "plain_text_input" and node.get("dispatch_action")):
+            actions.add(str(node["action_id"]))
+        if kind == "modal":
+            modals.add(str(node["callback_id"]))
+        children: list[Any] = list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        children = []
+    for child in children:
+        more_actions, more_modals = ids_in(child)
+        actions |= more_actions
+        modals |= more_modals
+    return actions, modals
+
+
+def built_ids() -> tuple[set[str], set[str]]:
+    actions: set[str] = set()
+    modals: set[str] = set()
+    for _, built in everything():
+        found_actions, found_modals = ids_in(built)
+        actions |= found_actions
+        modals |= found_modals
+    return actions, modals
+
+
+def click(action_id: str) -> dict[str, Any]:
+    return {
+        "type": "block_actions",
+        "user": {"id": BOB},
+        "team": {"id": "T0SIGNOFF"},
+        "actions": [{"action_id": action_id, "block_id": "b", "value": "v", "type": "button"}],
+    }
+
+
+def submission(callback_id: str) -> dict[str, Any]:
+    return {
+        "type": "view_submission",
+        "user": {"id": BOB},
+        "team": {"id": "T0SIGNOFF"},
+        "view": {"type": "modal", "callback_id": callback_id, "state": {"values": {}}},
+    }
+
+
+def command() -> dict[str, Any]:
+    return {"command": COMMAND, "text": "", "user_id": BOB, "team_id": "T0SIGNOFF"}
+
+
+def event() -> dict[str, Any]:
+    return {
+        "type": "event_callback",
+        "team_id": "T0SIGNOFF",
+        "event": {"type": EVENT, "user": BOB, "tab": "home"},
+    }
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[AsyncApp]:
+    """The bolt App `signoff serve` builds, with every optional button turned on."""
+    store = await open_store(f"sqlite:///{tmp_path / 'ids.db'}")
+    settings = Settings(
+        slack_bot_token="xoxb-test",
+        slack_signing_secret="secret",
+        slack_api_url="http://127.0.0.1:9/api/",
+        page_resolvers=[BOB],
+        learned_rules=SlackLearnedRules(writers=(BOB,)),
+    )
+    background = Background()
+    surface = slack_surface(settings, Runtime(store), background, OutboxNudge())
+    yield surface.app
+    await background.drain()
+    await store.close()
+
+
+async def listeners_for(app: AsyncApp, body: dict[str, Any]) -> int:
+    """How many of the App's listeners bolt would hand this request to."""
+    request = AsyncBoltRequest(body=body, mode="socket_mode")
+    response = BoltResponse(status=200)
+    # bolt keeps its listeners in this list; it has no public accessor
+    return sum([await listener.async_matches(req=request, resp=response)
+                for listener in app._async_listeners])  # fmt: skip
+
+
+def test_the_table_is_every_id_the_builders_use() -> None:
+    actions, modals = built_ids()
+
+    assert actions == {a.value for a in Action}
+    assert modals == {m.value for m in Modal}
+
+
+async def test_every_button_and_modal_has_exactly_one_listener(app: AsyncApp) -> None:
+    actions, modals = built_ids()
+    bodies = [click(a) for a in actions] + [submission(m) for m in modals]
+
+    unheard = [b for b in bodies if await listeners_for(app, b) != 1]
+
+    assert unheard == []
+
+
+async def test_every_listener_has_a_button_a_modal_the_command_or_the_event(
+    app: AsyncApp,
+) -> None:
+    actions, modals = built_ids()
+    bodies = [click(a) for a in actions] + [submission(m) for m in modals]
+    bodies += [command(), event()]
+    request_of = [AsyncBoltRequest(body=b, mode="socket_mode") for b in bodies]
+    response = BoltResponse(status=200)
+
+    idle = []
+    for listener in app._async_listeners:
+        if not any([await listener.async_matches(req=r, resp=response) for r in request_of]):
+            idle.append(listener.ack_function)
+
+    assert idle == []
+    assert len(app._async_listeners) == len(Action) + len(Modal) + 2
+
+
+async def test_the_check_can_fail(app: AsyncApp) -> None:
+    """An id no listener knows is not matched (so the checks above can fail)."""
+    assert await listeners_for(app, click("approve_everything")) == 0
+    assert await listeners_for(app, submission("no_such_modal")) == 0
+    assert ids_in(cards.approval_message(approval(), run()))[0] == {"approve", "decline"}
