@@ -209,6 +209,9 @@ class ApiSettings(Section):
         return value
 
 
+READER_ID = re.compile(r"[UWSCG][A-Z0-9]{2,}")
+
+
 class SlackSettings(Section):
     bot_token: SecretStr | None = setting("slack_bot_token", None, env="SLACK_BOT_TOKEN")
     signing_secret: SecretStr | None = setting(
@@ -234,6 +237,17 @@ class SlackSettings(Section):
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         return comma_separated(value)
+
+    @field_validator("readers")
+    @classmethod
+    def _reader_ids(cls, value: list[str]) -> list[str]:
+        wrong = [i for i in value if not READER_ID.fullmatch(i)]
+        if wrong:
+            raise ValueError(
+                f"readers are Slack ids (U…/W… users, S… user groups, C…/G… channels), "
+                f"not {', '.join(map(repr, wrong))}"
+            )
+        return value
 
 
 class Settings(BaseSettings):
