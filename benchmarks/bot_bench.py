@@ -51,11 +51,11 @@ import aiohttp
 from slack_sdk.signature import SignatureVerifier
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the end-to-end harness lives in tests/, which is not installed
+# the end-to-end harness lives in tests/, which is not installed
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from examples import world  # noqa: E402
-from tests.e2e.helpers import SIGNOFF, free_port  # noqa: E402
-from tests.e2e.slack_harness import (  # noqa: E402
+from support.helpers import SIGNOFF, free_port  # noqa: E402
+from support.slack_harness import (  # noqa: E402
     BOB,
     POLICY,
     REQUESTER,
@@ -67,6 +67,8 @@ from tests.e2e.slack_harness import (  # noqa: E402
     environment,
     slash,
 )
+
+from examples import world  # noqa: E402
 
 SLACK_ACK_LIMIT = 3.0
 SETTLE_TIMEOUT = 120.0

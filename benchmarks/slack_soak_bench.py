@@ -36,17 +36,18 @@ from typing import Any
 import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # the end-to-end harness lives in tests/, which is not installed
+# the end-to-end harness lives in tests/, which is not installed
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from tests.e2e.helpers import TOKEN  # noqa: E402
-from tests.e2e.slack_harness import (  # noqa: E402
+from support.helpers import TOKEN  # noqa: E402
+from support.slack_harness import (  # noqa: E402
     APPROVALS,
     REQUESTER,
     FakeSlackProcess,
     SlackServer,
     start_server,
 )
-from tests.e2e.test_slack_soak import converged, faults, recorded, visible  # noqa: E402
+from surfaces.slack.test_slack_soak import converged, faults, recorded, visible  # noqa: E402
 
 OPEN = {"SIGNOFF_API_RATE_PER_MINUTE": "100000000"}
 QUICK = OPEN | {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}

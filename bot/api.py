@@ -27,7 +27,7 @@ the reason, a body over 1 MiB 413; none of them changes anything. Every error is
 `{"error": reason, "kind": "DiskFull"}` (reads still answer). Without any configured token
 the API is off: 503 saying so. What a token creates or decides is audited under its name
 (`token:<name>`). The request bodies are `bot.requests`' models (the CLI checks against them
-too). One job, the handlers of these routes; long because each route is its own handler.
+too).
 """
 
 from __future__ import annotations

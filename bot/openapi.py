@@ -3,8 +3,6 @@ with: the request bodies of `bot.requests` (what the server validates) and the r
 `signoff.models` (what the client parses). Served at `/v1/openapi.json`; checked in as
 `docs/openapi.json` (`python -m bot.openapi > docs/openapi.json` writes it again, and a test
 says when it is stale).
-
-One job, the document; long because each path of `/v1` is spelled out here.
 """
 
 from __future__ import annotations

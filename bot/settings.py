@@ -2,8 +2,8 @@
 
 The environment wins over the file. A file with a mistake fails at start-up with the file,
 the line and the reason, e.g. `signoff.toml:12: policies.tools.issue_refund.timeout: ...`.
-One job, the settings and their errors; long because each setting is declared, checked and
-explained here, next to the code that maps a mistake back to its line.
+Each setting is declared, checked and explained here, next to the code that maps a mistake
+back to its line.
 """
 
 from __future__ import annotations

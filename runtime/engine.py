@@ -4,8 +4,7 @@ logic of its own; each method hands over to the module whose job it is:
 runs/ (creation, the loop in driving and driver, resumability, ending, recovery),
 approvals/ (the desk and its timers, remote requests over HTTP, paging, rules) and
 history/ (listing, inbox, time travel, rollback). They share a
-`Deps`, never this class. One job, the public surface; long only because of its signatures
-and docstrings.
+`Deps`, never this class.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Writes that must land together go through `commit(Batch)`: one transaction holdi
 checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit
 events. The narrower methods are conveniences over the same transaction rules.
 
-One job, the contract every backend keeps; long because each method says what it guarantees."""
+Each method says what it guarantees."""
 
 from __future__ import annotations
 

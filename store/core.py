@@ -11,7 +11,7 @@ SQL text, placeholders and connection handling.
 Statements a dialect does not need (row locks SQLite's single writer makes moot) are empty
 in its query file, and drivers skip empty statements.
 
-One job, the safety-critical write logic; long because each write is its own short body."""
+The safety-critical write logic: each write is its own short body."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
 
-One job, the records; long because there is one model per table, each with its fields said."""
+One model per table, each with its fields said."""
 
 from __future__ import annotations
 

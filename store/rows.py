@@ -2,7 +2,7 @@
 
 Times become epoch seconds; structured values become compact JSON text.
 
-One job, records to columns and back; long because each record has its two short functions."""
+Each record has its two short functions, to columns and back."""
 
 from __future__ import annotations
 

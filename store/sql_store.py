@@ -3,7 +3,7 @@
 A method prepares its parameters (`store.rows`), then either reads through a named query or
 hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
 `_write` (and opening, closing and migrating): which driver runs the SQL, in which dialect.
-It is one job at this length because it is the one table of what each method does.
+It is the one table of what each method does.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Agent, Runtime
 from store import Store, open_store
@@ -36,6 +36,14 @@ SIGNOFF_TABLES = (
     "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox,"
     " learned_rules"
 )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The `slow` tests (fleets of processes killed and frozen on timers) share one xdist
+    group: one worker runs them one after another, beside the other worker's light tests."""
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(pytest.mark.xdist_group("slow"))
 
 
 def store_url(backend: str, tmp_path: Path) -> str:

@@ -1,6 +1,5 @@
 """`signoff runs ...`: start runs, look at them, and operate them (resume, fork, roll back,
-cancel, settle an effect in doubt, prune). One job, one command group, one thin function per
-command; long only because the group has ten commands."""
+cancel, settle an effect in doubt, prune). One thin function per command."""
 
 from __future__ import annotations
 

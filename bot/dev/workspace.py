@@ -3,7 +3,6 @@ server-sent events, and what a person does on the page (a click, a modal, `/runs
 the bot as Slack sends it, a request signed with the signing secret to `/slack/events`.
 
 Nothing here decides anything: the bot's own listeners do, exactly as they do for Slack.
-One job, the page's server side; long because each thing a person can do on it is a route.
 """
 
 from __future__ import annotations

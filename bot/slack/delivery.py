@@ -6,8 +6,7 @@ every message carries, once Slack could have finished it, before it is sent agai
 starts only early in its row's claim and ends well before the claim does (`Timing`), so a
 sender whose claim lapsed never posts. A card is recorded once: a sender that finds another
 card already on the record deletes its own. Updates (`chat.update`) render the record as it
-is now, so doing one twice is harmless. One job, the outbox rows' meaning; long because each
-kind of row is its own short method.
+is now, so doing one twice is harmless. Each kind of row is its own short method.
 """
 
 from __future__ import annotations

@@ -9,9 +9,8 @@ person told the outcome once it is known. A refusal is an ephemeral message to t
 or an error shown in the modal, and changes nothing; so is a decision the store could not
 write ("not recorded"), with one log line.
 
-One job, answering Slack's requests to decide; long because each kind of request (button,
-modal, command, event) is its own short listener, with the shared rules of answering in
-time beside them.
+Each kind of request (button, modal, command, event) is its own short listener, with the
+shared rules of answering in time beside them.
 """
 
 from __future__ import annotations

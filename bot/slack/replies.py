@@ -1,7 +1,6 @@
 """`/runs` replies (all ephemeral), the App Home tab, and the Decline and Edit modals.
 
-One job, what a person sees of runs outside the approval card; long because each reply keeps
-itself inside Block Kit's limits whatever the runs hold."""
+Each reply keeps itself inside Block Kit's limits whatever the runs hold."""
 
 from __future__ import annotations
 

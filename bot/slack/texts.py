@@ -1,9 +1,8 @@
 """Every word Signoff says in Slack, in one place.
 
 Arguments are already-safe mrkdwn (escaped text, mentions, dates, code spans) unless a
-function says it takes plain text; these functions add only the words around them. One job, the
-words; long because it is every sentence of the app, kept together so the words can be read
-and changed in one place.
+function says it takes plain text; these functions add only the words around them. Every
+sentence of the app is here, so the words can be read and changed in one place.
 """
 
 from __future__ import annotations

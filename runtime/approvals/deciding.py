@@ -1,7 +1,7 @@
-"""A person's decision (DESIGN rules 4, 9): the checks it passes (a decider the policy names,
-not the requester approving themselves, an edit the policy allows that keeps the call's
-identity, no conflict with an earlier effect under its key) and casting it, one store call
-that records a vote, counts the quorum and decides in one transaction."""
+"""A person's decision (docs/architecture.md rules 4, 9): the checks it passes (a decider the policy
+names, not the requester approving themselves, an edit the policy allows that keeps the call's
+identity, no conflict with an earlier effect under its key) and casting it, one store call that
+records a vote, counts the quorum and decides in one transaction."""
 
 from __future__ import annotations
 

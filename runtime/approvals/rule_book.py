@@ -7,8 +7,8 @@ own arguments (`runtime.approvals.rule_check`), its expiry within the configured
 author a rule-writer. A rule that would have approved something a person declined is made only with
 `confirm_declined`; a rule for a tool whose effect cannot be compensated waits, `proposed`,
 for a second rule-writer. An approval the rules of the file already decide, or that needs
-more than one approval, is never approved by a learned rule. One job, the life of a learned
-rule; long because each check it passes is its own short method.
+more than one approval, is never approved by a learned rule. Each check a
+learned rule passes is its own short method.
 """
 
 from __future__ import annotations

@@ -5,9 +5,8 @@ its transcript; a step an earlier rollback undid is not on it) in reverse order:
 skipped, a reversible effect runs its compensator as an effect of its own (with its own
 idempotency key, so a rollback that is interrupted and run again compensates each effect once),
 and anything that cannot be undone (irreversible, in doubt, a failed compensation) becomes a
-Page. The intent is recorded first and the end last, so recovery finds one that died. One job,
-undoing effects; long because each way an undo can end (compensated, paged, in doubt) is
-handled where it happens.
+Page. The intent is recorded first and the end last, so recovery finds one that died. Each way
+an undo can end (compensated, paged, in doubt) is handled where it happens.
 """
 
 from __future__ import annotations

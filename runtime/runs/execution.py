@@ -1,8 +1,8 @@
-"""Running one call's tool under the effect ledger (DESIGN rules 1, 2): the effect is written
-`started` before the tool runs, under its idempotency key (a completed one is returned, not
-run again; one running or in doubt elsewhere, or used with other arguments, is not run), an
-approved call runs only as approved, and the outcome is queued for the next write. An
-effect left in doubt is re-run only by an idempotent tool; otherwise a person is paged."""
+"""Running one call's tool under the effect ledger (docs/architecture.md rules 1, 2): the effect is
+written `started` before the tool runs, under its idempotency key (a completed one is returned, not
+run again; one running or in doubt elsewhere, or used with other arguments, is not run), an approved
+call runs only as approved, and the outcome is queued for the next write. An effect left in doubt is
+re-run only by an idempotent tool; otherwise a person is paged."""
 
 from __future__ import annotations
 

@@ -6,8 +6,7 @@ compare-and-set on seq, so the history is also the lock on the run. Every write 
 lease's epoch: once another worker took the run over, the store refuses it (fencing), and what
 our tools did is kept as evidence on the call's open page for a person, never applied.
 
-One job, turning what a driven run learned into durable writes; long because each way a
-write can fail (fenced off, collided, interrupted, a full disk) is handled here.
+Each way a write can fail (fenced off, collided, interrupted, a full disk) is handled here.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store, open_store
@@ -52,7 +52,8 @@ pytestmark = pytest.mark.slow
 
 WORKER = Path(__file__).with_name("soak_worker.py")
 WORKERS = 3
-CHAOS_SECONDS = 14.0
+CHAOS_SECONDS = 8.0
+"""At least this long, and until one round of faults (every kind) has happened."""
 NEW_RUN_EVERY = 0.35
 SETTLE_WITHIN = 40.0
 SEED_ENV = "SIGNOFF_SOAK_SEED"
@@ -148,7 +149,7 @@ async def chaos(fleet: Fleet, rt: Runtime, rng: random.Random, figures: Figures)
     """Start runs throughout; every so often kill, freeze or starve a worker of disk."""
     end = time.monotonic() + CHAOS_SECONDS
     next_fault = time.monotonic() + rng.uniform(0.8, 1.6)
-    while time.monotonic() < end:
+    while time.monotonic() < end or faults_done(figures) < len(FAULTS):
         figures.runs += 1
         await rt.create(AGENT, f"order-{figures.runs}", run_id=f"run-{figures.runs}")
         if time.monotonic() >= next_fault:
@@ -161,9 +162,13 @@ FAULTS = ["kill", "kill", "freeze", "disk"]
 """One round of faults, in a random order each round: every kind happens."""
 
 
+def faults_done(figures: Figures) -> int:
+    return figures.kills + figures.freezes + figures.disk_full
+
+
 async def fault(fleet: Fleet, rng: random.Random, figures: Figures) -> None:
     slot = rng.randrange(WORKERS)
-    done = figures.kills + figures.freezes + figures.disk_full
+    done = faults_done(figures)
     if done % len(FAULTS) == 0:
         rng.shuffle(FAULTS)
     kind = FAULTS[done % len(FAULTS)]

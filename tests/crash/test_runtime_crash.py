@@ -41,7 +41,7 @@ DRIVER = Path(__file__).with_name("refund_driver.py")
 
 MIN_KILLS = 50
 """Kill points required across the random variant (the issue asks for at least 50)."""
-TARGET_KILLS = 60
+TARGET_KILLS = MIN_KILLS
 RUNS_PER_ROUND = 8
 MAX_ROUNDS = 20
 MAX_KILLED_LIVES_PER_ROUND = 40

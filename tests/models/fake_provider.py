@@ -258,9 +258,29 @@ def check_openai(data: dict[str, Any]) -> str | None:
 
 def check_anthropic(data: dict[str, Any]) -> str | None:
     """Why the Messages API would refuse this body (400), or None."""
+    turns = data.get("messages") or []
+    problem = _anthropic_fields(data, turns)
+    if problem:
+        return problem
+    expected: list[str] = []
+    for i, turn in enumerate(turns):
+        if i and turn["role"] == turns[i - 1]["role"]:
+            return f"messages: roles must alternate between user and assistant (at {i})"
+        blocks = turn["content"]
+        blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else blocks
+        problem = _anthropic_blocks(i, blocks, expected)
+        if problem:
+            return problem
+        expected = [b["id"] for b in blocks if b.get("type") == "tool_use"]
+        if expected and turn["role"] != "assistant":
+            return f"messages.{i}: tool_use blocks are only for the assistant"
+    return None
+
+
+def _anthropic_fields(data: dict[str, Any], turns: list[dict[str, Any]]) -> str | None:
+    """What is wrong with the body's fields around its turns, or None."""
     if not isinstance(data.get("model"), str) or not isinstance(data.get("max_tokens"), int):
         return "model and max_tokens: Field required"
-    turns = data.get("messages") or []
     if not turns or turns[0].get("role") != "user":
         return "messages: the first message must use the user role"
     if "system" in data and not isinstance(data["system"], str | list):
@@ -268,26 +288,22 @@ def check_anthropic(data: dict[str, Any]) -> str | None:
     for tool in data.get("tools") or ():
         if not tool.get("name") or not isinstance(tool.get("input_schema"), dict):
             return "tools: each tool needs a name and an input_schema"
-    expected: list[str] = []
-    for i, turn in enumerate(turns):
-        if i and turn["role"] == turns[i - 1]["role"]:
-            return f"messages: roles must alternate between user and assistant (at {i})"
-        blocks = turn["content"]
-        blocks = [{"type": "text", "text": blocks}] if isinstance(blocks, str) else blocks
-        results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
-        if sorted(results) != sorted(expected):
-            return (
-                f"messages.{i}: tool_use ids were found without tool_result blocks "
-                f"immediately after: {sorted(set(expected) - set(results))}"
-            )
-        if results and blocks[: len(results)] != [
-            b for b in blocks if b.get("type") == "tool_result"
-        ]:
-            return f"messages.{i}: tool_result blocks must come first in the content"
-        for b in blocks:
-            if b.get("type") == "text" and not b.get("text"):
-                return f"messages.{i}: text content blocks must be non-empty"
-        expected = [b["id"] for b in blocks if b.get("type") == "tool_use"]
-        if expected and turn["role"] != "assistant":
-            return f"messages.{i}: tool_use blocks are only for the assistant"
+    return None
+
+
+def _anthropic_blocks(i: int, blocks: list[dict[str, Any]], expected: list[str]) -> str | None:
+    """What is wrong with turn `i`'s blocks, which must answer the `expected` tool uses."""
+    results = [b["tool_use_id"] for b in blocks if b.get("type") == "tool_result"]
+    if sorted(results) != sorted(expected):
+        return (
+            f"messages.{i}: tool_use ids were found without tool_result blocks "
+            f"immediately after: {sorted(set(expected) - set(results))}"
+        )
+    if results and blocks[: len(results)] != [
+        b for b in blocks if b.get("type") == "tool_result"
+    ]:
+        return f"messages.{i}: tool_result blocks must come first in the content"
+    for b in blocks:
+        if b.get("type") == "text" and not b.get("text"):
+            return f"messages.{i}: text content blocks must be non-empty"
     return None

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import AsyncIterator
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres
 
 from examples import refund_agent
 from runtime import NullNotifier, Runtime

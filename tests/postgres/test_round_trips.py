@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from pg_support import HAVE_ASYNCPG, POSTGRES_URL
+from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 

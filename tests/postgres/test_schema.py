@@ -4,7 +4,7 @@ refused."""
 from __future__ import annotations
 
 import pytest
-from pg_support import postgres
+from support.pg_support import postgres
 
 from store import errors, migration, open_store
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from pg_support import postgres
+from support.pg_support import postgres
 
 from examples import refund_agent
 from runtime import NullNotifier, Runtime

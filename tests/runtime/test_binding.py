@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import postgres
+from support.pg_support import postgres
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent

@@ -1,5 +1,5 @@
 """The terminal demo the README points at runs as printed, and again without refunding twice.
-(The quickstart is the README's own program, which tests/e2e/test_readme.py runs.)"""
+(The quickstart is the README's own program, which tests/docs/test_readme.py runs.)"""
 
 from __future__ import annotations
 

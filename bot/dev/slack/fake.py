@@ -1,6 +1,5 @@
 """A local fake Slack on 127.0.0.1, for the tests and for the local dev mode (the HTTP face of
-`bot.dev.slack.fake_web`: that is its one job; long because of its control routes and its command
-line).
+`bot.dev.slack.fake_web`, with its control routes and its command line).
 
 It answers the Web API methods Signoff uses (see `bot.dev.slack.fake_web`), checks tokens, records
 every call with the HTTP status it got, serves Socket Mode (`bot.dev.slack.fake_socket`), and can

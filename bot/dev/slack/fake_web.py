@@ -2,8 +2,7 @@
 
 Pure state and no HTTP, so that each answer can be read (and tested) apart from the server in
 `bot.dev.slack.fake`. Shapes follow Slack's recorded answers; the limits are Slack's own, so that a
-card the fake accepts is a card Slack accepts. It is long because every Block Kit limit is one
-small check here; answering as Slack answers is its one job.
+card the fake accepts is a card Slack accepts.
 """
 
 from __future__ import annotations

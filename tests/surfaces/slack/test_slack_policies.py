@@ -1,0 +1,199 @@
+"""Policies seen from Slack: self-approval, expiry, withdrawal, reminders and escalation in
+the card's thread, quorum progress on the card, the Home tab, and cards for API approvals."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.slack_harness import (
+    ANN,
+    APPROVALS,
+    BOB,
+    EVE,
+    FakeSlackProcess,
+    SlackServer,
+    approval_id_of,
+    button,
+    slash,
+    start_server,
+)
+
+LEADS = "S0LEADS"
+BOB_APPROVES = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\n'
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+def served(tmp_path: Path, world: Path, fake: FakeSlackProcess, policy: str) -> SlackServer:
+    return start_server(tmp_path, world, fake.base_url, policy=policy)
+
+
+def start(server: SlackServer, fake: FakeSlackProcess, run_id: str, *, by: str) -> dict:
+    """Start a refund run requested by `by`; its card once posted."""
+    body = {"agent": "refund-agent", "task": "Refund order 4471", "run_id": run_id,
+            "requested_by": by}
+    status, view = server.api("POST", "/v1/runs", body)
+    assert status in (200, 201, 202), view
+    [card] = server.wait_until(
+        lambda: [c for c in fake.cards() if c["metadata"]["event_payload"].get("run_id") == run_id]
+    )
+    return card
+
+
+def told(server: SlackServer, fake: FakeSlackProcess, user: str) -> str:
+    found = server.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == user])
+    return str(found[-1]["text"])
+
+
+def test_the_requester_cannot_approve_their_own_refund(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server = served(tmp_path, world, fake, BOB_APPROVES)
+    try:
+        card = start(server, fake, "self", by=BOB)
+        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        assert "does not let you approve it yourself" in told(server, fake, BOB)
+        assert server.run("self")["status"] == "waiting_approval"
+    finally:
+        server.kill()
+
+
+def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    policy = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\ntimeout = "1s"\n'
+    server = served(tmp_path, world, fake, policy)
+    try:
+        expiring = start(server, fake, "expiring", by=EVE)
+        server.wait_until(lambda: "Expired" in json.dumps(fake.cards()[0]["blocks"]), within=20)
+        server.slack(button("approve", approval_id_of(expiring), user=BOB, ts=expiring["ts"]))
+        assert "expired" in told(server, fake, BOB)
+
+        server.api("POST", "/v1/runs", {"agent": "refund-agent", "task": "Refund order 4471",
+                                        "run_id": "withdrawn", "requested_by": EVE})
+        [card] = server.wait_until(
+            lambda: [c for c in fake.cards() if "withdrawn" in json.dumps(c["metadata"])]
+        )
+        status, _, _ = server.slack(slash("cancel withdrawn", user=BOB))
+        assert status == 200
+        server.wait_until(lambda: server.run("withdrawn")["status"] == "cancelled")
+        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.wait_until(lambda: len([e for e in fake.ephemerals() if e["user"] == BOB]) == 2)
+        assert "withdrawn" in told(server, fake, BOB)
+    finally:
+        server.kill()
+
+
+def test_reminders_and_the_escalation_go_in_the_cards_thread(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    policy = (
+        f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\nremind_every = "1s"\n'
+        f'max_reminders = 1\nescalate_to = "{LEADS}"\n'
+    )
+    server = served(tmp_path, world, fake, policy)
+    try:
+        card = start(server, fake, "reminded", by=EVE)
+        replies = server.wait_until(
+            lambda: len(r := fake.replies(APPROVALS, card["ts"])) >= 2 and r, within=20
+        )
+        text = json.dumps(replies)
+        assert f"<!subteam^{LEADS}>" in text
+        assert "eminder" in text
+    finally:
+        server.kill()
+
+
+def test_a_quorum_card_shows_who_approved_so_far(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    policy = (
+        f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\n'
+        "required_approvals = 2\n"
+    )
+    server = served(tmp_path, world, fake, policy)
+    try:
+        card = start(server, fake, "quorum", by=EVE)
+        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.wait_until(lambda: "1 of 2" in json.dumps(fake.cards()[0]["blocks"]))
+        assert BOB in json.dumps(fake.cards()[0]["blocks"])
+        assert server.run("quorum")["status"] == "waiting_approval"
+
+        server.slack(button("approve", approval_id_of(card), user=ANN, ts=card["ts"]))
+        server.wait_until(lambda: server.run("quorum")["status"] == "done")
+    finally:
+        server.kill()
+
+
+def test_the_home_tab_shows_what_waits_for_the_viewer(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server = served(tmp_path, world, fake, BOB_APPROVES)
+    try:
+        card = start(server, fake, "home", by=EVE)
+        event = {
+            "type": "event_callback",
+            "team_id": "T0SIGNOFF",
+            "api_app_id": "A0SIGNOFF",
+            "event": {"type": "app_home_opened", "user": BOB, "channel": "D0BOB", "tab": "home",
+                      "event_ts": "1700000000.000100"},
+            "event_id": "Ev0HOME",
+            "event_time": 1700000000,
+            "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
+        }
+        status, _, _ = server.slack(json.dumps(event).encode(), content_type="application/json")
+        assert status == 200
+
+        mine = lambda: [v for v in fake.views() if v["user_id"] == BOB]  # noqa: E731
+        published = server.wait_until(mine)[-1]
+        assert published["view"]["type"] == "home"
+        buttons = [e for b in published["view"]["blocks"] if b["type"] == "actions"
+                   for e in b["elements"]]
+        assert approval_id_of(card) in {b["value"] for b in buttons}
+    finally:
+        server.kill()
+
+
+def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server = served(tmp_path, world, fake, f'[policies.default]\napprovers = ["{BOB}"]\n')
+    try:
+        hostile = {
+            "note": "<!here> <@U0CEO> <#C0GENERAL> <https://evil.example|bank.com>",
+            "style": "*bold* _x_ ~s~ ```code``` & done",
+        }
+        status, view = server.api(
+            "POST", "/v1/approvals", {"tool": "wire_transfer", "args": hostile,
+                                      "requested_by": EVE}
+        )
+        assert status == 201, view
+        [card] = server.wait_until(fake.cards)
+        # Slack parses mrkdwn objects and the fallback text; plain_text shows as it is.
+        parsed = " ".join([*mrkdwn_texts(card["blocks"]), card["text"]])
+        for control in ("<!here>", "<@U0CEO>", "<#C0GENERAL>", "<https://evil"):
+            assert control not in parsed
+        assert "&lt;!here&gt;" in parsed
+        assert "*bold*" not in parsed
+        assert "```code```" not in parsed
+    finally:
+        server.kill()
+
+
+
+def mrkdwn_texts(node: object) -> list[str]:
+    """Every mrkdwn text object's text, anywhere in the blocks."""
+    if isinstance(node, list):
+        return [t for item in node for t in mrkdwn_texts(item)]
+    if not isinstance(node, dict):
+        return []
+    own = [node["text"]] if node.get("type") == "mrkdwn" else []
+    return own + [t for value in node.values() for t in mrkdwn_texts(value)]

@@ -1,0 +1,48 @@
+"""The approval card says which rule it was made under, from a real server and a local fake
+Slack: "rule 1: an intern asks → 1 approval from U…"."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.slack_harness import BOB, EVE, FakeSlackProcess, start_server
+
+RULE = f"""
+[policies.tools.issue_refund]
+approvers = ["{EVE}"]
+
+[[policies.tools.issue_refund.rules]]
+label = "an intern asks"
+when = "run.requested_by in ['U0INTERN']"
+approvers = ["{BOB}"]
+"""
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+def test_the_card_names_the_rule_it_was_made_under(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server = start_server(tmp_path, world, fake.base_url, policy=RULE)
+    try:
+        body = {
+            "agent": "refund-agent",
+            "task": "Refund order 4471",
+            "run_id": "intern",
+            "requested_by": "U0INTERN",
+        }
+        status, view = server.api("POST", "/v1/runs", body)
+        assert status in (200, 201, 202), view
+        [card] = server.wait_until(lambda: fake.cards())
+        blocks = json.dumps(card["blocks"], ensure_ascii=False)
+        assert f"rule 1: an intern asks → 1 approval from {BOB}" in blocks
+    finally:
+        server.kill()

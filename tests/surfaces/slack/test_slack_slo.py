@@ -1,0 +1,78 @@
+"""A policy's decision target ("decided within …") over a real `signoff serve` and the fake
+Web API: the card states it, a reminder past it says it was missed, the decided card too;
+/metrics shows the approval as pending past its target while nobody decides it, then counts
+it as decided past its target."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.slack_harness import (
+    APPROVALS,
+    BOB,
+    REQUESTER,
+    FakeSlackProcess,
+    SlackServer,
+    approval_id_of,
+    button,
+    start_server,
+)
+
+CONFIG = f"""
+[policies.tools.issue_refund]
+channel = "{APPROVALS}"
+approvers = ["{BOB}"]
+remind_every = "2s"
+decide_within = "1s"
+"""
+
+
+PENDING_LATE = 'signoff_approvals_pending_past_target{policy="issue_refund"}'
+
+
+def scrape(server: SlackServer) -> str:
+    with urllib.request.urlopen(f"{server.base}/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
+
+
+def test_the_card_reminders_and_metrics_say_when_the_target_is_missed(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    server: SlackServer = start_server(tmp_path, world, fake.base_url, policy=CONFIG)
+    try:
+        body = {
+            "agent": "refund-agent",
+            "task": "Refund order 4471",
+            "run_id": "slo",
+            "requested_by": REQUESTER,
+        }
+        assert server.api("POST", "/v1/runs", body)[0] in (200, 201, 202)
+        [card] = server.wait_until(lambda: fake.cards())
+        assert "target: decided within 1s" in json.dumps(card["blocks"])
+
+        reminder = server.wait_until(lambda: fake.replies(APPROVALS, card["ts"]))
+        assert "past its 1s decision target" in json.dumps(reminder[0]["blocks"])
+        # Still pending past its target: the gauge sees it before anyone decides.
+        assert f"{PENDING_LATE} 1.0" in scrape(server)
+        assert 'signoff_approvals_past_target_total{policy="issue_refund"}' not in scrape(server)
+
+        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.wait_until(lambda: server.run("slo")["status"] == "done")
+        updated = server.wait_until(lambda: (m := fake.cards()[0])["edited"] and m)
+        assert "past its 1s decision target" in json.dumps(updated["blocks"])
+        metrics = scrape(server)
+        assert 'signoff_approvals_past_target_total{policy="issue_refund"} 1.0' in metrics
+        assert f"{PENDING_LATE} 0.0" in metrics
+    finally:
+        server.kill()
