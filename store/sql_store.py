@@ -445,7 +445,7 @@ class SqlStore:
     async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
         if not subjects:
             return 0
-        params = {"subjects": rows.dumps(sorted(set(subjects)))}
+        params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
         return int(await self._one("queue_home_refresh", params, "count"))
 
     async def release_outbox_claims(self, owner: str) -> int:

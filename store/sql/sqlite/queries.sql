@@ -540,12 +540,13 @@ WHERE claimed_by = :owner AND sent_at IS NULL
 -- queue_home_refresh --
 -- One `home_stale` row per subject (a JSON list) that has no unsent row waiting unclaimed: a
 -- row being sent may have read the state before this change, so a new one is queued then.
+-- Dated by the database's clock (or the store's own, when it was given one).
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'home_stale', s.value, (julianday('now') - 2440587.5) * 86400.0, (julianday('now') - 2440587.5) * 86400.0 FROM json_each(:subjects) s
+SELECT 'home_stale', s.value, coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0), coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) FROM json_each(:subjects) s
 WHERE NOT EXISTS (
     SELECT 1 FROM outbox o
     WHERE o.subject_id = s.value AND o.topic = 'home_stale' AND o.sent_at IS NULL
-      AND (o.claimed_until IS NULL OR o.claimed_until < (julianday('now') - 2440587.5) * 86400.0)
+      AND (o.claimed_until IS NULL OR o.claimed_until < coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
 )
 
 -- outbox_waiting_before --
