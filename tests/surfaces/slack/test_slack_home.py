@@ -6,6 +6,7 @@ refusal from a Home button is shown in that Home."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -198,3 +199,33 @@ def test_a_burst_of_500_decisions_stays_within_views_publish_limits(
     limited = [c for c in publishes if c["status"] == 429]
     assert len(limited) <= len(publishes) // 100, (len(limited), len(publishes))
     assert [c for c in publishes if c["status"] not in (200, 429)] == []
+
+
+def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess
+) -> None:
+    # A pace of 6 a minute: the first Homes spend the burst, the next waits ~10 s in the outbox.
+    slow = {"SIGNOFF_HOME_PUBLISH_PER_MINUTE": "6"}
+    first = start_server(tmp_path, world, fake.base_url, extra=slow)
+    try:
+        asked = ask(first, 1, EVE)
+        first.wait_until(lambda: asked in buttons(homes(fake).get(BOB, {"blocks": []})))
+        first.wait_until(lambda: homes(fake).keys() >= {BOB, ANN, EVE})
+        decide(first, asked, "approved", BOB)
+        db = sqlite3.connect(tmp_path / "signoff.db")
+        owed = lambda: db.execute(  # noqa: E731
+            "SELECT count(*) FROM outbox WHERE topic = 'home_stale' AND sent_at IS NULL"
+        ).fetchone()[0]
+        first.wait_until(owed)
+    finally:
+        first.kill()
+    assert asked in buttons(homes(fake)[ANN])  # stale when the server died
+
+    second = start_server(tmp_path, world, fake.base_url)
+    try:
+        second.wait_until(lambda: asked not in buttons(homes(fake)[ANN]), within=30)
+        assert "approved by" in words(homes(fake)[EVE])
+        assert owed() == 0
+    finally:
+        second.kill()
+        db.close()
