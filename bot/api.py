@@ -47,9 +47,9 @@ from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_deliveries import add_deliveries_route
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_events import add_events_route
-from bot.api_inbox import add_list_routes, run_outcome
+from bot.api_inbox import add_list_routes
 from bot.api_keys import BACKGROUND, RUNTIME
-from bot.api_views import approval_view
+from bot.api_views import approval_view, run_view, voted_view
 from bot.api_wait import add_wait_route
 from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.openapi import add_document_route
@@ -63,8 +63,8 @@ from bot.requests import (
 from bot.settings import ApiToken
 from bot.tasks import Background
 from runtime import Runtime, errors
-from store import Approval, ApprovalState, AuditEvent, Run
-from store.limits import MAX_DEPTH, plain_reason
+from runtime.limits import MAX_DEPTH, plain_reason
+from runtime.records import ApprovalState, AuditEvent
 
 M = TypeVar("M", bound=BaseModel)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
@@ -122,14 +122,14 @@ async def start_run(request: web.Request) -> web.Response:
         await _audit(request, "api_run_started", run_id=run.id, agent=run.agent)
     # A new run starts; an existing one is driven on if it was left mid-flight.
     request.app[BACKGROUND].spawn(rt.drive(run.id), name=f"drive {run.id}")
-    return web.json_response(await _run_view(rt, run), status=201 if created else 200)
+    return web.json_response(await run_view(rt, run), status=201 if created else 200)
 
 
 @requires("runs:read")
 async def get_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     run = await rt.get(request.match_info["run_id"])
-    return web.json_response(await _run_view(rt, run))
+    return web.json_response(await run_view(rt, run))
 
 
 @requires("runs:write")
@@ -144,7 +144,7 @@ async def cancel_run(request: web.Request) -> web.Response:
         wait=False,
         compensate=body.compensate,
     )
-    view = await _run_view(rt, run)
+    view = await run_view(rt, run)
     running = await rt.in_flight(run.id)
     if not running:
         return web.json_response(view)
@@ -195,8 +195,8 @@ async def request_approval(request: web.Request) -> web.Response:
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def get_approval(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    approval = await rt.desk.get(request.match_info["approval_id"])
-    view = await _voted_view(rt, approval)
+    approval = await rt.queries.approval(request.match_info["approval_id"])
+    view = await voted_view(rt, approval)
     return web.json_response(view | {"resume_state": approval.resume_state})
 
 
@@ -219,8 +219,8 @@ async def decide(request: web.Request) -> web.Response:
         )
     except errors.AlreadyVoted as exc:
         # The same vote again (a retry, a double click): the same answer, nothing recorded.
-        again = await rt.store.get_approval(request.match_info["approval_id"])
-        view = await _voted_view(rt, again)
+        again = await rt.queries.approval(request.match_info["approval_id"])
+        view = await voted_view(rt, again)
         return web.json_response(view | {"already_voted": True, "note": str(exc)})
     await _audit(
         request,
@@ -234,7 +234,7 @@ async def decide(request: web.Request) -> web.Response:
     if approval.state != ApprovalState.PENDING:
         work = rt.after_decision(approval)
         request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
-    return web.json_response(await _voted_view(rt, approval))
+    return web.json_response(await voted_view(rt, approval))
 
 
 @requires("audit:read")
@@ -248,7 +248,7 @@ async def audit(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
     since = _instant(query.get("since"))
     limit = _limit(query.get("limit"))
-    chosen = await request.app[RUNTIME].store.list_audit(
+    chosen = await request.app[RUNTIME].queries.audit(
         since=since,
         run_id=query.get("run_id") or None,
         approval_id=query.get("approval_id"),
@@ -292,7 +292,7 @@ async def _audit(
     """One audit event naming the token the request came with."""
     rt = request.app[RUNTIME]
     caller = request[CALLER]
-    await rt.store.record_event(
+    await rt.record_event(
         AuditEvent(
             action=action,
             actor=caller.actor,
@@ -302,19 +302,6 @@ async def _audit(
             at=rt.clock(),
         )
     )
-
-
-async def _run_view(rt: Runtime, run: Run) -> dict[str, Any]:
-    pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
-    view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
-    view["pending_approvals"] = [await _voted_view(rt, a) for a in pending]
-    view["calls"] = [t.as_dict() for t in await rt.call_trail(run.id)]  # proposed, approved, ran
-    return view | await run_outcome(rt, run)
-
-
-async def _voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
-    """The approval with who approved it so far (a quorum fills up vote by vote)."""
-    return approval_view(approval) | {"votes": await rt.store.list_votes(approval.id)}
 
 
 def add_routes(app: web.Application) -> None:

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from bot.api_auth import requires
 from bot.api_keys import RUNTIME
-from store import AuditEvent
+from runtime.records import AuditEvent
 
 ATTEMPT = "callback_attempt"
 PAGE = 1000
@@ -26,11 +26,11 @@ MAX_ATTEMPTS = 10_000
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def list_deliveries(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    approval = await rt.desk.get(request.match_info["approval_id"])  # unknown: 404
+    approval = await rt.queries.approval(request.match_info["approval_id"])  # unknown: 404
     attempts: list[dict[str, Any]] = []
     after = 0
     while len(attempts) < MAX_ATTEMPTS:
-        events = await rt.store.list_audit(approval_id=approval.id, after=after, limit=PAGE)
+        events = await rt.queries.audit(approval_id=approval.id, after=after, limit=PAGE)
         attempts += [delivery_view(e) for e in events if e.action == ATTEMPT]
         if len(events) < PAGE:
             break

@@ -11,8 +11,7 @@ from aiohttp import web
 from bot.api_auth import Handler, error
 from bot.api_views import approval_view
 from runtime import errors
-from store import Approval
-from store.errors import DiskFull
+from runtime.records import Approval, DiskFull
 
 log = logging.getLogger("signoff.api")
 

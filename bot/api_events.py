@@ -25,7 +25,7 @@ from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
 from bot.api_wait import RECHECK, WAITERS
-from store import Approval, ApprovalState
+from runtime.records import Approval, ApprovalState
 
 KEEPALIVE = 15.0
 MAX_STREAM = 3600
@@ -39,7 +39,7 @@ async def stream_decision(request: web.Request) -> web.StreamResponse:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
     seconds = _timeout(request.query.get("timeout"))
     rt = request.app[RUNTIME]
-    approval = await rt.desk.get(request.match_info["approval_id"])  # unknown: 404, as JSON
+    approval = await rt.queries.approval(request.match_info["approval_id"])  # unknown: 404, as JSON
     response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
     response.content_type = "text/event-stream"
     await response.prepare(request)
@@ -58,7 +58,7 @@ async def _stream(
     quiet_since = loop.time()
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
         await request.app[WAITERS].wait(approval.id, min(left, RECHECK))
-        approval = await rt.desk.get(approval.id)
+        approval = await rt.queries.approval(approval.id)
         if approval.state != ApprovalState.PENDING:
             await response.write(await _event(request, approval))
         elif loop.time() - quiet_since >= KEEPALIVE:

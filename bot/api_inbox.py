@@ -23,9 +23,8 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from runtime import Runtime
 from runtime.history.inbox import MAX_PAGE
-from store import Run
+from runtime.records import Run
 
 APPROVAL_FILTERS = ("state", "run_id", "tool", "requested_by")
 RUN_FILTERS = ("status", "agent", "requested_by")
@@ -56,17 +55,6 @@ async def list_runs(request: web.Request) -> web.Response:
 def run_summary(run: Run) -> dict[str, Any]:
     """A run as a list shows it: its record without the worker's lease."""
     return run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
-
-
-async def run_outcome(rt: Runtime, run: Run) -> dict[str, Any]:
-    """How a run ended, for its view: the final answer and every approval it asked for,
-    oldest first, with its state, who decided when and why, the proposed and approved
-    arguments, and the votes so far."""
-    approvals = await rt.approvals(run.id)
-    return {
-        "answer": await rt.answer(run),
-        "approvals": [approval_view(a) | {"votes": await rt.votes(a.id)} for a in approvals],
-    }
 
 
 def _query(

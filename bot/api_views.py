@@ -1,11 +1,13 @@
-"""What the HTTP API (and its callbacks) answer with for an approval: the fields a caller may
-see, as JSON."""
+"""What the HTTP API (and its callbacks) answer with for an approval and a run: the fields a
+caller may see, as JSON. The CLI's `--json` and the console show a run in the same shape, so
+scripts and pages see one view."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from store import Approval
+from runtime import Runtime
+from runtime.records import Approval, ApprovalState, Run
 
 APPROVAL_FIELDS = {
     "id",
@@ -43,3 +45,29 @@ def approval_view(approval: Approval, *, resume_state: bool = False) -> dict[str
     if resume_state:
         view["resume_state"] = approval.resume_state
     return view
+
+
+async def run_view(rt: Runtime, run: Run) -> dict[str, Any]:
+    """A run as `GET /v1/runs/{id}` shows it: its record without the worker's lease, what it
+    waits for (with the votes so far), each decided call, and how it ended."""
+    pending = await rt.approvals(run.id, state=ApprovalState.PENDING)
+    view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+    view["pending_approvals"] = [await voted_view(rt, a) for a in pending]
+    view["calls"] = [t.as_dict() for t in await rt.call_trail(run.id)]  # proposed, approved, ran
+    return view | await run_outcome(rt, run)
+
+
+async def voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    """The approval with who approved it so far (a quorum fills up vote by vote)."""
+    return approval_view(approval) | {"votes": await rt.votes(approval.id)}
+
+
+async def run_outcome(rt: Runtime, run: Run) -> dict[str, Any]:
+    """How a run ended, for its view: the final answer and every approval it asked for,
+    oldest first, with its state, who decided when and why, the proposed and approved
+    arguments, and the votes so far."""
+    approvals = await rt.approvals(run.id)
+    return {
+        "answer": await rt.answer(run),
+        "approvals": [approval_view(a) | {"votes": await rt.votes(a.id)} for a in approvals],
+    }

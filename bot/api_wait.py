@@ -21,7 +21,7 @@ from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
 from runtime import FanOut, NullNotifier, Runtime
-from store import Approval, ApprovalState, Run
+from runtime.records import Approval, ApprovalState, Run
 
 RECHECK = 1.0
 MAX_WAIT = 60
@@ -64,12 +64,12 @@ async def wait_for_decision(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
     seconds = _timeout(request.query.get("timeout"))
     rt = request.app[RUNTIME]
-    approval = await rt.desk.get(request.match_info["approval_id"])
+    approval = await rt.queries.approval(request.match_info["approval_id"])
     loop = asyncio.get_running_loop()
     until = loop.time() + seconds
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
         await request.app[WAITERS].wait(approval.id, min(left, RECHECK))
-        approval = await rt.desk.get(approval.id)
+        approval = await rt.queries.approval(approval.id)
     view = approval_view(approval, resume_state=True)
     return web.json_response(view | {"votes": await rt.votes(approval.id)})
 

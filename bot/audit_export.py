@@ -17,7 +17,7 @@ from typing import Any
 from rich.table import Table
 
 from bot.views import inert, when
-from store import AuditEvent
+from runtime.records import AuditEvent
 
 FIELDS = ("id", "at", "action", "actor", "run_id", "approval_id", "detail")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

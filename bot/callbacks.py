@@ -41,8 +41,8 @@ from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier
-from store import Approval, AuditEvent, Delivery, Run, Store
-from store.records import utcnow
+from runtime.deliveries import Deliveries
+from runtime.records import Approval, AuditEvent, Delivery, Run, utcnow
 
 log = logging.getLogger("signoff.callbacks")
 MAX_DELAY = 30.0
@@ -68,7 +68,7 @@ class CallbackNotifier(NullNotifier):
 
     def __init__(
         self,
-        store: Store,
+        deliveries: Deliveries,
         secret: str,
         background: Background,
         *,
@@ -82,7 +82,7 @@ class CallbackNotifier(NullNotifier):
         deliver pending, for a server's periodic redelivery, instead of marking it failed.
         `timeout` bounds each attempt; `policy` says where callbacks may go (by default only
         to public https hosts)."""
-        self.store = store
+        self.deliveries = deliveries
         self.secret = secret
         self.background = background
         self.hand_over = hand_over
@@ -101,7 +101,7 @@ class CallbackNotifier(NullNotifier):
         secret); `failed_too` also retries those that failed every attempt before."""
         if not self._can_sign():
             return 0
-        undelivered = await self.store.undelivered_callbacks()
+        undelivered = await self.deliveries.undelivered_callbacks()
         chosen = [a for a in undelivered if failed_too or a.callback_status == Delivery.PENDING]
         await asyncio.gather(*(self.deliver(approval) for approval in chosen))
         return len(chosen)
@@ -148,7 +148,7 @@ class CallbackNotifier(NullNotifier):
             await self._attempted(approval, attempts, last, None)
             failure = last.failure
             if not failure:
-                await self.store.set_callback_status(approval.id, Delivery.DELIVERED)
+                await self.deliveries.set_callback_status(approval.id, Delivery.DELIVERED)
                 await self._history(approval, "callback_delivered", attempts=attempts)
                 log.info(
                     "callback for approval %s (%s) delivered to %s (attempt %d)",
@@ -174,7 +174,7 @@ class CallbackNotifier(NullNotifier):
             failure,
         )
         CALLBACK_FAILURES.inc()
-        await self.store.set_callback_status(approval.id, Delivery.FAILED)
+        await self.deliveries.set_callback_status(approval.id, Delivery.FAILED)
         await self._history(approval, "callback_failed", attempts=attempts, last=failure)
         return False
 
@@ -197,7 +197,7 @@ class CallbackNotifier(NullNotifier):
     async def _history(self, approval: Approval, action: str, **detail: object) -> None:
         """A delivery's attempt or outcome in the audit trail (`GET /v1/audit?approval_id=`;
         the attempts are `GET /v1/approvals/{id}/deliveries`)."""
-        await self.store.record_event(
+        await self.deliveries.record_event(
             AuditEvent(
                 action=action,
                 actor="signoff",
@@ -216,7 +216,7 @@ class CallbackNotifier(NullNotifier):
         log.log(level, "callback for approval %s refused, not sent: %s", approval.id, reason)
         if not self.hand_over:
             CALLBACK_FAILURES.inc()
-            await self.store.set_callback_status(approval.id, Delivery.FAILED)
+            await self.deliveries.set_callback_status(approval.id, Delivery.FAILED)
         return False
 
     async def _post(self, session: aiohttp.ClientSession, url: str, body: bytes) -> Attempt:

@@ -18,14 +18,14 @@ from aiohttp import web
 
 from bot.metrics import metrics_handler
 from runtime.approvals.policy import Policies
-from store import Store
+from runtime.queries import Queries
 
 log = logging.getLogger("signoff.health")
 
 
 @dataclass
 class Readiness:
-    store: Store
+    queries: Queries
     running: Mapping[str, Callable[[], bool]]
     """Components that must be running, by name (`scheduler`, `outbox_sender`)."""
     problems: Mapping[str, Callable[[], str | None]] = field(default_factory=dict)
@@ -34,7 +34,7 @@ class Readiness:
 
     async def failing(self) -> dict[str, str]:
         """Each failing check with its details; empty when ready."""
-        failing = await self.store.health()
+        failing = await self.queries.health()
         for name, is_running in self.running.items():
             if not is_running():
                 failing[name] = f"the {name.replace('_', ' ')} is not running"
@@ -65,4 +65,4 @@ def mount(app: web.Application, readiness: Readiness, policies: Policies | None 
     """Serve `/readyz` and `/metrics` on the server's application (no token needed);
     `policies` give the metrics the approvals pending past their decision targets."""
     app.router.add_get("/readyz", readiness.readyz)
-    app.router.add_get("/metrics", metrics_handler(readiness.store, policies))
+    app.router.add_get("/metrics", metrics_handler(readiness.queries, policies))

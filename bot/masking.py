@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from store import Approval, Checkpoint, Effect, Message
-from store.records import masked
+from runtime.records import Approval, Checkpoint, Effect, Message, masked
 
 
 def sensitive_by_tool(records: Iterable[Effect | Approval]) -> dict[str, tuple[str, ...]]:

@@ -5,7 +5,7 @@ callback failures, runs taken over) are counters and histograms kept in memory, 
 runtime's `Telemetry` hooks and its notifier; several processes on one PostgreSQL each
 expose their own, and Prometheus sums them. What the database holds now (runs by status,
 pending approvals, effects in doubt, open pages, the outbox backlog) is read at each scrape
-with one query that touches indexes only (`Store.operational_counts`), so a scrape costs the
+with one query that touches indexes only (`Queries.counts`), so a scrape costs the
 same however long the history grows.
 """
 
@@ -32,10 +32,8 @@ from runtime import NullNotifier
 from runtime.approvals import slo
 from runtime.approvals.policy import Policies
 from runtime.approvals.routing import policy_of
-from store import Approval, ApprovalState, Page, Run, Store, Usage
-from store.base import OperationalCounts
-from store.errors import StoreError
-from store.records import SYSTEM_ACTOR, LearnedRule
+from runtime.queries import Counts, Queries
+from runtime.records import SYSTEM_ACTOR, Approval, LearnedRule, Page, Run, StoreError, Usage
 
 log = logging.getLogger("signoff.metrics")
 DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
@@ -158,7 +156,7 @@ def outcome(approval: Approval) -> str:
 class StoreGauges(Collector):
     """What the database holds at one scrape, as gauges."""
 
-    def __init__(self, counts: OperationalCounts, now: datetime) -> None:
+    def __init__(self, counts: Counts, now: datetime) -> None:
         self.counts = counts
         self.now = now
 
@@ -252,33 +250,24 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-PENDING_SCAN = 10_000  # pending approvals read per scrape for the decision-target gauge
-
-
 def metrics_handler(
-    store: Store, policies: Policies | None = None
+    queries: Queries, policies: Policies | None = None
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     """`GET /metrics`: this process's counters, then the database's gauges (with `policies`,
     the approvals pending past their decision targets too)."""
 
     async def metrics(request: web.Request) -> web.Response:
         try:
-            counts = await store.operational_counts()
-            learned = await store.list_learned_rules()
-            pending = (
-                await store.list_approvals(state=ApprovalState.PENDING, limit=PENDING_SCAN)
-                if policies is not None and counts.approvals_pending
-                else []
-            )
+            snapshot = await queries.metrics(with_pending=policies is not None)
         except StoreError as exc:  # the scrape fails visibly (`up` 0), as JSON like any error
             log.warning("metrics: the database did not answer: %s", exc)
             return web.json_response({"error": "the database did not answer"}, status=503)
         gauges = CollectorRegistry(auto_describe=False)
         now = datetime.now(UTC)
-        gauges.register(StoreGauges(counts, now))
-        gauges.register(LearnedRuleUses(learned, now))
+        gauges.register(StoreGauges(snapshot.counts, now))
+        gauges.register(LearnedRuleUses(snapshot.learned_rules, now))
         if policies is not None:
-            gauges.register(PendingPastTarget(pending, policies, now))
+            gauges.register(PendingPastTarget(snapshot.pending, policies, now))
         body = generate_latest(REGISTRY) + generate_latest(gauges)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from runtime import Runtime
 from runtime.approvals.policy import Policy, may_decide
-from store import Run
+from runtime.records import Run
 
 CHANNEL_PREFIXES = ("C", "G")
 
@@ -50,13 +50,13 @@ class Readers:
         if await self._in_group(rt, user):
             return True
         for policy in await _policies(rt, run):
-            if await may_decide(policy, user, rt.desk.directory, escalated=True):
+            if await may_decide(policy, user, rt.directory, escalated=True):
                 return True
         return False
 
     async def _in_group(self, rt: Runtime, user: str) -> bool:
         for group in (i for i in self.configured if i.startswith("S")):
-            if user in await rt.desk.directory.members(group):
+            if user in await rt.directory.members(group):
                 return True
         return False
 
@@ -69,7 +69,7 @@ class Readers:
 async def _policies(rt: Runtime, run: Run) -> list[Policy]:
     """The policies the run's approvals were asked under, or the default before any."""
     approvals = await rt.approvals(run.id)
-    return [rt.desk.policy_of(a) for a in approvals] or [rt.desk.policies.default]
+    return [rt.policy_of(a) for a in approvals] or [rt.policies.default]
 
 
 def not_a_reader(run_id: str) -> str:

@@ -1,6 +1,6 @@
 """What a client may ask of Signoff: the HTTP API's request bodies, which the CLI checks its
 options against too, so both refuse the same input for the same reason. The numbers live in
-`store.limits`. Only pydantic is imported here (no aiohttp): the CLI loads this cheaply.
+`runtime.limits`. No aiohttp is imported here: the CLI loads this without the server.
 """
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
 from bot.policy_ids import SLACK_USER_ID
-from store import Budget
-from store.limits import (
+from runtime.limits import (
     ID_PATTERN,
     MAX_AGENT,
     MAX_REASON,
@@ -22,6 +21,7 @@ from store.limits import (
     MAX_TOOL,
     check_args,
 )
+from runtime.records import Budget
 
 
 def _small_args(args: Any) -> Any:

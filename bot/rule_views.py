@@ -9,7 +9,7 @@ from typing import Any
 
 from runtime.approvals.learned_rules import Backtest
 from runtime.approvals.policy import Policies
-from store.records import LearnedRule
+from runtime.records import LearnedRule
 
 
 def file_rules(policies: Policies) -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 
 from aiohttp import web
@@ -27,7 +27,6 @@ from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.wiring import Process, assemble
 from runtime import Agent, FanOut, Notifier
 from runtime.approvals.policy import open_policies
-from runtime.runs.skew import ClockSkew
 from runtime.runs.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
@@ -78,8 +77,8 @@ async def serve(
     running = {"scheduler": lambda: scheduler.running}
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
-    skew = ClockSkew(rt.store, rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    readiness = health.Readiness(rt.store, running, {"clock_skew": skew.problem})
+    skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
+    readiness = health.Readiness(rt.queries, running, {"clock_skew": skew.problem})
     health.mount(app, readiness, settings.runtime.policies)
     runner = web.AppRunner(app)
     lapses: asyncio.Task[None] | None = None
@@ -88,8 +87,8 @@ async def serve(
         await runner.setup()
         await web.TCPSite(runner, settings.api.host, settings.api.port).start()
         await scheduler.start()
-        await _measure(skew)
-        scheduler.every(SKEW_EVERY, lambda: _measure(skew), name="signoff-clock-skew")
+        await _measure(skew.measure)
+        scheduler.every(SKEW_EVERY, lambda: _measure(skew.measure), name="signoff-clock-skew")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
@@ -136,10 +135,10 @@ async def serve(
         await process.close()
 
 
-async def _measure(skew: ClockSkew) -> None:
+async def _measure(measure: Callable[[], Awaitable[float]]) -> None:
     """Compare this process's clock with the database's; a failure is only logged."""
     try:
-        await skew.measure()
+        await measure()
     except Exception:
         log.exception("could not compare this process's clock with the database's")
 

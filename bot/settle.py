@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from runtime.errors import EffectInDoubt
-from store import Page
+from runtime.records import Page
 
 IN_DOUBT = frozenset({"in_doubt"})
 YOU = "<you>"

@@ -19,7 +19,16 @@ from rich.text import Text
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
 from runtime.approvals.binding import call_trail
-from store import Approval, ApprovalState, Checkpoint, Effect, Message, Page, Run, RunStatus
+from runtime.records import (
+    Approval,
+    ApprovalState,
+    Checkpoint,
+    Effect,
+    Message,
+    Page,
+    Run,
+    RunStatus,
+)
 
 Votes = Mapping[str, Sequence[str]]
 """Who approved so far, by approval id, for approvals that need several approvers."""

@@ -1,4 +1,4 @@
-"""Putting a process together from settings: the store, the agents, the runtime.
+"""Putting a process together from settings: the database, the agents, the runtime.
 
 Server-only dependencies (aiohttp for callbacks, slack_sdk for user groups) are imported
 only when the process uses them, so a CLI command that never sends a callback or asks
@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret, where
 from bot.tasks import Background
-from runtime import Agent, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.approvals.routing import check_rules
+from runtime.deliveries import Deliveries
 from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
-from store import Approval, Run, Store, open_store
+from runtime.records import Approval, Run
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
@@ -51,8 +52,10 @@ class Callbacks(NullNotifier):
     """The HTTP decision callbacks (`bot.callbacks`), loaded with their HTTP client on the
     first decision that has a callback URL, or the first redelivery."""
 
-    def __init__(self, store: Store, secret: str, background: Background, **options: Any) -> None:
-        self._args = (store, secret, background)
+    def __init__(
+        self, deliveries: Deliveries, secret: str, background: Background, **options: Any
+    ) -> None:
+        self._args = (deliveries, secret, background)
         self._options = options
 
     @cached_property
@@ -72,7 +75,7 @@ class Callbacks(NullNotifier):
 @dataclass
 class Process:
     settings: Settings
-    store: Store
+    database: Database
     runtime: Runtime
     background: Background
     callbacks: Callbacks
@@ -84,7 +87,7 @@ class Process:
             close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
             if close is not None:
                 await close()
-        await self.store.close()
+        await self.database.close()
 
 
 async def assemble(
@@ -113,13 +116,14 @@ async def assemble(
         check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
-    store = await open_store(settings.database.url, **store_options(settings))
+    database = await Database.open(settings.database.url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.api.callback_allowed_hosts)
-    callbacks = Callbacks(store, callback_secret(settings), background, policy=policy, **quick)
-    runtime = _runtime(settings, store, agents, notifier, callbacks)
-    return Process(settings, store, runtime, background, callbacks)
+    signing = callback_secret(settings)
+    callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
+    runtime = _runtime(settings, database, agents, notifier, callbacks)
+    return Process(settings, database, runtime, background, callbacks)
 
 
 def rule_error_text(settings: Settings, exc: RuleError) -> str:
@@ -134,13 +138,12 @@ def rule_error_text(settings: Settings, exc: RuleError) -> str:
 
 def _runtime(
     settings: Settings,
-    store: Store,
+    database: Database,
     agents: list[Agent],
     notifier: Notifier | None,
     callbacks: Callbacks,
 ) -> Runtime:
-    return Runtime(
-        store,
+    return database.runtime(
         agents,
         FanOut([notifier or NullNotifier(), callbacks]),
         policies=settings.runtime.policies,

@@ -23,15 +23,17 @@ from runtime.approvals import paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
-from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, StaticDirectory
+from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy, StaticDirectory
 from runtime.approvals.routing import check_rules
 from runtime.approvals.rule_book import RuleBook
 from runtime.approvals.stats import ApprovalStats, approval_stats
+from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
 from runtime.history import inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.notifier import Notifier, NullNotifier
+from runtime.queries import Queries
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
 from runtime.runs.resumability import check_resumable
@@ -41,6 +43,7 @@ from runtime.tools import Tool
 from store import (
     Approval,
     ApprovalState,
+    AuditEvent,
     Budget,
     Checkpoint,
     Effect,
@@ -103,6 +106,10 @@ class Runtime:
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
+        self.queries = Queries(store)
+        """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
+        self.deliveries = Deliveries(store)
+        """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
 
     @property
     def notifier(self) -> Notifier:
@@ -441,6 +448,26 @@ class Runtime:
 
     async def announce_page(self, page: Page, run: Run | None) -> None:
         await self.deps.announcer.page(page, run)
+
+    @property
+    def policies(self) -> Policies:
+        return self.desk.policies
+
+    @property
+    def directory(self) -> Directory:
+        return self.desk.directory
+
+    def policy_of(self, approval: Approval) -> Policy:
+        """The policy an approval was made under, as its rule refined it."""
+        return self.desk.policy_of(approval)
+
+    async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
+        """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
+        await self.desk.check_decider(approval, decision, by)
+
+    async def record_event(self, event: AuditEvent) -> None:
+        """A surface's own audit event (an HTTP API call, under the token it came with)."""
+        await self.store.record_event(event)
 
     def _tool(self, name: str) -> Tool | None:
         """The tool of that name among this runtime's agents (learned rules' checks)."""

@@ -5,22 +5,28 @@ and receives each one's result; what it returns is the write's result, what it r
 aborts the transaction. A backend drives it inside one transaction of its own (the SQLite
 writer thread, an asyncpg connection), running the named query in its dialect. So fencing,
 the compare-and-set on a run's history, the effect ledger's claim by idempotency key,
-decisions, votes and pages are written here and nowhere else; the backends differ only in
-SQL text, placeholders and connection handling.
+decisions, votes and pages, and what each change announces (its outbox rows and audit
+events, `store.announce`), are written here and nowhere else; the backends differ only in
+connection handling, and the one query file (`store/sql/queries.sql`) in the SQL each
+dialect needs.
 
 Statements a dialect does not need (row locks SQLite's single writer makes moot) are empty
-in its query file, and drivers skip empty statements.
+for it in the query file, and drivers skip empty statements.
 
 The safety-critical write logic: each write is its own short body."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from collections.abc import Sequence
+from typing import Any, TypeVar
 
-from store import errors, rows
+from store import announce, errors, rows
 from store.base import Batch, Committed
+from store.body import Body as Body
+from store.body import Fetch as Fetch
+from store.body import MakeBody as MakeBody
+from store.body import Stmt as Stmt
+from store.body import drive as drive
 from store.records import (
     Approval,
     ApprovalState,
@@ -33,31 +39,6 @@ from store.records import (
 )
 
 T = TypeVar("T")
-Fetch = Literal["all", "one", "count", "none", "many"]
-
-
-@dataclass(frozen=True, slots=True)
-class Stmt:
-    """One statement: `fetch` says what the body receives back (rows, a row or None, the
-    number of rows changed, nothing; `many` runs it once per parameter set in `params`)."""
-
-    name: str
-    params: Any
-    fetch: Fetch = "none"
-
-
-Body = Generator[Stmt, Any, T]
-MakeBody = Callable[[], Body[T]]
-
-
-def drive(body: Body[T], execute: Callable[[Stmt], Any]) -> T:
-    """Run a body to its end with a synchronous `execute` (the SQLite writer's)."""
-    try:
-        stmt = next(body)
-        while True:
-            stmt = body.send(execute(stmt))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
 
 
 # simple bodies
@@ -136,6 +117,7 @@ def _add_vote(approval: Approval, by: str, at: Any) -> Body[int]:
             user_id=by,
             votes=votes,
         )
+    yield announce.outbox("approval_voted", approval.id)
     detail = {"votes": votes, "required": approval.required_approvals}
     yield Stmt(
         "insert_event",
@@ -171,6 +153,7 @@ def decide_approval(
         raise errors.Expired(
             f"approval {approval_id!r} passed its deadline", approval_id=approval_id
         )
+    yield announce.outbox("approval_decided", approval_id)
     if event:
         yield Stmt("insert_event", event)
     return approval
@@ -187,7 +170,33 @@ def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
         raise errors.Conflict(
             f"page {page_id!r} was already acknowledged by {page.acknowledged_by}", page=page
         )
+    yield announce.outbox("page_acknowledged", page_id)
     return page
+
+
+def create_approval(approval: Approval, params: dict[str, Any]) -> Body[None]:
+    yield Stmt("insert_approval", params)
+    yield from announce.approval_created(approval, params)
+
+
+def record_reminder(params: dict[str, Any]) -> Body[bool]:
+    """Compare-and-set on the reminder count; the reminder it records is announced once."""
+    before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
+    if before is None or not (yield Stmt("record_reminder", params, "count")):
+        return False
+    reminders, escalated = params["reminders_sent"], bool(params["escalated"])
+    yield from announce.reminded(before, reminders_sent=reminders, escalated=escalated)
+    return True
+
+
+def extend_deadline(params: dict[str, Any]) -> Body[bool]:
+    """Compare-and-set on the deadline, which escalates the approval (announced once)."""
+    before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
+    if before is None or not (yield Stmt("extend_deadline", params, "count")):
+        return False
+    reminders = before["reminders_sent"]
+    yield from announce.reminded(before, reminders_sent=reminders, escalated=True)
+    return True
 
 
 def already_decided(approval: Approval) -> errors.AlreadyDecided:
@@ -241,16 +250,25 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
             yield from start_effect(committed, effect, params)
         for approval, params in request:
             yield from request_approval(committed, approval, params)
-        for params in pages:
-            if (yield Stmt("insert_page", params, "count")):
-                committed.new_pages.append(params["id"])
-        for params in settle:
-            yield Stmt("settle_pages_of_call", params)
+        yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
         return committed
 
     return body
+
+
+def open_and_settle_pages(
+    committed: Committed, pages: list[dict[str, Any]], settle: list[dict[str, Any]]
+) -> Body[None]:
+    """Open the new pages and settle a call's open ones, each announced once."""
+    for params in pages:
+        if (yield Stmt("insert_page", params, "count")):
+            committed.new_pages.append(params["id"])
+            yield from announce.page_opened(params)
+    for params in settle:
+        for settled in (yield Stmt("settle_pages_of_call", params, "all")):
+            yield announce.outbox("page_acknowledged", settled[0])
 
 
 def check_batch(batch: Batch) -> None:
@@ -305,6 +323,7 @@ def check_head(
     if cps and cps[-1]["status"] != status:
         params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
         yield Stmt("set_run_status", params)
+        yield from announce.run_status_changed(run_id, params["status"])
 
 
 def finish_effect(params: dict[str, Any]) -> Body[None]:
@@ -365,6 +384,7 @@ def request_approval(
             committed.prior_decisions[call] = rows.approval_from_row(declined)
             return
     yield Stmt("insert_approval", params)
+    yield from announce.approval_created(approval, params)
 
 
 def claim_key(

@@ -207,7 +207,8 @@ class SqlStore:
     # approvals
 
     async def create_approval(self, approval: Approval) -> None:
-        await self._one("insert_approval", rows.approval_params(approval, self._judge_now()))
+        params = rows.approval_params(approval, self._judge_now())
+        await self._write(lambda: core.create_approval(approval, params))
 
     async def get_approval(self, approval_id: str) -> Approval:
         row = await self._read_one("get_approval", {"id": approval_id}, "approval")
@@ -348,13 +349,13 @@ class SqlStore:
             "next_reminder_at": rows.ts(next_reminder_at),
             "escalated": escalated,
         }
-        return await self._changed_one("record_reminder", params)
+        return await self._write(lambda: core.record_reminder(params))
 
     async def extend_deadline(
         self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
     ) -> bool:
         params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
-        return await self._changed_one("extend_deadline", params)
+        return await self._write(lambda: core.extend_deadline(params))
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str

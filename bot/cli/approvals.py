@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -28,9 +27,8 @@ from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from runtime import Runtime
-    from runtime.approvals.desk import Decision
-    from store import Approval, Run, Store
+    from runtime import Decision, Runtime
+    from runtime.records import Approval, Run
 
 approvals = group("Approvals, pending and decided.")
 DECISIONS: dict[str, Decision] = {
@@ -39,15 +37,6 @@ DECISIONS: dict[str, Decision] = {
     "decline": "declined",
     "declined": "declined",
 }
-
-
-async def quorum_votes(store: Store, found: Sequence[Approval]) -> dict[str, list[str]]:
-    """Who approved so far, for each pending approval that needs several approvers."""
-    return {
-        a.id: await store.list_votes(a.id)
-        for a in found
-        if a.state == "pending" and a.required_approvals > 1
-    }
 
 
 @approvals.command("list")
@@ -62,7 +51,7 @@ def list_approvals(
 
     async def work(p: Process) -> Any:
         found = await p.runtime.approvals(run_id, state="pending" if pending else None)
-        return found, await quorum_votes(p.store, found)
+        return found, await p.runtime.queries.quorum_votes(found)
 
     found, votes = with_process(ctx, work, agents=False)
     show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
@@ -126,7 +115,7 @@ def decide(
             await rt.after_decision(decided, resume=resumed)  # callbacks; resume if loaded
         if run is not None and resumed:
             run = await rt.get(run.id)
-        return decided, run, resumed, await quorum_votes(p.store, [decided])
+        return decided, run, resumed, await p.runtime.queries.quorum_votes([decided])
 
     decided, run, resumed, votes = with_process(ctx, work)
     tell_decided(decided, run, resumed=resumed, votes=votes, as_json=as_json)
@@ -166,7 +155,7 @@ def tell_decided(
 async def check_edit_here(rt: Runtime, approval_id: str) -> None:
     """Edited arguments are checked against the tool's argument model, which only the run's
     agent has: without it here, the edit is refused rather than taken unchecked."""
-    approval = await rt.desk.get(approval_id)
+    approval = await rt.queries.approval(approval_id)
     run = await rt.find_run(approval.run_id)
     if run is not None and run.agent not in rt.agents:
         raise Failure(
@@ -179,7 +168,7 @@ def edited_args(text: str | None, flag: str = "--edit") -> dict[str, Any] | None
     """The JSON object given to `flag`, as strict as the HTTP API's JSON (no NaN, Infinity)."""
     if text is None:
         return None
-    from store.limits import MAX_DEPTH, plain_reason
+    from runtime.limits import MAX_DEPTH, plain_reason
 
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)

@@ -1,7 +1,7 @@
 """`signoff audit list|export`: the audit trail, in the order it was written.
 
 `list` shows events for people (or `--json`); `export` writes every event since a time as
-JSON Lines or CSV, to stdout or a file, reading the store a page at a time, so a long trail
+JSON Lines or CSV, to stdout or a file, reading the trail a page at a time, so a long trail
 never sits in memory. A file is written next to its destination and moved into place at the
 end: a failed export leaves no half file behind.
 """
@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from bot.cli.base import Failure, JsonFlag, group, show
-from bot.cli.session import with_store
+from bot.cli.session import with_database
 
 if TYPE_CHECKING:
-    from store import AuditEvent, Store
+    from runtime import Database, Queries
+    from runtime.records import AuditEvent
 
 audit = group("The audit trail: every request, decision, execution, page and undo.")
 PAGE = 1000
@@ -57,12 +58,12 @@ def list_events(
 
     start = _since(since)
 
-    async def work(store: Store) -> list[AuditEvent]:
-        return await store.list_audit(
+    async def work(database: Database) -> list[AuditEvent]:
+        return await database.queries.audit(
             since=start, run_id=run_id, approval_id=approval_id, limit=limit
         )
 
-    found = with_store(ctx, work)
+    found = with_database(ctx, work)
     records = [audit_export.record(event) for event in found]
     show(records, as_json=as_json, table=audit_export.audit_table(found))
 
@@ -86,10 +87,10 @@ def export(
     start = _since(since)
     as_csv = export_format == ExportFormat.csv
 
-    async def work(store: Store) -> int:
+    async def work(database: Database) -> int:
         written = 0
         with _destination(output) as out:
-            async for page in _pages(store, start, run_id, approval_id):
+            async for page in _pages(database.queries, start, run_id, approval_id):
                 if as_csv:
                     lines = audit_export.csv_lines(page, header=written == 0)
                 else:
@@ -100,17 +101,17 @@ def export(
                 out.writelines(audit_export.csv_lines([], header=True))
         return written
 
-    written = with_store(ctx, work)
+    written = with_database(ctx, work)
     if output is not None:
         typer.echo(f"exported {written} audit event(s) to {output}", err=True)
 
 
 async def _pages(
-    store: Store, since: datetime | None, run_id: str | None, approval_id: str | None
+    queries: Queries, since: datetime | None, run_id: str | None, approval_id: str | None
 ) -> AsyncIterator[list[AuditEvent]]:
     after = 0
     while True:
-        page = await store.list_audit(
+        page = await queries.audit(
             since=since, run_id=run_id, approval_id=approval_id, after=after, limit=PAGE
         )
         if page:

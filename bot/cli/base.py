@@ -1,6 +1,6 @@
 """What every command shares: its group, common options, output, and the one refusal.
 
-Only typer is imported here: the store, the runtime, rich tables and the HTTP API's request
+Only typer is imported here: the database, the runtime, rich tables and the HTTP API's request
 models load inside the commands that use them, so `signoff --help` starts fast.
 """
 

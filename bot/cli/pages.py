@@ -11,7 +11,7 @@ from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from store import Page
+    from runtime.records import Page
 
 pages = group("Effects a human must handle (in doubt, not undoable).")
 
@@ -25,7 +25,9 @@ def list_pages(
     """Pages, oldest first: what a human must check by hand."""
     from bot import views
 
-    found = with_process(ctx, lambda p: p.store.list_pages(open_only=not all_pages), agents=False)
+    found = with_process(
+        ctx, lambda p: p.runtime.queries.pages(open_only=not all_pages), agents=False
+    )
     show(dumped(found), as_json=as_json, table=views.pages_table(found))
 
 

@@ -62,8 +62,8 @@ def _check(
     from runtime.approvals.routing import check_rules, route
     from runtime.approvals.rules import Facts
     from runtime.errors import RuleError
+    from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
-    from store.records import utcnow
 
     agents = load_agents(settings.runtime.agents)
     try:

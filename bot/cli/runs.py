@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bot.cli.approvals import quorum_votes
 from bot.cli.base import (
     Failure,
     JsonFlag,
@@ -30,7 +29,7 @@ from bot.cli.session import database_label, with_process
 if TYPE_CHECKING:
     from bot.wiring import Process
     from runtime import Runtime
-    from store import Approval, Checkpoint, Effect, Run
+    from runtime.records import Approval, Checkpoint, Effect, Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -56,8 +55,7 @@ def start(
 
     flags = {"task": "TASK", "requested_by": "--requested-by", "agent": "AGENT"}
     checked_as_api(RunRequest, flags, agent=agent, task=task, requested_by=requested_by)
-    from store.limits import MAX_ID
-    from store.records import ID_PATTERN
+    from runtime.limits import ID_PATTERN, MAX_ID
 
     if run_id is not None and not re.fullmatch(ID_PATTERN, run_id):
         raise Failure(f"--run-id {run_id[:80]!r} is not 1-{MAX_ID} letters, digits or _ . : -")
@@ -67,7 +65,7 @@ def start(
 
     async def work(p: Process) -> Run:
         from runtime.errors import SignoffRuntimeError
-        from store.errors import StoreError
+        from runtime.records import StoreError
 
         # The run and its first checkpoint are created in one transaction: if that fails,
         # nothing exists. Once it exists, a failure names the run it left and how to go on.
@@ -118,7 +116,7 @@ cancelled: the command did its work (1 is for a refusal, which changes nothing).
 
 
 def exit_if_it_failed(run: Run) -> None:
-    from store import RunStatus
+    from runtime.records import RunStatus
 
     if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
         from bot import views
@@ -132,9 +130,9 @@ async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
     """A run and what it waits for: for scripts as `GET /v1/runs/{id}` shows it, for
     people with the command that decides each pending approval."""
     if as_json:
-        from bot.api import _run_view  # the API's own view: scripts see one shape
+        from bot.api_views import run_view  # the API's own view: scripts see one shape
 
-        show(await _run_view(rt, run), as_json=True)
+        show(await run_view(rt, run), as_json=True)
         return
     from bot import views
 
@@ -192,8 +190,8 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
     async def work(p: Process) -> Any:
         run = await p.runtime.get(run_id)
         approvals = await p.runtime.approvals(run_id)
-        votes = await quorum_votes(p.store, approvals)
-        return run, approvals, await p.store.list_effects(run_id), votes
+        votes = await p.runtime.queries.quorum_votes(approvals)
+        return run, approvals, await p.runtime.queries.effects(run_id), votes
 
     run, approvals, effects, votes = with_process(ctx, work, agents=False)
     if as_json:
@@ -218,7 +216,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
         approvals = await p.runtime.approvals(run_id)
-        records: list[Effect | Approval] = [*await p.store.list_effects(run_id), *approvals]
+        records: list[Effect | Approval] = [*await p.runtime.queries.effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
         return masked_history(found, sensitive_by_tool(records)), ruled
 
@@ -331,7 +329,7 @@ def rollback(
 
     async def work(p: Process) -> Any:
         report = await p.runtime.rollback(run_id, to_step)
-        return report, await p.store.list_effects(run_id)
+        return report, await p.runtime.queries.effects(run_id)
 
     report, effects = with_process(ctx, work)
     from bot import views
@@ -426,7 +424,7 @@ def prune(
             cutoff = p.runtime.clock() - age
         except OverflowError:
             raise Failure(f"--older-than: {older_than!r} reaches before any date") from None
-        return await p.store.prune(cutoff, include_audit=include_audit)
+        return await p.database.prune(cutoff, include_audit=include_audit)
 
     removed, events = with_process(ctx, work, agents=False)
     said = f"pruned {removed} finished run(s)"

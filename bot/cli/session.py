@@ -1,9 +1,9 @@
-"""One command's time with the database: settings, the store (and runtime), closing them.
+"""One command's time with the database: settings, the database (and runtime), closing them.
 
 Only `runs start` and `db migrate` may create a database. Every other command refuses a
 SQLite file that does not exist, naming the path it looked for, instead of leaving an empty
 `signoff.db` behind. With `-v` each command says which database it opened. Errors of the
-settings, the store and the runtime become one-line refusals.
+settings, the database and the runtime become one-line refusals.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from bot.cli.base import Failure, options
 if TYPE_CHECKING:
     from bot.settings import Settings
     from bot.wiring import Process
-    from store import Store
+    from runtime import Database
 
 T = TypeVar("T")
 
@@ -47,16 +47,16 @@ def with_process(
     return _enter(ctx, run, creates=creates)
 
 
-def with_store(ctx: typer.Context, work: Callable[[Store], Awaitable[T]]) -> T:
-    """Run `work` on the configured store, opened without migrating it."""
-    from store import open_store
+def with_database(ctx: typer.Context, work: Callable[[Database], Awaitable[T]]) -> T:
+    """Run `work` on the configured database, opened without migrating it."""
+    from runtime import Database
 
     async def run(settings: Settings) -> T:
-        store = await open_store(settings.database.url, migrate=False)
+        database = await Database.open(settings.database.url, migrate=False)
         try:
-            return await work(store)
+            return await work(database)
         finally:
-            await store.close()
+            await database.close()
 
     return _enter(ctx, run, creates=True)
 
@@ -85,11 +85,11 @@ def load(ctx: typer.Context) -> Settings:
 
 @contextmanager
 def refusals() -> Iterator[None]:
-    """Errors of the settings, the store and the runtime, as one-line refusals."""
+    """Errors of the settings, the database and the runtime, as one-line refusals."""
     from bot.settings import ConfigError
     from bot.settle import refusal_text
     from runtime.errors import SignoffRuntimeError
-    from store.errors import StoreError
+    from runtime.records import StoreError
 
     try:
         yield
@@ -99,7 +99,7 @@ def refusals() -> Iterator[None]:
 
 def database_file(url: str) -> Path | None:
     """The SQLite file a URL names; None for an in-memory or a non-SQLite database."""
-    from store import sqlite_path
+    from runtime.records import sqlite_path
 
     if not url.startswith("sqlite:"):
         return None

@@ -10,15 +10,15 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api import _run_view
 from bot.api_auth import CALLER, error, requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
+from bot.api_views import run_view
 from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
 from bot.readers import Readers, not_a_reader
 from runtime import errors
-from store import RunStatus
+from runtime.records import RunStatus
 
 log = logging.getLogger("signoff.console")
 READERS = web.AppKey("readers", Readers)
@@ -53,22 +53,20 @@ async def list_runs(request: web.Request) -> web.Response:
 @requires("runs:read")
 async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    run = await rt.get(request.match_info["run_id"])
+    detail = await rt.queries.run_detail(request.match_info["run_id"])
+    run, pages, effects, approvals = detail.run, detail.pages, detail.effects, detail.approvals
     reader = request.headers.get(READER_HEADER)
     if reader and not await request.app[READERS].may_read(rt, run, reader):
         return error(403, not_a_reader(run.id))
-    pages = await rt.store.list_pages(open_only=False, run_id=run.id)
-    effects = await rt.store.list_effects(run.id)
-    approvals = await rt.approvals(run.id)
     history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
     rows = timeline.timeline(history, effects, approvals, pages)
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     body = {
         "run": timeline.run_summary(run, rt.clock()),
-        "view": await _run_view(rt, run),
+        "view": await run_view(rt, run),
         "budget": timeline.budget_view(run),
         "timeline": rows,
-        "events": [timeline.event_view(e) for e in await rt.store.list_events(run_id=run.id)],
+        "events": [timeline.event_view(e) for e in await rt.queries.events(run_id=run.id)],
         "forks": forks,
     }
     return web.json_response(body)
@@ -81,9 +79,9 @@ async def rollback_preview(request: web.Request) -> web.Response:
     run = await rt.get(run_id)
     if step > run.step:
         raise errors.InvalidRequest(f"run {run_id} is at step {run.step}; pick an earlier one")
-    latest = await rt.store.load_state(run_id)
+    latest = await rt.queries.latest_state(run_id)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
-    effects = await rt.store.list_effects(run_id)
+    effects = await rt.queries.effects(run_id)
     return web.json_response(timeline.rollback_preview(effects, step, on_timeline))
 
 
@@ -112,14 +110,14 @@ async def fork(request: web.Request) -> web.Response:
 async def cancel(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
     run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
-    return web.json_response(await _run_view(rt, run))
+    return web.json_response(await run_view(rt, run))
 
 
 @requires("runs:write")
 async def resume(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
     run = await rt.resume(run_id)
-    return web.json_response(await _run_view(rt, run))
+    return web.json_response(await run_view(rt, run))
 
 
 def add_routes(app: web.Application, readers: Readers | None = None) -> None:

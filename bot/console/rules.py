@@ -13,5 +13,5 @@ from bot.rule_views import all_rules
 @requires("runs:read")
 async def list_rules(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    rows = all_rules(rt.desk.policies, await rt.rules.list(), rt.clock())
+    rows = all_rules(rt.policies, await rt.rules.list(), rt.clock())
     return web.json_response({"rules": rows})

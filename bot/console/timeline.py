@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.approvals.binding import call_trail, differences, said
-from store import (
+from runtime.records import (
     Approval,
     AuditEvent,
     Checkpoint,

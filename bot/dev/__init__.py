@@ -164,7 +164,7 @@ def _step_log(process: Process) -> Callable[[web.Application], AsyncIterator[Non
 
     async def follow(app: web.Application) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        task = asyncio.create_task(StepLog(process.store).follow(stop), name="step log")
+        task = asyncio.create_task(StepLog(process.runtime.queries).follow(stop), name="step log")
         yield
         stop.set()
         await task

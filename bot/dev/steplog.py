@@ -1,5 +1,5 @@
 """One readable log line per step of every run: what the model said or called, and where
-the run stopped. It reads the store (the runs' own record), so it sees runs driven by any
+the run stopped. It reads the runs' own record, so it sees runs driven by any
 path - a click, a recovery, the console - without hooks in the runtime."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import logging
 from collections.abc import Sequence
 from contextlib import suppress
 
-from store import Checkpoint, Message, Store
+from runtime.queries import Queries
+from runtime.records import Checkpoint, Message
 
 log = logging.getLogger("signoff.dev")
 EVERY = 0.5
@@ -18,20 +19,20 @@ MAX_ARGS = 120
 
 
 class StepLog:
-    def __init__(self, store: Store) -> None:
-        self.store = store
+    def __init__(self, queries: Queries) -> None:
+        self.queries = queries
         self._seen: dict[str, int] = {}
 
     async def mark_existing(self) -> None:
         """Runs already on record are not told again from their first step."""
-        for run in await self.store.list_runs(None, limit=10_000):
-            history = await self.store.history(run.id)
+        for run in await self.queries.runs(limit=10_000):
+            history = await self.queries.checkpoints(run.id)
             self._seen[run.id] = history[-1].seq if history else -1
 
     async def tick(self) -> None:
-        for run in await self.store.list_runs(None, limit=200):
+        for run in await self.queries.runs(limit=200):
             seen = self._seen.get(run.id, -1)
-            history = await self.store.history(run.id)
+            history = await self.queries.checkpoints(run.id)
             for line in describe(run.id, [c for c in history if c.seq > seen]):
                 log.info("%s", line)
             if history:

@@ -32,7 +32,8 @@ from bot.slack.page_reminders import PageReminders
 from bot.slack.reconcile import Reconciler
 from bot.tasks import Background
 from runtime import Runtime
-from store import Approval, Page, Run, Store
+from runtime.deliveries import Deliveries
+from runtime.records import Approval, Page, Run
 
 log = logging.getLogger("signoff.slack")
 
@@ -89,7 +90,7 @@ class SlackSurface:
     socket: AsyncSocketModeHandler | None
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
-    store: Store
+    deliveries: Deliveries
     page_reminders: PageReminders
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
@@ -154,7 +155,7 @@ class SlackSurface:
         await self.check_token()
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
-        await self.store.release_outbox_claims(self.sender.owner)
+        await self.deliveries.release_outbox_claims(self.sender.owner)
         if self.reconciler is not None:
             self.reconciler.suspect_known_channels()
             self.reconciler.start()
@@ -221,8 +222,9 @@ def slack_surface(
     outcomes = Outcomes(timing, clock=lambda: rt.clock().timestamp())
     delivery = SlackDelivery(
         poster,
-        rt.store,
-        policies=rt.desk.policies,
+        rt.queries,
+        rt.deliveries,
+        policies=rt.policies,
         channels=Channels(
             approvals=settings.slack.approvals_channel, oncall=settings.slack.oncall_channel
         ),
@@ -235,9 +237,9 @@ def slack_surface(
         after_row=homes.on_row,
     )
     every = max(0.5, timing.settle / 3)
-    reconciler = Reconciler(client, rt.store, delivery, outcomes, every=every, timers=rt.scheduler)
+    reconciler = Reconciler(client, delivery, outcomes, every=every, timers=rt.scheduler)
     sender = OutboxSender(
-        rt.store,
+        rt.deliveries,
         delivery,
         owner=rt.worker_id,
         timers=rt.scheduler,
@@ -253,9 +255,9 @@ def slack_surface(
         sender,
         socket,
         http=signing_secret is not None,
-        store=rt.store,
+        deliveries=rt.deliveries,
         page_reminders=PageReminders(
-            rt.store, settings.slack.page_remind_every, rt.scheduler, sender.wake
+            rt.deliveries, settings.slack.page_remind_every, rt.scheduler, sender.wake
         ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,

@@ -19,7 +19,7 @@ from bot.slack import escape, texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.approvals.binding import differences
-from store import Approval, ApprovalState, Page, Run, RunStatus
+from runtime.records import Approval, ApprovalState, Page, Run, RunStatus
 
 ACTION_TEXT = 150
 """The one-line action: header-sized."""

@@ -14,7 +14,7 @@ from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
 from runtime import Runtime, errors
 from runtime.approvals.policy import may_decide
-from store import Approval, ApprovalState, Run, RunStatus
+from runtime.records import Approval, ApprovalState, Run, RunStatus
 
 NOTE_TEXT = 450
 
@@ -84,7 +84,7 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     if verb == "cancel":
         return await _cancel(rt, run, user=user)
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
-    pages = await rt.store.list_pages(run_id=run_id)
+    pages = await rt.queries.pages(run_id=run_id)
     return replies.run_status(run, approvals, pages, calls=await rt.call_trail(run_id))
 
 
@@ -108,9 +108,9 @@ async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
     """Whoever may approve the run's actions: under the policies of its approvals, or the
     default policy before it asked for any (a policy naming no approvers lets anyone)."""
     approvals = await rt.approvals(run.id)
-    policies = [rt.desk.policy_of(a) for a in approvals]  # as their rules chose
-    for policy in policies or [rt.desk.policies.default]:
-        if await may_decide(policy, user, rt.desk.directory, escalated=False):
+    policies = [rt.policy_of(a) for a in approvals]  # as their rules chose
+    for policy in policies or [rt.policies.default]:
+        if await may_decide(policy, user, rt.directory, escalated=False):
             return True
     return False
 
@@ -119,10 +119,10 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
     """Pending approvals this user may decide, newest first (not their own requests)."""
     mine = []
     for approval in await rt.approvals(state=ApprovalState.PENDING):
-        policy = rt.desk.policy_of(approval)
+        policy = rt.policy_of(approval)
         if approval.requested_by == user and not policy.allow_self_approval:
             continue
-        if await may_decide(policy, user, rt.desk.directory, escalated=approval.escalated):
+        if await may_decide(policy, user, rt.directory, escalated=approval.escalated):
             mine.append(approval)
     return sorted(mine, key=lambda a: a.created_at, reverse=True)
 

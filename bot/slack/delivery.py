@@ -30,10 +30,10 @@ from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
 from runtime.approvals.policy import Policies, Policy
 from runtime.approvals.routing import policy_of
+from runtime.deliveries import Deliveries
+from runtime.queries import NOT_FOUND, Queries
+from runtime.records import Approval, ApprovalState, Delivery, LearnedRule, OutboxItem, Page, Run
 from runtime.tools import Tool
-from store import Approval, ApprovalState, Delivery, Page, Run, Store
-from store import errors as store_errors
-from store.records import LearnedRule, OutboxItem
 
 log = logging.getLogger("signoff.slack")
 
@@ -96,7 +96,8 @@ class SlackDelivery:
     def __init__(
         self,
         client: AsyncWebClient,
-        store: Store,
+        queries: Queries,
+        deliveries: Deliveries,
         *,
         policies: Policies,
         channels: Channels,
@@ -117,7 +118,8 @@ class SlackDelivery:
         self.self_removed = 0
         """Posts this process deleted because the record already had its card."""
         self.client = client
-        self.store = store
+        self.queries = queries
+        self.deliveries = deliveries
         self.policies = policies
         self.channels = channels
         self.tool_of = tool_of
@@ -133,7 +135,7 @@ class SlackDelivery:
             if self.after_row is not None:
                 await self.after_row(item, self.client)
             self.outcomes.forget(item.id)
-        except store_errors.NotFound:
+        except NOT_FOUND:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
             self.outcomes.forget(item.id)
         except SlackApiError as exc:
@@ -151,29 +153,29 @@ class SlackDelivery:
     async def _given_up(self, item: OutboxItem) -> None:
         """Say on the record that its post will never be made (surfaces show it)."""
         if item.topic == "approval_requested":
-            await self.store.set_approval_message(
+            await self.deliveries.set_approval_message(
                 item.subject_id, channel=None, ts=None, delivery=Delivery.FAILED
             )
         elif item.topic == "page_opened":
-            await self.store.set_page_message(
+            await self.deliveries.set_page_message(
                 item.subject_id, channel=None, ts=None, delivery=Delivery.FAILED
             )
 
     async def _deliver(self, item: OutboxItem) -> None:
         topic = item.topic
         if topic == "approval_requested":
-            await self.post_card(await self.store.get_approval(item.subject_id), item)
+            await self.post_card(await self.queries.approval(item.subject_id), item)
         elif topic in ("approval_decided", "approval_voted"):
-            approval = await self.store.get_approval(item.subject_id)
+            approval = await self.queries.approval(item.subject_id)
             await self.update_card(approval)
             if topic == "approval_decided":
                 await self._thread_note(approval, cards.decision_note(approval), item, "decided")
         elif topic == "approval_reminded":
-            approval = await self.store.get_approval(item.subject_id)
+            approval = await self.queries.approval(item.subject_id)
             await self.remind(approval, item)
             await self.update_card(approval)  # its next reminder and who is asked moved on
         elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
-            page = await self.store.get_page(item.subject_id)
+            page = await self.queries.page(item.subject_id)
             if topic == "page_opened":
                 await self.post_page(page, item)
             elif topic == "page_reminded":
@@ -181,11 +183,11 @@ class SlackDelivery:
             else:
                 await self.update_page(page)
         elif topic == "run_finished":
-            await self.run_finished(await self.store.get_run(item.subject_id), item)
+            await self.run_finished(await self.queries.run(item.subject_id), item)
         elif topic == "rule_expiring":
-            await self.rule_expiring(await self.store.get_learned_rule(item.subject_id))
+            await self.rule_expiring(await self.queries.learned_rule(item.subject_id))
         elif topic == "rule_uses_noted":
-            await self.rule_uses(await self.store.get_approval(item.subject_id), item)
+            await self.rule_uses(await self.queries.approval(item.subject_id), item)
 
     # approvals
 
@@ -194,7 +196,7 @@ class SlackDelivery:
         run = await self._run(approval.run_id)
         policy = self._policy(approval)
         tool = await self.tool_of(approval)
-        votes = await self.store.list_votes(approval.id) if approval.required_approvals > 1 else []
+        votes = await self.queries.votes(approval.id) if approval.required_approvals > 1 else []
         return cards.approval_message(
             approval,
             run,
@@ -231,11 +233,11 @@ class SlackDelivery:
             ts = await self._find(channel, None, "approval_id", approval.id, since=approval)
         if ts is None:
             ts = await self._post(channel, message)
-        recorded = (await self.store.get_approval(approval.id)).message_ts
+        recorded = (await self.queries.approval(approval.id)).message_ts
         if recorded and recorded != ts:
             await self._delete_own(channel, ts, f"approval {approval.id}", recorded)
             return
-        await self.store.set_approval_message(
+        await self.deliveries.set_approval_message(
             approval.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
 
@@ -307,11 +309,11 @@ class SlackDelivery:
             ts = await self._find(channel, None, "page_id", page.id)
         if ts is None:
             ts = await self._post(channel, message)
-        recorded = (await self.store.get_page(page.id)).message_ts
+        recorded = (await self.queries.page(page.id)).message_ts
         if recorded and recorded != ts:
             await self._delete_own(channel, ts, f"page {page.id}", recorded)
             return
-        await self.store.set_page_message(
+        await self.deliveries.set_page_message(
             page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
 
@@ -350,9 +352,9 @@ class SlackDelivery:
             # note would say where it is now, twice; the row its next ending wrote says it.
             return
         note = cards.run_note(run)
-        approvals = await self.store.list_approvals(run_id=run.id)
+        approvals = await self.queries.approvals(run_id=run.id)
         # After the cards' own news (posted, decided): the thread reads in the order it happened.
-        if await self.store.outbox_waiting_before(item.id, [a.id for a in approvals]):
+        if await self.queries.outbox_waiting_before(item.id, [a.id for a in approvals]):
             raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
@@ -372,7 +374,7 @@ class SlackDelivery:
         rule_id = str(item.detail["rule_id"])
         since = datetime.fromisoformat(str(item.detail["since"]))
         until = datetime.fromisoformat(str(item.detail["until"]))
-        uses = await self.store.learned_rule_uses_since(rule_id, after=since)
+        uses = await self.queries.learned_rule_uses_since(rule_id, after=since)
         batch = [(ap, run) for ap, run, at in uses if at <= until]
         if batch:
             text = rule_notes.uses_note(rule_id, batch)
@@ -465,8 +467,8 @@ class SlackDelivery:
         if page.run_id is None or page.call_id is None:
             return None
         try:
-            return (await self.store.get_effect(page.run_id, page.call_id)).shown_args
-        except store_errors.NotFound:
+            return (await self.queries.effect(page.run_id, page.call_id)).shown_args
+        except NOT_FOUND:
             return None
 
 

@@ -28,8 +28,7 @@ from bot.slack.home_view import home_view
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
 from runtime.approvals.policy import Policy
-from store import Approval, ApprovalState, Page
-from store.records import OutboxItem
+from runtime.records import Approval, ApprovalState, OutboxItem, Page
 
 SUBJECT = "home:"
 """Outbox subjects of Home rows: `home:U0BOB` (never an approval's, page's or run's id)."""
@@ -103,9 +102,9 @@ class HomeTabs:
     # who a change concerns
 
     async def concerned_by_approval(self, approval: Approval) -> set[str]:
-        policy = self.rt.desk.policy_of(approval)
+        policy = self.rt.policy_of(approval)
         people = {approval.requested_by, approval.decided_by}
-        people |= set(await self.rt.store.list_votes(approval.id))
+        people |= set(await self.rt.queries.votes(approval.id))
         people |= await self._people(_deciders(policy))
         if not policy.approvers:
             people |= self.viewers
@@ -119,7 +118,7 @@ class HomeTabs:
         found: set[str] = set()
         for who in ids:
             if who.startswith("S"):
-                found |= await self.rt.desk.directory.members(who)
+                found |= await self.rt.directory.members(who)
             else:
                 found.add(who)
         return found
@@ -149,7 +148,7 @@ class HomeTabs:
 
     async def _pages_for(self, user: str) -> list[Page]:
         """Open pages this person may settle (a resolver), or about their own runs."""
-        pages = [p for p in await self.rt.store.list_pages() if not p.acknowledged_by]
+        pages = [p for p in await self.rt.queries.pages() if not p.acknowledged_by]
         if user in self.resolvers:
             return pages
         theirs = []
@@ -168,13 +167,13 @@ class HomeTabs:
             return
         if item.topic in APPROVAL_TOPICS:
             people = await self.concerned_by_approval(
-                await self.rt.store.get_approval(item.subject_id)
+                await self.rt.queries.approval(item.subject_id)
             )
         elif item.topic in PAGE_TOPICS:
-            people = await self.concerned_by_page(await self.rt.store.get_page(item.subject_id))
+            people = await self.concerned_by_page(await self.rt.queries.page(item.subject_id))
         else:
             return
-        if await self.rt.store.queue_home_refresh([subject_of(p) for p in sorted(people)]):
+        if await self.rt.deliveries.queue_home_refresh([subject_of(p) for p in sorted(people)]):
             self.wake()
 
     # publishing

@@ -10,7 +10,7 @@ from typing import Any
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
-from store import Approval, ApprovalState, Page
+from runtime.records import Approval, ApprovalState, Page
 
 SECTION = 10
 """Rows shown per section; the rest are counted."""

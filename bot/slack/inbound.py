@@ -18,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from store.limits import nesting_depth
+from runtime.limits import nesting_depth
 
 MAX_BODY = 1024 * 1024
 """Slack's largest request (a modal's state) is far below this, in bytes."""

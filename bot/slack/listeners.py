@@ -37,11 +37,9 @@ from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
 from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Runtime, errors
-from runtime.approvals.desk import Decision
-from store import Approval, ApprovalState
-from store import errors as store_errors
-from store.limits import MAX_DEPTH
+from runtime import Decision, Runtime, errors
+from runtime.limits import MAX_DEPTH
+from runtime.records import Approval, ApprovalState, DatabaseError, StoreError
 
 log = logging.getLogger("signoff.slack")
 
@@ -54,7 +52,7 @@ milliseconds, and a slow database must not hold Slack's answer (its limit is 3 s
 MODAL_ACK_WITHIN = 1.0
 """The same for a modal's submission, which is rare and whose refusal is best shown in the
 modal itself."""
-NOT_RECORDED = (store_errors.DatabaseError, TimeoutError, ConnectionError)
+NOT_RECORDED = (DatabaseError, TimeoutError, ConnectionError)
 """The store could not write (disk full, database down, locked too long): nothing changed."""
 NOT_RECORDED_TEXT = "Not recorded — nothing changed, try again in a moment."
 COULD_NOT_READ = "Signoff cannot read this approval right now — nothing changed, try again."
@@ -118,9 +116,7 @@ class Listeners:
             await ack()
             self._tell(client, body, _refused_field(refused))
             return
-        decide = self.rt.decide(
-            approval_id, "approved", by=user, resume=False, separate=separate
-        )
+        decide = self.rt.decide(approval_id, "approved", by=user, resume=False, separate=separate)
         await self._record(ack, client, body, decide, field=None)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
@@ -161,11 +157,11 @@ class Listeners:
             self._tell(client, body, texts.NOT_A_RESOLVER)
             return
         try:
-            page = await self.rt.store.get_page(page_id)
+            page = await self.rt.queries.page(page_id)
             if page.run_id is None or page.call_id is None:
                 raise errors.InvalidRequest(f"page {page_id} is about no effect to settle")
             await self.rt.resolve(page.run_id, page.call_id, happened=happened, by=user)
-        except (errors.SignoffRuntimeError, store_errors.StoreError) as exc:
+        except (errors.SignoffRuntimeError, StoreError) as exc:
             await ack()
             self._tell(client, body, texts.not_settled(mrkdwn(str(exc))))
             return
@@ -255,7 +251,7 @@ class Listeners:
         if not isinstance(view, dict):
             return None
         with contextlib.suppress(Exception):
-            return (await self.rt.desk.get(_approval_of(view))).channel
+            return (await self.rt.queries.approval(_approval_of(view))).channel
         return None
 
     # /runs and the Home tab
@@ -287,8 +283,8 @@ class Listeners:
         expires; past that the person is asked to click again.)"""
         user = _clicker(body)
         try:
-            approval = await self.rt.desk.get(_button_value(body))
-            await self.rt.desk.check_decider(approval, decision, user)
+            approval = await self.rt.queries.approval(_button_value(body))
+            await self.rt.check_decider(approval, decision, user)
         except errors.SignoffRuntimeError as exc:
             await self._say(client, body, refusal(exc))
             return

@@ -23,9 +23,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+from runtime.deliveries import Deliveries
+from runtime.records import OutboxItem
 from runtime.scheduler import Timers
-from store import Store
-from store.records import OutboxItem
 
 log = logging.getLogger("signoff.outbox")
 
@@ -117,7 +117,7 @@ RETRY_JOB = "signoff-outbox-retry-{}"
 class OutboxSender:
     def __init__(
         self,
-        store: Store,
+        deliveries: Deliveries,
         deliver: Deliver,
         *,
         owner: str,
@@ -128,7 +128,7 @@ class OutboxSender:
         claim_for: timedelta = CLAIM_FOR,
         jitter: Callable[[float, float], float] = random.uniform,
     ) -> None:
-        self.store = store
+        self.deliveries = deliveries
         self.deliver = deliver
         self.owner = owner
         self.timers = timers
@@ -196,8 +196,8 @@ class OutboxSender:
         if free <= 0:
             return 0
         claimed_at = time.monotonic()
-        now = await self.store.database_now()  # the database's clock decides claims
-        items = await self.store.claim_outbox(
+        now = await self.deliveries.database_now()  # the database's clock decides claims
+        items = await self.deliveries.claim_outbox(
             self.owner, now=now, until=now + self.claim_for, limit=free
         )
         # The claim never holds two rows of one subject, so these may go out together.
@@ -273,7 +273,9 @@ class OutboxSender:
     async def _finish(self, item: OutboxItem, error: str | None = None) -> None:
         self._failures.pop(item.id, None)
         try:
-            await self.store.finish_outbox(item.id, self.owner, at=self.timers.clock(), error=error)
+            await self.deliveries.finish_outbox(
+                item.id, self.owner, at=self.timers.clock(), error=error
+            )
         except Exception as exc:  # the row is sent again once the claim lapses; looked up first
             log.warning("outbox: could not mark %s %s sent: %r", item.topic, item.subject_id, exc)
 
@@ -282,7 +284,7 @@ class OutboxSender:
         have the scheduler look then."""
         after = max(after, 0.0)
         try:
-            await self.store.retry_outbox(item.id, self.owner, after=after, error=error[:500])
+            await self.deliveries.retry_outbox(item.id, self.owner, after=after, error=error[:500])
         except Exception as exc:  # the claim lapses by itself
             log.warning("outbox: could not reschedule %s %s: %r", item.topic, item.subject_id, exc)
             return

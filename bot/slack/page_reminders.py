@@ -1,6 +1,6 @@
 """Reminders under the pages nobody acknowledged: a job on the runtime's scheduler that, by
 the runtime's clock, queues a `page_reminded` outbox row for each posted, unacknowledged page
-nobody was told about for `every` (the store does it in one statement, so two processes at
+nobody was told about for `every` (the database does it in one statement, so two processes at
 once remind once), then wakes the sender."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 
+from runtime.deliveries import Deliveries
 from runtime.scheduler import Timers
-from store import Store
 
 JOB = "signoff-page-reminders"
 CHECK_EVERY = 60.0
@@ -19,14 +19,14 @@ CHECK_EVERY = 60.0
 class PageReminders:
     def __init__(
         self,
-        store: Store,
+        deliveries: Deliveries,
         every: timedelta,
         timers: Timers,
         wake: Callable[[], None],
         *,
         check_every: float | None = None,
     ) -> None:
-        self.store = store
+        self.deliveries = deliveries
         self.every = every
         self.timers = timers
         self.wake = wake
@@ -41,7 +41,7 @@ class PageReminders:
     async def remind(self) -> int:
         """Queue the reminders due now; how many."""
         now = self.timers.clock()
-        queued = await self.store.remind_open_pages(now=now, before=now - self.every)
+        queued = await self.deliveries.remind_open_pages(now=now, before=now - self.every)
         if queued:
             self.wake()
         return queued

@@ -24,9 +24,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack import blocks as kit
 from bot.slack.delivery import LOOKBACK, SlackDelivery, delete_message, slack_error
 from bot.slack.outcomes import Outcomes
+from runtime.queries import NOT_FOUND
+from runtime.records import Delivery, StoreError
 from runtime.scheduler import Timers
-from store import Delivery, Store
-from store import errors as store_errors
 
 log = logging.getLogger("signoff.slack")
 
@@ -41,7 +41,6 @@ class Reconciler:
     def __init__(
         self,
         client: AsyncWebClient,
-        store: Store,
         delivery: SlackDelivery,
         outcomes: Outcomes,
         *,
@@ -50,7 +49,6 @@ class Reconciler:
     ) -> None:
         self.timers = timers
         self.client = client
-        self.store = store
         self.delivery = delivery
         self.outcomes = outcomes
         self.every = every
@@ -80,7 +78,7 @@ class Reconciler:
                 SlackApiError,
                 aiohttp.ClientError,
                 TimeoutError,
-                store_errors.StoreError,
+                StoreError,
             ) as exc:
                 what = slack_error(exc) if isinstance(exc, SlackApiError) else repr(exc)
                 log.warning("slack: sweeping %s for duplicates failed (%s); again", channel, what)
@@ -139,7 +137,7 @@ class Reconciler:
                 await self._keep_card(subject_id, channel, str(keep["ts"]))
             elif kind == "page_id":
                 await self._keep_page(subject_id, channel, str(keep["ts"]))
-        except store_errors.NotFound:
+        except NOT_FOUND:
             pass  # pruned: the duplicates still go
         for message in extra:
             await delete_message(self.client, channel, str(message["ts"]))
@@ -154,22 +152,22 @@ class Reconciler:
         return len(extra)
 
     async def _keep_card(self, approval_id: str, channel: str, ts: str) -> None:
-        approval = await self.store.get_approval(approval_id)
+        approval = await self.delivery.queries.approval(approval_id)
         if approval.message_ts == ts and approval.channel == channel:
             return
-        await self.store.set_approval_message(
+        await self.delivery.deliveries.set_approval_message(
             approval_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
-        await self.delivery.update_card(await self.store.get_approval(approval_id))
+        await self.delivery.update_card(await self.delivery.queries.approval(approval_id))
 
     async def _keep_page(self, page_id: str, channel: str, ts: str) -> None:
-        page = await self.store.get_page(page_id)
+        page = await self.delivery.queries.page(page_id)
         if page.message_ts == ts and page.channel == channel:
             return
-        await self.store.set_page_message(
+        await self.delivery.deliveries.set_page_message(
             page_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
         )
-        await self.delivery.update_page(await self.store.get_page(page_id))
+        await self.delivery.update_page(await self.delivery.queries.page(page_id))
 
 
 def subject_of(message: Message, *, top_level: bool) -> Subject | None:

@@ -9,7 +9,7 @@ from datetime import datetime
 
 from bot.slack.escape import mrkdwn
 from runtime import errors
-from store import Approval, ApprovalState
+from runtime.records import Approval, ApprovalState
 
 
 def refusal(exc: Exception) -> str:

@@ -14,7 +14,7 @@ from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
 from runtime.approvals.binding import CallTrail
-from store import Approval, ApprovalState, Checkpoint, Message, Page, Run
+from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
 
 MAX_ROWS = 40
 MAX_PENDING = 8

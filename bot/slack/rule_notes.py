@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from bot.slack import escape
 from runtime import Runtime
-from store.records import LearnedRule
+from runtime.records import LearnedRule
 
 
 def expiry_reminder(rule: LearnedRule) -> str:

@@ -22,8 +22,7 @@ from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime.approvals.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
-from store import ApprovalState
-from store.records import LearnedRule
+from runtime.records import ApprovalState, LearnedRule
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]
@@ -264,7 +263,7 @@ async def answer(rt: Runtime, verb: str, rest: list[str], *, user: str) -> dict[
     """`/runs rules` and `/runs revoke <id>`; None for any other verb."""
     if verb == "rules":
         learned = await rt.rules.list()
-        return rules_reply(all_rules(rt.desk.policies, learned, rt.clock()))
+        return rules_reply(all_rules(rt.policies, learned, rt.clock()))
     if verb == "revoke" and len(rest) == 1:
         try:
             rule = await rt.rules.revoke(rest[0], by=user)

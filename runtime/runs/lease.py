@@ -66,9 +66,14 @@ async def hold_lease(
         )
     lease = held[run_id] = Lease(run_id, epoch, ttl)
     job = f"lease:{run_id}:{epoch}"
+    turn = asyncio.Lock()  # a renewal under way finishes before the release, never after it
+    released = False
 
     async def renew() -> None:
-        await _renew(store, lease, owner, timers)
+        async with turn:
+            if released:
+                return
+            await _renew(store, lease, owner, timers)
         if lease.lost:
             timers.cancel(job)
 
@@ -79,6 +84,8 @@ async def hold_lease(
     finally:
         del held[run_id]
         timers.cancel(job)
+        async with turn:
+            released = True
         if not lease.lost:
             try:
                 await store.release_lease(run_id, owner, epoch=epoch)

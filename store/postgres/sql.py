@@ -1,7 +1,8 @@
 """The PostgreSQL dialect's named queries, with `:name` parameters turned into `$n`.
 
-The query file names its parameters the way SQLite's does, so every backend is handed the
-same parameter dicts; here each query keeps the order its `$n` take them in.
+The one query file (`store.queries`) names its parameters `:name` for every dialect, so
+every backend is handed the same parameter dicts; here each query keeps the order its `$n`
+take them in.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from store import ApprovalState, Batch, Run, RunStatus, Store, errors
+from store import ApprovalState, Batch, PageSettlement, Run, RunStatus, Store, errors
 
-from .builders import Append, MakeApproval, MakePage
+from .builders import Append, MakeApproval, MakePage, checkpoint
 
 
 def later(seconds: float = 60) -> datetime:
@@ -112,6 +112,69 @@ async def test_pages_and_finished_runs_leave_rows(
         [("page_opened", page.id), ("page_acknowledged", page.id), ("run_finished", run.id)]
     )
     assert sent.index(("page_opened", page.id)) < sent.index(("page_acknowledged", page.id))
+
+
+async def test_an_escalation_is_announced_and_audited_once(
+    store: Store, run: Run, make_approval: MakeApproval
+) -> None:
+    approval = make_approval(run.id, deadline=later(-1))
+    await store.create_approval(approval)
+    await drain(store)
+    stored = await store.get_approval(approval.id)  # the store rebases it on its own clock
+    moved = later(3600)
+
+    assert await store.extend_deadline(approval.id, deadline=moved, expected=stored.deadline)
+    escalated = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
+    assert await store.extend_deadline(approval.id, deadline=later(7200), expected=moved)
+
+    assert [(i.topic, i.detail) for i in escalated] == [
+        ("approval_reminded", {"reminders_sent": 0, "escalated": True})
+    ]
+    assert await claim_all(store, "w2") == []  # escalated already: the second says nothing
+    events = [e for e in await store.list_events(run_id=run.id) if e.approval_id == approval.id]
+    assert [e.action for e in events] == ["approval_requested", "approval_escalated"]
+    assert events[1].actor == "signoff"
+    assert events[1].detail == {"tool": "issue_refund", "policy": "default", "reminders_sent": 0}
+
+
+async def test_settling_a_calls_pages_announces_each_page_it_acknowledged(
+    store: Store, run: Run, make_page: MakePage, append: Append
+) -> None:
+    pages = [make_page(run.id, call_id="c1"), make_page(run.id, call_id="c1")]
+    other = make_page(run.id, call_id="c2")
+    await store.commit(Batch(run_id=run.id, pages=[*pages, other]))
+    await drain(store)
+    settle = [PageSettlement(call_id="c1", by="U0OPS", at=later())]
+
+    await append(run.id, settle_pages=settle)
+    first = await drain(store)
+    await append(run.id, settle_pages=settle)
+
+    assert sorted(first) == sorted(("page_acknowledged", p.id) for p in pages)
+    assert await drain(store) == []
+    opened = [e for e in await store.list_events(run_id=run.id) if e.action == "page_opened"]
+    assert [e.detail["page_id"] for e in opened] == [p.id for p in (*pages, other)]
+
+
+async def test_a_change_that_does_not_commit_announces_nothing(
+    store: Store, run: Run, make_page: MakePage, make_approval: MakeApproval
+) -> None:
+    """A batch refused inside its transaction (a stale seq) leaves neither the page and the
+    approval it held nor their cards and audit events."""
+    latest = (await store.load_state(run.id)).seq
+    page, approval = make_page(run.id), make_approval(run.id)
+    batch = Batch(
+        run_id=run.id,
+        checkpoints=[checkpoint(run.id, latest + 2, later())],
+        pages=[page],
+        request=[approval],
+    )
+
+    with pytest.raises(errors.Conflict):
+        await store.commit(batch)
+
+    assert await claim_all(store) == []
+    assert await store.list_events(run_id=run.id) == []
 
 
 async def test_a_later_row_waits_for_an_earlier_unsent_one_of_its_subject(

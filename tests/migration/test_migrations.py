@@ -1,7 +1,7 @@
 """Numbered migrations build the expected schema, once; a newer database is refused untouched.
 
-Also checks the named SQL files: they parse, every name the backend uses exists, and every
-dialect under `store/sql` defines the same names.
+Also checks the named SQL file: every query has a description, every name a backend uses
+exists, and every name is used.
 """
 
 from __future__ import annotations
@@ -11,292 +11,27 @@ import hashlib
 import re
 import sqlite3
 import time
-from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
 
 import pytest
 
-from store import errors, migration, open_store, queries
+from store import errors, migration, open_store, queries, schema
+from store.schema.compare import difference
 from store.sqlite import SqliteStore
 
 STORE = files("store")
-SQL_DIALECTS = sorted(p.name for p in (STORE / "sql").iterdir() if p.is_dir())
+SQL_DIALECTS = sorted(queries.DIALECTS)
 MIGRATION_DIALECTS = sorted(p.name for p in (STORE / "migrations").iterdir() if p.is_dir())
 BACKEND_DIALECTS = [
     d
     for d in SQL_DIALECTS
     if (STORE / f"{d}.py").is_file() or (STORE / d / "__init__.py").is_file()
 ]
-SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py")
+SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py", "announce.py")
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "
 """How a query file says a statement its dialect has no need of (a row lock) is empty."""
-
-# The schema after every migration, as SQLite reports it. A new migration updates this.
-EXPECTED_SCHEMA: dict[str, list[str]] = {
-    "approval_votes": [
-        "approval_id TEXT NOT NULL PRIMARY KEY 1",
-        "user_id TEXT NOT NULL PRIMARY KEY 2",
-        "at REAL NOT NULL",
-        "FOREIGN KEY (approval_id) REFERENCES approvals (id) ON DELETE CASCADE",
-        "TRIGGER outbox_approval_voted",
-    ],
-    "approvals": [
-        "id TEXT PRIMARY KEY",
-        "run_id TEXT",
-        "call_id TEXT",
-        "lineage_id TEXT",
-        "idempotency_key TEXT",
-        "tool TEXT NOT NULL",
-        "args TEXT NOT NULL",
-        "approved_args TEXT",
-        "policy TEXT NOT NULL",
-        "state TEXT NOT NULL",
-        "decided_by TEXT",
-        "decided_at REAL",
-        "reason TEXT",
-        "requested_by TEXT",
-        "required_approvals INTEGER NOT NULL",
-        "deadline REAL",
-        "next_reminder_at REAL",
-        "reminders_sent INTEGER NOT NULL",
-        "escalated INTEGER NOT NULL",
-        "channel TEXT",
-        "message_ts TEXT",
-        "delivery TEXT NOT NULL",
-        "callback_url TEXT",
-        "callback_status TEXT",
-        "created_at REAL NOT NULL",
-        "duplicate_of TEXT",
-        "rule TEXT",
-        "sensitive TEXT NOT NULL DEFAULT '[]'",
-        "args_digest TEXT",
-        "approved_digest TEXT",
-        "key_suffix TEXT",
-        "conflict TEXT",
-        "duplicate_args TEXT",
-        "resume_state TEXT",
-        "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
-        "INDEX approvals_by_idempotency_key (idempotency_key, created_at)"
-        " WHERE idempotency_key IS NOT NULL",
-        "INDEX approvals_by_key (lineage_id, idempotency_key)",
-        "INDEX approvals_by_learned_rule (<expression>) WHERE rule IS NOT NULL",
-        "INDEX approvals_by_run (run_id)",
-        "INDEX approvals_by_state (state, created_at)",
-        "INDEX approvals_pending_deadline (deadline) WHERE state = 'pending'",
-        "INDEX approvals_pending_reminder (next_reminder_at) WHERE state = 'pending'",
-        "TRIGGER audit_approval_escalated",
-        "TRIGGER audit_approval_requested",
-        "TRIGGER outbox_approval_decided",
-        "TRIGGER outbox_approval_reminded",
-        "TRIGGER outbox_approval_requested",
-    ],
-    "audit_events": [
-        "id INTEGER PRIMARY KEY",
-        "at REAL NOT NULL",
-        "actor TEXT NOT NULL",
-        "action TEXT NOT NULL",
-        "run_id TEXT",
-        "approval_id TEXT",
-        "detail TEXT NOT NULL",
-        "INDEX audit_events_by_approval (approval_id, id)",
-        "INDEX audit_events_by_run (run_id, id)",
-        "INDEX audit_events_by_time (at, id)",
-        "INDEX audit_events_undo_started (run_id, id) WHERE action = 'undo_started'",
-        "INDEX audit_requests_by_tool (<expression>, id) WHERE action IN "
-        "('approval_requested', 'approval_auto_approved', 'approval_denied')",
-        "TRIGGER audit_events_append_only",
-    ],
-    "checkpoints": [
-        "run_id TEXT NOT NULL PRIMARY KEY 1",
-        "seq INTEGER NOT NULL PRIMARY KEY 2",
-        "step INTEGER NOT NULL",
-        "snapshot INTEGER NOT NULL",
-        "status TEXT NOT NULL",
-        "steps INTEGER NOT NULL",
-        "input_tokens INTEGER NOT NULL",
-        "output_tokens INTEGER NOT NULL",
-        "cost REAL NOT NULL",
-        "stop_reason TEXT",
-        "error TEXT",
-        "created_at REAL NOT NULL",
-        "messages TEXT NOT NULL",
-        "cached_input_tokens INTEGER NOT NULL DEFAULT 0",
-        "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
-        "INDEX checkpoints_by_step (run_id, step, seq)",
-        "INDEX checkpoints_snapshots (run_id, seq) WHERE snapshot = 1",
-    ],
-    "effects": [
-        "id INTEGER PRIMARY KEY",
-        "run_id TEXT NOT NULL",
-        "call_id TEXT NOT NULL",
-        "lineage_id TEXT NOT NULL",
-        "step INTEGER NOT NULL",
-        "tool TEXT NOT NULL",
-        "reversibility TEXT NOT NULL",
-        "compensator TEXT",
-        "idempotency_key TEXT NOT NULL",
-        "idempotent INTEGER NOT NULL",
-        "status TEXT NOT NULL",
-        "approval_id TEXT",
-        "compensates TEXT",
-        "compensated_by TEXT",
-        "started_at REAL NOT NULL",
-        "finished_at REAL",
-        "error TEXT",
-        "args TEXT NOT NULL",
-        "result TEXT",
-        "sensitive TEXT NOT NULL DEFAULT '[]'",
-        "args_digest TEXT",
-        "asked_digest TEXT",
-        "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
-        "INDEX effects_by_key (lineage_id, idempotency_key) WHERE reversibility <> 'read'",
-        "INDEX effects_by_key_alone (idempotency_key) WHERE reversibility <> 'read'",
-        "INDEX effects_in_doubt (run_id) WHERE status = 'in_doubt'",
-        "UNIQUE (run_id, call_id)",
-        "TRIGGER audit_effect_ended",
-    ],
-    "facts": [
-        "key TEXT PRIMARY KEY",
-        "value TEXT NOT NULL",
-        "source TEXT NOT NULL",
-        "updated_at REAL NOT NULL",
-        "INDEX facts_by_source (source)",
-    ],
-    "outbox": [
-        "id INTEGER PRIMARY KEY",
-        "topic TEXT NOT NULL",
-        "subject_id TEXT NOT NULL",
-        "detail TEXT NOT NULL DEFAULT '{}'",
-        "created_at REAL NOT NULL",
-        "attempts INTEGER NOT NULL DEFAULT 0",
-        "next_attempt_at REAL NOT NULL",
-        "claimed_by TEXT",
-        "claimed_until REAL",
-        "sent_at REAL",
-        "error TEXT",
-        "INDEX outbox_by_subject (subject_id, created_at)",
-        "INDEX outbox_unsent_by_subject (subject_id, id) WHERE sent_at IS NULL",
-        "INDEX outbox_unsent_due (next_attempt_at) WHERE sent_at IS NULL",
-    ],
-    "pages": [
-        "id TEXT PRIMARY KEY",
-        "run_id TEXT",
-        "call_id TEXT",
-        "tool TEXT",
-        "reason TEXT NOT NULL",
-        "detail TEXT NOT NULL",
-        "channel TEXT",
-        "message_ts TEXT",
-        "delivery TEXT NOT NULL",
-        "acknowledged_by TEXT",
-        "acknowledged_at REAL",
-        "created_at REAL NOT NULL",
-        "FOREIGN KEY (run_id) REFERENCES runs (id) ON DELETE CASCADE",
-        "INDEX pages_by_run (run_id)",
-        "INDEX pages_open (created_at) WHERE acknowledged_by IS NULL",
-        "TRIGGER audit_page_opened",
-        "TRIGGER outbox_page_acknowledged",
-        "TRIGGER outbox_page_opened",
-    ],
-    "runs": [
-        "id TEXT PRIMARY KEY",
-        "agent TEXT NOT NULL",
-        "task TEXT NOT NULL",
-        "status TEXT NOT NULL",
-        "budget TEXT NOT NULL",
-        "requested_by TEXT",
-        "lineage_id TEXT NOT NULL",
-        "parent_id TEXT",
-        "fork_step INTEGER",
-        "dry_run INTEGER NOT NULL",
-        "lease_owner TEXT",
-        "lease_expires_at REAL",
-        "created_at REAL NOT NULL",
-        "updated_at REAL NOT NULL",
-        "model TEXT",
-        "lease_epoch INTEGER NOT NULL DEFAULT 0",
-        "INDEX runs_by_status (status, created_at)",
-        "TRIGGER outbox_run_finished",
-    ],
-    "learned_rules": [
-        "id TEXT PRIMARY KEY",
-        "tool TEXT NOT NULL",
-        "condition TEXT NOT NULL",
-        "author TEXT NOT NULL",
-        "reason TEXT NOT NULL",
-        "state TEXT NOT NULL",
-        "needs_second INTEGER NOT NULL DEFAULT 0",
-        "from_approval TEXT",
-        "created_at REAL NOT NULL",
-        "expires_at REAL NOT NULL",
-        "confirmed_by TEXT",
-        "confirmed_at REAL",
-        "revoked_by TEXT",
-        "revoked_at REAL",
-        "reminded_at REAL",
-        "noted_until REAL",
-        "INDEX learned_rules_by_tool (tool, state)",
-    ],
-    "signoff_schema": [
-        "version INTEGER PRIMARY KEY",
-        "name TEXT NOT NULL",
-        "applied_at REAL NOT NULL",
-    ],
-}
-
-
-# reading a schema back
-
-
-def describe(conn: sqlite3.Connection) -> dict[str, list[str]]:
-    """Every table of the database: columns, foreign keys, indexes, unique constraints and
-    the triggers that fire on it."""
-    tables = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-    ).fetchall()
-    return {
-        name: [*_columns(conn, name), *_keys(conn, name), *_triggers(conn, name)]
-        for (name,) in sorted(tables)
-    }
-
-
-def _triggers(conn: sqlite3.Connection, table: str) -> Iterator[str]:
-    found = conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ? ORDER BY name",
-        (table,),
-    )
-    for (name,) in found:
-        yield f"TRIGGER {name}"
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> Iterator[str]:
-    info = conn.execute(f"PRAGMA table_info({table})").fetchall()
-    composite = sum(1 for column in info if column[5]) > 1
-    for _, name, type_, notnull, default, pk in info:
-        text = f"{name} {type_}" + (" NOT NULL" if notnull else "")
-        text += f" DEFAULT {default}" if default is not None else ""
-        text += (f" PRIMARY KEY {pk}" if composite else " PRIMARY KEY") if pk else ""
-        yield text
-
-
-def _keys(conn: sqlite3.Connection, table: str) -> Iterator[str]:
-    for row in conn.execute(f"PRAGMA foreign_key_list({table})"):
-        ref, column, ref_column, on_delete = row[2], row[3], row[4], row[6]
-        yield f"FOREIGN KEY ({column}) REFERENCES {ref} ({ref_column}) ON DELETE {on_delete}"
-    indexes = conn.execute(f"PRAGMA index_list({table})").fetchall()
-    for _, index, unique, origin, _partial in sorted(indexes, key=lambda i: i[1]):
-        columns = ", ".join(
-            c[2] or "<expression>" for c in conn.execute(f"PRAGMA index_info({index})")
-        )
-        if origin == "u":
-            yield f"UNIQUE ({columns})"
-        elif origin == "c":
-            sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = ?", (index,)).fetchone()
-            where = re.search(r"\bWHERE\b(.*)$", sql[0], re.DOTALL)
-            text = f"{'UNIQUE ' if unique else ''}INDEX {index} ({columns})"
-            yield text + (" WHERE " + " ".join(where[1].split()) if where else "")
 
 
 def applied(path: Path) -> list[tuple[int, str, float]]:
@@ -305,12 +40,18 @@ def applied(path: Path) -> list[tuple[int, str, float]]:
         return rows.fetchall()
 
 
-def schema_of(path: Path) -> dict[str, list[str]]:
+def schema_of(path: Path) -> str:
     conn = sqlite3.connect(path)
     try:
-        return describe(conn)
+        return schema.sqlite_schema_of(conn)
     finally:
         conn.close()
+
+
+def assert_checked_in_schema(path: Path) -> None:
+    """The file's schema is `store/schema/sqlite.sql`, the schema every migration builds."""
+    problem = difference("sqlite", schema_of(path))
+    assert problem is None, problem
 
 
 def digest(path: Path) -> str:
@@ -333,7 +74,7 @@ async def migrate(path: Path) -> None:
 async def test_all_migrations_on_an_empty_file_build_the_expected_schema(db: Path) -> None:
     await migrate(db)
 
-    assert schema_of(db) == EXPECTED_SCHEMA
+    assert_checked_in_schema(db)
     assert [(v, n) for v, n, _ in applied(db)] == [
         (m.version, m.name) for m in migration.migrations("sqlite")
     ]
@@ -362,7 +103,7 @@ async def test_open_without_migrate_applies_nothing(db: Path) -> None:
     finally:
         await store.close()
 
-    assert schema_of(db) == {}
+    assert schema_of(db) == schema.header("sqlite")
 
 
 async def test_migrate_reports_the_versions_it_went_between(db: Path) -> None:
@@ -372,7 +113,7 @@ async def test_migrate_reports_the_versions_it_went_between(db: Path) -> None:
     finally:
         await store.close()
 
-    assert schema_of(db) == EXPECTED_SCHEMA
+    assert_checked_in_schema(db)
 
 
 async def test_a_version_1_database_upgrades_with_its_effects(
@@ -408,7 +149,7 @@ async def test_a_version_1_database_upgrades_with_its_effects(
     finally:
         await store.close()
     assert [v for v, _, _ in applied(db)] == list(range(1, migration.latest_version("sqlite") + 1))
-    assert schema_of(db) == EXPECTED_SCHEMA
+    assert_checked_in_schema(db)
 
 
 async def test_a_new_database_file_uses_wal(db: Path) -> None:
@@ -489,20 +230,21 @@ def used_query_names(source: str) -> set[str]:
     return used
 
 
-@pytest.mark.parametrize("dialect", SQL_DIALECTS)
-def test_the_query_file_parses_with_a_description_per_query(dialect: str) -> None:
-    text = (STORE / "sql" / dialect / "queries.sql").read_text("utf-8")
-    headers = re.findall(r"^-- ([a-z0-9_]+) --\n(.*)$", text, re.MULTILINE)
+def test_every_query_has_a_description_and_only_row_locks_are_empty() -> None:
+    entries = queries.parse(queries.source())
 
-    loaded = queries.load(dialect)
-
-    assert [name for name, _ in headers] == list(loaded)
-    assert all(line.startswith("-- ") and len(line) > 4 for _, line in headers), headers
-    no_ops = {name for name, line in headers if line.startswith(NO_OP)}
-    assert all(loaded[name] for name in loaded if name not in no_ops), [
-        name for name, body in loaded.items() if not body and name not in no_ops
+    assert all(e.description.startswith("-- ") and len(e.description) > 4 for e in entries)
+    no_ops = {(e.name, e.dialect) for e in entries if e.description.startswith(NO_OP)}
+    assert all(e.body for e in entries if (e.name, e.dialect) not in no_ops), [
+        e.name for e in entries if not e.body and (e.name, e.dialect) not in no_ops
     ]
-    assert not any(loaded[name] for name in no_ops), no_ops
+    assert not any(e.body for e in entries if (e.name, e.dialect) in no_ops), no_ops
+    assert {name for name, _ in no_ops} == {
+        "lock_migrations",
+        "lock_lineage",
+        "lock_key",
+        "lock_page_reminders",
+    }
 
 
 def backend_source(dialect: str) -> str:
@@ -535,11 +277,6 @@ def test_every_dialect_defines_the_same_query_names() -> None:
     names = {dialect: sorted(queries.load(dialect)) for dialect in SQL_DIALECTS}
 
     assert all(found == names["sqlite"] for found in names.values()), names
-
-
-def test_a_query_name_defined_twice_is_refused() -> None:
-    with pytest.raises(ValueError, match="twice"):
-        queries.parse("-- a --\n-- one.\nSELECT 1\n\n-- a --\n-- again.\nSELECT 2\n")
 
 
 @pytest.mark.parametrize(

@@ -479,3 +479,44 @@ async def test_a_frozen_workers_late_result_is_evidence_on_the_page_and_settles_
     assert await store.list_pages() == []  # settled: none open
     assert run.status == RunStatus.DONE
     assert sent == ["ACME"]
+
+
+class SlowRenewals:
+    """A store whose lease renewals take `delay` seconds, so a release can come mid-renewal."""
+
+    def __init__(self, store: Store, delay: float) -> None:
+        self.store, self.delay = store, delay
+        self.renewing = asyncio.Event()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.store, name)
+
+    async def renew_lease(self, *args: object, **kwargs: object) -> bool:
+        self.renewing.set()
+        await asyncio.sleep(self.delay)
+        return await self.store.renew_lease(*args, **kwargs)  # type: ignore[arg-type]
+
+
+async def test_a_release_during_a_renewal_waits_for_it_and_reports_no_lost_lease(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    slow = SlowRenewals(store, delay=0.2)
+    at_tool = asyncio.Event()
+
+    @tool(description="Waits for the first renewal.", effect="read")
+    async def wait_for_renewal() -> str:
+        at_tool.set()
+        await slow.renewing.wait()  # the run ends while its lease is being renewed
+        return "ok"
+
+    model = ScriptedModel([tool_call("wait_for_renewal"), "done"])
+    agent = Agent("waiter", model=model, tools=[wait_for_renewal])
+    rt = Runtime(cast(Store, slow), [agent], worker_id="w", lease_ttl=0.3)
+    with caplog.at_level("WARNING", logger="signoff.lease"):
+        await asyncio.wait_for(rt.start("waiter", "Wait", run_id="w1"), 10)
+        await asyncio.sleep(slow.delay + 0.1)  # a renewal still under way has ended by now
+    await rt.scheduler.stop()
+
+    assert (await store.get_run("w1")).status == RunStatus.DONE
+    assert (await store.get_run("w1")).lease_owner is None  # released, not renewed after
+    assert not [r for r in caplog.records if "lost the lease" in r.getMessage()]

@@ -96,16 +96,14 @@ async def test_a_day_of_reminders_escalations_expiries_and_retries_in_no_time(
     store: Store, clock: Clock
 ) -> None:
     nudge = OutboxNudge()  # what `serve` tells the runtime: every change wakes the sender
-    rt = Runtime(
-        store, [wire_agent()], nudge, policies=POLICIES, clock=clock, worker_id="w-day"
-    )
+    rt = Runtime(store, [wire_agent()], nudge, policies=POLICIES, clock=clock, worker_id="w-day")
     slack = Slack(store, clock)
     sender = OutboxSender(
-        store, slack, owner="w-day", timers=rt.scheduler, poll_every=HOUR, jitter=max
+        rt.deliveries, slack, owner="w-day", timers=rt.scheduler, poll_every=HOUR, jitter=max
     )
     nudge.sender = sender
     pages = PageReminders(
-        store, timedelta(hours=2), rt.scheduler, sender.wake, check_every=HOUR / 2
+        rt.deliveries, timedelta(hours=2), rt.scheduler, sender.wake, check_every=HOUR / 2
     )
     run_id = await rt.start("wire-agent", "Pay ACME", run_id="run-day", requested_by=REQUESTER)
     page = Page(id="page-day", reason="in doubt", run_id=run_id, tool="wire_money")

@@ -46,8 +46,9 @@ async def slack_outbox(rt: Runtime) -> AsyncIterator[tuple[FakeSlack, OutboxSend
     client = web_client("xoxb-test", base_url=fake.base_url, idempotent_only=True, timeout=1)
     delivery = SlackDelivery(
         client,
-        rt.store,
-        policies=rt.desk.policies,
+        rt.queries,
+        rt.deliveries,
+        policies=rt.policies,
         channels=Channels(approvals=CARDS, oncall=None),
         tool_of=rt.tool_for,
         find_run=rt.find_run,
@@ -55,7 +56,7 @@ async def slack_outbox(rt: Runtime) -> AsyncIterator[tuple[FakeSlack, OutboxSend
         clock=rt.clock,
     )
     sender = OutboxSender(
-        rt.store, delivery, owner="w-test", timers=rt.scheduler, claim_for=timedelta(seconds=2)
+        rt.deliveries, delivery, owner="w-test", timers=rt.scheduler, claim_for=timedelta(seconds=2)
     )
     try:
         yield fake, sender
@@ -120,9 +121,7 @@ async def test_a_rules_uses_are_noted_in_batches_in_its_cards_thread_once_despit
             await deliver_all(store, sender)
             ts = (await store.get_approval(card)).message_ts
             assert ts is not None
-            await rt.rules.make(
-                "issue_refund", RULE, author="U0W", reason="r", from_approval=card
-            )
+            await rt.rules.make("issue_refund", RULE, author="U0W", reason="r", from_approval=card)
             assert await note_uses(rt, sender.wake) == 0
             clock.advance(seconds=1)
             first = [await ask(1), await ask(2)]

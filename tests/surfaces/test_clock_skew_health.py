@@ -16,6 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot import health
 from bot.metrics import CLOCK_SKEW
+from runtime.queries import Queries
 from runtime.runs.skew import ClockSkew
 from store import Store, open_store
 
@@ -41,7 +42,7 @@ async def test_a_skewed_clock_is_exported_and_makes_the_process_not_ready(db: St
         db, lambda: datetime.now(UTC) + offset[0], unready_at=LEASE / 4, report=CLOCK_SKEW.set
     )
     app = web.Application()
-    health.mount(app, health.Readiness(db, {}, {"clock_skew": skew.problem}))
+    health.mount(app, health.Readiness(Queries(db), {}, {"clock_skew": skew.problem}))
     async with TestClient(TestServer(app)) as client:
         await skew.measure()
         ready = await client.get("/readyz")

@@ -21,6 +21,7 @@ from aiohttp.test_utils import make_mocked_request
 from support.helpers import AUTH, Api
 
 from bot.health import Readiness
+from runtime.queries import Queries
 from store import Checkpoint, Message, Run, Store, errors
 from surfaces.api.test_api import REFUND, post
 
@@ -164,7 +165,7 @@ async def test_a_full_disk_refuses_writes_clearly_serves_reads_and_recovers_by_i
 async def test_readyz_reports_a_full_disk_and_recovers_once_space_is_freed(
     store: Store, disk: Path
 ) -> None:
-    readiness = Readiness(store, {"scheduler": lambda: True})
+    readiness = Readiness(Queries(store), {"scheduler": lambda: True})
 
     async def probe() -> tuple[int, object]:
         answer = await readiness.readyz(make_mocked_request("GET", "/readyz"))

@@ -3,12 +3,18 @@ Slack or the process entry points, and the examples use only the public layers. 
 `runtime`, no module reaches back to the `Runtime` facade, and no two modules import each
 other, even through others or only for type hints.
 
+One door per layer: no surface (`bot`) imports `store` or names a `Store`, reaches for a
+runtime's `store`, `deps` or `desk`, or imports another module's private (`_`) names; and
+the runtime modules the surfaces import, besides the facade and the queries, hand out no
+`Store` (no public function returns one, no public attribute holds one).
+
 Each check runs on the real tree, and on a small synthetic tree that breaks it: a check that
 could not fail would prove nothing."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -17,8 +23,16 @@ ROOT = Path(__file__).parent.parent.parent
 LAYERS = {"store": 0, "runtime": 1, "bot": 2}
 """Each package may import its own layer and the ones below it."""
 PACKAGES = ("store", "runtime", "bot", "examples")
-FACADE = {"runtime", "runtime.engine"}
-"""The `Runtime` facade: the package's public face and the module that defines it."""
+FACADE = {"runtime", "runtime.engine", "runtime.database"}
+"""The `Runtime` facade: the package's public face, the module that defines it, and the
+`Database` a process opens it by."""
+QUERIES = "runtime.queries"
+"""The read views surfaces render (a package)."""
+SURFACES = "bot"
+STORE_NAMES = {"Store", "OpenStore", "open_store"}
+"""Names that are the store itself (importing one is opening a door past the runtime)."""
+REACHES = {"store", "_store", "deps", "desk"}
+"""Attributes through which a surface would reach past the runtime's commands and queries."""
 
 
 def imported_packages(path: Path) -> set[str]:
@@ -130,12 +144,153 @@ def upward_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
 
 
 def facade_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Modules under runtime/ that import the facade (runtime.engine or the package)."""
+    """Modules under runtime/ outside the facade that import it (the package, the engine or
+    the database)."""
     return {
         module: sorted(targets & FACADE)
         for module, targets in graph.items()
-        if module.startswith("runtime.") and module != "runtime.engine" and targets & FACADE
+        if module.startswith("runtime.") and module not in FACADE and targets & FACADE
     }
+
+
+def in_package(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def _trees(root: Path, package: str) -> dict[str, tuple[ast.Module, bool]]:
+    """Module name -> (its syntax tree, whether it is a package's __init__)."""
+    return {
+        module_name(path, root): (
+            ast.parse(path.read_text("utf-8"), str(path)),
+            path.name == "__init__.py",
+        )
+        for path in modules_of(package, root)
+    }
+
+
+def store_imports(root: Path) -> dict[str, list[str]]:
+    """Surface modules that import `store` (any module of it, anywhere in the file: type
+    hints and function bodies included) or a name that is the store itself."""
+    graph = import_graph(root)
+    wrong: dict[str, list[str]] = {}
+    for module, (tree, is_package) in _trees(root, SURFACES).items():
+        found = {t for t in graph.get(module, ()) if in_package(t, "store")}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if in_package(a.name, "store"))
+            elif isinstance(node, ast.ImportFrom):
+                base = _absolute(node, module, is_package)
+                found.update(f"{base}.{a.name}" for a in node.names if a.name in STORE_NAMES)
+        if found:
+            wrong[module] = sorted(found)
+    return wrong
+
+
+def store_reaches(root: Path) -> dict[str, list[str]]:
+    """Surface modules that reach for an object's `store`, `deps` or `desk`."""
+    wrong: dict[str, list[str]] = {}
+    for module, (tree, _) in _trees(root, SURFACES).items():
+        found = {
+            f"{ast.unparse(node.value)}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and node.attr in REACHES
+        }
+        if found:
+            wrong[module] = sorted(found)
+    return wrong
+
+
+def private_imports(root: Path) -> dict[str, list[str]]:
+    """Surface modules that import a private (`_`) name of another project module."""
+    project = {module_name(p, root) for package in PACKAGES for p in modules_of(package, root)}
+    wrong: dict[str, list[str]] = {}
+    for module, (tree, is_package) in _trees(root, SURFACES).items():
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _absolute(node, module, is_package)
+                if base in project and base != module:
+                    found.update(f"{base}.{a.name}" for a in node.names if _private(a.name))
+            elif isinstance(node, ast.Import):
+                found.update(
+                    a.name
+                    for a in node.names
+                    if a.name in project and any(_private(part) for part in a.name.split("."))
+                )
+        if found:
+            wrong[module] = sorted(found)
+    return wrong
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def store_handed_out(root: Path) -> dict[str, list[str]]:
+    """Runtime modules the surfaces import, besides the facade and the queries, that hand
+    out a `Store`: a public function or method that returns one, or a public attribute
+    (class field or `self.x = ...` named `store`) that holds one. A Protocol only says what
+    its user needs, so it hands out nothing."""
+    graph = import_graph(root)
+    used = {
+        target
+        for module, targets in graph.items()
+        if in_package(module, SURFACES)
+        for target in targets
+        if in_package(target, "runtime")
+    }
+    trees = _trees(root, "runtime")
+    wrong: dict[str, list[str]] = {}
+    for module in sorted(used - FACADE):
+        if in_package(module, QUERIES) or module not in trees:
+            continue
+        found = _store_exits(trees[module][0])
+        if found:
+            wrong[module] = found
+    return wrong
+
+
+def _store_exits(tree: ast.Module) -> list[str]:
+    found: list[str] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _returns_store(node):
+            found.append(node.name)
+        elif isinstance(node, ast.ClassDef) and not _is_protocol(node):
+            found.extend(f"{node.name}.{name}" for name in _class_store_exits(node))
+    return found
+
+
+def _class_store_exits(cls: ast.ClassDef) -> list[str]:
+    found: list[str] = []
+    for node in ast.walk(cls):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _returns_store(node):
+            found.append(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            if not _private(node.target.id) and _names_store(node.annotation):
+                found.append(node.target.id)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found.extend(
+                f"self.{t.attr}"
+                for t in targets
+                if isinstance(t, ast.Attribute)
+                and ast.unparse(t.value) == "self"
+                and t.attr == "store"
+            )
+    return found
+
+
+def _returns_store(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return not _private(node.name) and node.returns is not None and _names_store(node.returns)
+
+
+def _names_store(annotation: ast.expr) -> bool:
+    """Also in a quoted annotation (`-> "Store | None"`)."""
+    return bool(set(re.findall(r"\w+", ast.unparse(annotation))) & STORE_NAMES)
+
+
+def _is_protocol(cls: ast.ClassDef) -> bool:
+    return any(ast.unparse(base).split(".")[-1] == "Protocol" for base in cls.bases)
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +308,30 @@ def test_no_runtime_module_imports_the_facade(graph: dict[str, set[str]]) -> Non
 
 def test_no_modules_import_each_other(graph: dict[str, set[str]]) -> None:
     assert cycles(graph) == []
+
+
+def test_no_surface_imports_the_store() -> None:
+    assert store_imports(ROOT) == {}
+
+
+def test_no_surface_reaches_for_a_runtime_s_store_deps_or_desk() -> None:
+    assert store_reaches(ROOT) == {}
+
+
+def test_no_surface_imports_another_module_s_private_names() -> None:
+    assert private_imports(ROOT) == {}
+
+
+def test_the_runtime_modules_surfaces_import_hand_out_no_store() -> None:
+    assert store_handed_out(ROOT) == {}
+
+
+def test_the_surfaces_enter_by_the_facade_and_the_queries(graph: dict[str, set[str]]) -> None:
+    """The door checks look at the real surface: the process opens the `Database`, and the
+    surfaces read through the queries."""
+    assert "runtime" in graph["bot.wiring"]
+    assert "runtime.queries" in graph["bot.metrics"]
+    assert "runtime.queries.reads" in graph["runtime.engine"] | graph["runtime.queries"]
 
 
 def test_the_graph_sees_the_real_imports(graph: dict[str, set[str]]) -> None:
@@ -250,3 +429,90 @@ def test_a_cycle_through_a_third_module_is_found(tmp_path: Path) -> None:
     )
 
     assert cycles(import_graph(root)) == [["runtime.a", "runtime.b", "runtime.c"]]
+
+
+def test_a_surface_importing_the_store_is_found_wherever_it_does(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "store/__init__.py": "class Store: ...\ndef open_store(url): ...\n",
+            "store/limits.py": "MAX = 1\n",
+            "runtime/__init__.py": "from store import Store\n",
+            "bot/__init__.py": "",
+            "bot/hints.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from store import Store\n",
+            "bot/late.py": "def f():\n    import store.limits\n",
+            "bot/named.py": "from runtime import Store\n",
+            "bot/fine.py": "from runtime import Runtime\n",
+        },
+    )
+
+    assert store_imports(root) == {
+        "bot.hints": ["store", "store.Store"],
+        "bot.late": ["store.limits"],
+        "bot.named": ["runtime.Store"],
+    }
+
+
+def test_a_surface_reaching_for_a_store_or_the_desk_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "bot/__init__.py": "",
+            "bot/api.py": "async def f(rt):\n    return await rt.store.get_run('r')\n",
+            "bot/cli.py": "def f(rt):\n    return rt.desk.policies, rt.deps\n",
+            "bot/fine.py": "async def f(rt):\n    return await rt.queries.run('r')\n",
+        },
+    )
+
+    assert store_reaches(root) == {"bot.api": ["rt.store"], "bot.cli": ["rt.deps", "rt.desk"]}
+
+
+def test_a_surface_importing_a_private_name_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "bot/__init__.py": "",
+            "bot/api.py": "def _run_view(): ...\ndef run_view(): ...\n",
+            "bot/cli/__init__.py": "",
+            "bot/cli/runs.py": "def f():\n    from bot.api import _run_view\n",
+            "bot/cli/near.py": "from ..api import _run_view, run_view\n",
+            "bot/console.py": "from bot.api import run_view\nfrom __future__ import annotations\n",
+            "bot/own.py": "from typing import _SpecialForm\n",
+        },
+    )
+
+    assert private_imports(root) == {
+        "bot.cli.near": ["bot.api._run_view"],
+        "bot.cli.runs": ["bot.api._run_view"],
+    }
+
+
+def test_a_runtime_module_handing_out_the_store_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "store/__init__.py": "class Store: ...\n",
+            "runtime/__init__.py": "from runtime.engine import Runtime\n",
+            "runtime/engine.py": "class Runtime:\n    def __init__(self, store):\n"
+            "        self.store = store\n",
+            "runtime/queries.py": "from store import Store\n"
+            "class Queries:\n    def __init__(self, store: Store):\n        self._store = store\n",
+            "runtime/leaky.py": "from store import Store\n"
+            "def opened() -> Store: ...\n"
+            "class Holder:\n    store: Store\n"
+            "class Keeper:\n    def __init__(self, store):\n        self.store = store\n"
+            "    def get(self) -> 'Store | None': ...\n",
+            "runtime/port.py": "from typing import Protocol\nfrom store import Store\n"
+            "class Drives(Protocol):\n    @property\n    def store(self) -> Store: ...\n"
+            "def _private() -> Store: ...\n",
+            "runtime/unused.py": "from store import Store\ndef opened() -> Store: ...\n",
+            "bot/__init__.py": "",
+            "bot/app.py": "from runtime import Runtime\nfrom runtime.queries import Queries\n"
+            "from runtime.leaky import opened\nfrom runtime import port\n",
+        },
+    )
+
+    assert store_handed_out(root) == {
+        "runtime.leaky": ["opened", "Holder.store", "Keeper.get", "Keeper.self.store"]
+    }

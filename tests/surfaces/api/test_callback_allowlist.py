@@ -22,6 +22,7 @@ from bot.callback_policy import CallbackPolicy, CallbackRefused, parse_allowed
 from bot.callbacks import CallbackNotifier, sign
 from bot.tasks import Background
 from runtime import Runtime
+from runtime.deliveries import Deliveries
 from store import Delivery, Store
 
 SECRET = "allowlist-callback-secret"
@@ -75,7 +76,7 @@ async def with_policy(
 ) -> Api:
     """An API and a callback sender that share one policy, as `serve` configures them."""
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background, policy=policy, attempts=1)
+    notifier = CallbackNotifier(Deliveries(store), SECRET, background, policy=policy, attempts=1)
     return await make_api(background, notifier=notifier, callbacks=policy)
 
 
@@ -205,7 +206,9 @@ async def sender_refuses(
     rt = Runtime(store, [], worker_id="sender")
     approval, _ = await rt.request_approval("wire_money", {"cents": 1}, callback_url=url)
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
-    notifier = CallbackNotifier(store, SECRET, Background(), policy=policy, first_delay=0.01)
+    notifier = CallbackNotifier(
+        Deliveries(store), SECRET, Background(), policy=policy, first_delay=0.01
+    )
     with caplog.at_level(logging.WARNING, logger="signoff.callbacks"):
         assert await notifier.deliver(decided) is False
     assert receiver.calls == []
@@ -289,7 +292,7 @@ async def test_a_short_lived_process_leaves_a_refused_callback_to_the_server(
     url = f"https://127.0.0.1:{receiver.port}/hook"
     approval, _ = await rt.request_approval("wire_money", {}, callback_url=url)
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
-    cli = CallbackNotifier(store, SECRET, Background(), attempts=1, hand_over=True)
+    cli = CallbackNotifier(Deliveries(store), SECRET, Background(), attempts=1, hand_over=True)
     assert await cli.deliver(decided) is False
     assert await status_of(store, approval.id) == Delivery.PENDING
     assert receiver.calls == []
@@ -307,7 +310,7 @@ async def test_a_redirect_is_not_followed(store: Store, receiver: Receiver) -> N
     approval, _ = await rt.request_approval("wire_money", {}, callback_url=url)
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
     policy = allowing(["http://127.0.0.1"])
-    notifier = CallbackNotifier(store, SECRET, Background(), policy=policy, attempts=1)
+    notifier = CallbackNotifier(Deliveries(store), SECRET, Background(), policy=policy, attempts=1)
     assert await notifier.deliver(decided) is False
     assert len(receiver.calls) == 1
     assert await status_of(store, approval.id) == Delivery.FAILED
@@ -322,7 +325,9 @@ async def test_a_receiver_that_never_answers_times_out(
     approval, _ = await rt.request_approval("wire_money", {}, callback_url=url)
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
     policy = allowing(["http://127.0.0.1"])
-    notifier = CallbackNotifier(store, SECRET, Background(), policy=policy, attempts=1, timeout=0.3)
+    notifier = CallbackNotifier(
+        Deliveries(store), SECRET, Background(), policy=policy, attempts=1, timeout=0.3
+    )
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="signoff.callbacks"):
         assert await notifier.deliver(decided) is False

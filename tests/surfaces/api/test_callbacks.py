@@ -22,6 +22,7 @@ from support.helpers import AUTH, Api, eventually, free_port
 from bot.callbacks import CallbackNotifier, sign
 from bot.tasks import Background
 from runtime import Policies, Policy, Runtime
+from runtime.deliveries import Deliveries
 from runtime.scheduler import ApprovalScheduler
 from store import Delivery, Store, open_store
 
@@ -79,7 +80,7 @@ async def api_with_callbacks(
     make_api: Callable[..., Awaitable[Api]], store: Store, **options: Any
 ) -> Api:
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK, **options)
+    notifier = CallbackNotifier(Deliveries(store), SECRET, background, policy=LOOPBACK, **options)
     return await make_api(background, notifier=notifier)
 
 
@@ -179,14 +180,18 @@ async def test_a_short_lived_process_tries_once_and_leaves_the_rest_to_the_serve
         "wire_money", {"cents": 1}, callback_url=f"http://127.0.0.1:{free_port()}/hook"
     )
     decided = await rt.decide(approval.id, "approved", by="U0BOSS")
-    cli = CallbackNotifier(store, SECRET, Background(), attempts=1, hand_over=True, policy=LOOPBACK)
+    cli = CallbackNotifier(
+        Deliveries(store), SECRET, Background(), attempts=1, hand_over=True, policy=LOOPBACK
+    )
 
     started = time.monotonic()
     assert await cli.deliver(decided) is False
     assert time.monotonic() - started < 5
     assert await callback_status(store, approval.id) == Delivery.PENDING
 
-    server = CallbackNotifier(store, SECRET, Background(), first_delay=0.01, policy=LOOPBACK)
+    server = CallbackNotifier(
+        Deliveries(store), SECRET, Background(), first_delay=0.01, policy=LOOPBACK
+    )
     assert await server.redeliver() == 1  # what `serve` runs every 30 s
 
 
@@ -195,7 +200,7 @@ async def test_expiry_by_the_scheduler_is_called_back(
 ) -> None:
     receiver = await serve_receiver(0)
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK)
+    notifier = CallbackNotifier(Deliveries(store), SECRET, background, policy=LOOPBACK)
     api = await make_api(
         background, notifier=notifier, policies=Policies(default=Policy(timeout=0.3))
     )
@@ -230,7 +235,9 @@ async def test_redeliver_sends_callbacks_a_previous_process_left_pending(
 
     second = await open_store(db_url)
     try:
-        notifier = CallbackNotifier(second, SECRET, Background(), first_delay=0.01, policy=LOOPBACK)
+        notifier = CallbackNotifier(
+            Deliveries(second), SECRET, Background(), first_delay=0.01, policy=LOOPBACK
+        )
         assert await notifier.redeliver() == 1
         [payload] = receiver.delivered()
         assert payload["id"] == left.id

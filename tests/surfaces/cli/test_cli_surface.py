@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bot.api import _run_view
+from bot.api_views import run_view
 from bot.settle import settle_commands
 from bot.views import pages_table
 from runtime import Runtime
@@ -99,7 +99,7 @@ def test_runs_start_json_shows_pending_approvals_as_the_http_api_does(cli: Cli) 
     started = cli("runs", "start", "refund-agent", "Refund order 7", "--run-id", "r1", "--json")
 
     async def api_view(rt: Runtime) -> object:
-        return await _run_view(rt, await rt.get("r1"))
+        return await run_view(rt, await rt.get("r1"))
 
     assert started.json() == in_process(cli, api_view)
     assert started.json()["pending_approvals"][0]["args"]["order_id"] == "7"

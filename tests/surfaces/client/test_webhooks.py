@@ -18,6 +18,7 @@ from support.helpers import AUTH, Api, eventually, free_port
 from bot.callbacks import CallbackNotifier, sign
 from bot.tasks import Background
 from runtime import Runtime
+from runtime.deliveries import Deliveries
 from signoff.webhooks import BadSignature, verified, verify
 from store import Store
 
@@ -76,7 +77,7 @@ async def test_a_delivery_verifies_and_its_history_is_in_the_audit(
 ) -> None:
     url, got = receiver
     background = Background()
-    notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK)
+    notifier = CallbackNotifier(Deliveries(store), SECRET, background, policy=LOOPBACK)
     api = await make_api(background, notifier=notifier)
     body = {"tool": "wire", "args": {"cents": 5}, "callback_url": url, "approval_id": "w1"}
     assert (await api.client.post("/v1/approvals", json=body, headers=AUTH)).status == 201
@@ -94,7 +95,12 @@ async def test_a_delivery_the_receiver_refuses_is_a_failure_in_the_history(
     url, got = receiver
     background = Background()
     notifier = CallbackNotifier(
-        store, "the-wrong-secret", background, policy=LOOPBACK, attempts=2, first_delay=0.01
+        Deliveries(store),
+        "the-wrong-secret",
+        background,
+        policy=LOOPBACK,
+        attempts=2,
+        first_delay=0.01,
     )
     api = await make_api(background, notifier=notifier)
     body = {"tool": "wire", "args": {"cents": 5}, "callback_url": url, "approval_id": "w1"}
@@ -134,7 +140,9 @@ async def test_every_attempt_is_in_the_delivery_history_until_the_receiver_takes
     url = str(server.make_url("/hook"))
     try:
         background = Background()
-        notifier = CallbackNotifier(store, SECRET, background, policy=LOOPBACK, first_delay=0.05)
+        notifier = CallbackNotifier(
+            Deliveries(store), SECRET, background, policy=LOOPBACK, first_delay=0.05
+        )
         api = await make_api(background, notifier=notifier)
         body = {"tool": "wire", "args": {"cents": 5}, "callback_url": url, "approval_id": "w1"}
         assert (await api.client.post("/v1/approvals", json=body, headers=AUTH)).status == 201
@@ -172,7 +180,13 @@ async def test_a_delivery_out_of_attempts_lists_the_error_and_no_next_attempt(
 ) -> None:
     background = Background()
     notifier = CallbackNotifier(
-        store, SECRET, background, policy=LOOPBACK, attempts=2, first_delay=0.01, timeout=2
+        Deliveries(store),
+        SECRET,
+        background,
+        policy=LOOPBACK,
+        attempts=2,
+        first_delay=0.01,
+        timeout=2,
     )
     api = await make_api(background, notifier=notifier)
     url = f"http://127.0.0.1:{free_port()}/hook"  # nobody listens

@@ -57,7 +57,7 @@ async def test_a_click_the_store_cannot_record_is_acked_and_told_with_one_line(
     async def cannot_write(*args: Any, **kwargs: Any) -> Any:
         raise FAILURES[failure]
 
-    monkeypatch.setattr(store, "decide_approval", cannot_write)
+    monkeypatch.setattr(store, "cast_vote", cannot_write)
     caplog.set_level(logging.INFO)
     status, body, seconds = await app.send(click(approval.id))
     status_modal, answer, _ = await app.send(decline(approval.id))
@@ -82,13 +82,13 @@ async def test_a_stalled_database_does_not_hold_the_ack(
 ) -> None:
     app, rt = slack
     approval, _ = await rt.request_approval("issue_refund", {"amount": 5})
-    decide = store.decide_approval
+    decide = store.cast_vote
 
     async def stalled(*args: Any, **kwargs: Any) -> Any:
         await asyncio.sleep(2.0)
         return await decide(*args, **kwargs)
 
-    monkeypatch.setattr(store, "decide_approval", stalled)
+    monkeypatch.setattr(store, "cast_vote", stalled)
     status, _, seconds = await app.send(click(approval.id))
     assert status == 200
     assert seconds < listeners.ACK_WITHIN + 0.2

@@ -1,23 +1,37 @@
--- SQLite queries of the Signoff store. Parameters are named; times are epoch seconds.
+-- The Signoff store's queries, once for SQLite and PostgreSQL. Parameters are named
+-- (`:name`; the PostgreSQL backend numbers them); times are epoch seconds on the way in and
+-- out (a codec on PostgreSQL's connections), JSON is text. A query the dialects write
+-- differently appears twice, tagged `[sqlite]` and `[postgres]`; smaller differences are the
+-- `{placeholders}` that `store/queries.py` lists. Statements that lock rows are empty for
+-- SQLite, whose single writer has no need of them.
 
--- schema_table_exists --
+-- schema_table_exists [sqlite] --
 -- Whether the migrations table exists yet.
 SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'signoff_schema'
+
+-- schema_table_exists [postgres] --
+-- Whether the migrations table exists yet (in the schema the search path names first).
+SELECT to_regclass('signoff_schema') IS NOT NULL
 
 -- record_migration --
 -- Record one applied migration.
 INSERT INTO signoff_schema (version, name, applied_at) VALUES (:version, :name, :applied_at)
 
--- other_tables --
+-- other_tables [sqlite] --
 -- How many tables the file has that are not Signoff's bookkeeping or SQLite's own.
 SELECT count(*) FROM sqlite_master
 WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'signoff_schema'
+
+-- other_tables [postgres] --
+-- How many tables the schema has that are not Signoff's bookkeeping.
+SELECT count(*) FROM pg_tables
+WHERE schemaname = current_schema() AND tablename <> 'signoff_schema'
 
 -- schema_version --
 -- The newest applied migration, or 0 on an empty database.
 SELECT coalesce(max(version), 0) FROM signoff_schema
 
--- create_schema_table --
+-- create_schema_table [sqlite] --
 -- The table that records applied migrations.
 CREATE TABLE IF NOT EXISTS signoff_schema (
     version    INTEGER PRIMARY KEY,
@@ -25,8 +39,20 @@ CREATE TABLE IF NOT EXISTS signoff_schema (
     applied_at REAL NOT NULL
 )
 
--- lock_migrations --
+-- create_schema_table [postgres] --
+-- The table that records applied migrations.
+CREATE TABLE IF NOT EXISTS signoff_schema (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    applied_at timestamptz NOT NULL
+)
+
+-- lock_migrations [sqlite] --
 -- (None: migrations run in a BEGIN IMMEDIATE transaction, which one process holds at a time.)
+
+-- lock_migrations [postgres] --
+-- One migrating process at a time (the lock ends with the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_schema(), 0))
 
 -- insert_run --
 -- Create a run.
@@ -77,21 +103,23 @@ SELECT r.id, r.agent, r.task, r.status, r.budget, r.requested_by, r.lineage_id, 
        r.model,
        c.step, c.steps, c.input_tokens, c.cached_input_tokens, c.output_tokens, c.cost, c.stop_reason, c.error
 FROM (SELECT * FROM runs
-      WHERE (:status IS NULL OR status = :status)
-        AND (:agent IS NULL OR agent = :agent)
-        AND (:requested_by IS NULL OR requested_by = :requested_by)
-        AND (:after_at IS NULL OR created_at < :after_at
-             OR (created_at = :after_at AND id > :after_id))
+      WHERE (:status::text IS NULL OR status = :status)
+        AND (:agent::text IS NULL OR agent = :agent)
+        AND (:requested_by::text IS NULL OR requested_by = :requested_by)
+        AND (:after_at::timestamptz IS NULL OR created_at < :after_at
+             OR (created_at = :after_at AND id > :after_id::text))
       ORDER BY created_at DESC, id LIMIT :limit) r
 JOIN checkpoints c ON c.run_id = r.id
  AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = r.id)
 ORDER BY r.created_at DESC, r.id
 
 -- run_head --
--- What a write checks first: who holds the lease, the mirrored status, the latest seq.
+-- What a write checks first: who holds the lease, the mirrored status, the latest seq. The
+-- run's row stays locked to the end of the transaction: writers of one run take turns.
 SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id),
        lease_epoch
 FROM runs WHERE id = :id
+{for_update}
 
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
@@ -114,7 +142,7 @@ WHERE lineage_id IN (
     SELECT lineage_id FROM runs
     GROUP BY lineage_id
     HAVING max(updated_at) < :before
-       AND sum(status NOT IN ('done', 'failed', 'cancelled')) = 0
+       AND count(CASE WHEN status NOT IN ('done', 'failed', 'cancelled') THEN 1 END) = 0
 )
   AND lineage_id NOT IN (
     SELECT r.lineage_id FROM pages p JOIN runs r ON r.id = p.run_id
@@ -139,8 +167,8 @@ VALUES (:run_id, :seq, :step, :snapshot, :status, :steps, :input_tokens, :output
 SELECT c.seq FROM checkpoints c
 WHERE c.run_id = :run_id
   AND c.seq = (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id AND step = :step)
-  AND NOT EXISTS (SELECT 1 FROM checkpoints r INDEXED BY checkpoints_snapshots
-                  WHERE r.run_id = :run_id AND r.snapshot = 1 AND r.seq > c.seq
+  AND NOT EXISTS (SELECT 1 FROM checkpoints r {indexed_by(checkpoints_snapshots)}
+                  WHERE r.run_id = :run_id AND r.snapshot = {true} AND r.seq > c.seq
                     AND r.step < c.step)
 
 -- load_state --
@@ -148,16 +176,16 @@ WHERE c.run_id = :run_id
 -- and of every checkpoint after it; the target row also carries its own fields (as JSON).
 SELECT seq, messages,
        CASE WHEN seq = coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
-       THEN json_object('step', step, 'status', status, 'steps', steps,
-                        'input_tokens', input_tokens, 'output_tokens', output_tokens,
-                        'cached_input_tokens', cached_input_tokens,
-                        'cost', cost, 'stop_reason', stop_reason, 'error', error)
+       THEN {json_object}('step', step, 'status', status, 'steps', steps,
+                          'input_tokens', input_tokens, 'output_tokens', output_tokens,
+                          'cached_input_tokens', cached_input_tokens,
+                          'cost', cost, 'stop_reason', stop_reason, 'error', error)
        END AS state
 FROM checkpoints
 WHERE run_id = :run_id
   AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id))
   AND seq >= (SELECT max(seq) FROM checkpoints
-              WHERE run_id = :run_id AND snapshot = 1
+              WHERE run_id = :run_id AND snapshot = {true}
                 AND seq <= coalesce(:seq, (SELECT max(seq) FROM checkpoints
                                            WHERE run_id = :run_id)))
 ORDER BY seq
@@ -168,7 +196,7 @@ ORDER BY seq
 SELECT run_id, seq, step, snapshot, status, steps, input_tokens, cached_input_tokens,
        output_tokens, cost,
        stop_reason, error, created_at, messages,
-       coalesce(step > min(step) OVER later, 0) AS rolled_back
+       coalesce(step > min(step) OVER later, {false}) AS rolled_back
 FROM checkpoints WHERE run_id = :run_id
 WINDOW later AS (ORDER BY seq ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING)
 ORDER BY seq
@@ -211,7 +239,7 @@ ORDER BY id LIMIT 1
 -- conflicting_effect_by_key --
 -- The latest mutating effect in any lineage under this idempotency key with other arguments
 -- (another digest) that may have happened: completed and not undone, running or in doubt.
-SELECT * FROM effects INDEXED BY effects_by_key_alone
+SELECT * FROM effects {indexed_by(effects_by_key_alone)}
 WHERE idempotency_key = :idempotency_key AND reversibility <> 'read'
   AND args_digest IS NOT NULL AND args_digest <> :args_digest
   AND (status IN ('started', 'in_doubt') OR (status = 'completed' AND compensated_by IS NULL))
@@ -227,8 +255,7 @@ SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
 
 -- insert_approval --
 -- Create an approval. Its deadline and first reminder are the database's time plus how far
--- after `created_at` the worker set them: the worker's clock gives only the lengths. (Whole
--- microseconds, as a time read back and written again is: `extend_deadline` compares them.)
+-- after `created_at` the worker set them: the worker's clock gives only the lengths.
 INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args,
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
@@ -239,8 +266,8 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals,
-        round((coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + (:deadline - :created_at)) * 1e6) / 1e6,
-        round((coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + (:next_reminder_at - :created_at)) * 1e6) / 1e6,
+        {shifted(:deadline, :created_at)},
+        {shifted(:next_reminder_at, :created_at)},
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
@@ -249,17 +276,16 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
 -- approved since :since (not declined, not withdrawn): what a new request may duplicate.
-SELECT * FROM approvals INDEXED BY approvals_by_idempotency_key
-WHERE idempotency_key = :idempotency_key AND lineage_id IS NOT :lineage_id
+SELECT * FROM approvals {indexed_by(approvals_by_idempotency_key)}
+WHERE idempotency_key = :idempotency_key AND lineage_id {is_distinct_from} :lineage_id
   AND (state = 'pending' OR (state = 'approved' AND decided_at >= :since))
 ORDER BY created_at DESC LIMIT 1
 
 -- declined_approval_by_key --
 -- A decline of this call (this idempotency key and arguments) in a lineage, if any: a
 -- person's, or an expiry; not a withdrawal by Signoff when its run was cancelled or rolled
--- back. Without statistics SQLite
--- would pick the index on state, and read every decline there is.
-SELECT * FROM approvals INDEXED BY approvals_by_key
+-- back. Without statistics SQLite would pick the index on state, and read every decline.
+SELECT * FROM approvals {indexed_by(approvals_by_key)}
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
   AND (args_digest IS NULL OR args_digest = :args_digest)
   AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
@@ -279,19 +305,20 @@ SELECT * FROM approvals WHERE state = :state ORDER BY created_at, id LIMIT :limi
 
 -- list_approvals_of_run --
 -- A run's approvals, oldest first, optionally in one state.
-SELECT * FROM approvals INDEXED BY approvals_by_run
-WHERE run_id = :run_id AND (:state IS NULL OR state = :state)
+SELECT * FROM approvals {indexed_by(approvals_by_run)}
+WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
 ORDER BY created_at, id LIMIT :limit
 
 -- page_approvals --
 -- One page of approvals, oldest first, filtered by state, run, tool and requester (each
 -- optional), after the cursor (created_at, id) of the previous page's last one.
 SELECT * FROM approvals
-WHERE (:state IS NULL OR state = :state)
-  AND (:run_id IS NULL OR run_id = :run_id)
-  AND (:tool IS NULL OR tool = :tool)
-  AND (:requested_by IS NULL OR requested_by = :requested_by)
-  AND (:after_at IS NULL OR created_at > :after_at OR (created_at = :after_at AND id > :after_id))
+WHERE (:state::text IS NULL OR state = :state)
+  AND (:run_id::text IS NULL OR run_id = :run_id)
+  AND (:tool::text IS NULL OR tool = :tool)
+  AND (:requested_by::text IS NULL OR requested_by = :requested_by)
+  AND (:after_at::timestamptz IS NULL OR created_at > :after_at
+       OR (created_at = :after_at AND id > :after_id::text))
 ORDER BY created_at, id LIMIT :limit
 
 -- decide_approval --
@@ -303,8 +330,8 @@ SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason =
     approved_args = :approved_args, approved_digest = :approved_digest,
     key_suffix = :key_suffix
 WHERE id = :id AND state = 'pending'
-  AND (NOT :due_only OR deadline <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
-  AND (NOT :open_only OR deadline IS NULL OR deadline > coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
+  AND (NOT :due_only OR deadline <= {clock})
+  AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
 
 -- insert_vote --
 -- One approver's vote; a second vote by the same user is ignored.
@@ -319,17 +346,25 @@ SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at,
 -- How many distinct approvers voted for an approval.
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
--- due_approvals --
--- Pending approvals whose deadline or next reminder has come by the database's clock (each through its own index).
+-- due_approvals [sqlite] --
+-- Pending approvals whose deadline or next reminder has come by the database's clock (each
+-- through its own index).
 SELECT * FROM approvals INDEXED BY approvals_pending_deadline
-WHERE state = 'pending' AND deadline <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
+WHERE state = 'pending' AND deadline <= {clock}
 UNION
 SELECT * FROM approvals INDEXED BY approvals_pending_reminder
-WHERE state = 'pending' AND next_reminder_at <= coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
+WHERE state = 'pending' AND next_reminder_at <= {clock}
 ORDER BY created_at
 LIMIT :limit
 
--- next_due_at --
+-- due_approvals [postgres] --
+-- Pending approvals whose deadline or next reminder has come by the database's clock.
+SELECT * FROM approvals
+WHERE state = 'pending' AND (deadline <= {clock} OR next_reminder_at <= {clock})
+ORDER BY created_at
+LIMIT :limit
+
+-- next_due_at [sqlite] --
 -- The earliest deadline or reminder among pending approvals: two index lookups, not a scan.
 SELECT min(at) FROM (
     SELECT (SELECT deadline FROM approvals INDEXED BY approvals_pending_deadline
@@ -341,6 +376,11 @@ SELECT min(at) FROM (
             ORDER BY next_reminder_at LIMIT 1)
 )
 
+-- next_due_at [postgres] --
+-- The earliest deadline or reminder among pending approvals.
+SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
+             (SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'))
+
 -- record_reminder --
 -- Compare-and-set on the reminder count: one reminder is recorded once.
 UPDATE approvals
@@ -350,8 +390,8 @@ WHERE id = :id AND state = 'pending' AND reminders_sent = :reminders_sent - 1
 
 -- extend_deadline --
 -- Compare-and-set on the deadline: move it once, for approvals that escalate and wait.
-UPDATE approvals SET deadline = :deadline, escalated = 1
-WHERE id = :id AND state = 'pending' AND deadline IS :expected
+UPDATE approvals SET deadline = :deadline, escalated = {true}
+WHERE id = :id AND state = 'pending' AND deadline {is_not_distinct_from} :expected
 
 -- set_approval_message --
 -- Where the approval was posted, and whether that worked.
@@ -413,9 +453,10 @@ UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE id = :id AND acknowledged_by IS NULL
 
 -- settle_pages_of_call --
--- Acknowledge the open pages about one call of a run.
+-- Acknowledge the open pages about one call of a run; the ones it acknowledged.
 UPDATE pages SET acknowledged_by = :by, acknowledged_at = :at
 WHERE run_id = :run_id AND call_id = :call_id AND acknowledged_by IS NULL
+RETURNING id
 
 -- set_page_message --
 -- Where the page was posted, and whether that worked.
@@ -427,63 +468,73 @@ WHERE id = :id
 INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
 VALUES (:at, :actor, :action, :run_id, :approval_id, :detail)
 
--- list_events --
+-- insert_escalation_event --
+-- The audit event of an approval's escalation, dated by the database's clock.
+INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+VALUES ({now}, 'signoff', 'approval_escalated', :run_id, :approval_id, :detail)
+
+-- list_events [sqlite] --
 -- Audit events in commit order (one writer at a time: the id's), optionally of one run.
 SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 
+-- list_events [postgres] --
+-- Audit events in commit order, optionally of one run (an event's place in it is its
+-- `commit_seq`, migration 0016, read as its id).
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
+
 -- acquire_lease --
--- Take a run's lease if it is free, expired, or already ours; the new epoch. The database
--- dates and judges it (here the host's clock, as PostgreSQL's is the server's), never the
--- caller's `now`: only the lease's length `:ttl` comes from the worker.
+-- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
+-- epoch. The database dates and judges it (the host's clock for SQLite, the server's for
+-- PostgreSQL), never the caller's `now`: only the lease's length `:ttl` comes from the worker.
 UPDATE runs
-SET lease_owner = :owner, lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl,
+SET lease_owner = :owner, lease_expires_at = {seconds_from_now(:ttl)},
     lease_epoch = lease_epoch + 1
 WHERE id = :id
-  AND (lease_owner IS NULL OR lease_owner = :owner
-       OR lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
 RETURNING lease_epoch
 
 -- renew_lease --
 -- Extend a lease we hold, in the epoch we hold it (any epoch when none is given).
-UPDATE runs SET lease_expires_at = (julianday('now') - 2440587.5) * 86400.0 + :ttl
-WHERE id = :id AND lease_owner = :owner AND (:epoch IS NULL OR lease_epoch = :epoch)
+UPDATE runs SET lease_expires_at = {seconds_from_now(:ttl)}
+WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
 -- Give up a lease we hold (its epoch stays: the next lease is one higher).
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
-WHERE id = :id AND lease_owner = :owner AND (:epoch IS NULL OR lease_epoch = :epoch)
+WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
 -- `rollback` or `compensate` event after it), with no live lease on the run (or one of this
 -- worker's, from before a restart): it died inside an undo or between two.
 SELECT DISTINCT r.id
-FROM audit_events s INDEXED BY audit_events_undo_started
+FROM audit_events s {indexed_by(audit_events_undo_started)}
 JOIN runs r ON r.id = s.run_id
 WHERE s.action = 'undo_started'
-  AND NOT EXISTS (SELECT 1 FROM audit_events e INDEXED BY audit_events_by_run
+  AND NOT EXISTS (SELECT 1 FROM audit_events e {indexed_by(audit_events_by_run)}
                   WHERE e.run_id = s.run_id AND e.id > s.id
                     AND e.action IN ('rollback', 'compensate'))
-  AND (r.lease_owner IS NULL OR r.lease_owner = :owner
-       OR r.lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
+  AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < {now})
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
--- this worker before a restart), and parked runs whose approvals are all decided.
+-- this worker before a restart), and parked runs whose approvals are all decided. Several
+-- processes may list the same run: taking its lease (compare-and-set) picks one.
 SELECT id FROM runs
 WHERE status = 'running'
-  AND (lease_owner IS NULL OR lease_owner = :owner
-       OR lease_expires_at < (julianday('now') - 2440587.5) * 86400.0)
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
 UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
-  AND NOT EXISTS (SELECT 1 FROM approvals a INDEXED BY approvals_by_run
+  AND NOT EXISTS (SELECT 1 FROM approvals a {indexed_by(approvals_by_run)}
                   WHERE a.run_id = r.id AND a.state = 'pending')
 
--- claim_outbox --
+-- claim_outbox [sqlite] --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
 -- of the same subject precedes (a card is posted before it is updated). `attempts` counts
--- claims, so a sender knows when an earlier one may have delivered before dying.
+-- claims, so a sender knows when an earlier one may have delivered before dying. One
+-- machine, one clock: the caller's `now` and `until` date it.
 UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
 WHERE id IN (
     SELECT o.id FROM outbox o
@@ -498,6 +549,26 @@ WHERE id IN (
 )
 RETURNING id, topic, subject_id, detail, attempts, created_at
 
+-- claim_outbox [postgres] --
+-- As SQLite's, and rows another sender is claiming right now are skipped. The server's clock
+-- (or the store's own, when it was given one) says what is due and dates the claim: a sender
+-- whose clock runs fast cannot take over a claim another sender still holds.
+UPDATE outbox
+SET claimed_by = :owner, claimed_until = {seconds_from_clock(:ttl)}, attempts = attempts + 1
+WHERE id IN (
+    SELECT o.id FROM outbox o
+    WHERE o.sent_at IS NULL AND o.next_attempt_at <= {clock}
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox p
+          WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
+      )
+    ORDER BY o.id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+RETURNING id, topic, subject_id, detail, attempts, created_at
+
 -- finish_outbox --
 -- Mark a claimed row sent (or given up, with the error that makes retrying pointless).
 UPDATE outbox SET sent_at = :at, error = :error, claimed_by = NULL, claimed_until = NULL
@@ -507,10 +578,25 @@ WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
 -- Release a claimed row for another attempt `:after` seconds from now by the database's clock
 -- (or the store's own, when it was given one).
 UPDATE outbox
-SET next_attempt_at = coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) + :after,
-    error = :error,
+SET next_attempt_at = {seconds_from_clock(:after)}, error = :error,
     claimed_by = NULL, claimed_until = NULL
 WHERE id = :id AND claimed_by = :owner AND sent_at IS NULL
+
+-- enqueue_outbox [sqlite] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`).
+INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+VALUES (:topic, :subject_id, :detail, {now}, {now})
+
+-- enqueue_outbox [postgres] --
+-- Queue one message about a change, in the change's own transaction (`store.announce`), and
+-- notify the schema's channel (delivered at commit), so other processes wake at once
+-- instead of at their next poll.
+WITH queued AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    VALUES (:topic, :subject_id, :detail::jsonb, clock_timestamp(), clock_timestamp())
+    RETURNING topic
+)
+SELECT pg_notify(left('signoff:' || current_schema(), 63), topic) FROM queued
 
 -- outbox_backlog --
 -- How many rows wait to be sent, and since when.
@@ -520,7 +606,7 @@ SELECT count(*), min(created_at) FROM outbox WHERE sent_at IS NULL
 -- Forget outbox rows created before a time (sent long ago, or announcing what is gone).
 DELETE FROM outbox WHERE created_at < :before
 
--- remind_open_pages --
+-- remind_open_pages [sqlite] --
 -- Queue a reminder for each posted page nobody acknowledged and nobody was told about since
 -- `before`; in one statement, so two processes doing it at once remind once.
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
@@ -532,43 +618,84 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
         AND o.created_at > :before
   )
 
+-- remind_open_pages [postgres] --
+-- As SQLite's, for the interval `:now - :before` measured back from the server's clock
+-- (which dates the rows; the store's own, when it was given one).
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'page_reminded', p.id, {clock}, {clock} FROM pages p
+WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox o
+      WHERE o.subject_id = p.id AND o.topic IN ('page_opened', 'page_reminded')
+        AND o.created_at > {clock} - (:now::timestamptz - :before::timestamptz)
+  )
+
 -- release_outbox_claims --
 -- A restarted worker (same id) lets go of the rows it had claimed: its sends died with it.
 UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
 WHERE claimed_by = :owner AND sent_at IS NULL
 
--- queue_home_refresh --
+-- queue_home_refresh [sqlite] --
 -- One `home_stale` row per subject (a JSON list) that has no unsent row waiting unclaimed: a
 -- row being sent may have read the state before this change, so a new one is queued then.
--- Dated by the database's clock (or the store's own, when it was given one).
+-- Dated by the store's clock (the database's own unless it was given one).
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'home_stale', s.value, coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0), coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0) FROM json_each(:subjects) s
+SELECT 'home_stale', s.value, {clock}, {clock} FROM json_each(:subjects) s
 WHERE NOT EXISTS (
     SELECT 1 FROM outbox o
     WHERE o.subject_id = s.value AND o.topic = 'home_stale' AND o.sent_at IS NULL
-      AND (o.claimed_until IS NULL OR o.claimed_until < coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
 )
 
--- outbox_waiting_before --
+-- queue_home_refresh [postgres] --
+-- The same, over PostgreSQL's JSON.
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'home_stale', s.value, {clock}, {clock}
+FROM jsonb_array_elements_text(:subjects::jsonb) AS s(value)
+WHERE NOT EXISTS (
+    SELECT 1 FROM outbox o
+    WHERE o.subject_id = s.value AND o.topic = 'home_stale' AND o.sent_at IS NULL
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+)
+
+-- outbox_waiting_before [sqlite] --
 -- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
 SELECT count(*) FROM outbox
 WHERE sent_at IS NULL AND id < :before
   AND subject_id IN (SELECT value FROM json_each(:subjects))
 
+-- outbox_waiting_before [postgres] --
+-- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
+SELECT count(*) FROM outbox
+WHERE sent_at IS NULL AND id < :before
+  AND subject_id IN (SELECT jsonb_array_elements_text(:subjects::jsonb))
+
 -- approval_for_update --
--- One approval, read to change it (the single writer already keeps others off it).
-SELECT * FROM approvals WHERE id = :id
+-- One approval, locked to the end of the transaction: a vote and a decision take turns.
+SELECT * FROM approvals WHERE id = :id {for_update}
 
--- lock_lineage --
+-- lock_lineage [sqlite] --
 -- (None: the single writer serializes every transaction.)
 
--- lock_key --
+-- lock_lineage [postgres] --
+-- Claims by idempotency key in one lineage take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:lineage:' || :lineage_id, 0))
+
+-- lock_key [sqlite] --
 -- (None: the single writer serializes every transaction.)
 
--- lock_page_reminders --
+-- lock_key [postgres] --
+-- Claims by one idempotency key across lineages take turns (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:key:' || :idempotency_key, 0))
+
+-- lock_page_reminders [sqlite] --
 -- (None: the single writer serializes every transaction.)
 
--- list_audit --
+-- lock_page_reminders [postgres] --
+-- One process at a time queues page reminders (to the end of the transaction).
+SELECT pg_advisory_xact_lock(hashtextextended('signoff:page_reminders', 0))
+
+-- list_audit [sqlite] --
 -- The audit trail in commit order (one writer at a time: the id's), at or after a time,
 -- optionally of one run or one approval, after an event id (paging), at most `limit` events.
 SELECT * FROM audit_events
@@ -576,6 +703,16 @@ WHERE at >= :since AND id > :after
   AND (:run_id IS NULL OR run_id = :run_id)
   AND (:approval_id IS NULL OR approval_id = :approval_id)
 ORDER BY id
+LIMIT :limit
+
+-- list_audit [postgres] --
+-- The audit trail in commit order (`commit_seq`, migration 0016, read as the event's id), at
+-- or after a time, optionally of one run or one approval, after an event id, at most `limit`.
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+WHERE at >= :since AND commit_seq > :after
+  AND (:run_id::text IS NULL OR run_id = :run_id)
+  AND (:approval_id::text IS NULL OR approval_id = :approval_id)
+ORDER BY commit_seq
 LIMIT :limit
 
 -- prune_audit --
@@ -597,14 +734,24 @@ SELECT
     (SELECT count(*) FROM outbox WHERE sent_at IS NULL) AS outbox_backlog,
     (SELECT min(created_at) FROM outbox WHERE sent_at IS NULL) AS outbox_oldest_at
 
--- next_lease_lapse --
+-- next_lease_lapse [sqlite] --
 -- Seconds until the next live lease another worker holds on a running run lapses.
-SELECT min(lease_expires_at) - (julianday('now') - 2440587.5) * 86400.0 FROM runs
-WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > (julianday('now') - 2440587.5) * 86400.0
+SELECT min(lease_expires_at) - {now} FROM runs
+WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > {now}
 
--- database_now --
+-- next_lease_lapse [postgres] --
+-- Seconds (by the server's clock) until the next live lease another worker holds on a
+-- running run lapses: when to look for it to take over.
+SELECT extract(epoch FROM min(lease_expires_at) - now())::float8 FROM runs
+WHERE status = 'running' AND lease_owner <> :owner AND lease_expires_at > now()
+
+-- database_now [sqlite] --
 -- The database's clock (the host's, for a file on this machine).
-SELECT (julianday('now') - 2440587.5) * 86400.0
+SELECT {now}
+
+-- database_now [postgres] --
+-- The server's clock, to compare a worker's with.
+SELECT clock_timestamp()
 
 -- add_page_evidence --
 -- Add what a worker fenced off its run reported about a call to the call's open pages.
@@ -620,10 +767,11 @@ VALUES (:id, :tool, :condition, :author, :reason, :state, :needs_second,
 
 -- list_learned_rules --
 -- Learned rules, newest first, optionally of one tool or one id, each with its uses.
-SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+SELECT r.*, (SELECT count(*) FROM approvals a
+             WHERE {json_text(a.rule, learned_id)} = r.id) AS uses
 FROM learned_rules r
-WHERE (:tool IS NULL OR r.tool = :tool)
-  AND (:id IS NULL OR r.id = :id)
+WHERE (:tool::text IS NULL OR r.tool = :tool)
+  AND (:id::text IS NULL OR r.id = :id)
 ORDER BY r.created_at DESC, r.id
 
 -- confirm_learned_rule --
@@ -642,7 +790,8 @@ UPDATE learned_rules SET reminded_at = :at WHERE id = :id AND reminded_at IS NUL
 
 -- learned_rules_expiring --
 -- Active rules expiring before a time whose author was not reminded yet.
-SELECT r.*, (SELECT count(*) FROM approvals a WHERE json_extract(a.rule, '$.learned_id') = r.id) AS uses
+SELECT r.*, (SELECT count(*) FROM approvals a
+             WHERE {json_text(a.rule, learned_id)} = r.id) AS uses
 FROM learned_rules r
 WHERE r.state = 'active' AND r.reminded_at IS NULL AND r.expires_at > :now
   AND r.expires_at <= :before
@@ -654,7 +803,7 @@ ORDER BY r.expires_at
 WITH req AS (
     SELECT id, at, actor, action, run_id, approval_id, detail FROM audit_events
     WHERE action IN ('approval_requested', 'approval_auto_approved', 'approval_denied')
-      AND json_extract(detail, '$.tool') = :tool
+      AND {json_text(detail, tool)} = :tool
     ORDER BY id DESC
     LIMIT :limit
 )
@@ -673,23 +822,20 @@ ORDER BY created_at, id
 -- learned_rule_uses_since --
 -- The approvals one learned rule approved after a time, oldest first.
 SELECT id, run_id, created_at FROM approvals
-WHERE json_extract(rule, '$.learned_id') = :rule_id AND created_at > :after
+WHERE {json_text(rule, learned_id)} = :rule_id AND created_at > :after
 ORDER BY created_at, id
 
 -- enqueue_rule_expiring --
--- The author's "expires soon" DM, queued with the mark that says it is due (once).
+-- The author's "expires soon" DM, queued with the mark that says it is due (once), dated by
+-- the database's clock (or the store's own, when it was given one), as the sender judges it.
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-VALUES ('rule_expiring', :id, :detail,
-        coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0),
-        coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0))
+VALUES ('rule_expiring', :id, :detail::jsonb, {clock}, {clock})
 
 -- enqueue_rule_uses_noted --
 -- A batch of a rule's uses, queued with its mark, about the card the rule grew from (so it
 -- goes out after that card's own rows).
 INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
-SELECT 'rule_uses_noted', from_approval, :detail,
-       coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0),
-       coalesce(:test_now, (julianday('now') - 2440587.5) * 86400.0)
+SELECT 'rule_uses_noted', from_approval, :detail::jsonb, {clock}, {clock}
 FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 
 -- mark_learned_rule_noted --

@@ -1,0 +1,64 @@
+"""`Database`: the door a process opens the durable state by. It opens (and migrates) the
+store a URL names, builds the `Runtime` over it, and offers what the surfaces need of the
+database itself besides the runtime's commands: the read views (`queries`), the delivery
+bookkeeping (`deliveries`), upkeep (migrate, prune, health, the database's clock) and
+closing it. The store stays inside; no surface holds it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from runtime.agent import Agent
+from runtime.deliveries import Deliveries
+from runtime.engine import Runtime
+from runtime.notifier import Notifier
+from runtime.queries import Queries
+from runtime.runs.skew import ClockSkew
+from store import Store, open_store
+
+
+class Database:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.queries = Queries(store)
+        self.deliveries = Deliveries(store)
+
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True, **options: Any) -> Database:
+        """Open the database a URL names, applying pending migrations unless `migrate=False`;
+        options go to the backend (`synchronous` for SQLite, `pool_size` for PostgreSQL)."""
+        return cls(await open_store(url, migrate=migrate, **options))
+
+    @property
+    def url(self) -> str:
+        return self._store.url
+
+    def runtime(
+        self, agents: Iterable[Agent] = (), notifier: Notifier | None = None, **options: Any
+    ) -> Runtime:
+        """The runtime over this database (`Runtime`'s keyword options)."""
+        return Runtime(self._store, agents, notifier, **options)
+
+    async def migrate(self) -> tuple[int, int]:
+        """Create or upgrade the schema: (version before, version after)."""
+        return await self._store.migrate()
+
+    async def prune(self, finished_before: datetime, *, include_audit: bool) -> tuple[int, int]:
+        """Remove the lineages that finished before then (with `include_audit`, their audit
+        events written before then too): (runs, audit events) removed."""
+        return await self._store.prune(finished_before, include_audit=include_audit)
+
+    def clock_skew(
+        self,
+        clock: Callable[[], datetime],
+        *,
+        unready_at: float,
+        report: Callable[[float], None] | None = None,
+    ) -> ClockSkew:
+        """How far `clock` is from the database's, measured when asked."""
+        return ClockSkew(self._store, clock, unready_at=unready_at, report=report)
+
+    async def close(self) -> None:
+        await self._store.close()

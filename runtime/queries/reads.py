@@ -1,0 +1,183 @@
+"""`Queries`: everything a surface reads, typed, in one place. Each method answers with a
+record of the runtime's vocabulary (`runtime.records`) or a view (`runtime.queries.views`);
+an unknown run, approval or page is the runtime's `RunNotFound`, `ApprovalNotFound` or
+`PageNotFound`, any other unknown id the store's `NotFound`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from runtime import errors
+from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
+from store import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Checkpoint,
+    Effect,
+    Page,
+    Run,
+    RunState,
+    Store,
+)
+from store import errors as store_errors
+from store.records import LearnedRule
+
+NOT_FOUND: tuple[type[Exception], ...] = (
+    store_errors.NotFound,
+    errors.RunNotFound,
+    errors.ApprovalNotFound,
+    errors.PageNotFound,
+)
+"""What a query raises for an id that names no record (never made, or pruned)."""
+
+PENDING_SCAN = 10_000
+"""Pending approvals read at most per metrics scrape."""
+
+
+class Queries:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    # runs
+
+    async def run(self, run_id: str) -> Run:
+        try:
+            return await self._store.get_run(run_id)
+        except store_errors.NotFound:
+            raise errors.RunNotFound(f"no run {run_id!r}", run_id=run_id) from None
+
+    async def runs(self, *, limit: int = 100) -> list[Run]:
+        """Every run, newest first."""
+        return await self._store.list_runs(None, limit=limit)
+
+    async def run_detail(self, run_id: str) -> RunDetail:
+        run = await self.run(run_id)
+        approvals = await self._store.list_approvals(run_id=run_id)
+        return RunDetail(
+            run=run,
+            approvals=approvals,
+            effects=await self._store.list_effects(run_id),
+            votes=await self.quorum_votes(approvals),
+            pages=await self._store.list_pages(open_only=False, run_id=run_id),
+        )
+
+    async def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        """The run's checkpoints in order (an unknown run has none)."""
+        return await self._store.history(run_id)
+
+    async def latest_state(self, run_id: str) -> RunState:
+        return await self._store.load_state(run_id)
+
+    async def effects(self, run_id: str) -> list[Effect]:
+        return await self._store.list_effects(run_id)
+
+    async def effect(self, run_id: str, call_id: str) -> Effect:
+        return await self._store.get_effect(run_id, call_id)
+
+    # approvals
+
+    async def approval(self, approval_id: str) -> Approval:
+        try:
+            return await self._store.get_approval(approval_id)
+        except store_errors.NotFound:
+            raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
+
+    async def approvals(
+        self,
+        *,
+        run_id: str | None = None,
+        state: ApprovalState | None = None,
+        limit: int = 1000,
+    ) -> list[Approval]:
+        return await self._store.list_approvals(run_id=run_id, state=state, limit=limit)
+
+    async def votes(self, approval_id: str) -> list[str]:
+        """Who voted for an approval so far, in order."""
+        return await self._store.list_votes(approval_id)
+
+    async def quorum_votes(self, approvals: Sequence[Approval]) -> dict[str, list[str]]:
+        """Who approved so far, for each pending approval here that needs several approvers."""
+        return {
+            a.id: await self._store.list_votes(a.id)
+            for a in approvals
+            if a.state == ApprovalState.PENDING and a.required_approvals > 1
+        }
+
+    # pages
+
+    async def page(self, page_id: str) -> Page:
+        try:
+            return await self._store.get_page(page_id)
+        except store_errors.NotFound:
+            raise errors.PageNotFound(f"no page {page_id!r}") from None
+
+    async def pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
+        """Oldest first; `open_only`: those nobody acknowledged; `run_id`: that run's only."""
+        return await self._store.list_pages(open_only=open_only, run_id=run_id)
+
+    # learned rules
+
+    async def learned_rule(self, rule_id: str) -> LearnedRule:
+        return await self._store.get_learned_rule(rule_id)
+
+    async def learned_rules(self) -> list[LearnedRule]:
+        return await self._store.list_learned_rules()
+
+    async def learned_rule_uses_since(
+        self, rule_id: str, *, after: datetime
+    ) -> list[tuple[str, str | None, datetime]]:
+        """(approval id, run id, when) for each approval the rule approved after then."""
+        return await self._store.learned_rule_uses_since(rule_id, after=after)
+
+    # audit
+
+    async def events(self, *, run_id: str | None = None) -> list[AuditEvent]:
+        return await self._store.list_events(run_id=run_id)
+
+    async def audit(
+        self,
+        *,
+        since: datetime | None = None,
+        run_id: str | None = None,
+        approval_id: str | None = None,
+        after: int = 0,
+        limit: int = 1000,
+    ) -> list[AuditEvent]:
+        """Audit events in the order they were written, at or after `since`, with an id
+        above `after`, of one run or approval if given, at most `limit`."""
+        return await self._store.list_audit(
+            since=since, run_id=run_id, approval_id=approval_id, after=after, limit=limit
+        )
+
+    # outbox
+
+    async def outbox_waiting_before(self, item_id: int, subject_ids: Sequence[str]) -> int:
+        """How many undelivered notifications about these subjects were queued before it."""
+        return await self._store.outbox_waiting_before(item_id, subject_ids)
+
+    # metrics and health
+
+    async def counts(self) -> Counts:
+        return Counts.of(await self._store.operational_counts())
+
+    async def metrics(self, *, with_pending: bool) -> MetricsSnapshot:
+        """The counts and learned rules, and with `with_pending` the pending approvals."""
+        counts = await self.counts()
+        learned = await self._store.list_learned_rules()
+        pending = (
+            await self._store.list_approvals(state=ApprovalState.PENDING, limit=PENDING_SCAN)
+            if with_pending and counts.approvals_pending
+            else []
+        )
+        return MetricsSnapshot(counts, learned, pending)
+
+    async def health(self) -> dict[str, str]:
+        """What keeps the database from serving now, by check (`database`, `schema`,
+        `disk`), with details for the log; empty when it is ready."""
+        return await self._store.health()
+
+    async def database_now(self) -> datetime:
+        """The database's clock (leases, deadlines and claims follow it)."""
+        return await self._store.database_now()

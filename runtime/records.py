@@ -1,0 +1,59 @@
+"""The store's records, enums and errors that are the runtime's public vocabulary.
+
+Surfaces name them through here (or through `runtime`), never through `store`, so what a
+surface may read and change has one place to live: the runtime's commands and its queries
+(`runtime.queries`). These are the same classes as in `store`; only the door is different.
+"""
+
+from store import (
+    TERMINAL_STATUSES,
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Budget,
+    Checkpoint,
+    Delivery,
+    Effect,
+    EffectStatus,
+    Message,
+    Page,
+    Reversibility,
+    Run,
+    RunState,
+    RunStatus,
+    ToolCall,
+    Usage,
+    sqlite_path,
+)
+from store.errors import DatabaseError, DiskFull, NotFound, StoreError
+from store.records import SYSTEM_ACTOR, LearnedRule, OutboxItem, masked, utcnow
+
+__all__ = [
+    "SYSTEM_ACTOR",
+    "TERMINAL_STATUSES",
+    "Approval",
+    "ApprovalState",
+    "AuditEvent",
+    "Budget",
+    "Checkpoint",
+    "DatabaseError",
+    "Delivery",
+    "DiskFull",
+    "Effect",
+    "EffectStatus",
+    "LearnedRule",
+    "Message",
+    "NotFound",
+    "OutboxItem",
+    "Page",
+    "Reversibility",
+    "Run",
+    "RunState",
+    "RunStatus",
+    "StoreError",
+    "ToolCall",
+    "Usage",
+    "masked",
+    "sqlite_path",
+    "utcnow",
+]
