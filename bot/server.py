@@ -20,6 +20,7 @@ from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
 from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
+from bot.readers import Readers
 from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
@@ -67,7 +68,11 @@ async def serve(
     slack = None if settings.api.only else slack_surface(settings, rt, process.background, nudge)
     if slack is not None:
         slack.mount(app)
-    console.mount(app, people=SlackPeople(slack.client) if slack is not None else None)
+    console.mount(
+        app,
+        Readers.of(settings.slack.readers, settings.slack.page_resolvers),
+        people=SlackPeople(slack.client) if slack is not None else None,
+    )
     if extend is not None:
         extend(app, process)
     scheduler = rt.scheduler

@@ -209,6 +209,9 @@ class ApiSettings(Section):
         return value
 
 
+READER_ID = re.compile(r"[UWSCG][A-Z0-9]{2,}")
+
+
 class SlackSettings(Section):
     bot_token: SecretStr | None = setting("slack_bot_token", None, env="SLACK_BOT_TOKEN")
     signing_secret: SecretStr | None = setting(
@@ -223,11 +226,28 @@ class SlackSettings(Section):
     not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
     page_remind_every: Duration = setting("page_remind_every", timedelta(hours=1))
     """How often a page nobody acknowledged is announced again, in its thread."""
+    readers: Annotated[list[str], NoDecode] = setting("slack_readers", default_factory=list)
+    """Who may read every run with `/runs` and in the dev console, besides a run's requester,
+    approvers and on-call: Slack user ids, user-group ids (S…) and channel ids (C…, anyone
+    asking in it); see `bot.readers`."""
+    home_publish_per_minute: float = setting("home_publish_per_minute", 80.0, gt=0)
+    """App Home publishes a minute at most (Slack allows `views.publish` 100+ a minute)."""
 
-    @field_validator("page_resolvers", mode="before")
+    @field_validator("page_resolvers", "readers", mode="before")
     @classmethod
     def _comma_separated(cls, value: Any) -> Any:
         return comma_separated(value)
+
+    @field_validator("readers")
+    @classmethod
+    def _reader_ids(cls, value: list[str]) -> list[str]:
+        wrong = [i for i in value if not READER_ID.fullmatch(i)]
+        if wrong:
+            raise ValueError(
+                f"readers are Slack ids (U…/W… users, S… user groups, C…/G… channels), "
+                f"not {', '.join(map(repr, wrong))}"
+            )
+        return value
 
 
 class Settings(BaseSettings):

@@ -6,6 +6,7 @@ a decision."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from store import Approval, AuditEvent, Store
@@ -39,6 +40,11 @@ class Deliveries:
     async def release_outbox_claims(self, owner: str) -> int:
         """Give up this owner's claims (its rows are sent again at once)."""
         return await self._store.release_outbox_claims(owner)
+
+    async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
+        """Queue a `home_stale` row for each subject (one person's App Home) that has none
+        waiting; how many were queued."""
+        return await self._store.queue_home_refresh(subjects)
 
     async def remind_open_pages(self, *, now: datetime, before: datetime) -> int:
         """Queue a reminder for each page nobody acknowledged since `before`."""

@@ -367,6 +367,12 @@ class Store(Protocol):
         `before`; how many."""
         ...
 
+    async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
+        """Queue `home_stale` for each subject (one person's App Home) that has no unsent row
+        waiting to be claimed: a burst of changes leaves at most one row waiting per person
+        (besides one being sent). How many were queued."""
+        ...
+
     async def release_outbox_claims(self, owner: str) -> int:
         """Unclaim `owner`'s unsent rows (it restarted); how many."""
         ...

@@ -441,6 +441,7 @@ class OutboxItem(Record):
         "run_finished",
         "rule_expiring",
         "rule_uses_noted",
+        "home_stale",
     ]
     subject_id: str
     detail: dict[str, Any] = Field(default_factory=dict)

@@ -443,6 +443,12 @@ class SqlStore:
         params = {"now": rows.ts(now), "before": rows.ts(before), "test_now": self._judge_now()}
         return await self._write(lambda: core.remind_open_pages(params))
 
+    async def queue_home_refresh(self, subjects: Sequence[str]) -> int:
+        if not subjects:
+            return 0
+        params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
+        return int(await self._one("queue_home_refresh", params, "count"))
+
     async def release_outbox_claims(self, owner: str) -> int:
         return int(await self._one("release_outbox_claims", {"owner": owner}, "count"))
 

@@ -12,16 +12,21 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from bot import reading
-from bot.api_auth import CALLER, requires
+from bot.api_auth import CALLER, error, requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import run_view
 from bot.console import rules, timeline
 from bot.masking import masked_history, sensitive_by_tool
+from bot.readers import Readers, not_a_reader
 from runtime import errors
 from runtime.records import RunStatus
 
 log = logging.getLogger("signoff.console")
+READERS = web.AppKey("readers", Readers)
+READER_HEADER = "X-Signoff-Reader"
+"""The person the console reads as (the dev workspace sends whom it plays): runs are then
+narrowed to those that person may read in Slack (`bot.readers`)."""
 PREFIX = "/v1/console"
 MAX_LIST = 500
 
@@ -57,9 +62,13 @@ async def list_runs(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown status {status!r}")
     query = (request.query.get("q") or "").lower()
     now = rt.clock()
+    runs = await rt.list(status, limit=MAX_LIST)
+    reader = request.headers.get(READER_HEADER)
+    if reader:
+        runs = await request.app[READERS].readable(rt, runs, reader)
     runs = [
         run
-        for run in await rt.list(status, limit=MAX_LIST)
+        for run in runs
         if not query or query in f"{run.id} {run.agent} {run.task}".lower()
     ]
     parked = [r.id for r in runs if r.status == RunStatus.WAITING_APPROVAL]
@@ -73,6 +82,9 @@ async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     detail = await rt.queries.run_detail(request.match_info["run_id"])
     run, pages, effects, approvals = detail.run, detail.pages, detail.effects, detail.approvals
+    reader = request.headers.get(READER_HEADER)
+    if reader and not await request.app[READERS].may_read(rt, run, reader):
+        return error(403, not_a_reader(run.id))
     history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
     rows = timeline.timeline(history, effects, approvals, pages, reading.displays(rt))
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
@@ -142,7 +154,8 @@ async def resume(request: web.Request) -> web.Response:
     return web.json_response(await run_view(rt, run))
 
 
-def add_routes(app: web.Application) -> None:
+def add_routes(app: web.Application, readers: Readers | None = None) -> None:
+    app[READERS] = readers or Readers()
     app.router.add_get(f"{PREFIX}/runs", list_runs)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}", show_run)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}/rollback", rollback_preview)

@@ -21,9 +21,11 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
+from bot.readers import Readers
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
+from bot.slack.home import HomeTabs
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.page_reminders import PageReminders
@@ -202,7 +204,10 @@ def slack_surface(
         # they return instead of polling every 10 ms for the ack.
         process_before_response=True,
     )
-    listeners.register(app, rt, background, resolvers=frozenset(settings.slack.page_resolvers))
+    resolvers = frozenset(settings.slack.page_resolvers)
+    homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.slack.home_publish_per_minute)
+    readers = Readers.of(settings.slack.readers, resolvers)
+    listeners.register(app, rt, background, resolvers=resolvers, homes=homes, readers=readers)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.
@@ -229,6 +234,7 @@ def slack_surface(
         similar=bool(settings.runtime.learned_rules.writers),
         outcomes=outcomes,
         clock=rt.clock,
+        after_row=homes.on_row,
     )
     every = max(0.5, timing.settle / 3)
     reconciler = Reconciler(client, delivery, outcomes, every=every, timers=rt.scheduler)
@@ -240,6 +246,7 @@ def slack_surface(
         claim_for=timedelta(seconds=claim),
     )
     nudge.sender = sender
+    homes.wake = sender.wake
     app_token = secret(settings.slack.app_token)
     socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
     return SlackSurface(

@@ -148,7 +148,7 @@ def _value(value: Any, limit: int) -> str:
 # the approval card
 
 
-def approval_message(
+def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, all optional
     approval: Approval,
     run: Run | None,
     *,
@@ -162,8 +162,10 @@ def approval_message(
     similar: bool = False,
     target: str | None = None,
     display: Display | None = None,
+    chain: str | None = None,
 ) -> dict[str, Any]:
     """The card approvers decide from; after a decision, the same card without buttons.
+    `chain`: who is asked now and next, and when (`bot.slack.escalation`), while pending.
 
     After an edit the header and fields say what runs, with what was asked beside it.
     `display`: how the tool's arguments read (its title, money, links)."""
@@ -187,6 +189,8 @@ def approval_message(
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
+        if chain:
+            blocks.append(kit.context(chain))
         blocks.append(
             decision_actions(
                 approval,

@@ -1,4 +1,4 @@
-"""`/runs` sub-commands and the App Home tab: read the runtime, answer with Block Kit.
+"""`/runs` sub-commands: read the runtime, answer with Block Kit.
 
 `status <id>`, `list [status]`, `pending` (what waits for the caller), `history <id>`,
 `cancel <id> [compensate]` (approvers of the run's policies only; `compensate` undoes a
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.readers import Readers, not_a_reader
 from bot.reading import displays
 from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
@@ -19,22 +20,40 @@ from runtime.records import Approval, ApprovalState, Run, RunStatus
 NOTE_TEXT = 450
 
 LIST_LIMIT = 20
-HOME_LIMIT = 15
+LIST_SCAN = 200
+"""Runs read for `/runs list` before those the caller may not read are left out."""
+DEFAULT_READERS = Readers()
 
 
-async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
+async def answer(
+    rt: Runtime,
+    text: str,
+    *,
+    user: str,
+    channel: str | None = None,
+    readers: Readers = DEFAULT_READERS,
+) -> dict[str, Any]:
+    """The reply to `/runs <text>` from `user` in `channel`; runs they may not read
+    (`bot.readers`) are neither listed nor shown."""
     words = text.split()
     verb, rest = (words[0].lower(), words[1:]) if words else ("help", [])
     try:
         if verb == "help":
             return replies.runs_help()
         if verb == "list":
-            return await _list(rt, rest[0] if rest else None)
+            readable = await _readable(rt, rest[0] if rest else None, user, channel, readers)
+            return await _list(rt, readable, rest[0] if rest else None)
         if verb == "pending":
-            mine = await waiting_for(rt, user)
+            mine = sorted(await waiting_for(rt, user), key=lambda a: a.created_at)  # longest first
             more = max(len(mine) - LIST_LIMIT, 0)
-            return replies.pending_list(mine[:LIST_LIMIT], more=more, displays=displays(rt))
-        if verb in ("status", "history", "cancel") and len(rest) == 1:
+            return replies.pending_list(
+                mine[:LIST_LIMIT], more=more, displays=displays(rt), now=rt.clock()
+            )
+        if verb in ("status", "history") and len(rest) == 1:
+            if not await readers.may_read(rt, await rt.get(rest[0]), user, channel=channel):
+                return replies.refusal(not_a_reader(rest[0]))
+            return await _about_run(rt, verb, rest[0], user=user)
+        if verb == "cancel" and len(rest) == 1:
             return await _about_run(rt, verb, rest[0], user=user)
         if verb == "cancel" and len(rest) == 2 and rest[1].lower() == "compensate":
             return await _cancel(rt, await rt.get(rest[0]), user=user, compensate=True)
@@ -48,8 +67,14 @@ async def answer(rt: Runtime, text: str, *, user: str) -> dict[str, Any]:
     return replies.unknown_command(text)
 
 
-async def _list(rt: Runtime, status: str | None) -> dict[str, Any]:
-    runs = await rt.list(status, limit=LIST_LIMIT + 1)
+async def _readable(
+    rt: Runtime, status: str | None, user: str, channel: str | None, readers: Readers
+) -> list[Run]:
+    runs = await rt.list(status, limit=LIST_SCAN)
+    return await readers.readable(rt, runs, user, channel=channel)
+
+
+async def _list(rt: Runtime, runs: list[Run], status: str | None) -> dict[str, Any]:
     shown = runs[:LIST_LIMIT]
     more = len(runs) - len(shown)
     parked = [r.id for r in shown if r.status == RunStatus.WAITING_APPROVAL]
@@ -109,21 +134,6 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
         if await may_decide(policy, user, rt.directory, escalated=approval.escalated):
             mine.append(approval)
     return sorted(mine, key=lambda a: a.created_at, reverse=True)
-
-
-async def home(rt: Runtime, *, user: str) -> dict[str, Any]:
-    pending = await waiting_for(rt, user)
-    decided = [
-        a
-        for state in (ApprovalState.APPROVED, ApprovalState.DECLINED)
-        for a in await rt.approvals(state=state)
-        if a.decided_by == user
-    ]
-    recent = sorted(decided, key=lambda a: a.decided_at or a.created_at, reverse=True)
-    pages = await rt.queries.pages()
-    return replies.home_view(
-        pending=pending[:HOME_LIMIT], recent=recent[:HOME_LIMIT], pages=pages[:HOME_LIMIT]
-    )
 
 
 def _with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack import cards, rule_notes, texts
+from bot.slack import cards, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
@@ -80,6 +80,8 @@ _ATTEMPT: contextvars.ContextVar[Attempt] = contextvars.ContextVar("attempt")
 """The claim the row being delivered (in this task) is under."""
 
 ToolOf = Callable[[Approval], Awaitable[Tool | None]]
+AfterRow = Callable[[OutboxItem, AsyncWebClient], Awaitable[None]]
+"""Run after each row's own delivery (the App Home: `bot.slack.home.HomeTabs.on_row`)."""
 FindRun = Callable[[str | None], Awaitable[Run | None]]
 
 
@@ -106,9 +108,11 @@ class SlackDelivery:
         similar: bool = False,
         outcomes: Outcomes | None = None,
         clock: Callable[[], datetime],
+        after_row: AfterRow | None = None,
     ) -> None:
         self.clock = clock
         """The runtime's clock: whether a card says its decision target was missed."""
+        self.after_row = after_row
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
         self.outcomes = outcomes or Outcomes(Timing())
@@ -129,6 +133,8 @@ class SlackDelivery:
         self.outcomes.begin(item.id, item.attempts)
         try:
             await self._deliver(item)
+            if self.after_row is not None:
+                await self.after_row(item, self.client)
             self.outcomes.forget(item.id)
         except NOT_FOUND:
             log.info("%s %s: its record is gone (pruned); nothing to tell", *_what(item))
@@ -167,7 +173,9 @@ class SlackDelivery:
                 note = cards.decision_note(approval, await self._display(approval))
                 await self._thread_note(approval, note, item, "decided")
         elif topic == "approval_reminded":
-            await self.remind(await self.queries.approval(item.subject_id), item)
+            approval = await self.queries.approval(item.subject_id)
+            await self.remind(approval, item)
+            await self.update_card(approval)  # its next reminder and who is asked moved on
         elif topic in ("page_opened", "page_reminded", "page_acknowledged"):
             page = await self.queries.page(item.subject_id)
             if topic == "page_opened":
@@ -204,6 +212,9 @@ class SlackDelivery:
             similar=self.similar,
             target=_target(approval, policy, self.clock()),
             display=tool.display if tool else None,
+            chain=escalation.chain_line(approval, policy)
+            if approval.state == ApprovalState.PENDING
+            else None,
         )
 
     async def _asked_at(self, approval: Approval, run: Run | None) -> int | None:
@@ -265,6 +276,7 @@ class SlackDelivery:
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             display=await self._display(approval),
         )
+        message["blocks"].append(kit.context(escalation.waited_line(approval, self.clock())))
         target = _target(approval, policy, self.clock())
         if target:
             message["blocks"].append(kit.context(target))

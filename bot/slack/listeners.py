@@ -28,12 +28,14 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.readers import Readers
 from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import commands, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
+from bot.slack.home import HomeTabs
 from bot.slack.people import Names
 from bot.slack.refusals import refusal
 from bot.tasks import Background
@@ -66,10 +68,17 @@ FIELDS = {"reason": "Reason", "args": "Arguments", "by": "Decider", "decision": 
 
 
 def register(
-    app: AsyncApp, rt: Runtime, background: Background, *, resolvers: frozenset[str] = frozenset()
+    app: AsyncApp,
+    rt: Runtime,
+    background: Background,
+    *,
+    resolvers: frozenset[str] = frozenset(),
+    homes: HomeTabs | None = None,
+    readers: Readers | None = None,
 ) -> None:
-    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card."""
-    listeners = Listeners(rt, background, resolvers)
+    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
+    `readers` (`bot.readers`) read runs with `/runs`."""
+    listeners = Listeners(rt, background, resolvers, homes, readers)
     app.action(Action.APPROVE)(listeners.approve)
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
@@ -86,8 +95,15 @@ def register(
 
 class Listeners:
     def __init__(
-        self, rt: Runtime, background: Background, resolvers: frozenset[str] = frozenset()
+        self,
+        rt: Runtime,
+        background: Background,
+        resolvers: frozenset[str] = frozenset(),
+        homes: HomeTabs | None = None,
+        readers: Readers | None = None,
     ) -> None:
+        self.homes = homes or HomeTabs(rt, resolvers=resolvers)
+        self.readers = readers or Readers(resolvers=resolvers)
         self.rt = rt
         self.background = background
         self.resolvers = resolvers
@@ -246,15 +262,17 @@ class Listeners:
     # /runs and the Home tab
 
     async def runs_command(self, ack: AsyncAck, command: Body) -> None:
-        reply = await commands.answer(self.rt, command.get("text", ""), user=command["user_id"])
+        reply = await commands.answer(
+            self.rt,
+            command.get("text", ""),
+            user=command["user_id"],
+            channel=command.get("channel_id"),
+            readers=self.readers,
+        )
         await ack(**reply)
 
     async def home(self, event: Body, client: AsyncWebClient) -> None:
-        self.background.spawn(self._publish_home(event["user"], client), name="home")
-
-    async def _publish_home(self, user: str, client: AsyncWebClient) -> None:
-        view = await commands.home(self.rt, user=user)
-        await client.views_publish(user_id=user, view=view)
+        self.background.spawn(self.homes.opened(client, event["user"]), name="home")
 
     # helpers
 
@@ -273,11 +291,11 @@ class Listeners:
             approval = await self.rt.queries.approval(_button_value(body))
             await self.rt.check_decider(approval, decision, user)
         except errors.SignoffRuntimeError as exc:
-            await _tell(client, body, refusal(exc))
+            await self._say(client, body, refusal(exc))
             return
         except NOT_RECORDED as exc:
             log.warning("slack: could not open a form for %s: %s", user, _one_line(exc))
-            await _tell(client, body, COULD_NOT_READ)
+            await self._say(client, body, COULD_NOT_READ)
             return
         try:
             view = modal(approval, displays(self.rt).get(approval.tool))
@@ -286,10 +304,25 @@ class Listeners:
             if slack_error(exc) != "expired_trigger_id":
                 raise
             log.info("slack: the form for %s opened too late (expired_trigger_id)", user)
-            await _tell(client, body, TRIGGER_EXPIRED)
+            await self._say(client, body, TRIGGER_EXPIRED)
 
     def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
-        self.background.spawn(_tell(client, body, text), name="ephemeral")
+        self.background.spawn(self._say(client, body, text), name="tell")
+
+    async def _say(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        """Tell the clicker: in their Home when they clicked there, else ephemerally."""
+        if _from_home(body):
+            await self._tell_home(client, body, text)
+        else:
+            await _tell(client, body, text)
+
+    async def _tell_home(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        """A refusal from a Home button, shown in that Home; a DM if it cannot be."""
+        try:
+            await self.homes.tell(client, _clicker(body), text)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.info("slack: could not show a refusal in %s's Home (%r)", _clicker(body), exc)
+            await _tell(client, body, text)
 
     def _after(self, decided: Any) -> None:
         """Tell and resume after the ack; a vote short of its quorum waits for more."""
@@ -308,6 +341,12 @@ def _problem(task: asyncio.Future[Any]) -> str | None:
         log.warning("slack: a decision was not recorded: %s", _one_line(exc))
         return NOT_RECORDED_TEXT
     raise exc
+
+
+def _from_home(body: Body) -> bool:
+    """Whether the click came from the App Home tab (it has no channel to answer in)."""
+    view = body.get("view")
+    return isinstance(view, dict) and view.get("type") == "home"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -5,6 +5,7 @@ Each reply keeps itself inside Block Kit's limits whatever the runs hold."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from bot import reading, words
@@ -12,6 +13,7 @@ from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
 from bot.slack.blocks import Block
+from bot.slack.home_view import age
 from runtime.approvals.binding import CallTrail
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
@@ -22,7 +24,6 @@ NO_DISPLAYS: Displays = {}
 MAX_ROWS = 40
 MAX_PENDING = 8
 """Approvals with buttons in one reply: each costs a section and an actions block."""
-MAX_HOME_PENDING = 20
 MAX_PAGES = 10
 MAX_STATUS_APPROVALS = 4
 MAX_STATUS_ARGS = 6
@@ -248,25 +249,32 @@ def _run_line(run: Run, decided: bool = False) -> str:
 
 
 def pending_list(
-    approvals: Sequence[Approval], *, more: int, displays: Displays = NO_DISPLAYS
+    approvals: Sequence[Approval],
+    *,
+    more: int,
+    displays: Displays = NO_DISPLAYS,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """What waits for the caller, each with a one-line summary and the card's buttons."""
+    """What waits for the caller, each with a one-line summary and the card's buttons, and
+    (given `now`) how long it has waited."""
     if not approvals:
         return kit.ephemeral(texts.NOTHING_PENDING, [kit.section(texts.NOTHING_PENDING)])
-    shown = _decidable(approvals[:MAX_PENDING], displays)
+    shown = _decidable(approvals[:MAX_PENDING], displays, now)
     blocks = [kit.section(texts.PENDING_TITLE), *shown]
     blocks += _more(more + len(approvals) - min(len(approvals), MAX_PENDING))
     return kit.ephemeral(texts.PENDING_TITLE, blocks)
 
 
-def _decidable(approvals: Sequence[Approval], displays: Displays = NO_DISPLAYS) -> list[Block]:
+def _decidable(
+    approvals: Sequence[Approval], displays: Displays = NO_DISPLAYS, now: datetime | None = None
+) -> list[Block]:
     out: list[Block] = []
     for approval in approvals:
         display = displays.get(approval.tool)
-        out += [
-            kit.section(_pending_line(approval, display)),
-            cards.decision_actions(approval, display=display),
-        ]
+        line = _pending_line(approval, display)
+        if now is not None:
+            line += f" · waiting {age(now - approval.created_at)}"
+        out += [kit.section(line), cards.decision_actions(approval, display=display)]
     return out
 
 
@@ -305,38 +313,3 @@ def _message_text(message: Message) -> str:
     if message.role == "tool":
         return texts.result_of(message.name or message.tool_call_id or "?")
     return texts.USER_MESSAGE if message.role == "user" else texts.SYSTEM_PROMPT
-
-
-# the App Home tab
-
-
-def home_view(
-    *, pending: Sequence[Approval], recent: Sequence[Approval], pages: Sequence[Page]
-) -> dict[str, Any]:
-    """What waits for this person (with buttons), their recent decisions, open pages."""
-    blocks = [kit.header(texts.HOME_PENDING)]
-    if pending:
-        blocks += _decidable(pending[:MAX_HOME_PENDING])
-        blocks += _more(len(pending) - MAX_HOME_PENDING)
-    else:
-        blocks.append(kit.section(texts.NOTHING_PENDING))
-    blocks += [kit.divider(), kit.header(texts.HOME_RECENT)]
-    lines = [_recent_line(a) for a in recent[: MAX_ROWS // 2]]
-    blocks += kit.sections(lines) if lines else [kit.section(texts.NO_RECENT)]
-    blocks += [kit.divider(), kit.header(texts.HOME_PAGES), *_home_pages(pages)]
-    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
-
-
-def _recent_line(approval: Approval) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args))
-    return f"{cards.outcome_line(approval)} · {action}"
-
-
-def _home_pages(pages: Sequence[Page]) -> list[Block]:
-    open_pages = [p for p in pages if not p.acknowledged_by]
-    if not open_pages:
-        return [kit.section(texts.NO_PAGES)]
-    out: list[Block] = []
-    for page in open_pages[:MAX_PAGES]:
-        out += [kit.section(_page_line(page)), cards.page_actions(page)]
-    return out + _more(len(open_pages) - MAX_PAGES)

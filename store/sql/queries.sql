@@ -643,6 +643,29 @@ WHERE p.acknowledged_by IS NULL AND p.message_ts IS NOT NULL
 UPDATE outbox SET claimed_by = NULL, claimed_until = NULL
 WHERE claimed_by = :owner AND sent_at IS NULL
 
+-- queue_home_refresh [sqlite] --
+-- One `home_stale` row per subject (a JSON list) that has no unsent row waiting unclaimed: a
+-- row being sent may have read the state before this change, so a new one is queued then.
+-- Dated by the store's clock (the database's own unless it was given one).
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'home_stale', s.value, {clock}, {clock} FROM json_each(:subjects) s
+WHERE NOT EXISTS (
+    SELECT 1 FROM outbox o
+    WHERE o.subject_id = s.value AND o.topic = 'home_stale' AND o.sent_at IS NULL
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+)
+
+-- queue_home_refresh [postgres] --
+-- The same, over PostgreSQL's JSON.
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'home_stale', s.value, {clock}, {clock}
+FROM jsonb_array_elements_text(:subjects::jsonb) AS s(value)
+WHERE NOT EXISTS (
+    SELECT 1 FROM outbox o
+    WHERE o.subject_id = s.value AND o.topic = 'home_stale' AND o.sent_at IS NULL
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+)
+
 -- outbox_waiting_before [sqlite] --
 -- How many rows about these subjects (a JSON list of ids) wait unsent ahead of row :before.
 SELECT count(*) FROM outbox

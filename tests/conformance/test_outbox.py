@@ -285,3 +285,21 @@ async def test_rows_waiting_ahead_of_one_are_counted_by_subject(
             await store.finish_outbox(item.id, "w1", at=later())
     assert await store.outbox_waiting_before(finished.id, [first.id, other.id]) == 1
     assert await store.outbox_waiting_before(finished.id, []) == 0
+
+
+async def test_home_refreshes_coalesce_to_one_waiting_row_per_person(store: Store) -> None:
+    assert await store.queue_home_refresh(["home:U0BOB", "home:U0ANN", "home:U0BOB"]) == 2
+    assert await store.queue_home_refresh(["home:U0BOB", "home:U0ANN"]) == 0  # one waits each
+    [bob, ann] = sorted(
+        await store.claim_outbox("w1", now=later(), until=later(120), limit=10),
+        key=lambda i: i.subject_id,
+        reverse=True,
+    )
+    assert (bob.topic, bob.subject_id) == ("home_stale", "home:U0BOB")
+    # Bob's row is being sent (it may have read the state before this change): one more waits.
+    assert await store.queue_home_refresh(["home:U0BOB"]) == 1
+    assert await store.queue_home_refresh(["home:U0BOB"]) == 0
+    assert await store.finish_outbox(bob.id, "w1", at=later())
+    assert await store.finish_outbox(ann.id, "w1", at=later())
+    assert await claim_all(store) == [("home_stale", "home:U0BOB")]
+    assert await store.queue_home_refresh([]) == 0

@@ -292,6 +292,10 @@ class FakeSlackProcess:
     def views(self) -> list[dict[str, Any]]:
         return list(self._get("views"))
 
+    def modals(self) -> list[dict[str, Any]]:
+        """The views opened (`views.open`), not the Homes published."""
+        return [v for v in self.views() if v["method"] == "views.open"]
+
     def calls(self) -> list[dict[str, Any]]:
         return list(self._get("calls"))
 

@@ -20,6 +20,7 @@ from bot.settings import Settings
 from bot.slack import cards, replies, similar
 from bot.slack.actions import Action, Modal
 from bot.slack.app import OutboxNudge, slack_surface
+from bot.slack.home_view import home_view
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.approvals.learned_rules import Backtest, Proposal
@@ -148,8 +149,14 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         messages=(Message(role="user", content="Refund"),),
     )
     yield "/runs history", replies.run_history(run(), [checkpoint])
-    yield "home", replies.home_view(pending=pending, recent=[decided()], pages=pages)
-    yield "home empty", replies.home_view(pending=[], recent=[], pages=[])
+    for resolver in (False, True):
+        yield f"home resolver={resolver}", home_view(
+            pending=pending, pages=pages, requests=pending, decisions=[decided()], now=AT,
+            resolver=resolver,
+        )
+    yield "home empty", home_view(
+        pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False
+    )
     for declined in (False, True):
         yield f"rule modal {declined}", similar.rule_modal("apr_1", proposal(declined=declined),
                                                            channel="C0APPROVALS")  # fmt: skip

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bot.slack import cards, replies
+from bot.slack.home_view import home_view
 from store import (
     Approval,
     ApprovalState,
@@ -752,11 +753,22 @@ def test_run_history_with_huge_inputs() -> None:
 # the App Home tab
 
 
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def home(**kwargs: Any) -> dict[str, Any]:
+    options: dict[str, Any] = {"pending": [], "pages": [], "requests": [], "decisions": []}
+    return home_view(**(options | {"now": NOW, "resolver": False} | kwargs))
+
+
 def test_home_view() -> None:
-    view = replies.home_view(
-        pending=[make_approval()],
-        recent=[decided(ApprovalState.APPROVED, id="apr_0")],
-        pages=[make_page(), make_page(id="pg_done", acknowledged_by="U0BOB")],
+    asked = make_approval(created_at=NOW - timedelta(minutes=12))
+    view = home(
+        pending=[asked],
+        pages=[make_page()],
+        requests=[make_approval(id="apr_mine", created_at=NOW - timedelta(hours=3))],
+        decisions=[decided(ApprovalState.APPROVED, id="apr_0")],
+        resolver=True,
     )
     assert view["type"] == "home"
     assert_view(view)
@@ -765,17 +777,27 @@ def test_home_view() -> None:
         "approval:apr_123",
         "page:pg_order-4471_call_2_in_doubt",
     ]
-    assert any(
-        t.startswith(":white_check_mark: Approved by <@U0BOB>")
-        for t in mrkdwn_texts({"blocks": view["blocks"]})
-    )
+    lines = mrkdwn_texts({"blocks": view["blocks"]})
+    assert any("waiting 12m" in t for t in lines)
+    assert any("pending · waiting 3h" in t for t in lines)
+    assert any("approved by <@U0BOB>" in t for t in lines)
+
+
+def test_a_page_has_settle_buttons_only_for_a_resolver() -> None:
+    view = home(pages=[make_page()], resolver=False)
+    assert not [b for b in view["blocks"] if b["type"] == "actions"]
+    assert any("opened" in t for t in mrkdwn_texts({"blocks": view["blocks"]}))
 
 
 def test_empty_home_view() -> None:
-    view = replies.home_view(pending=[], recent=[], pages=[])
+    view = home()
     assert_view(view)
     texts = mrkdwn_texts({"blocks": view["blocks"]})
-    assert texts == ["Nothing waits for your decision.", "No decisions yet.", "No open pages."]
+    assert texts == [
+        "Nothing waits for your decision.",
+        "Nothing you asked for.",
+        "No decisions yet.",
+    ]
 
 
 def test_home_view_with_huge_inputs() -> None:
@@ -785,6 +807,6 @@ def test_home_view_with_huge_inputs() -> None:
         for i in range(500)
     ]
     pages = [make_page(id=f"pg_{i}", detail=HUGE) for i in range(500)]
-    view = replies.home_view(pending=approvals, recent=recent, pages=pages)
+    view = home(pending=approvals, requests=approvals, decisions=recent, pages=pages)
     assert_view(view)
     assert_inert({"blocks": view["blocks"]})

@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: "", selected: null, busy: false, shown: "", names: {} };
+const state = { token: "", reader: "", selected: null, busy: false, shown: "", names: {} };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -15,7 +15,10 @@ function el(tag, cls, text) {
 async function api(method, path, body) {
   const answer = await fetch("/v1/console" + path, {
     method,
-    headers: { Authorization: "Bearer " + state.token, "Content-Type": "application/json" },
+    headers: Object.assign(
+      { Authorization: "Bearer " + state.token, "Content-Type": "application/json" },
+      state.reader ? { "X-Signoff-Reader": state.reader } : {},
+    ),
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const data = await answer.json().catch(() => ({}));
@@ -317,8 +320,21 @@ function showLogin() {
   $("login").hidden = false;
 }
 
+// The dev workspace plays another person: read as them from now on.
+window.addEventListener("hashchange", () => {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (!hash.has("reader")) return;
+  state.reader = hash.get("reader") || "";
+  state.selected = null;
+  history.replaceState(null, "", location.pathname);
+  loadRuns().catch(() => {});
+});
+
 async function start() {
-  const fromHash = new URLSearchParams(location.hash.slice(1)).get("token");
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const fromHash = hash.get("token");
+  // Whom the dev workspace plays: the console then shows only the runs they may read.
+  state.reader = hash.get("reader") || "";
   if (fromHash) {
     sessionStorage.setItem("signoff-token", fromHash);
     history.replaceState(null, "", location.pathname);

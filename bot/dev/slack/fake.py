@@ -135,6 +135,9 @@ class FakeSlack:
         self._post_hangs: deque[_Hang] = deque()
         self._drops = 0
         self.rate_limits: RateLimits | None = None
+        self.publish_limits = RateLimits()
+        """`views.publish` is always held to Slack's limit (Tier 4, a burst of 5): a Home
+        republished after every change is the call a busy bot overruns."""
         self._stopping = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self._base_url = ""
@@ -232,6 +235,7 @@ class FakeSlack:
     def limit_rates(self, scale: float = 1.0) -> None:
         """Answer 429 with `Retry-After` past each method's tier, `scale` times Slack's rate."""
         self.rate_limits = RateLimits(scale)
+        self.publish_limits = RateLimits(scale)
 
     def set_members(self, channel: str, users: Iterable[str]) -> None:
         """Only these users are in `channel` (`chat.postEphemeral` to others fails)."""
@@ -292,7 +296,8 @@ class FakeSlack:
                 return _failure_response(_Failure(503, 0))
         if refused is not None:
             return web.json_response(refused)
-        waited = self.rate_limits.retry_after(method, args) if self.rate_limits else None
+        limits = self.publish_limits if method == "views.publish" else self.rate_limits
+        waited = limits.retry_after(method, args) if limits else None
         if waited is not None:
             return _failure_response(_Failure(429, waited))
         if method == "chat.postMessage" and self._post_hangs:
@@ -367,7 +372,11 @@ class FakeSlack:
         return web.json_response({"ok": True})
 
     async def _control_rate_limits(self, request: web.Request) -> web.Response:
-        self.limit_rates(float((await request.json()).get("scale", 1.0)))
+        order = await request.json()
+        if "publish_scale" in order:  # only views.publish, at `publish_scale` times Slack's
+            self.publish_limits = RateLimits(float(order["publish_scale"]))
+        else:
+            self.limit_rates(float(order.get("scale", 1.0)))
         return web.json_response({"ok": True})
 
     async def _control_members(self, request: web.Request) -> web.Response:

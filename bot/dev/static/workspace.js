@@ -185,6 +185,12 @@ function listen() {
   events.addEventListener("hello", () => refresh());
 }
 
+function showConsole(token) {
+  // The console reads as the person played: the runs they may read in Slack, no others.
+  const hash = "#token=" + encodeURIComponent(token) + "&reader=" + encodeURIComponent($("who").value);
+  $("console").src = "/console/" + hash;
+}
+
 async function main() {
   const session = await (await fetch("/dev/api/session")).json();
   state.people = session.people;
@@ -197,10 +203,11 @@ async function main() {
     $("who").appendChild(option);
   }
   $("who").addEventListener("change", refresh);
+  $("who").addEventListener("change", () => showConsole(session.token));
   $("start-refund").textContent = session.refund_task;
   $("start-refund").addEventListener("click", startRefund);
   $("runs-form").addEventListener("submit", runsCommand);
-  $("console").src = "/console/#token=" + encodeURIComponent(session.token);
+  showConsole(session.token);
   await refresh();
   listen();
   document.body.dataset.ready = "1";

@@ -498,3 +498,16 @@ async def test_a_hung_post_lands_after_the_caller_gave_up_or_is_lost(
     assert fake.messages[CHANNEL] == []
     await asyncio.sleep(1.0)
     assert [m.text for m in fake.messages[CHANNEL]] == ["late"]  # the first landed; not the 2nd
+
+
+async def test_views_publish_is_held_to_its_tier_without_being_asked(fake: FakeSlack) -> None:
+    client = AsyncWebClient(token="xoxb-test", base_url=fake.base_url)
+    view = {"type": "home", "blocks": []}
+    for n in range(5):  # Tier 4 (100 a minute), bursts of 5, whoever the Home is for
+        await client.views_publish(user_id=f"U0P{n}", view=view)
+    with pytest.raises(SlackApiError) as limited:
+        await client.views_publish(user_id="U0BOB", view=view)
+    assert limited.value.response.status_code == 429
+    assert limited.value.response["error"] == "ratelimited"
+    assert int(limited.value.response.headers["Retry-After"][0]) >= 1
+    assert [c.status for c in fake.calls if c.method == "views.publish"] == [200] * 5 + [429]

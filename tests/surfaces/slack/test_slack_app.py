@@ -88,7 +88,7 @@ def test_decline_asks_for_a_reason_that_reaches_the_model(
 
     status, _, _ = server.slack(button("decline", approval_id, user=BOB, ts=card["ts"]))
     assert status == 200
-    [opened] = server.wait_until(fake.views)
+    [opened] = server.wait_until(fake.modals)
     assert opened["view"]["callback_id"] == "decline_reason"
     reason = "customer is not eligible"
     status, body, _ = server.slack(
@@ -123,7 +123,7 @@ def test_edit_approves_the_edited_amount_and_the_tool_runs_with_it(
     [card] = card_for(fake, server)
     approval_id = approval_id_of(card)
     server.slack(button("edit", approval_id, user=ANN, ts=card["ts"]))
-    [opened] = server.wait_until(fake.views)
+    [opened] = server.wait_until(fake.modals)
     proposed = json.loads(opened["view"]["blocks"][-1]["element"]["initial_value"])
     edited = {**proposed, "amount_cents": proposed["amount_cents"] - 500}
 

@@ -169,7 +169,7 @@ def test_a_non_approver_is_refused_before_a_modal_opens(
         assert status == 200
     told = server.wait_until(lambda: len(e := fake.ephemerals()) >= 2 and e)
     assert all(e["user"] == EVE and "not an approver" in e["text"] for e in told)
-    assert fake.views() == []
+    assert fake.modals() == []
 
 
 def test_an_expired_trigger_asks_the_person_to_click_again(

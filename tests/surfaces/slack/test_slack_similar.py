@@ -93,7 +93,7 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     )
     assert (status, seconds < 3) == (200, True)
     server.wait_until(lambda: status_of(server, "first") == "done")
-    [opened] = server.wait_until(fake.views)
+    [opened] = server.wait_until(fake.modals)
     view: dict[str, Any] = opened["view"]
     assert view["callback_id"] == "similar_rule"
     blocks = {b.get("block_id"): b for b in view["blocks"]}
@@ -207,7 +207,7 @@ def test_a_rule_for_an_effect_that_cannot_be_undone_waits_for_a_second_writer(
         first = ask_wire(running, 100)
         [card] = running.wait_until(lambda: fake.cards())
         running.slack(button("approve_similar", first["id"], user=BOB, ts=card["ts"]))
-        [opened] = running.wait_until(fake.views)
+        [opened] = running.wait_until(fake.modals)
         view = opened["view"]
         assert "cannot be undone" in json.dumps(view["blocks"])
         rule = 'tool == "send_wire" && args.amount_cents <= 100'

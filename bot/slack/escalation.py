@@ -1,0 +1,61 @@
+"""What a pending card and its reminders say about escalation and waiting: who is asked now,
+when the next reminder goes, who is asked next if nobody answers and when, and how long the
+approval has waited. Worked out from the policy the approval was asked under and its own
+schedule (`next_reminder_at`, `reminders_sent`, `escalated`), as the runtime's timers will
+act on them (`runtime.approvals.timers`)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from bot.slack import blocks as kit
+from bot.slack.home_view import age
+from runtime.approvals.policy import Policy
+from runtime.records import Approval
+
+MAX_NAMED = 5
+
+
+def chain_line(approval: Approval, policy: Policy) -> str:
+    """`Asked now: @bob @ann · next reminder <date> · then @oncall <date> if nobody answers`."""
+    parts = [f"Asked now: {_asked_now(approval, policy)}"]
+    if approval.next_reminder_at is not None:
+        parts.append(f"next reminder {kit.date(approval.next_reminder_at)}")
+    escalation = escalates_at(approval, policy)
+    if escalation is not None and policy.escalate_to:
+        parts.append(
+            f"then {kit.target(policy.escalate_to)} {kit.date(escalation)} if nobody answers"
+        )
+    elif approval.deadline is not None and policy.on_timeout == "decline":
+        parts.append(f"declined as expired {kit.date(approval.deadline)} if nobody answers")
+    return " · ".join(parts)
+
+
+def waited_line(approval: Approval, now: datetime) -> str:
+    """How long a reminder's approval has waited."""
+    return f"Waiting {age(now - approval.created_at)} since it was asked"
+
+
+def escalates_at(approval: Approval, policy: Policy) -> datetime | None:
+    """When the approval will be escalated, if nobody answers; None if it will not be (or
+    already was)."""
+    if approval.escalated or not policy.escalate_to:
+        return None
+    candidates = []
+    if policy.remind_every is not None and approval.next_reminder_at is not None:
+        # The tick after the last reminder escalates: max_reminders + 1 ticks in all.
+        ticks_left = policy.max_reminders - approval.reminders_sent
+        step: timedelta = policy.remind_every
+        candidates.append(approval.next_reminder_at + step * max(ticks_left, 0))
+    if policy.on_timeout == "escalate" and approval.deadline is not None:
+        candidates.append(approval.deadline)
+    return min(candidates) if candidates else None
+
+
+def _asked_now(approval: Approval, policy: Policy) -> str:
+    asked = list(policy.approvers)
+    if approval.escalated and policy.escalate_to:
+        asked.append(policy.escalate_to)
+    if not asked:
+        return "anyone but the requester"
+    return " ".join(kit.target(i) for i in list(dict.fromkeys(asked))[:MAX_NAMED])

@@ -1,0 +1,235 @@
+"""The App Home tab: each person's own view, kept current through the outbox.
+
+A person's Home shows what they can act on (approvals they may decide, pages they may
+settle), then their own requests and their recent decisions, each with its state and age,
+and nothing else. A change (a decision, a vote, a reminder or an escalation, a page opened or
+acknowledged) queues a `home_stale` outbox row for each person it concerns; the delivery of
+the change's own row queues them, so a crash before they are queued delivers that row again.
+The store keeps at most one row waiting per person, so a burst of changes costs each person
+one publish, and publishes are paced under `views.publish`'s rate (Slack's Tier 4, 100+ a
+minute per workspace): a row over the pace, or answered 429, is tried again when the pace
+(or `Retry-After`) allows, not counted as a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import commands
+from bot.slack.delivery import slack_error
+from bot.slack.home_view import home_view
+from bot.slack.outbox import RetryAt
+from runtime import Runtime
+from runtime.approvals.policy import Policy
+from runtime.records import Approval, ApprovalState, OutboxItem, Page
+
+SUBJECT = "home:"
+"""Outbox subjects of Home rows: `home:U0BOB` (never an approval's, page's or run's id)."""
+PUBLISH_PER_MINUTE = 80.0
+"""Below Slack's Tier 4 (100+ a minute) for `views.publish`, leaving room for the Homes
+published when people open the tab."""
+BURST = 3.0
+"""Fewer than Slack's own burst: calls paced here reach Slack a little jittered."""
+SHORT_WAIT = 0.5
+"""A wait for the pace this short is slept; a longer one gives the row back (`RetryAt`)."""
+APPROVAL_TOPICS = frozenset(
+    {"approval_requested", "approval_decided", "approval_voted", "approval_reminded"}
+)
+PAGE_TOPICS = frozenset({"page_opened", "page_acknowledged"})
+
+Clock = Callable[[], float]
+
+
+class Pace:
+    """A token bucket: `per_minute` calls a minute, `burst` at once."""
+
+    def __init__(self, per_minute: float, *, burst: float = BURST, clock: Clock = time.monotonic):
+        self.rate = per_minute / 60.0
+        self.burst = burst
+        self.clock = clock
+        self._tokens = burst
+        self._at = clock()
+
+    def wait(self) -> float:
+        """0 and one call taken when a call may go now; else the seconds until one may."""
+        now = self.clock()
+        self._tokens = min(self.burst, self._tokens + (now - self._at) * self.rate)
+        self._at = now
+        if self._tokens >= 1.0:
+            self._tokens -= 1.0
+            return 0.0
+        return (1.0 - self._tokens) / self.rate
+
+    def hold(self, seconds: float) -> None:
+        """Slack said to wait (`Retry-After`): no call until then."""
+        self._tokens = min(self._tokens, 1.0 - seconds * self.rate)
+
+
+def subject_of(user: str) -> str:
+    return SUBJECT + user
+
+
+def user_of(subject: str) -> str:
+    return subject.removeprefix(SUBJECT)
+
+
+class HomeTabs:
+    """Who a change concerns, what their Home shows, and publishing it paced."""
+
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        resolvers: frozenset[str] = frozenset(),
+        per_minute: float = PUBLISH_PER_MINUTE,
+    ) -> None:
+        self.rt = rt
+        self.resolvers = resolvers
+        self.pace = Pace(per_minute, clock=lambda: rt.clock().timestamp())
+        self.wake: Callable[[], None] = lambda: None
+        """Tells the outbox sender rows were queued (set once the sender exists)."""
+        self.viewers: set[str] = set()
+        """People whose Home this process published: an open policy's approval concerns them
+        (anyone may decide it); anyone else's Home is fresh when they next open it."""
+
+    # who a change concerns
+
+    async def concerned_by_approval(self, approval: Approval) -> set[str]:
+        policy = self.rt.policy_of(approval)
+        people = {approval.requested_by, approval.decided_by}
+        people |= set(await self.rt.queries.votes(approval.id))
+        people |= await self._people(_deciders(policy))
+        if not policy.approvers:
+            people |= self.viewers
+        return {p for p in people if p}
+
+    async def concerned_by_page(self, page: Page) -> set[str]:
+        run = await self.rt.find_run(page.run_id)
+        return {p for p in {*self.resolvers, page.acknowledged_by, run and run.requested_by} if p}
+
+    async def _people(self, ids: Iterable[str]) -> set[str]:
+        found: set[str] = set()
+        for who in ids:
+            if who.startswith("S"):
+                found |= await self.rt.directory.members(who)
+            else:
+                found.add(who)
+        return found
+
+    # the view
+
+    async def view(self, user: str, *, notice: str | None = None) -> dict[str, Any]:
+        now = self.rt.clock()
+        pending = await commands.waiting_for(self.rt, user)
+        everyone = await self.rt.approvals()
+        mine = sorted((a for a in everyone if a.requested_by == user), key=_created, reverse=True)
+        decided = sorted(
+            (a for a in everyone if a.decided_by == user and a.state != ApprovalState.PENDING),
+            key=_decided,
+            reverse=True,
+        )
+        pages = await self._pages_for(user)
+        return home_view(
+            pending=pending,
+            pages=pages,
+            requests=mine,
+            decisions=decided,
+            now=now,
+            resolver=user in self.resolvers,
+            notice=notice,
+        )
+
+    async def _pages_for(self, user: str) -> list[Page]:
+        """Open pages this person may settle (a resolver), or about their own runs."""
+        pages = [p for p in await self.rt.queries.pages() if not p.acknowledged_by]
+        if user in self.resolvers:
+            return pages
+        theirs = []
+        for page in pages:
+            run = await self.rt.find_run(page.run_id)
+            if run is not None and run.requested_by == user:
+                theirs.append(page)
+        return theirs
+
+    # the outbox
+
+    async def on_row(self, item: OutboxItem, client: AsyncWebClient) -> None:
+        """After an outbox row's own delivery: publish a Home, or queue the Homes it changes."""
+        if item.topic == "home_stale":
+            await self.publish(client, user_of(item.subject_id))
+            return
+        if item.topic in APPROVAL_TOPICS:
+            people = await self.concerned_by_approval(
+                await self.rt.queries.approval(item.subject_id)
+            )
+        elif item.topic in PAGE_TOPICS:
+            people = await self.concerned_by_page(await self.rt.queries.page(item.subject_id))
+        else:
+            return
+        if await self.rt.deliveries.queue_home_refresh([subject_of(p) for p in sorted(people)]):
+            self.wake()
+
+    # publishing
+
+    async def publish(self, client: AsyncWebClient, user: str) -> None:
+        """Publish the person's Home as it is now, within the pace (else `RetryAt`). The pace
+        is taken after the view is read, just before the call, so calls reach Slack spaced
+        as they were paced."""
+        view = await self.view(user)
+        wait = self.pace.wait()
+        if wait > SHORT_WAIT:
+            raise RetryAt(wait, "views.publish paced")
+        if wait > 0:
+            await asyncio.sleep(wait)  # a change meanwhile queued a row of its own
+            if self.pace.wait() > 0:
+                raise RetryAt(wait, "views.publish paced")
+        try:
+            await client.views_publish(user_id=user, view=view)
+        except SlackApiError as exc:
+            if slack_error(exc) != "ratelimited":
+                raise
+            after = retry_after(exc)
+            self.pace.hold(after)
+            raise RetryAt(after, "ratelimited") from exc
+        self.viewers.add(user)
+
+    async def opened(self, client: AsyncWebClient, user: str) -> None:
+        """The person opened the tab: publish now (Slack shows the last view until then)."""
+        self.pace.wait()  # counted; Slack is answered even past the pace, it is one call
+        await client.views_publish(user_id=user, view=await self.view(user))
+        self.viewers.add(user)
+
+    async def tell(self, client: AsyncWebClient, user: str, text: str) -> None:
+        """A refusal from a Home button, shown at the top of the person's Home."""
+        self.pace.wait()
+        await client.views_publish(user_id=user, view=await self.view(user, notice=text))
+
+
+def _deciders(policy: Policy) -> list[str]:
+    return [*policy.approvers, *([policy.escalate_to] if policy.escalate_to else [])]
+
+
+def _created(approval: Approval) -> datetime:
+    return approval.created_at
+
+
+def _decided(approval: Approval) -> datetime:
+    return approval.decided_at or approval.created_at
+
+
+def retry_after(exc: SlackApiError) -> float:
+    """The seconds a 429 says to wait (the client hands headers as values or lists)."""
+    value = exc.response.headers.get("Retry-After") or exc.response.headers.get("retry-after")
+    if isinstance(value, list):
+        value = value[0] if value else None
+    try:
+        return max(float(value), 1.0) if value is not None else 1.0
+    except ValueError:
+        return 1.0

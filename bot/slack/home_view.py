@@ -1,0 +1,101 @@
+"""What a person's App Home shows: theirs to decide, theirs to settle, their own requests,
+their decisions; each row with its state and age (`bot.slack.home` chooses the rows)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from bot.slack import blocks as kit
+from bot.slack import cards, escape, texts
+from bot.slack.blocks import Block
+from runtime.records import Approval, ApprovalState, Page
+
+SECTION = 10
+"""Rows shown per section; the rest are counted."""
+
+
+def home_view(
+    *,
+    pending: Sequence[Approval],
+    pages: Sequence[Page],
+    requests: Sequence[Approval],
+    decisions: Sequence[Approval],
+    now: datetime,
+    resolver: bool,
+    notice: str | None = None,
+) -> dict[str, Any]:
+    """Sections in the order a person acts: theirs to decide, theirs to settle, their own
+    requests, their decisions; each row with its state and age."""
+    blocks: list[Block] = []
+    if notice:
+        blocks.append(kit.section(f":warning: {notice}"))
+    blocks.append(kit.header(texts.HOME_PENDING))
+    if pending:
+        for approval in pending[:SECTION]:
+            line = f"{_action(approval)} · {_asked(approval, now)}"
+            blocks += [kit.section(line), cards.decision_actions(approval)]
+        blocks += _more(len(pending) - SECTION)
+    else:
+        blocks.append(kit.section(texts.NOTHING_PENDING))
+    if pages:
+        blocks += [kit.divider(), kit.header(texts.HOME_PAGES)]
+        for page in pages[:SECTION]:
+            blocks.append(kit.section(f"{_page(page)} · opened {age(now - page.created_at)} ago"))
+            if resolver:
+                blocks.append(cards.page_actions(page, resolve=True))
+        blocks += _more(len(pages) - SECTION)
+    blocks += [kit.divider(), kit.header(HOME_REQUESTS)]
+    rows = [f"{_action(a)} · {_state(a, now)}" for a in requests[:SECTION]]
+    blocks += kit.sections(rows) if rows else [kit.section(NO_REQUESTS)]
+    blocks += _more(len(requests) - SECTION)
+    blocks += [kit.divider(), kit.header(texts.HOME_RECENT)]
+    rows = [f"{_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
+    blocks += kit.sections(rows) if rows else [kit.section(texts.NO_RECENT)]
+    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
+
+
+HOME_REQUESTS = "Your requests"
+NO_REQUESTS = "Nothing you asked for."
+
+
+def _action(approval: Approval) -> str:
+    return escape.code(cards.action_summary(approval.tool, approval.shown_args))
+
+
+def _asked(approval: Approval, now: datetime) -> str:
+    who = kit.mention(approval.requested_by)
+    escalated = " · escalated" if approval.escalated else ""
+    return f"asked by {who} · waiting {age(now - approval.created_at)}{escalated}"
+
+
+def _state(approval: Approval, now: datetime) -> str:
+    if approval.state == ApprovalState.PENDING:
+        escalated = ", escalated" if approval.escalated else ""
+        return f"pending{escalated} · waiting {age(now - approval.created_at)}"
+    when = age(now - _decided(approval))
+    by = kit.mention(approval.decided_by) if approval.decided_by else texts.UNKNOWN_PERSON
+    return f"{approval.state.value} by {by} · {when} ago"
+
+
+def _page(page: Page) -> str:
+    tool = escape.code(page.tool, limit=40) if page.tool else texts.AN_EFFECT
+    return f"{tool} · {escape.code(page.reason, limit=40)}"
+
+
+def _more(hidden: int) -> list[Block]:
+    return [kit.context(texts.and_more(hidden))] if hidden > 0 else []
+
+
+def age(delta: timedelta) -> str:
+    """`45s`, `12m`, `3h`, `2d`: the largest whole unit."""
+    seconds = max(int(delta.total_seconds()), 0)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _decided(approval: Approval) -> datetime:
+    return approval.decided_at or approval.created_at
