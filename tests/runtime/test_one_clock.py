@@ -151,4 +151,6 @@ async def test_a_day_of_reminders_escalations_expiries_and_retries_in_no_time(
     # all of it on the runtime's one APScheduler, and in no time
     assert {"signoff-poll", "signoff-outbox-poll", "signoff-page-reminders"} <= jobs
     assert steps < 200
-    assert wall < 1.0, f"a simulated day took {wall:.2f} s of wall time"
+    # Nothing waited in real time: the day is the fake clock's (measured alone: 0.4 s on SQLite,
+    # 0.8 s on PostgreSQL); the bound leaves room for a loaded machine, not for a real sleep.
+    assert wall < 5.0, f"a simulated day took {wall:.2f} s of wall time"
