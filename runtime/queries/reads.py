@@ -82,7 +82,9 @@ class Queries:
         try:
             return await self._store.get_approval(approval_id)
         except store_errors.NotFound:
-            raise errors.ApprovalNotFound(f"no approval {approval_id!r}") from None
+            raise errors.ApprovalNotFound(
+                f"no approval {approval_id!r}", ident=approval_id
+            ) from None
 
     async def approvals(
         self,
@@ -111,7 +113,7 @@ class Queries:
         try:
             return await self._store.get_page(page_id)
         except store_errors.NotFound:
-            raise errors.PageNotFound(f"no page {page_id!r}") from None
+            raise errors.PageNotFound(f"no page {page_id!r}", ident=page_id) from None
 
     async def pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
         """Oldest first; `open_only`: those nobody acknowledged; `run_id`: that run's only."""
