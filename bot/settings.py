@@ -427,7 +427,7 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     for error in exc.errors():
         loc = _as_written(tuple(str(part) for part in error["loc"]), lines)
         where = _where(file, loc, lines)
-        problems.append(f"{where}: {'.'.join(loc) or 'config'}: {_said(error)}")
+        problems.append(f"{where}: {_what(loc, where)}{_said(error)}")
     return "\n".join(problems)
 
 
@@ -439,6 +439,14 @@ def _as_written(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> tupl
     if any(key[:2] == loc[:2] for key in lines):
         return loc
     return loc[1:]
+
+
+def _what(loc: tuple[str, ...], where: str) -> str:
+    """The setting a problem is about, unless the place already names it (an environment
+    variable: "environment SIGNOFF_API_TOKENS: ci.scopes: ...")."""
+    if where.startswith("environment ") and loc and where.endswith(f" {loc[0]}"):
+        return f"{'.'.join(loc[1:])}: " if loc[1:] else ""
+    return f"{'.'.join(loc) or 'config'}: "
 
 
 def _said(error: Any) -> str:

@@ -189,6 +189,7 @@ def test_a_bad_value_names_its_variable(
         load_settings(empty_file)
 
     assert variable in str(refused.value)
+    assert str(refused.value).count(variable) == 1  # named once, where it is
     assert str(empty_file) not in str(refused.value)
 
 
