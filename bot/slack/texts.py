@@ -314,11 +314,16 @@ HELP = (
         "stop a run for good (approvers of its actions only); `compensate` undoes a "
         "reversible tool still running once it ends",
     ),
+    ("rules", "the approval rules in force, from the file and made from decisions"),
+    ("revoke <rule id>", "end a rule made from a decision (rule-writers only)"),
     ("help", "this help"),
 )
 """Plain text: each sub-command and what it does (the descriptions may use `code`)."""
 HELP_TITLE = "*/runs* looks at Signoff's agent runs:"
-HELP_FALLBACK = "/runs status <id> · list [status] · pending · history <id> · cancel <id> · help"
+HELP_FALLBACK = (
+    "/runs status <id> · list [status] · pending · history <id> · cancel <id> · rules · "
+    "revoke <rule id> · help"
+)
 
 
 def help_line(command: str, meaning: str) -> str:
