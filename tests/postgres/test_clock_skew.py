@@ -201,6 +201,7 @@ async def test_a_worker_minutes_off_sets_and_judges_deadlines_by_the_database(
         assert mine
         for item in mine:
             assert await store.retry_outbox(item.id, "skewed", after=2.0, error="429")
+        retried_at = await store.database_now()
         now = datetime.now(UTC)
         until = now + timedelta(seconds=30)
         assert await other.claim_outbox("healthy", now=now, until=until) == []
@@ -212,6 +213,9 @@ async def test_a_worker_minutes_off_sets_and_judges_deadlines_by_the_database(
             await skewed.decide(late_one.id, "approved", by="U0BOSS")
         refused = await store.get_approval(late_one.id)
         assert (refused.state, refused.reason) == (ApprovalState.DECLINED, "expired")
+        # due 2 s after the retry by the database, however long the steps above took
+        wait = (retried_at + timedelta(seconds=2.1) - await store.database_now()).total_seconds()
+        await asyncio.sleep(max(wait, 0.0))
         now = datetime.now(UTC)
         due = await other.claim_outbox("healthy", now=now, until=now + timedelta(seconds=30))
         assert {item.id for item in mine} <= {item.id for item in due}
