@@ -4,10 +4,7 @@ exactly once, newest first, and the run ends cancelled with what was compensated
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,10 +13,10 @@ from runtime import Runtime
 from store import EffectStatus, RunStatus, Store
 
 from .cancel_worker import CANCELLED_BY, ROOMS, ledger, saga_agent
+from .worker_process import run_until_killed
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("cancel_worker.py")
 WORKER_ID = "cancel-worker"
 
@@ -32,28 +29,11 @@ def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-async def cancel_until_killed(db: Path, run_id: str) -> tuple[int, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        f"sqlite:///{db}",
-        run_id,
-        WORKER_ID,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode() + err.decode()
-
-
 async def test_cancel_killed_between_compensations_is_finished_by_recovery(
     file_store: Store, ledger_file: Path, tmp_path: Path
 ) -> None:
     run_id = "trip-1"
-    code, output = await cancel_until_killed(tmp_path / "signoff.db", run_id)
+    code, output = await run_until_killed(WORKER, tmp_path / "signoff.db", run_id, WORKER_ID)
 
     assert code == -signal.SIGKILL, output
     assert "cancelling" in output, output

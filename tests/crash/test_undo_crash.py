@@ -4,10 +4,7 @@ every effect is compensated once, and the run ends restored to the step it was r
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -17,8 +14,8 @@ from runtime import Runtime
 from store import EffectStatus, Store
 
 from .undo_worker import ROOMS, booking_agent, ledger
+from .worker_process import run_until_killed
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).with_name("undo_worker.py")
 WORKER_ID = "undo-worker"
 
@@ -31,23 +28,6 @@ def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
-async def roll_back_until_killed(db: Path, run_id: str) -> tuple[int, str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(WORKER),
-        f"sqlite:///{db}",
-        run_id,
-        WORKER_ID,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode() + err.decode()
-
-
 async def test_rollback_killed_between_two_undos_is_finished_by_recovery(
     file_store: Store, ledger_file: Path, tmp_path: Path
 ) -> None:
@@ -56,7 +36,7 @@ async def test_rollback_killed_between_two_undos_is_finished_by_recovery(
     booked = [e for e in await file_store.list_effects(run_id) if e.tool == "book"]
     assert len(booked) == len(ROOMS)
 
-    code, output = await roll_back_until_killed(tmp_path / "signoff.db", run_id)
+    code, output = await run_until_killed(WORKER, tmp_path / "signoff.db", run_id, WORKER_ID)
 
     assert code == -signal.SIGKILL, output
     undos = [e for e in await file_store.list_effects(run_id) if e.compensates]
