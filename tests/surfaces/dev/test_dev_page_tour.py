@@ -130,6 +130,7 @@ def test_an_in_doubt_page_is_settled_with_its_buttons_and_the_run_goes_on(
     page = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#run [data-tool=ship] .page"))
     assert "in_doubt" in page.text
     assert "acknowledged by @bob" in page.text
+    assert "did not happen, according to @bob" in timeline.text  # a name, not U0BOB
     assert "Shipped." in timeline.text or "shipped p1" in timeline.text
     browser.switch_to.default_content()
     browser.save_screenshot(str(folder / "in-doubt-settled.png"))
