@@ -67,6 +67,11 @@ class Pace:
             return 0.0
         return (1.0 - self._tokens) / self.rate
 
+    def take(self) -> None:
+        """A call that goes now whatever the pace (a person is looking): counted all the same."""
+        if self.wait() > 0:
+            self._tokens -= 1.0
+
     def hold(self, seconds: float) -> None:
         """Slack said to wait (`Retry-After`): no call until then."""
         self._tokens = min(self._tokens, 1.0 - seconds * self.rate)
@@ -98,6 +103,7 @@ class HomeTabs:
         self.viewers: set[str] = set()
         """People whose Home this process published: an open policy's approval concerns them
         (anyone may decide it); anyone else's Home is fresh when they next open it."""
+        self._one_at_a_time = asyncio.Lock()
 
     # who a change concerns
 
@@ -179,37 +185,58 @@ class HomeTabs:
     # publishing
 
     async def publish(self, client: AsyncWebClient, user: str) -> None:
-        """Publish the person's Home as it is now, within the pace (else `RetryAt`). The pace
-        is taken after the view is read, just before the call, so calls reach Slack spaced
-        as they were paced."""
-        view = await self.view(user)
-        wait = self.pace.wait()
-        if wait > SHORT_WAIT:
-            raise RetryAt(wait, "views.publish paced")
-        if wait > 0:
-            await asyncio.sleep(wait)  # a change meanwhile queued a row of its own
-            if self.pace.wait() > 0:
+        """Publish the person's Home as it is now, within the pace (else `RetryAt`).
+
+        One publish is in flight at a time and its pace is taken just before its call, after
+        the previous call was answered: a call then reaches Slack after the one before it did,
+        so however the calls are delayed on their way, Slack sees at most one more in any
+        window than the pace let go (`BURST` + 1 at once, which Slack's burst allows), and
+        never a faster rate."""
+        async with self._one_at_a_time:
+            view = await self.view(user)
+            wait = self.pace.wait()
+            if wait > SHORT_WAIT:
                 raise RetryAt(wait, "views.publish paced")
-        try:
-            await client.views_publish(user_id=user, view=view)
-        except SlackApiError as exc:
-            if slack_error(exc) != "ratelimited":
-                raise
-            after = retry_after(exc)
-            self.pace.hold(after)
-            raise RetryAt(after, "ratelimited") from exc
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if self.pace.wait() > 0:
+                    raise RetryAt(wait, "views.publish paced")
+            try:
+                await self._call(client, user, view)
+            except SlackApiError as exc:
+                if slack_error(exc) != "ratelimited":
+                    raise
+                raise RetryAt(retry_after(exc), "ratelimited") from exc
         self.viewers.add(user)
 
     async def opened(self, client: AsyncWebClient, user: str) -> None:
         """The person opened the tab: publish now (Slack shows the last view until then)."""
-        self.pace.wait()  # counted; Slack is answered even past the pace, it is one call
-        await client.views_publish(user_id=user, view=await self.view(user))
+        async with self._one_at_a_time:
+            await self._now(client, user, await self.view(user))
         self.viewers.add(user)
 
     async def tell(self, client: AsyncWebClient, user: str, text: str) -> None:
         """A refusal from a Home button, shown at the top of the person's Home."""
-        self.pace.wait()
-        await client.views_publish(user_id=user, view=await self.view(user, notice=text))
+        async with self._one_at_a_time:
+            await self._now(client, user, await self.view(user, notice=text))
+
+    async def _now(self, client: AsyncWebClient, user: str, view: dict[str, Any]) -> None:
+        """A person is looking: wait out a short pace, else go anyway (it is one call), so
+        it is counted in the pace the outbox's publishes keep to."""
+        wait = self.pace.wait()
+        if wait > 0:
+            await asyncio.sleep(min(wait, SHORT_WAIT))
+            self.pace.take()
+        await self._call(client, user, view)
+
+    async def _call(self, client: AsyncWebClient, user: str, view: dict[str, Any]) -> None:
+        """`views.publish`; a 429 holds every publish until its `Retry-After` has passed."""
+        try:
+            await client.views_publish(user_id=user, view=view)
+        except SlackApiError as exc:
+            if slack_error(exc) == "ratelimited":
+                self.pace.hold(retry_after(exc))
+            raise
 
 
 def _deciders(policy: Policy) -> list[str]:
