@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands
+from bot.slack import commands, home_view
 from bot.slack.delivery import slack_error
-from bot.slack.home_view import home_view
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
 from runtime.approvals.policy import Policy
@@ -39,6 +38,12 @@ BURST = 3.0
 """Fewer than Slack's own burst: calls paced here reach Slack a little jittered."""
 SHORT_WAIT = 0.5
 """A wait for the pace this short is slept; a longer one gives the row back (`RetryAt`)."""
+RECENT = timedelta(days=30)
+"""How far back a Home lists a person's own requests and decisions."""
+READ_LIMIT = 200
+"""At most this many of a person's own requests and decisions are read for their Home."""
+PENDING_READ = 500
+"""Pending approvals read to choose those a person may decide (the longest waiting)."""
 APPROVAL_TOPICS = frozenset(
     {"approval_requested", "approval_decided", "approval_voted", "approval_reminded"}
 )
@@ -132,37 +137,40 @@ class HomeTabs:
     # the view
 
     async def view(self, user: str, *, notice: str | None = None) -> dict[str, Any]:
+        """What concerns `user` only, each read bounded: the oldest pending approvals (what
+        they may decide is chosen from those), their own recent requests and decisions, and
+        the open pages they may settle or that are about their runs."""
         now = self.rt.clock()
-        pending = await commands.waiting_for(self.rt, user)
-        everyone = await self.rt.approvals()
-        mine = sorted((a for a in everyone if a.requested_by == user), key=_created, reverse=True)
+        pending = await self._pending_for(user)
+        theirs = await self.rt.queries.approvals_of_person(
+            user, since=now - RECENT, limit=READ_LIMIT
+        )
+        mine = [a for a in theirs if a.requested_by == user]
         decided = sorted(
-            (a for a in everyone if a.decided_by == user and a.state != ApprovalState.PENDING),
+            (a for a in theirs if a.decided_by == user and a.state != ApprovalState.PENDING),
             key=_decided,
             reverse=True,
         )
-        pages = await self._pages_for(user)
-        return home_view(
+        resolver = user in self.resolvers
+        pages = await self.rt.queries.open_pages_for(
+            None if resolver else user, limit=home_view.SECTION + 1
+        )
+        return home_view.home_view(
             pending=pending,
             pages=pages,
             requests=mine,
             decisions=decided,
             now=now,
-            resolver=user in self.resolvers,
+            resolver=resolver,
             notice=notice,
         )
 
-    async def _pages_for(self, user: str) -> list[Page]:
-        """Open pages this person may settle (a resolver), or about their own runs."""
-        pages = [p for p in await self.rt.queries.pages() if not p.acknowledged_by]
-        if user in self.resolvers:
-            return pages
-        theirs = []
-        for page in pages:
-            run = await self.rt.find_run(page.run_id)
-            if run is not None and run.requested_by == user:
-                theirs.append(page)
-        return theirs
+    async def _pending_for(self, user: str) -> list[Approval]:
+        """Pending approvals `user` may decide (not their own), newest first, from the
+        `PENDING_READ` that have waited longest."""
+        waiting = await self.rt.queries.approvals(state=ApprovalState.PENDING, limit=PENDING_READ)
+        theirs = [a for a in waiting if await commands.may_decide_approval(self.rt, a, user)]
+        return sorted(theirs, key=_created, reverse=True)
 
     # the outbox
 
