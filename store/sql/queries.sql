@@ -405,6 +405,16 @@ SELECT * FROM approvals {indexed_by(approvals_by_run)}
 WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
 ORDER BY created_at, id LIMIT :limit
 
+-- approvals_of_person --
+-- The approvals one person asked for or decided, created at or after :since, newest first, at
+-- most :limit: what their App Home lists. Each state is a range of the state index on
+-- created_at (every state is listed), so the read stays small however many approvals exist.
+SELECT * FROM approvals
+WHERE state IN ('pending', 'approved', 'declined')
+  AND created_at >= :since::timestamptz
+  AND (requested_by = :user OR decided_by = :user)
+ORDER BY created_at DESC, id DESC LIMIT :limit
+
 -- page_approvals --
 -- One page of approvals, oldest first, filtered by state, run, tool and requester (each
 -- optional), after the cursor (created_at, id) of the previous page's last one.
@@ -537,6 +547,15 @@ SELECT * FROM pages WHERE id = :id
 -- list_pages --
 -- Pages, oldest first, optionally only those nobody acknowledged.
 SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY created_at, id
+
+-- open_pages_for --
+-- Open pages, oldest first, at most :limit (by the open pages' index): all of them when :user
+-- is NULL (on-call, who may settle any), else those about the runs :user requested.
+SELECT p.* FROM pages p {indexed_by(pages_open)}
+WHERE p.acknowledged_by IS NULL
+  AND (:user::text IS NULL
+       OR EXISTS (SELECT 1 FROM runs r WHERE r.id = p.run_id AND r.requested_by = :user))
+ORDER BY p.created_at, p.id LIMIT :limit
 
 -- pages_of_run --
 -- A run's pages, oldest first (by the run's index, whatever the number of pages).
