@@ -21,6 +21,7 @@ SMALLEST = {
     "runtime_bench.py": (["--rounds", "1", "--runs", "2", "--steps", "3"], "bytes/step"),
     "load_bench.py": (["--rounds", "1", "--steps", "10"], "load latest"),
     "store_bench.py": ([], "bytes/step"),
+    "step_profile.py": (["--runs", "2", "--steps", "3"], "ms of CPU per step"),
     "workers_bench.py": (
         ["--runs", "4", "--steps", "3", "--workers", "1", "2", "--rounds", "1"],
         "2 worker(s)",
