@@ -168,7 +168,25 @@ async def action(request: web.Request) -> web.Response:
     dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
     trigger = f"dev-{uuid.uuid4().hex}"
+    payload = click_payload(
+        user,
+        order,
+        trigger=trigger,
+        response_url=f"{request.url.origin()}/dev/response",
+    )
+    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
+    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
+    return web.json_response({"status": status, "answer": body, "view": view})
+
+
+def click_payload(
+    user: str, order: dict[str, Any], *, trigger: str, response_url: str
+) -> dict[str, Any]:
+    """The `block_actions` payload Slack posts for a click on the page: `order` holds the
+    channel, the message's ts, the button's action id, value and block id, and whether the
+    message is ephemeral (a `/runs` reply, which Slack sends with no message)."""
     ephemeral = order.get("ephemeral") is True
+    channel, ts = str(order.get("channel", "")), str(order.get("ts", ""))
     payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
@@ -176,15 +194,15 @@ async def action(request: web.Request) -> web.Response:
         "token": "dev",
         "container": {
             "type": "message",
-            "message_ts": str(order.get("ts", "")),
-            "channel_id": str(order.get("channel", "")),
+            "message_ts": ts,
+            "channel_id": channel,
             "is_ephemeral": ephemeral,
         },
         "trigger_id": trigger,
         "team": {"id": people.TEAM, "domain": "signoff-dev"},
-        "channel": {"id": str(order.get("channel", "")), "name": "dev"},
-        "message": {"type": "message", "ts": str(order.get("ts", "")), "text": ""},
-        "response_url": f"{request.url.origin()}/dev/response",
+        "channel": {"id": channel, "name": "dev"},
+        "message": {"type": "message", "ts": ts, "text": ""},
+        "response_url": response_url,
         "actions": [
             {
                 "action_id": str(order.get("action_id", "")),
@@ -197,9 +215,7 @@ async def action(request: web.Request) -> web.Response:
     }
     if ephemeral:
         del payload["message"]
-    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
-    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
-    return web.json_response({"status": status, "answer": body, "view": view})
+    return payload
 
 
 async def submit(request: web.Request) -> web.Response:

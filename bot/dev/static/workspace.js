@@ -59,7 +59,7 @@ function drawMessage(message, channel) {
   head.appendChild(el("time", "stamp", new Date(parseFloat(message.ts) * 1000).toLocaleTimeString()));
   if (message.edited) head.appendChild(el("span", "edited", "(edited)"));
   node.appendChild(head);
-  const ctx = { names: state.names, onAction: (element) => click(element, channel, message.ts) };
+  const ctx = { names: state.names, onAction: (element, blockId) => click(element, blockId, channel, message.ts) };
   node.appendChild(message.blocks && message.blocks.length ? render(message.blocks, ctx) : plain(message.text));
   if (message.replies.length) {
     const thread = el("div", "thread");
@@ -81,7 +81,7 @@ function plain(text) {
 function drawEphemeral(text, blocks, channel) {
   const node = el("article", "message ephemeral");
   node.appendChild(el("div", "message-head")).appendChild(el("span", "only-you", "Only visible to you"));
-  const ctx = { names: state.names, onAction: (element) => click(element, channel, "", true) };
+  const ctx = { names: state.names, onAction: (element, blockId) => click(element, blockId, channel, "", true) };
   node.appendChild(blocks && blocks.length ? render(blocks, ctx) : plain(text));
   return node;
 }
@@ -115,12 +115,12 @@ async function confirmFirst(confirm) {
   });
 }
 
-async function click(element, channel, ts, ephemeral = false) {
+async function click(element, blockId, channel, ts, ephemeral = false) {
   if (!(await confirmFirst(element.confirm))) return;
   const opens = state.opensModal.includes(element.action_id);
   const answer = await post("/dev/api/action", {
     user: me(), channel, ts, action_id: element.action_id, value: element.value,
-    block_id: "", opens_modal: opens, ephemeral,
+    block_id: blockId, opens_modal: opens, ephemeral,
   });
   if (answer.view) await openModal(answer.view);
 }
