@@ -69,6 +69,7 @@ def mount(app: web.Application, dev: DevWorkspace) -> None:
         ("/dev/api/submit", submit),
         ("/dev/api/command", command),
         ("/dev/api/refund", refund),
+        ("/dev/api/home", home),
     ):
         app.router.add_post(path, _local_only(handler))
 
@@ -130,7 +131,15 @@ async def workspace(request: web.Request) -> web.Response:
         channels.append({"id": channel, "name": name, "messages": shown})
     # like Slack's, they do not pile up: only the last few are shown
     ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user][-EPHEMERALS:]
-    return web.json_response({"channels": channels, "ephemerals": ephemerals})
+    return web.json_response(
+        {"channels": channels, "ephemerals": ephemerals, "home": _home_view(dev.fake, user)}
+    )
+
+
+def _home_view(fake: FakeSlack, user: str) -> dict[str, Any] | None:
+    """The App Home the bot last published for `user` (None before it published one)."""
+    published = [v for v in fake.views if v.method == "views.publish" and v.user_id == user]
+    return published[-1].view if published else None
 
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -168,7 +177,25 @@ async def action(request: web.Request) -> web.Response:
     dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
     trigger = f"dev-{uuid.uuid4().hex}"
+    payload = click_payload(
+        user,
+        order,
+        trigger=trigger,
+        response_url=f"{request.url.origin()}/dev/response",
+    )
+    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
+    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
+    return web.json_response({"status": status, "answer": body, "view": view})
+
+
+def click_payload(
+    user: str, order: dict[str, Any], *, trigger: str, response_url: str
+) -> dict[str, Any]:
+    """The `block_actions` payload Slack posts for a click on the page: `order` holds the
+    channel, the message's ts, the button's action id, value and block id, and whether the
+    message is ephemeral (a `/runs` reply, which Slack sends with no message)."""
     ephemeral = order.get("ephemeral") is True
+    channel, ts = str(order.get("channel", "")), str(order.get("ts", ""))
     payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
@@ -176,15 +203,15 @@ async def action(request: web.Request) -> web.Response:
         "token": "dev",
         "container": {
             "type": "message",
-            "message_ts": str(order.get("ts", "")),
-            "channel_id": str(order.get("channel", "")),
+            "message_ts": ts,
+            "channel_id": channel,
             "is_ephemeral": ephemeral,
         },
         "trigger_id": trigger,
         "team": {"id": people.TEAM, "domain": "signoff-dev"},
-        "channel": {"id": str(order.get("channel", "")), "name": "dev"},
-        "message": {"type": "message", "ts": str(order.get("ts", "")), "text": ""},
-        "response_url": f"{request.url.origin()}/dev/response",
+        "channel": {"id": channel, "name": "dev"},
+        "message": {"type": "message", "ts": ts, "text": ""},
+        "response_url": response_url,
         "actions": [
             {
                 "action_id": str(order.get("action_id", "")),
@@ -197,9 +224,12 @@ async def action(request: web.Request) -> web.Response:
     }
     if ephemeral:
         del payload["message"]
-    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
-    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
-    return web.json_response({"status": status, "answer": body, "view": view})
+    if order.get("view_id"):  # a click in the App Home: Slack sends the view, no channel
+        for gone in ("message", "channel"):
+            payload.pop(gone, None)
+        payload["container"] = {"type": "view", "view_id": str(order["view_id"])}
+        payload["view"] = {"type": "home", "id": str(order["view_id"])}
+    return payload
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -255,6 +285,23 @@ async def command(request: web.Request) -> web.Response:
     return web.json_response({"status": status, "answer": body, "channel": people.APPROVALS})
 
 
+async def home(request: web.Request) -> web.Response:
+    """`user` opened the app's Home tab: Slack's `app_home_opened` event, which the bot
+    answers by publishing their Home (the page shows it when it arrives)."""
+    user = people.check((await _order(request)).get("user"))
+    event = {
+        "token": "dev",
+        "team_id": people.TEAM,
+        "api_app_id": people.APP,
+        "type": "event_callback",
+        "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}",
+        "event_time": int(time.time()),
+        "event": {"type": "app_home_opened", "user": user, "tab": "home", "channel": "D0HOME"},
+    }
+    status, _ = await _to_bot(request, event)
+    return web.json_response({"status": status})
+
+
 async def refund(request: web.Request) -> web.Response:
     """Start a refund-agent run for `user`; it drives in the background until it parks."""
     dev, order = request.app[DEV], await _order(request)
@@ -266,17 +313,19 @@ async def refund(request: web.Request) -> web.Response:
     return web.json_response({"run_id": run.id}, status=201)
 
 
-async def _to_bot(request: web.Request, fields: dict[str, str]) -> tuple[int, Any]:
-    """POST to this server's /slack/events, signed as Slack signs (v0, HMAC-SHA256)."""
+async def _to_bot(request: web.Request, fields: dict[str, Any]) -> tuple[int, Any]:
+    """POST to this server's /slack/events, signed as Slack signs (v0, HMAC-SHA256): form
+    fields as Slack posts clicks and commands, or (an event callback) JSON."""
     dev = request.app[DEV]
     if dev.session is None:
         raise web.HTTPServiceUnavailable(text="the server is not started")
-    body = urllib.parse.urlencode(fields).encode()
+    is_event = fields.get("type") == "event_callback"
+    body = json.dumps(fields).encode() if is_event else urllib.parse.urlencode(fields).encode()
     stamp = str(int(time.time()))
     signature = SignatureVerifier(dev.signing_secret).generate_signature(timestamp=stamp, body=body)
     assert signature is not None  # None only without a timestamp or a body
     headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
+        "Content-Type": "application/json" if is_event else "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": signature,
     }

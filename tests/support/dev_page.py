@@ -104,15 +104,20 @@ def card_text(driver: Any, mark: str) -> str:
         return ""
 
 
-def card_actions(driver: Any, mark: str) -> list[str]:
-    """The action ids of the buttons on the card itself (not its thread's)."""
+def card_actions(driver: Any, mark: str) -> list[str] | None:
+    """The action ids of the buttons on the card itself (not its thread's); None while the
+    card is missing or being redrawn."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
     found = card(driver, mark)
     if found is None:
-        return []
-    buttons = found.find_elements(By.CSS_SELECTOR, ":scope > .blocks [data-action-id]")
-    return [str(b.get_attribute("data-action-id")) for b in buttons]
+        return None
+    try:
+        buttons = found.find_elements(By.CSS_SELECTOR, ":scope > .blocks [data-action-id]")
+        return [str(b.get_attribute("data-action-id")) for b in buttons]
+    except StaleElementReferenceException:
+        return None
 
 
 def runs_command(browser: Any, wait: Any, text: str, *, until: str) -> str:
