@@ -27,12 +27,13 @@ from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy, 
 from runtime.approvals.routing import check_rules
 from runtime.approvals.rule_book import RuleBook
 from runtime.approvals.stats import ApprovalStats, approval_stats
+from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
 from runtime.history import inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
-from runtime.notifier import Notifier, NullNotifier
+from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
@@ -81,6 +82,7 @@ class Runtime:
         self.locks = RunLocks()
         self.scheduler = Scheduler(self)
         """The process's one scheduler: every timer runs on it and reads `clock`."""
+        self._waiters = DecisionWaiters()
         policies = policies or Policies()
         directory = directory or StaticDirectory()
         check_rules(policies, self.agents.values())
@@ -96,7 +98,11 @@ class Runtime:
             locks=self.locks,
             facts=self.facts,
             telemetry=telemetry or NullTelemetry(),
-            announcer=Announcer(notifier or NullNotifier(), store),
+            announcer=Announcer(
+                FanOut([notifier or NullNotifier(), self._waiters]),
+                store,
+                on_due=self.scheduler.poke,
+            ),
             timers=self.scheduler,
             learned=self.rules,
         )
@@ -112,33 +118,8 @@ class Runtime:
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
 
     @property
-    def notifier(self) -> Notifier:
-        return self.deps.announcer.notifier
-
-    @notifier.setter
-    def notifier(self, notifier: Notifier) -> None:
-        self.deps.announcer.notifier = notifier
-
-    @property
     def clock(self) -> Callable[[], datetime]:
         return self.deps.clock
-
-    @property
-    def telemetry(self) -> Telemetry:
-        return self.deps.telemetry
-
-    @telemetry.setter
-    def telemetry(self, telemetry: Telemetry) -> None:
-        self.deps.telemetry = telemetry
-
-    @property
-    def on_due(self) -> Callable[[datetime], None] | None:
-        """Set by the scheduler: told when a new deadline or reminder exists."""
-        return self.deps.announcer.on_due
-
-    @on_due.setter
-    def on_due(self, on_due: Callable[[datetime], None] | None) -> None:
-        self.deps.announcer.on_due = on_due
 
     # runs
 
@@ -294,6 +275,11 @@ class Runtime:
             cursor=cursor,
             limit=limit,
         )
+
+    async def wait_decided(self, approval_id: str, seconds: float) -> None:
+        """Until the approval is decided in this process or `seconds` pass (a decision made
+        elsewhere is not seen: re-read the approval)."""
+        await self._waiters.wait(approval_id, seconds)
 
     async def votes(self, approval_id: str) -> builtins.list[str]:
         """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
