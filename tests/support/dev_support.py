@@ -22,17 +22,20 @@ REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
 
 
 class DevServer:
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(
+        self, folder: Path, port: int | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """`env`: variables to add (SIGNOFF_AGENTS, say) to a clean environment."""
         self.folder = folder
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = folder / f"dev-{self.port}-{time.monotonic_ns()}.log"
-        env = clean_env("SIGNOFF_", "SLACK_")
+        clean = clean_env("SIGNOFF_", "SLACK_")
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 [SIGNOFF, "dev", "--port", str(self.port)],
                 cwd=folder,
-                env=env,
+                env=clean | (env or {}),
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
