@@ -4,7 +4,6 @@ chromium-driver, driven by selenium) that may reach nothing but 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -14,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .helpers import SIGNOFF, free_port
+from .helpers import SIGNOFF, clean_env, free_port
 from .slack_harness import wait_while_alive
 
 CHROMIUM = "/usr/bin/chromium"
@@ -31,7 +30,7 @@ class DevServer:
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = folder / f"dev-{self.port}-{time.monotonic_ns()}.log"
-        clean = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+        clean = clean_env("SIGNOFF_", "SLACK_")
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
                 [SIGNOFF, "dev", "--port", str(self.port)],

@@ -141,14 +141,7 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     yield "/runs status", replies.run_status(run(), pending, pages)
     yield "/runs list", replies.run_list([run()], status=None, more=2)
     yield "/runs pending", replies.pending_list(pending, more=1)
-    checkpoint = Checkpoint(
-        run_id="order-4471",
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="user", content="Refund"),),
-    )
+    checkpoint = Checkpoint.opening("order-4471", [Message(role="user", content="Refund")])
     yield "/runs history", replies.run_history(run(), [checkpoint])
     for resolver in (False, True):
         yield f"home resolver={resolver}", home_view(
