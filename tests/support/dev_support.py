@@ -10,7 +10,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
 
 
 class DevServer:
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(self, folder: Path, port: int | None = None, args: Sequence[str] = ()) -> None:
         self.folder = folder
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -31,7 +31,7 @@ class DevServer:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [SIGNOFF, "dev", "--port", str(self.port)],
+                [SIGNOFF, "dev", "--port", str(self.port), *args],
                 cwd=folder,
                 env=env,
                 stdout=out,
