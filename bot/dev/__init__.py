@@ -26,6 +26,7 @@ from bot.dev import people, slack_state, workspace
 from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
+from bot.masking import ResultMasks
 from bot.settings import (
     ApiSettings,
     ApiToken,
@@ -171,8 +172,9 @@ def _step_log(process: Process) -> Callable[[web.Application], AsyncIterator[Non
     """The step log as an aiohttp cleanup context: it follows the runs while the app runs."""
 
     async def follow(app: web.Application) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        task = asyncio.create_task(StepLog(process.runtime.queries).follow(stop), name="step log")
+        rt, stop = process.runtime, asyncio.Event()
+        steps = StepLog(rt.queries, ResultMasks(rt.policies))
+        task = asyncio.create_task(steps.follow(stop), name="step log")
         yield
         stop.set()
         await task
