@@ -1,7 +1,8 @@
 """`signoff dev` on a project of one's own, as a real process: the signoff.toml of the folder
 it starts in (or the one `--config` names) gives its agents and policies, which it names on
 start-up and on the page; a run of the project's agent reaches its approval card in the
-channel its policy names, and the approver its user group names decides it. A configuration
+channel its policy names, the approver its user group names decides it, and the result field
+its policy marks sensitive is masked in the console and the step log. A configuration
 that cannot load is one line and exit code 2, with nothing started."""
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ agents = ["gift_shop:agent"]
 approvers = ["S0GIFTS"]
 channel = "C0GIFTS"
 escalate_to = "U0LEAD"
+
+[policies.tools.send_gift_card]
+sensitive_results = ["code"]
 """
 
 
@@ -116,6 +120,12 @@ def test_the_folders_project_runs_and_its_card_reaches_its_channel(tmp_path: Pat
 
         shown = dev.wait_until(finished)
         assert shown["run"]["agent"] == "gift-agent"
+        # the result field its policy marks sensitive is masked on the page and in the log
+        assert "GIFT-7731" not in json.dumps(shown)
+        returned = dev.wait_until(lambda: "send_gift_card returned" in dev.log.read_text())
+        assert returned
+        assert "GIFT-7731" not in dev.log.read_text()
+        assert '"code":"[sensitive]"' in dev.log.read_text()
     finally:
         assert dev.interrupt() == 0
 
@@ -162,7 +172,7 @@ def test_a_missing_or_bad_config_is_one_line_and_exit_code_2(tmp_path: Path) -> 
     assert missing.returncode == 2
     assert missing.stderr == "error: nowhere.toml: no such configuration file\n"
 
-    write_project(tmp_path, CONFIG + "\n[policies.tools.send_gift_card]\ntimeout = 'soon'\n")
+    write_project(tmp_path, CONFIG + "\n[policies.tools.other]\ntimeout = 'soon'\n")
     bad = _dev(tmp_path)
     assert bad.returncode == 2
     assert bad.stderr.startswith("error: signoff.toml:")
