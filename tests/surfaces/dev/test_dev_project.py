@@ -8,12 +8,15 @@ that cannot load is one line and exit code 2, with nothing started."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from support.dev_support import APPROVER, REQUESTER, DevServer
+import pytest
+from support.dev_support import APPROVER, CHROMEDRIVER, CHROMIUM, REQUESTER, DevServer, chromium
 from support.helpers import SIGNOFF, free_port
 
 AGENT = '''
@@ -153,6 +156,36 @@ def test_without_a_signoff_toml_it_runs_the_demo_and_says_so(tmp_path: Path) -> 
         assert [a["name"] for a in session["project"]["agents"]] == ["refund-agent"]
         assert "signoff dev: no signoff.toml here: the demo" in dev.log.read_text()
     finally:
+        assert dev.interrupt() == 0
+
+
+@pytest.mark.skipif(
+    not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
+    reason="needs Debian's chromium and chromium-driver",
+)
+def test_the_page_names_the_project_and_starts_its_agent(tmp_path: Path) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    config = write_project(tmp_path)
+    dev = DevServer(tmp_path)
+    browser = chromium(tmp_path)
+    try:
+        wait = WebDriverWait(browser, 20)
+        browser.get(dev.base + "/")
+        wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
+        assert browser.find_element(By.ID, "project").text == f"Project: {config.resolve()}"
+        assert not browser.find_element(By.ID, "start-refund").is_displayed()
+        start = browser.find_element(By.CSS_SELECTOR, "button[data-agent='gift-agent']")
+        assert start.text == "Start gift-agent"
+        browser.find_element(By.ID, "task").send_keys("Send Ada a gift card")
+        start.click()
+        notice = wait.until(lambda d: d.find_element(By.ID, "notice").text)
+        found = re.search(r"run (run_\w+) of gift-agent", notice)
+        assert found, notice
+        assert dev.wait_until(lambda: _cards(dev, "C0GIFTS", found[1]))
+    finally:
+        browser.quit()
         assert dev.interrupt() == 0
 
 
