@@ -14,7 +14,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.api_auth import Handler
 from bot.dev import people
+from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
@@ -33,6 +34,7 @@ from bot.wiring import Process
 log = logging.getLogger("signoff.dev")
 STATIC = Path(__file__).parent / "static"
 REFUND_TASK = "Refund order 4471 for $25"
+REFUND_AGENT_NAME = "refund-agent"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
 EPHEMERALS = 3
@@ -46,6 +48,7 @@ class DevWorkspace:
     process: Process
     signing_secret: str
     api_token: str
+    project: Project = field(default_factory=demo)
     session: aiohttp.ClientSession | None = None
 
 
@@ -70,6 +73,7 @@ def mount(app: web.Application, dev: DevWorkspace) -> None:
         ("/dev/api/command", command),
         ("/dev/api/refund", refund),
         ("/dev/api/home", home),
+        ("/dev/api/start", start),
     ):
         app.router.add_post(path, _local_only(handler))
 
@@ -113,8 +117,21 @@ async def session(request: web.Request) -> web.Response:
             "token": dev.api_token,
             "refund_task": REFUND_TASK,
             "opens_modal": sorted(OPENS_MODAL),
+            "project": {
+                "config": str(dev.project.config) if dev.project.config else None,
+                "loaded": dev.project.lines(),
+                "agents": _startable(dev),
+            },
         }
     )
+
+
+def _startable(dev: DevWorkspace) -> list[dict[str, str]]:
+    """The agents the start buttons offer, each with the task it starts with."""
+    return [
+        {"name": name, "task": REFUND_TASK if name == REFUND_AGENT_NAME else f"Try {name}"}
+        for name in sorted(dev.process.runtime.agents)
+    ]
 
 
 async def workspace(request: web.Request) -> web.Response:
@@ -305,12 +322,28 @@ async def home(request: web.Request) -> web.Response:
 async def refund(request: web.Request) -> web.Response:
     """Start a refund-agent run for `user`; it drives in the background until it parks."""
     dev, order = request.app[DEV], await _order(request)
+    return await _start(dev, people.check(order.get("user")), REFUND_AGENT_NAME, REFUND_TASK)
+
+
+async def start(request: web.Request) -> web.Response:
+    """Start a run of one of the project's agents for `user`, with `task`."""
+    dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
+    task = order.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise web.HTTPBadRequest(text="task: what the agent is asked to do")
+    return await _start(dev, user, str(order.get("agent", "")), task.strip()[:2000])
+
+
+async def _start(dev: DevWorkspace, user: str, agent: str, task: str) -> web.Response:
     rt = dev.process.runtime
-    run, _ = await rt.create("refund-agent", REFUND_TASK, requested_by=user)
+    if agent not in rt.agents:
+        known = ", ".join(sorted(rt.agents))
+        return web.json_response({"error": f"agent: one of {known}"}, status=404)
+    run, _ = await rt.create(agent, task, requested_by=user)
     dev.process.background.spawn(rt.drive(run.id), name=f"drive {run.id}")
-    log.info("dev: %s started run %s: %s", people.name(user), run.id, REFUND_TASK)
-    return web.json_response({"run_id": run.id}, status=201)
+    log.info("dev: %s started run %s of %s: %s", people.name(user), run.id, agent, task)
+    return web.json_response({"run_id": run.id, "agent": agent}, status=201)
 
 
 async def _to_bot(request: web.Request, fields: dict[str, Any]) -> tuple[int, Any]:

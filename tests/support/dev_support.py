@@ -9,7 +9,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,14 @@ REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
 
 class DevServer:
     def __init__(
-        self, folder: Path, port: int | None = None, env: dict[str, str] | None = None
+        self,
+        folder: Path,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
     ) -> None:
-        """`env`: variables to add (SIGNOFF_AGENTS, say) to a clean environment."""
+        """`env`: variables to add (SIGNOFF_AGENTS, say) to a clean environment; `args`:
+        options of `signoff dev` after `--port` (`--config PATH`, say)."""
         self.folder = folder
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -33,7 +38,7 @@ class DevServer:
         clean = clean_env("SIGNOFF_", "SLACK_")
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [SIGNOFF, "dev", "--port", str(self.port)],
+                [SIGNOFF, "dev", "--port", str(self.port), *args],
                 cwd=folder,
                 env=clean | (env or {}),
                 stdout=out,

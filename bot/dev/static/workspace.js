@@ -203,6 +203,27 @@ async function startRefund() {
   state.channel = "C0APPROVALS";
 }
 
+async function startAgent(agent) {
+  const task = $("task").value.trim() || agent.task;
+  const answer = await post("/dev/api/start", { user: me(), agent: agent.name, task });
+  notice("Started run " + answer.run_id + " of " + agent.name + " for " + state.names[me()] + ".");
+}
+
+function showProject(project) {
+  // Which project runs: the signoff.toml it loaded (its agents start here), or the demo.
+  $("project").textContent = project.config ? "Project: " + project.config : "The demo (no signoff.toml)";
+  $("project").title = project.loaded.join("\n");
+  if (!project.config) return;
+  $("start-refund").hidden = true;
+  $("start-agents").hidden = false;
+  for (const agent of project.agents) {
+    const button = el("button", "primary", "Start " + agent.name);
+    button.dataset.agent = agent.name;
+    button.addEventListener("click", () => startAgent(agent));
+    $("start-agents").appendChild(button);
+  }
+}
+
 function listen() {
   const events = new EventSource("/dev/events");
   events.addEventListener("workspace", () => refresh());
@@ -231,6 +252,7 @@ async function main() {
   $("start-refund").textContent = session.refund_task;
   $("start-refund").addEventListener("click", startRefund);
   $("runs-form").addEventListener("submit", runsCommand);
+  showProject(session.project);
   showConsole(session.token);
   await refresh();
   listen();
