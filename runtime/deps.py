@@ -1,6 +1,7 @@
 """What the runtime's modules share, passed to them explicitly: the store, the clock, this
-worker's identity and lease, the agents, the in-process locks, facts, telemetry and the
-announcer. The `Runtime` facade builds one; nothing below it needs the facade."""
+worker's identity and lease, the agents, the in-process locks, facts, telemetry, the
+announcer and the result masks. The `Runtime` facade builds one; nothing below it needs the
+facade."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from datetime import datetime
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
+from runtime.approvals.policy import Policies
 from runtime.facts import FactStore
 from runtime.ports import LearnedRules
+from runtime.result_masks import ResultMasks
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
@@ -38,6 +41,9 @@ class Deps:
     leases: dict[str, Lease] = field(default_factory=dict)
     """The runs this process holds a lease on, by id."""
     learned: LearnedRules | None = None
+    result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
+    """The policies' sensitive result fields, masked in what the runtime itself says about a
+    result (evidence on a page, a log line)."""
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""

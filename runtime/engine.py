@@ -35,6 +35,7 @@ from runtime.history import inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
+from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
 from runtime.runs.resumability import check_resumable
@@ -105,6 +106,7 @@ class Runtime:
             ),
             timers=self.scheduler,
             learned=self.rules,
+            result_masks=ResultMasks(policies),
         )
         self.desk = ApprovalDesk(
             self._deps,

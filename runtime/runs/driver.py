@@ -56,6 +56,7 @@ class Driver:
             owner=deps.worker_id,
             clock=deps.clock,
             lease=deps.leases.get(run.id),
+            masks=deps.result_masks,
         )
         self.session = Session(deps, run, agent, journal)
         self.gate = Gate(self.session, approvals)

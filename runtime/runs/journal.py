@@ -19,6 +19,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
 
+from runtime.result_masks import ResultMasks
 from runtime.runs.lease import Lease
 from store import (
     Approval,
@@ -80,8 +81,10 @@ class Journal:
         owner: str,
         clock: Callable[[], datetime],
         lease: Lease | None = None,
+        masks: ResultMasks | None = None,
     ) -> None:
         self.store = store
+        self.masks = masks
         self.run = run
         self.owner = owner
         self.lease = lease
@@ -282,7 +285,7 @@ class Journal:
         acted_late = []
         for outcome in self.finished:
             recorded = await self.store.get_effect(self.run.id, outcome.call_id)
-            said = evidence(self.owner, outcome)
+            said = evidence(self.owner, self._shown(recorded.tool, outcome))
             log.warning("run %s: fenced off; kept as evidence: %s", self.run.id, said)
             detail = {"call_id": outcome.call_id, "status": outcome.status.value}
             event = AuditEvent(
@@ -300,6 +303,14 @@ class Journal:
             ):
                 acted_late.append((outcome, recorded))
         return acted_late
+
+    def _shown(self, tool: str, outcome: EffectOutcome) -> EffectOutcome:
+        """The outcome as a page and the log may show it: its tool's sensitive result fields
+        masked (the audit event keeps it whole, and the surfaces mask it when they show it)."""
+        if self.masks is None or outcome.result is None:
+            return outcome
+        shown = self.masks.result(tool, outcome.result)
+        return outcome if shown is outcome.result else outcome.model_copy(update={"result": shown})
 
     async def _fail_unrecordable(self, exc: errors.AlreadyExists) -> None:
         """A write collided with an existing record: stop the run loudly, never wedge it."""

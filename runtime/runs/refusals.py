@@ -83,6 +83,7 @@ def in_doubt(deps: Deps, run_id: str, effect: Effect, why: str) -> Page:
 def acted_late(deps: Deps, run_id: str, outcome: EffectOutcome, resolved: Effect) -> Page:
     """Our tool acted after the run was taken over and a human resolved it as not done."""
     was = resolved.status.value + (f" ({resolved.error})" if resolved.error else "")
+    result = deps.result_masks.result(resolved.tool, outcome.result)
     return paging.new_page(
         deps,
         run_id=run_id,
@@ -91,6 +92,6 @@ def acted_late(deps: Deps, run_id: str, outcome: EffectOutcome, resolved: Effect
         reason="acted_late",
         detail=f"{resolved.tool}({resolved.args}) did complete, in worker "
         f"{deps.worker_id} after the run was taken over, with result "
-        f"{outcome.result!r}; the ledger says {was}. Check the outside system and "
+        f"{result!r}; the ledger says {was}. Check the outside system and "
         "undo or account for it by hand.",
     )

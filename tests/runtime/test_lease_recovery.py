@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,6 +28,8 @@ from runtime_scenarios import (
 )
 
 from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
+from runtime.approvals.policy import Policies, Policy
+from runtime.records import SENSITIVE_MASK
 from store import EffectStatus, RunStatus, Store
 from store.records import utcnow
 
@@ -479,6 +482,78 @@ async def test_a_frozen_workers_late_result_is_evidence_on_the_page_and_settles_
     assert await store.list_pages() == []  # settled: none open
     assert run.status == RunStatus.DONE
     assert sent == ["ACME"]
+
+
+CARD_NUMBER = "5500-0000-0000-0004"
+CARD = {"card": {"card_number": CARD_NUMBER, "last4": "0004"}}
+
+
+async def issue_card_late(store: Store, *, resolved_as_not_done: bool = False) -> Runtime:
+    """A worker issues a card while frozen past its lease, under policies that mark the card
+    number sensitive; the worker that took the run over is returned. With
+    `resolved_as_not_done`, a person said the card was not issued before the frozen worker
+    woke up."""
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool(description="Issue a card.", effect="irreversible", requires_approval=False)
+    async def issue_card(to: str) -> dict[str, object]:
+        entered.set()
+        await release.wait()
+        return CARD
+
+    def card_agent() -> Agent:
+        model = ScriptedModel([tool_call("issue_card", {"to": "ACME"}), "done"])
+        return Agent("issuer", model=model, tools=[issue_card])
+
+    policies = Policies(tools={"issue_card": Policy(sensitive_results=("card_number",))})
+    frozen = cast(Store, FrozenRenewals(store))
+    stalled = Runtime(frozen, [card_agent()], worker_id="stalled", lease_ttl=0.3, policies=policies)
+    driving = asyncio.create_task(stalled.start("issuer", "Card for ACME", run_id="c"))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    taker = Runtime(store, [card_agent()], worker_id="taker", policies=policies)
+    await wait_for_lapse(store, owner="taker")
+    assert await taker.recover() == ["c"]
+    if resolved_as_not_done:
+        await taker.resolve("c", "call_1_1", happened=False, by="U0ONCALL")
+    release.set()  # the frozen worker wakes up with the card it issued
+    await finish(driving)
+    return taker
+
+
+async def test_a_late_results_sensitive_fields_are_masked_on_the_page_and_in_the_log(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The evidence the fenced-off worker writes on the page and logs masks the card number;
+    the audit keeps it whole, so the ledger settled from it does too."""
+    with caplog.at_level(logging.WARNING, logger="signoff.journal"):
+        taker = await issue_card_late(store)
+
+    (page,) = await store.list_pages()
+    assert "The worker that lost its lease (stalled) reported: completed at" in page.detail
+    assert "'last4': '0004'" in page.detail
+    assert CARD_NUMBER not in page.detail
+    assert SENSITIVE_MASK in page.detail
+    (said,) = [r.getMessage() for r in caplog.records if "kept as evidence" in r.getMessage()]
+    assert "'last4': '0004'" in said
+    assert CARD_NUMBER not in said
+    settled = await taker.resolve("c", "call_1_1", happened=True, by="U0ONCALL")
+    assert settled.result == CARD
+    assert (await store.get_effect("c", "call_1_1")).result == CARD
+
+
+async def test_a_late_results_sensitive_fields_are_masked_on_the_acted_late_page(
+    store: Store,
+) -> None:
+    await issue_card_late(store, resolved_as_not_done=True)
+
+    (page,) = await store.list_pages()
+    assert page.reason == "acted_late"
+    assert "'last4': '0004'" in page.detail
+    assert CARD_NUMBER not in page.detail
+    assert SENSITIVE_MASK in page.detail
+    late = [e for e in await store.list_events(run_id="c") if e.action == "late_result"]
+    assert [e.detail["result"] for e in late] == [CARD]  # the audit keeps it whole
 
 
 class SlowRenewals:
