@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from runtime import errors
-from runtime.records import Approval, ApprovalState, Effect, EffectStatus, Page, Run, RunStatus
+from runtime.approvals.binding import differences, said
+from runtime.records import (
+    Approval,
+    ApprovalState,
+    Effect,
+    EffectConflict,
+    EffectStatus,
+    Page,
+    Run,
+    RunStatus,
+)
 
 # states
 
@@ -225,6 +235,35 @@ def self_approval(approval: Approval | None, voice: Voice, by: str | None) -> st
     return f"{voice.who(by)} asked for this action, and {policy} forbids self-approval; " + (
         f"{NOTHING_CHANGED}."
     )
+
+
+def edit_conflict(exc: errors.KeyConflict, voice: Voice = PLAIN) -> str:
+    """An edit refused because an earlier effect used the call's key with other arguments:
+    what was done, what the edit asks, and what the card the person edited from offers (a
+    card shows "Approve as separate" only when the call as asked conflicts, and that button
+    approves the arguments as asked, not the edit)."""
+    conflict, asked = getattr(exc, "conflict", None), getattr(exc, "asked", None)
+    approval = getattr(exc, "approval", None)
+    if not isinstance(conflict, EffectConflict) or not isinstance(asked, dict):
+        return refusal(exc, voice)
+    changes = differences(conflict.args, asked)
+    tool = voice.code(conflict.tool)
+    done = (
+        "was already done"
+        if conflict.status == EffectStatus.COMPLETED
+        else (f"is {EFFECT_STATES.get(conflict.status.value, conflict.status.value)}")
+    )
+    who = f" (approved by {voice.who(conflict.approved_by)}{voice.at(conflict.approved_at)})"
+    facts = (
+        f"{tool} {done} under the same key with {voice.text(said(changes, 1))} by run "
+        f"{voice.code(conflict.run_id)}{who if conflict.approved_by else ''}; "
+        f"this edit asks {voice.text(said(changes, 2))}"
+    )
+    if isinstance(approval, Approval) and approval.conflict is not None:
+        then = f"Approve as separate on the card runs the call as asked as a separate {tool}"
+    else:
+        then = f"Approve on the card runs the call as asked (the same {tool}, made once)"
+    return f"Not approved, nothing was done: {facts}. {then}; or Decline."
 
 
 def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:

@@ -41,10 +41,8 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
         "SIGNOFF_HOME_PUBLISH_PER_MINUTE": str(PER_MINUTE),
         "SIGNOFF_API_RATE_PER_MINUTE": "100000",  # the burst comes through the API
     }
-    running = start_server(tmp_path, world, fake.base_url, extra=extra)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url, extra=extra) as running:
+        yield running
 
 
 def ask(server: SlackServer, n: int, requester: str) -> str:
@@ -231,8 +229,7 @@ def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
 ) -> None:
     # A pace of 6 a minute: the first Homes spend the burst, the next waits ~10 s in the outbox.
     slow = {"SIGNOFF_HOME_PUBLISH_PER_MINUTE": "6"}
-    first = start_server(tmp_path, world, fake.base_url, extra=slow)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=slow) as first:
         asked = ask(first, 1, EVE)
         first.wait_until(lambda: asked in buttons(homes(fake).get(BOB, {"blocks": []})))
         first.wait_until(lambda: homes(fake).keys() >= {BOB, ANN, EVE})
@@ -246,15 +243,10 @@ def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
             " AND claimed_by IS NULL AND next_attempt_at > created_at"
         ).fetchone()[0]
         first.wait_until(lambda: (n := paced()) and n == owed())  # none left claimed
-    finally:
-        first.kill()
     assert asked in buttons(homes(fake)[ANN])  # stale when the server died
 
-    second = start_server(tmp_path, world, fake.base_url)
-    try:
+    with start_server(tmp_path, world, fake.base_url) as second:
         second.wait_until(lambda: asked not in buttons(homes(fake)[ANN]), within=30)
         second.wait_until(lambda: "approved by" in words(homes(fake)[EVE]))
         second.wait_until(lambda: owed() == 0)
-    finally:
-        second.kill()
         db.close()
