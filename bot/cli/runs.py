@@ -8,10 +8,12 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import timedelta
+from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from bot.cli import people
 from bot.cli.base import (
     Failure,
     JsonFlag,
@@ -194,9 +196,11 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
         approvals = await p.runtime.approvals(run_id)
         votes = await p.runtime.queries.quorum_votes(approvals)
         effects = await p.runtime.queries.effects(run_id)
-        return run, approvals, ResultMasks(p.runtime.policies).effects(effects), votes
+        names = await people.of(p, [run, *approvals], chain(*votes.values()))
+        return run, approvals, ResultMasks(p.runtime.policies).effects(effects), votes, names
 
-    run, approvals, effects, votes = with_process(ctx, work, agents=False)
+    run, approvals, effects, votes, names = with_process(ctx, work, agents=False)
+    people.show(names)
     if as_json:
         from runtime.approvals.binding import call_trail
 

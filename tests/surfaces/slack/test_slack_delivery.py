@@ -207,8 +207,9 @@ def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(
     wrong = QUICK | {"SIGNOFF_APPROVALS_CHANNEL": "C0WRONG", "SIGNOFF_WORKER_ID": "w-fixed"}
     server = start_server(tmp_path, world, fake.base_url, extra=wrong, policy=no_channel)
     start_refunds(server, "misrouted")
-    server.wait_until(lambda: "channel_not_found" in server.log.read_text())
-    assert "check the channel id" in server.log.read_text()
+    # Warned at start-up, then by the outbox, for as long as the card waits.
+    server.wait_until(lambda: "check the channel id" in server.log.read_text())
+    assert "channel_not_found" in server.log.read_text()
     assert fake.cards() == []
     assert server.stop() == 0
 
