@@ -37,6 +37,8 @@ class Deps:
     """The runtime's one scheduler: leases are renewed on it."""
     leases: dict[str, Lease] = field(default_factory=dict)
     """The runs this process holds a lease on, by id."""
+    claimed: dict[str, int] = field(default_factory=dict)
+    """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
 
     async def run(self, run_id: str) -> Run:
@@ -80,6 +82,7 @@ class Deps:
             ttl=self.lease_ttl,
             timers=self.timers,
             held=self.leases,
+            claimed=self.claimed,
         )
 
     def epoch(self, run_id: str) -> int | None:
