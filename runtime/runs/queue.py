@@ -73,8 +73,8 @@ class RunQueue:
             self._wake.clear()
             requeue, self._requeue = self._requeue, False
             try:
-                if requeue:
-                    await self.deps.store.requeue_runs()
+                if requeue and (stranded := await self.deps.store.requeue_runs()):
+                    log.info("recovering %d run(s): nobody drove them; back in the queue", stranded)
                 await self._fill()
             except Exception:
                 log.exception("could not claim ready runs; trying again")
