@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, tool, tool_call
-from runtime.scheduler import ApprovalScheduler
 from store import Approval, ApprovalState, Message, open_store
 from store.records import utcnow
 
@@ -97,7 +96,7 @@ async def rearm(directory: str, pending: int) -> dict[str, float]:
     started = time.perf_counter()
     await store.next_due_at()
     lookup = time.perf_counter() - started
-    scheduler = ApprovalScheduler(rt)
+    scheduler = rt.scheduler
     started = time.perf_counter()
     await scheduler.start()
     elapsed = time.perf_counter() - started

@@ -24,6 +24,7 @@ from runtime import Runtime, Tool
 from store import open_store
 
 run_ids = itertools.count()
+STEP_KINDS = {lookup.name: "read", record.name: "irreversible"}
 
 
 @dataclass(frozen=True)
@@ -71,9 +72,12 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--url", default=DEFAULT_URL)
     args = parser.parse_args()
-    print(f"{'tool':>8} {'steps':>5} {'round trips':>11} {'per step':>8}")
+    print(f"{'step':>12} {'tool':>8} {'steps':>5} {'round trips':>11} {'per step':>8}")
     for count in await count_steps(args.url, args.steps):
-        print(f"{count.kind:>8} {count.steps:>5} {count.round_trips:>11} {count.per_step:>8.2f}")
+        print(
+            f"{STEP_KINDS[count.kind]:>12} {count.kind:>8} {count.steps:>5} "
+            f"{count.round_trips:>11} {count.per_step:>8.2f}"
+        )
 
 
 if __name__ == "__main__":

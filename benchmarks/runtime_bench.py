@@ -69,13 +69,19 @@ def agent_for(steps: int, chosen: Tool) -> Agent:
 
 def floor_ms_per_step(directory: str, steps: int) -> float:
     """The raw floor: one INSERT + COMMIT per step with that step's new messages."""
+    return floor_costs(directory, steps)[0]
+
+
+def floor_costs(directory: str, steps: int) -> tuple[float, float]:
+    """The raw floor's wall and CPU ms per step; the difference is what the disk's fsync
+    costs a commit (near zero on a tmpfs, whose fsync writes nothing)."""
     conn = sqlite3.connect(os.path.join(directory, f"floor-{next(ids)}.db"), isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute(
         "CREATE TABLE steps (run_id TEXT, seq INTEGER, messages TEXT, PRIMARY KEY (run_id, seq))"
     )
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for seq in range(steps):
         messages = json.dumps(
             [
@@ -96,9 +102,9 @@ def floor_ms_per_step(directory: str, steps: int) -> float:
         conn.execute("BEGIN")
         conn.execute("INSERT INTO steps VALUES (?, ?, ?)", ("run", seq, messages))
         conn.execute("COMMIT")
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     conn.close()
-    return elapsed / steps * 1000
+    return elapsed / steps * 1000, cpu / steps * 1000
 
 
 def file_bytes(path: str) -> int:
@@ -115,9 +121,9 @@ async def signoff_run(directory: str, steps: int, chosen: Tool) -> dict[str, flo
     rt = Runtime(store, [agent], worker_id="bench")
     await rt.start(agent.name, "warm up", run_id="warm-up")
     before = file_bytes(path)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     await rt.start(agent.name, "benchmark", run_id="bench")
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     run = await rt.get("bench")
     if run.usage.steps != steps + 1 or run.stop_reason != "answered":
         raise SystemExit(f"the benchmark run did not finish as expected: {run}")
@@ -130,6 +136,7 @@ async def signoff_run(directory: str, steps: int, chosen: Tool) -> dict[str, flo
     await store.close()
     return {
         "ms_per_step": elapsed / steps * 1000,
+        "cpu_ms_per_step": cpu / steps * 1000,
         "bytes_per_step": grown / steps,
         "load_latest_ms": statistics.median(loads) * 1000,
     }
@@ -153,26 +160,49 @@ async def concurrent(directory: str, runs: int, steps: int, chosen: Tool) -> flo
 
 
 async def single_runs(directory: str, rounds: int) -> None:
+    """Each round measures the floor and Signoff back to back; medians over rounds. `cpu` is
+    the engine's CPU per step (the process's, SQLite's included); `fsync` is the floor's wall
+    time less its CPU, what the disk adds to a commit."""
     print(
-        f"{'tool':>7} {'steps':>5} {'signoff ms/step':>16} {'floor ms/step':>14} "
-        f"{'ratio':>6} {'bytes/step':>11} {'load latest ms':>15}"
+        f"{'tool':>7} {'steps':>5} {'signoff ms/step':>16} {'cpu ms/step':>12} "
+        f"{'floor ms/step':>14} {'fsync ms':>9} {'ratio':>6} {'bytes/step':>11} "
+        f"{'load latest ms':>15}"
     )
     for chosen in (lookup, record):
         for steps in (40, 200):
             floors, results = [], []
             for _ in range(rounds):
-                floors.append(floor_ms_per_step(directory, steps))
+                floors.append(floor_costs(directory, steps))
                 results.append(await signoff_run(directory, steps, chosen))
             ratio = statistics.median(
-                r["ms_per_step"] / f for r, f in zip(results, floors, strict=True)
+                r["ms_per_step"] / f[0] for r, f in zip(results, floors, strict=True)
             )
             print(
                 f"{chosen.name:>7} {steps:>5} "
                 f"{statistics.median(r['ms_per_step'] for r in results):>16.3f} "
-                f"{statistics.median(floors):>14.3f} {ratio:>6.2f} "
+                f"{statistics.median(r['cpu_ms_per_step'] for r in results):>12.3f} "
+                f"{statistics.median(f[0] for f in floors):>14.3f} "
+                f"{statistics.median(f[0] - f[1] for f in floors):>9.3f} {ratio:>6.2f} "
                 f"{statistics.median(r['bytes_per_step'] for r in results):>11.0f} "
                 f"{statistics.median(r['load_latest_ms'] for r in results):>15.3f}"
             )
+
+
+async def concurrent_runs(directory: str, args: argparse.Namespace) -> None:
+    """Steps/s of `--runs` concurrent runs, each round beside the floor's steps/s (one commit
+    per step, 400 steps) measured just before it; medians of the rounds and of the ratios."""
+    for chosen in (lookup, record):
+        rates, floors = [], []
+        for _ in range(max(1, args.rounds // 2)):
+            floors.append(floor_costs(directory, 400))
+            rates.append(await concurrent(directory, args.runs, args.steps, chosen))
+        ratio = statistics.median(r * f[0] / 1000 for r, f in zip(rates, floors, strict=True))
+        print(
+            f"{args.runs} concurrent runs x {args.steps} steps ({chosen.name}): "
+            f"{statistics.median(rates):,.0f} steps/s, {ratio:.2f}x the floor's "
+            f"{statistics.median(1000 / f[0] for f in floors):,.0f} "
+            f"(fsync {statistics.median(f[0] - f[1] for f in floors):.3f} ms)"
+        )
 
 
 async def main() -> None:
@@ -183,16 +213,9 @@ async def main() -> None:
     parser.add_argument("--dir", default=None, help="where to put the database files")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(dir=args.dir) as directory:
+        print(f"database files in {directory}, load average {os.getloadavg()[0]:.1f}")
         await single_runs(directory, args.rounds)
-        for chosen in (lookup, record):
-            rates = [
-                await concurrent(directory, args.runs, args.steps, chosen)
-                for _ in range(max(1, args.rounds // 2))
-            ]
-            print(
-                f"{args.runs} concurrent runs x {args.steps} steps ({chosen.name}): "
-                f"{statistics.median(rates):,.0f} steps/s"
-            )
+        await concurrent_runs(directory, args)
         await print_reference(directory, args)
 
 

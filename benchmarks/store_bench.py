@@ -42,13 +42,8 @@ async def measure(steps: int, directory: str) -> dict[str, float]:
     path = os.path.join(directory, f"bench-{steps}.db")
     store = await open_store(f"sqlite:///{path}")
     run_id = f"run-{steps}"
-    first = Checkpoint(
-        run_id=run_id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="system", content="You help."), Message(role="user", content="go")),
+    first = Checkpoint.opening(
+        run_id, (Message(role="system", content="You help."), Message(role="user", content="go"))
     )
     await store.create_run(Run(id=run_id, agent="bench", task="go", lineage_id=run_id), first)
     before = file_bytes(path)

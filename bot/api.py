@@ -52,6 +52,7 @@ from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_views import approval_view, run_view, voted_view
 from bot.api_wait import add_wait_route
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.masking import ResultMasks, masked_events
 from bot.openapi import add_document_route
 from bot.requests import (
     ApprovalRequest,
@@ -165,7 +166,8 @@ async def resolve_effect(request: web.Request) -> web.Response:
     effect = await rt.resolve(run_id, call_id, happened=body.happened, by=request[CALLER].actor)
     request.app[BACKGROUND].spawn(rt.resume(run_id), name=f"resume {run_id}")
     view = {"call_id": effect.call_id, "tool": effect.tool, "status": effect.status.value}
-    return web.json_response(view | {"result": effect.result, "error": effect.error})
+    result = ResultMasks(rt.policies).result(effect.tool, effect.result)
+    return web.json_response(view | {"result": result, "error": effect.error})
 
 
 @requires("approvals:request")
@@ -249,7 +251,9 @@ async def audit(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
     since = _instant(query.get("since"))
     limit = _limit(query.get("limit"))
-    chosen = await request.app[RUNTIME].queries.audit(
+    rt = request.app[RUNTIME]
+    masks = ResultMasks(rt.policies)
+    chosen = await rt.queries.audit(
         since=since,
         run_id=query.get("run_id") or None,
         approval_id=query.get("approval_id"),
@@ -257,7 +261,10 @@ async def audit(request: web.Request) -> web.Response:
     )
     return web.json_response(
         {
-            "events": [event.model_dump(mode="json") for event in chosen[:limit]],
+            "events": [
+                event.model_dump(mode="json")
+                for event in await masked_events(rt.queries, chosen[:limit], masks)
+            ],
             "more": len(chosen) > limit,
         }
     )

@@ -24,7 +24,7 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from bot.api_wait import RECHECK, WAITERS
+from bot.api_wait import RECHECK
 from runtime.records import Approval, ApprovalState
 
 KEEPALIVE = 15.0
@@ -57,7 +57,7 @@ async def _stream(
     until = loop.time() + seconds
     quiet_since = loop.time()
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
-        await request.app[WAITERS].wait(approval.id, min(left, RECHECK))
+        await rt.wait_decided(approval.id, min(left, RECHECK))
         approval = await rt.queries.approval(approval.id)
         if approval.state != ApprovalState.PENDING:
             await response.write(await _event(request, approval))
@@ -82,5 +82,4 @@ def _timeout(text: str | None) -> float:
 
 
 def add_events_route(app: web.Application) -> None:
-    """After `add_wait_route` (it shares its waiters)."""
     app.router.add_get("/v1/approvals/{approval_id}/events", stream_decision)

@@ -2,8 +2,8 @@
 as soon as the approval is decided, or with it still pending once `timeout` seconds (1-60,
 default 25) have passed; a client asks again to wait longer.
 
-A decision made in this process (the API, Slack, a deadline) wakes the waiters at once: the
-runtime's notifier is joined by `Waiters`, which holds one event per approval waited on. One
+A decision made in this process (the API, Slack, a deadline) wakes the waiters at once
+(`Runtime.wait_decided`, which holds one event per approval waited on). One
 made elsewhere (another replica, the CLI) is seen by a re-read every `RECHECK` seconds, one
 row by primary key: the client never polls, the server reads a row a second at most.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections import defaultdict
 
 from aiohttp import web
 
@@ -20,41 +19,11 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from runtime import FanOut, NullNotifier, Runtime
-from runtime.records import Approval, ApprovalState, Run
+from runtime.records import ApprovalState
 
 RECHECK = 1.0
 MAX_WAIT = 60
 DEFAULT_WAIT = 25
-
-
-class Waiters(NullNotifier):
-    """Wakes those waiting on an approval when it is decided; joins the runtime's notifier."""
-
-    def __init__(self) -> None:
-        self._events: defaultdict[str, set[asyncio.Event]] = defaultdict(set)
-
-    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
-        for event in self._events.pop(approval.id, set()):
-            event.set()
-
-    async def wait(self, approval_id: str, seconds: float) -> None:
-        """Until the approval is decided here or `seconds` pass, whichever is first."""
-        event = asyncio.Event()
-        self._events[approval_id].add(event)
-        try:
-            await asyncio.wait_for(event.wait(), seconds)
-        except TimeoutError:
-            pass
-        finally:
-            waiting = self._events.get(approval_id)
-            if waiting is not None:
-                waiting.discard(event)
-                if not waiting:
-                    del self._events[approval_id]
-
-
-WAITERS = web.AppKey("waiters", Waiters)
 
 
 @requires("approvals:request", "approvals:decide", "runs:read")
@@ -68,7 +37,7 @@ async def wait_for_decision(request: web.Request) -> web.Response:
     loop = asyncio.get_running_loop()
     until = loop.time() + seconds
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
-        await request.app[WAITERS].wait(approval.id, min(left, RECHECK))
+        await rt.wait_decided(approval.id, min(left, RECHECK))
         approval = await rt.queries.approval(approval.id)
     view = approval_view(approval, resume_state=True)
     return web.json_response(view | {"votes": await rt.votes(approval.id)})
@@ -83,9 +52,4 @@ def _timeout(text: str | None) -> float:
 
 
 def add_wait_route(app: web.Application) -> None:
-    """The route, and its waiters joined to the runtime's notifier."""
-    rt: Runtime = app[RUNTIME]
-    waiters = Waiters()
-    rt.notifier = FanOut([rt.notifier, waiters])
-    app[WAITERS] = waiters
     app.router.add_get("/v1/approvals/{approval_id}/wait", wait_for_decision)

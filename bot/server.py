@@ -60,9 +60,8 @@ async def serve(
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.runtime.policies)
     told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
-    process = await assemble(settings, notifier=FanOut(told))
+    process = await assemble(settings, notifier=FanOut(told), telemetry=PrometheusTelemetry())
     rt = process.runtime
-    rt.telemetry = PrometheusTelemetry()
     for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)
     app = api_app(

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Mapping, Sequence
+from contextvars import ContextVar
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from rich.table import Table
@@ -32,6 +34,15 @@ from runtime.records import (
 
 Votes = Mapping[str, Sequence[str]]
 """Who approved so far, by approval id, for approvals that need several approvers."""
+
+PEOPLE: ContextVar[Mapping[str, str]] = ContextVar("people", default=MappingProxyType({}))
+"""Display names by user id for what is printed now (the CLI looks them up as Slack does,
+`bot.cli.people`); a person not in it is shown by id."""
+
+
+def person(user: str) -> str:
+    """`@bob` when the name is known, else the id."""
+    return words.named(PEOPLE.get())(user)
 
 
 def when(moment: datetime | None) -> str:
@@ -108,7 +119,7 @@ def rule_text(approval: Approval) -> str:
 
 def quorum_text(approval: Approval, voters: Sequence[str]) -> str:
     progress = f"{len(voters)} of {approval.required_approvals}"
-    return f"{progress}: {', '.join(voters)}" if voters else progress
+    return f"{progress}: {', '.join(map(person, voters))}" if voters else progress
 
 
 def _id_column(table: Table, name: str, ids: Sequence[str | None]) -> None:
@@ -155,14 +166,14 @@ def run_table(
     table.add_row("step", str(run.step))
     table.add_row("usage", usage_text(run))
     if run.requested_by:
-        table.add_row("requested by", inert(run.requested_by))
+        table.add_row("requested by", inert(person(run.requested_by)))
     if run.parent_id:
         table.add_row("forked from", inert(f"{run.parent_id} at step {run.fork_step}"))
     if run.dry_run:
         table.add_row("dry run", "yes: mutating tools do not run")
     table.add_row("created", f"{when(run.created_at)} UTC")
     for approval in approvals:
-        decided_by = f" by {approval.decided_by}" if approval.decided_by else ""
+        decided_by = f" by {person(approval.decided_by)}" if approval.decided_by else ""
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
         rule = f" ({rule_text(approval)})" if approval.rule else ""
         table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
@@ -228,7 +239,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
             inert(call_text(a)),
             inert(approval_state(a, votes) + duplicate_note(a)),
             inert(a.run_id or "-"),
-            inert(a.decided_by or ""),
+            inert(person(a.decided_by) if a.decided_by else ""),
             inert(a.reason or "", 60),
             when(a.deadline),
             inert(rule_text(a), 100),
@@ -248,7 +259,7 @@ def pages_table(pages: Sequence[Page]) -> Table:
         table.add_column("to settle")
     for p in pages:
         state = words.page_state(p)
-        by = f" by {p.acknowledged_by}" if p.acknowledged_by else ""
+        by = f" by {person(p.acknowledged_by)}" if p.acknowledged_by else ""
         row = [
             *(inert(value or "-") for value in (p.id, p.run_id, p.call_id, p.tool)),
             inert(p.reason),

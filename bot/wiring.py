@@ -22,6 +22,7 @@ from runtime.deliveries import Deliveries
 from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
+from runtime.runs.telemetry import Telemetry
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
@@ -94,10 +95,12 @@ async def assemble(
     settings: Settings,
     *,
     notifier: Notifier | None = None,
+    telemetry: Telemetry | None = None,
     short_lived: bool = False,
     with_agents: bool = True,
 ) -> Process:
-    """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks.
+    """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks and
+    reporting to `telemetry`.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
     and leaves the ones it could not deliver to the server. Without agents (a command that
@@ -122,7 +125,8 @@ async def assemble(
     policy = CallbackPolicy(settings.api.callback_allowed_hosts)
     signing = callback_secret(settings)
     callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
-    runtime = _runtime(settings, database, agents, notifier, callbacks)
+    told = FanOut([notifier or NullNotifier(), callbacks])
+    runtime = _runtime(settings, database, agents, told, telemetry)
     return Process(settings, database, runtime, background, callbacks)
 
 
@@ -140,12 +144,13 @@ def _runtime(
     settings: Settings,
     database: Database,
     agents: list[Agent],
-    notifier: Notifier | None,
-    callbacks: Callbacks,
+    notifier: Notifier,
+    telemetry: Telemetry | None,
 ) -> Runtime:
     return database.runtime(
         agents,
-        FanOut([notifier or NullNotifier(), callbacks]),
+        notifier,
+        telemetry=telemetry,
         policies=settings.runtime.policies,
         learned_rules=settings.runtime.learned_rules,
         directory=slack_directory(settings),

@@ -18,7 +18,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from runtime import errors
-from runtime.records import Approval, ApprovalState, Effect, EffectStatus, Page, Run, RunStatus
+from runtime.approvals.binding import differences, said
+from runtime.records import (
+    Approval,
+    ApprovalState,
+    Effect,
+    EffectConflict,
+    EffectStatus,
+    Page,
+    Run,
+    RunStatus,
+)
 
 # states
 
@@ -227,6 +237,35 @@ def self_approval(approval: Approval | None, voice: Voice, by: str | None) -> st
     )
 
 
+def edit_conflict(exc: errors.KeyConflict, voice: Voice = PLAIN) -> str:
+    """An edit refused because an earlier effect used the call's key with other arguments:
+    what was done, what the edit asks, and what the card the person edited from offers (a
+    card shows "Approve as separate" only when the call as asked conflicts, and that button
+    approves the arguments as asked, not the edit)."""
+    conflict, asked = getattr(exc, "conflict", None), getattr(exc, "asked", None)
+    approval = getattr(exc, "approval", None)
+    if not isinstance(conflict, EffectConflict) or not isinstance(asked, dict):
+        return refusal(exc, voice)
+    changes = differences(conflict.args, asked)
+    tool = voice.code(conflict.tool)
+    done = (
+        "was already done"
+        if conflict.status == EffectStatus.COMPLETED
+        else (f"is {EFFECT_STATES.get(conflict.status.value, conflict.status.value)}")
+    )
+    who = f" (approved by {voice.who(conflict.approved_by)}{voice.at(conflict.approved_at)})"
+    facts = (
+        f"{tool} {done} under the same key with {voice.text(said(changes, 1))} by run "
+        f"{voice.code(conflict.run_id)}{who if conflict.approved_by else ''}; "
+        f"this edit asks {voice.text(said(changes, 2))}"
+    )
+    if isinstance(approval, Approval) and approval.conflict is not None:
+        then = f"Approve as separate on the card runs the call as asked as a separate {tool}"
+    else:
+        then = f"Approve on the card runs the call as asked (the same {tool}, made once)"
+    return f"Not approved, nothing was done: {facts}. {then}; or Decline."
+
+
 def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
     when = voice.at(approval.decided_at)
     reason = approval.reason or ""
@@ -266,3 +305,71 @@ def _ident(exc: BaseException, voice: Voice) -> str:
 def _one_line(exc: BaseException) -> str:
     lines = (" ".join(line.split()) for line in str(exc).splitlines())
     return "; ".join(line for line in lines if line)
+
+
+# the App Home, and how long an approval waits (a surface writes the people, actions and
+# times it names; these say the rest)
+
+HOME_PENDING = "Waiting for your decision"
+HOME_PAGES = "Open pages"
+HOME_REQUESTS = "Your requests"
+HOME_RECENT = "Your recent decisions"
+NOTHING_PENDING = "Nothing waits for your decision."
+NO_REQUESTS = "Nothing you asked for."
+NO_RECENT = "No decisions yet."
+ANYONE_BUT_THE_REQUESTER = "anyone but the requester"
+AN_EFFECT = "an effect"
+"""What a page is about when it names no tool."""
+
+
+def and_more(count: int) -> str:
+    """The rows a list leaves out."""
+    return f"…and {count} more"
+
+
+def waiting(approval: Approval, waited: str, *, asker: str | None = None) -> str:
+    """`asked by @eve · waiting 3h · escalated` (to whoever may decide it), or its state
+    to its requester: `pending, escalated · waiting 3h`."""
+    if asker is not None:
+        escalated = " · escalated" if approval.escalated else ""
+        return f"asked by {asker} · waiting {waited}{escalated}"
+    escalated = ", escalated" if approval.escalated else ""
+    return f"{APPROVAL_STATES[ApprovalState.PENDING]}{escalated} · waiting {waited}"
+
+
+def decided(approval: Approval, ago: str, *, by: str) -> str:
+    """`approved by @bob · 2h ago`; `expired · 2h ago` (no person decided it)."""
+    state = approval_state(approval)
+    if state in DERIVED_APPROVAL_STATES:
+        return f"{state} · {ago} ago"
+    return f"{state} by {by} · {ago} ago"
+
+
+def page_opened(about: str, ago: str) -> str:
+    """An open page in a list: `send_email · uncompensatable · opened 5m ago`."""
+    return f"{about} · opened {ago} ago"
+
+
+def waited(age: str) -> str:
+    """A reminder's line: how long the approval has waited."""
+    return f"Waiting {age} since it was asked"
+
+
+def chain(
+    asked_now: str,
+    *,
+    next_reminder: str | None = None,
+    then: tuple[str, str] | None = None,
+    expires: str | None = None,
+) -> str:
+    """Who is asked now, when the next reminder goes, who is asked next (and when) if nobody
+    answers, or when it expires: `Asked now: @bob · next reminder … · then @oncall … if
+    nobody answers`."""
+    parts = [f"Asked now: {asked_now}"]
+    if next_reminder is not None:
+        parts.append(f"next reminder {next_reminder}")
+    if then is not None:
+        parts.append(f"then {then[0]} {then[1]} if nobody answers")
+    elif expires is not None:
+        parts.append(f"declined as {EXPIRED} {expires} if nobody answers")
+    return " · ".join(parts)

@@ -129,9 +129,10 @@ def policy(messages: Sequence[Message]) -> Entry:
             "restocking_fee_cents": found["restocking_fee_cents"],
         }
         return tool_call("issue_refund", proposed)
-    refunded = "executed" not in refund and "error" not in refund
+    # A dry run's refund did not happen but would have: its story goes on as a refund's.
+    refunded = _dry_run(refund) or ("executed" not in refund and "error" not in refund)
     # As approved (maybe edited); a result settled by hand may not say, then as proposed.
-    fee = refund.get(
+    fee = _refunded_args(refund).get(
         "restocking_fee_cents", _proposed(messages, "issue_refund").get("restocking_fee_cents", 0)
     )
     if refunded and fee and "charge" not in results:
@@ -164,6 +165,8 @@ def _asked_cents(task: str, order_cents: int) -> int:
 
 def _answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> str:
     """The final answer says what the results say happened, not what was planned."""
+    if _dry_run(refund):
+        return _dry_run_answer(order_id, refund, results)
     emailed = _succeeded(results.get("send_email"))
     told = "told the customer" if emailed else "could NOT e-mail the customer"
     if "executed" in refund or "error" in refund:
@@ -179,6 +182,26 @@ def _answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> s
         )
     )
     return f"Refunded order {order_id} ({refund.get('amount_cents')} cents){fee}; I {told}."
+
+
+def _dry_run_answer(order_id: str, refund: dict[str, Any], results: dict[str, Any]) -> str:
+    """What would have happened, and that none of it did."""
+    cents = _refunded_args(refund).get("amount_cents")
+    fee = " and charged the restocking fee" if _dry_run(results.get("charge")) else ""
+    told = " and e-mailed the customer" if _dry_run(results.get("send_email")) else ""
+    return (
+        f"Dry run: I would have refunded order {order_id} ({cents} cents){fee}{told}; "
+        "nothing was done."
+    )
+
+
+def _dry_run(result: Any) -> bool:
+    return isinstance(result, dict) and result.get("dry_run") is True
+
+
+def _refunded_args(refund: dict[str, Any]) -> dict[str, Any]:
+    """What the refund was (or, in a dry run, would have been) made with."""
+    return dict(refund.get("args") or {}) if _dry_run(refund) else refund
 
 
 def _succeeded(result: Any) -> bool:

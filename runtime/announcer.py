@@ -15,11 +15,13 @@ log = logging.getLogger("signoff.runtime")
 
 
 class Announcer:
-    def __init__(self, notifier: Notifier, store: Store) -> None:
+    def __init__(
+        self, notifier: Notifier, store: Store, *, on_due: Callable[[datetime], None]
+    ) -> None:
         self.notifier = notifier
         self.store = store
-        self.on_due: Callable[[datetime], None] | None = None
-        """Set by the scheduler: told when a new deadline or reminder exists."""
+        self.on_due = on_due
+        """The scheduler's: told when a new deadline or reminder exists."""
 
     async def approval_requested(self, approval: Approval, run: Run | None) -> None:
         log.info(
@@ -36,7 +38,7 @@ class Announcer:
         )
         await safely(self.notifier.approval_requested(approval, run))
         due = [t for t in (approval.deadline, approval.next_reminder_at) if t is not None]
-        if due and self.on_due is not None:
+        if due:
             self.on_due(min(due))
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:

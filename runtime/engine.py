@@ -27,12 +27,13 @@ from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy, 
 from runtime.approvals.routing import check_rules
 from runtime.approvals.rule_book import RuleBook
 from runtime.approvals.stats import ApprovalStats, approval_stats
+from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
 from runtime.history import inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
-from runtime.notifier import Notifier, NullNotifier
+from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
@@ -82,13 +83,14 @@ class Runtime:
         self.locks = RunLocks()
         self.scheduler = Scheduler(self)
         """The process's one scheduler: every timer runs on it and reads `clock`."""
+        self._waiters = DecisionWaiters()
         policies = policies or Policies()
         directory = directory or StaticDirectory()
         check_rules(policies, self.agents.values())
         self.rules = RuleBook(
             store, clock, learned_rules or LearnedRulesConfig(), directory, self._tool
         )
-        self.deps = Deps(
+        self._deps = Deps(
             store=store,
             clock=clock,
             worker_id=self.worker_id,
@@ -97,12 +99,16 @@ class Runtime:
             locks=self.locks,
             facts=self.facts,
             telemetry=telemetry or NullTelemetry(),
-            announcer=Announcer(notifier or NullNotifier(), store),
+            announcer=Announcer(
+                FanOut([notifier or NullNotifier(), self._waiters]),
+                store,
+                on_due=self.scheduler.poke,
+            ),
             timers=self.scheduler,
             learned=self.rules,
         )
         self.desk = ApprovalDesk(
-            self.deps,
+            self._deps,
             policies,
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
@@ -115,33 +121,8 @@ class Runtime:
         """The run queue this process drives runs through, once `serve_queue` made it."""
 
     @property
-    def notifier(self) -> Notifier:
-        return self.deps.announcer.notifier
-
-    @notifier.setter
-    def notifier(self, notifier: Notifier) -> None:
-        self.deps.announcer.notifier = notifier
-
-    @property
     def clock(self) -> Callable[[], datetime]:
-        return self.deps.clock
-
-    @property
-    def telemetry(self) -> Telemetry:
-        return self.deps.telemetry
-
-    @telemetry.setter
-    def telemetry(self, telemetry: Telemetry) -> None:
-        self.deps.telemetry = telemetry
-
-    @property
-    def on_due(self) -> Callable[[datetime], None] | None:
-        """Set by the scheduler: told when a new deadline or reminder exists."""
-        return self.deps.announcer.on_due
-
-    @on_due.setter
-    def on_due(self, on_due: Callable[[datetime], None] | None) -> None:
-        self.deps.announcer.on_due = on_due
+        return self._deps.clock
 
     # runs
 
@@ -172,7 +153,7 @@ class Runtime:
     ) -> tuple[Run, bool]:
         """Create a run without driving it; (the run, False) if the id already exists."""
         return await creation.create(
-            self.deps, agent, task, run_id=run_id, budget=budget, requested_by=requested_by
+            self._deps, agent, task, run_id=run_id, budget=budget, requested_by=requested_by
         )
 
     async def drive(self, run_id: str) -> Run:
@@ -181,7 +162,7 @@ class Runtime:
         Called from inside this run's own driver (a notifier deciding at once), it returns
         at once: that driver reads the approval again after parking.
         """
-        return await driving.drive(self.deps, self.desk, run_id)
+        return await driving.drive(self._deps, self.desk, run_id)
 
     async def resume(
         self, run_id: str, *, budget: Budget | None = None, override_model_by: str | None = None
@@ -192,9 +173,9 @@ class Runtime:
         that may not run twice is in doubt, or when this runtime's agent is on another model
         than the run started on (`ModelChanged`), unless `override_model_by` names the person
         who chose to go on with this one (recorded on the run and in the audit)."""
-        await check_resumable(self.deps, await self.get(run_id))
+        await check_resumable(self._deps, await self.get(run_id))
         return await driving.drive_now(
-            self.deps,
+            self._deps,
             self.desk,
             run_id,
             reopen=True,
@@ -203,12 +184,12 @@ class Runtime:
         )
 
     async def get(self, run_id: str) -> Run:
-        return await self.deps.run(run_id)
+        return await self._deps.run(run_id)
 
     async def list(
         self, status: RunStatus | str | None = None, *, limit: int = 100
     ) -> builtins.list[Run]:
-        return await listing.list_runs(self.deps, status, limit=limit)
+        return await listing.list_runs(self._deps, status, limit=limit)
 
     async def page_runs(
         self,
@@ -221,7 +202,7 @@ class Runtime:
     ) -> inbox.Listed[Run]:
         """Runs newest first, a page at a time (`cursor` from the previous page)."""
         return await inbox.page_runs(
-            self.deps,
+            self._deps,
             status=status,
             agent=agent,
             requested_by=requested_by,
@@ -231,7 +212,7 @@ class Runtime:
 
     async def answer(self, run: Run) -> str | None:
         """The final answer of a finished run (None while it runs or if it gave none)."""
-        return await inbox.final_answer(self.deps, run)
+        return await inbox.final_answer(self._deps, run)
 
     async def cancel(
         self,
@@ -246,13 +227,13 @@ class Runtime:
         once even while this process's driver of the run has a tool running (`in_flight`).
         `compensate`: a reversible effect in flight is undone once it ends."""
         return await ending.cancel(
-            self.deps, self.desk, run_id, by=by, reason=reason, wait=wait, compensate=compensate
+            self._deps, self.desk, run_id, by=by, reason=reason, wait=wait, compensate=compensate
         )
 
     async def in_flight(self, run_id: str) -> builtins.list[Effect]:
         """The run's effects started and not ended (a tool running now)."""
-        await self.deps.run(run_id)
-        return await ending.in_flight(self.deps, run_id)
+        await self._deps.run(run_id)
+        return await ending.in_flight(self._deps, run_id)
 
     @staticmethod
     def still_running(
@@ -269,7 +250,7 @@ class Runtime:
         runs, decisions and lapsed leases then reach whichever worker has room."""
         if self.queue is None:
             self.queue = RunQueue(
-                self.deps, self.drive, capacity=capacity, poll=poll, on_claimed=on_claimed
+                self._deps, self.drive, capacity=capacity, poll=poll, on_claimed=on_claimed
             )
         return self.queue
 
@@ -284,12 +265,12 @@ class Runtime:
 
     async def recover(self) -> builtins.list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
-        return await recovery.recover(self.deps, drive=self.drive, finish_undo=self._finish_undo)
+        return await recovery.recover(self._deps, drive=self.drive, finish_undo=self._finish_undo)
 
     async def follow_lapses(self, *, poll: float = 30.0) -> None:
         """Forever: recover each time another worker's lease lapses (and at least every
         `poll` seconds), so a run is taken over when its lease ends, not a poll later."""
-        await recovery.follow_lapses(self.deps, self._recover_lapsed, poll=poll)
+        await recovery.follow_lapses(self._deps, self._recover_lapsed, poll=poll)
 
     async def _recover_lapsed(self) -> object:
         if self.queue is None:
@@ -304,7 +285,7 @@ class Runtime:
             raise RuntimeError("serve_queue() first")
         queue = self.queue
         undos = await recovery.recover_into_queue(
-            self.deps, finish_undo=self._finish_undo, requeue=lambda: queue.wake(requeue=True)
+            self._deps, finish_undo=self._finish_undo, requeue=lambda: queue.wake(requeue=True)
         )
         queue.start()
         return undos
@@ -314,7 +295,7 @@ class Runtime:
     async def approvals(
         self, run_id: str | None = None, *, state: ApprovalState | str | None = None
     ) -> builtins.list[Approval]:
-        return await listing.list_approvals(self.deps, run_id, state)
+        return await listing.list_approvals(self._deps, run_id, state)
 
     async def page_approvals(
         self,
@@ -328,7 +309,7 @@ class Runtime:
     ) -> inbox.Listed[Approval]:
         """Approvals oldest first, a page at a time: what waits, for an inbox or a client."""
         return await inbox.page_approvals(
-            self.deps,
+            self._deps,
             state=state,
             run_id=run_id,
             tool=tool,
@@ -337,9 +318,14 @@ class Runtime:
             limit=limit,
         )
 
+    async def wait_decided(self, approval_id: str, seconds: float) -> None:
+        """Until the approval is decided in this process or `seconds` pass (a decision made
+        elsewhere is not seen: re-read the approval)."""
+        await self._waiters.wait(approval_id, seconds)
+
     async def votes(self, approval_id: str) -> builtins.list[str]:
         """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
-        return await self.deps.store.list_votes(approval_id)
+        return await self._deps.store.list_votes(approval_id)
 
     async def decide(
         self,
@@ -372,7 +358,7 @@ class Runtime:
 
     async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
         """Each decided call of a run: proposed, approved (after any edit), executed."""
-        await self.deps.run(run_id)
+        await self._deps.run(run_id)
         approvals = await self.store.list_approvals(run_id=run_id)
         return call_trail(approvals, await self.store.list_effects(run_id))
 
@@ -382,7 +368,7 @@ class Runtime:
 
     async def acknowledge_page(self, page_id: str, *, by: str) -> Page:
         """A human takes an effect that needs one; audited. Acknowledging twice is refused."""
-        return await paging.acknowledge(self.deps, page_id, by=by)
+        return await paging.acknowledge(self._deps, page_id, by=by)
 
     async def request_approval(
         self,
@@ -404,7 +390,7 @@ class Runtime:
         a client that retries asks its humans once.
         """
         return await remote.request_approval(
-            self.deps,
+            self._deps,
             self.desk,
             tool,
             args,
@@ -421,20 +407,20 @@ class Runtime:
     ) -> Effect:
         """A human resolves an in-doubt effect: it happened (with this result) or it did not."""
         return await ending.resolve(
-            self.deps, run_id, call_id, happened=happened, by=by, result=result
+            self._deps, run_id, call_id, happened=happened, by=by, result=result
         )
 
     # time travel
 
     async def history(self, run_id: str) -> builtins.list[Checkpoint]:
-        return await timetravel.history(self.deps, run_id)
+        return await timetravel.history(self._deps, run_id)
 
     async def state_at(self, run_id: str, step: int) -> RunState:
-        return await timetravel.state_at(self.deps, run_id, step)
+        return await timetravel.state_at(self._deps, run_id, step)
 
     async def effects_after(self, run_id: str, step: int) -> builtins.list[Effect]:
         """The run's effects after `step` that really happened in the world."""
-        return await timetravel.effects_after(self.deps, run_id, step)
+        return await timetravel.effects_after(self._deps, run_id, step)
 
     async def fork(
         self,
@@ -446,7 +432,7 @@ class Runtime:
         requested_by: str | None = None,
     ) -> str:
         return await timetravel.fork(
-            self.deps,
+            self._deps,
             run_id,
             from_step,
             modify,
@@ -459,20 +445,20 @@ class Runtime:
         self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR
     ) -> RollbackReport:
         async with self.locks.hold(run_id):
-            return await rollback.rollback(self.deps, self.desk, run_id, to_step, by=by)
+            return await rollback.rollback(self._deps, self.desk, run_id, to_step, by=by)
 
     # what the surfaces (CLI, Slack, HTTP) call besides the above
 
     async def find_run(self, run_id: str | None) -> Run | None:
-        return await self.deps.find_run(run_id)
+        return await self._deps.find_run(run_id)
 
     async def tool_for(self, approval: Approval) -> Tool | None:
-        return await self.deps.tool_for(approval)
+        return await self._deps.tool_for(approval)
 
     async def after_decision(self, approval: Approval, *, resume: bool = True) -> None:
         """What follows a recorded decision: tell the notifier, resume the run it unblocks."""
         await driving.after_decision(
-            self.deps, approval, resume=resume, resume_run=self.resume_after_decision
+            self._deps, approval, resume=resume, resume_run=self.resume_after_decision
         )
 
     async def resume_after_decision(self, run_id: str) -> None:
@@ -481,19 +467,19 @@ class Runtime:
         if self.queue is not None:
             self.queue.wake(requeue=True)
             return
-        await driving.resume_after_decision(self.deps, self.desk, run_id)
+        await driving.resume_after_decision(self._deps, self.desk, run_id)
 
     async def announce_approval(self, approval: Approval, run: Run | None) -> None:
-        await self.deps.announcer.approval_requested(approval, run)
+        await self._deps.announcer.approval_requested(approval, run)
 
     async def announce_decision(self, approval: Approval, run: Run | None) -> None:
-        await self.deps.announcer.approval_decided(approval, run)
+        await self._deps.announcer.approval_decided(approval, run)
 
     async def announce_reminder(self, approval: Approval, *, escalated: bool) -> None:
-        await self.deps.announcer.reminder(approval, escalated=escalated)
+        await self._deps.announcer.reminder(approval, escalated=escalated)
 
     async def announce_page(self, page: Page, run: Run | None) -> None:
-        await self.deps.announcer.page(page, run)
+        await self._deps.announcer.page(page, run)
 
     @property
     def policies(self) -> Policies:
@@ -520,7 +506,7 @@ class Runtime:
         return next((a.tools[name] for a in self.agents.values() if name in a.tools), None)
 
     async def _finish_undo(self, run_id: str) -> RollbackReport | None:
-        return await rollback.finish_interrupted(self.deps, self.desk, run_id)
+        return await rollback.finish_interrupted(self._deps, self.desk, run_id)
 
 
 def _by_name(agents: Iterable[Agent]) -> dict[str, Agent]:

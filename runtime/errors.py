@@ -120,7 +120,10 @@ class EditRefused(DecisionRefused):
 
 class KeyConflict(DecisionRefused):
     """An earlier effect used this call's key with other arguments: decline the call, or
-    approve it as a separate effect."""
+    approve it as a separate effect.
+
+    Carries the earlier effect (`conflict`), the arguments this decision asked (`asked`,
+    masked) and the `approval`, so each surface can say what its person may do next."""
 
 
 class RunBusy(SignoffRuntimeError):

@@ -29,6 +29,7 @@ from store.errors import DatabaseError, DiskFull, NotFound, StoreError
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
+    EffectConflict,
     LearnedRule,
     OutboxItem,
     masked,
@@ -48,6 +49,7 @@ __all__ = [
     "Delivery",
     "DiskFull",
     "Effect",
+    "EffectConflict",
     "EffectStatus",
     "LearnedRule",
     "Message",

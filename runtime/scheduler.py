@@ -48,10 +48,8 @@ class _Clocked(Protocol):
 
 
 class Scheduled(Protocol):
-    """What the scheduler drives: the runtime's desk timers, its store, its clock, and the
-    hook it is told of new due times through (the `Runtime` facade has all four)."""
-
-    on_due: Callable[[datetime], None] | None
+    """What the scheduler drives: the runtime's desk timers, its store and its clock (the
+    `Runtime` facade has all three; it tells `Scheduler.poke` of new due times)."""
 
     @property
     def desk(self) -> _Timers: ...
@@ -115,6 +113,8 @@ class Scheduler:
         self._entries: dict[str, _Entry] = {}
         self._tick_lock = asyncio.Lock()
         self._poked: datetime | None = None
+        self._listening = False
+        """Between `start` and `stop`: pokes arm the next-due job."""
 
     @property
     def clock(self) -> Callable[[], datetime]:
@@ -126,7 +126,7 @@ class Scheduler:
         `paused`: APScheduler holds the jobs but fires none; `run_due` fires them."""
         self.ensure_running(paused=paused)
         self.every(self.poll_every, self.tick, name=POLL_JOB)
-        self.rt.on_due = self.poke
+        self._listening = True
         await self.tick()
 
     def ensure_running(self, *, paused: bool = False) -> None:
@@ -149,8 +149,7 @@ class Scheduler:
         return {job.id for job in self._scheduler.get_jobs()}
 
     async def stop(self) -> None:
-        if self.rt.on_due == self.poke:
-            self.rt.on_due = None
+        self._listening = False
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
         self._entries.clear()
@@ -192,7 +191,10 @@ class Scheduler:
         raise RuntimeError(f"jobs kept falling due at {self.clock()}: one re-arms itself at once")
 
     def poke(self, at: datetime) -> None:
-        """A new deadline or reminder exists; arm for it if it is sooner than the armed one."""
+        """A new deadline or reminder exists; arm for it if it is sooner than the armed one
+        (before `start` or after `stop`, nothing: the first tick finds it in the store)."""
+        if not self._listening:
+            return
         if self._tick_lock.locked():
             self._poked = at if self._poked is None else min(self._poked, at)
         if self.armed_at is None or at < self.armed_at:

@@ -236,6 +236,13 @@ class Store(Protocol):
         state: ApprovalState | None = None,
         limit: int = 1000,
     ) -> list[Approval]: ...
+    async def approvals_of_person(
+        self, user: str, *, since: datetime, limit: int
+    ) -> list[Approval]:
+        """The approvals `user` asked for or decided, created at or after `since`, newest
+        first, at most `limit`."""
+        ...
+
     async def page_approvals(
         self,
         *,
@@ -333,6 +340,11 @@ class Store(Protocol):
     async def get_page(self, page_id: str) -> Page: ...
     async def list_pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
         """Oldest first; `open_only`: those nobody acknowledged; `run_id`: that run's only."""
+        ...
+
+    async def open_pages_for(self, user: str | None, *, limit: int) -> list[Page]:
+        """Open pages, oldest first, at most `limit`: all (`user` None) or those about the
+        runs `user` requested."""
         ...
 
     async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page: ...

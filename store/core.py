@@ -18,6 +18,7 @@ The safety-critical write logic: each write is its own short body."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any, TypeVar
 
 from store import announce, errors, rows
@@ -266,6 +267,60 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
         return committed
 
     return body
+
+
+def step_statement(batch: Batch) -> Stmt | None:
+    """A step's plain write as the one statement `commit_step`, where the dialect has it (a
+    round trip saved per statement): checkpoints that do not end the run, the outcomes of
+    effects, the starts of reads (which claim no key) and audit events. None for any other
+    batch, which only `commit`'s body writes.
+
+    The statement checks what `check_head` and `finish_effect` check and writes only if every
+    check holds; when one fails it writes nothing and the store runs `commit`'s body, which
+    says why. So it never commits a batch the body would refuse."""
+    cps = batch.checkpoints
+    if batch.request or batch.pages or batch.settle_pages or not cps:
+        return None
+    if any(e.reversibility != Reversibility.READ for e in batch.start):
+        return None
+    if cps[-1].status.value in announce.FINISHED:  # its end is announced: the body does that
+        return None
+    if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
+        return None  # the body refuses it (Conflict)
+    check_batch(batch)
+    params: dict[str, Any] = {
+        "run_id": batch.run_id,
+        "owner": batch.owner,
+        "epoch": batch.epoch,
+        "first_seq": cps[0].seq,
+        "status": cps[-1].status.value,
+        "updated_at": rows.ts(cps[-1].created_at),
+    }
+    params |= _columns("cp_", [rows.checkpoint_params(cp) for cp in cps])
+    params |= _columns("fin_", [rows.outcome_params(o) for o in batch.finish])
+    params |= _columns("st_", [rows.effect_params(e) for e in batch.start])
+    params |= _columns("ev_", [rows.event_params(e) for e in batch.events])
+    return Stmt("commit_step", params, "one")
+
+
+_STEP_COLUMNS = {  # as `commit_step` unnests them
+    "cp_": (
+        "seq", "step", "snapshot", "status", "steps", "input_tokens", "output_tokens", "cost",
+        "stop_reason", "error", "created_at", "messages", "cached_input_tokens",
+    ),
+    "fin_": ("call_id", "status", "result", "error", "finished_at"),
+    "st_": (
+        "call_id", "lineage_id", "step", "tool", "reversibility", "compensator",
+        "idempotency_key", "idempotent", "approval_id", "compensates", "started_at", "args",
+        "sensitive", "args_digest", "asked_digest",
+    ),
+    "ev_": ("at", "actor", "action", "run_id", "approval_id", "detail"),
+}  # fmt: skip
+
+
+def _columns(prefix: str, records: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Records as one list per column (the statement unnests them back into rows)."""
+    return {f"{prefix}{name}": [r[name] for r in records] for name in _STEP_COLUMNS[prefix]}
 
 
 def open_and_settle_pages(

@@ -26,7 +26,12 @@ def canonical_json(value: Any) -> str:
 
 def args_digest(args: dict[str, Any]) -> str:
     """The digest of a call's canonical arguments, e.g. `sha256:3f2a…` (71 characters)."""
-    return DIGEST_PREFIX + sha256(canonical_json(args).encode()).hexdigest()
+    return canonical_digest(canonical_json(args))
+
+
+def canonical_digest(canonical: str) -> str:
+    """`args_digest` of arguments whose canonical JSON is already in hand."""
+    return DIGEST_PREFIX + sha256(canonical.encode()).hexdigest()
 
 
 def short(digest: str | None) -> str:

@@ -6,7 +6,7 @@ One model per table, each with its fields said."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -176,6 +176,26 @@ class Checkpoint(Record):
     rolled_back: bool = False
     """Set when read back, never written: a later rollback went back before this
     checkpoint's step, so it is off the run's current timeline (kept, for the record)."""
+
+    @classmethod
+    def opening(
+        cls,
+        run_id: str,
+        messages: Iterable[Message],
+        *,
+        status: RunStatus = RunStatus.RUNNING,
+        created_at: datetime | None = None,
+    ) -> Checkpoint:
+        """A run's first checkpoint: a snapshot of its opening transcript at seq 0, step 0."""
+        return cls(
+            run_id=run_id,
+            seq=0,
+            step=0,
+            snapshot=True,
+            status=status,
+            messages=tuple(messages),
+            created_at=created_at or utcnow(),
+        )
 
 
 class RunState(Record):

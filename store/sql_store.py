@@ -238,6 +238,13 @@ class SqlStore:
             found = await self._read("list_approvals", params)
         return [rows.approval_from_row(row) for row in found]
 
+    async def approvals_of_person(
+        self, user: str, *, since: datetime, limit: int
+    ) -> list[Approval]:
+        params = {"user": user, "since": rows.ts(since), "limit": limit}
+        found = await self._read("approvals_of_person", params)
+        return [rows.approval_from_row(row) for row in found]
+
     async def page_approvals(
         self,
         *,
@@ -403,6 +410,10 @@ class SqlStore:
             found = await self._read("pages_of_run", {"run_id": run_id, "open_only": open_only})
         else:
             found = await self._read("list_pages", {"open_only": open_only})
+        return [rows.page_from_row(row) for row in found]
+
+    async def open_pages_for(self, user: str | None, *, limit: int) -> list[Page]:
+        found = await self._read("open_pages_for", {"user": user, "limit": limit})
         return [rows.page_from_row(row) for row in found]
 
     async def acknowledge_page(self, page_id: str, *, by: str, at: datetime) -> Page:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.slack_harness import FakeSlackProcess
 
 from runtime import Agent, Runtime
 from store import Store, open_store
@@ -137,6 +138,14 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     path = tmp_path / "world.db"
     monkeypatch.setenv("SIGNOFF_WORLD_DB", str(path))
     return path
+
+
+@pytest.fixture
+def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
+    """The fake Slack Web API in a process of its own."""
+    process = FakeSlackProcess(tmp_path)
+    yield process
+    process.stop()
 
 
 @pytest.fixture

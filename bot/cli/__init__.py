@@ -19,7 +19,7 @@ from bot.cli import learned as _learned  # noqa: F401  (its commands join `polic
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
-from bot.cli.base import Failure, Options, group
+from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
@@ -71,18 +71,33 @@ def serve(ctx: typer.Context) -> None:
 
 @app.command()
 def dev(
+    ctx: typer.Context,
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any).")] = 8000,
     db: Annotated[str, typer.Option(metavar="PATH", help="The SQLite file.")] = "signoff-dev.db",
+    config: Annotated[
+        str | None,
+        typer.Option(
+            metavar="PATH",
+            help="The project's signoff.toml (default: the one here, if any; else the demo).",
+        ),
+    ] = None,
 ) -> None:
     """Everything on this machine: the bot, a local Slack workspace and the run console."""
     import asyncio
     from pathlib import Path
 
     from bot.dev import run_dev
+    from bot.dev.project import find
+    from bot.settings import ConfigError
 
+    try:  # a project that cannot load starts nothing
+        project = find(config or options(ctx).config)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
     logging.getLogger("signoff").setLevel(logging.INFO)
     with refusals():
-        asyncio.run(run_dev(database=Path(db).resolve(), port=port))
+        asyncio.run(run_dev(database=Path(db).resolve(), port=port, project=project))
 
 
 def main() -> None:

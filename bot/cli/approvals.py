@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 import math
+from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from bot.cli import people
 from bot.cli.base import (
     Failure,
     JsonFlag,
@@ -51,9 +53,11 @@ def list_approvals(
 
     async def work(p: Process) -> Any:
         found = await p.runtime.approvals(run_id, state="pending" if pending else None)
-        return found, await p.runtime.queries.quorum_votes(found)
+        votes = await p.runtime.queries.quorum_votes(found)
+        return found, votes, await people.of(p, found, chain(*votes.values()))
 
-    found, votes = with_process(ctx, work, agents=False)
+    found, votes, names = with_process(ctx, work, agents=False)
+    people.show(names)
     show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
 
 
@@ -115,9 +119,12 @@ def decide(
             await rt.after_decision(decided, resume=resumed)  # callbacks; resume if loaded
         if run is not None and resumed:
             run = await rt.get(run.id)
-        return decided, run, resumed, await p.runtime.queries.quorum_votes([decided])
+        votes = await p.runtime.queries.quorum_votes([decided])
+        names = await people.of(p, [decided, run], votes.get(decided.id, []))
+        return decided, run, resumed, votes, names
 
-    decided, run, resumed, votes = with_process(ctx, work)
+    decided, run, resumed, votes, names = with_process(ctx, work)
+    people.show(names)
     tell_decided(decided, run, resumed=resumed, votes=votes, as_json=as_json)
 
 

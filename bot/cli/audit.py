@@ -3,7 +3,8 @@
 `list` shows events for people (or `--json`); `export` writes every event since a time as
 JSON Lines or CSV, to stdout or a file, reading the trail a page at a time, so a long trail
 never sits in memory. A file is written next to its destination and moved into place at the
-end: a failed export leaves no half file behind.
+end: a failed export leaves no half file behind. A result an event carries has the fields
+the policies mark `sensitive_results` masked (`bot.masking`).
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, group, show
-from bot.cli.session import with_database
+from bot.cli.base import Failure, JsonFlag, group, options, show
+from bot.cli.session import refusals, with_database
 
 if TYPE_CHECKING:
+    from bot.masking import ResultMasks
     from runtime import Database, Queries
     from runtime.records import AuditEvent
 
@@ -55,13 +57,16 @@ def list_events(
 ) -> None:
     """Audit events, oldest first."""
     from bot import audit_export
+    from bot.masking import masked_events
 
     start = _since(since)
+    masks = _result_masks(ctx)
 
     async def work(database: Database) -> list[AuditEvent]:
-        return await database.queries.audit(
+        found = await database.queries.audit(
             since=start, run_id=run_id, approval_id=approval_id, limit=limit
         )
+        return await masked_events(database.queries, found, masks)
 
     found = with_database(ctx, work)
     records = [audit_export.record(event) for event in found]
@@ -83,14 +88,17 @@ def export(
 ) -> None:
     """Every audit event since a time, in order, as JSON Lines or CSV."""
     from bot import audit_export
+    from bot.masking import masked_events
 
     start = _since(since)
     as_csv = export_format == ExportFormat.csv
+    masks = _result_masks(ctx)
 
     async def work(database: Database) -> int:
         written = 0
         with _destination(output) as out:
-            async for page in _pages(database.queries, start, run_id, approval_id):
+            async for found in _pages(database.queries, start, run_id, approval_id):
+                page = await masked_events(database.queries, found, masks)
                 if as_csv:
                     lines = audit_export.csv_lines(page, header=written == 0)
                 else:
@@ -104,6 +112,15 @@ def export(
     written = with_database(ctx, work)
     if output is not None:
         typer.echo(f"exported {written} audit event(s) to {output}", err=True)
+
+
+def _result_masks(ctx: typer.Context) -> ResultMasks:
+    """The policies' masks for results (the audit reads the database, not the runtime)."""
+    from bot.masking import ResultMasks
+    from bot.settings import load_settings
+
+    with refusals():
+        return ResultMasks(load_settings(options(ctx).config).runtime.policies)
 
 
 async def _pages(

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from bot.cli import people
 from bot.cli.base import JsonFlag, check_user_id, dumped, group, say, show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from runtime.records import Page
 
 pages = group("Effects a human must handle (in doubt, not undoable).")
 
@@ -25,9 +25,12 @@ def list_pages(
     """Pages, oldest first: what a human must check by hand."""
     from bot import views
 
-    found = with_process(
-        ctx, lambda p: p.runtime.queries.pages(open_only=not all_pages), agents=False
-    )
+    async def work(p: Process) -> Any:
+        found = await p.runtime.queries.pages(open_only=not all_pages)
+        return found, await people.of(p, found)
+
+    found, names = with_process(ctx, work, agents=False)
+    people.show(names)
     if not found and not as_json:
         say("no pages" if all_pages else "no open pages: nothing to settle")
         return
@@ -46,8 +49,10 @@ def acknowledge(
 
     check_user_id("--by", by)
 
-    async def work(p: Process) -> Page:
-        return await p.runtime.acknowledge_page(page_id, by=by)
+    async def work(p: Process) -> Any:
+        page = await p.runtime.acknowledge_page(page_id, by=by)
+        return page, await people.of(p, [page])
 
-    page = with_process(ctx, work, agents=False)
+    page, names = with_process(ctx, work, agents=False)
+    people.show(names)
     show(page.model_dump(mode="json"), as_json=as_json, table=views.pages_table([page]))

@@ -8,10 +8,12 @@ import math
 import re
 from collections.abc import Sequence
 from datetime import timedelta
+from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from bot.cli import people
 from bot.cli.base import (
     Failure,
     JsonFlag,
@@ -187,13 +189,18 @@ async def decided_runs(rt: Runtime, runs: Sequence[Run]) -> set[str]:
 def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
     """One run: state, usage, approvals, effects."""
 
+    from bot.masking import ResultMasks
+
     async def work(p: Process) -> Any:
         run = await p.runtime.get(run_id)
         approvals = await p.runtime.approvals(run_id)
         votes = await p.runtime.queries.quorum_votes(approvals)
-        return run, approvals, await p.runtime.queries.effects(run_id), votes
+        effects = await p.runtime.queries.effects(run_id)
+        names = await people.of(p, [run, *approvals], chain(*votes.values()))
+        return run, approvals, ResultMasks(p.runtime.policies).effects(effects), votes, names
 
-    run, approvals, effects, votes = with_process(ctx, work, agents=False)
+    run, approvals, effects, votes, names = with_process(ctx, work, agents=False)
+    people.show(names)
     if as_json:
         from runtime.approvals.binding import call_trail
 
@@ -211,14 +218,15 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
     """One line per checkpoint: step, status, cost, what was appended."""
     from bot import views
-    from bot.masking import masked_history, sensitive_by_tool
+    from bot.masking import ResultMasks, masked_history, sensitive_by_tool
 
     async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
         found = await p.runtime.history(run_id)
         approvals = await p.runtime.approvals(run_id)
         records: list[Effect | Approval] = [*await p.runtime.queries.effects(run_id), *approvals]
         ruled = [a for a in approvals if views.ruled(a)]
-        return masked_history(found, sensitive_by_tool(records)), ruled
+        masks = ResultMasks(p.runtime.policies)
+        return masked_history(found, sensitive_by_tool(records), masks), ruled
 
     found, ruled = with_process(ctx, work, agents=False)
     show(dumped(found), as_json=as_json, table=views.history_table(found, ruled))
@@ -290,9 +298,12 @@ def fork(
 
     Effects that happened after the step are not redone."""
     from bot import views
+    from bot.masking import ResultMasks
 
     async def work(p: Process) -> Any:
-        happened = await p.runtime.effects_after(run_id, from_step)
+        happened = ResultMasks(p.runtime.policies).effects(
+            await p.runtime.effects_after(run_id, from_step)
+        )
         if happened and not as_json:
             say(f"Already happened after step {from_step} (will not run again):")
             say(views.effects_table(happened))

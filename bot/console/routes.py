@@ -17,7 +17,7 @@ from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import run_view
 from bot.console import rules, timeline
-from bot.masking import masked_history, sensitive_by_tool
+from bot.masking import ResultMasks, masked_history, sensitive_by_tool
 from bot.readers import Readers, not_a_reader
 from runtime import errors
 from runtime.records import RunStatus
@@ -85,8 +85,11 @@ async def show_run(request: web.Request) -> web.Response:
     reader = request.headers.get(READER_HEADER)
     if reader and not await request.app[READERS].may_read(rt, run, reader):
         return error(403, not_a_reader(run.id))
-    history = masked_history(await rt.history(run.id), sensitive_by_tool([*effects, *approvals]))
-    rows = timeline.timeline(history, effects, approvals, pages, reading.displays(rt))
+    results = ResultMasks(rt.policies)
+    sensitive = sensitive_by_tool([*effects, *approvals])
+    history = masked_history(await rt.history(run.id), sensitive, results)
+    shown = results.effects(effects)
+    rows = timeline.timeline(history, shown, approvals, pages, reading.displays(rt))
     forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     events = await rt.queries.events(run_id=run.id)
     decided = run.status == RunStatus.WAITING_APPROVAL and all(

@@ -1,5 +1,6 @@
 """`signoff dev`: the whole product on one machine, in one process - the bot over HTTP, the
-runtime with the refund agent, the scheduler, the outbox sender, a local fake Slack
+runtime with the project's agents (`bot.dev.project`; the demo's refund agent without a
+signoff.toml), the scheduler, the outbox sender, a local fake Slack
 workspace, and a page on 127.0.0.1 that shows that workspace and the run console.
 
 Everything is `signoff serve` (`bot.server.serve`) with settings that point Slack at the
@@ -22,15 +23,15 @@ from aiohttp import web
 from pydantic import SecretStr
 
 from bot.dev import people, slack_state, workspace
+from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
-from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
+from bot.masking import ResultMasks
 from bot.settings import (
     ApiSettings,
     ApiToken,
     ConfigError,
     DatabaseSettings,
-    RuntimeSettings,
     Settings,
     SlackSettings,
     WorkerSettings,
@@ -39,7 +40,6 @@ from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")
 BOT_TOKEN = "xoxb-dev"
-REFUND_AGENT = "examples.refund_agent:agent"
 CONSOLE_TOKEN = "console"
 
 
@@ -51,27 +51,19 @@ def dev_settings(
     signing_secret: str,
     api_token: str,
     agent_token: str | None = None,
+    project: Project | None = None,
 ) -> Settings:
-    """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, one
-    approver (bob) who may edit, write approval rules and settle pages, and the refund agent
-    (with any agents SIGNOFF_AGENTS adds)."""
-    extra = [a for a in os.environ.get("SIGNOFF_AGENTS", "").split(",") if a.strip()]
+    """`serve`'s settings for the dev process: SQLite at `database`, the fake Slack, bob as
+    page resolver, and the project's agents and policies (the demo's: the refund agent, bob
+    approves, may edit and write approval rules)."""
+    project = project or demo()
     console = ApiToken(
         scopes=frozenset({"runs:read", "runs:write"}),
         sha256=hashlib.sha256(api_token.encode()).hexdigest(),
     )
     return Settings(
         database=DatabaseSettings(url=f"sqlite:///{database}"),
-        runtime=RuntimeSettings(
-            agents=[REFUND_AGENT, *[a.strip() for a in extra if a.strip() != REFUND_AGENT]],
-            policies=SlackPolicies(
-                default=SlackPolicy(
-                    channel=people.APPROVALS, approvers=(people.APPROVER,), allow_edit=True
-                )
-            ),
-            # bob may write approval rules too, so cards show "Approve + similar…" here.
-            learned_rules=SlackLearnedRules(writers=(people.APPROVER,)),
-        ),
+        runtime=project.runtime,
         # the same worker after a restart: runs it parked are its own at once
         workers=WorkerSettings(id="signoff-dev"),
         api=ApiSettings(
@@ -97,9 +89,17 @@ def dev_settings(
     )
 
 
-async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = None) -> None:
+async def run_dev(
+    *,
+    database: Path,
+    port: int,
+    stop: asyncio.Event | None = None,
+    project: Project | None = None,
+) -> None:
     """Run until Ctrl-C (or `stop`); a restart on the same database resumes parked runs."""
     from bot.server import serve
+
+    project = project or demo()
 
     if port and not _port_free(port):  # before anything is opened or printed
         raise ConfigError(
@@ -107,7 +107,13 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
         )
     os.environ.setdefault("SIGNOFF_WORLD_DB", str(database.with_name(f"{database.stem}-world.db")))
     port = port or free_port()
-    fake = FakeSlack(token=BOT_TOKEN, channels=tuple(people.CHANNEL_NAMES), users=people.NAMES)
+    people.join(project.named_users())
+    fake = FakeSlack(
+        token=BOT_TOKEN,
+        channels=tuple(dict.fromkeys([*people.CHANNEL_NAMES, *sorted(project.channels())])),
+        users=people.NAMES,
+        usergroups=project.user_groups(),
+    )
     saved = database.with_name(f"{database.stem}-slack.json")
     restored = slack_state.load(fake.workspace, saved)
     hub = slack_state.Hub()
@@ -124,15 +130,18 @@ async def run_dev(*, database: Path, port: int, stop: asyncio.Event | None = Non
         signing_secret=signing_secret,
         api_token=api_token,
         agent_token=agent_token,
+        project=project,
     )
     url = f"http://127.0.0.1:{port}/"
 
     def extend(app: web.Application, process: Process) -> None:
-        dev = workspace.DevWorkspace(fake, hub, process, signing_secret, api_token)
+        dev = workspace.DevWorkspace(fake, hub, process, signing_secret, api_token, project)
         workspace.mount(app, dev)
         app.cleanup_ctx.append(_step_log(process))
 
         async def tell(app: web.Application) -> None:
+            for line in project.lines():
+                print(f"signoff dev: {line}", flush=True)
             print(f"signoff dev: open {url}  (database {database}; Ctrl-C stops)", flush=True)
             print(
                 "signoff dev: the CLI on this database, in another terminal: "
@@ -163,8 +172,9 @@ def _step_log(process: Process) -> Callable[[web.Application], AsyncIterator[Non
     """The step log as an aiohttp cleanup context: it follows the runs while the app runs."""
 
     async def follow(app: web.Application) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        task = asyncio.create_task(StepLog(process.runtime.queries).follow(stop), name="step log")
+        rt, stop = process.runtime, asyncio.Event()
+        steps = StepLog(rt.queries, ResultMasks(rt.policies))
+        task = asyncio.create_task(steps.follow(stop), name="step log")
         yield
         stop.set()
         await task

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from aiohttp import web
 
 TEAM = "T0SIGNOFF"
@@ -27,3 +29,12 @@ def check(user: object) -> str:
     if not isinstance(user, str) or user not in NAMES:
         raise web.HTTPBadRequest(text=f"user: one of {', '.join(NAMES)}")
     return user
+
+
+def join(users: Iterable[str]) -> None:
+    """The people a project's policies name (approvers, on-call, rule writers), each one
+    someone the page can play, by their id."""
+    for user in users:
+        if user not in NAMES:
+            PEOPLE.append({"id": user, "name": user.lower(), "role": "named in signoff.toml"})
+            NAMES[user] = user.lower()

@@ -1,6 +1,7 @@
 """One readable log line per step of every run: what the model said or called, and where
 the run stopped. It reads the runs' own record, so it sees runs driven by any
-path - a click, a recovery, the console - without hooks in the runtime."""
+path - a click, a recovery, the console - without hooks in the runtime. Sensitive arguments
+and result fields are masked, as on every other surface (`bot.masking`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from collections.abc import Sequence
 from contextlib import suppress
 
 from bot import words
+from bot.masking import ResultMasks, masked_history, sensitive_by_tool
 from runtime.queries import Queries
-from runtime.records import Checkpoint, Message
+from runtime.records import Approval, Checkpoint, Effect, Message
 
 log = logging.getLogger("signoff.dev")
 EVERY = 0.5
@@ -20,8 +22,9 @@ MAX_ARGS = 120
 
 
 class StepLog:
-    def __init__(self, queries: Queries) -> None:
+    def __init__(self, queries: Queries, results: ResultMasks) -> None:
         self.queries = queries
+        self.results = results
         self._seen: dict[str, int] = {}
 
     async def mark_existing(self) -> None:
@@ -34,10 +37,16 @@ class StepLog:
         for run in await self.queries.runs(limit=200):
             seen = self._seen.get(run.id, -1)
             history = await self.queries.checkpoints(run.id)
-            for line in describe(run.id, [c for c in history if c.seq > seen]):
+            new = [c for c in history if c.seq > seen]
+            for line in describe(run.id, await self._shown(run.id, new) if new else []):
                 log.info("%s", line)
             if history:
                 self._seen[run.id] = history[-1].seq
+
+    async def _shown(self, run_id: str, checkpoints: list[Checkpoint]) -> list[Checkpoint]:
+        effects = await self.queries.effects(run_id)
+        records: list[Effect | Approval] = [*effects, *await self.queries.approvals(run_id=run_id)]
+        return masked_history(checkpoints, sensitive_by_tool(records), self.results)
 
     async def follow(self, stop: asyncio.Event) -> None:
         """Tell new steps every EVERY seconds until `stop`, and once more then."""

@@ -14,7 +14,7 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bot.api_auth import Handler
 from bot.dev import people
+from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
@@ -33,6 +34,7 @@ from bot.wiring import Process
 log = logging.getLogger("signoff.dev")
 STATIC = Path(__file__).parent / "static"
 REFUND_TASK = "Refund order 4471 for $25"
+REFUND_AGENT_NAME = "refund-agent"
 MODAL_WAIT = 3.0
 KEEPALIVE = 15.0
 EPHEMERALS = 3
@@ -46,6 +48,7 @@ class DevWorkspace:
     process: Process
     signing_secret: str
     api_token: str
+    project: Project = field(default_factory=demo)
     session: aiohttp.ClientSession | None = None
 
 
@@ -69,6 +72,8 @@ def mount(app: web.Application, dev: DevWorkspace) -> None:
         ("/dev/api/submit", submit),
         ("/dev/api/command", command),
         ("/dev/api/refund", refund),
+        ("/dev/api/home", home),
+        ("/dev/api/start", start),
     ):
         app.router.add_post(path, _local_only(handler))
 
@@ -112,8 +117,21 @@ async def session(request: web.Request) -> web.Response:
             "token": dev.api_token,
             "refund_task": REFUND_TASK,
             "opens_modal": sorted(OPENS_MODAL),
+            "project": {
+                "config": str(dev.project.config) if dev.project.config else None,
+                "loaded": dev.project.lines(),
+                "agents": _startable(dev),
+            },
         }
     )
+
+
+def _startable(dev: DevWorkspace) -> list[dict[str, str]]:
+    """The agents the start buttons offer, each with the task it starts with."""
+    return [
+        {"name": name, "task": REFUND_TASK if name == REFUND_AGENT_NAME else f"Try {name}"}
+        for name in sorted(dev.process.runtime.agents)
+    ]
 
 
 async def workspace(request: web.Request) -> web.Response:
@@ -130,7 +148,15 @@ async def workspace(request: web.Request) -> web.Response:
         channels.append({"id": channel, "name": name, "messages": shown})
     # like Slack's, they do not pile up: only the last few are shown
     ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user][-EPHEMERALS:]
-    return web.json_response({"channels": channels, "ephemerals": ephemerals})
+    return web.json_response(
+        {"channels": channels, "ephemerals": ephemerals, "home": _home_view(dev.fake, user)}
+    )
+
+
+def _home_view(fake: FakeSlack, user: str) -> dict[str, Any] | None:
+    """The App Home the bot last published for `user` (None before it published one)."""
+    published = [v for v in fake.views if v.method == "views.publish" and v.user_id == user]
+    return published[-1].view if published else None
 
 
 async def events(request: web.Request) -> web.StreamResponse:
@@ -168,7 +194,25 @@ async def action(request: web.Request) -> web.Response:
     dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
     trigger = f"dev-{uuid.uuid4().hex}"
+    payload = click_payload(
+        user,
+        order,
+        trigger=trigger,
+        response_url=f"{request.url.origin()}/dev/response",
+    )
+    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
+    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
+    return web.json_response({"status": status, "answer": body, "view": view})
+
+
+def click_payload(
+    user: str, order: dict[str, Any], *, trigger: str, response_url: str
+) -> dict[str, Any]:
+    """The `block_actions` payload Slack posts for a click on the page: `order` holds the
+    channel, the message's ts, the button's action id, value and block id, and whether the
+    message is ephemeral (a `/runs` reply, which Slack sends with no message)."""
     ephemeral = order.get("ephemeral") is True
+    channel, ts = str(order.get("channel", "")), str(order.get("ts", ""))
     payload: dict[str, Any] = {
         "type": "block_actions",
         "user": {"id": user, "username": people.name(user), "team_id": people.TEAM},
@@ -176,15 +220,15 @@ async def action(request: web.Request) -> web.Response:
         "token": "dev",
         "container": {
             "type": "message",
-            "message_ts": str(order.get("ts", "")),
-            "channel_id": str(order.get("channel", "")),
+            "message_ts": ts,
+            "channel_id": channel,
             "is_ephemeral": ephemeral,
         },
         "trigger_id": trigger,
         "team": {"id": people.TEAM, "domain": "signoff-dev"},
-        "channel": {"id": str(order.get("channel", "")), "name": "dev"},
-        "message": {"type": "message", "ts": str(order.get("ts", "")), "text": ""},
-        "response_url": f"{request.url.origin()}/dev/response",
+        "channel": {"id": channel, "name": "dev"},
+        "message": {"type": "message", "ts": ts, "text": ""},
+        "response_url": response_url,
         "actions": [
             {
                 "action_id": str(order.get("action_id", "")),
@@ -197,9 +241,12 @@ async def action(request: web.Request) -> web.Response:
     }
     if ephemeral:
         del payload["message"]
-    status, body = await _to_bot(request, {"payload": json.dumps(payload)})
-    view = await _opened_view(dev.fake, trigger) if order.get("opens_modal") else None
-    return web.json_response({"status": status, "answer": body, "view": view})
+    if order.get("view_id"):  # a click in the App Home: Slack sends the view, no channel
+        for gone in ("message", "channel"):
+            payload.pop(gone, None)
+        payload["container"] = {"type": "view", "view_id": str(order["view_id"])}
+        payload["view"] = {"type": "home", "id": str(order["view_id"])}
+    return payload
 
 
 async def submit(request: web.Request) -> web.Response:
@@ -255,28 +302,63 @@ async def command(request: web.Request) -> web.Response:
     return web.json_response({"status": status, "answer": body, "channel": people.APPROVALS})
 
 
+async def home(request: web.Request) -> web.Response:
+    """`user` opened the app's Home tab: Slack's `app_home_opened` event, which the bot
+    answers by publishing their Home (the page shows it when it arrives)."""
+    user = people.check((await _order(request)).get("user"))
+    event = {
+        "token": "dev",
+        "team_id": people.TEAM,
+        "api_app_id": people.APP,
+        "type": "event_callback",
+        "event_id": f"Ev{uuid.uuid4().hex[:10].upper()}",
+        "event_time": int(time.time()),
+        "event": {"type": "app_home_opened", "user": user, "tab": "home", "channel": "D0HOME"},
+    }
+    status, _ = await _to_bot(request, event)
+    return web.json_response({"status": status})
+
+
 async def refund(request: web.Request) -> web.Response:
     """Start a refund-agent run for `user`; it drives in the background until it parks."""
     dev, order = request.app[DEV], await _order(request)
+    return await _start(dev, people.check(order.get("user")), REFUND_AGENT_NAME, REFUND_TASK)
+
+
+async def start(request: web.Request) -> web.Response:
+    """Start a run of one of the project's agents for `user`, with `task`."""
+    dev, order = request.app[DEV], await _order(request)
     user = people.check(order.get("user"))
+    task = order.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise web.HTTPBadRequest(text="task: what the agent is asked to do")
+    return await _start(dev, user, str(order.get("agent", "")), task.strip()[:2000])
+
+
+async def _start(dev: DevWorkspace, user: str, agent: str, task: str) -> web.Response:
     rt = dev.process.runtime
-    run, _ = await rt.create("refund-agent", REFUND_TASK, requested_by=user)
+    if agent not in rt.agents:
+        known = ", ".join(sorted(rt.agents))
+        return web.json_response({"error": f"agent: one of {known}"}, status=404)
+    run, _ = await rt.create(agent, task, requested_by=user)
     dev.process.background.spawn(rt.drive(run.id), name=f"drive {run.id}")
-    log.info("dev: %s started run %s: %s", people.name(user), run.id, REFUND_TASK)
-    return web.json_response({"run_id": run.id}, status=201)
+    log.info("dev: %s started run %s of %s: %s", people.name(user), run.id, agent, task)
+    return web.json_response({"run_id": run.id, "agent": agent}, status=201)
 
 
-async def _to_bot(request: web.Request, fields: dict[str, str]) -> tuple[int, Any]:
-    """POST to this server's /slack/events, signed as Slack signs (v0, HMAC-SHA256)."""
+async def _to_bot(request: web.Request, fields: dict[str, Any]) -> tuple[int, Any]:
+    """POST to this server's /slack/events, signed as Slack signs (v0, HMAC-SHA256): form
+    fields as Slack posts clicks and commands, or (an event callback) JSON."""
     dev = request.app[DEV]
     if dev.session is None:
         raise web.HTTPServiceUnavailable(text="the server is not started")
-    body = urllib.parse.urlencode(fields).encode()
+    is_event = fields.get("type") == "event_callback"
+    body = json.dumps(fields).encode() if is_event else urllib.parse.urlencode(fields).encode()
     stamp = str(int(time.time()))
     signature = SignatureVerifier(dev.signing_secret).generate_signature(timestamp=stamp, body=body)
     assert signature is not None  # None only without a timestamp or a body
     headers = {
-        "Content-Type": "application/x-www-form-urlencoded",
+        "Content-Type": "application/json" if is_event else "application/x-www-form-urlencoded",
         "X-Slack-Request-Timestamp": stamp,
         "X-Slack-Signature": signature,
     }

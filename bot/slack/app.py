@@ -24,6 +24,7 @@ from bot.directory import web_client
 from bot.readers import Readers
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
+from bot.slack.channels import check_channels, configured
 from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
 from bot.slack.home import HomeTabs
 from bot.slack.outbox import OutboxSender, Timing
@@ -97,6 +98,8 @@ class SlackSurface:
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
+    channels: dict[str, str] = field(default_factory=dict)
+    """The channels the configuration names, by where (checked at start-up)."""
 
     async def check_token(self) -> None:
         """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
@@ -153,6 +156,7 @@ class SlackSurface:
 
     async def start(self) -> None:
         await self.check_token()
+        await check_channels(self.client, self.channels)
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
         await self.deliveries.release_outbox_claims(self.sender.owner)
@@ -261,4 +265,7 @@ def slack_surface(
         ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,
+        channels=configured(
+            settings.slack.approvals_channel, settings.slack.oncall_channel, rt.policies
+        ),
     )

@@ -126,14 +126,21 @@ async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
 
 async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
     """Pending approvals this user may decide, newest first (not their own requests)."""
-    mine = []
-    for approval in await rt.approvals(state=ApprovalState.PENDING):
-        policy = rt.policy_of(approval)
-        if approval.requested_by == user and not policy.allow_self_approval:
-            continue
-        if await may_decide(policy, user, rt.directory, escalated=approval.escalated):
-            mine.append(approval)
+    mine = [
+        a
+        for a in await rt.approvals(state=ApprovalState.PENDING)
+        if await may_decide_approval(rt, a, user)
+    ]
     return sorted(mine, key=lambda a: a.created_at, reverse=True)
+
+
+async def may_decide_approval(rt: Runtime, approval: Approval, user: str) -> bool:
+    """Whether `user` may decide this pending approval (a requester only where the policy
+    allows self-approval)."""
+    policy = rt.policy_of(approval)
+    if approval.requested_by == user and not policy.allow_self_approval:
+        return False
+    return await may_decide(policy, user, rt.directory, escalated=approval.escalated)
 
 
 def _with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:

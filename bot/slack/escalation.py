@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from bot import words
 from bot.slack import blocks as kit
 from bot.slack.home_view import age
 from runtime.approvals.policy import Policy
@@ -18,22 +19,25 @@ MAX_NAMED = 5
 
 def chain_line(approval: Approval, policy: Policy) -> str:
     """`Asked now: @bob @ann · next reminder <date> · then @oncall <date> if nobody answers`."""
-    parts = [f"Asked now: {_asked_now(approval, policy)}"]
-    if approval.next_reminder_at is not None:
-        parts.append(f"next reminder {kit.date(approval.next_reminder_at)}")
     escalation = escalates_at(approval, policy)
+    then = None
     if escalation is not None and policy.escalate_to:
-        parts.append(
-            f"then {kit.target(policy.escalate_to)} {kit.date(escalation)} if nobody answers"
-        )
-    elif approval.deadline is not None and policy.on_timeout == "decline":
-        parts.append(f"declined as expired {kit.date(approval.deadline)} if nobody answers")
-    return " · ".join(parts)
+        then = (kit.target(policy.escalate_to), kit.date(escalation))
+    expires = None
+    if approval.deadline is not None and policy.on_timeout == "decline":
+        expires = kit.date(approval.deadline)
+    reminder = approval.next_reminder_at
+    return words.chain(
+        _asked_now(approval, policy),
+        next_reminder=kit.date(reminder) if reminder is not None else None,
+        then=then,
+        expires=expires,
+    )
 
 
 def waited_line(approval: Approval, now: datetime) -> str:
     """How long a reminder's approval has waited."""
-    return f"Waiting {age(now - approval.created_at)} since it was asked"
+    return words.waited(age(now - approval.created_at))
 
 
 def escalates_at(approval: Approval, policy: Policy) -> datetime | None:
@@ -57,5 +61,5 @@ def _asked_now(approval: Approval, policy: Policy) -> str:
     if approval.escalated and policy.escalate_to:
         asked.append(policy.escalate_to)
     if not asked:
-        return "anyone but the requester"
+        return words.ANYONE_BUT_THE_REQUESTER
     return " ".join(kit.target(i) for i in list(dict.fromkeys(asked))[:MAX_NAMED])

@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands
+from bot.slack import commands, home_view
 from bot.slack.delivery import slack_error
-from bot.slack.home_view import home_view
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
 from runtime.approvals.policy import Policy
@@ -39,6 +38,12 @@ BURST = 3.0
 """Fewer than Slack's own burst: calls paced here reach Slack a little jittered."""
 SHORT_WAIT = 0.5
 """A wait for the pace this short is slept; a longer one gives the row back (`RetryAt`)."""
+RECENT = timedelta(days=30)
+"""How far back a Home lists a person's own requests and decisions."""
+READ_LIMIT = 200
+"""At most this many of a person's own requests and decisions are read for their Home."""
+PENDING_READ = 500
+"""Pending approvals read to choose those a person may decide (the longest waiting)."""
 APPROVAL_TOPICS = frozenset(
     {"approval_requested", "approval_decided", "approval_voted", "approval_reminded"}
 )
@@ -66,6 +71,11 @@ class Pace:
             self._tokens -= 1.0
             return 0.0
         return (1.0 - self._tokens) / self.rate
+
+    def take(self) -> None:
+        """A call that goes now whatever the pace (a person is looking): counted all the same."""
+        if self.wait() > 0:
+            self._tokens -= 1.0
 
     def hold(self, seconds: float) -> None:
         """Slack said to wait (`Retry-After`): no call until then."""
@@ -98,6 +108,7 @@ class HomeTabs:
         self.viewers: set[str] = set()
         """People whose Home this process published: an open policy's approval concerns them
         (anyone may decide it); anyone else's Home is fresh when they next open it."""
+        self._one_at_a_time = asyncio.Lock()
 
     # who a change concerns
 
@@ -126,37 +137,40 @@ class HomeTabs:
     # the view
 
     async def view(self, user: str, *, notice: str | None = None) -> dict[str, Any]:
+        """What concerns `user` only, each read bounded: the oldest pending approvals (what
+        they may decide is chosen from those), their own recent requests and decisions, and
+        the open pages they may settle or that are about their runs."""
         now = self.rt.clock()
-        pending = await commands.waiting_for(self.rt, user)
-        everyone = await self.rt.approvals()
-        mine = sorted((a for a in everyone if a.requested_by == user), key=_created, reverse=True)
+        pending = await self._pending_for(user)
+        theirs = await self.rt.queries.approvals_of_person(
+            user, since=now - RECENT, limit=READ_LIMIT
+        )
+        mine = [a for a in theirs if a.requested_by == user]
         decided = sorted(
-            (a for a in everyone if a.decided_by == user and a.state != ApprovalState.PENDING),
+            (a for a in theirs if a.decided_by == user and a.state != ApprovalState.PENDING),
             key=_decided,
             reverse=True,
         )
-        pages = await self._pages_for(user)
-        return home_view(
+        resolver = user in self.resolvers
+        pages = await self.rt.queries.open_pages_for(
+            None if resolver else user, limit=home_view.SECTION + 1
+        )
+        return home_view.home_view(
             pending=pending,
             pages=pages,
             requests=mine,
             decisions=decided,
             now=now,
-            resolver=user in self.resolvers,
+            resolver=resolver,
             notice=notice,
         )
 
-    async def _pages_for(self, user: str) -> list[Page]:
-        """Open pages this person may settle (a resolver), or about their own runs."""
-        pages = [p for p in await self.rt.queries.pages() if not p.acknowledged_by]
-        if user in self.resolvers:
-            return pages
-        theirs = []
-        for page in pages:
-            run = await self.rt.find_run(page.run_id)
-            if run is not None and run.requested_by == user:
-                theirs.append(page)
-        return theirs
+    async def _pending_for(self, user: str) -> list[Approval]:
+        """Pending approvals `user` may decide (not their own), newest first, from the
+        `PENDING_READ` that have waited longest."""
+        waiting = await self.rt.queries.approvals(state=ApprovalState.PENDING, limit=PENDING_READ)
+        theirs = [a for a in waiting if await commands.may_decide_approval(self.rt, a, user)]
+        return sorted(theirs, key=_created, reverse=True)
 
     # the outbox
 
@@ -179,37 +193,58 @@ class HomeTabs:
     # publishing
 
     async def publish(self, client: AsyncWebClient, user: str) -> None:
-        """Publish the person's Home as it is now, within the pace (else `RetryAt`). The pace
-        is taken after the view is read, just before the call, so calls reach Slack spaced
-        as they were paced."""
-        view = await self.view(user)
-        wait = self.pace.wait()
-        if wait > SHORT_WAIT:
-            raise RetryAt(wait, "views.publish paced")
-        if wait > 0:
-            await asyncio.sleep(wait)  # a change meanwhile queued a row of its own
-            if self.pace.wait() > 0:
+        """Publish the person's Home as it is now, within the pace (else `RetryAt`).
+
+        One publish is in flight at a time and its pace is taken just before its call, after
+        the previous call was answered: a call then reaches Slack after the one before it did,
+        so however the calls are delayed on their way, Slack sees at most one more in any
+        window than the pace let go (`BURST` + 1 at once, which Slack's burst allows), and
+        never a faster rate."""
+        async with self._one_at_a_time:
+            view = await self.view(user)
+            wait = self.pace.wait()
+            if wait > SHORT_WAIT:
                 raise RetryAt(wait, "views.publish paced")
-        try:
-            await client.views_publish(user_id=user, view=view)
-        except SlackApiError as exc:
-            if slack_error(exc) != "ratelimited":
-                raise
-            after = retry_after(exc)
-            self.pace.hold(after)
-            raise RetryAt(after, "ratelimited") from exc
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if self.pace.wait() > 0:
+                    raise RetryAt(wait, "views.publish paced")
+            try:
+                await self._call(client, user, view)
+            except SlackApiError as exc:
+                if slack_error(exc) != "ratelimited":
+                    raise
+                raise RetryAt(retry_after(exc), "ratelimited") from exc
         self.viewers.add(user)
 
     async def opened(self, client: AsyncWebClient, user: str) -> None:
         """The person opened the tab: publish now (Slack shows the last view until then)."""
-        self.pace.wait()  # counted; Slack is answered even past the pace, it is one call
-        await client.views_publish(user_id=user, view=await self.view(user))
+        async with self._one_at_a_time:
+            await self._now(client, user, await self.view(user))
         self.viewers.add(user)
 
     async def tell(self, client: AsyncWebClient, user: str, text: str) -> None:
         """A refusal from a Home button, shown at the top of the person's Home."""
-        self.pace.wait()
-        await client.views_publish(user_id=user, view=await self.view(user, notice=text))
+        async with self._one_at_a_time:
+            await self._now(client, user, await self.view(user, notice=text))
+
+    async def _now(self, client: AsyncWebClient, user: str, view: dict[str, Any]) -> None:
+        """A person is looking: wait out a short pace, else go anyway (it is one call), so
+        it is counted in the pace the outbox's publishes keep to."""
+        wait = self.pace.wait()
+        if wait > 0:
+            await asyncio.sleep(min(wait, SHORT_WAIT))
+            self.pace.take()
+        await self._call(client, user, view)
+
+    async def _call(self, client: AsyncWebClient, user: str, view: dict[str, Any]) -> None:
+        """`views.publish`; a 429 holds every publish until its `Retry-After` has passed."""
+        try:
+            await client.views_publish(user_id=user, view=view)
+        except SlackApiError as exc:
+            if slack_error(exc) == "ratelimited":
+                self.pace.hold(retry_after(exc))
+            raise
 
 
 def _deciders(policy: Policy) -> list[str]:

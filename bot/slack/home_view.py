@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from bot import words
 from bot.slack import blocks as kit
-from bot.slack import cards, escape, texts
+from bot.slack import cards, escape
 from bot.slack.blocks import Block
 from runtime.records import Approval, ApprovalState, Page
 
@@ -31,33 +32,29 @@ def home_view(
     blocks: list[Block] = []
     if notice:
         blocks.append(kit.section(f":warning: {notice}"))
-    blocks.append(kit.header(texts.HOME_PENDING))
+    blocks.append(kit.header(words.HOME_PENDING))
     if pending:
         for approval in pending[:SECTION]:
             line = f"{_action(approval)} · {_asked(approval, now)}"
             blocks += [kit.section(line), cards.decision_actions(approval)]
         blocks += _more(len(pending) - SECTION)
     else:
-        blocks.append(kit.section(texts.NOTHING_PENDING))
+        blocks.append(kit.section(words.NOTHING_PENDING))
     if pages:
-        blocks += [kit.divider(), kit.header(texts.HOME_PAGES)]
+        blocks += [kit.divider(), kit.header(words.HOME_PAGES)]
         for page in pages[:SECTION]:
-            blocks.append(kit.section(f"{_page(page)} · opened {age(now - page.created_at)} ago"))
+            blocks.append(kit.section(words.page_opened(_page(page), age(now - page.created_at))))
             if resolver:
                 blocks.append(cards.page_actions(page, resolve=True))
         blocks += _more(len(pages) - SECTION)
-    blocks += [kit.divider(), kit.header(HOME_REQUESTS)]
+    blocks += [kit.divider(), kit.header(words.HOME_REQUESTS)]
     rows = [f"{_action(a)} · {_state(a, now)}" for a in requests[:SECTION]]
-    blocks += kit.sections(rows) if rows else [kit.section(NO_REQUESTS)]
+    blocks += kit.sections(rows) if rows else [kit.section(words.NO_REQUESTS)]
     blocks += _more(len(requests) - SECTION)
-    blocks += [kit.divider(), kit.header(texts.HOME_RECENT)]
+    blocks += [kit.divider(), kit.header(words.HOME_RECENT)]
     rows = [f"{_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
-    blocks += kit.sections(rows) if rows else [kit.section(texts.NO_RECENT)]
+    blocks += kit.sections(rows) if rows else [kit.section(words.NO_RECENT)]
     return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
-
-
-HOME_REQUESTS = "Your requests"
-NO_REQUESTS = "Nothing you asked for."
 
 
 def _action(approval: Approval) -> str:
@@ -65,27 +62,24 @@ def _action(approval: Approval) -> str:
 
 
 def _asked(approval: Approval, now: datetime) -> str:
-    who = kit.mention(approval.requested_by)
-    escalated = " · escalated" if approval.escalated else ""
-    return f"asked by {who} · waiting {age(now - approval.created_at)}{escalated}"
+    asker = kit.mention(approval.requested_by)
+    return words.waiting(approval, age(now - approval.created_at), asker=asker)
 
 
 def _state(approval: Approval, now: datetime) -> str:
     if approval.state == ApprovalState.PENDING:
-        escalated = ", escalated" if approval.escalated else ""
-        return f"pending{escalated} · waiting {age(now - approval.created_at)}"
-    when = age(now - _decided(approval))
-    by = kit.mention(approval.decided_by) if approval.decided_by else texts.UNKNOWN_PERSON
-    return f"{approval.state.value} by {by} · {when} ago"
+        return words.waiting(approval, age(now - approval.created_at))
+    by = kit.mention(approval.decided_by) if approval.decided_by else words.UNKNOWN_PERSON
+    return words.decided(approval, age(now - _decided(approval)), by=by)
 
 
 def _page(page: Page) -> str:
-    tool = escape.code(page.tool, limit=40) if page.tool else texts.AN_EFFECT
+    tool = escape.code(page.tool, limit=40) if page.tool else words.AN_EFFECT
     return f"{tool} · {escape.code(page.reason, limit=40)}"
 
 
 def _more(hidden: int) -> list[Block]:
-    return [kit.context(texts.and_more(hidden))] if hidden > 0 else []
+    return [kit.context(words.and_more(hidden))] if hidden > 0 else []
 
 
 def age(delta: timedelta) -> str:

@@ -37,7 +37,7 @@ from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
 from bot.slack.people import Names
-from bot.slack.refusals import refusal
+from bot.slack.refusals import edit_refusal, refusal
 from bot.tasks import Background
 from runtime import Decision, Runtime, errors
 from runtime.display import Display
@@ -207,7 +207,7 @@ class Listeners:
             await ack(response_action="errors", errors={"args": _refused_field(refused)})
             return
         decide = self.rt.decide(_approval_of(view), "approved", by=user, args=args, resume=False)
-        await self._record(ack, client, body, decide, field="args")
+        await self._record(ack, client, body, decide, field="args", explain=edit_refusal)
 
     async def _record(
         self,
@@ -217,6 +217,7 @@ class Listeners:
         change: Awaitable[Any],
         *,
         field: str | None,
+        explain: Callable[[Exception], str] = refusal,
     ) -> None:
         """Record what the person did and answer Slack within ACK_WITHIN: a refusal is
         shown under the modal's `field` (or ephemerally for a button); a store that cannot
@@ -227,9 +228,10 @@ class Listeners:
         done, _ = await asyncio.wait({task}, timeout=budget)
         if not done:
             await ack()
-            self.background.spawn(self._told_late(task, client, body), name="slow decision")
+            late = self._told_late(task, client, body, explain)
+            self.background.spawn(late, name="slow decision")
             return
-        problem = _problem(task)
+        problem = _problem(task, explain)
         if problem is None:
             await ack()
             self._after(task.result())
@@ -241,10 +243,14 @@ class Listeners:
             self._tell(client, body, problem)
 
     async def _told_late(
-        self, task: asyncio.Future[Any], client: AsyncWebClient, body: Body
+        self,
+        task: asyncio.Future[Any],
+        client: AsyncWebClient,
+        body: Body,
+        explain: Callable[[Exception], str],
     ) -> None:
         await asyncio.wait({task})
-        problem = _problem(task)
+        problem = _problem(task, explain)
         if problem is None:
             self._after(task.result())
         else:
@@ -330,13 +336,15 @@ class Listeners:
             self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
 
 
-def _problem(task: asyncio.Future[Any]) -> str | None:
+def _problem(
+    task: asyncio.Future[Any], explain: Callable[[Exception], str] = refusal
+) -> str | None:
     """What to tell the person about a finished decision, or None when it was recorded."""
     exc = task.exception()
     if exc is None:
         return None
     if isinstance(exc, errors.SignoffRuntimeError):
-        return refusal(exc)
+        return explain(exc)
     if isinstance(exc, NOT_RECORDED):
         log.warning("slack: a decision was not recorded: %s", _one_line(exc))
         return NOT_RECORDED_TEXT

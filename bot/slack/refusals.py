@@ -10,6 +10,7 @@ from __future__ import annotations
 from bot import words
 from bot.slack import blocks as kit
 from bot.slack.escape import code, mrkdwn
+from runtime import errors
 from runtime.records import Approval
 
 
@@ -23,6 +24,14 @@ def voice(you: str | None = None) -> words.Voice:
 def refusal(exc: Exception) -> str:
     """mrkdwn: why the click changed nothing; "You" is the person the refusal is about."""
     return words.refusal(exc, voice(getattr(exc, "by", None)))
+
+
+def edit_refusal(exc: Exception) -> str:
+    """mrkdwn: why an edit in the Edit modal changed nothing, with advice that names the
+    buttons its card shows."""
+    if isinstance(exc, errors.KeyConflict):
+        return words.edit_conflict(exc, voice(getattr(exc, "by", None)))
+    return refusal(exc)
 
 
 def already_decided(approval: Approval) -> str:

@@ -39,8 +39,7 @@ def more_characters(count: int) -> str:
     return f"… ({count} more character{'' if count == 1 else 's'})"
 
 
-def and_more(count: int) -> str:
-    return f"…and {count} more"
+and_more = words.and_more
 
 
 # the approval card
@@ -267,7 +266,7 @@ PAGE_REASONS = {
     "key_conflict": "was not run: its key was used with other arguments",
     "args_mismatch": "was not run: its arguments are not those approved",
 }
-AN_EFFECT = "an effect"
+AN_EFFECT = words.AN_EFFECT
 
 
 def page_header(tool: str, run: str | None) -> str:
@@ -416,7 +415,7 @@ def run_line(run: str, status: str, step: int, agent: str, task: str) -> str:
 
 
 PENDING_TITLE = "*Waiting for your decision*"
-NOTHING_PENDING = "Nothing waits for your decision."
+NOTHING_PENDING = words.NOTHING_PENDING
 
 
 def history_title(run: str, count: int) -> str:
@@ -457,10 +456,6 @@ def edit_prompt(action: str) -> str:
     return f"Edit the arguments of {action}, then approve."
 
 
-HOME_PENDING = "Waiting for your decision"
-HOME_RECENT = "Your recent decisions"
-HOME_PAGES = "Open pages"
-NO_RECENT = "No decisions yet."
 NO_PAGES = "No open pages."
 
 

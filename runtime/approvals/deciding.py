@@ -21,7 +21,7 @@ from store import Approval, ApprovalState, Store
 from store import errors as store_errors
 from store.base import Voted
 from store.digest import args_digest
-from store.records import SENSITIVE_MASK
+from store.records import SENSITIVE_MASK, masked
 
 log = logging.getLogger("signoff.approvals")
 
@@ -129,7 +129,10 @@ async def check_conflict(
         return approval.id
     if conflict is not None:
         raise errors.KeyConflict(
-            conflict_text(conflict, args, approval.sensitive), conflict=conflict
+            conflict_text(conflict, args, approval.sensitive),
+            conflict=conflict,
+            asked=masked(args, approval.sensitive),
+            approval=approval,
         )
     return None
 

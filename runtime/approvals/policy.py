@@ -36,6 +36,11 @@ class Policy(BaseModel):
     """The decision target ("decided within 30m"): cards, reminders and metrics say when an
     approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""
 
+    sensitive_results: tuple[str, ...] = ()
+    """Fields of the tool's results nobody should read back: masked, at any depth, wherever
+    a result is shown (the store keeps it whole, for the model and replay). A display
+    setting: rules do not change it, and approvals do not keep it."""
+
     rules: tuple[Rule, ...] = ()
     """Ordered refinements by the call's arguments and run (`runtime.approvals.rules`); first
     match wins."""
@@ -70,6 +75,11 @@ class Policies(BaseModel):
                         "user group to escalate to); otherwise the approval waits unseen"
                     )
         return self
+
+    def sensitive_results(self, tool: str) -> tuple[str, ...]:
+        """The result fields masked for a tool: the default policy's and its own."""
+        own = self.tools[tool].sensitive_results if tool in self.tools else ()
+        return tuple(dict.fromkeys([*self.default.sensitive_results, *own]))
 
     def for_tool(self, tool: str) -> tuple[str, Policy]:
         """The policy's name and the policy for a tool: its override merged over the default."""

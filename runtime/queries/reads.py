@@ -95,6 +95,13 @@ class Queries:
     ) -> list[Approval]:
         return await self._store.list_approvals(run_id=run_id, state=state, limit=limit)
 
+    async def approvals_of_person(
+        self, user: str, *, since: datetime, limit: int
+    ) -> list[Approval]:
+        """The approvals `user` asked for or decided, created since `since`, newest first, at
+        most `limit` (one person's App Home, not a scan of every approval)."""
+        return await self._store.approvals_of_person(user, since=since, limit=limit)
+
     async def votes(self, approval_id: str) -> list[str]:
         """Who voted for an approval so far, in order."""
         return await self._store.list_votes(approval_id)
@@ -118,6 +125,11 @@ class Queries:
     async def pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
         """Oldest first; `open_only`: those nobody acknowledged; `run_id`: that run's only."""
         return await self._store.list_pages(open_only=open_only, run_id=run_id)
+
+    async def open_pages_for(self, user: str | None, *, limit: int) -> list[Page]:
+        """Open pages, oldest first, at most `limit`: all of them (`user` None: on-call) or
+        those about the runs `user` requested."""
+        return await self._store.open_pages_for(user, limit=limit)
 
     # learned rules
 

@@ -9,7 +9,7 @@ import uuid
 from runtime import errors
 from runtime.deps import Deps
 from runtime.model import identity
-from store import Budget, Checkpoint, Message, Run, RunStatus
+from store import Budget, Checkpoint, Message, Run
 from store import errors as store_errors
 from store.records import ID_PATTERN
 
@@ -47,15 +47,7 @@ async def create(
     transcript = [Message(role="user", content=task)]
     if chosen.system_prompt:
         transcript.insert(0, Message(role="system", content=chosen.system_prompt))
-    snapshot = Checkpoint(
-        run_id=run_id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=tuple(transcript),
-        created_at=now,
-    )
+    snapshot = Checkpoint.opening(run_id, transcript, created_at=now)
     try:
         await deps.store.create_run(run, snapshot)
     except store_errors.AlreadyExists:

@@ -88,6 +88,7 @@ class Execution:
             started_at=session.deps.clock(),
             sensitive=tool.sensitive,
             asked_digest=asked_digest,
+            args_digest=plan.digest if args is plan.args else None,
         )
         committed = await journal.write(start=[effect])
         if call.id in committed.keys:

@@ -20,12 +20,18 @@ SEPARATE = "~separate:"
 
 
 def idempotency_key(
-    lineage_id: str, tool: str, args: dict[str, Any], business_id: str | None = None
+    lineage_id: str,
+    tool: str,
+    args: dict[str, Any],
+    business_id: str | None = None,
+    *,
+    canonical: str | None = None,
 ) -> str:
+    """`canonical`: `canonical_json(args)`, when the caller has it already."""
     if business_id is not None:
         material = f"{tool}\x00{business_id}"
     else:
-        material = f"{lineage_id}\x00{tool}\x00{canonical_json(args)}"
+        material = f"{lineage_id}\x00{tool}\x00{canonical or canonical_json(args)}"
     return f"{tool}-{blake2b(material.encode(), digest_size=12).hexdigest()}"
 
 

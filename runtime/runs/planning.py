@@ -9,9 +9,10 @@ from typing import Any
 
 from runtime.agent import Agent
 from runtime.model import unparsed_arguments
-from runtime.runs.keys import idempotency_key
+from runtime.runs.keys import canonical_json, idempotency_key
 from runtime.tools import Tool, ToolArgumentError
 from store import Run, ToolCall
+from store.digest import canonical_digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,8 @@ class Plan:
     key: str | None = None
     problem: str | None = None
     needs_approval: bool = False
+    digest: str | None = None
+    """`args_digest(args)`, from the canonical JSON the key was made of (computed once)."""
 
 
 def plan(call: ToolCall, agent: Agent, run: Run) -> Plan:
@@ -41,7 +44,8 @@ def plan(call: ToolCall, agent: Agent, run: Run) -> Plan:
     except ToolArgumentError as exc:
         return Plan(call, tool, problem=str(exc))
     business_id = tool.business_id(args)
-    key = idempotency_key(run.lineage_id, tool.name, args, business_id)
+    canonical = canonical_json(args)
+    key = idempotency_key(run.lineage_id, tool.name, args, business_id, canonical=canonical)
     # A dry run executes no mutating tool, so it has nothing to ask a human about.
     ask = tool.requires_approval and not (run.dry_run and tool.mutating)
-    return Plan(call, tool, args, key, needs_approval=ask)
+    return Plan(call, tool, args, key, needs_approval=ask, digest=canonical_digest(canonical))

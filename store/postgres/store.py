@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from store import errors, migration
-from store.base import DEFAULT_PROTECTED_FACTS
+from store import core, errors, migration
+from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
 from store.core import MakeBody, Stmt
 from store.postgres import lossless, sql
 from store.rows import Clock
@@ -56,6 +56,12 @@ worker however long ago their leases lapsed; the server ends such a transaction 
 store's transactions never wait on anything but their own statements. (Behind a pooler in
 transaction mode the pooler's own `idle_transaction_timeout` does this.)"""
 
+_STEP_REFUSED = (
+    asyncpg.DivisionByZeroError,  # `commit_step`'s way of saying a check failed
+    asyncpg.IntegrityConstraintViolationError,
+    asyncpg.DeadlockDetectedError,
+    asyncpg.SerializationError,
+)
 _EPOCH_2000 = 946_684_800  # PostgreSQL counts time in microseconds from 2000-01-01 UTC
 
 
@@ -230,6 +236,30 @@ class PostgresStore(SqlStore):
                         raise
                     await asyncio.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")
+
+    async def commit(self, batch: Batch) -> Committed:
+        """A step's plain write in one round trip (`core.step_statement`); any other batch,
+        and one that statement refused (writing nothing), through the whole body."""
+        step = core.step_statement(batch)
+        if step is not None and await self._commit_step(step):
+            return Committed()
+        return await super().commit(batch)
+
+    async def _commit_step(self, step: Stmt) -> bool:
+        """Whether the step's one statement committed; False when a check failed, a
+        collision or a deadlock aborted it, all of which the whole body reports or retries."""
+        query = Q[step.name]
+        args = query.args(step.params)
+        with translate_errors():
+            try:
+                if not self._pooled:
+                    await self._pool_().fetchval(query.sql, *args)
+                    return True
+                async with self._pool_().acquire() as conn, conn.transaction():
+                    await conn.fetchval(query.sql, *args)  # prepare and run on one connection
+                    return True
+            except _STEP_REFUSED:
+                return False
 
     async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
         query = Q[name]

@@ -138,6 +138,94 @@ SELECT lease_owner, status, (SELECT max(seq) FROM checkpoints WHERE run_id = :id
 FROM runs WHERE id = :id
 {for_update}
 
+-- commit_step [sqlite] --
+-- (None: SQLite runs the whole body, `store.core.commit`; in one process there is no round
+-- trip to save.)
+
+-- commit_step [postgres] --
+-- A step's plain write (`store.core.step_statement`) as one statement, so one round trip:
+-- the checks `check_head` and `finish_effect` make (the lease's holder and epoch on the run's
+-- locked row, the first checkpoint one past the latest seq, each finished effect in flight),
+-- then the checkpoints, the run's mirrored status, the effects' outcomes (and what a
+-- completed compensation undid), the reads' starts and the audit events. Every write waits
+-- on the checks, and the last line divides by zero when one failed: the error aborts the
+-- statement with everything it wrote, and the store runs the whole body instead, which says
+-- why. A latest seq read before the row lock was granted can be stale; inserting at it
+-- collides with the checkpoint that is there, which aborts the same way.
+WITH head AS MATERIALIZED (
+    SELECT (:owner::text IS NULL OR lease_owner = :owner)
+           AND (:owner::text IS NULL OR :epoch::bigint IS NULL OR lease_epoch = :epoch)
+           AND (SELECT max(seq) FROM checkpoints WHERE run_id = :run_id) = :first_seq - 1
+           AS ok
+    FROM runs WHERE id = :run_id
+    FOR UPDATE
+),
+checked AS MATERIALIZED (
+    SELECT coalesce((SELECT ok FROM head), false) AS ok
+),
+appended AS (
+    INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
+                             output_tokens, cost, stop_reason, error, created_at, messages,
+                             cached_input_tokens)
+    SELECT :run_id, c.* FROM unnest(
+        :cp_seq::int[], :cp_step::int[], :cp_snapshot::bool[], :cp_status::text[],
+        :cp_steps::int[], :cp_input_tokens::bigint[], :cp_output_tokens::bigint[],
+        :cp_cost::float8[], :cp_stop_reason::text[], :cp_error::text[],
+        :cp_created_at::timestamptz[], :cp_messages::jsonb[],
+        :cp_cached_input_tokens::bigint[]) AS c
+    WHERE (SELECT ok FROM checked)
+),
+mirrored AS (
+    UPDATE runs SET status = :status, updated_at = :updated_at
+    WHERE id = :run_id AND status <> :status AND (SELECT ok FROM checked)
+),
+finished AS (
+    UPDATE effects e
+    SET status = f.status, result = f.result, error = f.error, finished_at = f.finished_at
+    FROM unnest(:fin_call_id::text[], :fin_status::text[], :fin_result::jsonb[],
+                :fin_error::text[], :fin_finished_at::timestamptz[])
+         AS f(call_id, status, result, error, finished_at)
+    WHERE e.run_id = :run_id AND e.call_id = f.call_id AND e.status IN ('started', 'in_doubt')
+      AND (SELECT ok FROM checked)
+    RETURNING e.call_id, e.status, e.compensates
+),
+compensated AS (
+    UPDATE effects e SET compensated_by = f.call_id
+    FROM finished f
+    WHERE f.compensates IS NOT NULL AND f.status = 'completed'
+      AND e.run_id = :run_id AND e.call_id = f.compensates
+),
+started AS (
+    INSERT INTO effects (run_id, call_id, lineage_id, step, tool, reversibility, compensator,
+                         idempotency_key, idempotent, status, approval_id, compensates,
+                         started_at, args, sensitive, args_digest, asked_digest)
+    SELECT :run_id, s.call_id, s.lineage_id, s.step, s.tool, s.reversibility, s.compensator,
+           s.idempotency_key, s.idempotent, 'started', s.approval_id, s.compensates,
+           s.started_at, s.args, s.sensitive, s.args_digest, s.asked_digest
+    FROM unnest(
+        :st_call_id::text[], :st_lineage_id::text[], :st_step::int[], :st_tool::text[],
+        :st_reversibility::text[], :st_compensator::text[], :st_idempotency_key::text[],
+        :st_idempotent::bool[], :st_approval_id::text[], :st_compensates::text[],
+        :st_started_at::timestamptz[], :st_args::jsonb[], :st_sensitive::jsonb[],
+        :st_args_digest::text[], :st_asked_digest::text[]) WITH ORDINALITY
+         AS s(call_id, lineage_id, step, tool, reversibility, compensator, idempotency_key,
+              idempotent, approval_id, compensates, started_at, args, sensitive, args_digest,
+              asked_digest, n)
+    WHERE (SELECT ok FROM checked)
+    ORDER BY s.n
+),
+audited AS (
+    INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+    SELECT a.at, a.actor, a.action, a.run_id, a.approval_id, a.detail
+    FROM unnest(:ev_at::timestamptz[], :ev_actor::text[], :ev_action::text[],
+                :ev_run_id::text[], :ev_approval_id::text[], :ev_detail::jsonb[])
+         WITH ORDINALITY AS a(at, actor, action, run_id, approval_id, detail, n)
+    WHERE (SELECT ok FROM checked)
+    ORDER BY a.n
+)
+SELECT 1 / ((SELECT ok FROM checked)
+            AND (SELECT count(*) FROM finished) = cardinality(:fin_call_id::text[]))::int
+
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
 UPDATE runs SET status = :status, updated_at = :updated_at WHERE id = :id
@@ -326,6 +414,16 @@ SELECT * FROM approvals {indexed_by(approvals_by_run)}
 WHERE run_id = :run_id AND (:state::text IS NULL OR state = :state)
 ORDER BY created_at, id LIMIT :limit
 
+-- approvals_of_person --
+-- The approvals one person asked for or decided, created at or after :since, newest first, at
+-- most :limit: what their App Home lists. Each state is a range of the state index on
+-- created_at (every state is listed), so the read stays small however many approvals exist.
+SELECT * FROM approvals
+WHERE state IN ('pending', 'approved', 'declined')
+  AND created_at >= :since::timestamptz
+  AND (requested_by = :user OR decided_by = :user)
+ORDER BY created_at DESC, id DESC LIMIT :limit
+
 -- page_approvals --
 -- One page of approvals, oldest first, filtered by state, run, tool and requester (each
 -- optional), after the cursor (created_at, id) of the previous page's last one.
@@ -458,6 +556,15 @@ SELECT * FROM pages WHERE id = :id
 -- list_pages --
 -- Pages, oldest first, optionally only those nobody acknowledged.
 SELECT * FROM pages WHERE NOT :open_only OR acknowledged_by IS NULL ORDER BY created_at, id
+
+-- open_pages_for --
+-- Open pages, oldest first, at most :limit (by the open pages' index): all of them when :user
+-- is NULL (on-call, who may settle any), else those about the runs :user requested.
+SELECT p.* FROM pages p {indexed_by(pages_open)}
+WHERE p.acknowledged_by IS NULL
+  AND (:user::text IS NULL
+       OR EXISTS (SELECT 1 FROM runs r WHERE r.id = p.run_id AND r.requested_by = :user))
+ORDER BY p.created_at, p.id LIMIT :limit
 
 -- pages_of_run --
 -- A run's pages, oldest first (by the run's index, whatever the number of pages).

@@ -6,7 +6,20 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from store import Approval, Checkpoint, Committed, Effect, Message, Page, Run, RunStatus
+from hypothesis import strategies as st
+
+from store import (
+    Approval,
+    Checkpoint,
+    Committed,
+    Effect,
+    EffectOutcome,
+    EffectStatus,
+    Message,
+    Page,
+    Run,
+    RunStatus,
+)
 
 Clock = Callable[[], datetime]
 MakeRun = Callable[..., Awaitable[Run]]
@@ -26,3 +39,29 @@ def checkpoint(run_id: str, seq: int, at: datetime, **fields: Any) -> Checkpoint
     fields.setdefault("step", seq)
     fields.setdefault("status", RunStatus.RUNNING)
     return Checkpoint(run_id=run_id, seq=seq, created_at=at, **fields)
+
+
+def json_values(max_leaves: int) -> st.SearchStrategy[Any]:
+    """Any JSON value (no NaN or infinity), nested up to `max_leaves` leaves."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda inner: (
+            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def completed(effect: Effect, at: datetime) -> EffectOutcome:
+    """`effect` finished well at `at`, with the result {"ok": True}."""
+    return EffectOutcome(
+        run_id=effect.run_id,
+        call_id=effect.call_id,
+        status=EffectStatus.COMPLETED,
+        result={"ok": True},
+        finished_at=at,
+    )

@@ -62,15 +62,7 @@ def make_run(store: Store, clock: Clock, ids: Callable[[str], str]) -> MakeRun:
             **fields,
         )
         transcript = (Message(role="user", content=run.task),) if messages is None else messages
-        snapshot = Checkpoint(
-            run_id=run_id,
-            seq=0,
-            step=0,
-            snapshot=True,
-            status=run.status,
-            messages=tuple(transcript),
-            created_at=at,
-        )
+        snapshot = Checkpoint.opening(run_id, transcript, status=run.status, created_at=at)
         await store.create_run(run, snapshot)
         return run
 

@@ -100,6 +100,34 @@ async def test_get_unknown_approval_is_not_found(store: Store) -> None:
         await store.get_approval("no-such-approval")
 
 
+async def test_approvals_of_person_are_theirs_newest_first_since_a_time_at_most_a_limit(
+    store: Store, make_approval: MakeApproval, clock: Clock
+) -> None:
+    at = [clock() + timedelta(minutes=m) for m in range(5)]
+    asked = [  # requested by Eve, by Ann (decided by U9), by Eve (decided), by Ann, and long ago
+        make_approval(requested_by=who, created_at=when)
+        for who, when in zip(
+            ["U0EVE", "U0ANN", "U0EVE", "U0ANN", "U0EVE"],
+            [at[1], at[2], at[3], at[4], at[0] - timedelta(days=60)],
+            strict=True,
+        )
+    ]
+    for approval in asked:
+        await store.create_approval(approval)
+    await _decide(store, asked[1].id, APPROVED, clock())
+    await _decide(store, asked[2].id, DECLINED, clock())
+
+    since = at[0]
+    eve = await store.approvals_of_person("U0EVE", since=since, limit=10)
+    assert [a.id for a in eve] == [asked[2].id, asked[0].id]  # not the one from before
+    assert [a.id for a in await store.approvals_of_person("U0EVE", since=since, limit=1)] == [
+        asked[2].id
+    ]
+    decider = await store.approvals_of_person("U9", since=since, limit=10)
+    assert [a.id for a in decider] == [asked[2].id, asked[1].id]
+    assert await store.approvals_of_person("U0NOBODY", since=since, limit=10) == []
+
+
 async def test_list_approvals_by_run_and_state_oldest_first(
     store: Store, run: Run, make_run: MakeRun, make_approval: MakeApproval, clock: Clock
 ) -> None:

@@ -13,15 +13,23 @@ from store import (
     Batch,
     Committed,
     Effect,
-    EffectOutcome,
-    EffectStatus,
     RunStatus,
     Store,
     Usage,
     errors,
 )
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakePage, MakeRun, checkpoint, text
+from .builders import (
+    Append,
+    Clock,
+    MakeApproval,
+    MakeEffect,
+    MakePage,
+    MakeRun,
+    checkpoint,
+    completed,
+    text,
+)
 
 # the checkpoint
 
@@ -70,7 +78,7 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     batch = Batch(
         run_id=run.id,
         checkpoints=[checkpoint(run.id, seq, clock(), messages=(text("lost"),))],
-        finish=[_completed(in_flight, clock())],
+        finish=[completed(in_flight, clock())],
         start=[new_effect],
         request=[approval],
         pages=[page],
@@ -258,14 +266,6 @@ async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
 # helpers
 
 
-def _completed(effect: Effect, at: datetime) -> EffectOutcome:
-    return EffectOutcome(
-        run_id=effect.run_id,
-        call_id=effect.call_id,
-        status=EffectStatus.COMPLETED,
-        result={"ok": True},
-        finished_at=at,
-    )
 
 
 def _later(clock: Clock, seconds: float) -> datetime:

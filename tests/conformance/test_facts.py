@@ -11,19 +11,9 @@ from hypothesis import strategies as st
 
 from store import DEFAULT_PROTECTED_FACTS, Fact, Store, errors
 
-from .builders import Clock
+from .builders import Clock, json_values
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=10,
-)
+JSON_VALUES = json_values(max_leaves=10)
 
 
 def fact(key: str, value: Any, source: str, at: datetime) -> Fact:
@@ -113,7 +103,7 @@ async def test_load_facts_with_one_protected_key_writes_none(store: Store, clock
 )
 @given(
     key=st.text(min_size=1).filter(lambda k: k not in DEFAULT_PROTECTED_FACTS),
-    value=json_values,
+    value=JSON_VALUES,
     source=st.text(),
 )
 async def test_fact_values_round_trip_losslessly(

@@ -9,8 +9,6 @@ import pytest
 from store import (
     Batch,
     Effect,
-    EffectOutcome,
-    EffectStatus,
     Message,
     RunState,
     RunStatus,
@@ -20,7 +18,7 @@ from store import (
     errors,
 )
 
-from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, text
+from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, completed, text
 
 
 def tool_turn(step: int) -> tuple[Message, Message]:
@@ -207,16 +205,6 @@ def _step_batches(
                     messages=transcript if periodic else (result,),
                 )
             ],
-            finish=[_completed(effect, at)],
+            finish=[completed(effect, at)],
         ),
-    )
-
-
-def _completed(effect: Effect, at: datetime) -> EffectOutcome:
-    return EffectOutcome(
-        run_id=effect.run_id,
-        call_id=effect.call_id,
-        status=EffectStatus.COMPLETED,
-        result={"ok": True},
-        finished_at=at,
     )

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from store import Batch, Checkpoint, Message, Run, RunStatus, Store, ToolCall
 
-from .builders import Clock, MakeRun
+from .builders import Clock, MakeRun, json_values
 
 # The store is shared by the examples of one test; each example writes under a fresh run id.
 EXAMPLES = settings(
@@ -19,22 +19,12 @@ EXAMPLES = settings(
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
+JSON_VALUES = json_values(max_leaves=8)
 tool_calls = st.builds(
     ToolCall,
     id=st.text(min_size=1, max_size=12),
     name=st.text(min_size=1, max_size=12),
-    arguments=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+    arguments=st.dictionaries(st.text(max_size=8), JSON_VALUES, max_size=4),
 )
 messages = st.builds(
     Message,

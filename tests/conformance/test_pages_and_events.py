@@ -160,3 +160,24 @@ async def test_events_committed_in_a_batch_are_recorded(
     await store.commit(Batch(run_id=run.id, events=events))
 
     assert [e.action for e in await store.list_events(run_id=run.id)] == ["a0", "a1"]
+
+
+async def test_open_pages_for_one_person_are_those_about_their_runs_at_most_a_limit(
+    store: Store, make_run: MakeRun, make_page: MakePage, clock: Clock
+) -> None:
+    eves, bobs = await make_run(requested_by="U0EVE"), await make_run(requested_by="U0BOB")
+    pages = [
+        await page_of(store, run, make_page(run.id, created_at=clock() + timedelta(seconds=i)))
+        for i, run in enumerate([eves, bobs, eves, eves])
+    ]
+    await store.acknowledge_page(pages[3].id, by="U1", at=clock())
+
+    assert [p.id for p in await store.open_pages_for("U0EVE", limit=10)] == [
+        pages[0].id,
+        pages[2].id,
+    ]
+    assert [p.id for p in await store.open_pages_for("U0EVE", limit=1)] == [pages[0].id]
+    assert [p.id for p in await store.open_pages_for(None, limit=10)] == [
+        p.id for p in pages[:3]
+    ]
+    assert await store.open_pages_for("U0NOBODY", limit=10) == []

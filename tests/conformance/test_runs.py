@@ -54,14 +54,8 @@ async def test_create_run_with_a_taken_id_is_refused_and_changes_nothing(
     first = await make_run("order-4471", task="Refund order 4471")
     before = await store.history(first.id)
     twin = first.model_copy(update={"task": "Something else", "agent": "other-agent"})
-    snapshot = Checkpoint(
-        run_id=first.id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="user", content="Something else"),),
-        created_at=clock(),
+    snapshot = Checkpoint.opening(
+        first.id, [Message(role="user", content="Something else")], created_at=clock()
     )
 
     with pytest.raises(errors.AlreadyExists):

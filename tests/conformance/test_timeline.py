@@ -75,14 +75,8 @@ async def test_a_rollback_to_the_current_step_marks_nothing(
 
 def new_run(run_id: str, clock: Clock) -> tuple[Run, Checkpoint]:
     run = Run(id=run_id, agent="refund-agent", task="Refund 4471", lineage_id=run_id)
-    first = Checkpoint(
-        run_id=run_id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="user", content="Refund 4471"),),
-        created_at=clock(),
+    first = Checkpoint.opening(
+        run_id, [Message(role="user", content="Refund 4471")], created_at=clock()
     )
     return run, first
 

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.helpers import run_text
+
 from examples import world as outside
 from store import Approval, AuditEvent, open_store
 from store.digest import args_digest
@@ -24,14 +26,7 @@ EDITED = {**PROPOSED, "amount_cents": 2000}
 
 def life(db: Path, world_db: Path, phase: str) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, SIGNOFF_WORLD_DB=str(world_db))
-    return subprocess.run(
-        [sys.executable, str(WORKER), str(db), phase],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_text([sys.executable, str(WORKER), str(db), phase], env=env)
 
 
 Rows = list[tuple[int, str | None, str | None]]

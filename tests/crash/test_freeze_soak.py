@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG, fresh_schema
 
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store, open_store
@@ -347,12 +347,8 @@ async def test_soak_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 async def pg_schema() -> AsyncIterator[str]:
     if not HAVE_ASYNCPG:
         pytest.skip("asyncpg is not installed")
-    name = f"signoff_soak_{os.getpid()}_{secrets.token_hex(3)}"
-    await postgres(f"CREATE SCHEMA {name}")
-    try:
-        yield with_search_path(POSTGRES_URL, name)
-    finally:
-        await postgres(f"DROP SCHEMA {name} CASCADE")
+    async with fresh_schema("signoff_soak") as url:
+        yield url
 
 
 async def test_soak_on_postgres(

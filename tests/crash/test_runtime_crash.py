@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.helpers import clean_env
 
 from examples import refund_agent, world
 from store import EffectStatus, Message, RunStatus, ToolCall, Usage, open_store
@@ -81,7 +82,7 @@ class Life:
 
 
 def spawn(workdir: Path, count: int, env_extra: dict[str, str]) -> Life:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNOFF_")}
+    env = clean_env("SIGNOFF_")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     env.update(env_extra)
     out, err = workdir / "driver.out", workdir / "driver.err"

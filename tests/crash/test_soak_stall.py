@@ -66,9 +66,11 @@ async def test_a_worker_waiting_for_a_frozen_ones_world_lock_keeps_its_lease(
     try:
         async with open_store(url) as store:
             other = Runtime(store, [agent(str(world_path), "w1")], worker_id="w1", lease_ttl=LEASE)
-            taking_over = asyncio.create_task(other.follow_lapses(poll=LEASE))
             await other.create(AGENT, "order-1", run_id="run-1")
             await paying(store, "run-1")
+            # Standing by only once w0 pays: started sooner, it could claim the new run
+            # itself while w0 is still starting up.
+            taking_over = asyncio.create_task(other.follow_lapses(poll=LEASE))
             with closing(sqlite3.connect(world_path, isolation_level=None)) as lock:
                 # As a worker frozen inside a world write: the tool's write of the payment,
                 # due once it has slept TOOL_SECONDS, waits for the lock past the lease.

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support.helpers import free_port
+from support.helpers import clean_env, free_port, run_text
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -168,7 +168,7 @@ class Reader:
     pages_seen: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+        self.env = clean_env("SIGNOFF_", "SLACK_")
         self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
         self.env["PYTHONPATH"] = str(ROOT)
         (self.folder / "examples").symlink_to(ROOT / "examples")  # what a clone has beside it
@@ -211,13 +211,8 @@ class Reader:
         return rest
 
     def _run(self, command: str, expected: str | None, where: str) -> None:
-        done = subprocess.run(
-            ["bash", "-o", "pipefail", "-c", command],
-            cwd=self.folder,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=180,
+        done = run_text(
+            ["bash", "-o", "pipefail", "-c", command], cwd=self.folder, env=self.env, timeout=180
         )
         assert done.returncode == 0, f"{where}: {command}\n{done.stdout}\n{done.stderr}"
         if expected is not None:

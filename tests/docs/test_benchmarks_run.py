@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.helpers import run_text
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,6 +21,7 @@ SMALLEST = {
     "runtime_bench.py": (["--rounds", "1", "--runs", "2", "--steps", "3"], "bytes/step"),
     "load_bench.py": (["--rounds", "1", "--steps", "10"], "load latest"),
     "store_bench.py": ([], "bytes/step"),
+    "step_profile.py": (["--runs", "2", "--steps", "3"], "ms of CPU per step"),
     "workers_bench.py": (
         ["--runs", "4", "--steps", "3", "--workers", "1", "2", "--rounds", "1"],
         "2 worker(s)",
@@ -37,14 +38,8 @@ SMALLEST = {
 
 def run_benchmark(script: str, args: list[str], tmp_path: Path) -> str:
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(BENCHMARKS), str(ROOT)])}
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=180,
-        check=False,
+    done = run_text(
+        [sys.executable, str(BENCHMARKS / script), *args], cwd=tmp_path, env=env, timeout=180
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

@@ -3,11 +3,11 @@ without them, and a model that needs a missing one says which extra to install."
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.helpers import run_text
 
 from runtime.models import AnthropicModel, OpenAIModel
 from runtime.models.config import ModelConfig, configure
@@ -27,14 +27,7 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("openai", "anthropic"
 
 
 def test_the_core_and_the_examples_import_without_the_provider_packages() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", WITHOUT_PROVIDERS],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_text([sys.executable, "-c", WITHOUT_PROVIDERS], cwd=ROOT)
 
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.helpers import clean_env
 
 from bot.settings import load_settings
 from bot.wiring import assemble
@@ -56,7 +56,7 @@ async def signoff(
     tmp_path: Path, config_path: Path, log: Path, *args: str
 ) -> asyncio.subprocess.Process:
     """`signoff ARGS` in a process of its own, configured by the test's signoff.toml."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env |= {
         "SIGNOFF_CONFIG": str(config_path),
         "SIGNOFF_TEST_TOOL_LOG": str(log),

@@ -3,11 +3,10 @@ before any run is created: no API key in the environment, or its SDK not install
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
+from support.helpers import clean_env, run_text
 
 from runtime.models import AnthropicModel, OpenAIModel
 
@@ -37,16 +36,10 @@ def test_a_model_without_a_key_names_the_variable(
 def test_runs_start_refuses_a_hosted_agent_without_a_key_and_creates_nothing(
     tmp_path: Path,
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "OPENAI_"))}
+    env = clean_env("SIGNOFF_", "OPENAI_")
     env |= {"SIGNOFF_AGENTS": "examples.hosted_refund_agent:agent", "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [SIGNOFF, "runs", "start", "refund-agent", "Refund order 2"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    done = run_text(
+        [SIGNOFF, "runs", "start", "refund-agent", "Refund order 2"], cwd=tmp_path, env=env
     )
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [

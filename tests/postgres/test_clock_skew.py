@@ -25,7 +25,6 @@ from runtime import (
     tool,
     tool_call,
 )
-from runtime.scheduler import ApprovalScheduler
 from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
 
 RUNS = 4
@@ -117,8 +116,8 @@ async def test_a_worker_minutes_off_steals_nothing_and_expires_nothing_early(
             approval.id, deadline=deadline, expected=approval.deadline
         )
         schedulers = [
-            ApprovalScheduler(healthy, now=store_a.database_now),
-            ApprovalScheduler(skewed, now=store_b.database_now),
+            healthy.scheduler,
+            skewed.scheduler,
         ]
         for scheduler in schedulers:
             await scheduler.start()
@@ -220,7 +219,7 @@ async def test_a_worker_minutes_off_sets_and_judges_deadlines_by_the_database(
         due = await other.claim_outbox("healthy", now=now, until=now + timedelta(seconds=30))
         assert {item.id for item in mine} <= {item.id for item in due}
 
-        scheduler = ApprovalScheduler(skewed)  # judges by the database, as `serve` does
+        scheduler = skewed.scheduler  # judges by the database, as `serve` does
         await scheduler.start()
         try:
             expired_at = await wait_decided(store, idle.id)

@@ -14,7 +14,6 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,12 +38,6 @@ killed serves again: a loaded machine slows the kills down rather than starving 
 UP_WITHIN = 30.0
 MIN_KILLS = 5
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 @pytest.fixture

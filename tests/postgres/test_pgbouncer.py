@@ -20,12 +20,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from support.helpers import Finished, free_port
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres
 
 from examples import refund_agent
-from runtime import NullNotifier, Runtime
+from runtime import Runtime
 from runtime.runs.wakeups import Wakeups
-from store import ApprovalState, Run, RunStatus, errors, open_store
+from store import ApprovalState, RunStatus, errors, open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -35,25 +36,6 @@ pytestmark = [
     pytest.mark.skipif(PGBOUNCER is None, reason="pgbouncer is not installed (apt-get install)"),
 ]
 SERVER = POSTGRES_URL.rsplit("/", 1)[0].split("@")[-1]  # host:port of the server itself
-
-
-class Finished(NullNotifier):
-    """Says when a run this process drove finished."""
-
-    def __init__(self) -> None:
-        self.finished: dict[str, asyncio.Event] = {}
-
-    def event(self, run_id: str) -> asyncio.Event:
-        return self.finished.setdefault(run_id, asyncio.Event())
-
-    async def run_finished(self, run: Run) -> None:
-        self.event(run.id).set()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture

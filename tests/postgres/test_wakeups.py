@@ -8,25 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from support.helpers import Finished
 from support.pg_support import postgres
 
 from examples import refund_agent
-from runtime import NullNotifier, Runtime
+from runtime import Runtime
 from runtime.runs.wakeups import Wakeups
-from store import Approval, ApprovalState, Run, RunStatus, open_store
-
-
-class Finished(NullNotifier):
-    """Says when a run this process drove finished."""
-
-    def __init__(self) -> None:
-        self.finished: dict[str, asyncio.Event] = {}
-
-    def event(self, run_id: str) -> asyncio.Event:
-        return self.finished.setdefault(run_id, asyncio.Event())
-
-    async def run_finished(self, run: Run) -> None:
-        self.event(run.id).set()
+from store import Approval, ApprovalState, RunStatus, open_store
 
 
 @pytest.mark.usefixtures("world")

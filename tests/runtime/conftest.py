@@ -4,7 +4,6 @@ processes that drive a run until they are killed."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import pytest
 import runtime_scenarios as scenarios
+from support.helpers import run_text
 
 from store import Store, open_store
 
@@ -55,7 +55,7 @@ def run_worker(db_url: str, world: Path) -> Callable[..., Any]:
         args = [sys.executable, str(DRIVE), agent, db_url, run_id, task]
         if max_steps is not None:
             args.append(str(max_steps))
-        done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+        done = run_text(args, env=env)
         return scenarios.Exit(done.returncode, done.stdout, done.stderr)
 
     return run

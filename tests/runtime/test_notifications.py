@@ -7,7 +7,7 @@ import asyncio
 
 from runtime_scenarios import RecordingNotifier, counter_agent
 
-from runtime import Agent, Budget, NullNotifier, Runtime, ScriptedModel, tool, tool_call
+from runtime import Agent, Budget, Runtime, ScriptedModel, tool, tool_call
 from store import Approval, Page, Run, RunStatus, Store
 
 
@@ -83,18 +83,16 @@ async def test_a_broken_notifier_never_fails_a_run(store: Store) -> None:
 async def test_the_default_notifier_tells_nobody(store: Store) -> None:
     rt = Runtime(store, [counter_agent()], worker_id="w")
 
-    assert isinstance(rt.notifier, NullNotifier)
     run_id = await rt.start("counter", "Count", budget=Budget(max_steps=1))
     assert (await rt.get(run_id)).status == RunStatus.FAILED
 
 
-async def test_a_notifier_set_after_construction_is_the_one_told(store: Store) -> None:
-    """The facade's attributes are the modules' own: what is set on it reaches them."""
-    rt = Runtime(store, [counter_agent()], worker_id="w")
+async def test_the_notifier_given_at_construction_is_the_one_told(store: Store) -> None:
+    """Everything is passed at construction: the facade has no notifier to set later."""
     notifier = RecordingNotifier()
-    rt.notifier = notifier
+    rt = Runtime(store, [counter_agent()], notifier, worker_id="w")
 
     run_id = await rt.start("counter", "Count", budget=Budget(max_steps=1))
 
-    assert rt.notifier is notifier
     assert [run.id for run in notifier.finished] == [run_id]
+    assert not any(hasattr(Runtime, name) for name in ("notifier", "telemetry", "on_due"))

@@ -114,15 +114,15 @@ async def test_a_decision_made_while_the_run_parks_is_not_lost(
 async def test_cancel_never_turns_a_finished_run_into_a_cancelled_one(store: Store) -> None:
     rt = Runtime(store, [Agent("talker", model=ScriptedModel(["hello"]))], worker_id="w")
     run, _ = await rt.create("talker", "say hello")
-    really_get = rt.deps.run
+    really_get = rt._deps.run
 
     async def finish_between_check_and_cancel(run_id: str) -> Any:
         seen = await really_get(run_id)
-        rt.deps.run = really_get  # type: ignore[method-assign]
+        rt._deps.run = really_get  # type: ignore[method-assign]
         await rt.drive(run_id)
         return seen
 
-    rt.deps.run = finish_between_check_and_cancel  # type: ignore[method-assign]
+    rt._deps.run = finish_between_check_and_cancel  # type: ignore[method-assign]
     with pytest.raises(InvalidRequest, match="already done"):
         await rt.cancel(run.id)
 

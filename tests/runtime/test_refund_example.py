@@ -3,6 +3,7 @@ on the refund's card (and can be edited there), and its answer says what really 
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -75,3 +76,25 @@ async def test_a_request_and_a_run_end_each_leave_one_log_line(
     lines = [r.getMessage() for r in caplog.records]
     assert sum(f"approval {approval.id} requested: issue_refund" in m for m in lines) == 1
     assert sum(m.startswith(f"run {run_id} done at step") for m in lines) == 1
+
+
+async def test_a_dry_run_fork_tells_what_would_have_happened_not_a_decline(
+    make_runtime: Callable[..., Runtime], world: Path
+) -> None:
+    rt = make_runtime([refund_agent])
+    run_id = await park(rt)
+    [approval] = await rt.approvals(run_id)
+    await rt.decide(approval.id, "approved", by="U0BOB")
+    payments, emails = example_world.payments(), example_world.emails()
+
+    fork_id = await rt.fork(run_id, from_step=1, dry_run=True)
+
+    state = await rt.store.load_state(fork_id)
+    answer = state.messages[-1].content
+    assert answer.startswith("Dry run: I would have refunded order 1001"), answer
+    assert "charged the restocking fee and e-mailed the customer" in answer
+    assert "nothing was done" in answer
+    assert "not made" not in answer  # not told as a decline
+    emailed = [json.loads(m.content) for m in state.messages if m.name == "send_email"]
+    assert emailed[-1]["args"]["subject"] == "Your refund for order 1001"  # as a refund's
+    assert (example_world.payments(), example_world.emails()) == (payments, emails)

@@ -4,17 +4,16 @@ chromium-driver, driven by selenium) that may reach nothing but 127.0.0.1."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .helpers import SIGNOFF, free_port
+from .helpers import SIGNOFF, clean_env, free_port
 from .slack_harness import wait_while_alive
 
 CHROMIUM = "/usr/bin/chromium"
@@ -23,17 +22,25 @@ REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
 
 
 class DevServer:
-    def __init__(self, folder: Path, port: int | None = None) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        args: Sequence[str] = (),
+    ) -> None:
+        """`env`: variables to add (SIGNOFF_AGENTS, say) to a clean environment; `args`:
+        options of `signoff dev` after `--port` (`--config PATH`, say)."""
         self.folder = folder
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.log = folder / f"dev-{self.port}-{time.monotonic_ns()}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+        clean = clean_env("SIGNOFF_", "SLACK_")
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [SIGNOFF, "dev", "--port", str(self.port)],
+                [SIGNOFF, "dev", "--port", str(self.port), *args],
                 cwd=folder,
-                env=env,
+                env=clean | (env or {}),
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )

@@ -4,11 +4,13 @@ handle on a served API."""
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import socket
+import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +32,36 @@ SIGNOFF = str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("sign
 """The installed console script, preferably the one of the interpreter running the tests."""
 
 
+def clean_env(*prefixes: str, drop: Sequence[str] = ()) -> dict[str, str]:
+    """This process's environment without the variables that start with `prefixes` or are
+    named in `drop`: a shell whose own settings cannot leak into the command under test."""
+    return {
+        k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k not in drop
+    }
+
+
+def run_text(
+    argv: Sequence[str],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """Run a command to its end with its output captured as text; the caller judges the
+    exit code."""
+    return subprocess.run(
+        list(argv),
+        cwd=cwd,
+        env=None if env is None else dict(env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -48,6 +80,19 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {within}s (last value {found!r})")
         await asyncio.sleep(every)
+
+
+class Finished(NullNotifier):
+    """Says when a run this process drove finished."""
+
+    def __init__(self) -> None:
+        self.finished: dict[str, asyncio.Event] = {}
+
+    def event(self, run_id: str) -> asyncio.Event:
+        return self.finished.setdefault(run_id, asyncio.Event())
+
+    async def run_finished(self, run: Run) -> None:
+        self.event(run.id).set()
 
 
 @dataclass

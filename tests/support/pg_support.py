@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 HAVE_ASYNCPG = importlib.util.find_spec("asyncpg") is not None
 POSTGRES_URL = os.environ.get(
@@ -23,3 +26,14 @@ async def postgres(statement: str, url: str = POSTGRES_URL) -> None:
         await conn.execute(statement)
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def fresh_schema(prefix: str) -> AsyncIterator[str]:
+    """A URL naming a new, empty schema (not migrated), dropped on the way out."""
+    name = f"{prefix}_{os.getpid()}_{secrets.token_hex(4)}"
+    await postgres(f"CREATE SCHEMA {name}")
+    try:
+        yield with_search_path(POSTGRES_URL, name)
+    finally:
+        await postgres(f"DROP SCHEMA {name} CASCADE")

@@ -4,7 +4,6 @@ Slack signs them (`v0:` + timestamp + body, HMAC-SHA256 with the signing secret)
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from typing import Any
 from bot.dev.slack.fake_web import trigger
 from bot.slack.inbound import Signature
 
-from .helpers import SIGNOFF, TOKEN, free_port
+from .helpers import SIGNOFF, TOKEN, clean_env, free_port
 
 SIGNING_SECRET = "e2e-signing-secret"
 BOT_TOKEN = "xoxb-test"
@@ -102,9 +101,17 @@ class SlackServer:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
+    def __enter__(self) -> SlackServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Killed on the way out, unless it has already exited (a test that stopped it)."""
+        if self.process.poll() is None:
+            self.kill()
+
 
 def environment(tmp_path: Path, world: Path, port: int, slack_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     return env | {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
         "SIGNOFF_WORLD_DB": str(world),

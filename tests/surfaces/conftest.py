@@ -85,18 +85,9 @@ def answers_match_the_openapi_document() -> Iterator[None]:
     assert not found, "answers that do not match the OpenAPI document:\n" + "\n".join(found)
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    """The fake Slack Web API in a process of its own."""
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
 
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     """`signoff serve` as a real process against the fake Slack (a module may override it)."""
-    running = start_server(tmp_path, world, fake.base_url)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url) as running:
+        yield running

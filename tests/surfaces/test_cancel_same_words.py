@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from support import SUPPORT
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, run_text
 from support.slack_harness import (
     BOB,
     FakeSlackProcess,
@@ -26,12 +23,6 @@ from support.slack_harness import (
 
 HERE = SUPPORT
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def agents_env(marker: Path) -> dict[str, str]:
@@ -60,10 +51,9 @@ def test_api_cli_and_slack_say_the_same_words_while_a_tool_is_in_flight(
         status, view = server.api("POST", "/v1/runs/api/cancel", {"compensate": True})
         assert status == 202, view
         env = environment(tmp_path, world, 0, fake.base_url) | agents_env(marker)
-        cli = subprocess.run(
-            [SIGNOFF, "runs", "cancel", "cli", "--compensate", "--json"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        cli = run_text(
+            [SIGNOFF, "runs", "cancel", "cli", "--compensate", "--json"], cwd=tmp_path, env=env
+        )
         assert cli.returncode == 0, cli.stderr
         status, body, _ = server.slack(slash("cancel slack compensate", user=BOB))
         assert status == 200, body

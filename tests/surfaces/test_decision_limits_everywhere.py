@@ -5,14 +5,12 @@ API's, `bot.requests.DecisionRequest`), and nothing is recorded."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, SIGNOFF
+from support.helpers import AUTH, SIGNOFF, clean_env, run_text
 from support.slack_inprocess import BOB, slack_app, submit
 
 from runtime import Runtime
@@ -43,7 +41,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
 
 
 def cli_decide(db: Path, approval_id: str, decision: dict[str, Any]) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env["SIGNOFF_DATABASE_URL"] = f"sqlite:///{db}"
     verb = "approve" if decision["decision"] == "approved" else "decline"
     argv = [SIGNOFF, "approvals", "decide", approval_id, verb, "--by", BOB]
@@ -51,7 +49,7 @@ def cli_decide(db: Path, approval_id: str, decision: dict[str, Any]) -> str:
         argv += ["--reason", decision["reason"]]
     if "args" in decision:
         argv += ["--edit", json.dumps(decision["args"])]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    done = run_text(argv, env=env)
     assert done.returncode != 0, done.stdout
     return done.stderr
 

@@ -71,15 +71,7 @@ def new_run(run_id: str) -> tuple[Run, Checkpoint]:
     at = datetime.now(UTC)
     words = Message(role="user", content=f"{run_id}: " + "lorem ipsum " * 300)
     run = Run(id=run_id, agent="refund-agent", task=f"task {run_id}", lineage_id=run_id)
-    return run, Checkpoint(
-        run_id=run_id,
-        seq=0,
-        step=0,
-        status="running",
-        snapshot=True,
-        messages=(words,),
-        created_at=at,
-    )
+    return run, Checkpoint.opening(run_id, [words], created_at=at)
 
 
 async def exists(store: Store, run_id: str) -> bool:

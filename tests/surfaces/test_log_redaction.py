@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,12 +16,6 @@ from bot.logs import REDACTED, Redactor, redact_secrets
 
 PROVIDER_KEY = "sk-ant-api03-e2eProviderKeyThatMustNotLeak0123456789"
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def bad_header(base: str, name: str, value: str) -> bytes:

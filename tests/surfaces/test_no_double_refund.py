@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 from collections.abc import Callable
@@ -19,38 +18,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, SIGNOFF, Api
+from support.helpers import AUTH, SIGNOFF, Api, clean_env, run_text
 
 from bot.slack.cards import approval_message
 from examples import world as example_world
 from runtime import Runtime
 from store import Store, errors
-from store.records import Checkpoint, Message, Run, RunStatus, utcnow
+from store.records import Checkpoint, Message, Run, utcnow
 from store.sqlite import SqliteStore
 
 TASK = "Refund order E1"
 
 
 def signoff(db: Path, world_db: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SIGNOFF_", "SLACK_")) and k not in ("COLUMNS", "LINES")
-    }
+    env = clean_env("SIGNOFF_", "SLACK_", drop=("COLUMNS", "LINES"))
     env |= {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{db}",
         "SIGNOFF_WORLD_DB": str(world_db),
         "COLUMNS": "250",
     }
-    return subprocess.run(
-        [SIGNOFF, *args],
-        cwd=db.parent,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_text([SIGNOFF, *args], cwd=db.parent, env=env)
 
 
 def run_ids(db: Path) -> list[str]:
@@ -161,15 +148,7 @@ async def test_run_creation_and_its_first_checkpoint_are_one_transaction(
     now = utcnow()
     run = Run(id="r-atomic", agent="refund-agent", task=TASK, lineage_id="r-atomic",
               created_at=now, updated_at=now)  # fmt: skip
-    first = Checkpoint(
-        run_id=run.id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="user", content=TASK),),
-        created_at=now,
-    )
+    first = Checkpoint.opening(run.id, [Message(role="user", content=TASK)], created_at=now)
     fail_on(db_path, "checkpoints")
 
     with pytest.raises(errors.StoreError):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import SUPPORT
-from support.helpers import SIGNOFF, TOKEN
+from support.helpers import SIGNOFF, TOKEN, clean_env, run_text
 from support.ops_agents import CARD
 from support.slack_harness import (
     APP_TOKEN,
@@ -45,12 +44,6 @@ approvers = ["{BOB}"]
 """
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
 
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
@@ -60,10 +53,9 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
         "SIGNOFF_LOG_FORMAT": "json",
         "SIGNOFF_TEST_MARKER": str(tmp_path / "charged.json"),
     }
-    running = start_server(tmp_path, world, fake.base_url, extra=extra, policy=POLICY + CARD_POLICY)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    policy = POLICY + CARD_POLICY
+    with start_server(tmp_path, world, fake.base_url, extra=extra, policy=policy) as running:
+        yield running
 
 
 def get(server: SlackServer, path: str) -> tuple[int, str]:
@@ -262,10 +254,8 @@ def test_json_logs_carry_ids_and_no_secret_or_sensitive_argument_leaks(
 
 
 def cli(tmp_path: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env["SIGNOFF_DATABASE_URL"] = f"sqlite:///{tmp_path / 'signoff.db'}"
-    done = subprocess.run(
-        [SIGNOFF, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-    )
+    done = run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout + done.stderr

@@ -18,7 +18,7 @@ from support.helpers import Recorder, eventually
 
 from examples import world
 from runtime import Policies, Policy, Runtime, StaticDirectory, errors
-from runtime.scheduler import ApprovalScheduler
+from runtime.scheduler import Scheduler
 from store import Approval, ApprovalState, RunStatus, Store, open_store
 from store.records import utcnow
 
@@ -31,7 +31,7 @@ async def scheduled(
     make_runtime: Callable[..., Runtime],
 ) -> AsyncIterator[Callable[..., Any]]:
     """Make a Runtime under a default policy, with a Recorder and a started scheduler."""
-    schedulers: list[ApprovalScheduler] = []
+    schedulers: list[Scheduler] = []
 
     async def make(**policy: Any) -> tuple[Runtime, Recorder]:
         recorder = Recorder()
@@ -40,7 +40,7 @@ async def scheduled(
             policies=Policies(default=Policy(approvers=("U0BOSS",), **policy)),
             directory=LEADS,
         )
-        scheduler = ApprovalScheduler(rt)
+        scheduler = rt.scheduler
         await scheduler.start()
         schedulers.append(scheduler)
         return rt, recorder
@@ -198,7 +198,7 @@ async def test_two_processes_expire_each_approval_once(db_url: str) -> None:
         Runtime(s, [], r, policies=policies, worker_id=f"w{i}")
         for i, (s, r) in enumerate(zip(stores, recorders, strict=True))
     ]
-    schedulers = [ApprovalScheduler(rt) for rt in runtimes]
+    schedulers = [rt.scheduler for rt in runtimes]
     try:
         for scheduler in schedulers:
             await scheduler.start()
@@ -257,7 +257,7 @@ async def test_restart_rearms_1000_pending_deadlines(db_url: str) -> None:
     # the second process: a new connection, a new runtime, a new scheduler
     second = await open_store(db_url)
     rt2 = Runtime(second, [], policies=policies, worker_id="second")
-    scheduler = ApprovalScheduler(rt2)
+    scheduler = rt2.scheduler
     started = time.monotonic()
     try:
         await scheduler.start()
@@ -293,7 +293,7 @@ async def test_restart_rearms_1000_pending_deadlines(db_url: str) -> None:
 async def test_periodic_jobs_are_awaited_whatever_callable_returns_the_coroutine(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    scheduler = ApprovalScheduler(make_runtime())
+    scheduler = make_runtime().scheduler
     ran: list[str] = []
 
     async def job(name: str) -> None:

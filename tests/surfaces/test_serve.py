@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from support.helpers import SIGNOFF, TOKEN, free_port
+from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
 
 from bot.callbacks import sign
 from examples.refund_agent import agent as refund_agent
@@ -33,7 +32,7 @@ SECRET = "serve-callback-secret"
 
 def environment(tmp_path: Path, world: Path, port: int) -> dict[str, str]:
     """The process environment for `signoff` on the test's database, world and port."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     return env | {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
         "SIGNOFF_WORLD_DB": str(world),
@@ -139,9 +138,7 @@ def test_serve_on_a_busy_port_fails_with_one_line(tmp_path: Path, world: Path) -
         busy.listen()
         port = busy.getsockname()[1]
         env = environment(tmp_path, world, port)
-        done = subprocess.run(
-            [SIGNOFF, "serve"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30
-        )
+        done = run_text([SIGNOFF, "serve"], cwd=tmp_path, env=env, timeout=30)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert str(port) in done.stderr.strip().splitlines()[-1]
@@ -233,14 +230,11 @@ def test_decision_from_the_cli_reaches_the_callback_of_a_served_approval(
     server = serve()
     status, approval = server.call("POST", "/v1/approvals", {"tool": "wire", "callback_url": url})
     assert status == 201
-    decided = subprocess.run(
+    decided = run_text(
         [SIGNOFF, "approvals", "decide", approval["id"], "approve", "--by", "U0BOSS"],
         cwd=tmp_path,
         env=server.env,
-        capture_output=True,
-        text=True,
         timeout=30,
-        check=False,
     )
     assert decided.returncode == 0, decided.stderr
     server.wait_until(lambda: bool(received), within=10)

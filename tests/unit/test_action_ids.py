@@ -15,10 +15,11 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
+from bot.dev.workspace import click_payload
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
 from bot.slack import cards, replies, similar
-from bot.slack.actions import Action, Modal
+from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import OutboxNudge, slack_surface
 from bot.slack.home_view import home_view
 from bot.tasks import Background
@@ -140,14 +141,7 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     yield "/runs status", replies.run_status(run(), pending, pages)
     yield "/runs list", replies.run_list([run()], status=None, more=2)
     yield "/runs pending", replies.pending_list(pending, more=1)
-    checkpoint = Checkpoint(
-        run_id="order-4471",
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=RunStatus.RUNNING,
-        messages=(Message(role="user", content="Refund"),),
-    )
+    checkpoint = Checkpoint.opening("order-4471", [Message(role="user", content="Refund")])
     yield "/runs history", replies.run_history(run(), [checkpoint])
     for resolver in (False, True):
         yield f"home resolver={resolver}", home_view(
@@ -296,6 +290,52 @@ async def test_every_listener_has_a_button_a_modal_the_command_or_the_event(
 
     assert idle == []
     assert len(app._async_listeners) == len(Action) + len(Modal) + 2
+
+
+def dev_clicks() -> Iterator[tuple[str, dict[str, Any]]]:
+    """What the `signoff dev` page posts for a click on every button the builders make, with
+    the block id it sits in, from a channel message and from a `/runs` reply (ephemeral)."""
+    for name, built in everything():
+        for block in built.get("blocks", []):
+            for element in [*block.get("elements", []), block.get("accessory") or {}]:
+                if element.get("type") not in INTERACTIVE:
+                    continue
+                for ephemeral in (False, True):
+                    order = {
+                        "channel": "C0APPROVALS",
+                        "ts": "" if ephemeral else "1700000000.000100",
+                        "action_id": element["action_id"],
+                        "value": element.get("value", ""),
+                        "block_id": block.get("block_id", ""),
+                        "ephemeral": ephemeral,
+                    }
+                    yield name, click_payload(
+                        BOB, order, trigger="dev-1", response_url="http://127.0.0.1:9/r"
+                    )
+
+
+async def test_every_button_the_dev_page_shows_is_heard_as_slack_would_hear_it(
+    app: AsyncApp,
+) -> None:
+    """The dev page draws the same blocks and posts its own payload for a click: each such
+    click, on a card or on a `/runs` reply, reaches exactly one listener, and every action
+    id is among the clicks (so no dev-page button goes unheard)."""
+    clicks = list(dev_clicks())
+
+    unheard = [(name, c["actions"][0]["action_id"]) for name, c in clicks
+               if await listeners_for(app, c) != 1]  # fmt: skip
+
+    assert unheard == []
+    assert {c["actions"][0]["action_id"] for _, c in clicks} == {a.value for a in Action}
+    assert all(c["actions"][0]["block_id"] for _, c in clicks)  # sent with its block, as Slack
+
+
+def test_the_buttons_the_dev_page_waits_on_for_a_modal_are_buttons_it_shows() -> None:
+    """The page waits for a modal after the clicks `OPENS_MODAL` names: each must be a
+    button the builders make (a stale name would leave a button that opens nothing)."""
+    actions, _ = built_ids()
+
+    assert {a.value for a in OPENS_MODAL} <= actions
 
 
 async def test_the_check_can_fail(app: AsyncApp) -> None:

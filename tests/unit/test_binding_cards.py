@@ -105,3 +105,35 @@ def test_hostile_conflicting_args_stay_text() -> None:
     message = card(make_approval(args={"order_id": "4471", "amount_cents": 2}, conflict=conflict))
     assert_inert(message)
     assert_message(message)
+
+
+def edit_refused(asked: dict[str, Any], card_conflict: EffectConflict | None) -> str:
+    """What the Edit modal says when the edited arguments hit an earlier effect's key."""
+    from bot.slack.refusals import edit_refusal
+    from runtime import errors
+
+    shown = make_approval(conflict=card_conflict)
+    exc = errors.KeyConflict("raw", conflict=EARLIER, asked=asked, approval=shown, by="U0BOB")
+    return edit_refusal(exc)
+
+
+def test_an_edit_into_a_used_key_advises_only_the_buttons_its_card_shows() -> None:
+    """A repeat card (no conflict as asked) has Approve, not "Approve as separate": the
+    modal's advice says Approve (the call as asked, made once) or Decline."""
+    said = edit_refused(ASKS_2000, card_conflict=None)
+
+    assert said.startswith("Not approved, nothing was done: `issue_refund` was already done")
+    assert "with amount\u2060_\u2060cents 2500 by run `run-a` (approved by <@U0ALICE>" in said
+    assert "this edit asks amount\u2060_\u2060cents 2000" in said
+    assert "Approve on the card runs the call as asked" in said
+    assert "separate" not in said
+    assert said.endswith("or Decline.")
+    assert buttons(card(make_approval()))[0] == ("approve", "Approve")  # what it advises
+
+
+def test_an_edit_on_a_conflict_card_points_at_its_approve_as_separate() -> None:
+    said = edit_refused({"order_id": "4471", "amount_cents": 1500}, card_conflict=EARLIER)
+
+    assert "Approve as separate on the card runs the call as asked" in said
+    assert "this edit asks amount\u2060_\u2060cents 1500" in said
+    assert buttons(card(make_approval(conflict=EARLIER)))[0][0] == "approve_separate"

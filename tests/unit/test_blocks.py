@@ -704,14 +704,7 @@ def test_pending_list_with_huge_inputs() -> None:
 
 def test_run_history() -> None:
     checkpoints = [
-        Checkpoint(
-            run_id="r1",
-            seq=0,
-            step=0,
-            snapshot=True,
-            status=RunStatus.RUNNING,
-            messages=(Message(role="user", content="Refund"),),
-        ),
+        Checkpoint.opening("r1", [Message(role="user", content="Refund")]),
         Checkpoint(
             run_id="r1",
             seq=1,

@@ -72,14 +72,7 @@ def test_a_rollback_preview_compensates_what_has_a_compensator_and_pages_the_res
 
 def test_the_timeline_has_a_row_per_step_with_effects_approvals_pages_and_undone_steps() -> None:
     history = [
-        Checkpoint(
-            run_id="r",
-            seq=0,
-            step=0,
-            snapshot=True,
-            status=RunStatus.RUNNING,
-            messages=(Message(role="user", content="Refund order 1"),),
-        ),
+        Checkpoint.opening("r", [Message(role="user", content="Refund order 1")]),
         Checkpoint(
             run_id="r",
             seq=1,

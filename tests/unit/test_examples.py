@@ -7,19 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+from support.helpers import run_text
+
 ROOT = Path(__file__).parent.parent.parent
 
 
 def run_example(module: str, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {"PYTHONPATH": str(ROOT), "SIGNOFF_WORLD_DB": str(cwd / "world.db"), "PATH": ""}
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_text([sys.executable, "-m", module, *args], cwd=cwd, env=env)
 
 
 def test_demo_runs_and_running_it_again_refunds_nothing_twice(tmp_path: Path) -> None:

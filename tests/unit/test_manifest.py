@@ -34,6 +34,9 @@ SCOPES: dict[str, str | frozenset[str] | None] = {
     # to look for an earlier post in public and in private channels
     "conversations_history": frozenset({"channels:history", "groups:history"}),
     "conversations_replies": frozenset({"channels:history", "groups:history"}),
+    # the configured channels, checked at start-up (public and private)
+    "conversations_info": frozenset({"channels:read", "groups:read"}),
+    "conversations_list": frozenset({"channels:read", "groups:read"}),
     "usergroups_users_list": "usergroups:read",
     "users_info": "users:read",
     "views_open": None,

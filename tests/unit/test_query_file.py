@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from support.helpers import run_text
 
 from store import queries
 from store.queries import QueryFileError, compile_file
@@ -117,12 +117,8 @@ def test_the_store_does_not_open_with_a_broken_query_file(tmp_path: Path) -> Non
         f"    await store.open_store('sqlite:///{database}')\n"
         "asyncio.run(main())\n"
     )
-    done = subprocess.run(
+    done = run_text(
         [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )

@@ -14,14 +14,8 @@ from store.sqlite import SqliteStore
 async def create(store: SqliteStore, run_id: str) -> None:
     at = datetime.now(UTC)
     run = Run(id=run_id, agent="a", task="t", lineage_id=run_id, created_at=at, updated_at=at)
-    snapshot = Checkpoint(
-        run_id=run_id,
-        seq=0,
-        step=0,
-        snapshot=True,
-        status=run.status,
-        messages=(Message(role="user", content="t"),),
-        created_at=at,
+    snapshot = Checkpoint.opening(
+        run_id, [Message(role="user", content="t")], status=run.status, created_at=at
     )
     await store.create_run(run, snapshot)
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.helpers import run_text
 
 from store import Approval, errors, open_store
 
@@ -28,12 +29,10 @@ def run_script(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess[s
     )
     started = time.monotonic()
     try:
-        done = subprocess.run(
+        done = run_text(
             [sys.executable, str(script)],
             cwd=tmp_path,
             env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-            capture_output=True,
-            text=True,
             timeout=2 * EXITS_WITHIN,
         )
     except subprocess.TimeoutExpired:

@@ -19,6 +19,7 @@ from bot.api_errors import refusal as api_refusal
 from bot.console import timeline
 from bot.settle import refusal_text
 from bot.slack import cards, replies
+from bot.slack.home_view import home_view
 from bot.slack.refusals import refusal as slack_refusal
 from examples.refund_agent import issue_refund
 from runtime import Display, errors, tool
@@ -180,6 +181,20 @@ def test_every_approval_state_reads_the_same_on_every_surface(
         assert word in card.lower(), card
     assert word in cli, cli
     assert console == word
+    homes = [slack_text(home_of(requests=[approval]))]  # the requester's Home
+    if approval.decided_by:  # and the decider's
+        homes.append(slack_text(home_of(decisions=[approval])))
+    for home in homes:
+        assert word in home, home
+    if approval.state == ApprovalState.PENDING:  # the approver's: what waits, and buttons
+        assert "Approve" in slack_text(home_of(pending=[approval]))
+
+
+def home_of(**rows: Any) -> dict[str, Any]:
+    """A Home tab (`views.publish`'s view) with these rows, read as a message's blocks."""
+    sections = {"pending": [], "pages": [], "requests": [], "decisions": []} | rows
+    view = home_view(**sections, now=AT, resolver=True)
+    return {"blocks": view["blocks"]}
 
 
 @pytest.mark.parametrize(("page", "word"), PAGES, ids=[p[1] for p in PAGES])
@@ -189,6 +204,8 @@ def test_every_page_state_reads_the_same_on_every_surface(page: Page, word: str)
     if page.acknowledged_by:
         slack = slack_text(cards.page_message(page, make_run()))
     cli = terminal(views.pages_table([page]))
+    if not page.acknowledged_by:  # the Home lists the open ones
+        assert word in slack_text(home_of(pages=[page])).lower()
     assert word in slack.lower(), slack
     assert word in cli, cli
     assert timeline.page_view(page)["label"] == word

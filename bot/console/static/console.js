@@ -3,7 +3,7 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: "", reader: "", selected: null, busy: false, shown: "", names: {} };
+const state = { token: "", reader: "", selected: null, busy: false, shown: "", rules: "", names: {} };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -57,12 +57,18 @@ function money(cost) { return "$" + Number(cost || 0).toFixed(4); }
 
 // -- approval rules: the file's and the learned ones -------------------------------------
 
+// Polled with the runs list: a rule saved, confirmed or revoked in Slack shows up here
+// without a reload. Redrawn only on news, like a run's timeline.
 async function loadRules() {
   const data = await api("GET", "/rules");
+  const shown = JSON.stringify(data.rules);
+  if (shown === state.rules) return;
+  state.rules = shown;
   const body = $("rules");
   body.replaceChildren();
   for (const rule of data.rules) {
     const row = el("tr");
+    row.dataset.ruleId = rule.id;
     row.appendChild(el("td", "id", rule.id));
     row.appendChild(el("td", null, rule.source === "file" ? "file" : rule.status));
     row.appendChild(el("td", "id", rule.when));
@@ -243,7 +249,7 @@ function callView(call) {
     box.appendChild(line);
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
-  if (call.result) box.appendChild(el("div", "result", "-> " + call.result));
+  if (call.result) box.appendChild(el("div", "result", "-> " + withNames(call.result)));
   for (const page of call.pages) {
     const line = el("div", "page", "Page (" + page.reason + ", " + (page.label || "open") + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + person(page.acknowledged_by) : ""));
     box.appendChild(line);
@@ -266,6 +272,7 @@ async function operate(what, work) {
     state.busy = false;
     await loadRun().catch(() => {});
     await loadRuns().catch(() => {});
+    await loadRules().catch(() => {});
   }
 }
 
@@ -358,6 +365,7 @@ async function start() {
     if (state.busy || document.hidden) return;
     loadRuns().catch(() => {});
     loadRun().catch(() => {});
+    loadRules().catch(() => {});
   }, 1500);
 }
 

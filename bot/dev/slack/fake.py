@@ -48,6 +48,8 @@ METHOD_TIERS = {
     "chat.update": 3,
     "chat.postEphemeral": 4,
     "conversations.history": 3,
+    "conversations.info": 3,
+    "conversations.list": 2,
     "conversations.replies": 3,
     "usergroups.users.list": 2,
     "users.info": 4,

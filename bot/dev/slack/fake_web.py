@@ -180,6 +180,8 @@ class Workspace:
             "chat.delete": self.delete,
             "chat.postEphemeral": self.post_ephemeral,
             "conversations.history": self.history,
+            "conversations.info": self.conversation_info,
+            "conversations.list": self.conversation_list,
             "conversations.replies": self.replies,
             "views.open": self.views_open,
             "views.publish": self.views_publish,
@@ -280,6 +282,19 @@ class Workspace:
         channel = self._channel(args)
         top = [m for m in self.messages[channel] if m.thread_ts is None]
         return self._page(channel, top[::-1], args)
+
+    def conversation_info(self, args: Args) -> dict[str, Any]:
+        return {"channel": _conversation(self._channel(args))}
+
+    def conversation_list(self, args: Args) -> dict[str, Any]:
+        """The workspace's channels (not DMs), `limit` a page, paged by `cursor`."""
+        listed = sorted(c for c in self.channels if not c.startswith("D"))
+        start, limit = int(args.get("cursor") or 0), int(args.get("limit") or 100)
+        more = start + limit < len(listed)
+        return {
+            "channels": [_conversation(c) for c in listed[start : start + limit]],
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""},
+        }
 
     def replies(self, args: Args) -> dict[str, Any]:
         channel = self._channel(args)
@@ -616,4 +631,21 @@ def _user(user_id: str, name: str, *, is_bot: bool) -> dict[str, Any]:
         "is_bot": is_bot,
         "is_admin": False,
         "profile": {"real_name": name, "display_name": name},
+    }
+
+
+def channel_name(channel: str) -> str:
+    """The fake's name for a channel: `C0APPROVALS` is #approvals."""
+    return channel.removeprefix("C0").removeprefix("G0").lower()
+
+
+def _conversation(channel: str) -> dict[str, Any]:
+    """A channel as `conversations.info` and `conversations.list` describe it."""
+    return {
+        "id": channel,
+        "name": channel_name(channel),
+        "is_channel": True,
+        "is_private": channel.startswith("G"),
+        "is_archived": False,
+        "is_member": True,
     }

@@ -110,12 +110,13 @@ const SignoffBlocks = (() => {
     return span;
   }
 
-  function button(element, ctx) {
+  // Clicked, it reports its block's id with it, as Slack's payload carries it.
+  function button(element, ctx, blockId) {
     const b = el("button", "block-button" + (element.style ? " " + element.style : ""));
     b.appendChild(textObject(element.text, ctx.names));
     b.dataset.actionId = element.action_id || "";
     b.dataset.value = element.value || "";
-    b.addEventListener("click", () => ctx.onAction(element, ctx));
+    b.addEventListener("click", () => ctx.onAction(element, blockId || ""));
     return b;
   }
 
@@ -129,7 +130,7 @@ const SignoffBlocks = (() => {
       body.appendChild(grid);
     }
     node.appendChild(body);
-    if (block.accessory && block.accessory.type === "button") node.appendChild(button(block.accessory, ctx));
+    if (block.accessory && block.accessory.type === "button") node.appendChild(button(block.accessory, ctx, block.block_id));
     return node;
   }
 
@@ -162,7 +163,7 @@ const SignoffBlocks = (() => {
         }
       } else if (block.type === "actions") {
         node = el("div", "block actions");
-        for (const item of block.elements || []) if (item.type === "button") node.appendChild(button(item, ctx));
+        for (const item of block.elements || []) if (item.type === "button") node.appendChild(button(item, ctx, block.block_id));
       } else if (block.type === "input") node = input(block, ctx);
       else node = el("div", "block unknown", "[" + block.type + " block]");
       if (block.block_id) node.dataset.blockId = block.block_id;

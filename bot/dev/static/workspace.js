@@ -29,9 +29,15 @@ async function refresh() {
   draw();
 }
 
+const HOME = "HOME";
+
 function draw() {
   const nav = $("channels");
   nav.replaceChildren();
+  const home = el("button", "channel-link" + (state.channel === HOME ? " active" : ""), "Home");
+  home.dataset.channel = HOME;
+  home.addEventListener("click", () => openHome());
+  nav.appendChild(home);
   for (const channel of state.data.channels) {
     const link = el("button", "channel-link" + (channel.id === state.channel ? " active" : ""), "# " + channel.name);
     link.dataset.channel = channel.id;
@@ -40,14 +46,32 @@ function draw() {
     link.addEventListener("click", () => { state.channel = channel.id; draw(); });
     nav.appendChild(link);
   }
-  const channel = state.data.channels.find((c) => c.id === state.channel) || state.data.channels[0];
   const box = $("channel");
   box.replaceChildren();
+  if (state.channel === HOME) { box.appendChild(drawHome(state.data.home)); return; }
+  const channel = state.data.channels.find((c) => c.id === state.channel) || state.data.channels[0];
   if (!channel.messages.length) box.appendChild(el("p", "empty", "No messages in #" + channel.name + " yet."));
   for (const message of channel.messages) box.appendChild(drawMessage(message, channel.id));
   for (const eph of state.data.ephemerals.filter((e) => e.channel === channel.id)) {
     box.appendChild(drawEphemeral(eph.text, eph.blocks, channel.id));
   }
+}
+
+// The app's Home tab as the bot last published it for the person played; its buttons are
+// clicked as Slack sends a click in a Home view (the view, no channel).
+function drawHome(view) {
+  const node = el("article", "message home");
+  node.dataset.home = "1";
+  if (!view) { node.appendChild(el("p", "empty", "Opening Home…")); return node; }
+  const ctx = { names: state.names, onAction: (element, blockId) => click(element, blockId, "", "", false, view.id) };
+  node.appendChild(render(view.blocks, ctx));
+  return node;
+}
+
+async function openHome() {
+  state.channel = HOME;
+  draw();
+  await post("/dev/api/home", { user: me() });
 }
 
 function drawMessage(message, channel) {
@@ -59,7 +83,7 @@ function drawMessage(message, channel) {
   head.appendChild(el("time", "stamp", new Date(parseFloat(message.ts) * 1000).toLocaleTimeString()));
   if (message.edited) head.appendChild(el("span", "edited", "(edited)"));
   node.appendChild(head);
-  const ctx = { names: state.names, onAction: (element) => click(element, channel, message.ts) };
+  const ctx = { names: state.names, onAction: (element, blockId) => click(element, blockId, channel, message.ts) };
   node.appendChild(message.blocks && message.blocks.length ? render(message.blocks, ctx) : plain(message.text));
   if (message.replies.length) {
     const thread = el("div", "thread");
@@ -81,7 +105,7 @@ function plain(text) {
 function drawEphemeral(text, blocks, channel) {
   const node = el("article", "message ephemeral");
   node.appendChild(el("div", "message-head")).appendChild(el("span", "only-you", "Only visible to you"));
-  const ctx = { names: state.names, onAction: (element) => click(element, channel, "", true) };
+  const ctx = { names: state.names, onAction: (element, blockId) => click(element, blockId, channel, "", true) };
   node.appendChild(blocks && blocks.length ? render(blocks, ctx) : plain(text));
   return node;
 }
@@ -115,12 +139,12 @@ async function confirmFirst(confirm) {
   });
 }
 
-async function click(element, channel, ts, ephemeral = false) {
+async function click(element, blockId, channel, ts, ephemeral = false, viewId = "") {
   if (!(await confirmFirst(element.confirm))) return;
   const opens = state.opensModal.includes(element.action_id);
   const answer = await post("/dev/api/action", {
     user: me(), channel, ts, action_id: element.action_id, value: element.value,
-    block_id: "", opens_modal: opens, ephemeral,
+    block_id: blockId, opens_modal: opens, ephemeral, view_id: viewId,
   });
   if (answer.view) await openModal(answer.view);
 }
@@ -179,6 +203,27 @@ async function startRefund() {
   state.channel = "C0APPROVALS";
 }
 
+async function startAgent(agent) {
+  const task = $("task").value.trim() || agent.task;
+  const answer = await post("/dev/api/start", { user: me(), agent: agent.name, task });
+  notice("Started run " + answer.run_id + " of " + agent.name + " for " + state.names[me()] + ".");
+}
+
+function showProject(project) {
+  // Which project runs: the signoff.toml it loaded (its agents start here), or the demo.
+  $("project").textContent = project.config ? "Project: " + project.config : "The demo (no signoff.toml)";
+  $("project").title = project.loaded.join("\n");
+  if (!project.config) return;
+  $("start-refund").hidden = true;
+  $("start-agents").hidden = false;
+  for (const agent of project.agents) {
+    const button = el("button", "primary", "Start " + agent.name);
+    button.dataset.agent = agent.name;
+    button.addEventListener("click", () => startAgent(agent));
+    $("start-agents").appendChild(button);
+  }
+}
+
 function listen() {
   const events = new EventSource("/dev/events");
   events.addEventListener("workspace", () => refresh());
@@ -202,11 +247,12 @@ async function main() {
     option.value = person.id;
     $("who").appendChild(option);
   }
-  $("who").addEventListener("change", refresh);
+  $("who").addEventListener("change", () => (state.channel === HOME ? openHome() : refresh()));
   $("who").addEventListener("change", () => showConsole(session.token));
   $("start-refund").textContent = session.refund_task;
   $("start-refund").addEventListener("click", startRefund);
   $("runs-form").addEventListener("submit", runsCommand);
+  showProject(session.project);
   showConsole(session.token);
   await refresh();
   listen();

@@ -23,7 +23,6 @@ from bot.callbacks import CallbackNotifier, sign
 from bot.tasks import Background
 from runtime import Policies, Policy, Runtime
 from runtime.deliveries import Deliveries
-from runtime.scheduler import ApprovalScheduler
 from store import Delivery, Store, open_store
 
 SECRET = "callback-secret"
@@ -204,7 +203,7 @@ async def test_expiry_by_the_scheduler_is_called_back(
     api = await make_api(
         background, notifier=notifier, policies=Policies(default=Policy(timeout=0.3))
     )
-    scheduler = ApprovalScheduler(api.rt)
+    scheduler = api.rt.scheduler
     await scheduler.start()
     try:
         approval_id = await request_approval(api, receiver.url)

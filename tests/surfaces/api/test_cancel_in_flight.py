@@ -196,7 +196,7 @@ async def test_a_cancel_that_asks_compensates_the_tool_in_flight_once_on_the_dri
 async def ending_saga(rt: Runtime, run_id: str) -> None:
     from runtime.runs import ending
 
-    await ending.saga(rt.deps, await rt.get(run_id))
+    await ending.saga(rt._deps, await rt.get(run_id))
 
 
 async def test_a_cancel_that_does_not_ask_leaves_the_tool_standing(

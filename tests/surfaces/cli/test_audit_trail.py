@@ -9,13 +9,11 @@ import asyncio
 import csv
 import io
 import json
-import os
-import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, clean_env, run_text
 
 from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from store import Store
@@ -65,11 +63,9 @@ def ops_agent() -> Agent:
 
 
 def export(db_path: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env["SIGNOFF_DATABASE_URL"] = f"sqlite:///{db_path}"
-    done = subprocess.run(
-        [SIGNOFF, "audit", "export", *args], env=env, capture_output=True, text=True, timeout=60
-    )
+    done = run_text([SIGNOFF, "audit", "export", *args], env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -248,16 +244,12 @@ async def test_runs_prune_keeps_the_trail_unless_asked(
     rt = make_runtime([ops_agent()], policies=POLICIES)
     await scenario(rt)
     before = export(db_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env["SIGNOFF_DATABASE_URL"] = f"sqlite:///{db_path}"
 
     def prune(*extra: str) -> dict[str, Any]:
-        done = subprocess.run(
-            [SIGNOFF, "runs", "prune", "--older-than", "1s", "--yes", "--json", *extra],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
+        done = run_text(
+            [SIGNOFF, "runs", "prune", "--older-than", "1s", "--yes", "--json", *extra], env=env
         )
         assert done.returncode == 0, done.stderr
         return dict(json.loads(done.stdout))

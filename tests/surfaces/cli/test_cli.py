@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
 from contextlib import closing
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, clean_env, run_text
 
 from examples import world
 from examples.refund_agent import agent as refund_agent
@@ -37,15 +35,11 @@ class Cli:
     db: Path
 
     def __call__(self, *args: str, stdin: str | None = None, **env: str) -> Result:
-        done = subprocess.run(
+        done = run_text(
             [SIGNOFF, *args],
             cwd=self.cwd,
             env=self.env | env,
-            input=stdin if stdin is not None else "",
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+            stdin=stdin if stdin is not None else "",
         )
         return Result(done.returncode, done.stdout, done.stderr)
 
@@ -140,11 +134,7 @@ def cli(prepared: Prepared, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     for file in prepared.home.iterdir():  # closed stores: no WAL left beside the files
         shutil.copy(file, tmp_path / file.name)
     db, world_db = tmp_path / "signoff.db", tmp_path / "world.db"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SIGNOFF_", "SLACK_")) and k not in ("COLUMNS", "LINES")
-    }
+    env = clean_env("SIGNOFF_", "SLACK_", drop=("COLUMNS", "LINES"))
     env |= {"SIGNOFF_DATABASE_URL": f"sqlite:///{db}", "SIGNOFF_WORLD_DB": str(world_db)}
     monkeypatch.setenv("SIGNOFF_WORLD_DB", str(world_db))
     return Cli(tmp_path, env, db)

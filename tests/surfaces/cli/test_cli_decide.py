@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import pytest
 from support import SUPPORT
+from support.helpers import clean_env
 
 from bot import words
 from examples import world
@@ -34,11 +35,7 @@ def fresh_cli(home: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     """The console script on a database and a world of its own in `home` (not created yet);
     `cli_agents` importable, as agents configured through SIGNOFF_AGENTS are."""
     db, world_db = home / "signoff.db", home / "world.db"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("SIGNOFF_", "SLACK_")) and k not in ("COLUMNS", "LINES")
-    }
+    env = clean_env("SIGNOFF_", "SLACK_", drop=("COLUMNS", "LINES"))
     env |= {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{db}",
         "SIGNOFF_WORLD_DB": str(world_db),

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from support import SUPPORT
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, run_text
 
 
 def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -20,15 +20,7 @@ def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "SIGNOFF_WORLD_DB": str(tmp_path / "world.db"),
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), env.get("PYTHONPATH", "")]),
     }
-    return subprocess.run(
-        [SIGNOFF, *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
 
 
 def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path) -> None:

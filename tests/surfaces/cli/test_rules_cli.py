@@ -6,13 +6,11 @@ and what would happen; the refund example's signoff.toml passes it; `approvals l
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, clean_env, run_text
 
 ROOT = Path(__file__).parents[3]
 EXAMPLE = ROOT / "examples" / "signoff.toml"
@@ -39,7 +37,7 @@ class Done:
 
 @pytest.fixture
 def signoff(tmp_path: Path) -> object:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env |= {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
         "SIGNOFF_WORLD_DB": str(tmp_path / "world.db"),
@@ -47,9 +45,7 @@ def signoff(tmp_path: Path) -> object:
     }
 
     def run(*args: str) -> Done:
-        done = subprocess.run(
-            [SIGNOFF, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
-        )
+        done = run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
         return Done(done.returncode, done.stdout, done.stderr)
 
     return run

@@ -6,15 +6,13 @@ list beside the file's rules, export as TOML, revoke; bad input changes nothing.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, clean_env, run_text
 
 from runtime import Policies, Runtime
 from store import open_store
@@ -50,20 +48,13 @@ class Signoff:
         self.db = tmp_path / "signoff.db"
         (tmp_path / "signoff.toml").write_text(CONFIG)
         self.cwd = tmp_path
-        self.env = {
-            k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))
-        } | {"SIGNOFF_DATABASE_URL": f"sqlite:///{self.db}", "PYTHONPATH": str(ROOT)}
+        self.env = clean_env("SIGNOFF_", "SLACK_") | {
+            "SIGNOFF_DATABASE_URL": f"sqlite:///{self.db}",
+            "PYTHONPATH": str(ROOT),
+        }
 
     def __call__(self, *args: str) -> Done:
-        done = subprocess.run(
-            [SIGNOFF, *args],
-            cwd=self.cwd,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_text([SIGNOFF, *args], cwd=self.cwd, env=self.env)
         return Done(done.returncode, done.stdout, done.stderr)
 
     def json(self, *args: str) -> Any:

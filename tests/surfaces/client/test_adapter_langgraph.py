@@ -11,39 +11,20 @@ from typing import Any, TypedDict
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from support.adapter_support import approve, approve_with, client_of, decline, human
 from support.helpers import Api
 
+from examples.stacks.langgraph import Scripted  # reply k to a transcript of k model turns
 from runtime import Policies, Policy
 from signoff.adapters._gate import Gate
 from signoff.adapters.langgraph import ask_signoff, resume_when_decided
 
 MakeApi = Callable[..., Awaitable[Api]]
 CONFIG = {"configurable": {"thread_id": "thread-1"}}
-
-
-class Scripted(BaseChatModel):
-    """Reply k to the transcript with k model turns in it (never an in-memory counter), so
-    a graph rebuilt in another process goes on where the thread is; tools change nothing."""
-
-    replies: list[AIMessage]
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted"
-
-    def bind_tools(self, tools: Any, **options: Any) -> Scripted:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kw: Any) -> ChatResult:
-        turns = sum(isinstance(message, AIMessage) for message in messages)
-        return ChatResult(generations=[ChatGeneration(message=self.replies[turns])])
 
 
 def refund_graph(done: list[tuple[str, int]], saver: InMemorySaver, allowed: list[str]) -> Any:

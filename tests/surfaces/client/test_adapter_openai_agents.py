@@ -9,20 +9,15 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
-from agents.models.interface import Model
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
+from agents import Agent, Runner, function_tool
 from support.adapter_support import approve, approve_with, client_of, decline, human
 from support.helpers import AUTH, TOKEN, Api
+from support.openai_agents_support import Calls, no_tracing  # noqa: F401 (autouse)
 
 from runtime import Policies, Policy
 from signoff.adapters._gate import Gate
@@ -35,45 +30,9 @@ ROOT = Path(__file__).resolve().parents[3]
 MakeApi = Callable[..., Awaitable[Api]]
 
 
-@pytest.fixture(autouse=True)
-def no_tracing() -> Iterator[None]:
-    set_tracing_disabled(True)
-    yield
-    set_tracing_disabled(False)
-
-
-def _kind(item: Any) -> str | None:
-    return item.get("type") if isinstance(item, dict) else getattr(item, "type", None)
-
-
-class Scripted(Model):
+def scripted() -> Calls:
     """Calls `refund` until a tool output is in the input; then says what came back."""
-
-    async def get_response(
-        self, system_instructions: Any, input: Any, *args: Any, **kw: Any
-    ) -> ModelResponse:
-        items = input if isinstance(input, list) else []
-        outputs = [item for item in items if _kind(item) == "function_call_output"]
-        if not outputs:
-            call = ResponseFunctionToolCall(
-                arguments=json.dumps({"order": "4471", "cents": 500}),
-                call_id="call_1",
-                name="refund",
-                type="function_call",
-                id="fc_1",
-                status="completed",
-            )
-            return ModelResponse(output=[call], usage=Usage(), response_id=None)
-        last = outputs[-1]
-        said = last["output"] if isinstance(last, dict) else last.output
-        text = ResponseOutputText(annotations=[], text=f"outcome: {said}", type="output_text")
-        message = ResponseOutputMessage(
-            id="m1", content=[text], role="assistant", status="completed", type="message"
-        )
-        return ModelResponse(output=[message], usage=Usage(), response_id=None)
-
-    def stream_response(self, *args: Any, **kw: Any) -> Any:
-        raise NotImplementedError
+    return Calls("refund", {"order": "4471", "cents": 500})
 
 
 def refund_agent(done: list[tuple[str, int]]) -> Agent[Any]:
@@ -83,7 +42,7 @@ def refund_agent(done: list[tuple[str, int]]) -> Agent[Any]:
         done.append((order, cents))
         return f"refunded {cents} on {order}"
 
-    return Agent(name="refunds", instructions="Refund orders.", tools=[refund], model=Scripted())
+    return Agent(name="refunds", instructions="Refund orders.", tools=[refund], model=scripted())
 
 
 @pytest.fixture

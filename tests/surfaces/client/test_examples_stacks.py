@@ -4,7 +4,6 @@ TCP: it asks, a human approves its card (here from the server's side), and it go
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -12,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import TOKEN
+from support.helpers import TOKEN, run_text
 from support.live_api import LiveApi
 
 ROOT = Path(__file__).parents[3]
@@ -50,13 +49,8 @@ def test_the_example_asks_is_approved_and_goes_on(live: LiveApi, name: str) -> N
     approver = approve_everything(live, stop)
     env = dict(os.environ) | {"SIGNOFF_URL": live.url, "SIGNOFF_API_TOKEN": TOKEN}
     try:
-        ran = subprocess.run(
-            [sys.executable, "-m", f"examples.stacks.{name}"],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
+        ran = run_text(
+            [sys.executable, "-m", f"examples.stacks.{name}"], cwd=ROOT, env=env, timeout=120
         )
     finally:
         stop.set()

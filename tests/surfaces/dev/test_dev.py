@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import sqlite3
 import subprocess
 from contextlib import closing
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from support.dev_support import APPROVER, OUTSIDER, REQUESTER, DevServer, _send
-from support.helpers import SIGNOFF, TOKEN, free_port
+from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
 
 
 def _card(dev: DevServer, run_id: str) -> dict[str, Any] | None:
@@ -236,7 +235,7 @@ def test_edit_approves_edited_arguments_and_runs_answers_in_the_box(tmp_path: Pa
 
 def test_serve_mounts_the_console_behind_the_api_token(tmp_path: Path) -> None:
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     env |= {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
         "SIGNOFF_API_TOKEN": TOKEN,
@@ -285,16 +284,8 @@ def test_a_second_dev_on_a_taken_port_says_so_before_it_opens_anything(tmp_path:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
-        done = subprocess.run(
-            [SIGNOFF, "dev", "--port", str(port)],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        env = clean_env("SIGNOFF_", "SLACK_")
+        done = run_text([SIGNOFF, "dev", "--port", str(port)], cwd=tmp_path, env=env)
     assert done.returncode == 1
     assert done.stderr.strip().splitlines() == [
         f"error: port {port} on 127.0.0.1 is in use (another signoff dev?); pick one with --port"

@@ -6,13 +6,21 @@ Screenshots of each stage land in the test's temporary folder."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 from collections.abc import Iterator
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import pytest
+from support.dev_page import (
+    button,
+    card,
+    card_text,
+    click,
+    payments,
+    run_id_of_notice,
+    select_run,
+    wait_for,
+)
 from support.dev_support import (
     APPROVER,
     CHROMEDRIVER,
@@ -27,7 +35,6 @@ pytestmark = pytest.mark.skipif(
     not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
     reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
 )
-WAIT = 20
 LOADED = "['navigation', 'resource'].flatMap(t => performance.getEntriesByType(t)).map(e => e.name)"
 
 
@@ -53,7 +60,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select
 
-    wait = _wait(browser)
+    wait = wait_for(browser)
     shot = _shots(browser, tmp_path)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
@@ -62,27 +69,27 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     # riley asks for a refund; the run parks and its card appears in #approvals
     who.select_by_value(REQUESTER)
     browser.find_element(By.ID, "start-refund").click()
-    first = _run_id_of_notice(wait)
-    card = wait.until(lambda d: _card(d, first))
-    assert "Refund order 4471 for $25" in card.text
-    assert "Refund $25.00 on order 4471" in card.text  # as the refund tool declares it reads
-    assert "2500 cents" not in card.text
+    first = run_id_of_notice(wait)
+    shown = wait.until(lambda d: card(d, first))
+    assert "Refund order 4471 for $25" in shown.text
+    assert "Refund $25.00 on order 4471" in shown.text  # as the refund tool declares it reads
+    assert "2500 cents" not in shown.text
     shot("1-card")
 
     # bob approves: Slack's confirm dialog first, then the card is edited in place
     who.select_by_value(APPROVER)
-    _click(wait, lambda d: _button(d, first, "approve"))
+    click(wait, lambda d: button(d, first, "approve"))
     wait.until(ec.visibility_of_element_located((By.ID, "overlay")))
     assert "Approve" in browser.find_element(By.ID, "dialog-title").text
     browser.find_element(By.ID, "dialog-ok").click()
-    wait.until(lambda d: "Approved by" in _card_text(d, first))
-    decided = _card(browser, first)
+    wait.until(lambda d: "Approved by" in card_text(d, first))
+    decided = card(browser, first)
     assert "@bob" in decided.text
     assert not decided.find_elements(By.CSS_SELECTOR, "[data-action-id=approve]")
     shot("2-approved")
 
     # the console's timeline: the refund recorded once, completed, approved by bob
-    _select_run(browser, wait, first, until_text="send_email")
+    select_run(browser, wait, first, until_text="send_email")
     run = browser.find_element(By.ID, "run")
     wait.until(lambda d: "done" in d.find_element(By.ID, "run").text)
     refunds = run.find_elements(By.CSS_SELECTOR, ".step:not(.undone) [data-tool=issue_refund]")
@@ -94,37 +101,37 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     labels = [s.text for s in run.find_elements(By.CSS_SELECTOR, ".step-head .status")]
     assert "running" not in labels, labels  # each finished step says what it came to
     assert "asked by @riley" in run.text
-    assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
+    assert payments(tmp_path, "refund") == [("refund", "4471", 2500)]
     shot("3-timeline")
     browser.switch_to.default_content()
 
     # riley asks again; bob declines with a reason, which the run's timeline shows
     who.select_by_value(REQUESTER)
     browser.find_element(By.ID, "start-refund").click()
-    second = _run_id_of_notice(wait, not_this=first)
-    wait.until(lambda d: _card(d, second))
+    second = run_id_of_notice(wait, not_this=first)
+    wait.until(lambda d: card(d, second))
     who.select_by_value(APPROVER)
-    _click(wait, lambda d: _button(d, second, "decline"))
+    click(wait, lambda d: button(d, second, "decline"))
     reason_box = wait.until(
         ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]"))
     )
     reason_box.send_keys("The customer already has store credit")
     shot("4-decline-modal")
     browser.find_element(By.ID, "dialog-ok").click()
-    wait.until(lambda d: "Declined by" in _card_text(d, second))
-    assert "store credit" in _card(browser, second).text
-    _select_run(browser, wait, second, until_text="store credit")
+    wait.until(lambda d: "Declined by" in card_text(d, second))
+    assert "store credit" in card(browser, second).text
+    select_run(browser, wait, second, until_text="store credit")
     declined = browser.find_element(By.CSS_SELECTOR, "#run [data-tool=issue_refund] .approval")
     assert declined.get_attribute("data-state") == "declined"
     assert "The customer already has store credit" in declined.text
-    assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
+    assert payments(tmp_path, "refund") == [("refund", "4471", 2500)]
     shot("5-declined-timeline")
 
     # roll the finished first run back to step 1 (after the lookup, before the refund):
     # the console says what will happen first, then the refund is compensated and the
     # e-mail, which nothing can undo, pages a human
-    _select_run(browser, wait, first, until_text="send_email")
-    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#run .step[data-step='1'] .rollback"))
+    select_run(browser, wait, first, until_text="send_email")
+    click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#run .step[data-step='1'] .rollback"))
     panel = wait.until(ec.visibility_of_element_located((By.ID, "panel")))
     planned = panel.text
     assert "issue_refund (step 2) will be compensated by reverse_refund" in planned
@@ -142,7 +149,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
         lambda d: d.find_element(By.CSS_SELECTOR, "#run .step.undone [data-tool=send_email] .page")
     )
     assert "Page (" in paged.text
-    assert _payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
+    assert payments(tmp_path, "refund_reversal") == [("refund_reversal", "4471", -2500)]
     # the run reads as the CLI says it, in its header and in the list
     wait.until(lambda d: "rolled back" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
     wait.until(
@@ -155,9 +162,9 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
 
     # the page reached #oncall, with its Acknowledge button
     browser.switch_to.default_content()
-    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "[data-channel=C0ONCALL]"))
+    click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "[data-channel=C0ONCALL]"))
     wait.until(lambda d: "send_email" in d.find_element(By.ID, "channel").text)
-    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#channel [data-action-id=acknowledge]"))
+    click(wait, lambda d: d.find_element(By.CSS_SELECTOR, "#channel [data-action-id=acknowledge]"))
     wait.until(lambda d: "Acknowledged" in d.find_element(By.ID, "channel").text)
     shot("8-oncall")
 
@@ -167,7 +174,7 @@ def test_the_pages_load_nothing_from_past_127_0_0_1(
 ) -> None:
     from selenium.webdriver.common.by import By
 
-    wait = _wait(browser)
+    wait = wait_for(browser)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     browser.switch_to.frame("console")
@@ -193,102 +200,11 @@ def test_the_pages_load_nothing_from_past_127_0_0_1(
     assert elsewhere == []
 
 
-def _click(wait: Any, find: Any) -> None:
-    """Find and click in one go, again if the element was redrawn (or not there yet)."""
-
-    def clicked(driver: Any) -> bool:
-        found = find(driver)
-        if found is None:
-            return False
-        found.click()
-        return True
-
-    wait.until(clicked)
-
-
-def _wait(browser: Any) -> Any:
-    """Waits that look again when the page redrew an element under them (news, polls)."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(browser, WAIT, ignored_exceptions=(StaleElementReferenceException,))
-
-
 def _shots(browser: Any, folder: Path) -> Any:
     def shot(name: str) -> None:  # the whole window, whichever frame the driver is in
         browser.save_screenshot(str(folder / f"{name}.png"))
 
     return shot
-
-
-def _run_id_of_notice(wait: Any, not_this: str | None = None) -> str:
-    from selenium.webdriver.common.by import By
-
-    def found(driver: Any) -> str | None:
-        words = driver.find_element(By.ID, "notice").text.split()
-        ids = [w for w in words if w.startswith("run_") and w != not_this]
-        return ids[0] if ids else None
-
-    return str(wait.until(found))
-
-
-def _card(driver: Any, run_id: str) -> Any:
-    """The top-level card in the open channel that names this run, or None."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-
-    driver.switch_to.default_content()
-    try:
-        for message in driver.find_elements(By.CSS_SELECTOR, "#channel > article.message"):
-            blocks = message.find_element(By.CSS_SELECTOR, ":scope > .blocks")
-            if run_id in blocks.text:
-                return message
-    except StaleElementReferenceException:
-        return None
-    return None
-
-
-def _button(driver: Any, run_id: str, action_id: str) -> Any:
-    """The card's button for this action, or None (no card yet, or no such button)."""
-    from selenium.webdriver.common.by import By
-
-    card = _card(driver, run_id)
-    found = card.find_elements(By.CSS_SELECTOR, f"[data-action-id={action_id}]") if card else []
-    return found[0] if found else None
-
-
-def _card_text(driver: Any, run_id: str) -> str:
-    from selenium.common.exceptions import StaleElementReferenceException
-
-    card = _card(driver, run_id)
-    try:
-        return str(card.text) if card is not None else ""
-    except StaleElementReferenceException:  # the channel was redrawn with news
-        return ""
-
-
-def _select_run(browser: Any, wait: Any, run_id: str, *, until_text: str) -> None:
-    """Open the run in the console (beside the workspace) and wait for its timeline."""
-    from selenium.webdriver.common.by import By
-
-    browser.switch_to.default_content()
-    browser.switch_to.frame("console")
-    # the list is redrawn every 1.5 s: find the row and click it in one go
-    _click(wait, lambda d: d.find_element(By.CSS_SELECTOR, f"tr[data-run-id='{run_id}']"))
-    wait.until(
-        lambda d: (
-            d.find_element(By.ID, "run").get_attribute("data-run-id") == run_id
-            and until_text in d.find_element(By.ID, "run").text
-        )
-    )
-
-
-def _payments(folder: Path, kind: str) -> list[tuple[str, str, int]]:
-    with closing(sqlite3.connect(folder / "signoff-dev-world.db")) as conn:
-        return conn.execute(
-            "SELECT kind, reference, amount_cents FROM payments WHERE kind = ? ORDER BY rowid",
-            (kind,),
-        ).fetchall()
 
 
 def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
@@ -301,7 +217,7 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select
 
-    wait = _wait(browser)
+    wait = wait_for(browser)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     who = Select(browser.find_element(By.ID, "who"))
@@ -309,15 +225,15 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
     for action in ("approve", "decline", None):
         who.select_by_value(REQUESTER)
         browser.find_element(By.ID, "start-refund").click()
-        runs.append(_run_id_of_notice(wait, not_this=runs[-1] if runs else None))
-        wait.until(lambda d: _card(d, runs[-1]))
+        runs.append(run_id_of_notice(wait, not_this=runs[-1] if runs else None))
+        wait.until(lambda d: card(d, runs[-1]))
         who.select_by_value(APPROVER)
         if action == "approve":
-            _click(wait, lambda d: _button(d, runs[-1], "approve"))
+            click(wait, lambda d: button(d, runs[-1], "approve"))
             browser.find_element(By.ID, "dialog-ok").click()
-            wait.until(lambda d: "Approved by" in _card_text(d, runs[-1]))
+            wait.until(lambda d: "Approved by" in card_text(d, runs[-1]))
         elif action == "decline":
-            _click(wait, lambda d: _button(d, runs[-1], "decline"))
+            click(wait, lambda d: button(d, runs[-1], "decline"))
             box = wait.until(
                 ec.visibility_of_element_located(
                     (By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]")
@@ -325,9 +241,9 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
             )
             box.send_keys("Over the limit for this customer")
             browser.find_element(By.ID, "dialog-ok").click()
-            wait.until(lambda d: "Declined by" in _card_text(d, runs[-1]))
+            wait.until(lambda d: "Declined by" in card_text(d, runs[-1]))
 
-    _click(wait, lambda d: _button(d, runs[-1], "approve_similar"))
+    click(wait, lambda d: button(d, runs[-1], "approve_similar"))
     wait.until(
         lambda d: (
             d.find_element(By.ID, "overlay").is_displayed()
@@ -343,6 +259,22 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
     assert "declined" in body
     assert "Over the limit for this customer" in body
 
+    # saved, the rule shows in the console's rules table, which was loaded before it existed
+    browser.switch_to.frame("console")
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#rules tr[data-rule-id]")
+    browser.switch_to.default_content()
+    for field, text in (("reason", "Small refunds need no one"), ("confirm", "yes")):
+        browser.find_element(
+            By.CSS_SELECTOR, f"#dialog-body .input-field[data-block-id={field}]"
+        ).send_keys(text)
+    browser.find_element(By.ID, "dialog-ok").click()
+    wait.until(lambda d: not d.find_element(By.ID, "overlay").is_displayed())
+    browser.switch_to.frame("console")
+    saved = wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#rules tr[data-rule-id]"))
+    assert "Small refunds need no one" in saved[0].text
+    assert 'tool == "issue_refund"' in saved[0].text
+
 
 def test_the_buttons_of_a_runs_pending_reply_decide_as_the_cards_do(
     dev: DevServer, browser: Any, tmp_path: Path
@@ -353,37 +285,37 @@ def test_the_buttons_of_a_runs_pending_reply_decide_as_the_cards_do(
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select
 
-    wait = _wait(browser)
+    wait = wait_for(browser)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     who = Select(browser.find_element(By.ID, "who"))
     who.select_by_value(REQUESTER)
     browser.find_element(By.ID, "start-refund").click()
-    first = _run_id_of_notice(wait)
-    wait.until(lambda d: _card(d, first))
+    first = run_id_of_notice(wait)
+    wait.until(lambda d: card(d, first))
     browser.find_element(By.ID, "start-refund").click()
-    second = _run_id_of_notice(wait, not_this=first)
-    wait.until(lambda d: _card(d, second))
+    second = run_id_of_notice(wait, not_this=first)
+    wait.until(lambda d: card(d, second))
 
     who.select_by_value(APPROVER)
     _pending_reply(browser, wait, first)
-    _click(wait, lambda d: _reply_button(d, first, "approve"))
+    click(wait, lambda d: _reply_button(d, first, "approve"))
     wait.until(ec.visibility_of_element_located((By.ID, "overlay")))
     browser.find_element(By.ID, "dialog-ok").click()
-    wait.until(lambda d: "Approved by" in _card_text(d, first))
-    assert "@bob" in _card(browser, first).text
+    wait.until(lambda d: "Approved by" in card_text(d, first))
+    assert "@bob" in card(browser, first).text
     browser.save_screenshot(str(tmp_path / "runs-pending-approved.png"))
 
     _pending_reply(browser, wait, second)
-    _click(wait, lambda d: _reply_button(d, second, "decline"))
+    click(wait, lambda d: _reply_button(d, second, "decline"))
     reason_box = wait.until(
         ec.visibility_of_element_located((By.CSS_SELECTOR, "#dialog-body [data-block-id=reason]"))
     )
     reason_box.send_keys("Asked twice")
     browser.find_element(By.ID, "dialog-ok").click()
-    wait.until(lambda d: "Declined by" in _card_text(d, second))
-    assert "Asked twice" in _card(browser, second).text
-    assert _payments(tmp_path, "refund") == [("refund", "4471", 2500)]
+    wait.until(lambda d: "Declined by" in card_text(d, second))
+    assert "Asked twice" in card(browser, second).text
+    assert payments(tmp_path, "refund") == [("refund", "4471", 2500)]
 
 
 def _pending_reply(browser: Any, wait: Any, run_id: str) -> None:
@@ -419,17 +351,17 @@ def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusa
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import Select
 
-    wait = _wait(browser)
+    wait = wait_for(browser)
     browser.get(dev.base + "/")
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     who = Select(browser.find_element(By.ID, "who"))
     who.select_by_value(REQUESTER)
     browser.find_element(By.ID, "start-refund").click()
-    run_id = _run_id_of_notice(wait)
-    wait.until(lambda d: _card(d, run_id))
+    run_id = run_id_of_notice(wait)
+    wait.until(lambda d: card(d, run_id))
 
     who.select_by_value(APPROVER)
-    _click(wait, lambda d: _button(d, run_id, "edit"))
+    click(wait, lambda d: button(d, run_id, "edit"))
     editor = (By.CSS_SELECTOR, "#dialog-body .input-field[data-block-id=args]")
     box = wait.until(ec.visibility_of_element_located(editor))
     box.clear()
@@ -442,7 +374,7 @@ def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusa
     browser.find_element(By.ID, "dialog-cancel").click()
 
     who.select_by_value(REQUESTER)
-    _click(wait, lambda d: _button(d, run_id, "approve"))
+    click(wait, lambda d: button(d, run_id, "approve"))
     browser.find_element(By.ID, "dialog-ok").click()
     told = wait.until(
         lambda d: next(

@@ -4,12 +4,11 @@ clicks and commands signed exactly as Slack signs them."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, run_text
 from support.slack_harness import (
     ANN,
     APPROVALS,
@@ -238,9 +237,7 @@ def test_missing_slack_settings_are_one_line_naming_the_variable(
 ) -> None:
     env = environment(tmp_path, world, 0, "http://127.0.0.1:9/api/")
     del env["SLACK_BOT_TOKEN"]
-    result = subprocess.run(
-        [SIGNOFF, "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30
-    )
+    result = run_text([SIGNOFF, "serve"], cwd=tmp_path, env=env, timeout=30)
 
     assert result.returncode != 0
     assert "SLACK_BOT_TOKEN" in result.stderr

@@ -11,11 +11,10 @@ another, clicks signed as Slack signs them, the HTTP API and the CLI.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, run_text
 from support.slack_harness import (
     ANN,
     APPROVALS,
@@ -157,10 +156,7 @@ def test_an_edit_in_slack_runs_the_edited_amount_and_every_surface_says_so(
     ]
 
     env = environment(tmp_path, world, 0, fake.base_url) | {"COLUMNS": "250"}
-    shown = subprocess.run(
-        [SIGNOFF, "runs", "show", "run-e"], cwd=tmp_path, env=env, capture_output=True,
-        text=True, timeout=60, check=False,
-    )  # fmt: skip
+    shown = run_text([SIGNOFF, "runs", "show", "run-e"], cwd=tmp_path, env=env)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
     assert "proposed amount_cents 2500" in shown.stdout
     assert f"approved amount_cents 2000 by {ANN}" in shown.stdout

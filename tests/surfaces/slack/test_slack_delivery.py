@@ -4,15 +4,11 @@ on-call and are acknowledged, Socket Mode works, and agent text cannot ping anyo
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import time
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from support.helpers import SIGNOFF, free_port
+from support.helpers import SIGNOFF, clean_env, free_port, run_text
 from support.slack_harness import (
     APP_TOKEN,
     APPROVALS,
@@ -29,12 +25,6 @@ from support.slack_harness import (
 
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def start_refunds(server: SlackServer, *run_ids: str, task: str = "Refund order 4471") -> None:
@@ -56,8 +46,7 @@ def test_an_outage_of_500s_429s_and_silence_delays_cards_but_posts_each_once(
     fake.control("fail", {"n": 4, "status": 500})
     fake.control("fail", {"n": 3, "status": 429, "retry_after": 1})
     fake.control("hang", {"n": 2, "seconds": 2})
-    server = start_server(tmp_path, world, fake.base_url, extra=QUICK)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=QUICK) as server:
         start_refunds(server, "out-1", "out-2", "out-3")
         for run_id in ("out-1", "out-2", "out-3"):
             server.wait_until(lambda r=run_id: server.run(r)["status"] == "waiting_approval")
@@ -69,8 +58,6 @@ def test_an_outage_of_500s_429s_and_silence_delays_cards_but_posts_each_once(
         assert len(set(found)) == 3
         statuses = {call["status"] for call in fake.calls()}
         assert {500, 429} <= statuses
-    finally:
-        server.kill()
 
 
 def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
@@ -84,8 +71,7 @@ def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
     server.wait_until(lambda: len(fake.cards()) == 1)
     server.kill()
 
-    again = start_server(tmp_path, world, fake.base_url, extra=QUICK)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=QUICK) as again:
         history_calls = lambda: [  # noqa: E731
             c for c in fake.calls() if c["method"] == "conversations.history"
         ]
@@ -101,25 +87,21 @@ def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
         status, _, _ = again.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
         assert status == 200
         again.wait_until(lambda: again.run("crash-1")["status"] == "done")
-    finally:
-        again.kill()
 
 
 def test_a_page_reaches_on_call_and_acknowledge_records_who(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(
+    with start_server(
         tmp_path, world, fake.base_url, extra={"SIGNOFF_PAGE_REMIND_EVERY": "1s"}
-    )
-    try:
+    ) as server:
         start_refunds(server, "paged")
         [card] = server.wait_until(fake.cards)
         server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
         server.wait_until(lambda: server.run("paged")["status"] == "done")
         env = _cli_env(tmp_path, world)
-        rolled = subprocess.run(
-            [SIGNOFF, "runs", "rollback", "paged", "--to-step", "1", "--yes"],
-            env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        rolled = run_text(
+            [SIGNOFF, "runs", "rollback", "paged", "--to-step", "1", "--yes"], cwd=tmp_path, env=env
         )
         assert rolled.returncode == 0, rolled.stderr
 
@@ -147,18 +129,15 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         count = len(fake.replies(ONCALL, pages[0]["ts"]))
         time.sleep(2.5)
         assert len(fake.replies(ONCALL, pages[0]["ts"])) == count
-    finally:
-        server.kill()
 
 
 def test_the_approve_flow_over_socket_mode(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(
+    with start_server(
         tmp_path, world, fake.base_url,
         extra={"SLACK_APP_TOKEN": APP_TOKEN, "SLACK_SIGNING_SECRET": ""},
-    )
-    try:
+    ) as server:
         start_refunds(server, "socket-1")
         [card] = server.wait_until(fake.cards)
         click = button("approve", approval_id_of(card), user=BOB, ts=card["ts"]).decode()
@@ -172,8 +151,6 @@ def test_the_approve_flow_over_socket_mode(
         # HTTP is off without a signing secret: /slack/events is not served.
         status, _, _ = server.slack(b"payload=%7B%7D")
         assert status in (404, 405)
-    finally:
-        server.kill()
 
 
 HOSTILE = (
@@ -185,8 +162,7 @@ HOSTILE = (
 def test_agent_text_cannot_mention_link_or_format_in_the_card(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(tmp_path, world, fake.base_url)
-    try:
+    with start_server(tmp_path, world, fake.base_url) as server:
         start_refunds(server, "hostile", task=HOSTILE)
         [card] = server.wait_until(fake.cards)
         text = json.dumps(card["blocks"]) + card["text"]
@@ -199,12 +175,10 @@ def test_agent_text_cannot_mention_link_or_format_in_the_card(
             for item in [block.get("text"), *(block.get("fields") or [])]:
                 if item and item.get("type") == "mrkdwn":
                     assert item.get("verbatim") is True
-    finally:
-        server.kill()
 
 
 def _cli_env(tmp_path: Path, world: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
+    env = clean_env("SIGNOFF_", "SLACK_")
     return env | {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
         "SIGNOFF_WORLD_DB": str(world),
@@ -212,9 +186,11 @@ def _cli_env(tmp_path: Path, world: Path) -> dict[str, str]:
 
 
 def _acknowledged(tmp_path: Path, world: Path, page_id: str) -> dict[str, str] | None:
-    listed = subprocess.run(
+    listed = run_text(
         [SIGNOFF, "pages", "list", "--all", "--json"],
-        env=_cli_env(tmp_path, world), capture_output=True, text=True, timeout=30, cwd=tmp_path,
+        cwd=tmp_path,
+        env=_cli_env(tmp_path, world),
+        timeout=30,
     )
     assert listed.returncode == 0, listed.stderr
     for page in json.loads(listed.stdout):
@@ -231,21 +207,19 @@ def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(
     wrong = QUICK | {"SIGNOFF_APPROVALS_CHANNEL": "C0WRONG", "SIGNOFF_WORKER_ID": "w-fixed"}
     server = start_server(tmp_path, world, fake.base_url, extra=wrong, policy=no_channel)
     start_refunds(server, "misrouted")
-    server.wait_until(lambda: "channel_not_found" in server.log.read_text())
-    assert "check the channel id" in server.log.read_text()
+    # Warned at start-up, then by the outbox, for as long as the card waits.
+    server.wait_until(lambda: "check the channel id" in server.log.read_text())
+    assert "channel_not_found" in server.log.read_text()
     assert fake.cards() == []
     assert server.stop() == 0
 
     fixed = QUICK | {"SIGNOFF_APPROVALS_CHANNEL": APPROVALS, "SIGNOFF_WORKER_ID": "w-fixed"}
-    again = start_server(tmp_path, world, fake.base_url, extra=fixed, policy=no_channel)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=fixed, policy=no_channel) as again:
         [card] = again.wait_until(fake.cards, within=30)
         assert approval_id_of(card)
         # A forged click is refused and the log says where to look.
         again.slack(button("approve", approval_id_of(card), user=BOB), secret="wrong")
         again.wait_until(lambda: "SLACK_SIGNING_SECRET" in again.log.read_text())
-    finally:
-        again.kill()
 
 
 def test_a_token_slack_refuses_stops_the_start_with_one_line(
@@ -254,9 +228,7 @@ def test_a_token_slack_refuses_stops_the_start_with_one_line(
     env = environment(tmp_path, world, free_port(), fake.base_url) | {
         "SLACK_BOT_TOKEN": "xoxb-revoked"
     }
-    result = subprocess.run(
-        [SIGNOFF, "serve"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30
-    )
+    result = run_text([SIGNOFF, "serve"], cwd=tmp_path, env=env, timeout=30)
 
     assert result.returncode != 0
     assert "SLACK_BOT_TOKEN was refused by Slack (invalid_auth)" in result.stderr

@@ -34,10 +34,8 @@ escalate_to = "{ONCALL_PERSON}"
 
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
-    running = start_server(tmp_path, world, fake.base_url, policy=POLICY)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url, policy=POLICY) as running:
+        yield running
 
 
 def ask(server: SlackServer, order: str) -> str:

@@ -41,10 +41,8 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
         "SIGNOFF_HOME_PUBLISH_PER_MINUTE": str(PER_MINUTE),
         "SIGNOFF_API_RATE_PER_MINUTE": "100000",  # the burst comes through the API
     }
-    running = start_server(tmp_path, world, fake.base_url, extra=extra)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url, extra=extra) as running:
+        yield running
 
 
 def ask(server: SlackServer, n: int, requester: str) -> str:
@@ -194,11 +192,36 @@ def test_a_burst_of_500_decisions_stays_within_views_publish_limits(
     times = sorted(c["at"] for c in publishes)
     busiest = max(sum(1 for t in times if s <= t < s + window) for s in times)
     assert busiest <= 100 + 5, busiest
-    # Paced below the limit, a 429 comes only when the machine stalls the calls together
-    # on their way; each is waited out (Retry-After) and the Home published after.
-    limited = [c for c in publishes if c["status"] == 429]
-    assert len(limited) <= len(publishes) // 100, (len(limited), len(publishes))
-    assert [c for c in publishes if c["status"] not in (200, 429)] == []
+    # Paced below the limit and one at a time, a call reaches the fake after the one before
+    # it did, so however the machine delays them on their way none is refused.
+    assert [c["status"] for c in publishes if c["status"] != 200] == []
+
+
+def test_a_429_from_views_publish_is_waited_out(
+    server: SlackServer, fake: FakeSlackProcess
+) -> None:
+    # The fake now allows a publish a second (bursts of 5), the server paces ten a second:
+    # the Homes of a dozen people overrun it, and each 429's Retry-After (1 s) is waited out.
+    fake.control("rate_limits", {"publish_scale": 0.6})
+    requesters = REQUESTERS[:10]
+    asked = [ask(server, n, who) for n, who in enumerate(requesters)]
+    for approval_id in asked:
+        decide(server, approval_id, "approved", BOB)
+    people = (BOB, ANN, *requesters)
+
+    def current() -> bool:
+        shown = homes(fake)
+        return shown.keys() >= set(people) and all(
+            not buttons(shown[p]) and "approved by" in words(shown[p]) for p in requesters
+        )
+
+    server.wait_until(current, within=90)
+    publishes = [c for c in fake.calls() if c["method"] == "views.publish"]
+    refused = [c["at"] for c in publishes if c["status"] == 429]
+    assert refused, "the fake's limit was never met"
+    for at in refused:  # nothing was sent while Slack had said to wait
+        assert not [c for c in publishes if at < c["at"] < at + 0.95], at
+    assert {c["status"] for c in publishes} == {200, 429}
 
 
 def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
@@ -206,8 +229,7 @@ def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
 ) -> None:
     # A pace of 6 a minute: the first Homes spend the burst, the next waits ~10 s in the outbox.
     slow = {"SIGNOFF_HOME_PUBLISH_PER_MINUTE": "6"}
-    first = start_server(tmp_path, world, fake.base_url, extra=slow)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=slow) as first:
         asked = ask(first, 1, EVE)
         first.wait_until(lambda: asked in buttons(homes(fake).get(BOB, {"blocks": []})))
         first.wait_until(lambda: homes(fake).keys() >= {BOB, ANN, EVE})
@@ -216,16 +238,15 @@ def test_a_home_owed_when_the_server_dies_is_published_after_it_restarts(
         owed = lambda: db.execute(  # noqa: E731
             "SELECT count(*) FROM outbox WHERE topic = 'home_stale' AND sent_at IS NULL"
         ).fetchone()[0]
-        first.wait_until(owed)
-    finally:
-        first.kill()
+        paced = lambda: db.execute(  # noqa: E731  # given back to wait for the pace
+            "SELECT count(*) FROM outbox WHERE topic = 'home_stale' AND sent_at IS NULL"
+            " AND claimed_by IS NULL AND next_attempt_at > created_at"
+        ).fetchone()[0]
+        first.wait_until(lambda: (n := paced()) and n == owed())  # none left claimed
     assert asked in buttons(homes(fake)[ANN])  # stale when the server died
 
-    second = start_server(tmp_path, world, fake.base_url)
-    try:
+    with start_server(tmp_path, world, fake.base_url) as second:
         second.wait_until(lambda: asked not in buttons(homes(fake)[ANN]), within=30)
-        assert "approved by" in words(homes(fake)[EVE])
-        assert owed() == 0
-    finally:
-        second.kill()
+        second.wait_until(lambda: "approved by" in words(homes(fake)[EVE]))
+        second.wait_until(lambda: owed() == 0)
         db.close()

@@ -4,10 +4,8 @@ the card's thread, quorum progress on the card, the Home tab, and cards for API 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from support.slack_harness import (
     ANN,
     APPROVALS,
@@ -24,12 +22,6 @@ from support.slack_harness import (
 LEADS = "S0LEADS"
 BOB_APPROVES = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\n'
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def served(tmp_path: Path, world: Path, fake: FakeSlackProcess, policy: str) -> SlackServer:
@@ -56,22 +48,18 @@ def told(server: SlackServer, fake: FakeSlackProcess, user: str) -> str:
 def test_the_requester_cannot_approve_their_own_refund(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = served(tmp_path, world, fake, BOB_APPROVES)
-    try:
+    with served(tmp_path, world, fake, BOB_APPROVES) as server:
         card = start(server, fake, "self", by=BOB)
         server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
         assert "You asked for this action, and policy" in told(server, fake, BOB)
         assert server.run("self")["status"] == "waiting_approval"
-    finally:
-        server.kill()
 
 
 def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     policy = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\ntimeout = "1s"\n'
-    server = served(tmp_path, world, fake, policy)
-    try:
+    with served(tmp_path, world, fake, policy) as server:
         expiring = start(server, fake, "expiring", by=EVE)
         server.wait_until(lambda: "Expired" in json.dumps(fake.cards()[0]["blocks"]), within=20)
         server.slack(button("approve", approval_id_of(expiring), user=BOB, ts=expiring["ts"]))
@@ -88,8 +76,6 @@ def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
         server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
         server.wait_until(lambda: len([e for e in fake.ephemerals() if e["user"] == BOB]) == 2)
         assert "withdrawn" in told(server, fake, BOB)
-    finally:
-        server.kill()
 
 
 def test_reminders_and_the_escalation_go_in_the_cards_thread(
@@ -99,8 +85,7 @@ def test_reminders_and_the_escalation_go_in_the_cards_thread(
         f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\nremind_every = "1s"\n'
         f'max_reminders = 1\nescalate_to = "{LEADS}"\n'
     )
-    server = served(tmp_path, world, fake, policy)
-    try:
+    with served(tmp_path, world, fake, policy) as server:
         card = start(server, fake, "reminded", by=EVE)
         replies = server.wait_until(
             lambda: len(r := fake.replies(APPROVALS, card["ts"])) >= 2 and r, within=20
@@ -108,8 +93,6 @@ def test_reminders_and_the_escalation_go_in_the_cards_thread(
         text = json.dumps(replies)
         assert f"<!subteam^{LEADS}>" in text
         assert "eminder" in text
-    finally:
-        server.kill()
 
 
 def test_a_quorum_card_shows_who_approved_so_far(
@@ -119,8 +102,7 @@ def test_a_quorum_card_shows_who_approved_so_far(
         f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\n'
         "required_approvals = 2\n"
     )
-    server = served(tmp_path, world, fake, policy)
-    try:
+    with served(tmp_path, world, fake, policy) as server:
         card = start(server, fake, "quorum", by=EVE)
         server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
         server.wait_until(lambda: "1 of 2" in json.dumps(fake.cards()[0]["blocks"]))
@@ -129,15 +111,12 @@ def test_a_quorum_card_shows_who_approved_so_far(
 
         server.slack(button("approve", approval_id_of(card), user=ANN, ts=card["ts"]))
         server.wait_until(lambda: server.run("quorum")["status"] == "done")
-    finally:
-        server.kill()
 
 
 def test_the_home_tab_shows_what_waits_for_the_viewer(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = served(tmp_path, world, fake, BOB_APPROVES)
-    try:
+    with served(tmp_path, world, fake, BOB_APPROVES) as server:
         card = start(server, fake, "home", by=EVE)
         event = {
             "type": "event_callback",
@@ -158,15 +137,12 @@ def test_the_home_tab_shows_what_waits_for_the_viewer(
         buttons = [e for b in published["view"]["blocks"] if b["type"] == "actions"
                    for e in b["elements"]]
         assert approval_id_of(card) in {b["value"] for b in buttons}
-    finally:
-        server.kill()
 
 
 def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = served(tmp_path, world, fake, f'[policies.default]\napprovers = ["{BOB}"]\n')
-    try:
+    with served(tmp_path, world, fake, f'[policies.default]\napprovers = ["{BOB}"]\n') as server:
         hostile = {
             "note": "<!here> <@U0CEO> <#C0GENERAL> <https://evil.example|bank.com>",
             "style": "*bold* _x_ ~s~ ```code``` & done",
@@ -184,8 +160,6 @@ def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
         assert "&lt;!here&gt;" in parsed
         assert "*bold*" not in parsed
         assert "```code```" not in parsed
-    finally:
-        server.kill()
 
 
 

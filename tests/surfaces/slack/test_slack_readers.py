@@ -38,18 +38,16 @@ RUN = "order-read"
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     extra = {"SIGNOFF_SLACK_READERS": f"{AUDITOR},{OPS}"}
-    running = start_server(tmp_path, world, fake.base_url, extra=extra, policy=POLICY)
-    status, view = running.api(
-        "POST",
-        "/v1/runs",
-        {"agent": "refund-agent", "task": "Refund order 4471 for jane@example.com",
-         "run_id": RUN, "requested_by": REQUESTER},
-    )
-    assert status in (200, 201, 202), view
-    running.wait_until(lambda: fake.cards())
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url, extra=extra, policy=POLICY) as running:
+        status, view = running.api(
+            "POST",
+            "/v1/runs",
+            {"agent": "refund-agent", "task": "Refund order 4471 for jane@example.com",
+             "run_id": RUN, "requested_by": REQUESTER},
+        )
+        assert status in (200, 201, 202), view
+        running.wait_until(lambda: fake.cards())
+        yield running
 
 
 def runs(server: SlackServer, text: str, user: str, channel: str = APPROVALS) -> dict[str, Any]:

@@ -4,10 +4,8 @@ Slack: "rule 1: an intern asks → 1 approval from U…"."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from support.slack_harness import BOB, EVE, FakeSlackProcess, start_server
 
 RULE = f"""
@@ -21,18 +19,11 @@ approvers = ["{BOB}"]
 """
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
-
 
 def test_the_card_names_the_rule_it_was_made_under(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(tmp_path, world, fake.base_url, policy=RULE)
-    try:
+    with start_server(tmp_path, world, fake.base_url, policy=RULE) as server:
         body = {
             "agent": "refund-agent",
             "task": "Refund order 4471",
@@ -44,5 +35,3 @@ def test_the_card_names_the_rule_it_was_made_under(
         [card] = server.wait_until(lambda: fake.cards())
         blocks = json.dumps(card["blocks"], ensure_ascii=False)
         assert f"rule 1: an intern asks → 1 approval from {BOB}" in blocks
-    finally:
-        server.kill()

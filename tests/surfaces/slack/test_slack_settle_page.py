@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from support import SUPPORT
-from support.helpers import SIGNOFF
+from support.helpers import SIGNOFF, run_text
 from support.slack_harness import (
     BOB,
     ONCALL,
@@ -27,12 +24,6 @@ from support.slack_harness import (
 ON_CALL_PERSON = "U0ONCALL"
 HERE = SUPPORT
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def agents_env(tmp_path: Path) -> dict[str, str]:
@@ -56,13 +47,13 @@ def test_on_call_settles_an_in_doubt_page_from_its_card(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     env = environment(tmp_path, world, 0, fake.base_url) | agents_env(tmp_path)
-    started = subprocess.run(
+    started = run_text(
         [SIGNOFF, "runs", "start", "shipper", "Ship p1", "--run-id", "s1", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=tmp_path,
+        env=env,
+    )
     assert json.loads(started.stdout)["stop_reason"] == "in_doubt", started.stderr
-    server = start_server(tmp_path, world, fake.base_url, extra=agents_env(tmp_path))
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=agents_env(tmp_path)) as server:
         [card] = server.wait_until(lambda: page_cards(fake), within=20)
         page_id = card["metadata"]["event_payload"]["page_id"]  # type: ignore[index]
         actions = json.dumps(card["blocks"])
@@ -86,11 +77,6 @@ def test_on_call_settles_an_in_doubt_page_from_its_card(
             lambda: "Acknowledged" in json.dumps(
                 next(m for m in fake.messages(ONCALL) if m["ts"] == card["ts"])["blocks"]
             )
-        )  # fmt: skip
-        pages = subprocess.run(
-            [SIGNOFF, "pages", "list", "--json"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
-        )  # fmt: skip
+        )
+        pages = run_text([SIGNOFF, "pages", "list", "--json"], cwd=tmp_path, env=env)
         assert json.loads(pages.stdout) == []
-    finally:
-        server.kill()

@@ -40,10 +40,8 @@ writers = ["{BOB}", "{ANN}"]
 
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
-    running = start_server(tmp_path, world, fake.base_url, policy=CONFIG)
-    yield running
-    if running.process.poll() is None:
-        running.kill()
+    with start_server(tmp_path, world, fake.base_url, policy=CONFIG) as running:
+        yield running
 
 
 def start(server: SlackServer, run_id: str, order: str) -> None:
@@ -163,14 +161,11 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
 def test_without_rule_writers_the_card_has_no_approve_similar(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    running = start_server(tmp_path, world, fake.base_url)
-    try:
+    with start_server(tmp_path, world, fake.base_url) as running:
         start(running, "plain", "4471")
         [card] = running.wait_until(lambda: fake.cards(APPROVALS))
         [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
         assert "approve_similar" not in [e["action_id"] for e in actions["elements"]]
-    finally:
-        running.kill()
 
 
 WIRE_CONFIG = f"""
@@ -200,10 +195,9 @@ def test_a_rule_for_an_effect_that_cannot_be_undone_waits_for_a_second_writer(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     root = str(Path(__file__).resolve().parents[3])
-    running = start_server(
+    with start_server(
         tmp_path, world, fake.base_url, policy=WIRE_CONFIG, extra={"PYTHONPATH": root}
-    )
-    try:
+    ) as running:
         first = ask_wire(running, 100)
         [card] = running.wait_until(lambda: fake.cards())
         running.slack(button("approve_similar", first["id"], user=BOB, ts=card["ts"]))
@@ -234,8 +228,6 @@ def test_a_rule_for_an_effect_that_cannot_be_undone_waits_for_a_second_writer(
         approved = ask_wire(running, 60)
         assert (approved["state"], approved["decided_by"]) == ("approved", "signoff")
         assert rule_id in approved["reason"]
-    finally:
-        running.kill()
 
 
 def asking_index(fake: FakeSlackProcess, rule_id: str) -> int:

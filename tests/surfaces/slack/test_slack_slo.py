@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from support.slack_harness import (
     APPROVALS,
     BOB,
@@ -38,12 +36,6 @@ def scrape(server: SlackServer) -> str:
     with urllib.request.urlopen(f"{server.base}/metrics", timeout=10) as response:
         return str(response.read().decode())
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def test_the_card_reminders_and_metrics_say_when_the_target_is_missed(

@@ -11,7 +11,6 @@ import random
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -33,12 +32,6 @@ LATE = (6.0, 9.0)
 """Seconds after which a hung post lands: past the settle time (2.25 s, claims of 3 s) and
 mostly past a restart's lookups too, so that some land after their row was posted again."""
 
-
-@pytest.fixture
-def fake(tmp_path: Path) -> Iterator[FakeSlackProcess]:
-    process = FakeSlackProcess(tmp_path)
-    yield process
-    process.stop()
 
 
 def request_approvals(server: SlackServer, ids: list[str]) -> None:
@@ -81,7 +74,7 @@ def test_hangs_500s_429s_and_kills_leave_one_visible_card_each(
     rng = random.Random(SEED)
     ids: list[str] = []
     server = start_server(tmp_path, world, fake.base_url, extra=QUICK)
-    try:
+    try:  # the server is replaced after every kill: the last one is killed here
         for phase in range(PHASES):
             faults(fake, rng, late=LATE)
             last_faults = time.monotonic()
@@ -109,8 +102,7 @@ def test_hangs_500s_429s_and_kills_leave_one_visible_card_each(
 def test_one_hung_post_holds_up_no_other_card(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    server = start_server(tmp_path, world, fake.base_url, extra=QUICK)
-    try:
+    with start_server(tmp_path, world, fake.base_url, extra=QUICK) as server:
         fake.control("hang_posts", {"n": 1, "seconds": 6, "lands": False})
         request_approvals(server, ["hung-0"])
         server.wait_until(lambda: any(c["method"] == "chat.postMessage" for c in fake.calls()))
@@ -120,5 +112,3 @@ def test_one_hung_post_holds_up_no_other_card(
         # The hung post gives up after a third of its 3 s claim; these did not wait for it.
         assert time.monotonic() - started < 0.9
         assert "hung-0" not in visible(fake)
-    finally:
-        server.kill()

@@ -1,0 +1,58 @@
+"""People by name in the CLI, as Slack shows them: the display names of the users a command
+prints, looked up in the Slack workspace the bot serves (`users.info`, through the same
+directory the Slack surface uses) when a bot token is configured. Without one, or when Slack
+does not answer in time, a person is shown by id (never a guess)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.settings import Settings
+    from bot.wiring import Process
+
+LOOKUP_WITHIN = 5.0
+"""Seconds the names of one command's people may take; past that the ids are printed."""
+FIELDS = ("requested_by", "decided_by", "acknowledged_by")
+
+
+def mentioned(records: Iterable[object], voters: Iterable[str] = ()) -> list[str]:
+    """The people these records name (who asked, decided, acknowledged), and `voters`."""
+    found = [getattr(r, f, None) for r in records for f in FIELDS]
+    return list(dict.fromkeys([*(p for p in found if isinstance(p, str) and p), *voters]))
+
+
+async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
+    """Display names by id of those Slack knows; none without a bot token."""
+    from bot.settings import secret
+
+    token = secret(settings.slack.bot_token)
+    wanted = list(users)
+    if not token or not wanted:
+        return {}
+    from bot.directory import web_client
+    from bot.slack.people import SlackPeople
+
+    client = web_client(token, base_url=settings.slack.api_url, idempotent_only=True, timeout=2)
+    try:
+        found = await asyncio.wait_for(SlackPeople(client).names(wanted), LOOKUP_WITHIN)
+    except TimeoutError:
+        return {}
+    return {user: name for user, name in found.items() if name != user}
+
+
+async def of(
+    process: Process, records: Iterable[object], voters: Iterable[str] = ()
+) -> dict[str, str]:
+    """The names of the people these records name (who asked, decided, acknowledged, voted)."""
+    return await names(process.settings, mentioned(records, voters))
+
+
+def show(found: dict[str, str]) -> None:
+    """What the command prints next names these people (set outside the command's event
+    loop, whose context its tables are not rendered in)."""
+    from bot import views
+
+    views.PEOPLE.set(found)
