@@ -121,8 +121,9 @@ async def start_run(request: web.Request) -> web.Response:
     )
     if created:
         await _audit(request, "api_run_started", run_id=run.id, agent=run.agent)
-    # A new run starts; an existing one is driven on if it was left mid-flight.
-    request.app[BACKGROUND].spawn(rt.drive(run.id), name=f"drive {run.id}")
+    # A new run starts (in this worker, or the next one with room); an existing one is driven
+    # on if it was left mid-flight.
+    request.app[BACKGROUND].spawn(rt.dispatch(run.id, new=created), name=f"drive {run.id}")
     return web.json_response(await run_view(rt, run), status=201 if created else 200)
 
 

@@ -91,6 +91,15 @@ CALLBACK_FAILURES = Counter(
 TAKEOVERS = Counter(
     "signoff_lease_takeovers", "Runs whose worker was gone, taken over by this process."
 )
+RUNS_CLAIMED = Counter(
+    "signoff_worker_runs_claimed", "Runs this process claimed from the run queue to drive."
+)
+QUEUE_DRIVING = Gauge(
+    "signoff_worker_runs_driving", "Runs this process drives now, claimed from the run queue."
+)
+QUEUE_CAPACITY = Gauge(
+    "signoff_worker_capacity", "Runs this process drives at once at most (SIGNOFF_WORKER_CAPACITY)."
+)
 CLOCK_SKEW = Gauge(
     "signoff_clock_skew_seconds",
     "How far this process's clock is ahead of the database's (negative: behind).",

@@ -19,15 +19,23 @@ from bot import console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
-from bot.metrics import CLOCK_SKEW, MetricsNotifier, PrometheusTelemetry
+from bot.metrics import (
+    CLOCK_SKEW,
+    QUEUE_CAPACITY,
+    QUEUE_DRIVING,
+    RUNS_CLAIMED,
+    MetricsNotifier,
+    PrometheusTelemetry,
+)
 from bot.readers import Readers
 from bot.settings import Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.wiring import Process, assemble
-from runtime import Agent, FanOut, Notifier
+from runtime import Agent, FanOut, Notifier, Runtime
 from runtime.approvals.policy import open_policies
+from runtime.runs.queue import RunQueue
 from runtime.runs.wakeups import Wakeups
 
 log = logging.getLogger("signoff.server")
@@ -77,7 +85,8 @@ async def serve(
     scheduler = rt.scheduler
     # Other processes' commits (PostgreSQL): a decision resumes its run here at once if this
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
-    wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake)
+    queue = _run_queue(rt, settings)
+    wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake, queue=queue)
     running = {"scheduler": lambda: scheduler.running}
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
@@ -97,9 +106,10 @@ async def serve(
             await slack.start()
         if await wakeups.start():
             log.info("listening for other processes' decisions and outbox rows")
-        process.background.spawn(rt.recover(), name="recover")
+        # Runs wait in the database's queue; this worker claims what it has room for.
+        process.background.spawn(rt.recover_into_queue(), name="recover")
         # Runs stranded since start-up (a driver that crashed in this process, a decision
-        # whose resume found the run busy) are picked up again within a poll; a run whose
+        # whose resume found the run busy) are queued again within a poll; a run whose
         # lease another worker stopped renewing, as soon as that lease lapses.
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
@@ -127,16 +137,37 @@ async def serve(
         await stop.wait()
         log.info("signoff stopping: runs in flight keep their checkpoints and resume on restart")
     finally:
-        if lapses is not None:
-            lapses.cancel()
-            with suppress(asyncio.CancelledError):
-                await lapses
-        await wakeups.stop()
+        await _stop_driving(lapses, wakeups, queue)
         await scheduler.stop()
         if slack is not None:
             await slack.stop()
         await runner.cleanup()
         await process.close()
+
+
+async def _stop_driving(
+    lapses: asyncio.Task[None] | None, wakeups: Wakeups, queue: RunQueue
+) -> None:
+    """Stop following lapses, listening and claiming; the runs being driven keep their
+    checkpoints and go back to the queue."""
+    if lapses is not None:
+        lapses.cancel()
+        with suppress(asyncio.CancelledError):
+            await lapses
+    await wakeups.stop()
+    await queue.stop()
+
+
+def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
+    """The run queue this worker drives through, counted in /metrics."""
+    queue = rt.serve_queue(
+        capacity=settings.workers.capacity,
+        poll=settings.workers.poll_seconds,
+        on_claimed=RUNS_CLAIMED.inc,
+    )
+    QUEUE_CAPACITY.set(queue.capacity)
+    QUEUE_DRIVING.set_function(lambda: len(queue.driving))
+    return queue
 
 
 async def _measure(measure: Callable[[], Awaitable[float]]) -> None:

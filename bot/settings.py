@@ -180,6 +180,11 @@ class WorkerSettings(Section):
     lease_ttl: float = setting("lease_ttl", 30.0, gt=0)
     outbox_claim_seconds: float = setting("outbox_claim_seconds", 60.0, gt=0)
     """How long a sender owns an outbox row; a row whose sender died goes out again after."""
+    capacity: int = setting("worker_capacity", 32, ge=1, le=10_000)
+    """Runs this process drives at once; more wait in the database for a worker with room."""
+    poll_seconds: float = setting("worker_poll_seconds", 10.0, gt=0)
+    """How often the run queue looks for ready runs nothing woke it for (a lost
+    notification; on SQLite, runs another process created)."""
 
 
 class ApiSettings(Section):

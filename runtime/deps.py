@@ -40,6 +40,8 @@ class Deps:
     """The runtime's one scheduler: leases are renewed on it."""
     leases: dict[str, Lease] = field(default_factory=dict)
     """The runs this process holds a lease on, by id."""
+    claimed: dict[str, int] = field(default_factory=dict)
+    """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
     result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
     """The policies' sensitive result fields, masked in what the runtime itself says about a
@@ -86,6 +88,7 @@ class Deps:
             ttl=self.lease_ttl,
             timers=self.timers,
             held=self.leases,
+            claimed=self.claimed,
         )
 
     def epoch(self, run_id: str) -> int | None:

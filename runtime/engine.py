@@ -38,6 +38,7 @@ from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
+from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
@@ -118,6 +119,8 @@ class Runtime:
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
+        self.queue: RunQueue | None = None
+        """The run queue this process drives runs through, once `serve_queue` made it."""
 
     @property
     def clock(self) -> Callable[[], datetime]:
@@ -241,6 +244,27 @@ class Runtime:
         """What a cancel answers, on every surface, while these effects are in flight."""
         return ending.still_running(run_id, effects, compensate=compensate)
 
+    def serve_queue(
+        self, *, capacity: int, poll: float, on_claimed: Callable[[int], None] | None = None
+    ) -> RunQueue:
+        """Drive runs through the run queue from now on (`signoff serve`): at most `capacity`
+        at once, claimed from the database when woken and every `poll` seconds. Created
+        runs, decisions and lapsed leases then reach whichever worker has room."""
+        if self.queue is None:
+            self.queue = RunQueue(
+                self._deps, self.drive, capacity=capacity, poll=poll, on_claimed=on_claimed
+            )
+        return self.queue
+
+    async def dispatch(self, run_id: str, *, new: bool = False) -> None:
+        """Have the run driven: by whichever worker's queue has room, when this process
+        runs one (a `new` run waits in the database's queue; one left mid-flight is put back
+        in it), else here, until it finishes or parks."""
+        if self.queue is None:
+            await self.drive(run_id)
+            return
+        self.queue.wake(requeue=not new)
+
     async def recover(self) -> builtins.list[str]:
         """On start-up: drive every run that was mid-flight when its worker stopped."""
         return await recovery.recover(self._deps, drive=self.drive, finish_undo=self._finish_undo)
@@ -248,7 +272,25 @@ class Runtime:
     async def follow_lapses(self, *, poll: float = 30.0) -> None:
         """Forever: recover each time another worker's lease lapses (and at least every
         `poll` seconds), so a run is taken over when its lease ends, not a poll later."""
-        await recovery.follow_lapses(self._deps, self.recover, poll=poll)
+        await recovery.follow_lapses(self._deps, self._recover_lapsed, poll=poll)
+
+    async def _recover_lapsed(self) -> object:
+        if self.queue is None:
+            return await self.recover()
+        self.queue.wake(requeue=True)
+        return None
+
+    async def recover_into_queue(self) -> builtins.list[str]:
+        """On start-up, with the run queue: finish interrupted rollbacks, give back this
+        worker id's old leases, and start claiming ready runs."""
+        if self.queue is None:
+            raise RuntimeError("serve_queue() first")
+        queue = self.queue
+        undos = await recovery.recover_into_queue(
+            self._deps, finish_undo=self._finish_undo, requeue=lambda: queue.wake(requeue=True)
+        )
+        queue.start()
+        return undos
 
     # approvals
 
@@ -422,7 +464,11 @@ class Runtime:
         )
 
     async def resume_after_decision(self, run_id: str) -> None:
-        """Drive the run a decision unblocked; past a few seconds' wait, recovery does."""
+        """Drive the run a decision unblocked (the queue's worker with room, when this
+        process runs one); past a few seconds' wait, recovery does."""
+        if self.queue is not None:
+            self.queue.wake(requeue=True)
+            return
         await driving.resume_after_decision(self._deps, self.desk, run_id)
 
     async def announce_approval(self, approval: Approval, run: Run | None) -> None:

@@ -479,6 +479,30 @@ class Store(Protocol):
         ...
 
     async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None: ...
+
+    # the run queue: a run that needs a driver and has none is ready in the database, and
+    # any worker with room claims it by taking its lease
+    async def claim_runs(
+        self, owner: str, *, limit: int, until: datetime, now: datetime
+    ) -> list[tuple[str, int]]:
+        """Take the leases of up to `limit` of the oldest ready runs no live lease holds and
+        no other worker is claiming at this moment: each (run id, its lease's new epoch)."""
+        ...
+
+    async def requeue_runs(self) -> int:
+        """Make ready every run that should be moving and is neither driven nor queued
+        (running without a live lease, parked with no approval pending); how many."""
+        ...
+
+    async def release_own_leases(self, owner: str) -> int:
+        """Give back the leases `owner` holds on running runs (it started again under its
+        id: its drivers died with the process), putting those runs in the queue; how many."""
+        ...
+
+    async def ready_runs(self) -> tuple[int, datetime | None]:
+        """How many runs wait in the queue, and the oldest one's `ready_at`."""
+        ...
+
     async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
         """Seconds until the next live lease another worker holds on a running run lapses (by
         the database's clock), or None if there is none."""

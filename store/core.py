@@ -67,6 +67,16 @@ def create_run(
     yield Stmt("insert_checkpoint", cp_params)
     if events:
         yield Stmt("insert_event", events, "many")
+    if run_params["status"] == "running":  # it waits in the queue: wake the idle workers
+        yield Stmt("notify_run_ready", {})
+
+
+def claim_runs(params: dict[str, Any]) -> Body[list[tuple[str, int]]]:
+    """The run queue's claim: the ready runs this worker took the leases of, with their
+    epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
+    nothing to drive leaves the queue unclaimed."""
+    found = yield Stmt("claim_runs", params, "all")
+    return [(row[0], int(row[1])) for row in found if row[1] is not None]
 
 
 def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:
@@ -155,6 +165,8 @@ def decide_approval(
             f"approval {approval_id!r} passed its deadline", approval_id=approval_id
         )
     yield announce.outbox("approval_decided", approval_id)
+    if approval.run_id is not None:  # the last decision a parked run waited for: it is ready
+        yield Stmt("ready_decided_run", {"run_id": approval.run_id})
     if event:
         yield Stmt("insert_event", event)
     return approval

@@ -14,6 +14,10 @@ the shared one for its dialect. Small differences inside a shared query are plac
   to whole microseconds, as a time read back and written again is);
 - `{true}`, `{false}`: boolean literals (SQLite stores booleans as 1 and 0);
 - `{for_update}`: a row lock, which SQLite's single writer has no need of;
+- `{skip_locked}`: a row lock that passes over rows another transaction holds (a queue's
+  claim), which SQLite's single writer has no need of;
+- `{drivable}`: whether a run (a row of `runs`) has something to drive: running, or parked
+  with no approval pending;
 - `{indexed_by(name)}`: SQLite's index hint (PostgreSQL's planner has statistics);
 - `{json_object}`: the function that builds a JSON object;
 - `{json_text(column, key)}`: a JSON object's member as text;
@@ -38,6 +42,10 @@ DIALECTS = ("sqlite", "postgres")
 _SQLITE_NOW = "(julianday('now') - 2440587.5) * 86400.0"
 _SQLITE_CLOCK = f"coalesce(:test_now, {_SQLITE_NOW})"
 _PG_CLOCK = "coalesce(:test_now::timestamptz, now())"
+_DRIVABLE = (
+    "(status = 'running' OR (status = 'waiting_approval' AND NOT EXISTS ("
+    "SELECT 1 FROM approvals a {indexed} WHERE a.run_id = runs.id AND a.state = 'pending')))"
+)
 _HEADER = re.compile(r"^-- ([a-z0-9_]+)(?: \[([a-z0-9_]+)\])? --\n((?:-- .*\n)*)", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\(([^(){}]*)\))?\}")
 _OPEN_BRACE = re.compile(r"\{[a-z_]")
@@ -78,6 +86,12 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "true": Placeholder(0, "1", "true"),
     "false": Placeholder(0, "0", "false"),
     "for_update": Placeholder(0, "", "FOR UPDATE"),
+    "skip_locked": Placeholder(0, "", "FOR UPDATE SKIP LOCKED"),
+    "drivable": Placeholder(
+        0,
+        _DRIVABLE.format(indexed="INDEXED BY approvals_by_run"),
+        _DRIVABLE.format(indexed=""),
+    ),
     "indexed_by": Placeholder(1, "INDEXED BY {0}", ""),
     "json_object": Placeholder(0, "json_object", "json_build_object"),
     "json_text": Placeholder(2, "json_extract({0}, '$.{1}')", "{0} ->> '{1}'"),

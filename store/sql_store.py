@@ -596,6 +596,25 @@ class SqlStore:
         params = {"id": run_id, "owner": owner, "epoch": epoch}
         await self._one("release_lease", params, durable=False)
 
+    # the run queue: claims are leases, so like leases they are not synced on their own
+
+    async def claim_runs(
+        self, owner: str, *, limit: int, until: datetime, now: datetime
+    ) -> list[tuple[str, int]]:
+        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
+        return await self._write(lambda: core.claim_runs(params), durable=False)
+
+    async def requeue_runs(self) -> int:
+        return int(await self._one("requeue_runs", {}, "count", durable=False))
+
+    async def release_own_leases(self, owner: str) -> int:
+        params = {"owner": owner}
+        return int(await self._one("release_own_leases", params, "count", durable=False))
+
+    async def ready_runs(self) -> tuple[int, datetime | None]:
+        count, oldest = (await self._read("ready_runs", {}))[0]
+        return int(count), rows.dt(oldest)
+
     async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
         found = await self._read("next_lease_lapse", {"owner": owner, "now": rows.ts(now)})
         return None if not found or found[0][0] is None else float(found[0][0])

@@ -47,17 +47,23 @@ async def hold_lease(
     ttl: float,
     timers: Timers,
     held: dict[str, Lease] | None = None,
+    claimed: dict[str, int] | None = None,
 ) -> AsyncIterator[Lease]:
     """Hold the lease for the block, renewed every third of it on the runtime's scheduler;
     RunBusy if another live worker holds it. `held` maps the runs this process holds to their
     leases: a block inside another on the same run shares its lease (taking it again would
-    start a new epoch and fence the outer one off)."""
+    start a new epoch and fence the outer one off). `claimed` maps the runs this process's
+    queue claimed (their leases taken in the claim) to their epochs: the first block on such
+    a run adopts that lease instead of taking another."""
     held = {} if held is None else held
     if run_id in held:
         yield held[run_id]
         return
-    now = timers.clock()
-    epoch = await store.acquire_lease(run_id, owner, until=now + timedelta(seconds=ttl), now=now)
+    epoch = None if claimed is None else claimed.pop(run_id, None)
+    if epoch is None:
+        now = timers.clock()
+        until = now + timedelta(seconds=ttl)
+        epoch = await store.acquire_lease(run_id, owner, until=until, now=now)
     if epoch is None:
         raise RunBusy(
             f"run {run_id!r} is being driven by another worker (if that worker is gone, its "

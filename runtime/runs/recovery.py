@@ -45,6 +45,26 @@ async def recover(
     return undos + [run_id for run_id in run_ids if run_id not in undos]
 
 
+async def recover_into_queue(
+    deps: Deps,
+    *,
+    finish_undo: Callable[[str], Awaitable[object]],
+    requeue: Callable[[], None],
+) -> list[str]:
+    """Start-up recovery for a worker that drives through the run queue: finish the
+    rollbacks that died, give back the leases this worker's id held before it started again
+    (those runs wait in the queue, as do all others stranded), and have the queue claim what
+    it has room for. Returns the rollbacks finished."""
+    undos = await deps.store.interrupted_undos(deps.clock(), owner=deps.worker_id)
+    undos = [run_id for run_id in undos if not deps.locks.held_here(run_id)]
+    await _each(undos, finish_undo, "finishing the undo of")
+    released = await deps.store.release_own_leases(deps.worker_id)
+    if released:
+        log.info("gave back %d run(s) this worker held before it started again", released)
+    requeue()
+    return undos
+
+
 async def _taken_over(deps: Deps, run_ids: list[str]) -> int:
     """How many of these runs another worker held a lease on (it expired): takeovers, as
     against runs parked with every approval decided, or this worker's before a restart."""

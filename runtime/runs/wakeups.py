@@ -2,7 +2,8 @@
 
 With a store that `Listens` (PostgreSQL), every outbox row another process commits arrives
 here by its topic: a decision makes this process look for runs to resume and drive each one
-it finds (a lease taken by compare-and-set picks the one process that does), a new approval or
+it finds (a lease taken by compare-and-set picks the one process that does; with a run
+queue, the queue claims them, as it claims a new run on `run_ready`), a new approval or
 reminder re-arms the approval scheduler, and every row wakes the outbox sender. Nothing here
 is needed for correctness: the polls (recovery, the scheduler's, the sender's) stay, and
 catch whatever a lost connection missed. Bursts coalesce: one pass at a time, and one more
@@ -18,12 +19,15 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any, Protocol
 
+from runtime.runs.queue import RunQueue
 from store import Run, Store
 from store.base import Listens
 
 log = logging.getLogger("signoff.wakeups")
 
 RESUMES = {"approval_decided"}
+READY = "run_ready"
+"""Not an outbox row: a run was created and waits in the queue (`notify_run_ready`)."""
 SCHEDULES = {"approval_requested", "approval_reminded", "approval_decided"}
 
 
@@ -81,8 +85,10 @@ class Wakeups:
         *,
         schedule: Callable[[], Awaitable[Any]] | None = None,
         outbox: Callable[[], None] | None = None,
+        queue: RunQueue | None = None,
     ) -> None:
         self.rt = rt
+        self._queue = queue
         self._resume = Coalesced(self._resume_decided, "signoff-wake-resume")
         self._schedule = None if schedule is None else Coalesced(schedule, "signoff-wake-tick")
         self._outbox = outbox
@@ -101,10 +107,17 @@ class Wakeups:
         return True
 
     def heard(self, topic: str) -> None:
+        if topic == READY:
+            if self._queue is not None:
+                self._queue.wake()
+            return
         if self._outbox is not None:
             self._outbox()
         if topic in RESUMES:
-            self._resume.request()
+            if self._queue is not None:
+                self._queue.wake(requeue=True)
+            else:
+                self._resume.request()
         if topic in SCHEDULES and self._schedule is not None:
             self._schedule.request()
 

@@ -49,6 +49,13 @@ NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
 """The channel every outbox row notifies at commit (its topic as the payload): one per
 schema, named as the outbox trigger names it."""
 
+IDLE_IN_TRANSACTION = {"idle_in_transaction_session_timeout": "10s"}
+"""A worker frozen (SIGSTOP, a stalled VM) in the middle of a transaction would hold its
+runs' rows locked for as long as it stays frozen, and its runs would never flow to another
+worker however long ago their leases lapsed; the server ends such a transaction instead. The
+store's transactions never wait on anything but their own statements. (Behind a pooler in
+transaction mode the pooler's own `idle_transaction_timeout` does this.)"""
+
 _STEP_REFUSED = (
     asyncpg.DivisionByZeroError,  # `commit_step`'s way of saying a check failed
     asyncpg.IntegrityConstraintViolationError,
@@ -137,7 +144,11 @@ class PostgresStore(SqlStore):
                     max_size=self._pool_size,
                     init=_init_connection,
                     connection_class=_Connection,
-                    **({"statement_cache_size": 0} if self._pooled else {}),
+                    **(
+                        {"statement_cache_size": 0}
+                        if self._pooled
+                        else {"server_settings": IDLE_IN_TRANSACTION}
+                    ),
                 )
                 await self._check_schema()
                 if migrate:

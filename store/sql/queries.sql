@@ -63,11 +63,20 @@ CREATE TABLE IF NOT EXISTS signoff_schema (
 SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_schema(), 0))
 
 -- insert_run --
--- Create a run.
+-- Create a run; a running one is ready for a worker to claim (the run queue) at once.
 INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
-                  fork_step, dry_run, created_at, updated_at, model)
+                  fork_step, dry_run, created_at, updated_at, model, ready_at)
 VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :parent_id,
-        :fork_step, :dry_run, :created_at, :updated_at, :model)
+        :fork_step, :dry_run, :created_at, :updated_at, :model,
+        CASE WHEN :status = 'running' THEN :created_at::timestamptz END)
+
+-- notify_run_ready [sqlite] --
+-- (None: one machine has no other processes to wake; the queue's poll finds the run.)
+
+-- notify_run_ready [postgres] --
+-- Wake the idle workers listening on the schema's channel (delivered at commit): a run is
+-- ready for whichever has room.
+SELECT pg_notify(left('signoff:' || current_schema(), 63), 'run_ready')
 
 -- get_run --
 -- A run with the step and usage of its latest checkpoint.
@@ -602,9 +611,10 @@ WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 -- Take a run's lease if it is free, expired, or already ours (compare-and-set); the new
 -- epoch. The database dates and judges it (the host's clock for SQLite, the server's for
 -- PostgreSQL), never the caller's `now`: only the lease's length `:ttl` comes from the worker.
+-- A run whose lease is taken has its driver: it leaves the queue.
 UPDATE runs
 SET lease_owner = :owner, lease_expires_at = {seconds_from_now(:ttl)},
-    lease_epoch = lease_epoch + 1
+    lease_epoch = lease_epoch + 1, ready_at = NULL
 WHERE id = :id
   AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
 RETURNING lease_epoch
@@ -631,6 +641,57 @@ WHERE s.action = 'undo_started'
                   WHERE e.run_id = s.run_id AND e.id > s.id
                     AND e.action IN ('rollback', 'compensate'))
   AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < {now})
+
+-- claim_runs --
+-- The run queue: take the leases of the oldest ready runs nobody holds a live lease on, at
+-- most :limit, skipping those another worker is claiming right now; each leaves the queue.
+-- A ready run with nothing to drive (finished, or parked on an approval still pending: a
+-- decision raced its driver) leaves it without a lease. Each claimed run and its new epoch
+-- (none for one that only left). The database's clock dates and judges the leases.
+UPDATE runs
+SET ready_at = NULL,
+    lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
+    lease_expires_at = CASE WHEN {drivable} THEN {seconds_from_now(:ttl)}
+                            ELSE lease_expires_at END,
+    lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END
+WHERE id IN (
+    SELECT id FROM runs {indexed_by(runs_ready)}
+    WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
+    ORDER BY ready_at, id
+    LIMIT :limit
+    {skip_locked}
+)
+RETURNING id, CASE WHEN lease_expires_at > {now} THEN lease_epoch END
+
+-- requeue_runs --
+-- Put back in the queue the runs that should be moving and that nobody drives or has queued:
+-- running without a live lease (its worker died or froze, or let go), and parked runs whose
+-- approvals are all decided (two decisions at once may each have seen the other pending).
+-- How many.
+-- A run another transaction holds locked is passed over (its worker is at it, or frozen in
+-- the middle of a transaction until the server ends it): the next requeue finds it.
+UPDATE runs SET ready_at = {now}
+WHERE id IN (
+    SELECT id FROM runs
+    WHERE ready_at IS NULL AND {drivable}
+      AND (lease_owner IS NULL OR lease_expires_at < {now})
+    {skip_locked}
+)
+
+-- release_own_leases --
+-- A worker starting under its id again gives back the running runs it held before: they
+-- wait in the queue (their epochs stay; the next lease is one higher). How many.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, ready_at = {now}
+WHERE lease_owner = :owner AND status = 'running'
+
+-- ready_decided_run --
+-- A decision that leaves a parked run no approval pending makes it ready for any worker.
+UPDATE runs SET ready_at = {now}
+WHERE id = :run_id AND status = 'waiting_approval' AND ready_at IS NULL AND {drivable}
+
+-- ready_runs --
+-- How many runs wait in the queue, and since when.
+SELECT count(*), min(ready_at) FROM runs {indexed_by(runs_ready)} WHERE ready_at IS NOT NULL
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to

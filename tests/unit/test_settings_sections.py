@@ -61,6 +61,8 @@ VARIABLES: list[tuple[str, str, str, Any]] = [
     ("SIGNOFF_WORKER_ID", "w-1", "workers.id", "w-1"),
     ("SIGNOFF_LEASE_TTL", "3", "workers.lease_ttl", 3.0),
     ("SIGNOFF_OUTBOX_CLAIM_SECONDS", "9", "workers.outbox_claim_seconds", 9.0),
+    ("SIGNOFF_WORKER_CAPACITY", "4", "workers.capacity", 4),
+    ("SIGNOFF_WORKER_POLL_SECONDS", "2.5", "workers.poll_seconds", 2.5),
     ("SIGNOFF_HOST", "0.0.0.0", "api.host", "0.0.0.0"),
     ("SIGNOFF_PORT", "5055", "api.port", 5055),
     ("SIGNOFF_API_TOKEN", "tok", "api.token", "tok"),
@@ -93,6 +95,7 @@ BAD: dict[str, str] = {
     "SIGNOFF_POLICIES": "{not json",
     "SIGNOFF_LEASE_TTL": "-1",
     "SIGNOFF_OUTBOX_CLAIM_SECONDS": "soon",
+    "SIGNOFF_WORKER_CAPACITY": "0",
     "SIGNOFF_PORT": "not-a-port",
     "SIGNOFF_API_TOKENS": json.dumps({"ci": {"scopes": []}}),
     "SIGNOFF_API_RATE_PER_MINUTE": "0",
@@ -132,7 +135,7 @@ def empty_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_the_sections_read_exactly_the_old_variables() -> None:
     variables = {v for model in SECTIONS.values() for v, _ in names_of(model).values()}
     assert variables == {variable for variable, *_ in VARIABLES}
-    assert len(VARIABLES) == 30
+    assert len(VARIABLES) == 32
 
 
 @pytest.mark.parametrize(("variable", "raw", "path", "expected"), VARIABLES)

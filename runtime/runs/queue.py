@@ -1,0 +1,131 @@
+"""The run queue (docs/scale-out.md): runs wait in the database, and a worker drives only what
+it has room for.
+
+A run that needs a driver and has none is *ready* in the database: a new run, a parked one
+whose last approval was decided (in any process, by a person or a timer), one whose lease
+lapsed or was given back. This worker claims the oldest ready runs, at most `capacity` at
+a time, in the transaction that takes their leases (`Store.claim_runs`: `FOR UPDATE SKIP
+LOCKED` on PostgreSQL, so two workers never claim one run and never wait on each other),
+and drives each under that lease: its epoch fences the driver like any other. What is over
+its capacity stays in the queue for the next worker with room.
+
+It claims when woken: by this process (a run created here, a decision made here, a drive
+that ended and left room), by another's commit (`run_ready`, `approval_decided` over
+LISTEN/NOTIFY, `runtime.runs.wakeups`), or by a lease lapsing (`recovery.follow_lapses`);
+and every `poll` seconds whatever happened, the safety net for a lost notification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+from runtime.deps import Deps
+
+log = logging.getLogger("signoff.queue")
+
+ERROR_PAUSE = 1.0
+"""Seconds to wait after a claim failed (the database unreachable) before the next."""
+
+
+class RunQueue:
+    def __init__(
+        self,
+        deps: Deps,
+        drive: Callable[[str], Awaitable[object]],
+        *,
+        capacity: int,
+        poll: float,
+        on_claimed: Callable[[int], None] | None = None,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"a worker's capacity is at least one run, not {capacity}")
+        self.deps, self._drive_run = deps, drive
+        self.capacity, self.poll = capacity, poll
+        self._on_claimed = on_claimed
+        self.driving: dict[str, asyncio.Task[None]] = {}
+        """The runs this worker claimed and drives now."""
+        self.claimed_total = 0
+        self._wake = asyncio.Event()
+        self._requeue = True  # the first pass looks for stranded runs too
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop().create_task(self._run(), name="signoff-queue")
+
+    def wake(self, *, requeue: bool = False) -> None:
+        """Claim what is ready now. `requeue`: first put back in the queue the runs that need
+        a driver and are not in it (a lapsed lease, a parked run with every approval
+        decided), which costs a look at every running and parked run."""
+        self._requeue = self._requeue or requeue
+        self._wake.set()
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.poll)
+            if not self._wake.is_set():
+                self._requeue = True  # the poll: a lost notification, a lapse, a race
+            self._wake.clear()
+            requeue, self._requeue = self._requeue, False
+            try:
+                if requeue and (stranded := await self.deps.store.requeue_runs()):
+                    log.info("recovering %d run(s): nobody drove them; back in the queue", stranded)
+                await self._fill()
+            except Exception:
+                log.exception("could not claim ready runs; trying again")
+                self._requeue = requeue or self._requeue
+                await asyncio.sleep(ERROR_PAUSE)
+                self._wake.set()
+
+    async def _fill(self) -> None:
+        """Claim ready runs until this worker is full or the queue is empty."""
+        while (room := self.capacity - len(self.driving)) > 0:
+            now = self.deps.clock()
+            until = now + timedelta(seconds=self.deps.lease_ttl)
+            claimed = await self.deps.store.claim_runs(
+                self.deps.worker_id, limit=room, until=until, now=now
+            )
+            for run_id, epoch in claimed:
+                self.deps.claimed[run_id] = epoch
+                self.driving[run_id] = asyncio.get_running_loop().create_task(
+                    self._drive(run_id, epoch), name=f"signoff-drive-{run_id}"
+                )
+            self.claimed_total += len(claimed)
+            if claimed and self._on_claimed is not None:
+                self._on_claimed(len(claimed))
+            if not claimed:
+                return
+
+    async def _drive(self, run_id: str, epoch: int) -> None:
+        try:
+            await self._drive_run(run_id)
+        except Exception:
+            log.exception("run %s failed in the queue's driver; it is put back", run_id)
+        finally:
+            await self._let_go(run_id, epoch)
+            del self.driving[run_id]
+            self.wake()  # room for the next ready run
+
+    async def _let_go(self, run_id: str, epoch: int) -> None:
+        """A claimed lease no driver adopted (the run had ended meanwhile): give it back."""
+        if self.deps.claimed.get(run_id) != epoch:
+            return
+        del self.deps.claimed[run_id]
+        try:
+            await self.deps.store.release_lease(run_id, self.deps.worker_id, epoch=epoch)
+        except Exception:
+            log.exception("could not give back the lease on run %s; it lapses", run_id)
+
+    async def stop(self) -> None:
+        """Stop claiming and stop the drivers: their runs keep their checkpoints, and their
+        leases are given back for another worker to claim them."""
+        tasks = [t for t in (self._loop, *self.driving.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._loop = None

@@ -1,0 +1,126 @@
+"""The run queue through the store's door: a new run is ready, a worker's claim takes the
+leases of the oldest ready runs nobody holds, within its limit; a decision that leaves a
+parked run nothing pending makes it ready; requeueing finds the runs nobody drives."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from store import ApprovalState, Batch, Checkpoint, RunStatus, Store, errors
+from tests.conftest import Clock as HandClock
+
+from .builders import Append, MakeApproval, MakeRun
+
+LEASE = timedelta(seconds=60)
+
+
+async def claim(store: Store, owner: str, limit: int = 10) -> list[tuple[str, int]]:
+    now = HandClock()()
+    return await store.claim_runs(owner, limit=limit, until=now + LEASE, now=now)
+
+
+async def test_new_runs_are_claimed_oldest_first_within_the_limit_and_once(
+    store: Store, make_run: MakeRun
+) -> None:
+    runs = [await make_run() for _ in range(3)]
+
+    first = await claim(store, "W1", limit=2)
+    second = await claim(store, "W2", limit=2)
+
+    assert first == [(runs[0].id, 1), (runs[1].id, 1)]
+    assert second == [(runs[2].id, 1)]
+    assert await claim(store, "W3") == []
+    assert [(await store.get_run(r.id)).lease_owner for r in runs] == ["W1", "W1", "W2"]
+    assert await store.ready_runs() == (0, None)
+
+
+async def test_a_claimed_lease_fences_like_an_acquired_one(store: Store, make_run: MakeRun) -> None:
+    run = await make_run()
+    [(_, epoch)] = await claim(store, "W1")
+    checkpoint = Checkpoint(
+        run_id=run.id, seq=1, step=1, status=RunStatus.RUNNING, created_at=run.created_at
+    )
+
+    stale = Batch(run_id=run.id, owner="W1", epoch=epoch - 1, checkpoints=[checkpoint])
+    try:
+        await store.commit(stale)
+        raise AssertionError("a write from an older epoch was accepted")
+    except errors.LeaseLost:
+        pass
+    await store.commit(Batch(run_id=run.id, owner="W1", epoch=epoch, checkpoints=[checkpoint]))
+
+    assert (await store.load_state(run.id)).seq == 1
+
+
+async def test_a_run_whose_lease_was_taken_leaves_the_queue(
+    store: Store, make_run: MakeRun
+) -> None:
+    run = await make_run()
+    now = HandClock()()
+    await store.acquire_lease(run.id, "W1", until=now + LEASE, now=now)
+
+    assert await claim(store, "W2") == []
+    assert await store.ready_runs() == (0, None)
+
+
+async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    run = await make_run()
+    await claim(store, "W1")
+    await append(run.id, status=RunStatus.WAITING_APPROVAL)
+    first, second = make_approval(run.id), make_approval(run.id)
+    await store.create_approval(first)
+    await store.create_approval(second)
+    await store.release_lease(run.id, "W1")
+    now = HandClock()()
+
+    await store.decide_approval(first.id, ApprovalState.APPROVED, by="U1", at=now)
+    assert await claim(store, "W2") == []  # still waiting for the second
+    await store.decide_approval(second.id, ApprovalState.DECLINED, by="U1", at=now)
+
+    assert await claim(store, "W2") == [(run.id, 2)]
+
+
+async def test_a_ready_run_with_nothing_to_drive_leaves_the_queue_unclaimed(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    finished, parked = await make_run(), await make_run()
+    await append(finished.id, status=RunStatus.DONE)
+    await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+    await store.create_approval(make_approval(parked.id))
+
+    assert await claim(store, "W1") == []
+    assert await store.ready_runs() == (0, None)
+    assert (await store.get_run(parked.id)).lease_owner is None
+
+
+async def test_requeue_puts_back_the_runs_nobody_drives(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    lapsed, _live, parked_done, parked_waiting = [await make_run() for _ in range(4)]
+    assert len(await claim(store, "W1")) == 4
+    now = HandClock()()
+    await store.acquire_lease(lapsed.id, "W1", until=now - LEASE, now=now)
+    for parked in (parked_done, parked_waiting):
+        await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+        await store.release_lease(parked.id, "W1")
+    waiting = make_approval(parked_waiting.id)
+    await store.create_approval(waiting)
+
+    assert await store.requeue_runs() == 2
+    assert await store.requeue_runs() == 0  # queued already
+
+    claimed = await claim(store, "W2")
+    assert sorted(run_id for run_id, _ in claimed) == sorted([lapsed.id, parked_done.id])
+
+
+async def test_a_worker_started_again_gives_its_old_leases_back_to_the_queue(
+    store: Store, make_run: MakeRun
+) -> None:
+    run = await make_run()
+    [(_, epoch)] = await claim(store, "W1")
+
+    assert await store.release_own_leases("W1") == 1
+
+    assert await claim(store, "W2") == [(run.id, epoch + 1)]
