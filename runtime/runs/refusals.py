@@ -9,6 +9,7 @@ from runtime.approvals import paging
 from runtime.approvals.binding import Unbound, differences, said
 from runtime.deps import Deps
 from store import Approval, Effect, EffectOutcome, Page, ToolCall
+from store.records import masked
 
 
 def unbound(
@@ -75,7 +76,8 @@ def in_doubt(deps: Deps, run_id: str, effect: Effect, why: str) -> Page:
         call_id=effect.call_id,
         tool=effect.tool,
         reason="in_doubt",
-        detail=f"{effect.tool}({effect.args}) may or may not have happened: {why}. "
+        detail=f"{effect.tool}({masked(effect.args, effect.sensitive)}) may or may not have "
+        f"happened: {why}. "
         "Check the outside system, then resolve it.",
     )
 
@@ -90,8 +92,8 @@ def acted_late(deps: Deps, run_id: str, outcome: EffectOutcome, resolved: Effect
         call_id=resolved.call_id,
         tool=resolved.tool,
         reason="acted_late",
-        detail=f"{resolved.tool}({resolved.args}) did complete, in worker "
-        f"{deps.worker_id} after the run was taken over, with result "
+        detail=f"{resolved.tool}({masked(resolved.args, resolved.sensitive)}) did complete, "
+        f"in worker {deps.worker_id} after the run was taken over, with result "
         f"{result!r}; the ledger says {was}. Check the outside system and "
         "undo or account for it by hand.",
     )

@@ -495,7 +495,9 @@ async def issue_card_late(store: Store, *, resolved_as_not_done: bool = False) -
     woke up."""
     entered, release = asyncio.Event(), asyncio.Event()
 
-    @tool(description="Issue a card.", effect="irreversible", requires_approval=False)
+    @tool(
+        description="Issue a card.", effect="irreversible", requires_approval=False, sensitive=["to"]
+    )
     async def issue_card(to: str) -> dict[str, object]:
         entered.set()
         await release.wait()
@@ -533,6 +535,7 @@ async def test_a_late_results_sensitive_fields_are_masked_on_the_page_and_in_the
     assert "The worker that lost its lease (stalled) reported: completed at" in page.detail
     assert "'last4': '0004'" in page.detail
     assert CARD_NUMBER not in page.detail
+    assert "ACME" not in page.detail  # the sensitive argument, as the page names the call
     assert SENSITIVE_MASK in page.detail
     (said,) = [r.getMessage() for r in caplog.records if "kept as evidence" in r.getMessage()]
     assert "'last4': '0004'" in said
@@ -551,6 +554,7 @@ async def test_a_late_results_sensitive_fields_are_masked_on_the_acted_late_page
     assert page.reason == "acted_late"
     assert "'last4': '0004'" in page.detail
     assert CARD_NUMBER not in page.detail
+    assert "ACME" not in page.detail
     assert SENSITIVE_MASK in page.detail
     late = [e for e in await store.list_events(run_id="c") if e.action == "late_result"]
     assert [e.detail["result"] for e in late] == [CARD]  # the audit keeps it whole
