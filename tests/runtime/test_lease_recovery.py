@@ -496,7 +496,10 @@ async def issue_card_late(store: Store, *, resolved_as_not_done: bool = False) -
     entered, release = asyncio.Event(), asyncio.Event()
 
     @tool(
-        description="Issue a card.", effect="irreversible", requires_approval=False, sensitive=["to"]
+        description="Issue a card.",
+        effect="irreversible",
+        requires_approval=False,
+        sensitive=["to"],
     )
     async def issue_card(to: str) -> dict[str, object]:
         entered.set()
