@@ -629,6 +629,18 @@ TIMED = Policies(
 ONCALL = StaticDirectory({"S0ONCALL": {"U0ONCALL"}})
 
 
+async def timed_wire(
+    make_runtime: Callable[..., Runtime], clock: Any, policies: Policies = TIMED
+) -> tuple[Runtime, RecordingNotifier, Approval]:
+    """A wire run under timed policies, on call ONCALL, parked on its approval, and the
+    notifier it tells."""
+    notifier = RecordingNotifier()
+    rt = make_runtime(
+        [wire_agent()], policies=policies, directory=ONCALL, clock=clock, notifier=notifier
+    )
+    return rt, notifier, await start_wire(rt)
+
+
 async def test_reminders_come_at_the_right_times(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
@@ -658,11 +670,7 @@ async def test_reminders_come_at_the_right_times(
 async def test_escalation_after_max_reminders_admits_the_escalation_group(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
     for _ in range(2):
         clock.advance(minutes=15)
         await rt.desk.tick(clock())
@@ -703,11 +711,7 @@ async def test_no_reminders_beyond_max_without_an_escalation_group(
 async def test_timeout_declines_expired_and_the_model_is_told(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
 
     clock.advance(hours=1, minutes=59)
     await rt.desk.tick(clock())
@@ -732,11 +736,7 @@ async def test_timeout_declines_expired_and_the_model_is_told(
 async def test_timeout_that_fires_twice_acts_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(hours=3)
 
     await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
@@ -755,11 +755,7 @@ async def test_timeout_that_fires_twice_acts_once(
 async def test_reminder_that_fires_twice_is_sent_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(minutes=15)
 
     await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
@@ -781,15 +777,7 @@ ESCALATE_ON_TIMEOUT = Policies(
 async def test_on_timeout_escalate_keeps_the_approval_pending(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()],
-        policies=ESCALATE_ON_TIMEOUT,
-        directory=ONCALL,
-        clock=clock,
-        notifier=notifier,
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock, ESCALATE_ON_TIMEOUT)
 
     clock.advance(hours=1)
     await rt.desk.tick(clock())
@@ -823,11 +811,7 @@ async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
             )
         }
     )
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=policies, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock, policies)
 
     for _ in range(8):  # past the reminder, the escalation and the deadline
         clock.advance(minutes=10)
@@ -882,11 +866,7 @@ async def test_decision_racing_the_timeout_settles_once(
 async def test_decided_approval_gets_no_reminders_and_never_expires(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
     await rt.decide(approval.id, "approved", by="U0BOSS")
 
     for _ in range(12):
