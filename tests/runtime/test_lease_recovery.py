@@ -349,6 +349,28 @@ async def test_cancelled_run_is_neither_resumed_nor_recovered(store: Store) -> N
     assert model.calls == 0
 
 
+async def take_over_frozen(
+    store: Store,
+    make_agent: Callable[[], Agent],
+    run_id: str,
+    entered: asyncio.Event,
+    *,
+    old: str = "stalled",
+    new: str = "taker",
+) -> tuple[Runtime, asyncio.Task[str]]:
+    """Start `run_id` on a worker `old` whose lease renewals freeze; once its tool has been
+    entered, worker `new` takes the run over. The new runtime, and the old one's drive."""
+    frozen = cast(Store, FrozenRenewals(store))
+    stalled = Runtime(frozen, [make_agent()], worker_id=old, lease_ttl=0.3)
+    task = asyncio.create_task(stalled.start(make_agent().name, "the task", run_id=run_id))
+    async with asyncio.timeout(10):
+        await entered.wait()
+    taker = Runtime(store, [make_agent()], worker_id=new)
+    await wait_for_lapse(store, owner=new)
+    assert await taker.recover() == [run_id]
+    return taker, task
+
+
 async def test_old_driver_finishing_a_tool_after_a_takeover_stops_quietly(store: Store) -> None:
     entered, release = asyncio.Event(), asyncio.Event()
     runs: list[int] = []
@@ -370,14 +392,7 @@ async def test_old_driver_finishing_a_tool_after_a_takeover_stops_quietly(store:
         script = ScriptedModel([tool_call("sync_mirror", {"name": "eu"}), "done"])
         return Agent("mirror", model=script, tools=[sync_mirror])
 
-    frozen = cast(Store, FrozenRenewals(store))
-    old = Runtime(frozen, [mirror_agent()], worker_id="old", lease_ttl=0.3)
-    driving = asyncio.create_task(old.start("mirror", "Sync eu", run_id="m"))
-    async with asyncio.timeout(10):
-        await entered.wait()
-    new = Runtime(store, [mirror_agent()], worker_id="new")
-    await wait_for_lapse(store, owner="new")
-    assert await new.recover() == ["m"]
+    _, driving = await take_over_frozen(store, mirror_agent, "m", entered, old="old", new="new")
     assert (await store.get_run("m")).status == RunStatus.DONE
     done = await store.history("m")
 
@@ -409,14 +424,7 @@ async def test_a_stalled_driver_whose_tool_acts_after_a_human_said_it_did_not_pa
             "wirer", model=ScriptedModel([tool_call("wire", {"to": "ACME"}), "done"]), tools=[wire]
         )
 
-    frozen = cast(Store, FrozenRenewals(store))
-    stalled = Runtime(frozen, [wire_agent()], worker_id="stalled", lease_ttl=0.3)
-    driving = asyncio.create_task(stalled.start("wirer", "Pay ACME", run_id="w"))
-    async with asyncio.timeout(10):
-        await entered.wait()
-    taker = Runtime(store, [wire_agent()], worker_id="taker")
-    await wait_for_lapse(store, owner="taker")
-    assert await taker.recover() == ["w"]
+    taker, driving = await take_over_frozen(store, wire_agent, "w", entered)
     assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.IN_DOUBT
     await taker.resolve("w", "call_1_1", happened=False, by="U0ONCALL")
 
@@ -453,14 +461,7 @@ async def test_a_frozen_workers_late_result_is_evidence_on_the_page_and_settles_
             "wirer", model=ScriptedModel([tool_call("wire", {"to": "ACME"}), "done"]), tools=[wire]
         )
 
-    frozen = cast(Store, FrozenRenewals(store))
-    stalled = Runtime(frozen, [wire_agent()], worker_id="stalled", lease_ttl=0.3)
-    driving = asyncio.create_task(stalled.start("wirer", "Pay ACME", run_id="w"))
-    async with asyncio.timeout(10):
-        await entered.wait()
-    taker = Runtime(store, [wire_agent()], worker_id="taker")
-    await wait_for_lapse(store, owner="taker")
-    assert await taker.recover() == ["w"]
+    taker, driving = await take_over_frozen(store, wire_agent, "w", entered)
     (page,) = await store.list_pages()
     assert (await store.get_effect("w", "call_1_1")).status == EffectStatus.IN_DOUBT
 
