@@ -69,20 +69,6 @@ async def wait_for_lapse(store: Store, *, owner: str = "successor") -> None:
         await asyncio.sleep((max(held) - now).total_seconds() + 0.05)
 
 
-class FrozenRenewals:
-    """A store as seen by a worker that is frozen (SIGSTOP) while its tool or model call is
-    pending: its lease renewals never reach the database, everything else does."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def renew_lease(self, *args: Any, **kwargs: Any) -> bool:
-        return True
-
-
 class MovableClock(Protocol):
     """The `clock` fixture of tests/conftest.py."""
 

@@ -16,7 +16,6 @@ import pytest
 from runtime_scenarios import (
     WORKER_ID,
     CountingModel,
-    FrozenRenewals,
     GatedModel,
     MovableClock,
     OpenDb,
@@ -26,6 +25,7 @@ from runtime_scenarios import (
     counting_policy,
     wait_for_lapse,
 )
+from support.frozen_store import FrozenRenewals
 
 from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
 from runtime.approvals.policy import Policies, Policy

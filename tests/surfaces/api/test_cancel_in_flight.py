@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import cast
 
+from support.frozen_store import FrozenRenewals
 from support.helpers import AUTH, Api
 
 from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
@@ -72,19 +73,6 @@ async def test_cancel_with_nothing_in_flight_is_a_plain_200(api: Api) -> None:
     assert response.status == 200
     assert view["status"] == "cancelled"
     assert "in_flight" not in view
-
-
-class FrozenRenewals:
-    """The store as a worker frozen past its lease sees it: renewals never arrive."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
-
-    async def renew_lease(self, *args: Any, **kwargs: Any) -> bool:
-        return True
 
 
 async def test_an_in_doubt_page_is_settled_over_the_api_from_the_late_receipt(

@@ -9,8 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,7 +17,6 @@ from aiohttp import ClientSession, web
 from support.helpers import TOKEN, Api, eventually, free_port
 from support.live_api import LiveApi
 
-from runtime import Policies, Policy
 from signoff import (
     ApiError,
     AsyncClient,
@@ -28,15 +26,6 @@ from signoff import (
     Unreachable,
     requires_signoff,
 )
-
-EDITABLE = Policies(default=Policy(allow_edit=True))
-
-
-@pytest.fixture
-def live(db_url: str, world: Path) -> Iterator[LiveApi]:
-    server = LiveApi(db_url, policies=EDITABLE).start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

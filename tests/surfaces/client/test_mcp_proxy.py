@@ -13,7 +13,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,19 +26,10 @@ from support import SUPPORT
 from support.helpers import TOKEN, free_port
 from support.live_api import LiveApi
 
-from runtime import Policies, Policy
 from store import Approval
 
 DOWNSTREAM = SUPPORT / "mcp_downstream.py"
 SIGNOFF = str(Path(sys.executable).with_name("signoff"))
-EDITABLE = Policies(default=Policy(allow_edit=True))
-
-
-@pytest.fixture
-def live(db_url: str, world: Path) -> Iterator[LiveApi]:
-    server = LiveApi(db_url, policies=EDITABLE).start()
-    yield server
-    server.stop()
 
 
 @dataclass
