@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from support.pg_support import HAVE_ASYNCPG, fresh_schema
+from support.pg_support import fresh_schema_fixture
 
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store, open_store
@@ -345,9 +345,7 @@ async def test_soak_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 @pytest.fixture
 async def pg_schema() -> AsyncIterator[str]:
-    if not HAVE_ASYNCPG:
-        pytest.skip("asyncpg is not installed")
-    async with fresh_schema("signoff_soak") as url:
+    async for url in fresh_schema_fixture("signoff_soak"):
         yield url
 
 

@@ -37,3 +37,14 @@ async def fresh_schema(prefix: str) -> AsyncIterator[str]:
         yield with_search_path(POSTGRES_URL, name)
     finally:
         await postgres(f"DROP SCHEMA {name} CASCADE")
+
+
+async def fresh_schema_fixture(prefix: str) -> AsyncIterator[str]:
+    """The body of a fixture yielding `fresh_schema(prefix)`; the test is skipped where
+    asyncpg is not installed."""
+    if not HAVE_ASYNCPG:
+        import pytest
+
+        pytest.skip("asyncpg is not installed")
+    async with fresh_schema(prefix) as url:
+        yield url
