@@ -48,6 +48,13 @@ def write(tmp_path: Path, text: str, name: str = "signoff.toml") -> Path:
     return path
 
 
+def refused(path: Path) -> str:
+    """What `load_settings` says, refusing the file at `path`."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path)
+    return str(caught.value)
+
+
 def test_file_values_are_read(tmp_path: Path) -> None:
     settings = load_settings(write(tmp_path, GOOD))
     assert settings.database.url == "sqlite:///from-file.db"
@@ -151,9 +158,7 @@ def test_bad_file_names_the_file_line_and_reason(
     tmp_path: Path, text: str, line: int, reason: str
 ) -> None:
     path = write(tmp_path, text)
-    with pytest.raises(ConfigError) as caught:
-        load_settings(path)
-    message = str(caught.value)
+    message = refused(path)
     assert str(path) in message
     assert f"{path}:{line}:" in message or f"line {line}" in message
     assert reason in message
@@ -163,9 +168,7 @@ def test_every_mistake_in_a_file_is_reported(tmp_path: Path) -> None:
     path = write(
         tmp_path, '[policies.default]\ntimeout = "soon"\nrequired_approvals = 0\nfoo = 1\n'
     )
-    with pytest.raises(ConfigError) as caught:
-        load_settings(path)
-    lines = str(caught.value).splitlines()
+    lines = refused(path).splitlines()
     assert {line.split(":")[1] for line in lines} == {"2", "3", "4"}
 
 
@@ -174,9 +177,7 @@ def test_bad_environment_value_is_blamed_on_the_variable_not_the_file(
 ) -> None:
     path = write(tmp_path, "port = 4000\n")
     monkeypatch.setenv("SIGNOFF_PORT", "not-a-port")
-    with pytest.raises(ConfigError) as caught:
-        load_settings(path)
-    message = str(caught.value)
+    message = refused(path)
     assert "SIGNOFF_PORT" in message
     assert f"{path}:1" not in message  # line 1 of the file is fine
 
@@ -206,9 +207,7 @@ def test_a_bad_agent_path_names_the_setting(path: str, why: str) -> None:
 def test_escalating_on_timeout_without_anyone_to_escalate_to_is_refused(
     tmp_path: Path, text: str
 ) -> None:
-    with pytest.raises(ConfigError) as caught:
-        load_settings(write(tmp_path, text))
-    assert "needs escalate_to" in str(caught.value)
+    assert "needs escalate_to" in refused(write(tmp_path, text))
 
 
 # the HTTP API's tokens, rate and callback allowlist
@@ -311,9 +310,7 @@ def test_bad_api_settings_name_the_file_line_and_reason(
     tmp_path: Path, text: str, line: int, reason: str
 ) -> None:
     path = write(tmp_path, text)
-    with pytest.raises(ConfigError) as caught:
-        load_settings(path)
-    message = str(caught.value)
+    message = refused(path)
     assert f"{path}:{line}:" in message
     assert reason in message
 

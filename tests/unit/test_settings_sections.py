@@ -132,21 +132,23 @@ def empty_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@pytest.fixture(params=VARIABLES, ids=[variable for variable, *_ in VARIABLES])
+def old_variable(request: pytest.FixtureRequest) -> tuple[str, str, str, Any]:
+    """(variable, raw value, settings path, expected value) of one old variable."""
+    param: tuple[str, str, str, Any] = request.param
+    return param
+
+
 def test_the_sections_read_exactly_the_old_variables() -> None:
     variables = {v for model in SECTIONS.values() for v, _ in names_of(model).values()}
     assert variables == {variable for variable, *_ in VARIABLES}
     assert len(VARIABLES) == 32
 
 
-@pytest.mark.parametrize(("variable", "raw", "path", "expected"), VARIABLES)
 def test_every_old_variable_sets_the_same_value(
-    empty_file: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    variable: str,
-    raw: str,
-    path: str,
-    expected: Any,
+    empty_file: Path, monkeypatch: pytest.MonkeyPatch, old_variable: tuple[str, str, str, Any]
 ) -> None:
+    variable, raw, path, expected = old_variable
     unset = read(load_settings(empty_file), path)
     monkeypatch.setenv(variable, raw)
 
@@ -156,18 +158,13 @@ def test_every_old_variable_sets_the_same_value(
     assert unset != expected  # the variable, not a default, set it
 
 
-@pytest.mark.parametrize(("variable", "raw", "path", "expected"), VARIABLES)
 def test_the_file_key_and_the_section_field_set_the_same_value(
-    empty_file: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    variable: str,
-    raw: str,
-    path: str,
-    expected: Any,
+    empty_file: Path, monkeypatch: pytest.MonkeyPatch, old_variable: tuple[str, str, str, Any]
 ) -> None:
     """`Settings(api_rate_per_minute=30)` (signoff.toml's `api_rate_per_minute = 30`) and
     `Settings(api={"rate_per_minute": 30})` (`[api] rate_per_minute = 30`) give what
     SIGNOFF_API_RATE_PER_MINUTE=30 gives."""
+    variable, raw, path, expected = old_variable
     section, field = path.split(".")[:2]
     key = names_of(SECTIONS[section])[field][1]
     monkeypatch.setenv(variable, raw)
