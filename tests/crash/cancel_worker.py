@@ -11,13 +11,13 @@ tool call) live here, so the test builds the same agent.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sys
 from typing import Any
 
+from crash import room_ledger
+from crash.room_ledger import die_after_first_undo
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from store import Batch, Committed, EffectStatus, Store, errors, open_store
+from store import EffectStatus, Store, errors, open_store
 
 ROOMS = ["red", "green", "blue", "gold"]
 SLOW_ROOM = "gold"
@@ -26,15 +26,16 @@ SLOW_SECONDS = 1.0
 CANCELLED_BY = "U_CANCEL"
 
 
+LEDGER = "SIGNOFF_CANCEL_LEDGER"
+
+
 def write_ledger(tool_name: str, room: str) -> None:
-    with open(os.environ["SIGNOFF_CANCEL_LEDGER"], "a") as ledger:
-        ledger.write(f"{tool_name} {room}\n")
+    room_ledger.write_ledger(LEDGER, tool_name, room)
 
 
 def ledger() -> list[tuple[str, str]]:
     """(tool, room) of every call the outside world saw, oldest first."""
-    with open(os.environ["SIGNOFF_CANCEL_LEDGER"]) as lines:
-        return [tuple(line.split()) for line in lines]  # type: ignore[misc]
+    return room_ledger.read_ledger(LEDGER)  # type: ignore[return-value]
 
 
 @tool(description="Book a room.", effect="reversible", compensate="unbook")
@@ -58,19 +59,6 @@ def saga_agent() -> Agent:
     script: list[Any] = [tool_call("book", {"room": room}) for room in ROOMS]
     model = ScriptedModel([*script, "all booked"])
     return Agent("booker", model=model, tools=[book, unbook], on_failure="compensate")
-
-
-def die_after_first_undo(store: Store) -> None:
-    """SIGKILL this process once a compensation's outcome is durable."""
-    commit = store.commit
-
-    async def commit_then_die(batch: Batch) -> Committed:
-        committed = await commit(batch)
-        if any(outcome.call_id.startswith("undo:") for outcome in batch.finish):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return committed
-
-    store.commit = commit_then_die  # type: ignore[method-assign]
 
 
 async def slow_booking_started(store: Store, run_id: str) -> None:

@@ -12,7 +12,8 @@ import pytest
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store
 
-from .cancel_worker import CANCELLED_BY, ROOMS, ledger, saga_agent
+from .cancel_worker import CANCELLED_BY, LEDGER, ROOMS, ledger, saga_agent
+from .room_ledger import ledger_file_fixture
 from .worker_process import run_until_killed
 
 pytestmark = pytest.mark.slow
@@ -21,12 +22,7 @@ WORKER = Path(__file__).with_name("cancel_worker.py")
 WORKER_ID = "cancel-worker"
 
 
-@pytest.fixture
-def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.txt"
-    path.touch()
-    monkeypatch.setenv("SIGNOFF_CANCEL_LEDGER", str(path))
-    return path
+ledger_file = ledger_file_fixture(LEDGER)
 
 
 async def test_cancel_killed_between_compensations_is_finished_by_recovery(

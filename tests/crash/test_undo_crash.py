@@ -8,24 +8,18 @@ import signal
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from runtime import Runtime
 from store import EffectStatus, Store
 
-from .undo_worker import ROOMS, booking_agent, ledger
+from .room_ledger import ledger_file_fixture
+from .undo_worker import LEDGER, ROOMS, booking_agent, ledger
 from .worker_process import run_until_killed
 
 WORKER = Path(__file__).with_name("undo_worker.py")
 WORKER_ID = "undo-worker"
 
 
-@pytest.fixture
-def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "ledger.txt"
-    path.touch()
-    monkeypatch.setenv("SIGNOFF_UNDO_LEDGER", str(path))
-    return path
+ledger_file = ledger_file_fixture(LEDGER)
 
 
 async def test_rollback_killed_between_two_undos_is_finished_by_recovery(

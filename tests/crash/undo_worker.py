@@ -11,26 +11,27 @@ per tool call) live here, so the test builds the same agent.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import sys
 from typing import Any
 
+from crash import room_ledger
+from crash.room_ledger import die_after_first_undo
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from store import Batch, Committed, Store, open_store
+from store import open_store
 
 ROOMS = ["red", "green", "blue"]
 
 
+LEDGER = "SIGNOFF_UNDO_LEDGER"
+
+
 def write_ledger(tool_name: str, room: str, key: str) -> None:
-    with open(os.environ["SIGNOFF_UNDO_LEDGER"], "a") as ledger:
-        ledger.write(f"{tool_name} {room} {key}\n")
+    room_ledger.write_ledger(LEDGER, tool_name, room, key)
 
 
 def ledger() -> list[tuple[str, str, str]]:
     """(tool, room, idempotency key) of every call the outside world saw, oldest first."""
-    with open(os.environ["SIGNOFF_UNDO_LEDGER"]) as lines:
-        return [tuple(line.split()) for line in lines]  # type: ignore[misc]
+    return room_ledger.read_ledger(LEDGER)  # type: ignore[return-value]
 
 
 @tool(description="Book a room.", effect="reversible", compensate="unbook")
@@ -51,19 +52,6 @@ def booking_agent() -> Agent:
     """Books each room, one step each, then answers."""
     script: list[Any] = [tool_call("book", {"room": room}) for room in ROOMS]
     return Agent("booker", model=ScriptedModel([*script, "all booked"]), tools=[book, unbook])
-
-
-def die_after_first_undo(store: Store) -> None:
-    """SIGKILL this process once a compensation's outcome is durable."""
-    commit = store.commit
-
-    async def commit_then_die(batch: Batch) -> Committed:
-        committed = await commit(batch)
-        if any(outcome.call_id.startswith("undo:") for outcome in batch.finish):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return committed
-
-    store.commit = commit_then_die  # type: ignore[method-assign]
 
 
 async def main(url: str, run_id: str, worker_id: str) -> None:

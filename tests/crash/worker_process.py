@@ -18,7 +18,7 @@ async def run_until_killed(worker: Path, db: Path, run_id: str, worker_id: str) 
         f"sqlite:///{db}",
         run_id,
         worker_id,
-        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")])),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
