@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
-from pathlib import Path
-
-import pytest
 
 from store import Batch, Committed, Store
 
@@ -27,20 +23,6 @@ def read_ledger(variable: str) -> list[tuple[str, ...]]:
     """The fields of every call the outside world saw, oldest first."""
     with open(os.environ[variable]) as lines:
         return [tuple(line.split()) for line in lines]
-
-
-def ledger_file_fixture(variable: str) -> Callable[..., Path]:
-    """A `ledger_file` fixture: an empty ledger, named by `variable` in the environment the
-    test and its worker share."""
-
-    @pytest.fixture
-    def ledger_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-        path = tmp_path / "ledger.txt"
-        path.touch()
-        monkeypatch.setenv(variable, str(path))
-        return path
-
-    return ledger_file
 
 
 def die_after_first_undo(store: Store) -> None:

@@ -12,17 +12,14 @@ import pytest
 from runtime import Runtime
 from store import EffectStatus, RunStatus, Store
 
-from .cancel_worker import CANCELLED_BY, LEDGER, ROOMS, ledger, saga_agent
-from .room_ledger import ledger_file_fixture
+from .cancel_worker import CANCELLED_BY, ROOMS, ledger, saga_agent
+from .cancel_worker import LEDGER as LEDGER  # the ledger_file fixture (conftest.py) sets it
 from .worker_process import run_until_killed
 
 pytestmark = pytest.mark.slow
 
 WORKER = Path(__file__).with_name("cancel_worker.py")
 WORKER_ID = "cancel-worker"
-
-
-ledger_file = ledger_file_fixture(LEDGER)
 
 
 async def test_cancel_killed_between_compensations_is_finished_by_recovery(

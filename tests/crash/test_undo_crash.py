@@ -11,15 +11,12 @@ from pathlib import Path
 from runtime import Runtime
 from store import EffectStatus, Store
 
-from .room_ledger import ledger_file_fixture
-from .undo_worker import LEDGER, ROOMS, booking_agent, ledger
+from .undo_worker import LEDGER as LEDGER  # the ledger_file fixture (conftest.py) sets it
+from .undo_worker import ROOMS, booking_agent, ledger
 from .worker_process import run_until_killed
 
 WORKER = Path(__file__).with_name("undo_worker.py")
 WORKER_ID = "undo-worker"
-
-
-ledger_file = ledger_file_fixture(LEDGER)
 
 
 async def test_rollback_killed_between_two_undos_is_finished_by_recovery(
