@@ -10,6 +10,7 @@ import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -93,21 +94,15 @@ async def test_a_worker_minutes_off_steals_nothing_and_expires_nothing_early(
     executed: Counter[str] = Counter()
     policies = Policies(tools={"issue_refund": Policy(timeout=timedelta(hours=1))})
     async with open_store(pg_url) as store_a, open_store(pg_url) as store_b:
-        healthy = Runtime(
-            store_a,
-            [sync_agent(executed, "healthy"), refund_agent.agent],
-            policies=policies,
-            worker_id="healthy",
-            lease_ttl=LEASE,
-        )
-        skewed = Runtime(
-            store_b,
-            [sync_agent(executed, "skewed"), refund_agent.agent],
-            policies=policies,
-            worker_id="skewed",
-            lease_ttl=LEASE,
-            clock=skewed_clock,
-        )
+
+        def worker(store: Store, name: str, **options: Any) -> Runtime:
+            agents = [sync_agent(executed, name), refund_agent.agent]
+            return Runtime(
+                store, agents, policies=policies, worker_id=name, lease_ttl=LEASE, **options
+            )
+
+        healthy = worker(store_a, "healthy")
+        skewed = worker(store_b, "skewed", clock=skewed_clock)
         # An approval due in a few seconds, created by the healthy worker.
         await healthy.start("refund-agent", "Refund order 4471", run_id="order-4471")
         [approval] = await healthy.approvals(state=ApprovalState.PENDING)

@@ -138,18 +138,25 @@ async def test_mutating_tool_timeout_is_in_doubt_and_pages(store: Store, kind: s
     assert_well_formed((await store.load_state(run_id)).messages, settled=False)
 
 
-async def test_in_doubt_resolved_as_happened_without_a_result_tells_the_model_so(
-    store: Store,
-) -> None:
+async def in_doubt_transfer(store: Store) -> tuple[Runtime, str, CountingModel]:
+    """A run whose transfer (call_1_1) timed out, so nobody knows whether it happened."""
+
     @tool(description="Wire money.", effect="irreversible", requires_approval=False, timeout=0.2)
     async def transfer(amount: int) -> str:
         await asyncio.sleep(30)
         return "sent"
 
-    agent, _ = agent_with(
+    agent, model = agent_with(
         transfer, script=[tool_call("transfer", {"amount": 5}), answer_with_last_result]
     )
     rt, run_id = await run_once(store, agent)
+    return rt, run_id, model
+
+
+async def test_in_doubt_resolved_as_happened_without_a_result_tells_the_model_so(
+    store: Store,
+) -> None:
+    rt, run_id, _ = await in_doubt_transfer(store)
 
     effect = await rt.resolve(run_id, "call_1_1", happened=True, by="U_ONCALL")
     await rt.resume(run_id)
@@ -160,15 +167,7 @@ async def test_in_doubt_resolved_as_happened_without_a_result_tells_the_model_so
 
 
 async def test_in_doubt_resolved_as_not_happened_tells_the_model(store: Store) -> None:
-    @tool(description="Wire money.", effect="irreversible", requires_approval=False, timeout=0.2)
-    async def transfer(amount: int) -> str:
-        await asyncio.sleep(30)
-        return "sent"
-
-    agent, model = agent_with(
-        transfer, script=[tool_call("transfer", {"amount": 5}), answer_with_last_result]
-    )
-    rt, run_id = await run_once(store, agent)
+    rt, run_id, model = await in_doubt_transfer(store)
 
     with pytest.raises(errors.RunNotFound, match="no run 'nosuch'"):
         await rt.resolve("nosuch", "call_1_1", happened=False, by="U_ONCALL")

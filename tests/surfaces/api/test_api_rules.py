@@ -45,6 +45,13 @@ async def get(api: Api, path: str) -> dict[str, Any]:
     return dict(await response.json())
 
 
+async def request_refund(api: Api, cents: int) -> dict[str, Any]:
+    """The approval a request to refund `cents` made (201 Created)."""
+    status, approval = await post(api, refund(cents))
+    assert status == 201
+    return approval
+
+
 def refund(cents: int) -> dict[str, Any]:
     return {
         "tool": "issue_refund",
@@ -64,9 +71,8 @@ async def test_a_small_refund_is_approved_at_once_by_its_rule(
 ) -> None:
     api, recorder = ruled
 
-    status, approval = await post(api, refund(1000))
+    approval = await request_refund(api, 1000)
 
-    assert status == 201
     assert (approval["state"], approval["decided_by"]) == ("approved", "signoff")
     assert approval["rule"] == "rule 1: args.amount_cents <= 2500 → approved at once"
     assert recorder.of("requested") == []  # nobody is asked
@@ -82,9 +88,8 @@ async def test_a_huge_refund_is_declined_at_once_with_the_deny_text(
 ) -> None:
     api, _ = ruled
 
-    status, approval = await post(api, refund(500_000))
+    approval = await request_refund(api, 500_000)
 
-    assert status == 201
     assert (approval["state"], approval["reason"]) == ("declined", "over $1,000: finance desk")
     assert approval["rule"].startswith("rule 2: ")
 
@@ -92,10 +97,9 @@ async def test_a_huge_refund_is_declined_at_once_with_the_deny_text(
 async def test_a_large_refund_waits_for_the_rules_approvers(ruled: tuple[Api, Recorder]) -> None:
     api, recorder = ruled
 
-    status, approval = await post(api, refund(30_000))
+    approval = await request_refund(api, 30_000)
     shown = await get(api, f"/v1/approvals/{approval['id']}")
 
-    assert status == 201
     assert shown["state"] == "pending"
     assert shown["required_approvals"] == 2
     assert shown["rule"] == "rule 3: amount over $200 → 2 approvals from U0LEAD1, U0LEAD2"
