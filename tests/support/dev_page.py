@@ -10,6 +10,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from .dev_support import REQUESTER
+
 WAIT = 20
 """Seconds a wait looks again before failing: Chromium is slow on a busy 2-core machine."""
 
@@ -57,6 +59,18 @@ def run_id_of_notice(wait: Any, not_this: str | None = None) -> str:
         return ids[0] if ids else None
 
     return str(wait.until(found))
+
+
+def start_refund(browser: Any, wait: Any, who: Any, not_this: str | None = None) -> str:
+    """riley clicks "Refund order 4471 for $25"; the run's id, once its card is shown."""
+    from selenium.webdriver.common.by import By
+
+    browser.switch_to.default_content()
+    who.select_by_value(REQUESTER)
+    browser.find_element(By.ID, "start-refund").click()
+    run_id = run_id_of_notice(wait, not_this=not_this)
+    wait.until(lambda d: card(d, run_id))
+    return run_id
 
 
 def open_channel(browser: Any, wait: Any, channel: str) -> None:

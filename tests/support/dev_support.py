@@ -4,6 +4,7 @@ chromium-driver, driven by selenium) that may reach nothing but 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -13,12 +14,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .helpers import SIGNOFF, clean_env, free_port
 from .slack_harness import wait_while_alive
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 REQUESTER, APPROVER, OUTSIDER = "U0RILEY", "U0BOB", "U0EVE"
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
+    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
+)
+"""The mark of a test that drives the page in a real Chromium."""
 
 
 class DevServer:
@@ -76,6 +84,38 @@ class DevServer:
             self.process.kill()
             self.process.wait()
             raise AssertionError(f"no exit within {within}s of Ctrl-C") from None
+
+
+def card_button(card: dict[str, Any], action_id: str) -> dict[str, Any] | None:
+    """The button `action_id` of a card in the dev workspace, if it has one."""
+    for block in card["blocks"]:
+        for element in block.get("elements", []):
+            if element.get("action_id") == action_id:
+                return dict(element)
+    return None
+
+
+def click(
+    dev: DevServer,
+    card: dict[str, Any],
+    action_id: str,
+    *,
+    user: str = APPROVER,
+    channel: str = "C0APPROVALS",
+    **extra: Any,
+) -> tuple[int, Any]:
+    """Click the card's button `action_id` as `user` in `channel` (the card must show it)."""
+    button = card_button(card, action_id)
+    assert button is not None
+    order = {
+        "user": user,
+        "channel": channel,
+        "ts": card["ts"],
+        "action_id": action_id,
+        "value": button["value"],
+        **extra,
+    }
+    return dev.post("/dev/api/action", order)
 
 
 def _send(request: urllib.request.Request) -> tuple[int, Any]:

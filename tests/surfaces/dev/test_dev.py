@@ -13,7 +13,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from support.dev_support import APPROVER, OUTSIDER, REQUESTER, DevServer, _send
+from support.dev_support import APPROVER, OUTSIDER, REQUESTER, DevServer, _send, card_button, click
 from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
 
 
@@ -24,14 +24,6 @@ def _card(dev: DevServer, run_id: str) -> dict[str, Any] | None:
     for message in approvals["messages"]:
         if run_id in json.dumps(message["blocks"]):
             return dict(message)
-    return None
-
-
-def _button(card: dict[str, Any], action_id: str) -> dict[str, Any] | None:
-    for block in card["blocks"]:
-        for element in block.get("elements", []):
-            if element.get("action_id") == action_id:
-                return dict(element)
     return None
 
 
@@ -47,23 +39,14 @@ def _start_refund(dev: DevServer) -> str:
     status, started = dev.post("/dev/api/refund", {"user": REQUESTER})
     assert status == 201, started
     run_id = str(started["run_id"])
-    dev.wait_until(lambda: (c := _card(dev, run_id)) and _button(c, "approve"))
+    dev.wait_until(lambda: (c := _card(dev, run_id)) and card_button(c, "approve"))
     return run_id
 
 
 def _approve(dev: DevServer, run_id: str, user: str = APPROVER) -> dict[str, Any]:
     card = _card(dev, run_id)
     assert card is not None
-    button = _button(card, "approve")
-    assert button is not None
-    order = {
-        "user": user,
-        "channel": "C0APPROVALS",
-        "ts": card["ts"],
-        "action_id": "approve",
-        "value": button["value"],
-    }
-    status, answer = dev.post("/dev/api/action", order)
+    status, answer = click(dev, card, "approve", user=user)
     assert status == 200, answer
     return dict(answer)
 
@@ -99,7 +82,7 @@ def test_ctrl_c_is_clean_and_a_restart_resumes_the_parked_run(tmp_path: Path) ->
         assert again.get(f"/v1/console/runs/{run_id}", headers)[0] == 200
         card = _card(again, run_id)  # the workspace kept the card across the restart
         assert card is not None
-        assert _button(card, "approve") is not None
+        assert card_button(card, "approve") is not None
         assert _approve(again, run_id)["status"] == 200
         again.wait_until(lambda: _console(again, f"/runs/{run_id}")[1]["run"]["status"] == "done")
         again.wait_until(lambda: "Approved by" in str(_card(again, run_id)))
@@ -162,7 +145,7 @@ def test_refusals_change_nothing_and_forks_link_both_ways(tmp_path: Path) -> Non
         status, cancelled = _console(dev, f"/runs/{other}/cancel", {})
         assert status == 200, cancelled
         assert cancelled["status"] == "cancelled"
-        dev.wait_until(lambda: _button(_card(dev, other) or {"blocks": []}, "approve") is None)
+        dev.wait_until(lambda: card_button(_card(dev, other) or {"blocks": []}, "approve") is None)
         status, refused = _console(dev, f"/runs/{other}/resume", {})
         assert status == 400
         assert "cancelled" in refused["error"]
@@ -177,17 +160,7 @@ def test_edit_approves_edited_arguments_and_runs_answers_in_the_box(tmp_path: Pa
         run_id = _start_refund(dev)
         card = _card(dev, run_id)
         assert card is not None
-        edit = _button(card, "edit")
-        assert edit is not None
-        order = {
-            "user": APPROVER,
-            "channel": "C0APPROVALS",
-            "ts": card["ts"],
-            "action_id": "edit",
-            "value": edit["value"],
-            "opens_modal": True,
-        }
-        status, opened = dev.post("/dev/api/action", order)
+        status, opened = click(dev, card, "edit", opens_modal=True)
         assert status == 200, opened
         assert opened["view"]["callback_id"] == "edit_args", opened
         view = opened["view"]

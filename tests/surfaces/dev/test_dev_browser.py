@@ -5,7 +5,6 @@ Screenshots of each stage land in the test's temporary folder."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,25 +15,22 @@ from support.dev_page import (
     card,
     card_text,
     click,
+    open_page,
     payments,
-    run_id_of_notice,
     select_run,
+    start_refund,
     wait_for,
 )
 from support.dev_support import (
     APPROVER,
-    CHROMEDRIVER,
-    CHROMIUM,
+    NEEDS_CHROMIUM,
     REQUESTER,
     DevServer,
     chromium,
     requested_urls,
 )
 
-pytestmark = pytest.mark.skipif(
-    not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
-    reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
-)
+pytestmark = NEEDS_CHROMIUM
 LOADED = "['navigation', 'resource'].flatMap(t => performance.getEntriesByType(t)).map(e => e.name)"
 
 
@@ -58,18 +54,13 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select
 
     wait = wait_for(browser)
     shot = _shots(browser, tmp_path)
-    browser.get(dev.base + "/")
-    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
-    who = Select(browser.find_element(By.ID, "who"))
+    who = open_page(browser, dev.base)
 
     # riley asks for a refund; the run parks and its card appears in #approvals
-    who.select_by_value(REQUESTER)
-    browser.find_element(By.ID, "start-refund").click()
-    first = run_id_of_notice(wait)
+    first = start_refund(browser, wait, who)
     shown = wait.until(lambda d: card(d, first))
     assert "Refund order 4471 for $25" in shown.text
     assert "Refund $25.00 on order 4471" in shown.text  # as the refund tool declares it reads
@@ -106,10 +97,7 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     browser.switch_to.default_content()
 
     # riley asks again; bob declines with a reason, which the run's timeline shows
-    who.select_by_value(REQUESTER)
-    browser.find_element(By.ID, "start-refund").click()
-    second = run_id_of_notice(wait, not_this=first)
-    wait.until(lambda d: card(d, second))
+    second = start_refund(browser, wait, who, not_this=first)
     who.select_by_value(APPROVER)
     click(wait, lambda d: button(d, second, "decline"))
     reason_box = wait.until(
@@ -215,18 +203,12 @@ def test_approve_similar_opens_the_rule_modal_with_its_backtest_in_the_browser(
     one called out. The screenshot is the README's (docs/approve-similar.png)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select
 
     wait = wait_for(browser)
-    browser.get(dev.base + "/")
-    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
-    who = Select(browser.find_element(By.ID, "who"))
+    who = open_page(browser, dev.base)
     runs: list[str] = []
     for action in ("approve", "decline", None):
-        who.select_by_value(REQUESTER)
-        browser.find_element(By.ID, "start-refund").click()
-        runs.append(run_id_of_notice(wait, not_this=runs[-1] if runs else None))
-        wait.until(lambda d: card(d, runs[-1]))
+        runs.append(start_refund(browser, wait, who, not_this=runs[-1] if runs else None))
         who.select_by_value(APPROVER)
         if action == "approve":
             click(wait, lambda d: button(d, runs[-1], "approve"))
@@ -283,19 +265,11 @@ def test_the_buttons_of_a_runs_pending_reply_decide_as_the_cards_do(
     says so) and its Decline opens the reason modal, as the same buttons do in Slack."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select
 
     wait = wait_for(browser)
-    browser.get(dev.base + "/")
-    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
-    who = Select(browser.find_element(By.ID, "who"))
-    who.select_by_value(REQUESTER)
-    browser.find_element(By.ID, "start-refund").click()
-    first = run_id_of_notice(wait)
-    wait.until(lambda d: card(d, first))
-    browser.find_element(By.ID, "start-refund").click()
-    second = run_id_of_notice(wait, not_this=first)
-    wait.until(lambda d: card(d, second))
+    who = open_page(browser, dev.base)
+    first = start_refund(browser, wait, who)
+    second = start_refund(browser, wait, who, not_this=first)
 
     who.select_by_value(APPROVER)
     _pending_reply(browser, wait, first)
@@ -349,16 +323,10 @@ def test_the_edit_modal_says_an_error_once_and_the_requester_gets_the_one_refusa
     field; riley, who asked, clicks Approve and is told the one self-approval sentence."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import Select
 
     wait = wait_for(browser)
-    browser.get(dev.base + "/")
-    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
-    who = Select(browser.find_element(By.ID, "who"))
-    who.select_by_value(REQUESTER)
-    browser.find_element(By.ID, "start-refund").click()
-    run_id = run_id_of_notice(wait)
-    wait.until(lambda d: card(d, run_id))
+    who = open_page(browser, dev.base)
+    run_id = start_refund(browser, wait, who)
 
     who.select_by_value(APPROVER)
     click(wait, lambda d: button(d, run_id, "edit"))

@@ -10,7 +10,6 @@ set); every run leaves its screenshots in the module's temporary folder."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,22 +18,20 @@ import pytest
 from support import SUPPORT
 from support.dev_page import (
     button,
-    card,
     card_actions,
     card_text,
     click,
     open_channel,
     open_page,
     payments,
-    run_id_of_notice,
     runs_command,
     select_run,
+    start_refund,
     wait_for,
 )
 from support.dev_support import (
     APPROVER,
-    CHROMEDRIVER,
-    CHROMIUM,
+    NEEDS_CHROMIUM,
     REQUESTER,
     DevServer,
     chromium,
@@ -43,10 +40,7 @@ from support.dev_support import (
 from bot.slack.escape import WORD_JOINER
 
 pytestmark = [
-    pytest.mark.skipif(
-        not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
-        reason="needs Debian's chromium and chromium-driver (.ci/run installs them)",
-    ),
+    NEEDS_CHROMIUM,
     # one worker runs the module, so the module's one dev process and browser serve it all
     pytest.mark.xdist_group("dev-page-tour"),
 ]
@@ -166,7 +160,7 @@ def _approved(browser: Any, wait: Any, who: Any, folder: Path) -> str:
     """Approve: Slack's confirm dialog, then the card edited in place, and the run done."""
     from selenium.webdriver.common.by import By
 
-    first = _start_refund(browser, wait, who)
+    first = start_refund(browser, wait, who)
     who.select_by_value(APPROVER)
     click(wait, lambda d: button(d, first, "approve"))
     _confirm(browser, wait)
@@ -187,7 +181,7 @@ def _repeat_refused_then_declined(
     from selenium.webdriver.common.by import By
 
     refunded = payments(folder, "refund")
-    repeat = _start_refund(browser, wait, who, not_this=first)
+    repeat = start_refund(browser, wait, who, not_this=first)
     who.select_by_value(APPROVER)
     wait.until(lambda d: "possible duplicate" in card_text(d, repeat))
     assert "approve_separate" not in (wait.until(lambda d: card_actions(d, repeat)) or [])
@@ -241,7 +235,7 @@ def _edited_and_approved(browser: Any, wait: Any, who: Any, folder: Path, *, not
     from selenium.webdriver.common.by import By
 
     open_channel(browser, wait, "C0APPROVALS")
-    third = _start_refund(browser, wait, who, not_this=not_this)
+    third = start_refund(browser, wait, who, not_this=not_this)
     who.select_by_value(APPROVER)
     _edit(browser, wait, third, amount_cents=2000)
     wait.until(lambda d: not d.find_element(By.ID, "overlay").is_displayed())
@@ -261,7 +255,7 @@ def test_runs_pending_and_status_typed_in_the_box(dev: DevServer, browser: Any) 
     asked again, the status says how the run ended."""
     wait = wait_for(browser)
     who = open_page(browser, dev.base)
-    asked = _start_refund(browser, wait, who)
+    asked = start_refund(browser, wait, who)
     who.select_by_value(APPROVER)
 
     pending = runs_command(browser, wait, "pending", until=asked)
@@ -281,18 +275,6 @@ def test_runs_pending_and_status_typed_in_the_box(dev: DevServer, browser: Any) 
 def _plain(text: str) -> str:
     """Without the word joiners Slack's escaping puts around an underscore."""
     return text.replace(WORD_JOINER, "")
-
-
-def _start_refund(browser: Any, wait: Any, who: Any, not_this: str | None = None) -> str:
-    """riley clicks "Refund order 4471 for $25"; the run's id, once its card is shown."""
-    from selenium.webdriver.common.by import By
-
-    browser.switch_to.default_content()
-    who.select_by_value(REQUESTER)
-    browser.find_element(By.ID, "start-refund").click()
-    run_id = run_id_of_notice(wait, not_this=not_this)
-    wait.until(lambda d: card(d, run_id))
-    return run_id
 
 
 def _confirm(browser: Any, wait: Any) -> None:
@@ -352,7 +334,7 @@ def test_the_home_tab_shows_what_bob_may_decide_and_its_approve_decides_it(
 
     wait = wait_for(browser)
     who = open_page(browser, dev.base)
-    asked = _start_refund(browser, wait, who)
+    asked = start_refund(browser, wait, who)
     who.select_by_value(APPROVER)
     approval = wait.until(lambda d: button(d, asked, "decline")).get_attribute("data-value")
     # Approve, or (once another test of the module refunded order 4471 for another amount)

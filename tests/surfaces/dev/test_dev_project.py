@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
 
-import pytest
-from support.dev_support import APPROVER, CHROMEDRIVER, CHROMIUM, REQUESTER, DevServer, chromium
+from support.dev_support import (
+    APPROVER,
+    NEEDS_CHROMIUM,
+    REQUESTER,
+    DevServer,
+    chromium,
+    click,
+)
 from support.helpers import SIGNOFF, free_port
 
-AGENT = '''
+AGENT = """
 from runtime import Agent, ScriptedModel, tool, tool_call
 
 
@@ -35,7 +40,7 @@ agent = Agent(
     ),
     tools=[send_gift_card],
 )
-'''
+"""
 
 CONFIG = """
 agents = ["gift_shop:agent"]
@@ -64,14 +69,6 @@ def _cards(dev: DevServer, channel: str, run_id: str) -> list[dict[str, Any]]:
     found = next((c for c in workspace["channels"] if c["id"] == channel), None)
     messages = found["messages"] if found else []
     return [m for m in messages if run_id in json.dumps(m["blocks"])]
-
-
-def _button(card: dict[str, Any], action_id: str) -> dict[str, Any] | None:
-    for block in card["blocks"]:
-        for element in block.get("elements", []):
-            if element.get("action_id") == action_id:
-                return dict(element)
-    return None
 
 
 def test_the_folders_project_runs_and_its_card_reaches_its_channel(tmp_path: Path) -> None:
@@ -104,16 +101,7 @@ def test_the_folders_project_runs_and_its_card_reaches_its_channel(tmp_path: Pat
         assert not _cards(dev, "C0APPROVALS", run_id)
 
         # bob is the member of the user group the policy names, so his click decides it
-        approve = _button(card, "approve")
-        assert approve is not None
-        order = {
-            "user": APPROVER,
-            "channel": "C0GIFTS",
-            "ts": card["ts"],
-            "action_id": "approve",
-            "value": approve["value"],
-        }
-        assert dev.post("/dev/api/action", order)[0] == 200
+        assert click(dev, card, "approve", channel="C0GIFTS")[0] == 200
         token = session["token"]
         auth = {"Authorization": f"Bearer {token}"}
 
@@ -159,10 +147,7 @@ def test_without_a_signoff_toml_it_runs_the_demo_and_says_so(tmp_path: Path) -> 
         assert dev.interrupt() == 0
 
 
-@pytest.mark.skipif(
-    not (shutil.which(CHROMIUM) and shutil.which(CHROMEDRIVER)),
-    reason="needs Debian's chromium and chromium-driver",
-)
+@NEEDS_CHROMIUM
 def test_the_page_names_the_project_and_starts_its_agent(tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
