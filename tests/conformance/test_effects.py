@@ -33,6 +33,14 @@ async def finish(store: Store, effect: Effect, status: EffectStatus, at: datetim
     await store.commit(Batch(run_id=effect.run_id, finish=[done]))
 
 
+async def start_and_finish(
+    store: Store, effect: Effect, status: EffectStatus, at: datetime
+) -> None:
+    """Start `effect` in one batch, then finish it with `status` in the next."""
+    await store.commit(Batch(run_id=effect.run_id, start=[effect]))
+    await finish(store, effect, status, at)
+
+
 # start
 
 
@@ -61,8 +69,7 @@ async def test_an_effect_completed_in_the_lineage_preempts_a_new_start(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first = make_effect(run.id, idempotency_key="refund-4471")
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
     again = make_effect(run.id, idempotency_key="refund-4471")
 
     committed = await store.commit(Batch(run_id=run.id, start=[again]))
@@ -77,8 +84,7 @@ async def test_a_fork_is_preempted_by_its_parents_completed_effect(
     store: Store, run: Run, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first = make_effect(run.id, idempotency_key="refund-4471")
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
     fork = await make_run(lineage_id=run.lineage_id, parent_id=run.id, fork_step=1)
     again = make_effect(fork.id, lineage_id=run.lineage_id, idempotency_key="refund-4471")
 
@@ -93,8 +99,7 @@ async def test_another_lineage_is_not_preempted(
     store: Store, run: Run, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first = make_effect(run.id, idempotency_key="refund-4471")
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
     stranger = await make_run()
     again = make_effect(stranger.id, idempotency_key="refund-4471")
 
@@ -113,8 +118,7 @@ async def test_a_read_effect_is_never_preempted(
         )
 
     first = read()
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
     again = read()
 
     committed = await store.commit(Batch(run_id=run.id, start=[again]))
@@ -127,8 +131,7 @@ async def test_a_failed_effect_does_not_preempt(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first = make_effect(run.id, idempotency_key="refund-4471")
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.FAILED, clock())
+    await start_and_finish(store, first, EffectStatus.FAILED, clock())
     again = make_effect(run.id, idempotency_key="refund-4471")
 
     committed = await store.commit(Batch(run_id=run.id, start=[again]))
@@ -158,8 +161,7 @@ async def test_an_idempotent_effect_may_start_while_its_key_is_in_doubt(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
-    await store.commit(Batch(run_id=run.id, start=[first]))
-    await finish(store, first, EffectStatus.IN_DOUBT, clock())
+    await start_and_finish(store, first, EffectStatus.IN_DOUBT, clock())
     again = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
 
     committed = await store.commit(Batch(run_id=run.id, start=[again]))
@@ -196,8 +198,7 @@ async def test_an_in_doubt_effect_can_still_be_finished(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     effect = make_effect(run.id)
-    await store.commit(Batch(run_id=run.id, start=[effect]))
-    await finish(store, effect, EffectStatus.IN_DOUBT, clock())
+    await start_and_finish(store, effect, EffectStatus.IN_DOUBT, clock())
 
     await finish(store, effect, EffectStatus.COMPLETED, clock())
 
@@ -209,8 +210,7 @@ async def test_finishing_an_ended_effect_again_is_a_conflict_and_changes_nothing
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock, first: EffectStatus
 ) -> None:
     effect = make_effect(run.id)
-    await store.commit(Batch(run_id=run.id, start=[effect]))
-    await finish(store, effect, first, clock())
+    await start_and_finish(store, effect, first, clock())
     ended = await store.get_effect(run.id, effect.call_id)
 
     with pytest.raises(errors.Conflict):
@@ -234,8 +234,7 @@ async def test_a_completed_compensation_marks_the_effect_it_undid(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     refund = make_effect(run.id, reversibility=Reversibility.REVERSIBLE, compensator="reverse")
-    await store.commit(Batch(run_id=run.id, start=[refund]))
-    await finish(store, refund, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, refund, EffectStatus.COMPLETED, clock())
     undo = make_effect(run.id, tool="reverse", compensates=refund.call_id)
     await store.commit(Batch(run_id=run.id, start=[undo]))
 
@@ -249,8 +248,7 @@ async def test_a_failed_compensation_leaves_the_effect_uncompensated(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     refund = make_effect(run.id, reversibility=Reversibility.REVERSIBLE, compensator="reverse")
-    await store.commit(Batch(run_id=run.id, start=[refund]))
-    await finish(store, refund, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, refund, EffectStatus.COMPLETED, clock())
     undo = make_effect(run.id, tool="reverse", compensates=refund.call_id)
     await store.commit(Batch(run_id=run.id, start=[undo]))
 
@@ -298,7 +296,6 @@ async def test_find_effect_leaves_reads_out(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     read = make_effect(run.id, idempotency_key="lookup-1", reversibility=Reversibility.READ)
-    await store.commit(Batch(run_id=run.id, start=[read]))
-    await finish(store, read, EffectStatus.COMPLETED, clock())
+    await start_and_finish(store, read, EffectStatus.COMPLETED, clock())
     assert (await store.get_effect(run.id, read.call_id)).status == EffectStatus.COMPLETED
     assert await store.find_effect(run.lineage_id, "lookup-1") is None
