@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from support.records import an_effect
+
 from bot.console import timeline
 from runtime.approvals.binding import call_trail
 from store import (
@@ -40,14 +42,10 @@ def approval(**more: object) -> Approval:
 
 
 def effect(args: dict[str, object]) -> Effect:
-    return Effect(
-        run_id="r",
+    return an_effect(
         call_id="c1",
-        lineage_id="r",
-        step=1,
         tool="issue_refund",
         args=args,
-        idempotency_key="k",
         reversibility=Reversibility.REVERSIBLE,
         status=EffectStatus.COMPLETED,
         approval_id="ap1",

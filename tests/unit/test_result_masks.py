@@ -7,10 +7,11 @@ import json
 
 import pytest
 from pydantic import ValidationError
+from support.records import an_effect
 
 from bot.masking import ResultMasks, masked_fields
 from runtime.approvals.policy import Policies
-from runtime.records import AuditEvent, Effect, Message, Reversibility
+from runtime.records import AuditEvent, Message, Reversibility
 
 POLICIES = Policies.model_validate(
     {
@@ -38,14 +39,9 @@ def test_a_field_is_masked_at_any_depth_and_nothing_else_changes() -> None:
 
 def test_an_effect_and_a_tool_message_read_masked_while_the_records_stay_whole() -> None:
     masks = ResultMasks(POLICIES)
-    effect = Effect(
-        run_id="r",
-        call_id="c",
-        lineage_id="r",
-        step=1,
+    effect = an_effect(
         tool="issue_card",
         args={},
-        idempotency_key="k",
         reversibility=Reversibility.IRREVERSIBLE,
         result={"card_number": "5500", "expires": "12/29"},
     )

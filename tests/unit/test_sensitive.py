@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from support.records import an_effect
 
 from runtime import ToolContext, errors, tool
-from store import Approval, Effect
+from store import Approval
 from store.records import SENSITIVE_MASK, masked
 
 
@@ -49,16 +50,6 @@ def test_approvals_and_effects_show_sensitive_arguments_masked() -> None:
         "cvc": SENSITIVE_MASK,
     }
     assert approval.args == args  # the record keeps them whole, for the tool
-    effect = Effect(
-        run_id="r",
-        call_id="c",
-        lineage_id="r",
-        step=1,
-        tool="pay",
-        args=args,
-        idempotency_key="k",
-        reversibility="irreversible",
-        sensitive=("cvc",),
-    )
+    effect = an_effect(tool="pay", args=args, reversibility="irreversible", sensitive=("cvc",))
     assert effect.shown().args == args | {"cvc": SENSITIVE_MASK}
     assert masked(args, ()) is args
