@@ -90,6 +90,20 @@ async def request_approval(api: Api, url: str) -> str:
     return str((await response.json())["id"])
 
 
+async def approval_with_callback(
+    make_api: Callable[..., Awaitable[Api]],
+    store: Store,
+    serve_receiver: Callable[[int], Awaitable[Receiver]],
+    failures: int = 0,
+    **options: Any,
+) -> tuple[Receiver, Api, str]:
+    """A receiver failing its first `failures` calls, an API calling back (`options` go to its
+    notifier), and the id of an approval asked for with that receiver as its callback."""
+    receiver = await serve_receiver(failures)
+    api = await api_with_callbacks(make_api, store, **options)
+    return receiver, api, await request_approval(api, receiver.url)
+
+
 async def callback_status(store: Store, approval_id: str) -> Delivery | None:
     return (await store.get_approval(approval_id)).callback_status
 
@@ -97,9 +111,7 @@ async def callback_status(store: Store, approval_id: str) -> Delivery | None:
 async def test_decision_reaches_the_callback_signed(
     make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
 ) -> None:
-    receiver = await serve_receiver(0)
-    api = await api_with_callbacks(make_api, store)
-    approval_id = await request_approval(api, receiver.url)
+    receiver, api, approval_id = await approval_with_callback(make_api, store, serve_receiver)
     assert await callback_status(store, approval_id) == Delivery.PENDING
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
     await eventually(lambda: _delivered(store, approval_id))
@@ -117,9 +129,7 @@ async def test_decision_reaches_the_callback_signed(
 async def test_declined_decision_is_called_back_with_the_reason(
     make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
 ) -> None:
-    receiver = await serve_receiver(0)
-    api = await api_with_callbacks(make_api, store)
-    approval_id = await request_approval(api, receiver.url)
+    receiver, api, approval_id = await approval_with_callback(make_api, store, serve_receiver)
     await api.rt.decide(approval_id, "declined", by="U0BOSS", reason="not this month")
     await eventually(lambda: _delivered(store, approval_id))
     [payload] = receiver.delivered()
@@ -130,9 +140,9 @@ async def test_declined_decision_is_called_back_with_the_reason(
 async def test_failing_receiver_is_retried_until_it_succeeds(
     make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
 ) -> None:
-    receiver = await serve_receiver(2)
-    api = await api_with_callbacks(make_api, store, attempts=5, first_delay=0.05)
-    approval_id = await request_approval(api, receiver.url)
+    receiver, api, approval_id = await approval_with_callback(
+        make_api, store, serve_receiver, 2, attempts=5, first_delay=0.05
+    )
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
     await eventually(lambda: _delivered(store, approval_id))
     assert len(receiver.calls) == 3
@@ -146,9 +156,9 @@ async def test_failing_receiver_is_retried_until_it_succeeds(
 async def test_receiver_that_never_succeeds_ends_failed_after_attempts(
     make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
 ) -> None:
-    receiver = await serve_receiver(1_000)
-    api = await api_with_callbacks(make_api, store, attempts=3, first_delay=0.02)
-    approval_id = await request_approval(api, receiver.url)
+    receiver, api, approval_id = await approval_with_callback(
+        make_api, store, serve_receiver, 1_000, attempts=3, first_delay=0.02
+    )
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
 
     async def failed() -> bool:
