@@ -61,44 +61,44 @@ def refund(cents: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def ruled(make_api: Callable[..., Awaitable[Api]]) -> tuple[Api, Recorder]:
-    recorder = Recorder()
-    return await make_api(policies=RULES, notifier=recorder), recorder
+def recorder() -> Recorder:
+    """What the API's notifier was asked to send."""
+    return Recorder()
+
+
+@pytest.fixture
+async def ruled_api(make_api: Callable[..., Awaitable[Api]], recorder: Recorder) -> Api:
+    """The API under the RULES policy, notifying `recorder`."""
+    return await make_api(policies=RULES, notifier=recorder)
 
 
 async def test_a_small_refund_is_approved_at_once_by_its_rule(
-    ruled: tuple[Api, Recorder],
+    ruled_api: Api, recorder: Recorder
 ) -> None:
-    api, recorder = ruled
-
-    approval = await request_refund(api, 1000)
+    approval = await request_refund(ruled_api, 1000)
 
     assert (approval["state"], approval["decided_by"]) == ("approved", "signoff")
     assert approval["rule"] == "rule 1: args.amount_cents <= 2500 → approved at once"
     assert recorder.of("requested") == []  # nobody is asked
-    events = (await get(api, f"/v1/audit?approval_id={approval['id']}"))["events"]
+    events = (await get(ruled_api, f"/v1/audit?approval_id={approval['id']}"))["events"]
     decided = [e for e in events if e["action"] == "approval_auto_approved"]
     assert [(e["actor"], e["detail"]["rule"]) for e in decided] == [
         ("signoff", "rule 1: args.amount_cents <= 2500 → approved at once")
     ]
 
 
-async def test_a_huge_refund_is_declined_at_once_with_the_deny_text(
-    ruled: tuple[Api, Recorder],
-) -> None:
-    api, _ = ruled
-
-    approval = await request_refund(api, 500_000)
+async def test_a_huge_refund_is_declined_at_once_with_the_deny_text(ruled_api: Api) -> None:
+    approval = await request_refund(ruled_api, 500_000)
 
     assert (approval["state"], approval["reason"]) == ("declined", "over $1,000: finance desk")
     assert approval["rule"].startswith("rule 2: ")
 
 
-async def test_a_large_refund_waits_for_the_rules_approvers(ruled: tuple[Api, Recorder]) -> None:
-    api, recorder = ruled
-
-    approval = await request_refund(api, 30_000)
-    shown = await get(api, f"/v1/approvals/{approval['id']}")
+async def test_a_large_refund_waits_for_the_rules_approvers(
+    ruled_api: Api, recorder: Recorder
+) -> None:
+    approval = await request_refund(ruled_api, 30_000)
+    shown = await get(ruled_api, f"/v1/approvals/{approval['id']}")
 
     assert shown["state"] == "pending"
     assert shown["required_approvals"] == 2
