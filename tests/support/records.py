@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import Effect
+from store import Checkpoint, Effect, Message, RunStatus
 
 
 def an_effect(**fields: Any) -> Effect:
@@ -17,3 +17,13 @@ def an_effect(**fields: Any) -> Effect:
         "idempotency_key": "k",
     }
     return Effect(**(defaults | fields))
+
+
+def a_checkpoint(
+    seq: int, step: int, status: RunStatus, *messages: Message, run_id: str = "r", **fields: Any
+) -> Checkpoint:
+    """Checkpoint `seq` of run `run_id`, at `step` with `status`, adding `messages` (if any),
+    with `fields` set."""
+    if messages:
+        fields["messages"] = messages
+    return Checkpoint(run_id=run_id, seq=seq, step=step, status=status, **fields)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from support.records import an_effect
+from support.records import a_checkpoint, an_effect
 
 from bot.console import timeline
 from runtime.approvals.binding import call_trail
 from store import (
     Approval,
     ApprovalState,
-    Checkpoint,
     Effect,
     EffectStatus,
     Message,
@@ -78,13 +77,12 @@ def test_a_call_approved_as_separate_and_one_declined_say_so() -> None:
 def test_the_console_timeline_shows_the_edit_on_the_call() -> None:
     call = ToolCall(id="c1", name="issue_refund", arguments=PROPOSED)
     history = [
-        Checkpoint(
-            run_id="r",
-            seq=0,
-            step=1,
+        a_checkpoint(
+            0,
+            1,
+            RunStatus.RUNNING,
+            Message(role="assistant", tool_calls=(call,)),
             snapshot=True,
-            status=RunStatus.RUNNING,
-            messages=(Message(role="assistant", tool_calls=(call,)),),
             created_at=T0,
         )
     ]

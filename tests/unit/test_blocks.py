@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from support.records import a_checkpoint
 
 from bot.slack import cards, replies
 from bot.slack.home_view import home_view
@@ -705,18 +706,16 @@ def test_pending_list_with_huge_inputs() -> None:
 def test_run_history() -> None:
     checkpoints = [
         Checkpoint.opening("r1", [Message(role="user", content="Refund")]),
-        Checkpoint(
-            run_id="r1",
-            seq=1,
-            step=1,
-            status=RunStatus.WAITING_APPROVAL,
-            stop_reason="waiting_approval",
-            messages=(
-                Message(
-                    role="assistant",
-                    tool_calls=(ToolCall(id="c1", name="issue_refund"),),
-                ),
+        a_checkpoint(
+            1,
+            1,
+            RunStatus.WAITING_APPROVAL,
+            Message(
+                role="assistant",
+                tool_calls=(ToolCall(id="c1", name="issue_refund"),),
             ),
+            run_id="r1",
+            stop_reason="waiting_approval",
         ),
     ]
     reply = replies.run_history(make_run(id="r1"), checkpoints)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from support.records import a_checkpoint
+
 from bot.console import timeline
 from bot.dev.steplog import describe
 from examples.refund_agent import _asked_cents
@@ -73,37 +75,19 @@ def test_a_rollback_preview_compensates_what_has_a_compensator_and_pages_the_res
 def test_the_timeline_has_a_row_per_step_with_effects_approvals_pages_and_undone_steps() -> None:
     history = [
         Checkpoint.opening("r", [Message(role="user", content="Refund order 1")]),
-        Checkpoint(
-            run_id="r",
-            seq=1,
-            step=1,
-            status=RunStatus.RUNNING,
-            messages=(_call("c2", "issue_refund"),),
+        a_checkpoint(1, 1, RunStatus.RUNNING, _call("c2", "issue_refund")),
+        a_checkpoint(
+            2, 1, RunStatus.RUNNING, Message(role="tool", tool_call_id="c2", content='{"ok": 1}')
         ),
-        Checkpoint(
-            run_id="r",
-            seq=2,
-            step=1,
-            status=RunStatus.RUNNING,
-            messages=(Message(role="tool", tool_call_id="c2", content='{"ok": 1}'),),
-        ),
-        Checkpoint(
-            run_id="r",
-            seq=3,
-            step=2,
-            status=RunStatus.DONE,
+        a_checkpoint(
+            3,
+            2,
+            RunStatus.DONE,
+            Message(role="assistant", content="Refunded."),
             stop_reason="answered",
-            messages=(Message(role="assistant", content="Refunded."),),
             rolled_back=True,
         ),
-        Checkpoint(
-            run_id="r",
-            seq=4,
-            step=1,
-            snapshot=True,
-            status=RunStatus.FAILED,
-            stop_reason="rolled_back",
-        ),
+        a_checkpoint(4, 1, RunStatus.FAILED, snapshot=True, stop_reason="rolled_back"),
     ]
     effects = [
         _effect("c2", 1, "issue_refund", Reversibility.REVERSIBLE, compensated_by="undo:c2"),
@@ -160,38 +144,26 @@ def test_the_budget_view_says_used_against_each_limit() -> None:
 
 def test_the_step_log_says_one_line_per_step() -> None:
     checkpoints = [
-        Checkpoint(
-            run_id="r",
-            seq=1,
-            step=1,
-            status=RunStatus.RUNNING,
-            messages=(_call("c1", "lookup_order"),),
+        a_checkpoint(1, 1, RunStatus.RUNNING, _call("c1", "lookup_order")),
+        a_checkpoint(
+            2,
+            1,
+            RunStatus.RUNNING,
+            Message(role="tool", name="lookup_order", tool_call_id="c1", content="x" * 500),
         ),
-        Checkpoint(
-            run_id="r",
-            seq=2,
-            step=1,
-            status=RunStatus.RUNNING,
-            messages=(
-                Message(role="tool", name="lookup_order", tool_call_id="c1", content="x" * 500),
-            ),
-        ),
-        Checkpoint(
-            run_id="r",
-            seq=3,
-            step=2,
-            status=RunStatus.WAITING_APPROVAL,
+        a_checkpoint(
+            3,
+            2,
+            RunStatus.WAITING_APPROVAL,
+            _call("c2", "issue_refund"),
             stop_reason="waiting_approval",
-            messages=(_call("c2", "issue_refund"),),
         ),
     ]
     lines = describe("r", checkpoints)
     assert len(lines) == 2
     assert lines[0].startswith("run r step 1: calls lookup_order({}); lookup_order returned x")
     assert len(lines[0]) < 200
-    assert lines[1] == (
-        "run r step 2: calls issue_refund({}); -> waiting_approval"
-    )
+    assert lines[1] == ("run r step 2: calls issue_refund({}); -> waiting_approval")
 
 
 def test_a_refund_task_may_name_an_amount_never_more_than_the_order() -> None:
