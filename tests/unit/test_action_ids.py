@@ -37,6 +37,7 @@ from store import (
     open_store,
 )
 from store.records import EffectConflict, LearnedRule
+from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 BOB = "U0BOB"
@@ -61,18 +62,15 @@ def run() -> Run:
 
 
 def approval(**changes: Any) -> Approval:
-    fields: dict[str, Any] = {
+    """The blocks tests' refund approval, as riley asked for it an hour ago by the default
+    policy."""
+    asked: dict[str, Any] = {
         "id": "apr_1",
-        "tool": "issue_refund",
-        "args": {"order_id": "4471", "amount_cents": 2500},
         "policy": "default",
-        "run_id": "order-4471",
-        "call_id": "call_1",
         "requested_by": "U0RILEY",
-        "deadline": AT,
         "created_at": AT - timedelta(hours=1),
     }
-    return Approval(**(fields | changes))
+    return make_approval(**(asked | changes))
 
 
 def conflicted() -> Approval:
@@ -144,12 +142,20 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     checkpoint = Checkpoint.opening("order-4471", [Message(role="user", content="Refund")])
     yield "/runs history", replies.run_history(run(), [checkpoint])
     for resolver in (False, True):
-        yield f"home resolver={resolver}", home_view(
-            pending=pending, pages=pages, requests=pending, decisions=[decided()], now=AT,
-            resolver=resolver,
+        yield (
+            f"home resolver={resolver}",
+            home_view(
+                pending=pending,
+                pages=pages,
+                requests=pending,
+                decisions=[decided()],
+                now=AT,
+                resolver=resolver,
+            ),
         )
-    yield "home empty", home_view(
-        pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False
+    yield (
+        "home empty",
+        home_view(pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False),
     )
     for declined in (False, True):
         yield f"rule modal {declined}", similar.rule_modal("apr_1", proposal(declined=declined),
@@ -309,8 +315,11 @@ def dev_clicks() -> Iterator[tuple[str, dict[str, Any]]]:
                         "block_id": block.get("block_id", ""),
                         "ephemeral": ephemeral,
                     }
-                    yield name, click_payload(
-                        BOB, order, trigger="dev-1", response_url="http://127.0.0.1:9/r"
+                    yield (
+                        name,
+                        click_payload(
+                            BOB, order, trigger="dev-1", response_url="http://127.0.0.1:9/r"
+                        ),
                     )
 
 
