@@ -31,8 +31,12 @@ def start_refund(server: SlackServer, run_id: str, order: str = "4471") -> None:
     status, view = server.api(
         "POST",
         "/v1/runs",
-        {"agent": "refund-agent", "task": f"Refund order {order}", "run_id": run_id,
-         "requested_by": REQUESTER},
+        {
+            "agent": "refund-agent",
+            "task": f"Refund order {order}",
+            "run_id": run_id,
+            "requested_by": REQUESTER,
+        },
     )
     assert status in (200, 201, 202), view
 
@@ -41,16 +45,27 @@ def card_for(fake: FakeSlackProcess, server: SlackServer, count: int = 1) -> lis
     return list(server.wait_until(lambda: (c := fake.cards()) and len(c) >= count and c))
 
 
+def parked(fake: FakeSlackProcess, server: SlackServer, run_id: str) -> tuple[dict[str, Any], str]:
+    """Start the refund run `run_id`; its card, the only one posted, and its approval id."""
+    start_refund(server, run_id)
+    [card] = card_for(fake, server)
+    return card, approval_id_of(card)
+
+
 def refunds() -> list[tuple[str, str, int, str]]:
     return [p for p in outside.payments() if p[0] == "refund"]
+
+
+def assert_nothing_refunded(server: SlackServer, run_id: str) -> None:
+    """The run still waits for its approval and no refund was made."""
+    assert server.run(run_id)["status"] == "waiting_approval"
+    assert refunds() == []
 
 
 def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-4471")
-    [card] = card_for(fake, server)
-    approval_id = approval_id_of(card)
+    card, approval_id = parked(fake, server, "order-4471")
     actions = [b for b in card["blocks"] if b["type"] == "actions"]
     assert [e["value"] for e in actions[0]["elements"]] == [approval_id] * 3
 
@@ -61,8 +76,9 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
     server.wait_until(lambda: server.run("order-4471")["status"] == "done")
     assert len(refunds()) == 1
     updated = server.wait_until(
-        lambda: (m := fake.cards()[0]) and m["edited"] and "Approved" in json.dumps(m["blocks"])
-        and m
+        lambda: (
+            (m := fake.cards()[0]) and m["edited"] and "Approved" in json.dumps(m["blocks"]) and m
+        )
     )
     assert not [b for b in updated["blocks"] if b["type"] == "actions"]
     # The thread reads in the order things happened: the decision, then the run's end.
@@ -81,9 +97,7 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
 def test_decline_asks_for_a_reason_that_reaches_the_model(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-decline")
-    [card] = card_for(fake, server)
-    approval_id = approval_id_of(card)
+    card, approval_id = parked(fake, server, "order-decline")
 
     status, _, _ = server.slack(button("decline", approval_id, user=BOB, ts=card["ts"]))
     assert status == 200
@@ -118,9 +132,7 @@ def test_decline_asks_for_a_reason_that_reaches_the_model(
 def test_edit_approves_the_edited_amount_and_the_tool_runs_with_it(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-edit")
-    [card] = card_for(fake, server)
-    approval_id = approval_id_of(card)
+    card, approval_id = parked(fake, server, "order-edit")
     server.slack(button("edit", approval_id, user=ANN, ts=card["ts"]))
     [opened] = server.wait_until(fake.modals)
     proposed = json.loads(opened["view"]["blocks"][-1]["element"]["initial_value"])
@@ -143,9 +155,7 @@ def test_edit_approves_the_edited_amount_and_the_tool_runs_with_it(
 def test_refusals_are_ephemeral_and_change_nothing(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-refused")
-    [card] = card_for(fake, server)
-    approval_id = approval_id_of(card)
+    card, approval_id = parked(fake, server, "order-refused")
 
     server.slack(button("approve", approval_id, user=EVE, ts=card["ts"]))
     server.slack(button("approve", "ap_no_such_approval", user=BOB, ts=card["ts"]))
@@ -154,32 +164,27 @@ def test_refusals_are_ephemeral_and_change_nothing(
     texts = {e["user"]: e["text"] for e in told}
     assert "not an approver" in texts[EVE]
     assert "There is no approval" in texts[BOB]
-    assert server.run("order-refused")["status"] == "waiting_approval"
-    assert refunds() == []
+    assert_nothing_refunded(server, "order-refused")
 
 
 def test_a_wrong_signature_or_a_stale_timestamp_gets_401_and_changes_nothing(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-forged")
-    [card] = card_for(fake, server)
-    click = button("approve", approval_id_of(card), user=BOB, ts=card["ts"])
+    card, approval_id = parked(fake, server, "order-forged")
+    click = button("approve", approval_id, user=BOB, ts=card["ts"])
 
     forged, _, _ = server.slack(click, secret="not-the-secret")
     stale, _, _ = server.slack(click, timestamp=int(time.time()) - 6 * 60)
 
     assert (forged, stale) == (401, 401)
     time.sleep(0.5)
-    assert server.run("order-forged")["status"] == "waiting_approval"
-    assert refunds() == []
+    assert_nothing_refunded(server, "order-forged")
 
 
 def test_two_approvers_racing_one_wins_the_other_is_told_who(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-race")
-    [card] = card_for(fake, server)
-    approval_id = approval_id_of(card)
+    card, approval_id = parked(fake, server, "order-race")
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as pool:
@@ -202,9 +207,15 @@ def test_runs_slash_command_answers_ephemerally(
     card_for(fake, server)
 
     answers = {}
-    for text, who in [("status order-slash", BOB), ("pending", BOB), ("list", BOB),
-                      ("history order-slash", BOB), ("status nope", BOB), ("frobnicate", BOB),
-                      ("cancel order-slash", EVE)]:
+    for text, who in [
+        ("status order-slash", BOB),
+        ("pending", BOB),
+        ("list", BOB),
+        ("history order-slash", BOB),
+        ("status nope", BOB),
+        ("frobnicate", BOB),
+        ("cancel order-slash", EVE),
+    ]:
         status, body, seconds = server.slack(slash(text, user=who))
         assert status == 200, body
         assert seconds < 3
