@@ -27,6 +27,7 @@ Append = Callable[..., Awaitable[Committed]]
 MakeEffect = Callable[..., Effect]
 MakeApproval = Callable[..., Approval]
 MakePage = Callable[..., Page]
+MakeOneOfEach = Callable[[str], tuple[Effect, Approval, Page]]
 Role = Literal["system", "user", "assistant", "tool"]
 
 

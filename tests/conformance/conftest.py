@@ -28,7 +28,7 @@ from store import (
     Usage,
 )
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakePage, MakeRun
+from .builders import Append, Clock, MakeApproval, MakeEffect, MakeOneOfEach, MakePage, MakeRun
 
 
 @pytest.fixture
@@ -147,6 +147,14 @@ def make_page(clock: Clock, ids: Callable[[str], str]) -> MakePage:
         return Page(run_id=run_id, **fields)
 
     return make
+
+
+@pytest.fixture
+def one_of_each(
+    make_effect: MakeEffect, make_approval: MakeApproval, make_page: MakePage
+) -> MakeOneOfEach:
+    """An effect, an approval and a page of the run with the given id (not written)."""
+    return lambda run_id: (make_effect(run_id), make_approval(run_id), make_page(run_id))
 
 
 @pytest.fixture

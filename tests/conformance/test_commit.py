@@ -22,9 +22,8 @@ from store import (
 from .builders import (
     Append,
     Clock,
-    MakeApproval,
     MakeEffect,
-    MakePage,
+    MakeOneOfEach,
     MakeRun,
     checkpoint,
     completed,
@@ -65,8 +64,7 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     make_run: MakeRun,
     append: Append,
     make_effect: MakeEffect,
-    make_approval: MakeApproval,
-    make_page: MakePage,
+    one_of_each: MakeOneOfEach,
     clock: Clock,
     seq: int,
 ) -> None:
@@ -74,7 +72,7 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     in_flight = make_effect(run.id)
     await append(run.id, [text("one")], start=[in_flight])
     before = await _snapshot_of(store, run.id)
-    new_effect, approval, page = make_effect(run.id), make_approval(run.id), make_page(run.id)
+    new_effect, approval, page = one_of_each(run.id)
     batch = Batch(
         run_id=run.id,
         checkpoints=[checkpoint(run.id, seq, clock(), messages=(text("lost"),))],
@@ -264,8 +262,6 @@ async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
 
 
 # helpers
-
-
 
 
 def _later(clock: Clock, seconds: float) -> datetime:

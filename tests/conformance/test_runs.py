@@ -22,7 +22,7 @@ from store import (
     errors,
 )
 
-from .builders import Append, MakeApproval, MakeEffect, MakePage, MakeRun
+from .builders import Append, MakeApproval, MakeEffect, MakeOneOfEach, MakePage, MakeRun
 
 
 class MovableClock(Protocol):
@@ -204,13 +204,11 @@ async def test_prune_cascades_to_history_effects_approvals_and_pages(
     store: Store,
     make_run: MakeRun,
     append: Append,
-    make_effect: MakeEffect,
-    make_approval: MakeApproval,
-    make_page: MakePage,
+    one_of_each: MakeOneOfEach,
     clock: MovableClock,
 ) -> None:
     run = await make_run()
-    effect, approval, page = make_effect(run.id), make_approval(run.id), make_page(run.id)
+    effect, approval, page = one_of_each(run.id)
     event = AuditEvent(action="decide", actor="U1", run_id=run.id, at=clock())
     await append(run.id, start=[effect], request=[approval], pages=[page], events=[event])
     done = EffectOutcome(
