@@ -50,6 +50,22 @@ class SlackServer:
         request.add_header("Authorization", f"Bearer {TOKEN}")
         return _send(request)
 
+    def start_run(
+        self,
+        run_id: str,
+        task: str = "Refund order 4471",
+        *,
+        agent: str = "refund-agent",
+        requested_by: str = REQUESTER,
+        accepted: tuple[int, ...] = (200, 201, 202),
+    ) -> Any:
+        """Start a run over the HTTP API, as `requested_by`; the run's view. The API must
+        answer with one of `accepted`."""
+        body = {"agent": agent, "task": task, "run_id": run_id, "requested_by": requested_by}
+        status, view = self.api("POST", "/v1/runs", body)
+        assert status in accepted, view
+        return view
+
     def slack(
         self,
         body: bytes,
@@ -316,6 +332,32 @@ class FakeSlackProcess:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+
+def card_click(action: str, card: dict[str, Any], *, user: str) -> bytes:
+    """A click by `user` on the button `action` of a posted approval card."""
+    return button(action, approval_id_of(card), user=user, ts=card["ts"])
+
+
+def open_home(server: SlackServer, user: str) -> None:
+    """`user` opens the app's Home tab: the signed event Slack sends, answered 200."""
+    event = {
+        "type": "event_callback",
+        "team_id": "T0SIGNOFF",
+        "api_app_id": "A0SIGNOFF",
+        "event": {
+            "type": "app_home_opened",
+            "user": user,
+            "channel": "D0" + user[2:],
+            "tab": "home",
+            "event_ts": f"{time.time():.6f}",
+        },
+        "event_id": f"Ev{time.monotonic_ns()}",
+        "event_time": int(time.time()),
+        "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
+    }
+    status, _, _ = server.slack(json.dumps(event).encode(), content_type="application/json")
+    assert status == 200
 
 
 def approval_id_of(card: dict[str, Any]) -> str:

@@ -23,11 +23,9 @@ from support.result_agents import CARD_NUMBER
 from support.slack_harness import (
     APPROVALS,
     BOB,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
-    approval_id_of,
-    button,
+    card_click,
     slash,
     start_server,
 )
@@ -64,11 +62,9 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     }
     server = start_server(folder, folder / "world.db", fake.base_url, extra=extra, policy=POLICY)
     try:
-        body = {"agent": "card-issuer", "task": "Issue a card for B7", "run_id": RUN}
-        status, view = server.api("POST", "/v1/runs", body | {"requested_by": REQUESTER})
-        assert status == 201, view
+        server.start_run(RUN, "Issue a card for B7", agent="card-issuer", accepted=(201,))
         card = server.wait_until(lambda: [c for c in fake.cards() if RUN in json.dumps(c)])[0]
-        clicked = server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        clicked = server.slack(card_click("approve", card, user=BOB))
         assert clicked[0] == 200, clicked
         server.wait_until(lambda: server.run(RUN)["status"] == "done")
         call_id = server.run(RUN)["calls"][0]["call_id"]

@@ -14,7 +14,6 @@ from support.slack_harness import (
     APPROVALS,
     BOB,
     EVE,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
     approval_id_of,
@@ -27,27 +26,13 @@ from support.slack_harness import (
 from examples import world as outside
 
 
-def start_refund(server: SlackServer, run_id: str, order: str = "4471") -> None:
-    status, view = server.api(
-        "POST",
-        "/v1/runs",
-        {
-            "agent": "refund-agent",
-            "task": f"Refund order {order}",
-            "run_id": run_id,
-            "requested_by": REQUESTER,
-        },
-    )
-    assert status in (200, 201, 202), view
-
-
 def card_for(fake: FakeSlackProcess, server: SlackServer, count: int = 1) -> list[dict[str, Any]]:
     return list(server.wait_until(lambda: (c := fake.cards()) and len(c) >= count and c))
 
 
 def parked(fake: FakeSlackProcess, server: SlackServer, run_id: str) -> tuple[dict[str, Any], str]:
     """Start the refund run `run_id`; its card, the only one posted, and its approval id."""
-    start_refund(server, run_id)
+    server.start_run(run_id)
     [card] = card_for(fake, server)
     return card, approval_id_of(card)
 
@@ -203,7 +188,7 @@ def test_two_approvers_racing_one_wins_the_other_is_told_who(
 def test_runs_slash_command_answers_ephemerally(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-slash")
+    server.start_run("order-slash")
     card_for(fake, server)
 
     answers = {}
@@ -236,7 +221,7 @@ def test_runs_slash_command_answers_ephemerally(
 def test_serve_with_slack_stops_cleanly_on_sigterm(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
-    start_refund(server, "order-stop")
+    server.start_run("order-stop")
     card_for(fake, server)
 
     assert server.stop() == 0

@@ -19,11 +19,11 @@ from support.slack_harness import (
     ANN,
     APPROVALS,
     BOB,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
     approval_id_of,
     button,
+    card_click,
     environment,
     slash,
     submission,
@@ -35,10 +35,7 @@ ORDER = "4471"
 
 
 def start(server: SlackServer, run_id: str, dollars: int) -> None:
-    task = f"Refund order {ORDER} for ${dollars}"
-    body = {"agent": "refund-agent", "task": task, "run_id": run_id, "requested_by": REQUESTER}
-    status, view = server.api("POST", "/v1/runs", body)
-    assert status in (200, 201, 202), view
+    server.start_run(run_id, f"Refund order {ORDER} for ${dollars}")
 
 
 def card_of(fake: FakeSlackProcess, server: SlackServer, run_id: str) -> dict[str, Any]:
@@ -62,7 +59,7 @@ def test_a_second_refund_for_another_amount_is_asked_as_a_conflict_and_approved_
 ) -> None:
     start(server, "run-a", 25)
     first = card_of(fake, server, "run-a")
-    server.slack(button("approve", approval_id_of(first), user=BOB, ts=first["ts"]))
+    server.slack(card_click("approve", first, user=BOB))
     done(server, "run-a")
     start(server, "run-c", 20)
     card = card_of(fake, server, "run-c")

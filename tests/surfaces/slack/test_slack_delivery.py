@@ -14,11 +14,11 @@ from support.slack_harness import (
     APPROVALS,
     BOB,
     ONCALL,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
     approval_id_of,
     button,
+    card_click,
     environment,
     start_server,
 )
@@ -26,13 +26,9 @@ from support.slack_harness import (
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 
 
-
 def start_refunds(server: SlackServer, *run_ids: str, task: str = "Refund order 4471") -> None:
     for run_id in run_ids:
-        body = {"agent": "refund-agent", "task": task, "run_id": run_id,
-                "requested_by": REQUESTER}
-        status, view = server.api("POST", "/v1/runs", body)
-        assert status in (200, 201, 202), view
+        server.start_run(run_id, task)
 
 
 def posts(fake: FakeSlackProcess) -> list[str]:
@@ -84,7 +80,7 @@ def test_a_post_that_landed_before_a_crash_is_found_not_posted_again(
         assert status == 200
         assert approval["state"] == "pending"
         # The card found is the one clicked: approving it through that ts works.
-        status, _, _ = again.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        status, _, _ = again.slack(card_click("approve", card, user=BOB))
         assert status == 200
         again.wait_until(lambda: again.run("crash-1")["status"] == "done")
 
@@ -97,7 +93,7 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
     ) as server:
         start_refunds(server, "paged")
         [card] = server.wait_until(fake.cards)
-        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=BOB))
         server.wait_until(lambda: server.run("paged")["status"] == "done")
         env = _cli_env(tmp_path, world)
         rolled = run_text(
@@ -106,8 +102,11 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         assert rolled.returncode == 0, rolled.stderr
 
         pages = server.wait_until(
-            lambda: [m for m in fake.messages(ONCALL)
-                     if (m.get("metadata") or {}).get("event_type") == "signoff_page"],
+            lambda: [
+                m
+                for m in fake.messages(ONCALL)
+                if (m.get("metadata") or {}).get("event_type") == "signoff_page"
+            ],
             within=20,
         )
         page_id = pages[0]["metadata"]["event_payload"]["page_id"]
@@ -121,8 +120,11 @@ def test_a_page_reaches_on_call_and_acknowledge_records_who(
         listed = server.wait_until(lambda: _acknowledged(tmp_path, world, page_id))
         assert listed["acknowledged_by"] == BOB
         server.wait_until(
-            lambda: "Acknowledged" in json.dumps(
-                next(m for m in fake.messages(ONCALL) if m["ts"] == pages[0]["ts"])["blocks"]
+            lambda: (
+                "Acknowledged"
+                in json.dumps(
+                    next(m for m in fake.messages(ONCALL) if m["ts"] == pages[0]["ts"])["blocks"]
+                )
             )
         )
         # Acknowledged pages are not announced again.
@@ -135,16 +137,21 @@ def test_the_approve_flow_over_socket_mode(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     with start_server(
-        tmp_path, world, fake.base_url,
+        tmp_path,
+        world,
+        fake.base_url,
         extra={"SLACK_APP_TOKEN": APP_TOKEN, "SLACK_SIGNING_SECRET": ""},
     ) as server:
         start_refunds(server, "socket-1")
         [card] = server.wait_until(fake.cards)
-        click = button("approve", approval_id_of(card), user=BOB, ts=card["ts"]).decode()
+        click = card_click("approve", card, user=BOB).decode()
         payload = json.loads(urllib.parse.parse_qs(click)["payload"][0])
         ack = server.wait_until(
-            lambda: (a := fake.control("socket", {"type": "interactive", "payload": payload}))
-            and "envelope_id" in a and a,
+            lambda: (
+                (a := fake.control("socket", {"type": "interactive", "payload": payload}))
+                and "envelope_id" in a
+                and a
+            ),
         )
         assert ack["envelope_id"]
         server.wait_until(lambda: server.run("socket-1")["status"] == "done")
@@ -197,7 +204,6 @@ def _acknowledged(tmp_path: Path, world: Path, page_id: str) -> dict[str, str] |
         if page["id"] == page_id and page["acknowledged_by"]:
             return dict(page)
     return None
-
 
 
 def test_a_wrong_channel_keeps_the_card_waiting_loudly_until_fixed(

@@ -21,6 +21,7 @@ from support.slack_harness import (
     FakeSlackProcess,
     SlackServer,
     form,
+    open_home,
     start_server,
 )
 
@@ -59,26 +60,6 @@ def decide(server: SlackServer, approval_id: str, decision: str, by: str) -> Non
         body["reason"] = "not this one"
     status, answer = server.api("POST", f"/v1/approvals/{approval_id}/decision", body)
     assert status == 200, answer
-
-
-def open_home(server: SlackServer, user: str) -> None:
-    event = {
-        "type": "event_callback",
-        "team_id": "T0SIGNOFF",
-        "api_app_id": "A0SIGNOFF",
-        "event": {
-            "type": "app_home_opened",
-            "user": user,
-            "channel": "D0" + user[2:],
-            "tab": "home",
-            "event_ts": f"{time.time():.6f}",
-        },
-        "event_id": f"Ev{time.monotonic_ns()}",
-        "event_time": int(time.time()),
-        "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
-    }
-    status, _, _ = server.slack(json.dumps(event).encode(), content_type="application/json")
-    assert status == 200
 
 
 def homes(fake: FakeSlackProcess) -> dict[str, dict[str, Any]]:

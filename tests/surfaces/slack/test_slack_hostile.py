@@ -13,7 +13,6 @@ from support.slack_harness import (
     APPROVALS,
     BOB,
     EVE,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
     approval_id_of,
@@ -44,33 +43,72 @@ def as_form(payload: Any) -> bytes:
 # (what, body, content type, expected status, a word the log line has)
 HOSTILE: list[tuple[str, bytes, str, int, str]] = [
     ("10k-deep JSON in an interaction payload", as_form(DEEP), "form", 400, "deeper"),
-    ("10k-deep JSON as an Events API body", ('{"a":' + DEEP + "}").encode(), "json", 400,
-     "deeper"),
+    ("10k-deep JSON as an Events API body", ('{"a":' + DEEP + "}").encode(), "json", 400, "deeper"),
     ("invalid UTF-8", b"payload=%7B%22type%22%3A\xff\xfe", "form", 400, "UTF-8"),
     ("block_actions without user", as_form(block_actions(user=None)), "form", 400, "user"),
-    ("block_actions with empty actions", as_form(block_actions(actions=[])), "form", 400,
-     "actions"),
-    ("a 5,000-digit number", as_form('{"type": "block_actions", "n": ' + "9" * 5000 + "}"),
-     "form", 400, "digits"),
+    (
+        "block_actions with empty actions",
+        as_form(block_actions(actions=[])),
+        "form",
+        400,
+        "actions",
+    ),
+    (
+        "a 5,000-digit number",
+        as_form('{"type": "block_actions", "n": ' + "9" * 5000 + "}"),
+        "form",
+        400,
+        "digits",
+    ),
     ("NaN in a payload", as_form('{"type": "block_actions", "n": NaN}'), "form", 400, "NaN"),
     ("a payload that is not JSON", as_form("{not json"), "form", 400, "invalid"),
     ("a payload that is a list", as_form("[1, 2]"), "form", 400, "not a JSON object"),
-    ("actions[0] without action_id", as_form(block_actions(actions=[{"value": "x"}])), "form",
-     400, "action_id"),
-    ("view_submission without view.type",
-     as_form({"type": "view_submission", "user": {"id": BOB}, "view": {"id": "V1"}}), "form",
-     400, "view.type"),
-    ("view_submission without view.state",
-     as_form({"type": "view_submission", "user": {"id": BOB},
-              "view": {"id": "V1", "type": "modal"}}), "form", 400, "state"),
-    ("event_callback without event_id",
-     json.dumps({"type": "event_callback", "event": {"type": "app_home_opened"}}).encode(),
-     "json", 400, "event_id"),
-    ("app_home_opened without user",
-     json.dumps({"type": "event_callback", "event_id": "Ev1",
-                 "event": {"type": "app_home_opened"}}).encode(), "json", 400, "event.user"),
-    ("a slash command without user_id", form({"command": "/runs", "text": "list"}), "form", 400,
-     "user_id"),
+    (
+        "actions[0] without action_id",
+        as_form(block_actions(actions=[{"value": "x"}])),
+        "form",
+        400,
+        "action_id",
+    ),
+    (
+        "view_submission without view.type",
+        as_form({"type": "view_submission", "user": {"id": BOB}, "view": {"id": "V1"}}),
+        "form",
+        400,
+        "view.type",
+    ),
+    (
+        "view_submission without view.state",
+        as_form(
+            {"type": "view_submission", "user": {"id": BOB}, "view": {"id": "V1", "type": "modal"}}
+        ),
+        "form",
+        400,
+        "state",
+    ),
+    (
+        "event_callback without event_id",
+        json.dumps({"type": "event_callback", "event": {"type": "app_home_opened"}}).encode(),
+        "json",
+        400,
+        "event_id",
+    ),
+    (
+        "app_home_opened without user",
+        json.dumps(
+            {"type": "event_callback", "event_id": "Ev1", "event": {"type": "app_home_opened"}}
+        ).encode(),
+        "json",
+        400,
+        "event.user",
+    ),
+    (
+        "a slash command without user_id",
+        form({"command": "/runs", "text": "list"}),
+        "form",
+        400,
+        "user_id",
+    ),
     ("a 2 MiB body", as_form("x" * (2 * 1024 * 1024)), "form", 413, ""),
 ]
 
@@ -126,15 +164,8 @@ def test_an_unsigned_hostile_body_is_refused_before_it_is_parsed(server: SlackSe
     assert not any("deeper" in line for line in lines), "the body was parsed before the check"
 
 
-def start_refund(server: SlackServer, run_id: str) -> None:
-    body = {"agent": "refund-agent", "task": "Refund order 4471", "run_id": run_id,
-            "requested_by": REQUESTER}
-    status, view = server.api("POST", "/v1/runs", body)
-    assert status in (200, 201, 202), view
-
-
 def pending_card(server: SlackServer, fake: FakeSlackProcess) -> dict[str, Any]:
-    start_refund(server, "hostile-1")
+    server.start_run("hostile-1")
     return dict(server.wait_until(lambda: fake.cards() and fake.cards()[0]))
 
 
@@ -176,8 +207,7 @@ def test_an_expired_trigger_asks_the_person_to_click_again(
     server: SlackServer, fake: FakeSlackProcess
 ) -> None:
     card = pending_card(server, fake)
-    stale = button("decline", approval_id_of(card), user=BOB, ts=card["ts"],
-                   issued=time.time() - 5)
+    stale = button("decline", approval_id_of(card), user=BOB, ts=card["ts"], issued=time.time() - 5)
     status, _, _ = server.slack(stale)
     assert status == 200
     [told] = server.wait_until(lambda: fake.ephemerals())

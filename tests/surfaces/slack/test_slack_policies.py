@@ -14,7 +14,8 @@ from support.slack_harness import (
     FakeSlackProcess,
     SlackServer,
     approval_id_of,
-    button,
+    card_click,
+    open_home,
     slash,
     start_server,
 )
@@ -23,17 +24,13 @@ LEADS = "S0LEADS"
 BOB_APPROVES = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\n'
 
 
-
 def served(tmp_path: Path, world: Path, fake: FakeSlackProcess, policy: str) -> SlackServer:
     return start_server(tmp_path, world, fake.base_url, policy=policy)
 
 
 def start(server: SlackServer, fake: FakeSlackProcess, run_id: str, *, by: str) -> dict:
     """Start a refund run requested by `by`; its card once posted."""
-    body = {"agent": "refund-agent", "task": "Refund order 4471", "run_id": run_id,
-            "requested_by": by}
-    status, view = server.api("POST", "/v1/runs", body)
-    assert status in (200, 201, 202), view
+    server.start_run(run_id, requested_by=by)
     [card] = server.wait_until(
         lambda: [c for c in fake.cards() if c["metadata"]["event_payload"].get("run_id") == run_id]
     )
@@ -50,7 +47,7 @@ def test_the_requester_cannot_approve_their_own_refund(
 ) -> None:
     with served(tmp_path, world, fake, BOB_APPROVES) as server:
         card = start(server, fake, "self", by=BOB)
-        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=BOB))
         assert "You asked for this action, and policy" in told(server, fake, BOB)
         assert server.run("self")["status"] == "waiting_approval"
 
@@ -62,18 +59,17 @@ def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
     with served(tmp_path, world, fake, policy) as server:
         expiring = start(server, fake, "expiring", by=EVE)
         server.wait_until(lambda: "Expired" in json.dumps(fake.cards()[0]["blocks"]), within=20)
-        server.slack(button("approve", approval_id_of(expiring), user=BOB, ts=expiring["ts"]))
+        server.slack(card_click("approve", expiring, user=BOB))
         assert "expired" in told(server, fake, BOB)
 
-        server.api("POST", "/v1/runs", {"agent": "refund-agent", "task": "Refund order 4471",
-                                        "run_id": "withdrawn", "requested_by": EVE})
+        server.start_run("withdrawn", requested_by=EVE)
         [card] = server.wait_until(
             lambda: [c for c in fake.cards() if "withdrawn" in json.dumps(c["metadata"])]
         )
         status, _, _ = server.slack(slash("cancel withdrawn", user=BOB))
         assert status == 200
         server.wait_until(lambda: server.run("withdrawn")["status"] == "cancelled")
-        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=BOB))
         server.wait_until(lambda: len([e for e in fake.ephemerals() if e["user"] == BOB]) == 2)
         assert "withdrawn" in told(server, fake, BOB)
 
@@ -99,17 +95,16 @@ def test_a_quorum_card_shows_who_approved_so_far(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     policy = (
-        f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\n'
-        "required_approvals = 2\n"
+        f'[policies.tools.issue_refund]\napprovers = ["{BOB}", "{ANN}"]\nrequired_approvals = 2\n'
     )
     with served(tmp_path, world, fake, policy) as server:
         card = start(server, fake, "quorum", by=EVE)
-        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=BOB))
         server.wait_until(lambda: "1 of 2" in json.dumps(fake.cards()[0]["blocks"]))
         assert BOB in json.dumps(fake.cards()[0]["blocks"])
         assert server.run("quorum")["status"] == "waiting_approval"
 
-        server.slack(button("approve", approval_id_of(card), user=ANN, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=ANN))
         server.wait_until(lambda: server.run("quorum")["status"] == "done")
 
 
@@ -118,24 +113,14 @@ def test_the_home_tab_shows_what_waits_for_the_viewer(
 ) -> None:
     with served(tmp_path, world, fake, BOB_APPROVES) as server:
         card = start(server, fake, "home", by=EVE)
-        event = {
-            "type": "event_callback",
-            "team_id": "T0SIGNOFF",
-            "api_app_id": "A0SIGNOFF",
-            "event": {"type": "app_home_opened", "user": BOB, "channel": "D0BOB", "tab": "home",
-                      "event_ts": "1700000000.000100"},
-            "event_id": "Ev0HOME",
-            "event_time": 1700000000,
-            "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
-        }
-        status, _, _ = server.slack(json.dumps(event).encode(), content_type="application/json")
-        assert status == 200
+        open_home(server, BOB)
 
         mine = lambda: [v for v in fake.views() if v["user_id"] == BOB]  # noqa: E731
         published = server.wait_until(mine)[-1]
         assert published["view"]["type"] == "home"
-        buttons = [e for b in published["view"]["blocks"] if b["type"] == "actions"
-                   for e in b["elements"]]
+        buttons = [
+            e for b in published["view"]["blocks"] if b["type"] == "actions" for e in b["elements"]
+        ]
         assert approval_id_of(card) in {b["value"] for b in buttons}
 
 
@@ -148,8 +133,7 @@ def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
             "style": "*bold* _x_ ~s~ ```code``` & done",
         }
         status, view = server.api(
-            "POST", "/v1/approvals", {"tool": "wire_transfer", "args": hostile,
-                                      "requested_by": EVE}
+            "POST", "/v1/approvals", {"tool": "wire_transfer", "args": hostile, "requested_by": EVE}
         )
         assert status == 201, view
         [card] = server.wait_until(fake.cards)
@@ -160,7 +144,6 @@ def test_an_api_approval_gets_a_card_with_its_arguments_escaped(
         assert "&lt;!here&gt;" in parsed
         assert "*bold*" not in parsed
         assert "```code```" not in parsed
-
 
 
 def mrkdwn_texts(node: object) -> list[str]:

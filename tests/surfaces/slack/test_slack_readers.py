@@ -39,13 +39,7 @@ RUN = "order-read"
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     extra = {"SIGNOFF_SLACK_READERS": f"{AUDITOR},{OPS}"}
     with start_server(tmp_path, world, fake.base_url, extra=extra, policy=POLICY) as running:
-        status, view = running.api(
-            "POST",
-            "/v1/runs",
-            {"agent": "refund-agent", "task": "Refund order 4471 for jane@example.com",
-             "run_id": RUN, "requested_by": REQUESTER},
-        )
-        assert status in (200, 201, 202), view
+        running.start_run(RUN, "Refund order 4471 for jane@example.com")
         running.wait_until(lambda: fake.cards())
         yield running
 
@@ -62,13 +56,16 @@ def shown(reply: dict[str, Any]) -> str:
 
 @pytest.mark.parametrize(
     ("user", "channel"),
-    [(REQUESTER, APPROVALS), (BOB, APPROVALS), (ONCALL_PERSON, APPROVALS),
-     (AUDITOR, APPROVALS), (EVE, OPS)],
+    [
+        (REQUESTER, APPROVALS),
+        (BOB, APPROVALS),
+        (ONCALL_PERSON, APPROVALS),
+        (AUDITOR, APPROVALS),
+        (EVE, OPS),
+    ],
     ids=["requester", "approver", "on-call", "configured-user", "configured-channel"],
 )
-def test_those_who_may_read_a_run_see_it(
-    server: SlackServer, user: str, channel: str
-) -> None:
+def test_those_who_may_read_a_run_see_it(server: SlackServer, user: str, channel: str) -> None:
     for verb in ("status", "history"):
         reply = runs(server, f"{verb} {RUN}", user, channel)
         assert RUN in shown(reply)

@@ -45,14 +45,7 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
 
 
 def start(server: SlackServer, run_id: str, order: str) -> None:
-    body = {
-        "agent": "refund-agent",
-        "task": f"Refund order {order}",
-        "run_id": run_id,
-        "requested_by": REQUESTER,
-    }
-    status, view = server.api("POST", "/v1/runs", body)
-    assert status in (200, 201, 202), view
+    server.start_run(run_id, f"Refund order {order}")
 
 
 def scrape(server: SlackServer) -> str:

@@ -12,11 +12,9 @@ from pathlib import Path
 from support.slack_harness import (
     APPROVALS,
     BOB,
-    REQUESTER,
     FakeSlackProcess,
     SlackServer,
-    approval_id_of,
-    button,
+    card_click,
     start_server,
 )
 
@@ -37,19 +35,12 @@ def scrape(server: SlackServer) -> str:
         return str(response.read().decode())
 
 
-
 def test_the_card_reminders_and_metrics_say_when_the_target_is_missed(
     tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
     server: SlackServer = start_server(tmp_path, world, fake.base_url, policy=CONFIG)
     try:
-        body = {
-            "agent": "refund-agent",
-            "task": "Refund order 4471",
-            "run_id": "slo",
-            "requested_by": REQUESTER,
-        }
-        assert server.api("POST", "/v1/runs", body)[0] in (200, 201, 202)
+        server.start_run("slo")
         [card] = server.wait_until(lambda: fake.cards())
         assert "target: decided within 1s" in json.dumps(card["blocks"])
 
@@ -59,7 +50,7 @@ def test_the_card_reminders_and_metrics_say_when_the_target_is_missed(
         assert f"{PENDING_LATE} 1.0" in scrape(server)
         assert 'signoff_approvals_past_target_total{policy="issue_refund"}' not in scrape(server)
 
-        server.slack(button("approve", approval_id_of(card), user=BOB, ts=card["ts"]))
+        server.slack(card_click("approve", card, user=BOB))
         server.wait_until(lambda: server.run("slo")["status"] == "done")
         updated = server.wait_until(lambda: (m := fake.cards()[0])["edited"] and m)
         assert "past its 1s decision target" in json.dumps(updated["blocks"])
