@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 
 from store import (
     Batch,
+    Committed,
     Effect,
     EffectOutcome,
     EffectStatus,
@@ -41,6 +43,17 @@ async def start_and_finish(
     await finish(store, effect, status, at)
 
 
+async def started_again(
+    store: Store, make: Callable[[], Effect], status: EffectStatus, clock: Clock
+) -> tuple[Effect, Effect, Committed]:
+    """An effect `make` built, started and finished with `status`; then another `make`
+    built, started: both, and what the store said to the second start."""
+    first = make()
+    await start_and_finish(store, first, status, clock())
+    again = make()
+    return first, again, await store.commit(Batch(run_id=again.run_id, start=[again]))
+
+
 # start
 
 
@@ -68,11 +81,12 @@ async def test_starting_one_call_id_twice_is_refused(
 async def test_an_effect_completed_in_the_lineage_preempts_a_new_start(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    first = make_effect(run.id, idempotency_key="refund-4471")
-    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
-    again = make_effect(run.id, idempotency_key="refund-4471")
-
-    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+    first, again, committed = await started_again(
+        store,
+        lambda: make_effect(run.id, idempotency_key="refund-4471"),
+        EffectStatus.COMPLETED,
+        clock,
+    )
 
     assert committed.preempted == {again.call_id: await store.get_effect(run.id, first.call_id)}
     assert committed.preempted[again.call_id].result == {"refund_id": f"re_{first.call_id}"}
@@ -117,11 +131,7 @@ async def test_a_read_effect_is_never_preempted(
             run.id, tool="get_order", idempotency_key="get-4471", reversibility=Reversibility.READ
         )
 
-    first = read()
-    await start_and_finish(store, first, EffectStatus.COMPLETED, clock())
-    again = read()
-
-    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+    _first, again, committed = await started_again(store, read, EffectStatus.COMPLETED, clock)
 
     assert committed.preempted == {}
     assert (await store.get_effect(run.id, again.call_id)).status == EffectStatus.STARTED
@@ -130,11 +140,12 @@ async def test_a_read_effect_is_never_preempted(
 async def test_a_failed_effect_does_not_preempt(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    first = make_effect(run.id, idempotency_key="refund-4471")
-    await start_and_finish(store, first, EffectStatus.FAILED, clock())
-    again = make_effect(run.id, idempotency_key="refund-4471")
-
-    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+    first, again, committed = await started_again(
+        store,
+        lambda: make_effect(run.id, idempotency_key="refund-4471"),
+        EffectStatus.FAILED,
+        clock,
+    )
 
     assert (committed.preempted, committed.blocked) == ({}, {})
     assert [e.call_id for e in await store.list_effects(run.id)] == [first.call_id, again.call_id]
@@ -160,11 +171,12 @@ async def test_the_same_key_running_or_in_doubt_blocks_a_second_start(
 async def test_an_idempotent_effect_may_start_while_its_key_is_in_doubt(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    first = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
-    await start_and_finish(store, first, EffectStatus.IN_DOUBT, clock())
-    again = make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True)
-
-    committed = await store.commit(Batch(run_id=run.id, start=[again]))
+    _first, _again, committed = await started_again(
+        store,
+        lambda: make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True),
+        EffectStatus.IN_DOUBT,
+        clock,
+    )
 
     assert (committed.preempted, committed.blocked) == ({}, {})
     assert len(await store.list_effects(run.id)) == 2
