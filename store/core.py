@@ -71,6 +71,13 @@ def create_run(
         yield Stmt("notify_run_ready", {})
 
 
+def release_lease(params: dict[str, Any]) -> Body[None]:
+    """Give a lease back; a run it leaves running waits in the queue: wake the idle workers."""
+    released = yield Stmt("release_lease", params, "one")
+    if released is not None and released[0] == "running":
+        yield Stmt("notify_run_ready", {})
+
+
 def claim_runs(params: dict[str, Any]) -> Body[list[tuple[str, int]]]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with

@@ -594,7 +594,7 @@ class SqlStore:
 
     async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
         params = {"id": run_id, "owner": owner, "epoch": epoch}
-        await self._one("release_lease", params, durable=False)
+        await self._write(lambda: core.release_lease(params), durable=False)
 
     # the run queue: claims are leases, so like leases they are not synced on their own
 

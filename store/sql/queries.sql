@@ -625,9 +625,13 @@ UPDATE runs SET lease_expires_at = {seconds_from_now(:ttl)}
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
--- Give up a lease we hold (its epoch stays: the next lease is one higher).
-UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
+-- Give up a lease we hold (its epoch stays: the next lease is one higher). A run still
+-- running (its driver stopped before the run did: the worker is shutting down, or the drive
+-- failed) goes back in the queue for whichever worker has room. Its status, if released.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+    ready_at = CASE WHEN status = 'running' THEN coalesce(ready_at, {now}) ELSE ready_at END
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
+RETURNING status
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a

@@ -63,6 +63,22 @@ async def test_a_run_whose_lease_was_taken_leaves_the_queue(
     assert await store.ready_runs() == (0, None)
 
 
+async def test_a_lease_given_back_mid_run_puts_the_run_back_in_the_queue(
+    store: Store, make_run: MakeRun, append: Append
+) -> None:
+    """A worker that stops (or whose drive failed) hands a running run straight to the next
+    worker with room; a parked or finished run it lets go of stays out of the queue."""
+    running, parked = await make_run(), await make_run()
+    [(_, epoch), _] = await claim(store, "W1")
+    await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+
+    await store.release_lease(running.id, "W1", epoch=epoch)
+    await store.release_lease(parked.id, "W1")
+
+    assert await claim(store, "W2") == [(running.id, epoch + 1)]
+    assert await claim(store, "W3") == []
+
+
 async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
     store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
 ) -> None:
