@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from store import core, errors, learned, rows
 from store.base import (
     Batch,
+    Claim,
     Committed,
     OperationalCounts,
     Voted,
@@ -600,7 +601,7 @@ class SqlStore:
 
     async def claim_runs(
         self, owner: str, *, limit: int, until: datetime, now: datetime
-    ) -> list[tuple[str, int]]:
+    ) -> list[Claim]:
         params = {"owner": owner, "limit": limit} | _lease_times(now, until)
         return await self._write(lambda: core.claim_runs(params), durable=False)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from store import ApprovalState, Batch, Checkpoint, RunStatus, Store, errors
+from store.base import Claim
 from tests.conftest import Clock as HandClock
 
 from .builders import Append, MakeApproval, MakeRun
@@ -14,9 +15,14 @@ from .builders import Append, MakeApproval, MakeRun
 LEASE = timedelta(seconds=60)
 
 
-async def claim(store: Store, owner: str, limit: int = 10) -> list[tuple[str, int]]:
+async def claims(store: Store, owner: str, limit: int = 10) -> list[Claim]:
     now = HandClock()()
     return await store.claim_runs(owner, limit=limit, until=now + LEASE, now=now)
+
+
+async def claim(store: Store, owner: str, limit: int = 10) -> list[tuple[str, int]]:
+    """Each claimed run and its lease's epoch."""
+    return [(c.run_id, c.epoch) for c in await claims(store, owner, limit)]
 
 
 async def test_new_runs_are_claimed_oldest_first_within_the_limit_and_once(
@@ -127,8 +133,8 @@ async def test_requeue_puts_back_the_runs_nobody_drives(
     assert await store.requeue_runs() == 2
     assert await store.requeue_runs() == 0  # queued already
 
-    claimed = await claim(store, "W2")
-    assert sorted(run_id for run_id, _ in claimed) == sorted([lapsed.id, parked_done.id])
+    claimed = {c.run_id: c.lapsed_owner for c in await claims(store, "W2")}
+    assert claimed == {lapsed.id: "W1", parked_done.id: None}  # a takeover, and a run let go
 
 
 async def test_a_worker_started_again_gives_its_old_leases_back_to_the_queue(

@@ -193,6 +193,7 @@ def test_a_frozen_workers_runs_are_finished_by_the_other_each_step_once(
 
     assert done == dict.fromkeys(runs, RunStatus.DONE), done
     assert {c["worker"] for c in calls(env)} == {"worker-a", "worker-b"}
+    assert other.metric("signoff_lease_takeovers_total") == len(runs)  # each a lapsed lease
     for run_id, (tool_results, seqs, effects) in after.items():
         assert tool_results == [f"k{i}" for i in range(8)], run_id
         assert seqs == list(range(len(seqs))), run_id
