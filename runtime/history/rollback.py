@@ -325,15 +325,7 @@ async def _mark_in_doubt(deps: Deps, run: Run, compensation: Effect) -> None:
 async def _invoke(
     deps: Deps, undo: Tool, compensation: Effect, original: Effect
 ) -> tuple[EffectStatus, Any, str | None]:
-    ctx = ToolContext(
-        run_id=compensation.run_id,
-        call_id=compensation.call_id,
-        step=compensation.step,
-        idempotency_key=compensation.idempotency_key,
-        lineage_id=compensation.lineage_id,
-        facts=deps.facts,
-        original=original,
-    )
+    ctx = ToolContext.of(compensation, facts=deps.facts, original=original)
     try:
         return EffectStatus.COMPLETED, await undo.invoke(compensation.args, ctx), None
     except ToolTimeout as exc:
