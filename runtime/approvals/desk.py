@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from runtime import errors
+from runtime import errors, lookups
 from runtime.approvals import deciding, drafting, recording, timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
@@ -184,12 +184,7 @@ class ApprovalDesk:
                 )
 
     async def get(self, approval_id: str) -> Approval:
-        try:
-            return await self.store.get_approval(approval_id)
-        except store_errors.NotFound:
-            raise errors.ApprovalNotFound(
-                f"no approval {approval_id!r}", ident=approval_id
-            ) from None
+        return await lookups.approval(self.store, approval_id)
 
     async def record_decision(
         self,
