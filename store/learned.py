@@ -33,26 +33,30 @@ def rule_params(rule: LearnedRule) -> dict[str, Any]:
     }
 
 
-def rule_from_row(row: Row) -> LearnedRule:
-    return LearnedRule(
-        id=row["id"],
-        tool=row["tool"],
-        condition=row["condition"],
-        author=row["author"],
-        reason=row["reason"],
-        state=row["state"],
-        needs_second=bool(row["needs_second"]),
-        from_approval=row["from_approval"],
-        created_at=rows.dt(row["created_at"]),
-        expires_at=rows.dt(row["expires_at"]),
-        confirmed_by=row["confirmed_by"],
-        confirmed_at=rows.dt(row["confirmed_at"]),
-        revoked_by=row["revoked_by"],
-        revoked_at=rows.dt(row["revoked_at"]),
-        reminded_at=rows.dt(row["reminded_at"]),
-        noted_until=rows.dt(row["noted_until"]),
-        uses=row["uses"],
-    )
+rule_from_row = rows.Decoder(
+    LearnedRule,
+    (
+        "id",
+        "tool",
+        "condition",
+        "author",
+        "reason",
+        "state",
+        "from_approval",
+        "confirmed_by",
+        "revoked_by",
+        "uses",
+    ),
+    times=(
+        "created_at",
+        "expires_at",
+        "confirmed_at",
+        "revoked_at",
+        "reminded_at",
+        "noted_until",
+    ),
+    flags=("needs_second",),
+)
 
 
 def create(rule: LearnedRule, event: AuditEvent) -> Body[None]:

@@ -2,14 +2,16 @@
 
 Times become epoch seconds; structured values become compact JSON text.
 
-Each record has its two short functions, to columns and back."""
+Each record has its two short functions, to columns and back; a record read as its columns
+are, but for the conversions its `Decoder` names, is read by that table."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic_core import to_json
 
@@ -27,12 +29,14 @@ from store.records import (
     Message,
     OutboxItem,
     Page,
+    Record,
     Run,
     RunState,
     Usage,
 )
 
 Row = Mapping[str, Any]
+R = TypeVar("R", bound=Record)
 
 Clock = Callable[[], datetime]
 
@@ -77,6 +81,26 @@ def join_messages(chunks: Iterable[str]) -> tuple[Message, ...]:
     return MESSAGES.validate_json(f"[{','.join(inner)}]")
 
 
+@dataclass(frozen=True, slots=True)
+class Decoder(Generic[R]):
+    """How a record is read from its row: each field from the column of its name, as it is
+    (`plain`), from epoch seconds (`times`), from 0/1 (`flags`) or from JSON text (`json`;
+    NULL stays None). A field a row does not hold as one column is given to the call."""
+
+    record: type[R]
+    plain: tuple[str, ...]
+    times: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    json: tuple[str, ...] = ()
+
+    def __call__(self, row: Row, **given: Any) -> R:
+        values = {name: row[name] for name in self.plain}
+        values.update((name, dt(row[name])) for name in self.times)
+        values.update((name, bool(row[name])) for name in self.flags)
+        values.update((name, maybe_loads(row[name])) for name in self.json)
+        return self.record(**values, **given)
+
+
 def run_params(run: Run) -> dict[str, Any]:
     return {
         "id": run.id,
@@ -95,28 +119,30 @@ def run_params(run: Run) -> dict[str, Any]:
     }
 
 
+_RUN = Decoder(
+    Run,
+    (
+        "id",
+        "agent",
+        "task",
+        "status",
+        "step",
+        "stop_reason",
+        "error",
+        "requested_by",
+        "lineage_id",
+        "parent_id",
+        "fork_step",
+        "lease_owner",
+    ),
+    times=("lease_expires_at", "created_at", "updated_at"),
+    flags=("dry_run",),
+    json=("model",),
+)
+
+
 def run_from_row(row: Row) -> Run:
-    return Run(
-        id=row["id"],
-        agent=row["agent"],
-        task=row["task"],
-        status=row["status"],
-        step=row["step"],
-        budget=Budget.model_validate_json(row["budget"]),
-        usage=_usage(row),
-        stop_reason=row["stop_reason"],
-        error=row["error"],
-        requested_by=row["requested_by"],
-        lineage_id=row["lineage_id"],
-        parent_id=row["parent_id"],
-        fork_step=row["fork_step"],
-        dry_run=bool(row["dry_run"]),
-        lease_owner=row["lease_owner"],
-        lease_expires_at=dt(row["lease_expires_at"]),
-        created_at=dt(row["created_at"]),
-        updated_at=dt(row["updated_at"]),
-        model=maybe_loads(row["model"]),
-    )
+    return _RUN(row, budget=Budget.model_validate_json(row["budget"]), usage=_usage(row))
 
 
 def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
@@ -138,20 +164,16 @@ def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
     }
 
 
+_CHECKPOINT = Decoder(
+    Checkpoint,
+    ("run_id", "seq", "step", "status", "stop_reason", "error"),
+    times=("created_at",),
+    flags=("snapshot", "rolled_back"),
+)
+
+
 def checkpoint_from_row(row: Row) -> Checkpoint:
-    return Checkpoint(
-        run_id=row["run_id"],
-        seq=row["seq"],
-        step=row["step"],
-        snapshot=bool(row["snapshot"]),
-        status=row["status"],
-        usage=_usage(row),
-        stop_reason=row["stop_reason"],
-        error=row["error"],
-        messages=MESSAGES.validate_json(row["messages"]),
-        created_at=dt(row["created_at"]),
-        rolled_back=bool(row["rolled_back"]),
-    )
+    return _CHECKPOINT(row, usage=_usage(row), messages=MESSAGES.validate_json(row["messages"]))
 
 
 def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
@@ -170,14 +192,7 @@ def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
     )
 
 
-def _usage(row: Row) -> Usage:
-    return Usage(
-        steps=row["steps"],
-        input_tokens=row["input_tokens"],
-        cached_input_tokens=row["cached_input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost=row["cost"],
-    )
+_usage = Decoder(Usage, ("steps", "input_tokens", "cached_input_tokens", "output_tokens", "cost"))
 
 
 def effect_params(effect: Effect) -> dict[str, Any]:
@@ -201,30 +216,29 @@ def effect_params(effect: Effect) -> dict[str, Any]:
     }
 
 
-def effect_from_row(row: Row) -> Effect:
-    return Effect(
-        run_id=row["run_id"],
-        call_id=row["call_id"],
-        lineage_id=row["lineage_id"],
-        step=row["step"],
-        tool=row["tool"],
-        args=json.loads(row["args"]),
-        idempotency_key=row["idempotency_key"],
-        reversibility=row["reversibility"],
-        idempotent=bool(row["idempotent"]),
-        compensator=row["compensator"],
-        status=row["status"],
-        result=maybe_loads(row["result"]),
-        error=row["error"],
-        approval_id=row["approval_id"],
-        compensates=row["compensates"],
-        compensated_by=row["compensated_by"],
-        started_at=dt(row["started_at"]),
-        finished_at=dt(row["finished_at"]),
-        sensitive=tuple(json.loads(row["sensitive"])),
-        args_digest=row["args_digest"],
-        asked_digest=row["asked_digest"],
-    )
+effect_from_row = Decoder(
+    Effect,
+    (
+        "run_id",
+        "call_id",
+        "lineage_id",
+        "step",
+        "tool",
+        "idempotency_key",
+        "reversibility",
+        "compensator",
+        "status",
+        "error",
+        "approval_id",
+        "compensates",
+        "compensated_by",
+        "args_digest",
+        "asked_digest",
+    ),
+    times=("started_at", "finished_at"),
+    flags=("idempotent",),
+    json=("args", "result", "sensitive"),
+)
 
 
 def outcome_params(outcome: EffectOutcome) -> dict[str, Any]:
@@ -297,13 +311,7 @@ def fact_params(fact: Fact) -> dict[str, Any]:
     }
 
 
-def fact_from_row(row: Row) -> Fact:
-    return Fact(
-        key=row["key"],
-        value=json.loads(row["value"]),
-        source=row["source"],
-        updated_at=dt(row["updated_at"]),
-    )
+fact_from_row = Decoder(Fact, ("key", "source"), times=("updated_at",), json=("value",))
 
 
 def page_params(page: Page) -> dict[str, Any]:
@@ -339,13 +347,9 @@ def event_params(event: AuditEvent) -> dict[str, Any]:
     }
 
 
-def event_from_row(row: Row) -> AuditEvent:
-    return AuditEvent(
-        id=row["id"],
-        at=dt(row["at"]),
-        actor=row["actor"],
-        action=row["action"],
-        run_id=row["run_id"],
-        approval_id=row["approval_id"],
-        detail=json.loads(row["detail"]),
-    )
+event_from_row = Decoder(
+    AuditEvent,
+    ("id", "actor", "action", "run_id", "approval_id"),
+    times=("at",),
+    json=("detail",),
+)
