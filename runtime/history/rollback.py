@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runtime import errors
@@ -54,14 +54,7 @@ class RollbackReport:
     """Why nothing was done: the run was rolled back to this step already."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "to_step": self.to_step,
-            "compensated": self.compensated,
-            "paged": self.paged,
-            "skipped": self.skipped,
-            "nothing_to_do": self.nothing_to_do,
-        }
+        return asdict(self)
 
 
 async def rollback(
