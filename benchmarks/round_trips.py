@@ -5,8 +5,8 @@
 Two runs of `--steps` steps each on a fresh schema, one with a read tool (`lookup`) and one
 with an irreversible tool that needs no approval (`record`). The figure is the round trips the
 runs' steps cost divided by their steps, with the run's creation and end counted apart (they
-happen once per run, not per step: `per run`). A warm-up run first fills asyncpg's statement cache, as a
-worker's first runs do.
+happen once per run, not per step: `per run`). A warm-up run first fills asyncpg's statement
+cache, as a worker's first runs do.
 """
 
 from __future__ import annotations
