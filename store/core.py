@@ -22,7 +22,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 from store import announce, errors, rows
-from store.base import Batch, Committed
+from store.base import Batch, Claim, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
 from store.body import MakeBody as MakeBody
@@ -71,12 +71,24 @@ def create_run(
         yield Stmt("notify_run_ready", {})
 
 
-def claim_runs(params: dict[str, Any]) -> Body[list[tuple[str, int]]]:
+def release_lease(params: dict[str, Any]) -> Body[None]:
+    """Give a lease back; a run it leaves running waits in the queue: wake the idle workers."""
+    released = yield Stmt("release_lease", params, "one")
+    if released is not None and released[0] == "running":
+        yield Stmt("notify_run_ready", {})
+
+
+def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
     nothing to drive leaves the queue unclaimed."""
+    lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
     found = yield Stmt("claim_runs", params, "all")
-    return [(row[0], int(row[1])) for row in found if row[1] is not None]
+    return [
+        Claim(row[0], int(row[1]), row[2] if len(row) > 2 else lapsed.get(row[0]))
+        for row in found
+        if row[1] is not None
+    ]
 
 
 def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:
@@ -149,10 +161,7 @@ def decide_approval(
 ) -> Body[Approval]:
     """Compare-and-set: one decision wins; every other gets why it lost."""
     approval_id = params["id"]
-    changed = yield Stmt("decide_approval", params, "count")
-    row = yield Stmt("get_approval", {"id": approval_id}, "one")
-    if row is None:
-        raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+    changed, row = yield from _set_and_get(Stmt("decide_approval", params, "count"), "approval")
     approval = rows.approval_from_row(row)
     if not changed:
         if approval.state != ApprovalState.PENDING:
@@ -174,10 +183,7 @@ def decide_approval(
 
 def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
     page_id = params["id"]
-    changed = yield Stmt("acknowledge_page", params, "count")
-    row = yield Stmt("get_page", {"id": page_id}, "one")
-    if row is None:
-        raise errors.NotFound(f"no page {page_id!r}", page_id=page_id)
+    changed, row = yield from _set_and_get(Stmt("acknowledge_page", params, "count"), "page")
     page = rows.page_from_row(row)
     if not changed:
         raise errors.Conflict(
@@ -185,6 +191,18 @@ def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
         )
     yield announce.outbox("page_acknowledged", page_id)
     return page
+
+
+def _set_and_get(compare_and_set: Stmt, what: str) -> Body[tuple[int, Any]]:
+    """A compare-and-set (fetching its count) on the `what` (`approval`, `page`) its
+    parameters' `id` names, then that row as it is now (`get_<what>`), whether or not the set
+    won: how many rows it changed, and the row. NotFound if there is no such row."""
+    ident = compare_and_set.params["id"]
+    changed = yield compare_and_set
+    row = yield Stmt(f"get_{what}", {"id": ident}, "one")
+    if row is None:
+        raise errors.NotFound(f"no {what} {ident!r}", **{f"{what}_id": ident})
+    return changed, row
 
 
 def create_approval(approval: Approval, params: dict[str, Any]) -> Body[None]:
@@ -271,9 +289,9 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
 
 def step_statement(batch: Batch) -> Stmt | None:
     """A step's plain write as the one statement `commit_step`, where the dialect has it (a
-    round trip saved per statement): checkpoints that do not end the run, the outcomes of
-    effects, the starts of reads (which claim no key) and audit events. None for any other
-    batch, which only `commit`'s body writes.
+    round trip saved per statement): checkpoints (and a finished run's announcement), the
+    outcomes of effects, the starts of reads (which claim no key) and audit events. None for
+    any other batch, which only `commit`'s body writes.
 
     The statement checks what `check_head` and `finish_effect` check and writes only if every
     check holds; when one fails it writes nothing and the store runs `commit`'s body, which
@@ -282,8 +300,6 @@ def step_statement(batch: Batch) -> Stmt | None:
     if batch.request or batch.pages or batch.settle_pages or not cps:
         return None
     if any(e.reversibility != Reversibility.READ for e in batch.start):
-        return None
-    if cps[-1].status.value in announce.FINISHED:  # its end is announced: the body does that
         return None
     if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
         return None  # the body refuses it (Conflict)
