@@ -106,6 +106,23 @@ def calls(env: dict[str, str]) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def busy_worker(
+    env: dict[str, str], tmp_path: Path, workers: list[Worker], count: int
+) -> tuple[Worker, list[str]]:
+    """worker-a, up, with `count` runs started whose tool calls have all begun (within 30 s);
+    the runs' ids."""
+    worker = Worker("worker-a", env, tmp_path)
+    workers.append(worker)
+    worker.wait_up()
+    runs = [f"run-{i}" for i in range(count)]
+    for run_id in runs:
+        worker.start_run(run_id)
+    deadline = time.monotonic() + 30
+    while len({c["run"] for c in calls(env)}) < len(runs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return worker, runs
+
+
 async def statuses(url: str) -> dict[str, RunStatus]:
     async with open_store(url, migrate=False) as store:
         return {run.id: run.status for run in await store.list_runs(limit=1000)}
@@ -172,15 +189,7 @@ def test_a_frozen_workers_runs_are_finished_by_the_other_each_step_once(
         "SIGNOFF_QUEUE_STEP_SECONDS": "0.2",
         "SIGNOFF_WORKER_CAPACITY": "4",
     }
-    frozen = Worker("worker-a", env, tmp_path)
-    workers.append(frozen)
-    frozen.wait_up()
-    runs = [f"run-{i}" for i in range(4)]
-    for run_id in runs:
-        frozen.start_run(run_id)
-    deadline = time.monotonic() + 30
-    while len({c["run"] for c in calls(env)}) < len(runs) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    frozen, runs = busy_worker(env, tmp_path, workers, 4)
     frozen.process.send_signal(signal.SIGSTOP)  # mid-flight, holding every run's lease
     other = Worker("worker-b", env, tmp_path)
     workers.append(other)
@@ -257,15 +266,7 @@ def test_a_stopping_workers_runs_go_on_at_once_on_the_other(
         "SIGNOFF_QUEUE_STEPS": str(steps),
         "SIGNOFF_QUEUE_STEP_SECONDS": "0.25",
     }
-    stopping = Worker("worker-a", env, tmp_path)
-    workers.append(stopping)
-    stopping.wait_up()
-    runs = [f"run-{i}" for i in range(3)]
-    for run_id in runs:
-        stopping.start_run(run_id)
-    deadline = time.monotonic() + 30
-    while len({c["run"] for c in calls(env)}) < len(runs) and time.monotonic() < deadline:
-        time.sleep(0.05)
+    stopping, runs = busy_worker(env, tmp_path, workers, 3)
     other = Worker("worker-b", env, tmp_path)
     workers.append(other)
     other.wait_up()  # its start-up pass finds every run leased: only a wake-up moves them
