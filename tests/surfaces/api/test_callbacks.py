@@ -90,18 +90,25 @@ async def request_approval(api: Api, url: str) -> str:
     return str((await response.json())["id"])
 
 
-async def approval_with_callback(
+AskWithCallback = Callable[..., Awaitable[tuple[Receiver, Api, str]]]
+
+
+@pytest.fixture
+def approval_with_callback(
     make_api: Callable[..., Awaitable[Api]],
     store: Store,
     serve_receiver: Callable[[int], Awaitable[Receiver]],
-    failures: int = 0,
-    **options: Any,
-) -> tuple[Receiver, Api, str]:
-    """A receiver failing its first `failures` calls, an API calling back (`options` go to its
-    notifier), and the id of an approval asked for with that receiver as its callback."""
-    receiver = await serve_receiver(failures)
-    api = await api_with_callbacks(make_api, store, **options)
-    return receiver, api, await request_approval(api, receiver.url)
+) -> AskWithCallback:
+    """Given `failures` and notifier `options`: a receiver failing its first `failures`
+    calls, an API calling back, and the id of an approval asked for with that receiver as
+    its callback."""
+
+    async def ask(failures: int = 0, **options: Any) -> tuple[Receiver, Api, str]:
+        receiver = await serve_receiver(failures)
+        api = await api_with_callbacks(make_api, store, **options)
+        return receiver, api, await request_approval(api, receiver.url)
+
+    return ask
 
 
 async def callback_status(store: Store, approval_id: str) -> Delivery | None:
@@ -109,9 +116,9 @@ async def callback_status(store: Store, approval_id: str) -> Delivery | None:
 
 
 async def test_decision_reaches_the_callback_signed(
-    make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
+    approval_with_callback: AskWithCallback, store: Store
 ) -> None:
-    receiver, api, approval_id = await approval_with_callback(make_api, store, serve_receiver)
+    receiver, api, approval_id = await approval_with_callback()
     assert await callback_status(store, approval_id) == Delivery.PENDING
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
     await eventually(lambda: _delivered(store, approval_id))
@@ -127,9 +134,9 @@ async def test_decision_reaches_the_callback_signed(
 
 
 async def test_declined_decision_is_called_back_with_the_reason(
-    make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
+    approval_with_callback: AskWithCallback, store: Store
 ) -> None:
-    receiver, api, approval_id = await approval_with_callback(make_api, store, serve_receiver)
+    receiver, api, approval_id = await approval_with_callback()
     await api.rt.decide(approval_id, "declined", by="U0BOSS", reason="not this month")
     await eventually(lambda: _delivered(store, approval_id))
     [payload] = receiver.delivered()
@@ -138,11 +145,9 @@ async def test_declined_decision_is_called_back_with_the_reason(
 
 
 async def test_failing_receiver_is_retried_until_it_succeeds(
-    make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
+    approval_with_callback: AskWithCallback, store: Store
 ) -> None:
-    receiver, api, approval_id = await approval_with_callback(
-        make_api, store, serve_receiver, 2, attempts=5, first_delay=0.05
-    )
+    receiver, api, approval_id = await approval_with_callback(2, attempts=5, first_delay=0.05)
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
     await eventually(lambda: _delivered(store, approval_id))
     assert len(receiver.calls) == 3
@@ -154,11 +159,9 @@ async def test_failing_receiver_is_retried_until_it_succeeds(
 
 
 async def test_receiver_that_never_succeeds_ends_failed_after_attempts(
-    make_api: Callable[..., Awaitable[Api]], store: Store, serve_receiver: Any
+    approval_with_callback: AskWithCallback, store: Store
 ) -> None:
-    receiver, api, approval_id = await approval_with_callback(
-        make_api, store, serve_receiver, 1_000, attempts=3, first_delay=0.02
-    )
+    receiver, api, approval_id = await approval_with_callback(1_000, attempts=3, first_delay=0.02)
     await api.rt.decide(approval_id, "approved", by="U0BOSS")
 
     async def failed() -> bool:
