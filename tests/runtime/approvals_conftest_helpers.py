@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from contextlib import closing
 from typing import Any
 
-from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from runtime.model import Entry
-from store import Approval, Message, Page, Run
+from store import Approval, Checkpoint, Message, Page, Run, RunStatus
 
 REQUESTER = "U_REQUESTER"
 APPROVER = "U_APPROVER"
@@ -219,3 +219,22 @@ def stock_agent(
     script.append(tool_call("hold", {"seat": "1A"}))
     script.extend(then)
     return Agent(name, model=ScriptedModel(script), tools=list(tools), on_failure=on_failure)
+
+
+async def refund_run(rt: Runtime) -> str:
+    """A run of the example refund agent, done: looked up (step 1), refunded (2, approved),
+    charged (3), e-mailed (4), answered (5)."""
+    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
+    (approval,) = await rt.approvals(run_id)
+    await rt.decide(approval.id, "approved", by=APPROVER)
+    assert (await rt.get(run_id)).status == RunStatus.DONE
+    return run_id
+
+
+async def history_around_rollback(
+    rt: Runtime, run_id: str, *, to_step: int
+) -> tuple[list[Checkpoint], list[Checkpoint]]:
+    """The run's history just before and just after rolling it back to `to_step`."""
+    before = await rt.history(run_id)
+    await rt.rollback(run_id, to_step=to_step)
+    return before, await rt.history(run_id)

@@ -11,8 +11,11 @@ from typing import Any
 
 import pytest
 import runtime_scenarios as scenarios
+from approvals_conftest_helpers import refund_run
 from support.helpers import run_text
 
+from examples.refund_agent import agent as refund_agent
+from runtime import Runtime
 from store import Store, open_store
 
 HERE = Path(__file__).parent
@@ -59,3 +62,10 @@ def run_worker(db_url: str, world: Path) -> Callable[..., Any]:
         return scenarios.Exit(done.returncode, done.stdout, done.stderr)
 
     return run
+
+
+@pytest.fixture
+async def refund_done(make_runtime: Callable[..., Runtime], world: Path) -> tuple[Runtime, str]:
+    """A runtime with the example refund agent, and a done run of it (`refund_run`)."""
+    rt = make_runtime([refund_agent])
+    return rt, await refund_run(rt)

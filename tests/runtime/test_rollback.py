@@ -9,7 +9,7 @@ import os
 import random
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -18,8 +18,10 @@ from approvals_conftest_helpers import (
     APPROVER,
     REQUESTER,
     RecordingNotifier,
+    history_around_rollback,
     hold,
     invocations,
+    refund_run,
     release,
     reserve,
     settled,
@@ -39,15 +41,6 @@ ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).parent / "workers" / "rollback_worker.py"
 WORKER_ID = "rb-worker"
 ITEMS = ["apples", "bread", "cheese", "dates", "eggs", "figs"]
-
-
-async def refund_run(rt: Runtime) -> str:
-    """Looked up (step 1), refunded (2, approved), charged (3), e-mailed (4), answered (5)."""
-    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
-    (approval,) = await rt.approvals(run_id)
-    await rt.decide(approval.id, "approved", by=APPROVER)
-    assert (await rt.get(run_id)).status == RunStatus.DONE
-    return run_id
 
 
 def reversals() -> list[tuple[str, str, int, str]]:
@@ -81,11 +74,8 @@ async def test_rollback_compensates_the_refund_and_pages_email_and_charge(
     assert [p[0] for p in example_world.payments()].count("charge") == 1
 
 
-async def test_compensation_is_an_effect_with_its_own_key(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+async def test_compensation_is_an_effect_with_its_own_key(refund_done: tuple[Runtime, str]) -> None:
+    rt, run_id = refund_done
 
     await rt.rollback(run_id, to_step=0)
 
@@ -105,15 +95,11 @@ async def test_compensation_is_an_effect_with_its_own_key(
 
 
 async def test_rollback_appends_a_restore_snapshot_and_keeps_history(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
-    before = await rt.history(run_id)
+    rt, run_id = refund_done
+    before, after = await history_around_rollback(rt, run_id, to_step=2)
 
-    await rt.rollback(run_id, to_step=2)
-
-    after = await rt.history(run_id)
     kept = after[: len(before)]
     assert [c.model_copy(update={"rolled_back": False}) for c in kept] == before
     assert [c.rolled_back for c in kept] == [c.step > 2 for c in before]
@@ -129,10 +115,9 @@ async def test_rollback_appends_a_restore_snapshot_and_keeps_history(
 
 @pytest.mark.parametrize("to_step", [0, 1, 2, 4])
 async def test_state_after_rollback_is_the_state_at_that_step(
-    make_runtime: Callable[..., Runtime], world: Path, to_step: int
+    refund_done: tuple[Runtime, str], to_step: int
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     wanted = await rt.state_at(run_id, to_step)
 
     await rt.rollback(run_id, to_step=to_step)
@@ -147,10 +132,9 @@ async def test_state_after_rollback_is_the_state_at_that_step(
 
 
 async def test_rollback_to_a_later_step_leaves_earlier_effects_alone(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
 
     report = await rt.rollback(run_id, to_step=2)
 
@@ -161,11 +145,8 @@ async def test_rollback_to_a_later_step_leaves_earlier_effects_alone(
     assert (await rt.store.get_effect(run_id, "call_2_1")).compensated_by is None
 
 
-async def test_rollback_run_twice_compensates_once(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+async def test_rollback_run_twice_compensates_once(refund_done: tuple[Runtime, str]) -> None:
+    rt, run_id = refund_done
 
     first = await rt.rollback(run_id, to_step=0)
     second = await rt.rollback(run_id, to_step=0)
@@ -179,10 +160,9 @@ async def test_rollback_run_twice_compensates_once(
 
 
 async def test_rollback_of_an_unknown_run_or_step_changes_nothing(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     history = await rt.history(run_id)
 
     with pytest.raises(errors.RunNotFound):
@@ -196,10 +176,9 @@ async def test_rollback_of_an_unknown_run_or_step_changes_nothing(
 
 
 async def test_resume_after_rollback_redoes_the_compensated_refund(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     await rt.rollback(run_id, to_step=1)
     assert (await rt.store.load_state(run_id)).messages == (await rt.state_at(run_id, 1)).messages
 
@@ -390,15 +369,28 @@ async def run_worker(
     return proc.returncode, out.decode() + err.decode()
 
 
+async def hold_a_seat(rt: Runtime) -> str:
+    """A stock run that held seat 1A (a compensation that is not idempotent undoes it)."""
+    return await rt.start("stock", "Hold a seat")
+
+
+async def killed_rolling_back(
+    store: Store, tmp_path: Path, agent: Agent, start: Callable[[Runtime], Awaitable[str]]
+) -> tuple[Runtime, str]:
+    """A run `start` made with `agent` on the file store, which the rollback worker then began
+    rolling back to step 0 and was SIGKILLed by its first compensator ("die"): this process's
+    runtime and the run."""
+    rt = Runtime(store, [agent], worker_id=WORKER_ID)
+    run_id = await start(rt)
+    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
+    assert code == -9, output
+    return rt, run_id
+
+
 async def test_rollback_killed_after_compensating_then_rerun_compensates_once(
     file_store: Store, world: Path, tmp_path: Path
 ) -> None:
-    rt = Runtime(file_store, [refund_agent], worker_id=WORKER_ID)
-    run_id = await refund_run(rt)
-
-    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
-
-    assert code == -9, output
+    rt, run_id = await killed_rolling_back(file_store, tmp_path, refund_agent, refund_run)
     assert len(reversals()) == 1
     (undo,) = [e for e in await file_store.list_effects(run_id) if e.compensates]
     assert undo.status == EffectStatus.STARTED
@@ -420,11 +412,7 @@ async def test_rollback_killed_after_compensating_then_rerun_compensates_once(
 async def test_interrupted_compensation_that_is_not_idempotent_is_paged_not_repeated(
     file_store: Store, world: Path, tmp_path: Path
 ) -> None:
-    rt = Runtime(file_store, [stock_agent([])], worker_id=WORKER_ID)
-    run_id = await rt.start("stock", "Hold a seat")
-
-    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
-    assert code == -9, output
+    rt, run_id = await killed_rolling_back(file_store, tmp_path, stock_agent([]), hold_a_seat)
     report = await rt.rollback(run_id, to_step=0)
 
     assert [s for t, s, _, _ in invocations() if t == "unhold"] == ["1A"]
@@ -437,10 +425,7 @@ async def test_interrupted_compensation_that_is_not_idempotent_is_paged_not_repe
 async def test_rollback_killed_mid_compensation_is_finished_by_recovery(
     file_store: Store, world: Path, tmp_path: Path
 ) -> None:
-    rt = Runtime(file_store, [refund_agent], worker_id=WORKER_ID)
-    run_id = await refund_run(rt)
-    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
-    assert code == -9, output
+    rt, run_id = await killed_rolling_back(file_store, tmp_path, refund_agent, refund_run)
     assert (await rt.get(run_id)).stop_reason == "answered"  # nothing says rolled back yet
     with pytest.raises(errors.InvalidRequest, match="rollback was interrupted"):
         await rt.resume(run_id)
@@ -462,10 +447,7 @@ async def test_rollback_killed_mid_compensation_is_finished_by_recovery(
 async def test_recovery_pages_an_interrupted_compensation_that_may_not_run_again_once(
     file_store: Store, world: Path, tmp_path: Path
 ) -> None:
-    rt = Runtime(file_store, [stock_agent([])], worker_id=WORKER_ID)
-    run_id = await rt.start("stock", "Hold a seat")
-    code, output = await run_worker(tmp_path / "signoff.db", run_id, 0, "die")
-    assert code == -9, output
+    rt, run_id = await killed_rolling_back(file_store, tmp_path, stock_agent([]), hold_a_seat)
 
     assert await rt.recover() == [run_id]
     history = await rt.history(run_id)
@@ -523,10 +505,9 @@ async def test_rollback_killed_at_random_moments_compensates_each_effect_once(
 
 
 async def test_compensations_are_recorded_at_the_step_the_run_returns_to(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
 
     await rt.rollback(run_id, to_step=1)
 
@@ -535,10 +516,9 @@ async def test_compensations_are_recorded_at_the_step_the_run_returns_to(
 
 
 async def test_repeating_a_rollback_is_a_no_op_that_says_so(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     await rt.rollback(run_id, to_step=0)
     history, events = await rt.history(run_id), await rt.store.list_events(run_id=run_id)
 
@@ -554,10 +534,9 @@ async def test_repeating_a_rollback_is_a_no_op_that_says_so(
 
 
 async def test_a_second_rollback_undoes_only_what_is_left_on_the_timeline(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     await rt.rollback(run_id, to_step=2)
 
     report = await rt.rollback(run_id, to_step=0)
@@ -595,10 +574,9 @@ async def test_parked_run_rolled_back_to_its_own_step_asks_again_on_resume(
 
 
 async def test_rollback_refused_for_a_missing_agent_leaves_no_intent(
-    store: Store, make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str], store: Store
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     events = await store.list_events(run_id=run_id)
     elsewhere = Runtime(store, [stock_agent([])], worker_id="rb-elsewhere")
 

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from approvals_conftest_helpers import (
     APPROVER,
-    REQUESTER,
     RecordingNotifier,
+    history_around_rollback,
     invocations,
     notify,
     quote,
+    refund_run,
     release,
     reserve,
     tool_messages,
@@ -48,14 +49,6 @@ def counting_agent(seen: list[list[Message]]) -> Agent:
         return tool_call("count", {"n": done})
 
     return Agent("counter", model=ScriptedModel(policy), tools=[count], system_prompt="Count.")
-
-
-async def refund_run(rt: Runtime) -> str:
-    """A refund-agent run that looked up (1), refunded (2), charged (3), e-mailed (4), answered."""
-    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
-    (approval,) = await rt.approvals(run_id)
-    await rt.decide(approval.id, "approved", by=APPROVER)
-    return run_id
 
 
 # history and state_at
@@ -123,10 +116,9 @@ async def test_history_has_every_checkpoint_in_order(
 
 
 async def test_history_shows_what_each_checkpoint_appended(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
 
     history = await rt.history(run_id)
 
@@ -141,11 +133,8 @@ async def test_history_shows_what_each_checkpoint_appended(
     assert history[-1].usage.input_tokens > 0
 
 
-async def test_state_at_an_unknown_step_is_a_clear_error(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+async def test_state_at_an_unknown_step_is_a_clear_error(refund_done: tuple[Runtime, str]) -> None:
+    rt, run_id = refund_done
 
     with pytest.raises(errors.InvalidRequest, match="no step 99"):
         await rt.state_at(run_id, 99)
@@ -159,10 +148,9 @@ async def test_state_at_an_unknown_step_is_a_clear_error(
 
 
 async def test_effects_after_lists_what_happened_after_a_step(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
 
     after = await rt.effects_after(run_id, 2)
 
@@ -175,10 +163,9 @@ async def test_effects_after_lists_what_happened_after_a_step(
 
 
 async def test_fork_does_not_charge_again_and_shows_the_recorded_result(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     charged = await rt.store.get_effect(run_id, "call_3_1")
     payments, emails = example_world.payments(), example_world.emails()
 
@@ -197,11 +184,8 @@ async def test_fork_does_not_charge_again_and_shows_the_recorded_result(
     assert events[0].detail["already_happened"] == ["charge:call_3_1", "send_email:call_4_1"]
 
 
-async def test_fork_starts_from_the_state_at_its_step(
-    make_runtime: Callable[..., Runtime], world: Path
-) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+async def test_fork_starts_from_the_state_at_its_step(refund_done: tuple[Runtime, str]) -> None:
+    rt, run_id = refund_done
     at_two = await rt.state_at(run_id, 2)
 
     fork_id = await rt.fork(run_id, from_step=2)
@@ -213,10 +197,9 @@ async def test_fork_starts_from_the_state_at_its_step(
 
 
 async def test_fork_reissuing_an_approved_call_returns_the_result_without_a_new_approval(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     refunded = await rt.store.get_effect(run_id, "call_2_1")
     payments = example_world.payments()
 
@@ -362,10 +345,9 @@ async def test_fork_keeps_usage_and_never_resets_it(
 
 
 async def test_fork_without_the_agent_is_refused_and_creates_nothing(
-    store: Store, make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str], store: Store
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     elsewhere = Runtime(store, [shop_agent()], worker_id="tt-elsewhere")
     runs = [r.id for r in await rt.list()]
 
@@ -377,10 +359,9 @@ async def test_fork_without_the_agent_is_refused_and_creates_nothing(
 
 
 async def test_fork_while_a_rollback_is_unfinished_is_refused(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     await rt.store.record_event(
         AuditEvent(action="undo_started", actor="U1", run_id=run_id, detail={"to_step": 1})
     )
@@ -396,10 +377,9 @@ async def test_fork_while_a_rollback_is_unfinished_is_refused(
 
 
 async def test_steps_a_rollback_undid_are_not_served_or_forked(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     at_two = await rt.state_at(run_id, 2)
     await rt.rollback(run_id, to_step=2)
     runs = [r.id for r in await rt.list()]
@@ -414,15 +394,11 @@ async def test_steps_a_rollback_undid_are_not_served_or_forked(
 
 
 async def test_history_keeps_the_undone_steps_marked_as_rolled_back(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
-    before = await rt.history(run_id)
+    rt, run_id = refund_done
+    before, after = await history_around_rollback(rt, run_id, to_step=2)
 
-    await rt.rollback(run_id, to_step=2)
-
-    after = await rt.history(run_id)
     assert [c.model_copy(update={"rolled_back": False}) for c in after[: len(before)]] == before
     assert [c.step for c in after if c.rolled_back] == [c.step for c in before if c.step > 2]
     assert not after[-1].rolled_back
@@ -430,10 +406,9 @@ async def test_history_keeps_the_undone_steps_marked_as_rolled_back(
 
 
 async def test_after_a_rollback_and_a_resume_steps_are_the_new_ones(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str],
 ) -> None:
-    rt = make_runtime([refund_agent])
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     await rt.rollback(run_id, to_step=1)
     await rt.resume(run_id)
     (pending,) = await rt.approvals(run_id, state="pending")
