@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -44,14 +43,19 @@ async def start_and_finish(
 
 
 async def started_again(
-    store: Store, make: Callable[[], Effect], status: EffectStatus, clock: Clock
+    store: Store,
+    clock: Clock,
+    status: EffectStatus,
+    make_effect: MakeEffect,
+    run_id: str,
+    **fields: Any,
 ) -> tuple[Effect, Effect, Committed]:
-    """An effect `make` built, started and finished with `status`; then another `make`
-    built, started: both, and what the store said to the second start."""
-    first = make()
+    """An effect of `run_id` with `fields`, started and finished with `status`; then another
+    one with the same fields, started: both, and what the store said to the second start."""
+    first = make_effect(run_id, **fields)
     await start_and_finish(store, first, status, clock())
-    again = make()
-    return first, again, await store.commit(Batch(run_id=again.run_id, start=[again]))
+    again = make_effect(run_id, **fields)
+    return first, again, await store.commit(Batch(run_id=run_id, start=[again]))
 
 
 # start
@@ -82,10 +86,7 @@ async def test_an_effect_completed_in_the_lineage_preempts_a_new_start(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first, again, committed = await started_again(
-        store,
-        lambda: make_effect(run.id, idempotency_key="refund-4471"),
-        EffectStatus.COMPLETED,
-        clock,
+        store, clock, EffectStatus.COMPLETED, make_effect, run.id, idempotency_key="refund-4471"
     )
 
     assert committed.preempted == {again.call_id: await store.get_effect(run.id, first.call_id)}
@@ -126,12 +127,10 @@ async def test_another_lineage_is_not_preempted(
 async def test_a_read_effect_is_never_preempted(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    def read() -> Effect:
-        return make_effect(
-            run.id, tool="get_order", idempotency_key="get-4471", reversibility=Reversibility.READ
-        )
-
-    _first, again, committed = await started_again(store, read, EffectStatus.COMPLETED, clock)
+    read = {"tool": "get_order", "idempotency_key": "get-4471", "reversibility": Reversibility.READ}
+    _first, again, committed = await started_again(
+        store, clock, EffectStatus.COMPLETED, make_effect, run.id, **read
+    )
 
     assert committed.preempted == {}
     assert (await store.get_effect(run.id, again.call_id)).status == EffectStatus.STARTED
@@ -141,10 +140,7 @@ async def test_a_failed_effect_does_not_preempt(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     first, again, committed = await started_again(
-        store,
-        lambda: make_effect(run.id, idempotency_key="refund-4471"),
-        EffectStatus.FAILED,
-        clock,
+        store, clock, EffectStatus.FAILED, make_effect, run.id, idempotency_key="refund-4471"
     )
 
     assert (committed.preempted, committed.blocked) == ({}, {})
@@ -173,9 +169,12 @@ async def test_an_idempotent_effect_may_start_while_its_key_is_in_doubt(
 ) -> None:
     _first, _again, committed = await started_again(
         store,
-        lambda: make_effect(run.id, idempotency_key="charge-INV-1", idempotent=True),
-        EffectStatus.IN_DOUBT,
         clock,
+        EffectStatus.IN_DOUBT,
+        make_effect,
+        run.id,
+        idempotency_key="charge-INV-1",
+        idempotent=True,
     )
 
     assert (committed.preempted, committed.blocked) == ({}, {})
@@ -242,13 +241,21 @@ async def test_finishing_an_unknown_effect_is_a_conflict_and_the_batch_is_undone
     assert len(await store.history(run.id)) == 1
 
 
-async def test_a_completed_compensation_marks_the_effect_it_undid(
+async def compensation_started(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
-) -> None:
+) -> tuple[Effect, Effect]:
+    """A completed reversible refund of `run`, and its compensation ("reverse"), started."""
     refund = make_effect(run.id, reversibility=Reversibility.REVERSIBLE, compensator="reverse")
     await start_and_finish(store, refund, EffectStatus.COMPLETED, clock())
     undo = make_effect(run.id, tool="reverse", compensates=refund.call_id)
     await store.commit(Batch(run_id=run.id, start=[undo]))
+    return refund, undo
+
+
+async def test_a_completed_compensation_marks_the_effect_it_undid(
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
+) -> None:
+    refund, undo = await compensation_started(store, run, make_effect, clock)
 
     await finish(store, undo, EffectStatus.COMPLETED, clock())
 
@@ -259,10 +266,7 @@ async def test_a_completed_compensation_marks_the_effect_it_undid(
 async def test_a_failed_compensation_leaves_the_effect_uncompensated(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    refund = make_effect(run.id, reversibility=Reversibility.REVERSIBLE, compensator="reverse")
-    await start_and_finish(store, refund, EffectStatus.COMPLETED, clock())
-    undo = make_effect(run.id, tool="reverse", compensates=refund.call_id)
-    await store.commit(Batch(run_id=run.id, start=[undo]))
+    refund, undo = await compensation_started(store, run, make_effect, clock)
 
     await finish(store, undo, EffectStatus.FAILED, clock())
 
