@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from typing import Any
 
 from aiohttp import web
 
@@ -19,7 +21,8 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from runtime.records import ApprovalState
+from runtime import Runtime
+from runtime.records import Approval, ApprovalState
 
 RECHECK = 1.0
 MAX_WAIT = 60
@@ -28,27 +31,43 @@ DEFAULT_WAIT = 25
 
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def wait_for_decision(request: web.Request) -> web.Response:
+    seconds = timeout_query(request, default=DEFAULT_WAIT, most=MAX_WAIT, digits=3)
+    rt = request.app[RUNTIME]
+    approval = asked = await rt.queries.approval(request.match_info["approval_id"])
+    async for approval in rechecks(rt, asked, seconds):  # noqa: B007 - the last read answers
+        pass
+    return web.json_response(await decision_view(rt, approval))
+
+
+def timeout_query(request: web.Request, *, default: float, most: int, digits: int) -> float:
+    """The request's `timeout` seconds (its only query parameter): up to `digits` digits, with
+    up to three decimals, above 0 and at most `most`; `default` when it gives none."""
     unknown = sorted(set(request.query) - {"timeout"})
     if unknown:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
-    seconds = _timeout(request.query.get("timeout"))
-    rt = request.app[RUNTIME]
-    approval = await rt.queries.approval(request.match_info["approval_id"])
+    text = request.query.get("timeout")
+    if text is None:
+        return default
+    number = rf"[0-9]{{1,{digits}}}(\.[0-9]{{1,3}})?"
+    if not re.fullmatch(number, text) or not 0 < float(text) <= most:
+        raise BadRequest(f"timeout: {text[:20]!r} is not a number of seconds from 0 to {most}")
+    return float(text)
+
+
+async def rechecks(rt: Runtime, approval: Approval, seconds: float) -> AsyncIterator[Approval]:
+    """The approval read again each time it may have been decided (woken by this process's
+    decision, or `RECHECK` seconds on), until it is decided or `seconds` have passed."""
     loop = asyncio.get_running_loop()
     until = loop.time() + seconds
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
         await rt.wait_decided(approval.id, min(left, RECHECK))
         approval = await rt.queries.approval(approval.id)
-    view = approval_view(approval, resume_state=True)
-    return web.json_response(view | {"votes": await rt.votes(approval.id)})
+        yield approval
 
 
-def _timeout(text: str | None) -> float:
-    if text is None:
-        return DEFAULT_WAIT
-    if not re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3})?", text) or not 0 < float(text) <= MAX_WAIT:
-        raise BadRequest(f"timeout: {text[:20]!r} is not a number of seconds from 0 to 60")
-    return float(text)
+async def decision_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    """What a waiter is answered: the approval with its `resume_state` and votes."""
+    return approval_view(approval, resume_state=True) | {"votes": await rt.votes(approval.id)}
 
 
 def add_wait_route(app: web.Application) -> None:
