@@ -12,9 +12,10 @@ is now, so doing one twice is harmless. Each kind of row is its own short method
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -455,32 +456,13 @@ class SlackDelivery:
     ) -> str | None:
         """The ts of a message already posted with this metadata value, if there is one."""
         oldest = str(since.created_at.timestamp() - 60) if since else None
-        cursor = None
-        for _ in range(FIND_PAGES):
-            if thread_ts:
-                response = await self.client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            else:
-                response = await self.client.conversations_history(
-                    channel=channel,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    oldest=oldest,
-                    cursor=cursor,
-                )
-            for message in response.get("messages") or []:
+        found = history(self.client, channel, thread_ts, oldest=oldest, pages=FIND_PAGES)
+        async with contextlib.aclosing(found) as messages:
+            async for message in messages:
                 payload = (message.get("metadata") or {}).get("event_payload") or {}
                 if payload.get(key) == value:
                     log.info("found an earlier post of %s %s; not posting it again", key, value)
                     return str(message["ts"])
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if not cursor:
-                return None
         return None
 
     async def _args_of(self, page: Page) -> dict[str, Any] | None:
@@ -490,6 +472,36 @@ class SlackDelivery:
             return (await self.queries.effect(page.run_id, page.call_id)).shown_args
         except NOT_FOUND:
             return None
+
+
+async def history(
+    client: AsyncWebClient, channel: str, thread_ts: str | None, *, oldest: str | None, pages: int
+) -> AsyncGenerator[dict[str, Any]]:
+    """The messages of a thread (`thread_ts`) or of a channel since `oldest`, with their
+    metadata, newest first, `LOOKBACK` a page for at most `pages` pages."""
+    cursor = None
+    for _ in range(pages):
+        if thread_ts:
+            response = await client.conversations_replies(
+                channel=channel,
+                ts=thread_ts,
+                include_all_metadata=True,
+                limit=LOOKBACK,
+                cursor=cursor,
+            )
+        else:
+            response = await client.conversations_history(
+                channel=channel,
+                include_all_metadata=True,
+                limit=LOOKBACK,
+                oldest=oldest,
+                cursor=cursor,
+            )
+        for message in response.get("messages") or []:
+            yield message
+        cursor = (response.get("response_metadata") or {}).get("next_cursor")
+        if not cursor:
+            return
 
 
 async def delete_message(client: AsyncWebClient, channel: str, ts: str) -> None:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
@@ -22,7 +21,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack.delivery import LOOKBACK, SlackDelivery, delete_message, slack_error
+from bot.slack.delivery import SlackDelivery, delete_message, history, slack_error
 from bot.slack.outcomes import Outcomes
 from runtime.queries import NOT_FOUND
 from runtime.records import Delivery, StoreError
@@ -90,7 +89,8 @@ class Reconciler:
         """Converge each subject with more than one message in this channel (or thread)."""
         self.sweeps += 1
         groups: dict[Subject, list[Message]] = defaultdict(list)
-        async for message in self._messages(channel, thread_ts, since):
+        messages = history(self.client, channel, thread_ts, oldest=f"{since:.6f}", pages=MAX_PAGES)
+        async for message in messages:
             subject = subject_of(message, top_level=thread_ts is None)
             if subject is not None and message.get("ts") != thread_ts:
                 groups[subject].append(message)
@@ -101,33 +101,6 @@ class Reconciler:
                 removed += await self._converge(channel, subject, ordered)
         self.removed += removed
         return removed
-
-    async def _messages(
-        self, channel: str, thread_ts: str | None, since: float
-    ) -> AsyncIterator[Message]:
-        cursor = None
-        for _ in range(MAX_PAGES):
-            if thread_ts:
-                response = await self.client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            else:
-                response = await self.client.conversations_history(
-                    channel=channel,
-                    oldest=f"{since:.6f}",
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            for message in response.get("messages") or []:
-                yield message
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if not cursor:
-                return
 
     async def _converge(self, channel: str, subject: Subject, ordered: list[Message]) -> int:
         keep, extra = ordered[0], ordered[1:]
