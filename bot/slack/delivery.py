@@ -242,18 +242,7 @@ class SlackDelivery:
                 "SIGNOFF_APPROVALS_CHANNEL (a channel id, C…), then restart"
             )
         message = await self.card(approval)
-        ts = None
-        if item.attempts > 1 and self.outcomes.look_first(item.id):
-            ts = await self._find(channel, None, "approval_id", approval.id, since=approval)
-        if ts is None:
-            ts = await self._post(channel, message)
-        recorded = (await self.queries.approval(approval.id)).message_ts
-        if recorded and recorded != ts:
-            await self._delete_own(channel, ts, f"approval {approval.id}", recorded)
-            return
-        await self.deliveries.set_approval_message(
-            approval.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
+        await self._post_once(item, channel, message, "approval_id", approval.id, since=approval)
 
     async def update_card(self, approval: Approval) -> None:
         if not approval.message_ts or not approval.channel:
@@ -317,18 +306,7 @@ class SlackDelivery:
             )
         run = await self._run(page.run_id)
         message = await self._page_card(page, run)
-        ts = None
-        if item.attempts > 1 and self.outcomes.look_first(item.id):
-            ts = await self._find(channel, None, "page_id", page.id)
-        if ts is None:
-            ts = await self._post(channel, message)
-        recorded = (await self.queries.page(page.id)).message_ts
-        if recorded and recorded != ts:
-            await self._delete_own(channel, ts, f"page {page.id}", recorded)
-            return
-        await self.deliveries.set_page_message(
-            page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
+        await self._post_once(item, channel, message, "page_id", page.id)
 
     async def _page_card(self, page: Page, run: Run | None) -> dict[str, Any]:
         about = Approval(id=page.id, tool=page.tool or "", args={}, run_id=page.run_id)
@@ -438,6 +416,57 @@ class SlackDelivery:
             raise
         self.outcomes.posted(item_id)
         return str(response["ts"])
+
+    # an approval's card and a page's message: one top-level post each, named by its record's
+    # id under `key` ("approval_id" or "page_id") in the message's metadata
+
+    async def _post_once(
+        self,
+        item: OutboxItem,
+        channel: str,
+        message: dict[str, Any],
+        key: str,
+        subject_id: str,
+        *,
+        since: Approval | None = None,
+    ) -> None:
+        """Post the message (unless an earlier try may have landed it and it is found) and
+        record its ts; if another sender recorded one first, this post is removed."""
+        ts = None
+        if item.attempts > 1 and self.outcomes.look_first(item.id):
+            ts = await self._find(channel, None, key, subject_id, since=since)
+        if ts is None:
+            ts = await self._post(channel, message)
+        _, recorded = await self.message_of(key, subject_id)
+        if recorded and recorded != ts:
+            await self._delete_own(channel, ts, f"{key.removesuffix('_id')} {subject_id}", recorded)
+            return
+        await self.record_message(key, subject_id, channel, ts)
+
+    async def message_of(self, key: str, subject_id: str) -> tuple[str | None, str | None]:
+        """Where the record says its message is: (channel, ts)."""
+        record: Approval | Page = (
+            await self.queries.approval(subject_id)
+            if key == "approval_id"
+            else await self.queries.page(subject_id)
+        )
+        return record.channel, record.message_ts
+
+    async def record_message(self, key: str, subject_id: str, channel: str, ts: str) -> None:
+        """Put the message on the record, delivered."""
+        record = (
+            self.deliveries.set_approval_message
+            if key == "approval_id"
+            else self.deliveries.set_page_message
+        )
+        await record(subject_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED)
+
+    async def refresh(self, key: str, subject_id: str) -> None:
+        """Render the message again as the record is now."""
+        if key == "approval_id":
+            await self.update_card(await self.queries.approval(subject_id))
+        else:
+            await self.update_page(await self.queries.page(subject_id))
 
     async def _delete_own(self, channel: str, ts: str, what: str, recorded: str) -> None:
         """Another sender recorded this card first: this post is a duplicate; remove it."""

@@ -24,7 +24,7 @@ from bot.slack import blocks as kit
 from bot.slack.delivery import SlackDelivery, delete_message, history, slack_error
 from bot.slack.outcomes import Outcomes
 from runtime.queries import NOT_FOUND
-from runtime.records import Delivery, StoreError
+from runtime.records import StoreError
 from runtime.scheduler import Timers
 
 log = logging.getLogger("signoff.slack")
@@ -106,10 +106,8 @@ class Reconciler:
         keep, extra = ordered[0], ordered[1:]
         kind, subject_id = subject
         try:
-            if kind == "approval_id":
-                await self._keep_card(subject_id, channel, str(keep["ts"]))
-            elif kind == "page_id":
-                await self._keep_page(subject_id, channel, str(keep["ts"]))
+            if kind in ("approval_id", "page_id"):
+                await self._keep(kind, subject_id, channel, str(keep["ts"]))
         except NOT_FOUND:
             pass  # pruned: the duplicates still go
         for message in extra:
@@ -124,23 +122,12 @@ class Reconciler:
         )
         return len(extra)
 
-    async def _keep_card(self, approval_id: str, channel: str, ts: str) -> None:
-        approval = await self.delivery.queries.approval(approval_id)
-        if approval.message_ts == ts and approval.channel == channel:
+    async def _keep(self, key: str, subject_id: str, channel: str, ts: str) -> None:
+        """The kept message becomes the record's (and shows the record as it is now)."""
+        if await self.delivery.message_of(key, subject_id) == (channel, ts):
             return
-        await self.delivery.deliveries.set_approval_message(
-            approval_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
-        await self.delivery.update_card(await self.delivery.queries.approval(approval_id))
-
-    async def _keep_page(self, page_id: str, channel: str, ts: str) -> None:
-        page = await self.delivery.queries.page(page_id)
-        if page.message_ts == ts and page.channel == channel:
-            return
-        await self.delivery.deliveries.set_page_message(
-            page_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
-        await self.delivery.update_page(await self.delivery.queries.page(page_id))
+        await self.delivery.record_message(key, subject_id, channel, ts)
+        await self.delivery.refresh(key, subject_id)
 
 
 def subject_of(message: Message, *, top_level: bool) -> Subject | None:
