@@ -20,20 +20,17 @@ from aiohttp import web
 
 from bot.api_auth import requires
 from bot.api_keys import RUNTIME
-from bot.api_wait import decision_view, rechecks, timeout_query
+from bot.api_wait import Timeouts, decision_view, rechecks, waited_on
 from runtime import Runtime
 from runtime.records import Approval, ApprovalState
 
 KEEPALIVE = 15.0
-MAX_STREAM = 3600
-DEFAULT_STREAM = 300
+STREAM = Timeouts(default=300, most=3600, digits=4)
 
 
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def stream_decision(request: web.Request) -> web.StreamResponse:
-    seconds = timeout_query(request, default=DEFAULT_STREAM, most=MAX_STREAM, digits=4)
-    rt = request.app[RUNTIME]
-    approval = await rt.queries.approval(request.match_info["approval_id"])  # unknown: 404, as JSON
+    approval, seconds = await waited_on(request, STREAM)  # unknown: 404, as JSON
     response = web.StreamResponse(headers={"Cache-Control": "no-cache"})
     response.content_type = "text/event-stream"
     await response.prepare(request)

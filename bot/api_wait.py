@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -25,32 +26,48 @@ from runtime import Runtime
 from runtime.records import Approval, ApprovalState
 
 RECHECK = 1.0
-MAX_WAIT = 60
-DEFAULT_WAIT = 25
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The `timeout` seconds a request may ask to wait: `default` when it gives none, at most
+    `most`, written in up to `digits` digits and three decimals."""
+
+    default: float
+    most: int
+    digits: int
+
+
+WAIT = Timeouts(default=25, most=60, digits=3)
 
 
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def wait_for_decision(request: web.Request) -> web.Response:
-    seconds = timeout_query(request, default=DEFAULT_WAIT, most=MAX_WAIT, digits=3)
+    approval, seconds = await waited_on(request, WAIT)
     rt = request.app[RUNTIME]
-    approval = asked = await rt.queries.approval(request.match_info["approval_id"])
-    async for approval in rechecks(rt, asked, seconds):  # noqa: B007 - the last read answers
-        pass
+    async for latest in rechecks(rt, approval, seconds):
+        approval = latest
     return web.json_response(await decision_view(rt, approval))
 
 
-def timeout_query(request: web.Request, *, default: float, most: int, digits: int) -> float:
-    """The request's `timeout` seconds (its only query parameter): up to `digits` digits, with
-    up to three decimals, above 0 and at most `most`; `default` when it gives none."""
+async def waited_on(request: web.Request, timeouts: Timeouts) -> tuple[Approval, float]:
+    """The approval the request waits on (unknown: 404) and for how many seconds at most (its
+    only query parameter, `timeout`)."""
     unknown = sorted(set(request.query) - {"timeout"})
     if unknown:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
-    text = request.query.get("timeout")
+    seconds = _seconds(request.query.get("timeout"), timeouts)
+    return await request.app[RUNTIME].queries.approval(request.match_info["approval_id"]), seconds
+
+
+def _seconds(text: str | None, timeouts: Timeouts) -> float:
     if text is None:
-        return default
-    number = rf"[0-9]{{1,{digits}}}(\.[0-9]{{1,3}})?"
-    if not re.fullmatch(number, text) or not 0 < float(text) <= most:
-        raise BadRequest(f"timeout: {text[:20]!r} is not a number of seconds from 0 to {most}")
+        return timeouts.default
+    number = rf"[0-9]{{1,{timeouts.digits}}}(\.[0-9]{{1,3}})?"
+    if not re.fullmatch(number, text) or not 0 < float(text) <= timeouts.most:
+        raise BadRequest(
+            f"timeout: {text[:20]!r} is not a number of seconds from 0 to {timeouts.most}"
+        )
     return float(text)
 
 
