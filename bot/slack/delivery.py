@@ -284,15 +284,8 @@ class SlackDelivery:
         """A reply under the approval's card, once, even if an earlier try may have landed."""
         if not approval.message_ts or not approval.channel:
             return
-        key = f"{approval.id}:{note}"
-        message = {**message, "metadata": _metadata("signoff_note", note_id=key)}
-        if (
-            item.attempts > 1
-            and self.outcomes.look_first(item.id)
-            and await self._find(approval.channel, approval.message_ts, "note_id", key)
-        ):
-            return
-        await self._post(approval.channel, message, thread_ts=approval.message_ts)
+        note_id = f"{approval.id}:{note}"
+        await self._reply_once(item, approval.channel, approval.message_ts, message, note_id)
 
     # pages
 
@@ -321,16 +314,9 @@ class SlackDelivery:
     async def remind_page(self, page: Page, item: OutboxItem) -> None:
         if page.acknowledged_by or not page.message_ts or not page.channel:
             return
-        note = f"{page.id}:reminder-{item.id}"
-        metadata = _metadata("signoff_note", note_id=note)
-        message = {"text": cards.page_reminder(page), "metadata": metadata}
-        if (
-            item.attempts > 1
-            and self.outcomes.look_first(item.id)
-            and await self._find(page.channel, page.message_ts, "note_id", note)
-        ):
-            return
-        await self._post(page.channel, message, thread_ts=page.message_ts)
+        message = {"text": cards.page_reminder(page)}
+        note_id = f"{page.id}:reminder-{item.id}"
+        await self._reply_once(item, page.channel, page.message_ts, message, note_id)
 
     async def update_page(self, page: Page) -> None:
         if not page.message_ts or not page.channel:
@@ -432,9 +418,7 @@ class SlackDelivery:
     ) -> None:
         """Post the message (unless an earlier try may have landed it and it is found) and
         record its ts; if another sender recorded one first, this post is removed."""
-        ts = None
-        if item.attempts > 1 and self.outcomes.look_first(item.id):
-            ts = await self._find(channel, None, key, subject_id, since=since)
+        ts = await self._find(item, channel, None, key, subject_id, since=since)
         if ts is None:
             ts = await self._post(channel, message)
         _, recorded = await self.message_of(key, subject_id)
@@ -474,8 +458,23 @@ class SlackDelivery:
         await delete_message(self.client, channel, ts)
         self.self_removed += 1
 
+    async def _reply_once(
+        self,
+        item: OutboxItem,
+        channel: str,
+        thread_ts: str,
+        message: dict[str, Any],
+        note_id: str,
+    ) -> None:
+        """A reply in the thread, once, even if an earlier try may have landed."""
+        if await self._find(item, channel, thread_ts, "note_id", note_id):
+            return
+        message = {**message, "metadata": _metadata("signoff_note", note_id=note_id)}
+        await self._post(channel, message, thread_ts=thread_ts)
+
     async def _find(
         self,
+        item: OutboxItem,
         channel: str,
         thread_ts: str | None,
         key: str,
@@ -483,7 +482,10 @@ class SlackDelivery:
         *,
         since: Approval | None = None,
     ) -> str | None:
-        """The ts of a message already posted with this metadata value, if there is one."""
+        """The ts of a message an earlier try of `item` posted with this metadata value, if
+        one may have landed (`Outcomes.look_first`) and it is found."""
+        if item.attempts <= 1 or not self.outcomes.look_first(item.id):
+            return None
         oldest = str(since.created_at.timestamp() - 60) if since else None
         found = history(self.client, channel, thread_ts, oldest=oldest, pages=FIND_PAGES)
         async with contextlib.aclosing(found) as messages:
