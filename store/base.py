@@ -126,6 +126,16 @@ class Voted:
 
 
 @dataclass(frozen=True, slots=True)
+class Claim:
+    """A run the run queue handed this worker: its lease's new epoch, and the worker whose
+    lease on it had lapsed (None for a run nobody held: new, decided, given back)."""
+
+    run_id: str
+    epoch: int
+    lapsed_owner: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OperationalCounts:
     """What an operator watches, read from indexes only (cheap on every metrics scrape)."""
 
@@ -484,9 +494,9 @@ class Store(Protocol):
     # any worker with room claims it by taking its lease
     async def claim_runs(
         self, owner: str, *, limit: int, until: datetime, now: datetime
-    ) -> list[tuple[str, int]]:
+    ) -> list[Claim]:
         """Take the leases of up to `limit` of the oldest ready runs no live lease holds and
-        no other worker is claiming at this moment: each (run id, its lease's new epoch)."""
+        no other worker is claiming at this moment."""
         ...
 
     async def requeue_runs(self) -> int:

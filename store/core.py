@@ -22,7 +22,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 from store import announce, errors, rows
-from store.base import Batch, Committed
+from store.base import Batch, Claim, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
 from store.body import MakeBody as MakeBody
@@ -71,12 +71,24 @@ def create_run(
         yield Stmt("notify_run_ready", {})
 
 
-def claim_runs(params: dict[str, Any]) -> Body[list[tuple[str, int]]]:
+def release_lease(params: dict[str, Any]) -> Body[None]:
+    """Give a lease back; a run it leaves running waits in the queue: wake the idle workers."""
+    released = yield Stmt("release_lease", params, "one")
+    if released is not None and released[0] == "running":
+        yield Stmt("notify_run_ready", {})
+
+
+def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
     nothing to drive leaves the queue unclaimed."""
+    lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
     found = yield Stmt("claim_runs", params, "all")
-    return [(row[0], int(row[1])) for row in found if row[1] is not None]
+    return [
+        Claim(row[0], int(row[1]), row[2] if len(row) > 2 else lapsed.get(row[0]))
+        for row in found
+        if row[1] is not None
+    ]
 
 
 def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:

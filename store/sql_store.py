@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from store import core, errors, learned, rows
 from store.base import (
     Batch,
+    Claim,
     Committed,
     OperationalCounts,
     Voted,
@@ -594,13 +595,13 @@ class SqlStore:
 
     async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
         params = {"id": run_id, "owner": owner, "epoch": epoch}
-        await self._one("release_lease", params, durable=False)
+        await self._write(lambda: core.release_lease(params), durable=False)
 
     # the run queue: claims are leases, so like leases they are not synced on their own
 
     async def claim_runs(
         self, owner: str, *, limit: int, until: datetime, now: datetime
-    ) -> list[tuple[str, int]]:
+    ) -> list[Claim]:
         params = {"owner": owner, "limit": limit} | _lease_times(now, until)
         return await self._write(lambda: core.claim_runs(params), durable=False)
 

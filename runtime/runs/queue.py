@@ -90,14 +90,17 @@ class RunQueue:
             claimed = await self.deps.store.claim_runs(
                 self.deps.worker_id, limit=room, until=until, now=now
             )
-            for run_id, epoch in claimed:
-                self.deps.claimed[run_id] = epoch
-                self.driving[run_id] = asyncio.get_running_loop().create_task(
-                    self._drive(run_id, epoch), name=f"signoff-drive-{run_id}"
+            for claim in claimed:
+                self.deps.claimed[claim.run_id] = claim.epoch
+                self.driving[claim.run_id] = asyncio.get_running_loop().create_task(
+                    self._drive(claim.run_id, claim.epoch), name=f"signoff-drive-{claim.run_id}"
                 )
             self.claimed_total += len(claimed)
             if claimed and self._on_claimed is not None:
                 self._on_claimed(len(claimed))
+            taken = [c for c in claimed if c.lapsed_owner not in (None, self.deps.worker_id)]
+            if taken:  # their workers died or froze holding them
+                self.deps.telemetry.leases_taken_over(len(taken))
             if not claimed:
                 return
 

@@ -625,9 +625,13 @@ UPDATE runs SET lease_expires_at = {seconds_from_now(:ttl)}
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 
 -- release_lease --
--- Give up a lease we hold (its epoch stays: the next lease is one higher).
-UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL
+-- Give up a lease we hold (its epoch stays: the next lease is one higher). A run still
+-- running (its driver stopped before the run did: the worker is shutting down, or the drive
+-- failed) goes back in the queue for whichever worker has room. Its status, if released.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+    ready_at = CASE WHEN status = 'running' THEN coalesce(ready_at, {now}) ELSE ready_at END
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
+RETURNING status
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
@@ -642,12 +646,21 @@ WHERE s.action = 'undo_started'
                     AND e.action IN ('rollback', 'compensate'))
   AND (r.lease_owner IS NULL OR r.lease_owner = :owner OR r.lease_expires_at < {now})
 
--- claim_runs --
+-- lapsed_ready_runs [sqlite] --
+-- Before a claim, the ready runs whose worker's lease lapsed and who held it: SQLite cannot
+-- return a row's old values from an UPDATE, and its single writer keeps them as read here.
+SELECT id, lease_owner FROM runs {indexed_by(runs_ready)}
+WHERE ready_at IS NOT NULL AND lease_owner IS NOT NULL AND lease_expires_at < {now}
+
+-- lapsed_ready_runs [postgres] --
+-- (None: the claim returns who held each run's lapsed lease.)
+
+-- claim_runs [sqlite] --
 -- The run queue: take the leases of the oldest ready runs nobody holds a live lease on, at
--- most :limit, skipping those another worker is claiming right now; each leaves the queue.
--- A ready run with nothing to drive (finished, or parked on an approval still pending: a
--- decision raced its driver) leaves it without a lease. Each claimed run and its new epoch
--- (none for one that only left). The database's clock dates and judges the leases.
+-- most :limit; each leaves the queue. A ready run with nothing to drive (finished, or parked
+-- on an approval still pending: a decision raced its driver) leaves it without a lease. Each
+-- claimed run and its new epoch (none for one that only left). The database's clock dates
+-- and judges the leases.
 UPDATE runs
 SET ready_at = NULL,
     lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
@@ -659,9 +672,29 @@ WHERE id IN (
     WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
     ORDER BY ready_at, id
     LIMIT :limit
-    {skip_locked}
 )
 RETURNING id, CASE WHEN lease_expires_at > {now} THEN lease_epoch END
+
+-- claim_runs [postgres] --
+-- The same claim, skipping the runs another worker is claiming right now (so two never wait
+-- on each other), and returning also who held each run's lapsed lease (a takeover).
+WITH picked AS (
+    SELECT id, lease_owner AS lapsed_owner FROM runs
+    WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
+    ORDER BY ready_at, id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE runs
+SET ready_at = NULL,
+    lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
+    lease_expires_at = CASE WHEN {drivable} THEN {seconds_from_now(:ttl)}
+                            ELSE lease_expires_at END,
+    lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END
+FROM picked
+WHERE runs.id = picked.id
+RETURNING runs.id, CASE WHEN runs.lease_expires_at > {now} THEN runs.lease_epoch END,
+          picked.lapsed_owner
 
 -- requeue_runs --
 -- Put back in the queue the runs that should be moving and that nobody drives or has queued:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from store import ApprovalState, Batch, Checkpoint, RunStatus, Store, errors
+from store.base import Claim
 from tests.conftest import Clock as HandClock
 
 from .builders import Append, MakeApproval, MakeRun
@@ -14,9 +15,14 @@ from .builders import Append, MakeApproval, MakeRun
 LEASE = timedelta(seconds=60)
 
 
-async def claim(store: Store, owner: str, limit: int = 10) -> list[tuple[str, int]]:
+async def claims(store: Store, owner: str, limit: int = 10) -> list[Claim]:
     now = HandClock()()
     return await store.claim_runs(owner, limit=limit, until=now + LEASE, now=now)
+
+
+async def claim(store: Store, owner: str, limit: int = 10) -> list[tuple[str, int]]:
+    """Each claimed run and its lease's epoch."""
+    return [(c.run_id, c.epoch) for c in await claims(store, owner, limit)]
 
 
 async def test_new_runs_are_claimed_oldest_first_within_the_limit_and_once(
@@ -61,6 +67,22 @@ async def test_a_run_whose_lease_was_taken_leaves_the_queue(
 
     assert await claim(store, "W2") == []
     assert await store.ready_runs() == (0, None)
+
+
+async def test_a_lease_given_back_mid_run_puts_the_run_back_in_the_queue(
+    store: Store, make_run: MakeRun, append: Append
+) -> None:
+    """A worker that stops (or whose drive failed) hands a running run straight to the next
+    worker with room; a parked or finished run it lets go of stays out of the queue."""
+    running, parked = await make_run(), await make_run()
+    [(_, epoch), _] = await claim(store, "W1")
+    await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+
+    await store.release_lease(running.id, "W1", epoch=epoch)
+    await store.release_lease(parked.id, "W1")
+
+    assert await claim(store, "W2") == [(running.id, epoch + 1)]
+    assert await claim(store, "W3") == []
 
 
 async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
@@ -111,8 +133,8 @@ async def test_requeue_puts_back_the_runs_nobody_drives(
     assert await store.requeue_runs() == 2
     assert await store.requeue_runs() == 0  # queued already
 
-    claimed = await claim(store, "W2")
-    assert sorted(run_id for run_id, _ in claimed) == sorted([lapsed.id, parked_done.id])
+    claimed = {c.run_id: c.lapsed_owner for c in await claims(store, "W2")}
+    assert claimed == {lapsed.id: "W1", parked_done.id: None}  # a takeover, and a run let go
 
 
 async def test_a_worker_started_again_gives_its_old_leases_back_to_the_queue(

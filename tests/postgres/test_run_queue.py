@@ -193,6 +193,7 @@ def test_a_frozen_workers_runs_are_finished_by_the_other_each_step_once(
 
     assert done == dict.fromkeys(runs, RunStatus.DONE), done
     assert {c["worker"] for c in calls(env)} == {"worker-a", "worker-b"}
+    assert other.metric("signoff_lease_takeovers_total") == len(runs)  # each a lapsed lease
     for run_id, (tool_results, seqs, effects) in after.items():
         assert tool_results == [f"k{i}" for i in range(8)], run_id
         assert seqs == list(range(len(seqs))), run_id
@@ -240,3 +241,44 @@ async def _create(url: str) -> None:
 
     async with open_store(url, migrate=False) as store:
         await Runtime(store, [agent], worker_id="creator").create("queue-agent", "wake up")
+
+
+@pytest.mark.slow
+def test_a_stopping_workers_runs_go_on_at_once_on_the_other(
+    pg_url: str, serve_env: dict[str, str], workers: list[Worker], tmp_path: Path
+) -> None:
+    """SIGTERM mid-flight: the stopping worker gives its runs back to the queue and wakes the
+    others, so they go on long before a lease would lapse or a poll would find them."""
+    poll = lease = 120.0
+    steps = 40
+    env = serve_env | {
+        "SIGNOFF_WORKER_POLL_SECONDS": str(poll),
+        "SIGNOFF_LEASE_TTL": str(lease),
+        "SIGNOFF_QUEUE_STEPS": str(steps),
+        "SIGNOFF_QUEUE_STEP_SECONDS": "0.25",
+    }
+    stopping = Worker("worker-a", env, tmp_path)
+    workers.append(stopping)
+    stopping.wait_up()
+    runs = [f"run-{i}" for i in range(3)]
+    for run_id in runs:
+        stopping.start_run(run_id)
+    deadline = time.monotonic() + 30
+    while len({c["run"] for c in calls(env)}) < len(runs) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    other = Worker("worker-b", env, tmp_path)
+    workers.append(other)
+    other.wait_up()  # its start-up pass finds every run leased: only a wake-up moves them
+    unfinished = {r for r, status in asyncio.run(statuses(pg_url)).items() if status != "done"}
+
+    stopping.process.send_signal(signal.SIGTERM)
+    assert stopping.process.wait(timeout=30) == 0
+    done = wait_done(pg_url, len(runs), within=lease / 4)  # a lease outlives the stop by 2/3 of it
+
+    assert unfinished, "every run ended before the worker stopped: nothing was handed over"
+    assert done == dict.fromkeys(runs, RunStatus.DONE), done
+    after = asyncio.run(_history(pg_url, runs))
+    for run_id, (tool_results, seqs, _) in after.items():
+        assert tool_results == [f"k{i}" for i in range(steps)], run_id
+        assert seqs == list(range(len(seqs))), run_id
+    assert {c["run"] for c in calls(env) if c["worker"] == "worker-b"} == unfinished
