@@ -23,6 +23,7 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.slack import blocks as kit
 from bot.slack import cards, escalation, rule_notes, texts
@@ -509,25 +510,16 @@ async def history(
     client: AsyncWebClient, channel: str, thread_ts: str | None, *, oldest: str | None, pages: int
 ) -> AsyncGenerator[dict[str, Any]]:
     """The messages of a thread (`thread_ts`) or of a channel since `oldest`, with their
-    metadata, newest first, `LOOKBACK` a page for at most `pages` pages."""
+    metadata, `LOOKBACK` a page for at most `pages` pages."""
+    read: Callable[..., Awaitable[AsyncSlackResponse]] = client.conversations_history
+    where = {"oldest": oldest}
+    if thread_ts:
+        read, where = client.conversations_replies, {"ts": thread_ts}
     cursor = None
     for _ in range(pages):
-        if thread_ts:
-            response = await client.conversations_replies(
-                channel=channel,
-                ts=thread_ts,
-                include_all_metadata=True,
-                limit=LOOKBACK,
-                cursor=cursor,
-            )
-        else:
-            response = await client.conversations_history(
-                channel=channel,
-                include_all_metadata=True,
-                limit=LOOKBACK,
-                oldest=oldest,
-                cursor=cursor,
-            )
+        response = await read(
+            channel=channel, include_all_metadata=True, limit=LOOKBACK, cursor=cursor, **where
+        )
         for message in response.get("messages") or []:
             yield message
         cursor = (response.get("response_metadata") or {}).get("next_cursor")
