@@ -15,7 +15,6 @@ from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from runtime.approvals.rule_book import RuleBook
     from runtime.records import LearnedRule
 
 By = Annotated[str, typer.Option(help="Slack user id of the rule-writer.")]
@@ -109,7 +108,7 @@ def add(
 def _writer_command(
     name: str,
     help: str,
-    change: Callable[[RuleBook, str, str], Awaitable[LearnedRule]],
+    change: Callable[[Process, str, str], Awaitable[LearnedRule]],
     said: Callable[[LearnedRule], str],
 ) -> None:
     """`signoff policy NAME RULE --by WRITER`: a rule-writer's change to a learned rule."""
@@ -119,19 +118,19 @@ def _writer_command(
         ctx: typer.Context, rule_id: Annotated[str, typer.Argument(metavar="RULE")], by: By
     ) -> None:
         check_user_id("--by", by)
-        say(said(with_process(ctx, lambda p: change(p.runtime.rules, rule_id, by))))
+        say(said(with_process(ctx, lambda p: change(p, rule_id, by))))
 
 
 _writer_command(
     "confirm",
     "A second rule-writer's confirmation of a rule for an uncompensatable effect.",
-    lambda rules, rule_id, by: rules.confirm(rule_id, by=by),
+    lambda p, rule_id, by: p.runtime.rules.confirm(rule_id, by=by),
     lambda rule: f"{rule.id} active, confirmed by {rule.confirmed_by}",
 )
 _writer_command(
     "revoke",
     "Stop a learned rule now (it stays listed, revoked).",
-    lambda rules, rule_id, by: rules.revoke(rule_id, by=by),
+    lambda p, rule_id, by: p.runtime.rules.revoke(rule_id, by=by),
     lambda rule: f"{rule.id} revoked by {rule.revoked_by} (it was used {rule.uses} times)",
 )
 
