@@ -23,7 +23,6 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.slack import blocks as kit
 from bot.slack import cards, escalation, rule_notes, texts
@@ -511,14 +510,18 @@ async def history(
 ) -> AsyncGenerator[dict[str, Any]]:
     """The messages of a thread (`thread_ts`) or of a channel since `oldest`, with their
     metadata, `LOOKBACK` a page for at most `pages` pages."""
-    read: Callable[..., Awaitable[AsyncSlackResponse]] = client.conversations_history
-    where = {"oldest": oldest}
-    if thread_ts:
-        read, where = client.conversations_replies, {"ts": thread_ts}
     cursor = None
     for _ in range(pages):
-        response = await read(
-            channel=channel, include_all_metadata=True, limit=LOOKBACK, cursor=cursor, **where
+        page: dict[str, Any] = {
+            "channel": channel,
+            "include_all_metadata": True,
+            "limit": LOOKBACK,
+            "cursor": cursor,
+        }
+        response = await (
+            client.conversations_replies(ts=thread_ts, **page)
+            if thread_ts
+            else client.conversations_history(oldest=oldest, **page)
         )
         for message in response.get("messages") or []:
             yield message
