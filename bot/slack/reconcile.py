@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -36,23 +37,16 @@ Subject = tuple[str, str]
 Message = dict[str, Any]
 
 
+@dataclass(eq=False)
 class Reconciler:
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        delivery: SlackDelivery,
-        outcomes: Outcomes,
-        *,
-        every: float,
-        timers: Timers,
-    ) -> None:
-        self.timers = timers
-        self.client = client
-        self.delivery = delivery
-        self.outcomes = outcomes
-        self.every = every
-        self.sweeps = 0
-        self.removed = 0
+    client: AsyncWebClient
+    delivery: SlackDelivery
+    outcomes: Outcomes
+    _: KW_ONLY
+    every: float
+    timers: Timers
+    sweeps: int = field(default=0, init=False)
+    removed: int = field(default=0, init=False)
 
     def suspect_known_channels(self) -> None:
         """After a start, a post of the process before may land late anywhere we post."""
