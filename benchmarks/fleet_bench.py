@@ -16,6 +16,10 @@ Beside steps/s it prints the CPU a step cost in the workers (`/proc/<pid>/stat` 
 otherwise quiet machine), and the ceiling the cores allow at one worker's cost per step,
 `cores / (worker + server CPU per step)`: no number of workers can pass it on these cores.
 
+`--profile FILE`: where a worker's time goes, sampled with py-spy (`pip install py-spy`; not a
+dependency) from the first worker over the last round's timed window, written as collapsed
+stacks to FILE; the top frames by their own samples are printed.
+
 `--statements`: where the server's time goes, from `pg_stat_statements` (reset before each
 timed window; the extension must be in `shared_preload_libraries` and created in the
 database), the top statements of the last round at each worker count.
@@ -205,7 +209,26 @@ async def _statements(url: str, reset: bool) -> list[asyncpg.Record]:
         await conn.close()
 
 
-async def measure(args: argparse.Namespace, count: int) -> Measured:
+def _py_spy(worker: Worker, output: str) -> subprocess.Popen[bytes]:
+    argv = ["py-spy", "record", "-p", str(worker.process.pid), "-r", "250", "-f", "raw"]
+    spy = subprocess.Popen([*argv, "-o", output, "--nonblocking"], stdout=subprocess.DEVNULL)
+    time.sleep(1.0)  # attached before the clock starts
+    return spy
+
+
+def _top_frames(path: str, shown: int = 15) -> list[tuple[float, str]]:
+    """The frames with the most samples of their own, as shares of all samples."""
+    own: dict[str, int] = {}
+    for line in Path(path).read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        frame = stack.rsplit(";", 1)[-1]
+        own[frame] = own.get(frame, 0) + int(count)
+    total = sum(own.values()) or 1
+    ranked = sorted(own.items(), key=lambda item: -item[1])[:shown]
+    return [(count / total, frame) for frame, count in ranked]
+
+
+async def measure(args: argparse.Namespace, count: int, profile: bool = False) -> Measured:
     agent = f"bench-lookup-{args.steps}"
     async with Schema(args.url) as url:
         with fleet(count, _environment(url, args.steps, args.capacity, args.pool)) as workers:
@@ -215,11 +238,15 @@ async def measure(args: argparse.Namespace, count: int) -> Measured:
             ids = [f"run-{i}" for i in range(args.runs)]
             if args.statements:
                 await _statements(url, reset=True)
+            spy = _py_spy(workers[0], args.profile) if profile else None
             cpu = sum(w.cpu_seconds() for w in workers)
             server, started = postgres_cpu_seconds(), time.perf_counter()
             await asyncio.to_thread(_start_all, workers, agent, ids)
             await _wait_done(url, "run-", args.runs)
             elapsed = time.perf_counter() - started
+            if spy is not None:
+                spy.send_signal(signal.SIGINT)
+                spy.wait(timeout=60)
             server = postgres_cpu_seconds() - server
             cpu = sum(w.cpu_seconds() for w in workers) - cpu
             top = await _statements(url, reset=False) if args.statements else []
@@ -240,15 +267,17 @@ async def main() -> None:
     parser.add_argument("--capacity", type=int, default=32)
     parser.add_argument("--pool", type=int, default=None, help="connections per worker")
     parser.add_argument("--statements", action="store_true")
+    parser.add_argument("--profile", metavar="FILE", help="py-spy one worker (one worker's run)")
     parser.add_argument("--url", default=DEFAULT_URL)
     args = parser.parse_args()
     counts = sorted(set(args.workers))
     if counts[0] != 1:
         counts.insert(0, 1)  # every ratio is against one worker
     measured: dict[int, list[Measured]] = {count: [] for count in counts}
-    for _ in range(args.rounds):
+    for last in [False] * (args.rounds - 1) + [True]:
         for count in counts:
-            measured[count].append(await measure(args, count))
+            profile = last and count == 1 and args.profile is not None
+            measured[count].append(await measure(args, count, profile))
     _report(args, measured)
 
 
@@ -276,6 +305,10 @@ def _report(args: argparse.Namespace, measured: dict[int, list[Measured]]) -> No
             f"{count:>7} {rate:>8,.0f} {rate / base:>6.2f} {rate / ceiling:>9.2f}"
             f" {_median(rounds, 'worker_cpu_ms'):>14.3f} {_median(rounds, 'server_cpu_ms'):>16.3f}"
         )
+    if args.profile:
+        print("\none worker, last round: py-spy's top frames by own samples")
+        for share, frame in _top_frames(args.profile):
+            print(f"  {share:>6.1%}  {frame}")
     if args.statements:
         for count, rounds in measured.items():
             print(f"\ntop statements, {count} worker(s), last round (ms total, calls, ms mean):")

@@ -10,7 +10,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from runtime import errors
+from runtime import errors, lookups
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.approvals.policy import Policies
@@ -49,10 +49,7 @@ class Deps:
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""
-        try:
-            return await self.store.get_run(run_id)
-        except store_errors.NotFound:
-            raise errors.RunNotFound(f"no run {run_id!r}", run_id=run_id) from None
+        return await lookups.run(self.store, run_id)
 
     async def find_run(self, run_id: str | None) -> Run | None:
         if run_id is None:

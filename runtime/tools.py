@@ -48,6 +48,29 @@ class ToolContext:
     original: Effect | None = None
     """For a compensating call: the effect being undone (its args and result)."""
 
+    @classmethod
+    def of(
+        cls,
+        effect: Effect,
+        *,
+        facts: FactStore | None,
+        deadline: datetime | None = None,
+        attempt: int = 1,
+        original: Effect | None = None,
+    ) -> ToolContext:
+        """The context of the call `effect` records."""
+        return cls(
+            run_id=effect.run_id,
+            call_id=effect.call_id,
+            step=effect.step,
+            idempotency_key=effect.idempotency_key,
+            lineage_id=effect.lineage_id,
+            deadline=deadline,
+            attempt=attempt,
+            facts=facts,
+            original=original,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:

@@ -161,10 +161,7 @@ def decide_approval(
 ) -> Body[Approval]:
     """Compare-and-set: one decision wins; every other gets why it lost."""
     approval_id = params["id"]
-    changed = yield Stmt("decide_approval", params, "count")
-    row = yield Stmt("get_approval", {"id": approval_id}, "one")
-    if row is None:
-        raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
+    changed, row = yield from _set_and_get(Stmt("decide_approval", params, "count"), "approval")
     approval = rows.approval_from_row(row)
     if not changed:
         if approval.state != ApprovalState.PENDING:
@@ -186,10 +183,7 @@ def decide_approval(
 
 def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
     page_id = params["id"]
-    changed = yield Stmt("acknowledge_page", params, "count")
-    row = yield Stmt("get_page", {"id": page_id}, "one")
-    if row is None:
-        raise errors.NotFound(f"no page {page_id!r}", page_id=page_id)
+    changed, row = yield from _set_and_get(Stmt("acknowledge_page", params, "count"), "page")
     page = rows.page_from_row(row)
     if not changed:
         raise errors.Conflict(
@@ -197,6 +191,18 @@ def acknowledge_page(params: dict[str, Any]) -> Body[Page]:
         )
     yield announce.outbox("page_acknowledged", page_id)
     return page
+
+
+def _set_and_get(compare_and_set: Stmt, what: str) -> Body[tuple[int, Any]]:
+    """A compare-and-set (fetching its count) on the `what` (`approval`, `page`) its
+    parameters' `id` names, then that row as it is now (`get_<what>`), whether or not the set
+    won: how many rows it changed, and the row. NotFound if there is no such row."""
+    ident = compare_and_set.params["id"]
+    changed = yield compare_and_set
+    row = yield Stmt(f"get_{what}", {"id": ident}, "one")
+    if row is None:
+        raise errors.NotFound(f"no {what} {ident!r}", **{f"{what}_id": ident})
+    return changed, row
 
 
 def create_approval(approval: Approval, params: dict[str, Any]) -> Body[None]:

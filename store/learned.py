@@ -18,41 +18,37 @@ from store.records import AuditEvent, LearnedRule
 Row = Mapping[str, Any]
 
 
-def rule_params(rule: LearnedRule) -> dict[str, Any]:
-    return {
-        "id": rule.id,
-        "tool": rule.tool,
-        "condition": rule.condition,
-        "author": rule.author,
-        "reason": rule.reason,
-        "state": rule.state,
-        "needs_second": rule.needs_second,
-        "from_approval": rule.from_approval,
-        "created_at": rows.ts(rule.created_at),
-        "expires_at": rows.ts(rule.expires_at),
-    }
-
-
-def rule_from_row(row: Row) -> LearnedRule:
-    return LearnedRule(
-        id=row["id"],
-        tool=row["tool"],
-        condition=row["condition"],
-        author=row["author"],
-        reason=row["reason"],
-        state=row["state"],
-        needs_second=bool(row["needs_second"]),
-        from_approval=row["from_approval"],
-        created_at=rows.dt(row["created_at"]),
-        expires_at=rows.dt(row["expires_at"]),
-        confirmed_by=row["confirmed_by"],
-        confirmed_at=rows.dt(row["confirmed_at"]),
-        revoked_by=row["revoked_by"],
-        revoked_at=rows.dt(row["revoked_at"]),
-        reminded_at=rows.dt(row["reminded_at"]),
-        noted_until=rows.dt(row["noted_until"]),
-        uses=row["uses"],
-    )
+_RULE = rows.Columns(
+    LearnedRule,
+    (
+        "id",
+        "tool",
+        "condition",
+        "author",
+        "reason",
+        "state",
+        "from_approval",
+        "confirmed_by",
+        "revoked_by",
+        "uses",
+    ),
+    times=("created_at", "expires_at", "confirmed_at", "revoked_at", "reminded_at", "noted_until"),
+    flags=("needs_second",),
+    unwritten=frozenset(
+        {
+            "confirmed_by",
+            "confirmed_at",
+            "revoked_by",
+            "revoked_at",
+            "reminded_at",
+            "noted_until",
+            "uses",
+        }
+    ),
+)
+"""A rule's row; its later compare-and-sets fill who confirmed or revoked it and when, and
+its reminder and note marks; `uses` is counted when it is read."""
+rule_params, rule_from_row = _RULE.params, _RULE.read
 
 
 def create(rule: LearnedRule, event: AuditEvent) -> Body[None]:

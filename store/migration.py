@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
+from store import errors
+
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
 
@@ -37,3 +39,16 @@ def latest_version(dialect: str) -> int:
 
 def pending(dialect: str, current: int) -> tuple[Migration, ...]:
     return tuple(m for m in migrations(dialect) if m.version > current)
+
+
+def refuse_newer(dialect: str, version: int, database: str) -> None:
+    """Raise `SchemaTooNew`, before anything is written, if `database` (how the message names
+    it) has a schema version newer than this Signoff's migrations go."""
+    latest = latest_version(dialect)
+    if version > latest:
+        raise errors.SchemaTooNew(
+            f"{database} has schema version {version}, newer than this Signoff "
+            f"understands ({latest}); upgrade Signoff",
+            found=version,
+            supported=latest,
+        )

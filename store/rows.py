@@ -2,14 +2,16 @@
 
 Times become epoch seconds; structured values become compact JSON text.
 
-Each record has its two short functions, to columns and back."""
+Each record has its two functions, to columns and back: most are a `Columns` table's, which
+names only the columns stored otherwise than as they are."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic_core import to_json
 
@@ -27,12 +29,14 @@ from store.records import (
     Message,
     OutboxItem,
     Page,
+    Record,
     Run,
     RunState,
     Usage,
 )
 
 Row = Mapping[str, Any]
+R = TypeVar("R", bound=Record)
 
 Clock = Callable[[], datetime]
 
@@ -77,81 +81,94 @@ def join_messages(chunks: Iterable[str]) -> tuple[Message, ...]:
     return MESSAGES.validate_json(f"[{','.join(inner)}]")
 
 
+@dataclass(frozen=True, slots=True)
+class Columns(Generic[R]):
+    """A record's columns, both ways: each field in the column of its name, as it is
+    (`plain`), as epoch seconds (`times`), as 0/1 read back as a bool (`flags`), as its enum's
+    value (`enums`), or as JSON text (`json`, where None is JSON's null; `json_or_null`, where
+    it is NULL). `unwritten`: columns read back but not written with the record (a later
+    write or the database fills them). A field not held as one column is given to the call."""
+
+    record: type[R]
+    plain: tuple[str, ...] = ()
+    times: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    enums: tuple[str, ...] = ()
+    json: tuple[str, ...] = ()
+    json_or_null: tuple[str, ...] = ()
+    unwritten: frozenset[str] = frozenset()
+
+    def read(self, row: Row, **given: Any) -> R:
+        values = {name: row[name] for name in self.plain + self.enums}
+        values.update((name, dt(row[name])) for name in self.times)
+        values.update((name, bool(row[name])) for name in self.flags)
+        values.update((name, maybe_loads(row[name])) for name in self.json + self.json_or_null)
+        return self.record(**values, **given)
+
+    def params(self, record: R, **given: Any) -> dict[str, Any]:
+        def written(names: tuple[str, ...]) -> list[tuple[str, Any]]:
+            return [(name, getattr(record, name)) for name in names if name not in self.unwritten]
+
+        values = dict(written(self.plain + self.flags))
+        values.update((name, value.value) for name, value in written(self.enums))
+        values.update((name, ts(value)) for name, value in written(self.times))
+        values.update((name, dumps(value)) for name, value in written(self.json))
+        values.update((name, maybe_dumps(value)) for name, value in written(self.json_or_null))
+        return values | given
+
+
+_USAGE = Columns(Usage, ("steps", "input_tokens", "cached_input_tokens", "output_tokens", "cost"))
+_usage = _USAGE.read
+
+_RUN = Columns(
+    Run,
+    (
+        "id",
+        "agent",
+        "task",
+        "step",
+        "stop_reason",
+        "error",
+        "requested_by",
+        "lineage_id",
+        "parent_id",
+        "fork_step",
+        "lease_owner",
+    ),
+    times=("created_at", "updated_at", "lease_expires_at"),
+    flags=("dry_run",),
+    enums=("status",),
+    json_or_null=("model",),
+    unwritten=frozenset({"step", "stop_reason", "error", "lease_owner", "lease_expires_at"}),
+)
+"""A run's row; its step, usage, stop reason and error are its latest checkpoint's."""
+
+
 def run_params(run: Run) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "agent": run.agent,
-        "task": run.task,
-        "status": run.status.value,
-        "budget": run.budget.model_dump_json(exclude_defaults=True),
-        "requested_by": run.requested_by,
-        "lineage_id": run.lineage_id,
-        "parent_id": run.parent_id,
-        "fork_step": run.fork_step,
-        "dry_run": run.dry_run,
-        "created_at": ts(run.created_at),
-        "updated_at": ts(run.updated_at),
-        "model": maybe_dumps(run.model),
-    }
+    return _RUN.params(run, budget=run.budget.model_dump_json(exclude_defaults=True))
 
 
 def run_from_row(row: Row) -> Run:
-    return Run(
-        id=row["id"],
-        agent=row["agent"],
-        task=row["task"],
-        status=row["status"],
-        step=row["step"],
-        budget=Budget.model_validate_json(row["budget"]),
-        usage=_usage(row),
-        stop_reason=row["stop_reason"],
-        error=row["error"],
-        requested_by=row["requested_by"],
-        lineage_id=row["lineage_id"],
-        parent_id=row["parent_id"],
-        fork_step=row["fork_step"],
-        dry_run=bool(row["dry_run"]),
-        lease_owner=row["lease_owner"],
-        lease_expires_at=dt(row["lease_expires_at"]),
-        created_at=dt(row["created_at"]),
-        updated_at=dt(row["updated_at"]),
-        model=maybe_loads(row["model"]),
-    )
+    return _RUN.read(row, budget=Budget.model_validate_json(row["budget"]), usage=_usage(row))
+
+
+_CHECKPOINT = Columns(
+    Checkpoint,
+    ("run_id", "seq", "step", "stop_reason", "error"),
+    times=("created_at",),
+    flags=("snapshot", "rolled_back"),
+    enums=("status",),
+    unwritten=frozenset({"rolled_back"}),
+)
 
 
 def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
-    return {
-        "run_id": cp.run_id,
-        "seq": cp.seq,
-        "step": cp.step,
-        "snapshot": cp.snapshot,
-        "status": cp.status.value,
-        "steps": cp.usage.steps,
-        "input_tokens": cp.usage.input_tokens,
-        "cached_input_tokens": cp.usage.cached_input_tokens,
-        "output_tokens": cp.usage.output_tokens,
-        "cost": cp.usage.cost,
-        "stop_reason": cp.stop_reason,
-        "error": cp.error,
-        "created_at": ts(cp.created_at),
-        "messages": messages_json(cp.messages),
-    }
+    return _CHECKPOINT.params(cp, **_USAGE.params(cp.usage), messages=messages_json(cp.messages))
 
 
 def checkpoint_from_row(row: Row) -> Checkpoint:
-    return Checkpoint(
-        run_id=row["run_id"],
-        seq=row["seq"],
-        step=row["step"],
-        snapshot=bool(row["snapshot"]),
-        status=row["status"],
-        usage=_usage(row),
-        stop_reason=row["stop_reason"],
-        error=row["error"],
-        messages=MESSAGES.validate_json(row["messages"]),
-        created_at=dt(row["created_at"]),
-        rolled_back=bool(row["rolled_back"]),
-    )
+    messages = MESSAGES.validate_json(row["messages"])
+    return _CHECKPOINT.read(row, usage=_usage(row), messages=messages)
 
 
 def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
@@ -170,72 +187,46 @@ def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
     )
 
 
-def _usage(row: Row) -> Usage:
-    return Usage(
-        steps=row["steps"],
-        input_tokens=row["input_tokens"],
-        cached_input_tokens=row["cached_input_tokens"],
-        output_tokens=row["output_tokens"],
-        cost=row["cost"],
-    )
+_EFFECT = Columns(
+    Effect,
+    (
+        "run_id",
+        "call_id",
+        "lineage_id",
+        "step",
+        "tool",
+        "compensator",
+        "idempotency_key",
+        "approval_id",
+        "compensates",
+        "compensated_by",
+        "error",
+        "args_digest",
+        "asked_digest",
+    ),
+    times=("started_at", "finished_at"),
+    flags=("idempotent",),
+    enums=("reversibility", "status"),
+    json=("args", "sensitive", "result"),
+    unwritten=frozenset({"status", "result", "error", "compensated_by", "finished_at"}),
+)
+"""An effect's row; how it ended is written when it does (`outcome_params`)."""
 
 
 def effect_params(effect: Effect) -> dict[str, Any]:
-    return {
-        "run_id": effect.run_id,
-        "call_id": effect.call_id,
-        "lineage_id": effect.lineage_id,
-        "step": effect.step,
-        "tool": effect.tool,
-        "reversibility": effect.reversibility.value,
-        "idempotent": effect.idempotent,
-        "compensator": effect.compensator,
-        "idempotency_key": effect.idempotency_key,
-        "approval_id": effect.approval_id,
-        "compensates": effect.compensates,
-        "started_at": ts(effect.started_at),
-        "args": dumps(effect.args),
-        "sensitive": dumps(list(effect.sensitive)),
-        "args_digest": effect.digest,
-        "asked_digest": effect.asked_digest,
-    }
+    return _EFFECT.params(effect, args_digest=effect.digest)
 
 
-def effect_from_row(row: Row) -> Effect:
-    return Effect(
-        run_id=row["run_id"],
-        call_id=row["call_id"],
-        lineage_id=row["lineage_id"],
-        step=row["step"],
-        tool=row["tool"],
-        args=json.loads(row["args"]),
-        idempotency_key=row["idempotency_key"],
-        reversibility=row["reversibility"],
-        idempotent=bool(row["idempotent"]),
-        compensator=row["compensator"],
-        status=row["status"],
-        result=maybe_loads(row["result"]),
-        error=row["error"],
-        approval_id=row["approval_id"],
-        compensates=row["compensates"],
-        compensated_by=row["compensated_by"],
-        started_at=dt(row["started_at"]),
-        finished_at=dt(row["finished_at"]),
-        sensitive=tuple(json.loads(row["sensitive"])),
-        args_digest=row["args_digest"],
-        asked_digest=row["asked_digest"],
-    )
+effect_from_row = _EFFECT.read
 
 
-def outcome_params(outcome: EffectOutcome) -> dict[str, Any]:
-    return {
-        "run_id": outcome.run_id,
-        "call_id": outcome.call_id,
-        "status": outcome.status.value,
-        "result": maybe_dumps(outcome.result),
-        "error": outcome.error,
-        "finished_at": ts(outcome.finished_at),
-    }
+outcome_params = Columns(
+    EffectOutcome,
+    ("run_id", "call_id", "error"),
+    times=("finished_at",),
+    enums=("status",),
+    json_or_null=("result",),
+).params
 
 
 def approval_params(approval: Approval, test_now: float | None = None) -> dict[str, Any]:
@@ -288,22 +279,8 @@ def approval_from_row(row: Row) -> Approval:
     return Approval.model_validate(values)
 
 
-def fact_params(fact: Fact) -> dict[str, Any]:
-    return {
-        "key": fact.key,
-        "value": dumps(fact.value),
-        "source": fact.source,
-        "updated_at": ts(fact.updated_at),
-    }
-
-
-def fact_from_row(row: Row) -> Fact:
-    return Fact(
-        key=row["key"],
-        value=json.loads(row["value"]),
-        source=row["source"],
-        updated_at=dt(row["updated_at"]),
-    )
+_FACT = Columns(Fact, ("key", "source"), times=("updated_at",), json=("value",))
+fact_params, fact_from_row = _FACT.params, _FACT.read
 
 
 def page_params(page: Page) -> dict[str, Any]:
@@ -328,24 +305,12 @@ def outbox_from_row(row: Row) -> OutboxItem:
     return OutboxItem.model_validate(values)
 
 
-def event_params(event: AuditEvent) -> dict[str, Any]:
-    return {
-        "at": ts(event.at),
-        "actor": event.actor,
-        "action": event.action,
-        "run_id": event.run_id,
-        "approval_id": event.approval_id,
-        "detail": dumps(event.detail),
-    }
-
-
-def event_from_row(row: Row) -> AuditEvent:
-    return AuditEvent(
-        id=row["id"],
-        at=dt(row["at"]),
-        actor=row["actor"],
-        action=row["action"],
-        run_id=row["run_id"],
-        approval_id=row["approval_id"],
-        detail=json.loads(row["detail"]),
-    )
+_EVENT = Columns(
+    AuditEvent,
+    ("id", "actor", "action", "run_id", "approval_id"),
+    times=("at",),
+    json=("detail",),
+    unwritten=frozenset({"id"}),
+)
+"""An audit event's row; its id is the database's."""
+event_params, event_from_row = _EVENT.params, _EVENT.read

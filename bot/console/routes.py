@@ -66,11 +66,7 @@ async def list_runs(request: web.Request) -> web.Response:
     reader = request.headers.get(READER_HEADER)
     if reader:
         runs = await request.app[READERS].readable(rt, runs, reader)
-    runs = [
-        run
-        for run in runs
-        if not query or query in f"{run.id} {run.agent} {run.task}".lower()
-    ]
+    runs = [run for run in runs if not query or query in f"{run.id} {run.agent} {run.task}".lower()]
     parked = [r.id for r in runs if r.status == RunStatus.WAITING_APPROVAL]
     decided = {i for i in parked if not await rt.approvals(i, state="pending")}
     found = [timeline.run_summary(run, now, decided=run.id in decided) for run in runs]

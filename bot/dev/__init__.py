@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import secrets
+import shlex
 import socket
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -143,10 +144,13 @@ async def run_dev(
             for line in project.lines():
                 print(f"signoff dev: {line}", flush=True)
             print(f"signoff dev: open {url}  (database {database}; Ctrl-C stops)", flush=True)
+            cli = {
+                "SIGNOFF_DATABASE_URL": f"sqlite:///{database}",
+                "SIGNOFF_WORLD_DB": os.environ["SIGNOFF_WORLD_DB"],
+            } | project.cli_environment()
+            exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in cli.items())
             print(
-                "signoff dev: the CLI on this database, in another terminal: "
-                f"export SIGNOFF_DATABASE_URL=sqlite:///{database} "
-                f"SIGNOFF_WORLD_DB={os.environ['SIGNOFF_WORLD_DB']}",
+                f"signoff dev: the CLI on this database, in another terminal: export {exports}",
                 flush=True,
             )
 

@@ -38,6 +38,19 @@ class Project:
     def demo(self) -> bool:
         return self.config is None
 
+    def cli_environment(self) -> dict[str, str]:
+        """What the CLI in another terminal needs to decide as this project would: its
+        signoff.toml, or the demo's policies (else the CLI's own defaults would let anyone
+        but the requester approve)."""
+        if self.config is not None:
+            return {"SIGNOFF_CONFIG": str(self.config)}
+        return {
+            "SIGNOFF_POLICIES": self.runtime.policies.model_dump_json(exclude_defaults=True),
+            "SIGNOFF_LEARNED_RULES": self.runtime.learned_rules.model_dump_json(
+                exclude_defaults=True
+            ),
+        }
+
     def channels(self) -> set[str]:
         """The channels its policies post in (the dev workspace gets each of them)."""
         return {p.channel for p in _every_policy(self.runtime.policies) if p.channel}

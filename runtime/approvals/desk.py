@@ -1,6 +1,7 @@
 """The approval desk: one approval's life up to its decision, under its policy (docs/architecture.md
-rules 4, 9). Making one is `runtime.approvals.drafting`, a person's decision is checked and cast
-by `runtime.approvals.deciding`, decisions are written by `runtime.approvals.recording`, and
+rules 4, 9). Making one is `ApprovalDesk.new_approval` (from what `runtime.approvals.drafting`
+reads; it also finds what an approver is shown with one), a person's decision is checked and
+cast by `runtime.approvals.deciding`, decisions are written by `runtime.approvals.recording`, and
 the scheduler's timed work (reminders, escalation, expiry) is `runtime.approvals.timers`;
 the desk holds the policies and the directory and ties these together.
 
@@ -11,21 +12,25 @@ that is attempted twice, or by two processes at once, happens once.
 from __future__ import annotations
 
 import contextlib
+import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
-from runtime import errors
+from runtime import errors, lookups
 from runtime.approvals import deciding, drafting, recording, timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
 from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
-from runtime.approvals.routing import policy_of
+from runtime.approvals.routing import Route, decided_at_once, policy_of, route
 from runtime.deps import Deps
-from store import Approval, ApprovalState, Run, Store
+from store import Approval, ApprovalState, Delivery, Run, Store
 from store import errors as store_errors
 
 __all__ = ["ApprovalDesk", "Decision"]
+
+log = logging.getLogger("signoff.approvals")
 
 
 class ApprovalDesk:
@@ -60,21 +65,38 @@ class ApprovalDesk:
         callback_url: str | None = None,
         sensitive: tuple[str, ...] = (),
     ) -> Approval:
-        """A pending approval under the policy its rules chose (`drafting.new_approval`)."""
-        return drafting.new_approval(
-            self.policies,
-            self.deps.clock(),
+        """A pending approval with its deadline and first reminder set from the policy its
+        rules chose; decided already when a rule approves or denies the call at once."""
+        now = self.deps.clock()
+        name, tool_policy = self.policies.for_tool(policy or tool)
+        asker = run.requested_by if run else requested_by
+        routed: Route = route(name, tool_policy, tool, args, drafting.facts_of(run, asker, now))
+        if routed.match is not None and routed.match.kind == "error":
+            log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
+        rules = routed.policy
+        approval = Approval(
+            id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
             tool=tool,
             args=args,
-            run=run,
+            policy=name,
+            run_id=run.id if run else None,
             call_id=call_id,
+            lineage_id=run.lineage_id if run else None,
             idempotency_key=idempotency_key,
-            approval_id=approval_id,
-            requested_by=requested_by,
-            policy=policy,
+            requested_by=run.requested_by if run else requested_by,
+            required_approvals=rules.required_approvals,
+            deadline=now + rules.timeout if rules.timeout else None,
+            next_reminder_at=now + rules.remind_every
+            if rules.remind_every is not None and drafting.reminds(rules)
+            else None,
+            channel=rules.channel,
             callback_url=callback_url,
+            callback_status=Delivery.PENDING if callback_url else None,
+            rule=routed.match,
+            created_at=now,
             sensitive=sensitive,
         )
+        return decided_at_once(approval, now)
 
     async def annotate(self, approval: Approval) -> Approval:
         """The approval naming a possible duplicate request and a key conflict."""
@@ -184,12 +206,7 @@ class ApprovalDesk:
                 )
 
     async def get(self, approval_id: str) -> Approval:
-        try:
-            return await self.store.get_approval(approval_id)
-        except store_errors.NotFound:
-            raise errors.ApprovalNotFound(
-                f"no approval {approval_id!r}", ident=approval_id
-            ) from None
+        return await lookups.approval(self.store, approval_id)
 
     async def record_decision(
         self,

@@ -1,74 +1,24 @@
-"""A new approval under the policy its rules chose (deadline, reminders, quorum, channel),
-and what an approver must be shown with it: another run's request for the same effect, and
-an earlier effect that used its key with other arguments."""
+"""What a new approval is drafted from (the facts its rules see, whether its policy
+reminds; `ApprovalDesk.new_approval` drafts it) and what an approver must be shown with it:
+another run's request for the same effect, and an earlier effect that used its key with
+other arguments."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from datetime import datetime, timedelta
-from typing import Any
 
 from runtime.approvals.binding import conflict_of
-from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.routing import Route, decided_at_once, route
+from runtime.approvals.policy import Policy
 from runtime.approvals.rules import Facts
-from store import Approval, Delivery, Run, Store
+from store import Approval, Run, Store
 from store import errors as store_errors
 from store.records import EffectConflict
 
 log = logging.getLogger("signoff.approvals")
 
 DUPLICATE_WINDOW = timedelta(days=7)  # how long an approved request marks later ones
-
-
-def new_approval(
-    policies: Policies,
-    now: datetime,
-    *,
-    tool: str,
-    args: dict[str, Any],
-    run: Run | None = None,
-    call_id: str | None = None,
-    idempotency_key: str | None = None,
-    approval_id: str | None = None,
-    requested_by: str | None = None,
-    policy: str | None = None,
-    callback_url: str | None = None,
-    sensitive: tuple[str, ...] = (),
-) -> Approval:
-    """A pending approval with its deadline and first reminder set from the policy its
-    rules chose; decided already when a rule approves or denies the call at once."""
-    name, tool_policy = policies.for_tool(policy or tool)
-    asker = run.requested_by if run else requested_by
-    routed: Route = route(name, tool_policy, tool, args, _facts(run, asker, now))
-    if routed.match is not None and routed.match.kind == "error":
-        log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
-    rules = routed.policy
-    approval = Approval(
-        id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
-        tool=tool,
-        args=args,
-        policy=name,
-        run_id=run.id if run else None,
-        call_id=call_id,
-        lineage_id=run.lineage_id if run else None,
-        idempotency_key=idempotency_key,
-        requested_by=run.requested_by if run else requested_by,
-        required_approvals=rules.required_approvals,
-        deadline=now + rules.timeout if rules.timeout else None,
-        next_reminder_at=now + rules.remind_every
-        if rules.remind_every is not None and _reminds(rules)
-        else None,
-        channel=rules.channel,
-        callback_url=callback_url,
-        callback_status=Delivery.PENDING if callback_url else None,
-        rule=routed.match,
-        created_at=now,
-        sensitive=sensitive,
-    )
-    return decided_at_once(approval, now)
 
 
 async def with_duplicate(store: Store, approval: Approval, now: datetime) -> Approval:
@@ -107,7 +57,7 @@ async def key_conflict(store: Store, approval: Approval, digest: str) -> EffectC
     return conflict_of(other, approved)
 
 
-def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
+def facts_of(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
     if run is None:
         return Facts(requested_by=requested_by or "", now=now)
     return Facts(
@@ -120,7 +70,7 @@ def _facts(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
     )
 
 
-def _reminds(policy: Policy) -> bool:
+def reminds(policy: Policy) -> bool:
     return policy.remind_every is not None and (
         policy.max_reminders > 0 or bool(policy.escalate_to)
     )

@@ -7,35 +7,18 @@ when it loads policies (`bot.policy_ids`).
 
 from __future__ import annotations
 
-from datetime import timedelta
-from typing import Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runtime.approvals.policy_types import Duration, approver_ids, positive
+from runtime.approvals.policy_types import Settings
 from runtime.approvals.policy_types import parse_duration as parse_duration  # its old home
 from runtime.approvals.rules import Rule
 
 SYSTEM_ACTOR = "signoff"
 
 
-class Policy(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    channel: str | None = None
-    approvers: tuple[str, ...] = ()
-    allow_self_approval: bool = False
-    required_approvals: int = Field(default=1, ge=1)
-    allow_edit: bool = False
-    remind_every: Duration | None = None
-    max_reminders: int = Field(default=3, ge=0)
-    escalate_to: str | None = None
-    timeout: Duration | None = None
-    on_timeout: Literal["decline", "escalate"] = "decline"
-    decide_within: Duration | None = None
-    """The decision target ("decided within 30m"): cards, reminders and metrics say when an
-    approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""
-
+class Policy(Settings):
     sensitive_results: tuple[str, ...] = ()
     """Fields of the tool's results nobody should read back: masked, at any depth, wherever
     a result is shown (the store keeps it whole, for the model and replay). A display
@@ -44,16 +27,6 @@ class Policy(BaseModel):
     rules: tuple[Rule, ...] = ()
     """Ordered refinements by the call's arguments and run (`runtime.approvals.rules`); first
     match wins."""
-
-    @field_validator("approvers")
-    @classmethod
-    def _ids(cls, approvers: tuple[str, ...]) -> tuple[str, ...]:
-        return approver_ids(approvers)
-
-    @field_validator("remind_every", "timeout", "decide_within")
-    @classmethod
-    def _positive(cls, value: timedelta | None) -> timedelta | None:
-        return positive(value)
 
 
 class Policies(BaseModel):

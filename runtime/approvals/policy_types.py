@@ -1,13 +1,13 @@
-"""The value types policies and rules share: durations and approver ids (a leaf module, so
-`runtime.approvals.policy` and `runtime.approvals.rules` can both use them)."""
+"""What policies and rules share: durations, approver ids and the settings themselves (a
+leaf module, so `runtime.approvals.policy` and `runtime.approvals.rules` can both use them)."""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -48,3 +48,23 @@ def positive(value: timedelta | None) -> timedelta | None:
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 PositiveDuration = Annotated[timedelta, BeforeValidator(parse_duration), AfterValidator(positive)]
 Approvers = Annotated[tuple[str, ...], AfterValidator(approver_ids)]
+
+
+class Settings(BaseModel):
+    """What a policy sets, and a rule may set instead for the calls it matches."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    channel: str | None = None
+    approvers: Approvers = ()
+    allow_self_approval: bool = False
+    required_approvals: int = Field(default=1, ge=1)
+    allow_edit: bool = False
+    remind_every: PositiveDuration | None = None
+    max_reminders: int = Field(default=3, ge=0)
+    escalate_to: str | None = None
+    timeout: PositiveDuration | None = None
+    on_timeout: Literal["decline", "escalate"] = "decline"
+    decide_within: PositiveDuration | None = None
+    """The decision target ("decided within 30m"): cards, reminders and metrics say when an
+    approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""

@@ -68,21 +68,11 @@ async def record(
     by: str,
     reason: str | None,
     at: datetime,
-    approved_args: dict[str, Any] | None = None,
     due_only: bool = False,
-    open_only: bool = False,
-    key_suffix: str | None = None,
 ) -> Approval:
-    """Compare-and-set the decision with its audit event."""
-    event = decision_event(
-        approval,
-        state,
-        by=by,
-        reason=reason,
-        at=at,
-        approved_args=approved_args,
-        key_suffix=key_suffix,
-    )
+    """Compare-and-set the system's decision (an expiry, a withdrawal: it never edits or
+    re-keys the call) with its audit event."""
+    event = decision_event(approval, state, by=by, reason=reason, at=at)
     try:
         return await store.decide_approval(
             approval.id,
@@ -90,12 +80,9 @@ async def record(
             by=by,
             at=at,
             reason=reason,
-            approved_args=approved_args,
             due_only=due_only,
-            open_only=open_only,
             event=event,
-            approved_digest=approved_digest(approval, state, approved_args),
-            key_suffix=key_suffix,
+            approved_digest=approved_digest(approval, state, None),
         )
     except store_errors.AlreadyDecided as exc:
         raise already_decided(exc) from None

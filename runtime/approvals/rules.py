@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from runtime.approvals.policy_types import Approvers, PositiveDuration
+from runtime.approvals.policy_types import Settings
 
 USAGE_FIELDS = ("steps", "input_tokens", "output_tokens", "cost")
 
@@ -35,10 +35,9 @@ def _environment() -> Any:
     return celpy.Environment(runner_class=celpy.CompiledRunner)
 
 
-class Rule(BaseModel):
-    """One `[[policies.tools.<tool>.rules]]` entry. Unset policy settings keep the tool's."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Rule(Settings):
+    """One `[[policies.tools.<tool>.rules]]` entry: a condition, and anything a policy sets
+    (`Settings`) for the calls it matches. Unset policy settings keep the tool's."""
 
     when: str = Field(min_length=1)
     label: str | None = None
@@ -46,18 +45,6 @@ class Rule(BaseModel):
     auto_approve: bool = False
     deny: str | None = Field(None, min_length=1)
     """Decline at once; the text is the reason the model and the audit log are given."""
-    # anything a policy sets (tests/unit/test_rules.py keeps this list equal to Policy's)
-    channel: str | None = None
-    approvers: Approvers = ()
-    allow_self_approval: bool = False
-    required_approvals: int = Field(default=1, ge=1)
-    allow_edit: bool = False
-    remind_every: PositiveDuration | None = None
-    max_reminders: int = Field(default=3, ge=0)
-    escalate_to: str | None = None
-    timeout: PositiveDuration | None = None
-    on_timeout: Literal["decline", "escalate"] = "decline"
-    decide_within: PositiveDuration | None = None
 
     @field_validator("when")
     @classmethod

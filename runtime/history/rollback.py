@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runtime import errors
@@ -54,14 +54,7 @@ class RollbackReport:
     """Why nothing was done: the run was rolled back to this step already."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "to_step": self.to_step,
-            "compensated": self.compensated,
-            "paged": self.paged,
-            "skipped": self.skipped,
-            "nothing_to_do": self.nothing_to_do,
-        }
+        return asdict(self)
 
 
 async def rollback(
@@ -325,15 +318,7 @@ async def _mark_in_doubt(deps: Deps, run: Run, compensation: Effect) -> None:
 async def _invoke(
     deps: Deps, undo: Tool, compensation: Effect, original: Effect
 ) -> tuple[EffectStatus, Any, str | None]:
-    ctx = ToolContext(
-        run_id=compensation.run_id,
-        call_id=compensation.call_id,
-        step=compensation.step,
-        idempotency_key=compensation.idempotency_key,
-        lineage_id=compensation.lineage_id,
-        facts=deps.facts,
-        original=original,
-    )
+    ctx = ToolContext.of(compensation, facts=deps.facts, original=original)
     try:
         return EffectStatus.COMPLETED, await undo.invoke(compensation.args, ctx), None
     except ToolTimeout as exc:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtime.models import readback
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
 from store import Message, ToolCall
@@ -119,20 +120,7 @@ def transcript(system_prompt: str, turns: Sequence[Mapping[str, Any]]) -> list[M
         for block in content:
             if block.get("type") == "tool_result":
                 call_id = block["tool_use_id"]
-                out.append(
-                    Message(
-                        role="tool",
-                        tool_call_id=call_id,
-                        name=names.get(call_id),
-                        content=_text(block.get("content")),
-                    )
-                )
+                out.append(readback.tool_result(call_id, names, block.get("content")))
             elif block.get("type") == "text":
                 out.append(Message(role="user", content=block.get("text") or ""))
     return out
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or () if part.get("type") == "text")

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime.model import UNPARSED_ARGUMENTS, unparsed_arguments
+from runtime.models import readback
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
 from store import Message, ToolCall
@@ -110,25 +111,12 @@ def transcript(request_messages: Sequence[Mapping[str, Any]]) -> list[Message]:
         role = m["role"]
         if role == "tool":
             call_id = m["tool_call_id"]
-            out.append(
-                Message(
-                    role="tool",
-                    tool_call_id=call_id,
-                    name=names.get(call_id),
-                    content=_text(m.get("content")),
-                )
-            )
+            out.append(readback.tool_result(call_id, names, m.get("content")))
         elif role == "assistant":
             content, calls = reply({"choices": [{"message": m}]})
             names.update({c.id: c.name for c in calls})
             out.append(Message(role="assistant", content=content, tool_calls=calls))
         else:
             kind = "system" if role in ("system", "developer") else "user"
-            out.append(Message(role=kind, content=_text(m.get("content"))))
+            out.append(Message(role=kind, content=readback.text(m.get("content"))))
     return out
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or () if part.get("type") == "text")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from runtime import errors
+from runtime import errors, lookups
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
 from store import (
     Approval,
@@ -43,10 +43,7 @@ class Queries:
     # runs
 
     async def run(self, run_id: str) -> Run:
-        try:
-            return await self._store.get_run(run_id)
-        except store_errors.NotFound:
-            raise errors.RunNotFound(f"no run {run_id!r}", run_id=run_id) from None
+        return await lookups.run(self._store, run_id)
 
     async def runs(self, *, limit: int = 100) -> list[Run]:
         """Every run, newest first."""
@@ -79,12 +76,7 @@ class Queries:
     # approvals
 
     async def approval(self, approval_id: str) -> Approval:
-        try:
-            return await self._store.get_approval(approval_id)
-        except store_errors.NotFound:
-            raise errors.ApprovalNotFound(
-                f"no approval {approval_id!r}", ident=approval_id
-            ) from None
+        return await lookups.approval(self._store, approval_id)
 
     async def approvals(
         self,
@@ -117,10 +109,7 @@ class Queries:
     # pages
 
     async def page(self, page_id: str) -> Page:
-        try:
-            return await self._store.get_page(page_id)
-        except store_errors.NotFound:
-            raise errors.PageNotFound(f"no page {page_id!r}", ident=page_id) from None
+        return await lookups.page(self._store, page_id)
 
     async def pages(self, *, open_only: bool = True, run_id: str | None = None) -> list[Page]:
         """Oldest first; `open_only`: those nobody acknowledged; `run_id`: that run's only."""
@@ -174,7 +163,7 @@ class Queries:
     # metrics and health
 
     async def counts(self) -> Counts:
-        return Counts.of(await self._store.operational_counts())
+        return await self._store.operational_counts()
 
     async def metrics(self, *, with_pending: bool) -> MetricsSnapshot:
         """The counts and learned rules, and with `with_pending` the pending approvals."""

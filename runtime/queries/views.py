@@ -5,7 +5,6 @@ them, it does not change them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from store import Approval, Effect, Page, Run
 from store.base import OperationalCounts
@@ -25,31 +24,8 @@ class RunDetail:
     pages: list[Page]
 
 
-@dataclass(frozen=True)
-class Counts:
-    """What an operator watches, read from indexes only (cheap on every metrics scrape)."""
-
-    runs_running: int
-    runs_waiting_approval: int
-    approvals_pending: int
-    oldest_pending_at: datetime | None
-    effects_in_doubt: int
-    pages_open: int
-    outbox_backlog: int
-    outbox_oldest_at: datetime | None
-
-    @classmethod
-    def of(cls, counts: OperationalCounts) -> Counts:
-        return cls(
-            runs_running=counts.runs_running,
-            runs_waiting_approval=counts.runs_waiting_approval,
-            approvals_pending=counts.approvals_pending,
-            oldest_pending_at=counts.oldest_pending_at,
-            effects_in_doubt=counts.effects_in_doubt,
-            pages_open=counts.pages_open,
-            outbox_backlog=counts.outbox_backlog,
-            outbox_oldest_at=counts.outbox_oldest_at,
-        )
+Counts = OperationalCounts
+"""What an operator watches: the store's own counts, as they are (no copy of its fields)."""
 
 
 @dataclass(frozen=True)

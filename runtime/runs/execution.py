@@ -181,16 +181,7 @@ class Execution:
         deadline = None
         if tool.timeout is not None:
             deadline = deps.clock() + timedelta(seconds=tool.timeout)
-        return ToolContext(
-            run_id=effect.run_id,
-            call_id=effect.call_id,
-            step=effect.step,
-            idempotency_key=effect.idempotency_key,
-            lineage_id=effect.lineage_id,
-            deadline=deadline,
-            attempt=attempt,
-            facts=deps.facts,
-        )
+        return ToolContext.of(effect, facts=deps.facts, deadline=deadline, attempt=attempt)
 
     async def resume_effect(self, plan: Plan, effect: Effect) -> bool:
         """An effect this run started before it was interrupted (its tool may be gone since)."""

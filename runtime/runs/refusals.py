@@ -38,13 +38,12 @@ def key_conflict(deps: Deps, run_id: str, effect: Effect, other: Effect) -> tupl
         f"{other.call_id}, {other.status.value}) with {said(changes, 1)}; this call has "
         f"{said(changes, 2)}"
     )
-    page = paging.new_page(
+    page = _about(
         deps,
-        run_id=run_id,
-        call_id=effect.call_id,
-        tool=effect.tool,
-        reason="key_conflict",
-        detail=f"{why}. Nothing was done and no result of run {other.run_id} was used; "
+        run_id,
+        effect,
+        "key_conflict",
+        f"{why}. Nothing was done and no result of run {other.run_id} was used; "
         "start a new request (it will ask to approve it as a separate effect) if it is "
         "still wanted.",
     )
@@ -57,26 +56,24 @@ def blocked(deps: Deps, run_id: str, effect: Effect, other: Effect) -> tuple[str
         f"{effect.tool} with the same idempotency key is {other.status.value} in run "
         f"{other.run_id} (call {other.call_id}); doing it here could do it twice"
     )
-    page = paging.new_page(
+    page = _about(
         deps,
-        run_id=run_id,
-        call_id=effect.call_id,
-        tool=effect.tool,
-        reason="in_doubt",
-        detail=f"{why}. Settle that effect first, then resume this run.",
+        run_id,
+        effect,
+        "in_doubt",
+        f"{why}. Settle that effect first, then resume this run.",
     )
     return why, page
 
 
 def in_doubt(deps: Deps, run_id: str, effect: Effect, why: str) -> Page:
     """An effect that may or may not have happened."""
-    return paging.new_page(
+    return _about(
         deps,
-        run_id=run_id,
-        call_id=effect.call_id,
-        tool=effect.tool,
-        reason="in_doubt",
-        detail=f"{effect.tool}({masked(effect.args, effect.sensitive)}) may or may not have "
+        run_id,
+        effect,
+        "in_doubt",
+        f"{effect.tool}({masked(effect.args, effect.sensitive)}) may or may not have "
         f"happened: {why}. "
         "Check the outside system, then resolve it.",
     )
@@ -86,14 +83,25 @@ def acted_late(deps: Deps, run_id: str, outcome: EffectOutcome, resolved: Effect
     """Our tool acted after the run was taken over and a human resolved it as not done."""
     was = resolved.status.value + (f" ({resolved.error})" if resolved.error else "")
     result = deps.result_masks.result(resolved.tool, outcome.result)
-    return paging.new_page(
+    return _about(
         deps,
-        run_id=run_id,
-        call_id=resolved.call_id,
-        tool=resolved.tool,
-        reason="acted_late",
-        detail=f"{resolved.tool}({masked(resolved.args, resolved.sensitive)}) did complete, "
+        run_id,
+        resolved,
+        "acted_late",
+        f"{resolved.tool}({masked(resolved.args, resolved.sensitive)}) did complete, "
         f"in worker {deps.worker_id} after the run was taken over, with result "
         f"{result!r}; the ledger says {was}. Check the outside system and "
         "undo or account for it by hand.",
+    )
+
+
+def _about(deps: Deps, run_id: str, effect: Effect, reason: str, detail: str) -> Page:
+    """The page about one effect of the run, saying why (`reason`) and what to do (`detail`)."""
+    return paging.new_page(
+        deps,
+        run_id=run_id,
+        call_id=effect.call_id,
+        tool=effect.tool,
+        reason=reason,
+        detail=detail,
     )

@@ -165,13 +165,7 @@ class PostgresStore(SqlStore):
                 "(CREATE SCHEMA name) or leave search_path out"
             )
         version = await self.schema_version()
-        if version > migration.latest_version(DIALECT):
-            raise errors.SchemaTooNew(
-                f"the database has schema version {version}, newer than this Signoff "
-                f"understands ({migration.latest_version(DIALECT)}); upgrade Signoff",
-                found=version,
-                supported=migration.latest_version(DIALECT),
-            )
+        migration.refuse_newer(DIALECT, version, "the database")
         if version == 0 and (await self._read("other_tables", {}))[0][0]:
             raise errors.ForeignDatabase(
                 "the database's schema holds another application's tables and no Signoff "

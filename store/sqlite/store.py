@@ -98,13 +98,7 @@ class SqliteStore(SqlStore):
         with translate_errors():
             await self._writer.start()
             version = await self._writer.run_alone(sqlite_schema.schema_version)
-            if version > migration.latest_version(DIALECT):
-                raise errors.SchemaTooNew(
-                    f"{self.path} has schema version {version}, newer than this Signoff "
-                    f"understands ({migration.latest_version(DIALECT)}); upgrade Signoff",
-                    found=version,
-                    supported=migration.latest_version(DIALECT),
-                )
+            migration.refuse_newer(DIALECT, version, self.path)
             if version == 0 and await self._writer.run_alone(sqlite_schema.other_tables) > 0:
                 raise errors.ForeignDatabase(
                     f"{self.path} holds another application's tables and no Signoff schema; "

@@ -68,12 +68,15 @@ def test_each_of_signoffs_measurements_against_its_peers_runs(system: str, tmp_p
 
 @pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
 @pytest.mark.parametrize(
-    ("script", "expected"), [("pg_cost.py", "ceiling on"), ("round_trips.py", "per step")]
+    ("script", "expected"),
+    [("pg_cost.py", "ceiling on"), ("round_trips.py", "per step"), ("fleet_bench.py", "x one")],
 )
 def test_the_postgres_cost_benchmarks_run(script: str, expected: str, tmp_path: Path) -> None:
     args = ["--url", POSTGRES_URL, "--steps", "3"]
     if script == "pg_cost.py":
         args += ["--runs", "2", "--rounds", "1"]
+    if script == "fleet_bench.py":
+        args += ["--runs", "4", "--rounds", "1", "--workers", "1", "2"]
     assert expected in run_benchmark(script, args, tmp_path)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shlex
 import sqlite3
 import subprocess
 from contextlib import closing
@@ -292,3 +293,40 @@ def test_a_second_dev_on_a_taken_port_says_so_before_it_opens_anything(tmp_path:
     ]
     assert "open" not in done.stdout
     assert list(tmp_path.iterdir()) == []  # no database, world or workspace file
+
+
+def test_the_cli_it_prints_decides_under_the_demos_policy(tmp_path: Path) -> None:
+    """The exports `signoff dev` prints carry its policy: the CLI in another terminal refuses
+    an outsider as the page does (its own defaults would let anyone but the requester
+    approve), and bob's approval there refunds once."""
+    dev = DevServer(tmp_path)
+    try:
+        run_id = _start_refund(dev)
+        line = next(
+            text for text in dev.log.read_text().splitlines() if "in another terminal: " in text
+        )
+        exports = shlex.split(line.split("in another terminal: export ", 1)[1])
+        env = clean_env("SIGNOFF_", "SLACK_") | dict(e.split("=", 1) for e in exports)
+        listed = run_text([SIGNOFF, "approvals", "list", "--run", run_id, "--json"], env=env)
+        assert listed.returncode == 0, listed.stderr
+        [approval] = [a["id"] for a in json.loads(listed.stdout)]
+
+        outsider = run_text(
+            [SIGNOFF, "approvals", "decide", approval, "approve", "--by", OUTSIDER],
+            cwd=tmp_path.parent,
+            env=env,
+        )
+        assert outsider.returncode != 0
+        assert OUTSIDER in outsider.stderr, outsider.stderr
+        assert _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "waiting_approval"
+
+        approved = run_text(
+            [SIGNOFF, "approvals", "decide", approval, "approve", "--by", APPROVER],
+            cwd=tmp_path.parent,
+            env=env,
+        )
+        assert approved.returncode == 0, approved.stderr
+        dev.wait_until(lambda: _console(dev, f"/runs/{run_id}")[1]["run"]["status"] == "done")
+        assert _refunds(tmp_path) == [("4471", 2500)]
+    finally:
+        assert dev.interrupt() == 0

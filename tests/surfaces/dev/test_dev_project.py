@@ -19,7 +19,7 @@ import pytest
 from support.dev_support import APPROVER, CHROMEDRIVER, CHROMIUM, REQUESTER, DevServer, chromium
 from support.helpers import SIGNOFF, free_port
 
-AGENT = '''
+AGENT = """
 from runtime import Agent, ScriptedModel, tool, tool_call
 
 
@@ -35,7 +35,7 @@ agent = Agent(
     ),
     tools=[send_gift_card],
 )
-'''
+"""
 
 CONFIG = """
 agents = ["gift_shop:agent"]
