@@ -55,7 +55,7 @@ TOKEN = "fleet-bench-token"
 UP_WITHIN = 60.0
 DONE_WITHIN = 600.0
 POLL = 0.05
-STATEMENTS_SHOWN = 8
+STATEMENTS_SHOWN = 10
 
 
 @dataclass(frozen=True)

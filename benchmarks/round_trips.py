@@ -5,8 +5,8 @@
 Two runs of `--steps` steps each on a fresh schema, one with a read tool (`lookup`) and one
 with an irreversible tool that needs no approval (`record`). The figure is the round trips the
 runs' steps cost divided by their steps, with the run's creation and end counted apart (they
-happen once per run, not per step). A warm-up run first fills asyncpg's statement cache, as a
-worker's first runs do.
+happen once per run, not per step: `per run`). A warm-up run first fills asyncpg's statement
+cache, as a worker's first runs do.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ class Count:
     kind: str
     steps: int
     round_trips: int
+    per_run: int
+    """The run's own: creating it, its lease, loading it, its answer and end."""
 
     @property
     def per_step(self) -> float:
@@ -61,7 +63,8 @@ async def count_steps(url: str, steps: int) -> list[Count]:
                 await count_run(rt, wire, chosen, 1)  # warm-up: prepares every statement
                 one = await count_run(rt, wire, chosen, 1)
                 many = await count_run(rt, wire, chosen, steps)
-                counts.append(Count(chosen.name, steps - 1, many - one))
+                per_run = one - (many - one) // (steps - 1)  # a one-step run less its step
+                counts.append(Count(chosen.name, steps - 1, many - one, per_run))
             return counts
         finally:
             await store.close()
@@ -72,11 +75,13 @@ async def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--url", default=DEFAULT_URL)
     args = parser.parse_args()
-    print(f"{'step':>12} {'tool':>8} {'steps':>5} {'round trips':>11} {'per step':>8}")
+    print(
+        f"{'step':>12} {'tool':>8} {'steps':>5} {'round trips':>11} {'per step':>8} {'per run':>7}"
+    )
     for count in await count_steps(args.url, args.steps):
         print(
             f"{STEP_KINDS[count.kind]:>12} {count.kind:>8} {count.steps:>5} "
-            f"{count.round_trips:>11} {count.per_step:>8.2f}"
+            f"{count.round_trips:>11} {count.per_step:>8.2f} {count.per_run:>7}"
         )
 
 

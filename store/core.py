@@ -289,9 +289,9 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
 
 def step_statement(batch: Batch) -> Stmt | None:
     """A step's plain write as the one statement `commit_step`, where the dialect has it (a
-    round trip saved per statement): checkpoints that do not end the run, the outcomes of
-    effects, the starts of reads (which claim no key) and audit events. None for any other
-    batch, which only `commit`'s body writes.
+    round trip saved per statement): checkpoints (and a finished run's announcement), the
+    outcomes of effects, the starts of reads (which claim no key) and audit events. None for
+    any other batch, which only `commit`'s body writes.
 
     The statement checks what `check_head` and `finish_effect` check and writes only if every
     check holds; when one fails it writes nothing and the store runs `commit`'s body, which
@@ -300,8 +300,6 @@ def step_statement(batch: Batch) -> Stmt | None:
     if batch.request or batch.pages or batch.settle_pages or not cps:
         return None
     if any(e.reversibility != Reversibility.READ for e in batch.start):
-        return None
-    if cps[-1].status.value in announce.FINISHED:  # its end is announced: the body does that
         return None
     if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
         return None  # the body refuses it (Conflict)

@@ -146,8 +146,9 @@ FROM runs WHERE id = :id
 -- A step's plain write (`store.core.step_statement`) as one statement, so one round trip:
 -- the checks `check_head` and `finish_effect` make (the lease's holder and epoch on the run's
 -- locked row, the first checkpoint one past the latest seq, each finished effect in flight),
--- then the checkpoints, the run's mirrored status, the effects' outcomes (and what a
--- completed compensation undid), the reads' starts and the audit events. Every write waits
+-- then the checkpoints, the run's mirrored status (and the outbox row announcing its end, as
+-- `announce.run_status_changed` writes it, with its notification), the effects' outcomes
+-- (and what a completed compensation undid), the reads' starts and the audit events. Every write waits
 -- on the checks, and the last line divides by zero when one failed: the error aborts the
 -- statement with everything it wrote, and the store runs the whole body instead, which says
 -- why. A latest seq read before the row lock was granted can be stale; inserting at it
@@ -178,6 +179,14 @@ appended AS (
 mirrored AS (
     UPDATE runs SET status = :status, updated_at = :updated_at
     WHERE id = :run_id AND status <> :status AND (SELECT ok FROM checked)
+    RETURNING status
+),
+announced AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    SELECT 'run_finished', :run_id, jsonb_build_object('status', status), clock_timestamp(),
+           clock_timestamp()
+    FROM mirrored WHERE status IN ('done', 'failed', 'cancelled')
+    RETURNING topic
 ),
 finished AS (
     UPDATE effects e
@@ -224,7 +233,8 @@ audited AS (
     ORDER BY a.n
 )
 SELECT 1 / ((SELECT ok FROM checked)
-            AND (SELECT count(*) FROM finished) = cardinality(:fin_call_id::text[]))::int
+            AND (SELECT count(*) FROM finished) = cardinality(:fin_call_id::text[]))::int,
+       (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), topic)) FROM announced)
 
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.

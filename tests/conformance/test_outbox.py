@@ -269,6 +269,22 @@ async def test_a_restarted_worker_takes_back_its_own_claims_at_once(
     assert not await store.finish_outbox(theirs[0].id, "w1", at=now)  # still w2's
 
 
+async def test_a_run_that_ends_is_announced_once_with_its_status(
+    store: Store, run: Run, append: Append
+) -> None:
+    """However the step that ends the run is written (PostgreSQL's one statement or the
+    transaction body), one row says how it ended; a later checkpoint at the same status
+    announces nothing."""
+    await append(run.id, status=RunStatus.FAILED)
+    await append(run.id, status=RunStatus.FAILED)
+
+    items = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
+
+    assert [(i.topic, i.subject_id, i.detail) for i in items] == [
+        ("run_finished", run.id, {"status": "failed"})
+    ]
+
+
 async def test_rows_waiting_ahead_of_one_are_counted_by_subject(
     store: Store, run: Run, make_approval: MakeApproval, append: Append
 ) -> None:

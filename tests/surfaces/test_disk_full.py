@@ -13,7 +13,7 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -182,3 +182,45 @@ async def test_readyz_reports_a_full_disk_and_recovers_once_space_is_freed(
     run, snapshot = new_run("after-space")
     await store.create_run(run, snapshot)
     assert await probe() == (200, {"ready": True})
+
+
+async def test_a_claim_on_a_full_disk_takes_no_run_and_the_queue_goes_on_once_freed(
+    store: Store, disk: Path
+) -> None:
+    """The run queue's claim on a full disk: refused whole (every run it did not report
+    claimed is still ready, no lease on it), and once space is back the same store claims
+    each of them once."""
+    queued = []
+    for n in range(20):
+        run, snapshot = new_run(f"queued-{n}")
+        await store.create_run(run, snapshot)
+        queued.append(run.id)
+    filler = fill(disk)
+    for n in range(200):  # use up what room the WAL still holds
+        try:
+            await store.create_run(*new_run(f"full-{n}"))
+        except errors.DiskFull:
+            break
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=60)
+
+    claimed: list[str] = []
+    refusals = 0
+    for _ in range(5):
+        try:
+            claimed += [
+                c.run_id for c in await store.claim_runs("W1", limit=2, until=until, now=now)
+            ]
+        except errors.DiskFull:
+            refusals += 1
+    assert refusals >= 1, "no claim ran out of space"
+    waiting = [run_id for run_id in queued if run_id not in claimed]
+    assert (await store.ready_runs())[0] == len(waiting)
+    for run_id in waiting:
+        assert (await store.get_run(run_id)).lease_owner is None, run_id
+
+    filler.unlink()
+    rest = await store.claim_runs("W2", limit=100, until=until, now=now)
+
+    assert sorted(c.run_id for c in rest) == sorted(waiting)
+    assert await store.claim_runs("W3", limit=100, until=until, now=now) == []
