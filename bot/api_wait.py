@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
@@ -19,36 +22,69 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from runtime.records import ApprovalState
+from runtime import Runtime
+from runtime.records import Approval, ApprovalState
 
 RECHECK = 1.0
-MAX_WAIT = 60
-DEFAULT_WAIT = 25
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """The `timeout` seconds a request may ask to wait: `default` when it gives none, at most
+    `most`, written in up to `digits` digits and three decimals."""
+
+    default: float
+    most: int
+    digits: int
+
+
+WAIT = Timeouts(default=25, most=60, digits=3)
 
 
 @requires("approvals:request", "approvals:decide", "runs:read")
 async def wait_for_decision(request: web.Request) -> web.Response:
+    approval, seconds = await waited_on(request, WAIT)
+    rt = request.app[RUNTIME]
+    async for latest in rechecks(rt, approval, seconds):
+        approval = latest
+    return web.json_response(await decision_view(rt, approval))
+
+
+async def waited_on(request: web.Request, timeouts: Timeouts) -> tuple[Approval, float]:
+    """The approval the request waits on (unknown: 404) and for how many seconds at most (its
+    only query parameter, `timeout`)."""
     unknown = sorted(set(request.query) - {"timeout"})
     if unknown:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
-    seconds = _timeout(request.query.get("timeout"))
-    rt = request.app[RUNTIME]
-    approval = await rt.queries.approval(request.match_info["approval_id"])
+    seconds = _seconds(request.query.get("timeout"), timeouts)
+    return await request.app[RUNTIME].queries.approval(request.match_info["approval_id"]), seconds
+
+
+def _seconds(text: str | None, timeouts: Timeouts) -> float:
+    if text is None:
+        return timeouts.default
+    number = rf"[0-9]{{1,{timeouts.digits}}}(\.[0-9]{{1,3}})?"
+    if not re.fullmatch(number, text) or not 0 < float(text) <= timeouts.most:
+        raise BadRequest(
+            f"timeout: {text[:20]!r} is not a number of seconds from 0 to {timeouts.most}"
+        )
+    return float(text)
+
+
+async def rechecks(rt: Runtime, approval: Approval, seconds: float) -> AsyncIterator[Approval]:
+    """The approval read again each time it may have been decided (woken by this process's
+    decision, or `RECHECK` seconds on), until it is decided or `seconds` have passed."""
     loop = asyncio.get_running_loop()
     until = loop.time() + seconds
     while approval.state == ApprovalState.PENDING and (left := until - loop.time()) > 0:
         await rt.wait_decided(approval.id, min(left, RECHECK))
         approval = await rt.queries.approval(approval.id)
-    view = approval_view(approval, resume_state=True)
-    return web.json_response(view | {"votes": await rt.votes(approval.id)})
+        yield approval
 
 
-def _timeout(text: str | None) -> float:
-    if text is None:
-        return DEFAULT_WAIT
-    if not re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3})?", text) or not 0 < float(text) <= MAX_WAIT:
-        raise BadRequest(f"timeout: {text[:20]!r} is not a number of seconds from 0 to 60")
-    return float(text)
+async def decision_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
+    """What a waiter is answered: the approval with its `resume_state` and votes."""
+    return approval_view(approval, resume_state=True) | {"votes": await rt.votes(approval.id)}
 
 
 def add_wait_route(app: web.Application) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import aiohttp
@@ -44,6 +45,7 @@ def web_client(
     )
 
 
+@dataclass(eq=False)
 class SlackDirectory:
     """Implements `runtime.approvals.policy.Directory` with Slack user groups.
 
@@ -51,17 +53,11 @@ class SlackDirectory:
     when there is one; otherwise the group counts as empty, so nobody is let in by mistake.
     """
 
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        *,
-        ttl: float = 300.0,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.client = client
-        self.ttl = ttl
-        self.clock = clock
-        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+    client: AsyncWebClient
+    _: KW_ONLY
+    ttl: float = 300.0
+    clock: Callable[[], float] = time.monotonic
+    _cache: dict[str, tuple[float, frozenset[str]]] = field(default_factory=dict, init=False)
 
     async def members(self, group_id: str) -> frozenset[str]:
         cached = self._cache.get(group_id)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, Self, get_args
 from pydantic import (
     AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -115,6 +116,10 @@ def comma_separated(value: Any) -> Any:
     return value
 
 
+CommaList = Annotated[list[str], NoDecode, BeforeValidator(comma_separated)]
+"""A list setting the environment may give as one comma-separated string."""
+
+
 def check_token_secrets(settings: Settings) -> None:
     """Refuse to serve with a token whose secret is not in the environment, naming it."""
     missing = {
@@ -155,9 +160,7 @@ class DatabaseSettings(Section):
 
 
 class RuntimeSettings(Section):
-    agents: Annotated[list[str], NoDecode] = setting(
-        "agents", default_factory=lambda: ["examples.refund_agent:agent"]
-    )
+    agents: CommaList = setting("agents", default_factory=lambda: ["examples.refund_agent:agent"])
     policies: SlackPolicies = setting("policies", default_factory=SlackPolicies)
     learned_rules: SlackLearnedRules = setting(
         "learned_rules", default_factory=lambda: SlackLearnedRules()
@@ -168,11 +171,6 @@ class RuntimeSettings(Section):
     prices: dict[str, Price] = setting("prices", default_factory=dict)
     """Dollars per million tokens per model name: what a run's cost budget counts."""
     protected_facts: list[str] = setting("protected_facts", default_factory=list)
-
-    @field_validator("agents", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        return comma_separated(value)
 
 
 class WorkerSettings(Section):
@@ -197,15 +195,8 @@ class ApiSettings(Section):
     """Requests per minute per token (a bucket of this many, refilled evenly)."""
     only: bool = setting("api_only", False)
     """Serve the HTTP API without Slack."""
-    callback_allowed_hosts: Annotated[list[str], NoDecode] = setting(
-        "callback_allowed_hosts", default_factory=list
-    )
+    callback_allowed_hosts: CommaList = setting("callback_allowed_hosts", default_factory=list)
     callback_secret: SecretStr | None = setting("callback_secret", None)
-
-    @field_validator("callback_allowed_hosts", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        return comma_separated(value)
 
     @field_validator("callback_allowed_hosts")
     @classmethod
@@ -226,22 +217,17 @@ class SlackSettings(Section):
     api_url: str | None = setting("slack_api_url", None, env="SLACK_API_URL")
     approvals_channel: str | None = setting("approvals_channel", None)
     oncall_channel: str | None = setting("oncall_channel", None)
-    page_resolvers: Annotated[list[str], NoDecode] = setting("page_resolvers", default_factory=list)
+    page_resolvers: CommaList = setting("page_resolvers", default_factory=list)
     """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
     not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
     page_remind_every: Duration = setting("page_remind_every", timedelta(hours=1))
     """How often a page nobody acknowledged is announced again, in its thread."""
-    readers: Annotated[list[str], NoDecode] = setting("slack_readers", default_factory=list)
+    readers: CommaList = setting("slack_readers", default_factory=list)
     """Who may read every run with `/runs` and in the dev console, besides a run's requester,
     approvers and on-call: Slack user ids, user-group ids (S…) and channel ids (C…, anyone
     asking in it); see `bot.readers`."""
     home_publish_per_minute: float = setting("home_publish_per_minute", 80.0, gt=0)
     """App Home publishes a minute at most (Slack allows `views.publish` 100+ a minute)."""
-
-    @field_validator("page_resolvers", "readers", mode="before")
-    @classmethod
-    def _comma_separated(cls, value: Any) -> Any:
-        return comma_separated(value)
 
     @field_validator("readers")
     @classmethod

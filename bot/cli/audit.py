@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, group, options, show
+from bot.cli.base import Failure, JsonFlag, group, options, positive_age, show
 from bot.cli.session import refusals, with_database
 
 if TYPE_CHECKING:
@@ -161,16 +161,9 @@ def _since(text: str | None) -> datetime | None:
     if text is None:
         return None
     from bot.audit_export import since_instant
-    from runtime.approvals.policy import parse_duration
 
     def age(value: str) -> timedelta:
-        try:
-            parsed: timedelta = parse_duration(value, unit_required=True)
-        except ValueError as exc:
-            raise Failure(f"--since: {exc} (or give an ISO 8601 time)") from None
-        if parsed <= timedelta(0):
-            raise Failure("--since must be a positive age such as 30d, or an ISO 8601 time")
-        return parsed
+        return positive_age("--since", value, what="age", also="an ISO 8601 time")
 
     try:
         return since_instant(text, datetime.now(UTC), age)

@@ -10,6 +10,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -111,6 +112,22 @@ def check_user_id(flag: str, user: str) -> None:
         raise Failure(f"{flag}: at most {longest} characters, not {len(user):,}")
     if not re.fullmatch(SLACK_USER_ID, user):
         raise Failure(f"{flag}: {user!r} is not a Slack user id (U… or W…)")
+
+
+def positive_age(flag: str, text: str, *, what: str = "duration", also: str = "") -> timedelta:
+    """`text` as a positive duration with its unit (30d), or a Failure naming `flag`; `also`:
+    the other form the flag takes, which the refusal names too."""
+    from runtime.approvals.policy import parse_duration
+
+    try:
+        age: timedelta = parse_duration(text, unit_required=True)
+    except ValueError as exc:
+        raise Failure(f"{flag}: {exc}" + (f" (or give {also})" if also else "")) from None
+    if age <= timedelta(0):
+        raise Failure(
+            f"{flag} must be a positive {what} such as 30d" + (f", or {also}" if also else "")
+        )
+    return age
 
 
 def max_length(model: type[BaseModel], field: str) -> int:

@@ -3,6 +3,7 @@ decisions ("approve + similar"), beside the file's. Each acts through `Runtime.r
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,6 +15,7 @@ from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
+    from runtime.records import LearnedRule
 
 By = Annotated[str, typer.Option(help="Slack user id of the rule-writer.")]
 
@@ -103,32 +105,34 @@ def add(
     show(rule.model_dump(mode="json"), as_json=as_json, table="\n".join(text))
 
 
-@policy.command("confirm")
-def confirm(
-    ctx: typer.Context, rule_id: Annotated[str, typer.Argument(metavar="RULE")], by: By
+def _writer_command(
+    name: str,
+    help: str,
+    change: Callable[[Process, str, str], Awaitable[LearnedRule]],
+    said: Callable[[LearnedRule], str],
 ) -> None:
-    """A second rule-writer's confirmation of a rule for an uncompensatable effect."""
-    check_user_id("--by", by)
+    """`signoff policy NAME RULE --by WRITER`: a rule-writer's change to a learned rule."""
 
-    async def work(p: Process) -> Any:
-        return await p.runtime.rules.confirm(rule_id, by=by)
+    @policy.command(name, help=help)
+    def command(
+        ctx: typer.Context, rule_id: Annotated[str, typer.Argument(metavar="RULE")], by: By
+    ) -> None:
+        check_user_id("--by", by)
+        say(said(with_process(ctx, lambda p: change(p, rule_id, by))))
 
-    rule = with_process(ctx, work)
-    say(f"{rule.id} active, confirmed by {rule.confirmed_by}")
 
-
-@policy.command("revoke")
-def revoke(
-    ctx: typer.Context, rule_id: Annotated[str, typer.Argument(metavar="RULE")], by: By
-) -> None:
-    """Stop a learned rule now (it stays listed, revoked)."""
-    check_user_id("--by", by)
-
-    async def work(p: Process) -> Any:
-        return await p.runtime.rules.revoke(rule_id, by=by)
-
-    rule = with_process(ctx, work)
-    say(f"{rule.id} revoked by {rule.revoked_by} (it was used {rule.uses} times)")
+_writer_command(
+    "confirm",
+    "A second rule-writer's confirmation of a rule for an uncompensatable effect.",
+    lambda p, rule_id, by: p.runtime.rules.confirm(rule_id, by=by),
+    lambda rule: f"{rule.id} active, confirmed by {rule.confirmed_by}",
+)
+_writer_command(
+    "revoke",
+    "Stop a learned rule now (it stays listed, revoked).",
+    lambda p, rule_id, by: p.runtime.rules.revoke(rule_id, by=by),
+    lambda rule: f"{rule.id} revoked by {rule.revoked_by} (it was used {rule.uses} times)",
+)
 
 
 @policy.command("list")

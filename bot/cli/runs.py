@@ -7,7 +7,6 @@ import hashlib
 import math
 import re
 from collections.abc import Sequence
-from datetime import timedelta
 from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -23,6 +22,7 @@ from bot.cli.base import (
     checked_as_api,
     dumped,
     group,
+    positive_age,
     say,
     show,
 )
@@ -421,7 +421,7 @@ def prune(
     Deletes the lineages (a run and its forks) last touched before the cutoff, with their
     whole history; never one with an open page or an effect still running or in doubt.
     Their audit events are kept (auditors keep them longer) unless --include-audit."""
-    age = parsed_age(older_than)
+    age = positive_age("--older-than", older_than)
     if not yes:
         audit = " and their audit events" if include_audit else ""
         typer.confirm(
@@ -442,15 +442,3 @@ def prune(
     said += f" and {events} audit event(s)" if include_audit else "; their audit events are kept"
     answer = {"pruned": removed} | ({"audit_events_pruned": events} if include_audit else {})
     show(answer, as_json=as_json, table=said)
-
-
-def parsed_age(text: str) -> timedelta:
-    from runtime.approvals.policy import parse_duration
-
-    try:
-        age: timedelta = parse_duration(text, unit_required=True)
-    except ValueError as exc:
-        raise Failure(f"--older-than: {exc}") from None
-    if age <= timedelta(0):
-        raise Failure("--older-than must be a positive duration such as 30d")
-    return age

@@ -48,6 +48,11 @@ show = reading.show
 """An argument's value as it is: strings bare, anything else as JSON."""
 
 
+def shown_action(approval: Approval, display: Display | None = None) -> str:
+    """The approval's `action_summary`, as inline code (safe in mrkdwn)."""
+    return escape.code(action_summary(approval.tool, approval.shown_args, display))
+
+
 def action_summary(tool: str, args: Mapping[str, Any], display: Display | None = None) -> str:
     """Plain, untrusted text: what the call does in a few words, at most 150 chars: the
     tool's display title ("Refund $25.00 on order 4471"), else the tool and its most telling
@@ -431,7 +436,7 @@ def decision_note(approval: Approval, display: Display | None = None) -> str:
     """One line telling the requester how their request ended."""
     asker = approval.requested_by
     mention = kit.mention(asker) if kit.is_user_id(asker) else None
-    action = escape.code(action_summary(approval.tool, approval.shown_args, display))
+    action = shown_action(approval, display)
     return texts.decision_note(mention, action, _verdict(approval))
 
 
@@ -457,7 +462,7 @@ def reminder_message(
     display: Display | None = None,
 ) -> dict[str, Any]:
     """A reminder in the card's thread; an escalation mentions its users and user groups."""
-    action = escape.code(action_summary(approval.tool, approval.shown_args, display))
+    action = shown_action(approval, display)
     deadline = kit.date(approval.deadline) if approval.deadline else None
     if escalated and escalate_to:
         since = kit.date(approval.created_at)

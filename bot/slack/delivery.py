@@ -12,9 +12,10 @@ is now, so doing one twice is harmless. Each kind of row is its own short method
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -241,18 +242,7 @@ class SlackDelivery:
                 "SIGNOFF_APPROVALS_CHANNEL (a channel id, C…), then restart"
             )
         message = await self.card(approval)
-        ts = None
-        if item.attempts > 1 and self.outcomes.look_first(item.id):
-            ts = await self._find(channel, None, "approval_id", approval.id, since=approval)
-        if ts is None:
-            ts = await self._post(channel, message)
-        recorded = (await self.queries.approval(approval.id)).message_ts
-        if recorded and recorded != ts:
-            await self._delete_own(channel, ts, f"approval {approval.id}", recorded)
-            return
-        await self.deliveries.set_approval_message(
-            approval.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
+        await self._post_once(item, channel, message, "approval_id", approval.id, since=approval)
 
     async def update_card(self, approval: Approval) -> None:
         if not approval.message_ts or not approval.channel:
@@ -294,15 +284,8 @@ class SlackDelivery:
         """A reply under the approval's card, once, even if an earlier try may have landed."""
         if not approval.message_ts or not approval.channel:
             return
-        key = f"{approval.id}:{note}"
-        message = {**message, "metadata": _metadata("signoff_note", note_id=key)}
-        if (
-            item.attempts > 1
-            and self.outcomes.look_first(item.id)
-            and await self._find(approval.channel, approval.message_ts, "note_id", key)
-        ):
-            return
-        await self._post(approval.channel, message, thread_ts=approval.message_ts)
+        note_id = f"{approval.id}:{note}"
+        await self._reply_once(item, approval.channel, approval.message_ts, message, note_id)
 
     # pages
 
@@ -316,18 +299,7 @@ class SlackDelivery:
             )
         run = await self._run(page.run_id)
         message = await self._page_card(page, run)
-        ts = None
-        if item.attempts > 1 and self.outcomes.look_first(item.id):
-            ts = await self._find(channel, None, "page_id", page.id)
-        if ts is None:
-            ts = await self._post(channel, message)
-        recorded = (await self.queries.page(page.id)).message_ts
-        if recorded and recorded != ts:
-            await self._delete_own(channel, ts, f"page {page.id}", recorded)
-            return
-        await self.deliveries.set_page_message(
-            page.id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
+        await self._post_once(item, channel, message, "page_id", page.id)
 
     async def _page_card(self, page: Page, run: Run | None) -> dict[str, Any]:
         about = Approval(id=page.id, tool=page.tool or "", args={}, run_id=page.run_id)
@@ -342,16 +314,9 @@ class SlackDelivery:
     async def remind_page(self, page: Page, item: OutboxItem) -> None:
         if page.acknowledged_by or not page.message_ts or not page.channel:
             return
-        note = f"{page.id}:reminder-{item.id}"
-        metadata = _metadata("signoff_note", note_id=note)
-        message = {"text": cards.page_reminder(page), "metadata": metadata}
-        if (
-            item.attempts > 1
-            and self.outcomes.look_first(item.id)
-            and await self._find(page.channel, page.message_ts, "note_id", note)
-        ):
-            return
-        await self._post(page.channel, message, thread_ts=page.message_ts)
+        message = {"text": cards.page_reminder(page)}
+        note_id = f"{page.id}:reminder-{item.id}"
+        await self._reply_once(item, page.channel, page.message_ts, message, note_id)
 
     async def update_page(self, page: Page) -> None:
         if not page.message_ts or not page.channel:
@@ -438,14 +403,78 @@ class SlackDelivery:
         self.outcomes.posted(item_id)
         return str(response["ts"])
 
+    # an approval's card and a page's message: one top-level post each, named by its record's
+    # id under `key` ("approval_id" or "page_id") in the message's metadata
+
+    async def _post_once(
+        self,
+        item: OutboxItem,
+        channel: str,
+        message: dict[str, Any],
+        key: str,
+        subject_id: str,
+        *,
+        since: Approval | None = None,
+    ) -> None:
+        """Post the message (unless an earlier try may have landed it and it is found) and
+        record its ts; if another sender recorded one first, this post is removed."""
+        ts = await self._find(item, channel, None, key, subject_id, since=since)
+        if ts is None:
+            ts = await self._post(channel, message)
+        _, recorded = await self.message_of(key, subject_id)
+        if recorded and recorded != ts:
+            await self._delete_own(channel, ts, f"{key.removesuffix('_id')} {subject_id}", recorded)
+            return
+        await self.record_message(key, subject_id, channel, ts)
+
+    async def message_of(self, key: str, subject_id: str) -> tuple[str | None, str | None]:
+        """Where the record says its message is: (channel, ts)."""
+        record: Approval | Page = (
+            await self.queries.approval(subject_id)
+            if key == "approval_id"
+            else await self.queries.page(subject_id)
+        )
+        return record.channel, record.message_ts
+
+    async def record_message(self, key: str, subject_id: str, channel: str, ts: str) -> None:
+        """Put the message on the record, delivered."""
+        record = (
+            self.deliveries.set_approval_message
+            if key == "approval_id"
+            else self.deliveries.set_page_message
+        )
+        await record(subject_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED)
+
+    async def refresh(self, key: str, subject_id: str) -> None:
+        """Render the message again as the record is now."""
+        if key == "approval_id":
+            await self.update_card(await self.queries.approval(subject_id))
+        else:
+            await self.update_page(await self.queries.page(subject_id))
+
     async def _delete_own(self, channel: str, ts: str, what: str, recorded: str) -> None:
         """Another sender recorded this card first: this post is a duplicate; remove it."""
         log.info("%s already has its message %s; deleting this post %s", what, recorded, ts)
         await delete_message(self.client, channel, ts)
         self.self_removed += 1
 
+    async def _reply_once(
+        self,
+        item: OutboxItem,
+        channel: str,
+        thread_ts: str,
+        message: dict[str, Any],
+        note_id: str,
+    ) -> None:
+        """A reply in the thread, once, even if an earlier try may have landed."""
+        if await self._find(item, channel, thread_ts, "note_id", note_id):
+            return
+        message = {**message, "metadata": _metadata("signoff_note", note_id=note_id)}
+        await self._post(channel, message, thread_ts=thread_ts)
+
     async def _find(
         self,
+        item: OutboxItem,
         channel: str,
         thread_ts: str | None,
         key: str,
@@ -453,34 +482,18 @@ class SlackDelivery:
         *,
         since: Approval | None = None,
     ) -> str | None:
-        """The ts of a message already posted with this metadata value, if there is one."""
+        """The ts of a message an earlier try of `item` posted with this metadata value, if
+        one may have landed (`Outcomes.look_first`) and it is found."""
+        if item.attempts <= 1 or not self.outcomes.look_first(item.id):
+            return None
         oldest = str(since.created_at.timestamp() - 60) if since else None
-        cursor = None
-        for _ in range(FIND_PAGES):
-            if thread_ts:
-                response = await self.client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            else:
-                response = await self.client.conversations_history(
-                    channel=channel,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    oldest=oldest,
-                    cursor=cursor,
-                )
-            for message in response.get("messages") or []:
+        found = history(self.client, channel, thread_ts, oldest=oldest, pages=FIND_PAGES)
+        async with contextlib.aclosing(found) as messages:
+            async for message in messages:
                 payload = (message.get("metadata") or {}).get("event_payload") or {}
                 if payload.get(key) == value:
                     log.info("found an earlier post of %s %s; not posting it again", key, value)
                     return str(message["ts"])
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if not cursor:
-                return None
         return None
 
     async def _args_of(self, page: Page) -> dict[str, Any] | None:
@@ -490,6 +503,31 @@ class SlackDelivery:
             return (await self.queries.effect(page.run_id, page.call_id)).shown_args
         except NOT_FOUND:
             return None
+
+
+async def history(
+    client: AsyncWebClient, channel: str, thread_ts: str | None, *, oldest: str | None, pages: int
+) -> AsyncGenerator[dict[str, Any]]:
+    """The messages of a thread (`thread_ts`) or of a channel since `oldest`, with their
+    metadata, `LOOKBACK` a page for at most `pages` pages."""
+    cursor = None
+    for _ in range(pages):
+        page: dict[str, Any] = {
+            "channel": channel,
+            "include_all_metadata": True,
+            "limit": LOOKBACK,
+            "cursor": cursor,
+        }
+        response = await (
+            client.conversations_replies(ts=thread_ts, **page)
+            if thread_ts
+            else client.conversations_history(oldest=oldest, **page)
+        )
+        for message in response.get("messages") or []:
+            yield message
+        cursor = (response.get("response_metadata") or {}).get("next_cursor")
+        if not cursor:
+            return
 
 
 async def delete_message(client: AsyncWebClient, channel: str, ts: str) -> None:

@@ -35,7 +35,7 @@ def home_view(
     blocks.append(kit.header(words.HOME_PENDING))
     if pending:
         for approval in pending[:SECTION]:
-            line = f"{_action(approval)} · {_asked(approval, now)}"
+            line = f"{cards.shown_action(approval)} · {_asked(approval, now)}"
             blocks += [kit.section(line), cards.decision_actions(approval)]
         blocks += _more(len(pending) - SECTION)
     else:
@@ -48,17 +48,13 @@ def home_view(
                 blocks.append(cards.page_actions(page, resolve=True))
         blocks += _more(len(pages) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_REQUESTS)]
-    rows = [f"{_action(a)} · {_state(a, now)}" for a in requests[:SECTION]]
+    rows = [f"{cards.shown_action(a)} · {_state(a, now)}" for a in requests[:SECTION]]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_REQUESTS)]
     blocks += _more(len(requests) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_RECENT)]
-    rows = [f"{_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
+    rows = [f"{cards.shown_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_RECENT)]
     return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
-
-
-def _action(approval: Approval) -> str:
-    return escape.code(cards.action_summary(approval.tool, approval.shown_args))
 
 
 def _asked(approval: Approval, now: datetime) -> str:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -78,7 +79,8 @@ def register(
 ) -> None:
     """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
     `readers` (`bot.readers`) read runs with `/runs`."""
-    listeners = Listeners(rt, background, resolvers, homes, readers)
+    homes = homes or HomeTabs(rt, resolvers=resolvers)
+    listeners = Listeners(rt, background, resolvers, homes, readers or Readers(resolvers=resolvers))
     app.action(Action.APPROVE)(listeners.approve)
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
@@ -93,21 +95,16 @@ def register(
     similar.register(app, rt, background)
 
 
+@dataclass(eq=False)
 class Listeners:
-    def __init__(
-        self,
-        rt: Runtime,
-        background: Background,
-        resolvers: frozenset[str] = frozenset(),
-        homes: HomeTabs | None = None,
-        readers: Readers | None = None,
-    ) -> None:
-        self.homes = homes or HomeTabs(rt, resolvers=resolvers)
-        self.readers = readers or Readers(resolvers=resolvers)
-        self.rt = rt
-        self.background = background
-        self.resolvers = resolvers
-        self.names = Names()
+    """What each listener does; `register` makes one (its defaults filled in there)."""
+
+    rt: Runtime
+    background: Background
+    resolvers: frozenset[str]
+    homes: HomeTabs
+    readers: Readers
+    names: Names = field(default_factory=Names)
 
     # buttons
 
@@ -180,14 +177,7 @@ class Listeners:
         if not reason:
             await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
             return
-        refused = decision_refusal(decision="declined", by=user, reason=reason)
-        if refused is not None:
-            await ack(response_action="errors", errors={"reason": _refused_field(refused)})
-            return
-        decide = self.rt.decide(
-            _approval_of(view), "declined", by=user, reason=reason, resume=False
-        )
-        await self._record(ack, client, body, decide, field="reason")
+        await self._submit(ack, client, body, view, user, "declined", "reason", reason=reason)
 
     async def approve_edited(
         self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient
@@ -202,12 +192,31 @@ class Listeners:
         if not isinstance(args, dict):
             await ack(response_action="errors", errors={"args": "Give the arguments as an object"})
             return
-        refused = decision_refusal(decision="approved", by=user, args=args)
+        await self._submit(
+            ack, client, body, view, user, "approved", "args", explain=edit_refusal, args=args
+        )
+
+    async def _submit(
+        self,
+        ack: AsyncAck,
+        client: AsyncWebClient,
+        body: Body,
+        view: Body,
+        user: str,
+        decision: Decision,
+        field: str,
+        *,
+        explain: Callable[[Exception], str] = refusal,
+        **given: Any,
+    ) -> None:
+        """`user`'s decision in a modal (with what it gives: the reason, the edited arguments)
+        put through the API's checks, then recorded; a refusal shows under the modal's `field`."""
+        refused = decision_refusal(decision=decision, by=user, **given)
         if refused is not None:
-            await ack(response_action="errors", errors={"args": _refused_field(refused)})
+            await ack(response_action="errors", errors={field: _refused_field(refused)})
             return
-        decide = self.rt.decide(_approval_of(view), "approved", by=user, args=args, resume=False)
-        await self._record(ack, client, body, decide, field="args", explain=edit_refusal)
+        decide = self.rt.decide(_approval_of(view), decision, by=user, resume=False, **given)
+        await self._record(ack, client, body, decide, field=field, explain=explain)
 
     async def _record(
         self,

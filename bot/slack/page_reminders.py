@@ -6,6 +6,7 @@ once remind once), then wakes the sender."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass
 from datetime import timedelta
 
 from runtime.deliveries import Deliveries
@@ -16,24 +17,19 @@ CHECK_EVERY = 60.0
 """Seconds between looks, at most: a reminder is never more than this late."""
 
 
+@dataclass(eq=False)
 class PageReminders:
-    def __init__(
-        self,
-        deliveries: Deliveries,
-        every: timedelta,
-        timers: Timers,
-        wake: Callable[[], None],
-        *,
-        check_every: float | None = None,
-    ) -> None:
-        self.deliveries = deliveries
-        self.every = every
-        self.timers = timers
-        self.wake = wake
-        self.check_every = check_every or min(CHECK_EVERY, every.total_seconds())
+    deliveries: Deliveries
+    every: timedelta
+    timers: Timers
+    wake: Callable[[], None]
+    _: KW_ONLY
+    check_every: float | None = None
+    """Seconds between looks; None: `CHECK_EVERY`, or `every` when that is shorter."""
 
     def start(self) -> None:
-        self.timers.every(self.check_every, self.remind, name=JOB)
+        seconds = self.check_every or min(CHECK_EVERY, self.every.total_seconds())
+        self.timers.every(seconds, self.remind, name=JOB)
 
     def stop(self) -> None:
         self.timers.cancel(JOB)

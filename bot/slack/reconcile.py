@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import AsyncIterator
+from dataclasses import KW_ONLY, dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -22,10 +22,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack.delivery import LOOKBACK, SlackDelivery, delete_message, slack_error
+from bot.slack.delivery import SlackDelivery, delete_message, history, slack_error
 from bot.slack.outcomes import Outcomes
 from runtime.queries import NOT_FOUND
-from runtime.records import Delivery, StoreError
+from runtime.records import StoreError
 from runtime.scheduler import Timers
 
 log = logging.getLogger("signoff.slack")
@@ -37,23 +37,16 @@ Subject = tuple[str, str]
 Message = dict[str, Any]
 
 
+@dataclass(eq=False)
 class Reconciler:
-    def __init__(
-        self,
-        client: AsyncWebClient,
-        delivery: SlackDelivery,
-        outcomes: Outcomes,
-        *,
-        every: float,
-        timers: Timers,
-    ) -> None:
-        self.timers = timers
-        self.client = client
-        self.delivery = delivery
-        self.outcomes = outcomes
-        self.every = every
-        self.sweeps = 0
-        self.removed = 0
+    client: AsyncWebClient
+    delivery: SlackDelivery
+    outcomes: Outcomes
+    _: KW_ONLY
+    every: float
+    timers: Timers
+    sweeps: int = field(default=0, init=False)
+    removed: int = field(default=0, init=False)
 
     def suspect_known_channels(self) -> None:
         """After a start, a post of the process before may land late anywhere we post."""
@@ -90,7 +83,8 @@ class Reconciler:
         """Converge each subject with more than one message in this channel (or thread)."""
         self.sweeps += 1
         groups: dict[Subject, list[Message]] = defaultdict(list)
-        async for message in self._messages(channel, thread_ts, since):
+        messages = history(self.client, channel, thread_ts, oldest=f"{since:.6f}", pages=MAX_PAGES)
+        async for message in messages:
             subject = subject_of(message, top_level=thread_ts is None)
             if subject is not None and message.get("ts") != thread_ts:
                 groups[subject].append(message)
@@ -102,41 +96,12 @@ class Reconciler:
         self.removed += removed
         return removed
 
-    async def _messages(
-        self, channel: str, thread_ts: str | None, since: float
-    ) -> AsyncIterator[Message]:
-        cursor = None
-        for _ in range(MAX_PAGES):
-            if thread_ts:
-                response = await self.client.conversations_replies(
-                    channel=channel,
-                    ts=thread_ts,
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            else:
-                response = await self.client.conversations_history(
-                    channel=channel,
-                    oldest=f"{since:.6f}",
-                    include_all_metadata=True,
-                    limit=LOOKBACK,
-                    cursor=cursor,
-                )
-            for message in response.get("messages") or []:
-                yield message
-            cursor = (response.get("response_metadata") or {}).get("next_cursor")
-            if not cursor:
-                return
-
     async def _converge(self, channel: str, subject: Subject, ordered: list[Message]) -> int:
         keep, extra = ordered[0], ordered[1:]
         kind, subject_id = subject
         try:
-            if kind == "approval_id":
-                await self._keep_card(subject_id, channel, str(keep["ts"]))
-            elif kind == "page_id":
-                await self._keep_page(subject_id, channel, str(keep["ts"]))
+            if kind in ("approval_id", "page_id"):
+                await self._keep(kind, subject_id, channel, str(keep["ts"]))
         except NOT_FOUND:
             pass  # pruned: the duplicates still go
         for message in extra:
@@ -151,23 +116,12 @@ class Reconciler:
         )
         return len(extra)
 
-    async def _keep_card(self, approval_id: str, channel: str, ts: str) -> None:
-        approval = await self.delivery.queries.approval(approval_id)
-        if approval.message_ts == ts and approval.channel == channel:
+    async def _keep(self, key: str, subject_id: str, channel: str, ts: str) -> None:
+        """The kept message becomes the record's (and shows the record as it is now)."""
+        if await self.delivery.message_of(key, subject_id) == (channel, ts):
             return
-        await self.delivery.deliveries.set_approval_message(
-            approval_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
-        await self.delivery.update_card(await self.delivery.queries.approval(approval_id))
-
-    async def _keep_page(self, page_id: str, channel: str, ts: str) -> None:
-        page = await self.delivery.queries.page(page_id)
-        if page.message_ts == ts and page.channel == channel:
-            return
-        await self.delivery.deliveries.set_page_message(
-            page_id, channel=channel, ts=ts, delivery=Delivery.DELIVERED
-        )
-        await self.delivery.update_page(await self.delivery.queries.page(page_id))
+        await self.delivery.record_message(key, subject_id, channel, ts)
+        await self.delivery.refresh(key, subject_id)
 
 
 def subject_of(message: Message, *, top_level: bool) -> Subject | None:

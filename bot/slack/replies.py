@@ -41,7 +41,7 @@ DECLINE_REASON = 1000
 
 def decline_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """Asks the decliner why; the reason is required and goes to the agent."""
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
+    action = cards.shown_action(approval, display)
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     reason = kit.text_input(
         "reason",
@@ -50,20 +50,16 @@ def decline_modal(approval: Approval, display: Display | None = None) -> dict[st
         placeholder=texts.DECLINE_PLACEHOLDER,
         max_length=DECLINE_REASON,
     )
-    return kit.modal(
-        Modal.DECLINE_REASON,
-        approval.id,
-        title=texts.DECLINE_TITLE,
-        submit=texts.DECLINE_SUBMIT,
-        close=texts.BACK,
-        blocks=[kit.section(texts.decline_prompt(action, run)), reason],
+    prompt = texts.decline_prompt(action, run)
+    return _asking(
+        Modal.DECLINE_REASON, approval, texts.DECLINE_TITLE, texts.DECLINE_SUBMIT, prompt, reason
     )
 
 
 def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """The arguments as pretty JSON to edit; too long to fit, the modal only says so."""
     initial = escape.json_text(approval.shown_args, limit=kit.INPUT_VALUE)
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
+    action = cards.shown_action(approval, display)
     if initial is None:
         return kit.modal(
             Modal.EDIT_ARGS,
@@ -75,13 +71,21 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
     editor = kit.text_input(
         "args", texts.EDIT_LABEL, multiline=True, initial=initial, hint=texts.EDIT_HINT
     )
+    prompt = texts.edit_prompt(action)
+    return _asking(Modal.EDIT_ARGS, approval, texts.EDIT_TITLE, texts.EDIT_SUBMIT, prompt, editor)
+
+
+def _asking(
+    kind: str, approval: Approval, title: str, submit: str, prompt: str, field: Block
+) -> dict[str, Any]:
+    """A modal about the approval: the prompt, one input, and Back to close it unsaid."""
     return kit.modal(
-        Modal.EDIT_ARGS,
+        kind,
         approval.id,
-        title=texts.EDIT_TITLE,
-        submit=texts.EDIT_SUBMIT,
+        title=title,
+        submit=submit,
         close=texts.BACK,
-        blocks=[kit.section(texts.edit_prompt(action)), editor],
+        blocks=[kit.section(prompt), field],
     )
 
 
@@ -194,7 +198,7 @@ def _detail(approval: Approval, display: Display | None = None) -> str:
 
 
 def _pending_line(approval: Approval, display: Display | None = None) -> str:
-    action = escape.code(cards.action_summary(approval.tool, approval.shown_args, display))
+    action = cards.shown_action(approval, display)
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     deadline = kit.date(approval.deadline) if approval.deadline else None
     return texts.pending_line(action, run, kit.mention(approval.requested_by), deadline)

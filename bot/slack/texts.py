@@ -156,8 +156,13 @@ def escalated_to(targets: str) -> str:
     return f"escalated to {targets}"
 
 
+def _at(what: str, at: str | None) -> str:
+    """What happened, and when if it is known."""
+    return what + (f" at {at}" if at else "")
+
+
 def approved(by: str, at: str | None) -> str:
-    return f":white_check_mark: Approved by {by}" + (f" at {at}" if at else "")
+    return _at(f":white_check_mark: Approved by {by}", at)
 
 
 def declined(by: str, reason: str | None) -> str:
@@ -165,7 +170,7 @@ def declined(by: str, reason: str | None) -> str:
 
 
 def expired(at: str | None) -> str:
-    return ":hourglass: Expired (declined)" + (f" at {at}" if at else "")
+    return _at(":hourglass: Expired (declined)", at)
 
 
 STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
@@ -290,7 +295,7 @@ def page_context(reason: str, call: str | None) -> str:
 
 
 def acknowledged(by: str, at: str | None) -> str:
-    return f":eyes: Acknowledged by {by}" + (f" at {at}" if at else "")
+    return _at(f":eyes: Acknowledged by {by}", at)
 
 
 def page_reminder(tool: str, since: str) -> str:
