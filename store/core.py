@@ -259,11 +259,7 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
         for s in batch.settle_pages
     ]
     events = [rows.event_params(e) for e in batch.events]
-    lineages = sorted(
-        {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
-        | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}
-    )
-    keys = sorted({e.idempotency_key for e in batch.start if e.reversibility != Reversibility.READ})
+    lineages, keys = ledger_locks(batch)
 
     def body() -> Body[Committed]:
         if batch.owner is not None or cps:
@@ -296,10 +292,34 @@ def step_statement(batch: Batch) -> Stmt | None:
     The statement checks what `check_head` and `finish_effect` check and writes only if every
     check holds; when one fails it writes nothing and the store runs `commit`'s body, which
     says why. So it never commits a batch the body would refuse."""
+    if any(e.reversibility != Reversibility.READ for e in batch.start):
+        return None
+    params = _step_params(batch)
+    return None if params is None else Stmt("commit_step", params, "one")
+
+
+def start_statement(batch: Batch) -> Stmt | None:
+    """A step that starts mutating effects as one call of `start_step`, where the dialect
+    has it: the same batches as `step_statement` but for those starts (and for a run's end,
+    which such a step never is). It does what `commit`'s body does, in the same order, and
+    where the body would refuse or needs what only Python computes it writes nothing, and
+    the store runs the body."""
+    if all(e.reversibility == Reversibility.READ for e in batch.start):
+        return None
+    if batch.checkpoints and batch.checkpoints[-1].status.value in announce.FINISHED:
+        return None
+    params = _step_params(batch)
+    if params is None:
+        return None
+    lineages, keys = ledger_locks(batch)
+    return Stmt("start_step", params | {"lineages": lineages, "keys": keys}, "one")
+
+
+def _step_params(batch: Batch) -> dict[str, Any] | None:
+    """A step's batch as the columns one statement unnests; None for a batch only the body
+    writes (approvals, pages, no checkpoint, or seqs the body refuses)."""
     cps = batch.checkpoints
     if batch.request or batch.pages or batch.settle_pages or not cps:
-        return None
-    if any(e.reversibility != Reversibility.READ for e in batch.start):
         return None
     if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
         return None  # the body refuses it (Conflict)
@@ -316,7 +336,18 @@ def step_statement(batch: Batch) -> Stmt | None:
     params |= _columns("fin_", [rows.outcome_params(o) for o in batch.finish])
     params |= _columns("st_", [rows.effect_params(e) for e in batch.start])
     params |= _columns("ev_", [rows.event_params(e) for e in batch.events])
-    return Stmt("commit_step", params, "one")
+    return params
+
+
+def ledger_locks(batch: Batch) -> tuple[list[str], list[str]]:
+    """The lineages and the keys a batch's claims lock, in the order every writer takes them
+    (lineages, then keys; each sorted), so two writers never wait on each other in a circle."""
+    lineages = sorted(
+        {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
+        | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}
+    )
+    keys = sorted({e.idempotency_key for e in batch.start if e.reversibility != Reversibility.READ})
+    return lineages, keys
 
 
 _STEP_COLUMNS = {  # as `commit_step` unnests them

@@ -19,6 +19,7 @@ advisory locks are all transaction-scoped, so they hold through the pooler uncha
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -29,6 +30,7 @@ from store import core, errors, migration
 from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
 from store.core import MakeBody, Stmt
 from store.postgres import lossless, sql
+from store.records import Effect
 from store.rows import Clock
 from store.sql_store import SqlStore
 
@@ -232,28 +234,41 @@ class PostgresStore(SqlStore):
         raise AssertionError("unreachable")
 
     async def commit(self, batch: Batch) -> Committed:
-        """A step's plain write in one round trip (`core.step_statement`); any other batch,
-        and one that statement refused (writing nothing), through the whole body."""
+        """A step's write in one round trip (`core.step_statement`, `core.start_statement`);
+        any other batch, and one the statement refused (writing nothing), through the body."""
         step = core.step_statement(batch)
-        if step is not None and await self._commit_step(step):
-            return Committed()
+        if step is not None:
+            if await self._commit_step(step) is not None:
+                return Committed()
+        elif (start := core.start_statement(batch)) is not None:
+            answer = await self._commit_step(start)
+            if answer is not None:
+                return await self._started(answer)
         return await super().commit(batch)
 
-    async def _commit_step(self, step: Stmt) -> bool:
-        """Whether the step's one statement committed; False when a check failed, a
-        collision or a deadlock aborted it, all of which the whole body reports or retries."""
+    async def _commit_step(self, step: Stmt) -> Any:
+        """What the step's one statement answered, once it committed; None when a check
+        failed, a collision or a deadlock aborted it, all of which the body reports or retries."""
         query = Q[step.name]
         args = query.args(step.params)
         with translate_errors():
             try:
                 if not self._pooled:
-                    await self._pool_().fetchval(query.sql, *args)
-                    return True
+                    return await self._pool_().fetchval(query.sql, *args)
                 async with self._pool_().acquire() as conn, conn.transaction():
-                    await conn.fetchval(query.sql, *args)  # prepare and run on one connection
-                    return True
+                    return await conn.fetchval(query.sql, *args)  # prepared on one connection
             except _STEP_REFUSED:
-                return False
+                return None
+
+    async def _started(self, answer: str) -> Committed:
+        """`start_step`'s answer as the body's: the calls it did not start, each with the
+        ledger row that stopped it, and the keys of those started under a new generation."""
+        found = json.loads(answer)
+        committed = Committed(keys=dict(found["keys"]))
+        for call_id, (reason, run_id, other) in found["refused"].items():
+            refused: dict[str, Effect] = getattr(committed, reason)  # preempted, conflicts, blocked
+            refused[call_id] = await self.get_effect(run_id, other)
+        return committed
 
     async def _read(self, name: str, params: dict[str, Any]) -> list[Any]:
         query = Q[name]

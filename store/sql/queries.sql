@@ -236,6 +236,32 @@ SELECT 1 / ((SELECT ok FROM checked)
             AND (SELECT count(*) FROM finished) = cardinality(:fin_call_id::text[]))::int,
        (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), topic)) FROM announced)
 
+-- start_step [sqlite] --
+-- (None: SQLite runs the whole body, `store.core.commit`; in one process there is no round
+-- trip to save.)
+
+-- start_step [postgres] --
+-- A step that starts mutating effects (`store.core.start_statement`) as one call of the
+-- function migration 0019 made, so one round trip: it does what the body does for such a
+-- batch, and divides by zero, writing nothing, where the body must say why or decide.
+SELECT signoff_start_step(
+    :run_id::text, :owner::text, :epoch::bigint, :first_seq::int, :status::text,
+    :updated_at::timestamptz,
+    :cp_seq::int[], :cp_step::int[], :cp_snapshot::bool[], :cp_status::text[],
+    :cp_steps::int[], :cp_input_tokens::bigint[], :cp_output_tokens::bigint[],
+    :cp_cost::float8[], :cp_stop_reason::text[], :cp_error::text[],
+    :cp_created_at::timestamptz[], :cp_messages::jsonb[], :cp_cached_input_tokens::bigint[],
+    :fin_call_id::text[], :fin_status::text[], :fin_result::jsonb[], :fin_error::text[],
+    :fin_finished_at::timestamptz[],
+    :st_call_id::text[], :st_lineage_id::text[], :st_step::int[], :st_tool::text[],
+    :st_reversibility::text[], :st_compensator::text[], :st_idempotency_key::text[],
+    :st_idempotent::bool[], :st_approval_id::text[], :st_compensates::text[],
+    :st_started_at::timestamptz[], :st_args::jsonb[], :st_sensitive::jsonb[],
+    :st_args_digest::text[], :st_asked_digest::text[],
+    :ev_at::timestamptz[], :ev_actor::text[], :ev_action::text[], :ev_run_id::text[],
+    :ev_approval_id::text[], :ev_detail::jsonb[],
+    :lineages::text[], :keys::text[])
+
 -- set_run_status --
 -- Mirror the latest checkpoint's status onto the run row, for listing by status.
 UPDATE runs SET status = :status, updated_at = :updated_at WHERE id = :id

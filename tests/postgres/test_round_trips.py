@@ -17,11 +17,15 @@ pytestmark = pytest.mark.skipif(not HAVE_ASYNCPG, reason="asyncpg is not install
 READ_STEP = 1
 """One statement in a transaction of its own (`commit_step`): the lease and seq checks, the
 checkpoints, the last read's finish and this one's start in the ledger."""
-IRREVERSIBLE_STEP = 11
-"""Two writes: the effect's start, durable before the tool runs, is a transaction of ten
-(BEGIN, the run's head, the checkpoint, the lineage and key locks, the completed, conflicting
-and unsettled look-ups, the insert, COMMIT: the look-ups must see what committed before the
-locks were granted, which one statement's snapshot does not); its result is one statement."""
+IRREVERSIBLE_STEP = 2
+"""Two writes: the effect's start, durable before the tool runs, is one call of the function
+`signoff_start_step` (migration 0019: the lease and seq checks, the checkpoint, the lineage
+and key locks, the look-ups each in a statement of its own, so they see what committed
+while the locks were awaited, and the insert); its result is one statement."""
+PER_RUN = 18
+"""What a run costs once, whatever its length: its creation (a transaction of six), its lease
+taken and given back (short transactions that skip the fsync), its state loaded, and its
+answer's statement."""
 
 
 async def test_a_step_costs_exactly_the_round_trips_counted() -> None:
@@ -31,6 +35,7 @@ async def test_a_step_costs_exactly_the_round_trips_counted() -> None:
 
     assert counts["lookup"].per_step == READ_STEP, counts
     assert counts["record"].per_step == IRREVERSIBLE_STEP, counts
+    assert counts["lookup"].per_run == counts["record"].per_run == PER_RUN, counts
 
 
 async def test_the_counter_counts_each_statement_and_transaction() -> None:
