@@ -339,7 +339,10 @@ def test_the_home_tab_shows_what_bob_may_decide_and_its_approve_decides_it(
     approval = wait.until(lambda d: button(d, asked, "decline")).get_attribute("data-value")
     # Approve, or (once another test of the module refunded order 4471 for another amount)
     # Approve as separate: Home offers what the card offers
-    [approve] = [a for a in ("approve", "approve_separate") if button(browser, asked, a)]
+    # (read until the card is drawn: it is redrawn as its delivery lands)
+    [approve] = wait.until(
+        lambda d: [a for a in ("approve", "approve_separate") if button(d, asked, a)]
+    )
     open_channel(browser, wait, "HOME")
     wait.until(lambda d: _home_button(d, approval, approve))
     assert "Waiting for your decision" in _home_text(browser)
