@@ -288,11 +288,12 @@ def _report(args: argparse.Namespace, measured: dict[int, list[Measured]]) -> No
     ceiling = cores / per_step
     print(
         f"{args.runs} runs x {args.steps} read steps through `signoff serve` workers"
-        f" (capacity {args.capacity} each), medians of {args.rounds} interleaved rounds"
+        f" (capacity {args.capacity} each), medians of {args.rounds} interleaved"
+        f" round{'s' if args.rounds > 1 else ''}"
     )
     print(
-        f"one worker's CPU per step: {per_step * 1000:.3f} ms -> ceiling on {cores} cores"
-        f" {ceiling:,.0f} steps/s"
+        f"one worker's CPU per step, its own and PostgreSQL's: {per_step * 1000:.3f} ms"
+        f" -> ceiling on {cores} cores {ceiling:,.0f} steps/s"
     )
     print(
         f"{'workers':>7} {'steps/s':>8} {'x one':>6} {'x ceiling':>9}"

@@ -149,16 +149,13 @@ async def run_dev(
                 "SIGNOFF_WORLD_DB": os.environ["SIGNOFF_WORLD_DB"],
             } | project.cli_environment()
             exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in cli.items())
-            print(
-                f"signoff dev: the CLI on this database, in another terminal: export {exports}",
-                flush=True,
-            )
+            print("signoff dev: the CLI on this database, in another terminal:", flush=True)
+            print(f"export {exports}", flush=True)  # a line of its own, to paste
 
         async def tell_agents(app: web.Application) -> None:
+            print("signoff dev: agents on other stacks (examples/stacks):", flush=True)
             print(
-                "signoff dev: agents on other stacks (examples/stacks): "
-                f"export SIGNOFF_URL={url.rstrip('/')} SIGNOFF_API_TOKEN={agent_token}",
-                flush=True,
+                f"export SIGNOFF_URL={url.rstrip('/')} SIGNOFF_API_TOKEN={agent_token}", flush=True
             )
 
         app.on_startup.append(tell)

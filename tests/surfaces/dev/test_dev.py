@@ -275,10 +275,10 @@ def test_the_cli_it_prints_decides_under_the_demos_policy(tmp_path: Path) -> Non
     dev = DevServer(tmp_path)
     try:
         run_id = _start_refund(dev)
-        line = next(
-            text for text in dev.log.read_text().splitlines() if "in another terminal: " in text
-        )
-        exports = shlex.split(line.split("in another terminal: export ", 1)[1])
+        lines = dev.log.read_text().splitlines()
+        told = lines.index("signoff dev: the CLI on this database, in another terminal:")
+        assert lines[told + 1].startswith("export SIGNOFF_DATABASE_URL=")  # to paste as it is
+        exports = shlex.split(lines[told + 1].removeprefix("export "))
         env = clean_env("SIGNOFF_", "SLACK_") | dict(e.split("=", 1) for e in exports)
         listed = run_text([SIGNOFF, "approvals", "list", "--run", run_id, "--json"], env=env)
         assert listed.returncode == 0, listed.stderr
