@@ -85,7 +85,7 @@ def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
     found = yield Stmt("claim_runs", params, "all")
     return [
-        Claim(row[0], int(row[1]), row[2] if len(row) > 2 else lapsed.get(row[0]))
+        Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
         for row in found
         if row[1] is not None
     ]

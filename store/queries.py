@@ -19,6 +19,8 @@ the shared one for its dialect. Small differences inside a shared query are plac
 - `{drivable}`: whether a run (a row of `runs`) has something to drive: running, or parked
   with no approval pending;
 - `{indexed_by(name)}`: SQLite's index hint (PostgreSQL's planner has statistics);
+- `{joined_column(table.column)}`: a column of an `UPDATE ... FROM` table in `RETURNING`,
+  which SQLite cannot return (NULL there);
 - `{json_object}`: the function that builds a JSON object;
 - `{json_text(column, key)}`: a JSON object's member as text;
 - `{is_distinct_from}`, `{is_not_distinct_from}`: comparisons where NULL equals NULL.
@@ -93,6 +95,7 @@ PLACEHOLDERS: dict[str, Placeholder] = {
         _DRIVABLE.format(indexed=""),
     ),
     "indexed_by": Placeholder(1, "INDEXED BY {0}", ""),
+    "joined_column": Placeholder(1, "NULL", "{0}"),
     "json_object": Placeholder(0, "json_object", "json_build_object"),
     "json_text": Placeholder(2, "json_extract({0}, '$.{1}')", "{0} ->> '{1}'"),
     "is_distinct_from": Placeholder(0, "IS NOT", "IS DISTINCT FROM"),

@@ -691,35 +691,20 @@ WHERE ready_at IS NOT NULL AND lease_owner IS NOT NULL AND lease_expires_at < {n
 -- lapsed_ready_runs [postgres] --
 -- (None: the claim returns who held each run's lapsed lease.)
 
--- claim_runs [sqlite] --
+-- claim_runs --
 -- The run queue: take the leases of the oldest ready runs nobody holds a live lease on, at
--- most :limit; each leaves the queue. A ready run with nothing to drive (finished, or parked
--- on an approval still pending: a decision raced its driver) leaves it without a lease. Each
--- claimed run and its new epoch (none for one that only left). The database's clock dates
--- and judges the leases.
-UPDATE runs
-SET ready_at = NULL,
-    lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
-    lease_expires_at = CASE WHEN {drivable} THEN {seconds_from_now(:ttl)}
-                            ELSE lease_expires_at END,
-    lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END
-WHERE id IN (
-    SELECT id FROM runs {indexed_by(runs_ready)}
-    WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
-    ORDER BY ready_at, id
-    LIMIT :limit
-)
-RETURNING id, CASE WHEN lease_expires_at > {now} THEN lease_epoch END
-
--- claim_runs [postgres] --
--- The same claim, skipping the runs another worker is claiming right now (so two never wait
--- on each other), and returning also who held each run's lapsed lease (a takeover).
+-- most :limit, skipping those another worker is claiming right now; each leaves the queue.
+-- A ready run with nothing to drive (finished, or parked on an approval still pending: a
+-- decision raced its driver) leaves it without a lease. Each claimed run, its new epoch
+-- (none for one that only left) and, where the dialect can return it, who held the lease
+-- that lapsed (a takeover; SQLite's comes from `lapsed_ready_runs`). The database's clock
+-- dates and judges the leases.
 WITH picked AS (
-    SELECT id, lease_owner AS lapsed_owner FROM runs
+    SELECT id, lease_owner AS lapsed_owner FROM runs {indexed_by(runs_ready)}
     WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
     ORDER BY ready_at, id
     LIMIT :limit
-    FOR UPDATE SKIP LOCKED
+    {skip_locked}
 )
 UPDATE runs
 SET ready_at = NULL,
@@ -730,7 +715,7 @@ SET ready_at = NULL,
 FROM picked
 WHERE runs.id = picked.id
 RETURNING runs.id, CASE WHEN runs.lease_expires_at > {now} THEN runs.lease_epoch END,
-          picked.lapsed_owner
+          {joined_column(picked.lapsed_owner)}
 
 -- requeue_runs --
 -- Put back in the queue the runs that should be moving and that nobody drives or has queued:

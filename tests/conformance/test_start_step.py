@@ -11,17 +11,22 @@ from datetime import timedelta
 
 import pytest
 
-from store import Batch, EffectOutcome, EffectStatus, Reversibility, Run, Store, errors
+from store import Batch, Effect, EffectOutcome, EffectStatus, Reversibility, Run, Store, errors
 
 from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, completed
+
+
+async def done(append: Append, effect: Effect, clock: Clock) -> Effect:
+    """`effect` started in one step and completed in the next, as the engine writes them."""
+    await append(effect.run_id, start=[effect])
+    await append(effect.run_id, finish=[completed(effect, clock())])
+    return effect
 
 
 async def test_a_repeat_of_a_completed_call_is_preempted_and_not_started(
     store: Store, run: Run, append: Append, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    first = make_effect(run.id, idempotency_key="refund-4471")
-    await append(run.id, start=[first])
-    await append(run.id, finish=[completed(first, clock())])
+    first = await done(append, make_effect(run.id, idempotency_key="refund-4471"), clock)
     again = make_effect(run.id, idempotency_key="refund-4471")
 
     committed = await append(run.id, start=[again])
@@ -68,14 +73,11 @@ async def test_a_call_in_flight_blocks_its_repeat_unless_the_tool_is_idempotent(
 async def test_an_undone_effects_key_takes_its_next_generation(
     store: Store, run: Run, append: Append, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    first = make_effect(run.id, idempotency_key="refund-4471")
-    await append(run.id, start=[first])
-    await append(run.id, finish=[completed(first, clock())])
+    first = await done(append, make_effect(run.id, idempotency_key="refund-4471"), clock)
     undo = make_effect(
         run.id, idempotency_key="undo-4471", compensates=first.call_id, tool="reverse_refund"
     )
-    await append(run.id, start=[undo])
-    await append(run.id, finish=[completed(undo, clock())])
+    await done(append, undo, clock)
     again = make_effect(run.id, idempotency_key="refund-4471")
 
     committed = await append(run.id, start=[again])
