@@ -59,13 +59,16 @@ def test_serve_makes_a_key_in_its_data_directory_says_where_and_serves_its_jwks(
         process.terminate()
         process.wait(timeout=10)
     key = data / "signoff-signing-key.pem"
-    assert key.exists() and key.stat().st_mode & 0o077 == 0
+    assert key.exists()
+    assert key.stat().st_mode & 0o077 == 0
     text = log.read_text()
     [kid] = [k["kid"] for k in jwks["keys"]]
     assert f"created one at {key} (key id {kid})" in text
     pem_body = key.read_text().splitlines()[1]
-    assert pem_body not in text and "PRIVATE KEY" not in text
-    assert "PRIVATE" not in json.dumps(jwks) and "d" not in jwks["keys"][0]
+    assert pem_body not in text
+    assert "PRIVATE KEY" not in text
+    assert "PRIVATE" not in json.dumps(jwks)
+    assert "d" not in jwks["keys"][0]
 
 
 def test_a_key_file_that_cannot_be_used_stops_start_up_with_its_path(tmp_path: Path) -> None:
@@ -80,7 +83,8 @@ def test_a_key_file_that_cannot_be_used_stops_start_up_with_its_path(tmp_path: P
 
     assert malformed.returncode != 0
     assert f"{bad}: not an unencrypted PEM private key" in malformed.stderr
-    assert missing.returncode != 0 and f"{tmp_path / 'no.pem'}: cannot read" in missing.stderr
+    assert missing.returncode != 0
+    assert f"{tmp_path / 'no.pem'}: cannot read" in missing.stderr
     assert not (tmp_path / "signoff.db").exists()  # nothing was started or created
 
 
@@ -115,9 +119,11 @@ def test_receipts_verify_checks_a_saved_receipt_offline(tmp_path: Path) -> None:
     refused = signoff(
         tmp_path, "receipts", "verify", "receipt.json", "--keys", "jwks.json", "--args", other
     )
-    assert refused.returncode == 1 and "other arguments" in refused.stderr
+    assert refused.returncode == 1
+    assert "other arguments" in refused.stderr
 
     receipt = json.loads(shown.stdout)
     (tmp_path / "tampered.json").write_text(json.dumps({**receipt, "decided_by": "U0EVE"}))
     tampered = signoff(tmp_path, "receipts", "verify", "tampered.json", **key)
-    assert tampered.returncode == 1 and "a field was changed" in tampered.stderr
+    assert tampered.returncode == 1
+    assert "a field was changed" in tampered.stderr

@@ -108,5 +108,6 @@ async def test_a_quorum_receipt_names_every_approver(
     await rt.decide(approval.id, "approved", by="U0CAROL")
 
     receipt = await rt.queries.receipt(approval.id)
-    assert receipt is not None and receipt["deciders"] == ["U0BOB", "U0CAROL"]
+    assert receipt is not None
+    assert receipt["deciders"] == ["U0BOB", "U0CAROL"]
     assert receipt["policy"]["required_approvals"] == 2
