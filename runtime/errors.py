@@ -21,7 +21,8 @@ SignoffRuntimeError
  │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
  │    │                    it as a separate effect
  │    └── NotTheAsker      only whoever asked for an approval may withdraw it
- └── RunBusy             another worker holds the run's lease
+ ├── RunBusy             another worker holds the run's lease
+ └── SigningKeyError     a signing key file cannot be read, is malformed, or is in the way
 """
 
 from __future__ import annotations
@@ -133,3 +134,7 @@ class NotTheAsker(DecisionRefused):
 
 class RunBusy(SignoffRuntimeError):
     """Another worker is driving this run."""
+
+
+class SigningKeyError(SignoffRuntimeError):
+    """A signing key cannot be used: unreadable, malformed, not Ed25519, or in the way."""
