@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from bot.agents import load_agents, rule_error_text
 from bot.callback_policy import CallbackPolicy
 from bot.settings import ConfigError, Settings, secret
+from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.approvals.routing import check_rules
@@ -22,6 +23,7 @@ from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
+from runtime.signing import Signer
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
@@ -76,13 +78,16 @@ async def assemble(
     telemetry: Telemetry | None = None,
     short_lived: bool = False,
     with_agents: bool = True,
+    create_key: bool = False,
 ) -> Process:
     """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks and
     reporting to `telemetry`.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
     and leaves the ones it could not deliver to the server. Without agents (a command that
-    only reads) the configured agent modules are not imported.
+    only reads) the configured agent modules are not imported. The signing key is loaded
+    before the store is opened: a key file that cannot be used stops start-up having changed
+    nothing (`create_key`: `serve` makes one when none is configured).
     """
     agents = load_agents(settings.runtime.agents) if with_agents else []
     try:
@@ -97,6 +102,7 @@ async def assemble(
         check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
+    signer = load_signer(settings, create=create_key)
     database = await Database.open(settings.database.url, **settings.database.store_options())
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
@@ -104,7 +110,7 @@ async def assemble(
     signing = callback_secret(settings)
     callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
     told = FanOut([notifier or NullNotifier(), callbacks])
-    runtime = _runtime(settings, database, agents, told, telemetry)
+    runtime = _runtime(settings, database, agents, told, telemetry, signer)
     return Process(settings, database, runtime, background, callbacks)
 
 
@@ -114,6 +120,7 @@ def _runtime(
     agents: list[Agent],
     notifier: Notifier,
     telemetry: Telemetry | None,
+    signer: Signer | None,
 ) -> Runtime:
     return database.runtime(
         agents,
@@ -125,6 +132,7 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        signer=signer,
     )
 
 

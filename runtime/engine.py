@@ -42,6 +42,7 @@ from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -75,6 +76,7 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.store = store
         self.agents = _by_name(agents)
@@ -108,6 +110,7 @@ class Runtime:
             timers=self.scheduler,
             learned=self.rules,
             result_masks=ResultMasks(policies),
+            signer=signer,
         )
         self.desk = ApprovalDesk(
             self._deps,
@@ -115,7 +118,7 @@ class Runtime:
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
-        self.queries = Queries(store)
+        self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
