@@ -176,6 +176,11 @@ def expired(at: str | None) -> str:
 STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 
 
+def waiter(note: str) -> str:
+    """Whether anyone waits for the answer (`bot.words.waiter_note`)."""
+    return f":zzz: {note[:1].upper()}{note[1:]}"
+
+
 def withdrawn(reason: str) -> str:
     return f":leftwards_arrow_with_hook: Withdrawn: {reason}"
 
