@@ -329,6 +329,7 @@ HELP = (
 )
 """Plain text: each sub-command and what it does (the descriptions may use `code`)."""
 HELP_TITLE = "*/runs* looks at Signoff's agent runs:"
+ANSWER_FOLLOWS = "Looking that up; the answer follows here in a moment."
 HELP_FALLBACK = (
     "/runs status <id> · list [status] · pending · history <id> · cancel <id> · rules · "
     "revoke <rule id> · help"
