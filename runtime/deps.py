@@ -20,6 +20,7 @@ from runtime.result_masks import ResultMasks
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
@@ -44,6 +45,8 @@ class Deps:
     """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
     result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
+    signer: Signer | None = None
+    """Signs decisions' receipts (and audit anchors); None: nothing is signed."""
     """The policies' sensitive result fields, masked in what the runtime itself says about a
     result (evidence on a page, a log line)."""
 

@@ -19,7 +19,7 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import paging, remote
+from runtime.approvals import askers, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -42,6 +42,7 @@ from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -75,6 +76,7 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        signer: Signer | None = None,
     ) -> None:
         self.store = store
         self.agents = _by_name(agents)
@@ -108,6 +110,7 @@ class Runtime:
             timers=self.scheduler,
             learned=self.rules,
             result_masks=ResultMasks(policies),
+            signer=signer,
         )
         self.desk = ApprovalDesk(
             self._deps,
@@ -115,7 +118,7 @@ class Runtime:
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
-        self.queries = Queries(store)
+        self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
@@ -325,6 +328,19 @@ class Runtime:
         elsewhere is not seen: re-read the approval)."""
         await self._waiters.wait(approval_id, seconds)
 
+    async def keep_waiting(self, approval_id: str, seconds: float) -> None:
+        """Someone waits for this approval's answer `seconds` more: its heartbeat. Once it
+        lapses with the approval pending, the approval says nobody is waiting now."""
+        await askers.keep_waiting(self._deps, approval_id, seconds)
+
+    async def withdraw_approval(
+        self, approval_id: str, *, by: str, reason: str
+    ) -> tuple[Approval, bool]:
+        """The asker `by` stopped waiting (`reason`, in words): the approval is withdrawn,
+        and a decision after it changes nothing. Only whoever asked may (`NotTheAsker`).
+        (the approval, False) if it was withdrawn already."""
+        return await askers.withdraw(self.desk, approval_id, by=by, reason=reason)
+
     async def votes(self, approval_id: str) -> builtins.list[str]:
         """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
         return await self._deps.store.list_votes(approval_id)
@@ -383,10 +399,12 @@ class Runtime:
         callback_url: str | None = None,
         sensitive: Sequence[str] = (),
         resume_state: str | None = None,
+        requester_token: str | None = None,
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
         `sensitive` names arguments to mask wherever the approval is shown; `resume_state`
-        is kept with it, opaque, for the agent to resume from (the first request's wins).
+        is kept with it, opaque, for the agent to resume from (the first request's wins);
+        `requester_token`, the API token that asks, is the one that may withdraw it.
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -402,6 +420,7 @@ class Runtime:
             callback_url=callback_url,
             sensitive=sensitive,
             resume_state=resume_state,
+            requester_token=requester_token,
         )
 
     async def resolve(

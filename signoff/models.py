@@ -51,6 +51,19 @@ class Approval(Wire):
         description="what its asker keeps here to resume from once it is decided (as the "
         "first request gave it); only in the answers of GET /v1/approvals/{id} and its wait",
     )
+    waiter_until: datetime | None = Field(
+        None,
+        description="someone waits for the answer until then (the heartbeat of a wait or "
+        "event stream on it); null: nobody's wait is live",
+    )
+    waiter_left_at: datetime | None = Field(
+        None, description="when the last waiter's heartbeat lapsed with it pending"
+    )
+    waiter_note: str | None = Field(
+        None,
+        description="'nobody is waiting for this answer now' while pending with no waiter; "
+        "on an approval decided with nobody waiting, that the call runs only if asked again",
+    )
 
     @property
     def decided(self) -> bool:
@@ -180,6 +193,53 @@ class AuditPage(Wire):
     more: bool
 
 
+class Receipt(Wire):
+    """A decision signed by Signoff (`signoff.receipts.verify` checks one)."""
+
+    type: str
+    version: int
+    approval_id: str
+    run_id: str | None = None
+    call_id: str | None = None
+    tool: str
+    decision: Literal["approved", "declined"]
+    decided_by: str | None = None
+    deciders: list[str | None]
+    decided_at: str
+    reason: str | None = None
+    args_digest: str
+    shown_args_digest: str
+    card_digest: str
+    idempotency_key: str | None = None
+    policy: dict[str, Any]
+    signature: dict[str, str]
+
+
+class SigningKey(Wire):
+    """One public key of the JWKS (RFC 8037: an Ed25519 key)."""
+
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    alg: str
+    use: str
+
+
+class KeySet(Wire):
+    """The public keys receipts and audit anchors are signed with (a JWKS)."""
+
+    keys: list[SigningKey]
+
+
+class ReceiptCheck(Wire):
+    """Whether a receipt verified: the key that signed it, or why not."""
+
+    valid: bool
+    kid: str | None = None
+    why: str | None = None
+
+
 class InDoubt(Wire):
     run_id: str
     call_id: str
@@ -203,5 +263,8 @@ RESPONSES: tuple[type[Wire], ...] = (
     RunList,
     Resolved,
     AuditPage,
+    Receipt,
+    KeySet,
+    ReceiptCheck,
     Error,
 )

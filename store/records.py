@@ -371,6 +371,15 @@ class Approval(Record):
     conflict: EffectConflict | None = None
     """An effect already made under this key with other arguments, when the approval was
     created: plain approval would replay it, so the approver declines or approves as separate."""
+    requester_token: str | None = None
+    """The API token that asked for it (`token:<name>`), when one did: only it may withdraw
+    the request."""
+    waiter_until: datetime | None = None
+    """Someone waits for the answer until then: the heartbeat of a long poll or an event
+    stream on it, moved on by each. None: nobody's wait is live."""
+    waiter_left_at: datetime | None = None
+    """When the last waiter's heartbeat lapsed with the approval pending: nobody is waiting
+    for this answer now (cleared when someone waits again)."""
 
     _digested = model_validator(mode="before")(lambda data: _with_digest(data))
 
@@ -384,6 +393,9 @@ class Approval(Record):
         return self.approved_args is not None and args_digest(self.approved_args) != (
             self.shown_digest
         )
+
+    receipt: dict[str, Any] | None = None
+    """The signed receipt of the decision (`runtime.approvals.receipts`), once signed."""
 
     resume_state: str | None = Field(None, exclude=True, repr=False)
     """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
@@ -405,13 +417,13 @@ class Approval(Record):
             return self
         update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
         # A digest of arguments with a secret in them could be matched by guessing.
-        update |= {"args_digest": None, "approved_digest": None}
+        update |= {"args_digest": None, "approved_digest": None, "receipt": None}
         return self.model_copy(update=update)
 
     @property
     def withdrawn(self) -> bool:
-        """Declined by Signoff because its run stopped waiting (cancelled, rolled back): not
-        a person's "no", so the call may be asked again."""
+        """Declined by Signoff because its run or its asker stopped waiting (cancelled,
+        rolled back, the agent left): not a person's "no", so the call may be asked again."""
         return (
             self.state == ApprovalState.DECLINED
             and self.decided_by == SYSTEM_ACTOR
@@ -455,6 +467,7 @@ class OutboxItem(Record):
         "approval_decided",
         "approval_voted",
         "approval_reminded",
+        "approval_waiting",
         "page_opened",
         "page_reminded",
         "page_acknowledged",

@@ -242,11 +242,14 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        waiter_until=ts(approval.waiter_until),
+        waiter_left_at=ts(approval.waiter_left_at),
         sensitive=dumps(list(approval.sensitive)),
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
+        receipt=maybe_dumps(approval.receipt),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
         test_now=test_now,
     )
@@ -269,11 +272,14 @@ def approval_from_row(row: Row) -> Approval:
         rule=maybe_loads(row["rule"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
+        receipt=maybe_loads(row["receipt"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        waiter_until=dt(row["waiter_until"]),
+        waiter_left_at=dt(row["waiter_left_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)

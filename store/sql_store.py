@@ -302,6 +302,11 @@ class SqlStore:
         found = await self._read("list_votes", {"approval_id": approval_id})
         return [row[0] for row in found]
 
+    async def set_receipt(self, approval_id: str, receipt: dict[str, Any]) -> Approval:
+        params = {"id": approval_id, "receipt": rows.dumps(receipt)}
+        await self._changed_one("set_approval_receipt", params)
+        return await self.get_approval(approval_id)
+
     async def decide_approval(
         self,
         approval_id: str,
@@ -364,6 +369,14 @@ class SqlStore:
     ) -> bool:
         params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
         return await self._write(lambda: core.extend_deadline(params))
+
+    async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
+        params = {"id": approval_id, "seconds": seconds, "test_now": self._judge_now()}
+        return await self._write(lambda: core.record_waiter(params), durable=False)
+
+    async def waiter_left(self, approval_id: str) -> bool:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: core.waiter_left(params))
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str

@@ -191,11 +191,14 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     if approval.key_suffix is not None:
         blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
     terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
+    waiter = words.waiter_note(approval)
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
         if chain:
             blocks.append(kit.context(chain))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         blocks.append(
             decision_actions(
                 approval,
@@ -213,6 +216,8 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     else:
         outcome = outcome_line(approval, votes)
         blocks.append(kit.context(outcome, " · ".join(terms)))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         text = texts.decided(escape.mrkdwn(action), outcome)
     if run is not None and words.outcome_of(run) is not None:  # how the run ended, said here too
         blocks.append(kit.context(run_note(run, [approval])))
