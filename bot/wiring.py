@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from bot.callback_policy import CallbackPolicy
+from bot.config_digest import config_digest
 from bot.settings import ConfigError, Settings, secret, where
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
@@ -157,6 +158,7 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        config_digest=config_digest(settings),
     )
 
 

@@ -43,6 +43,9 @@ class Deps:
     claimed: dict[str, int] = field(default_factory=dict)
     """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
+    config_digest: str | None = None
+    """The digest of the configuration this process runs (recorded on each approval it asks,
+    and in the workers table by `signoff serve`)."""
     result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
     """The policies' sensitive result fields, masked in what the runtime itself says about a
     result (evidence on a page, a log line)."""

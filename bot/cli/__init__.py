@@ -21,6 +21,7 @@ from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
+from bot.cli.doctor import doctor
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
@@ -36,6 +37,7 @@ app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
 app.command()(mcp)
+app.command()(doctor)
 
 
 @app.callback()
