@@ -19,6 +19,7 @@ from bot.requests import (
     ApprovalRequest,
     CancelRequest,
     DecisionRequest,
+    ReceiptCheckRequest,
     ResolveRequest,
     RunRequest,
 )
@@ -30,6 +31,7 @@ REQUESTS: tuple[type[BaseModel], ...] = (
     DecisionRequest,
     CancelRequest,
     ResolveRequest,
+    ReceiptCheckRequest,
 )
 REF = "#/components/schemas/{model}"
 Json = dict[str, Any]
@@ -189,6 +191,32 @@ def _paths() -> Json:
                     },
                 }
                 | {code: _response("Error", text) for code, text in ERRORS.items()},
+            },
+        },
+        "/v1/approvals/{approval_id}/receipt": {
+            "get": _op(
+                "getReceipt",
+                "The decision's signed receipt (400 while pending)",
+                [*READ_APPROVALS, "audit:read"],
+                params=[approval_id],
+                ok={"200": "Receipt"},
+            ),
+        },
+        "/v1/receipts/verify": {
+            "post": _op(
+                "verifyReceipt",
+                "Check a receipt's signature (and the call it approves) with this server's keys",
+                [*READ_APPROVALS, "audit:read"],
+                body="ReceiptCheckRequest",
+                ok={"200": "ReceiptCheck"},
+            ),
+        },
+        "/v1/keys": {
+            "get": _op("getKeys", "The public keys receipts are signed with (JWKS)", [], ok={})
+            | {
+                "description": "No token needed.",
+                "security": [],
+                "responses": {"200": _response("KeySet", "OK")},
             },
         },
         "/v1/audit": {

@@ -61,7 +61,9 @@ async def serve(
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.runtime.policies)
     told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
-    process = await assemble(settings, notifier=FanOut(told), telemetry=PrometheusTelemetry())
+    process = await assemble(
+        settings, notifier=FanOut(told), telemetry=PrometheusTelemetry(), create_key=True
+    )
     rt = process.runtime
     for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)

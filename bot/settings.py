@@ -241,6 +241,19 @@ class SlackSettings(Section):
         return value
 
 
+class ProofSettings(Section):
+    data_dir: str | None = setting("data_dir", None)
+    """Where `serve` keeps what it makes for itself (the signing key it creates when none is
+    configured); None: the SQLite file's directory, else the working directory."""
+    signing_key_file: str | None = setting("signing_key_file", None)
+    """The Ed25519 private key (PEM) that signs receipts and audit anchors."""
+    signing_key: SecretStr | None = setting("signing_key", None)
+    """The same key's PEM text itself (an environment secret), instead of a file."""
+    retired_signing_keys: CommaList = setting("retired_signing_keys", default_factory=list)
+    """Key files (public or private PEM) that signed before a rotation: still in the JWKS,
+    so what they signed still verifies."""
+
+
 class Settings(BaseSettings):
     """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key
     (`database_url`, `api_tokens`, `[policies]`) or inside its section (`[database] url`);
@@ -255,6 +268,7 @@ class Settings(BaseSettings):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    proof: ProofSettings = Field(default_factory=ProofSettings)
     _source: tuple[Path, str] | None = PrivateAttr(None)
 
     @property
@@ -319,6 +333,7 @@ SECTIONS: dict[str, type[Section]] = {
     "workers": WorkerSettings,
     "api": ApiSettings,
     "slack": SlackSettings,
+    "proof": ProofSettings,
 }
 
 

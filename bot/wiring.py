@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bot.callback_policy import CallbackPolicy
 from bot.config_digest import config_digest
 from bot.settings import ConfigError, Settings, secret, where
+from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.approvals.routing import check_rules
@@ -24,6 +25,7 @@ from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
+from runtime.signing import Signer
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
@@ -99,13 +101,16 @@ async def assemble(
     telemetry: Telemetry | None = None,
     short_lived: bool = False,
     with_agents: bool = True,
+    create_key: bool = False,
 ) -> Process:
     """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks and
     reporting to `telemetry`.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
     and leaves the ones it could not deliver to the server. Without agents (a command that
-    only reads) the configured agent modules are not imported.
+    only reads) the configured agent modules are not imported. The signing key is loaded
+    before the store is opened: a key file that cannot be used stops start-up having changed
+    nothing (`create_key`: `serve` makes one when none is configured).
     """
     agents = load_agents(settings.runtime.agents) if with_agents else []
     try:
@@ -120,6 +125,7 @@ async def assemble(
         check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
+    signer = load_signer(settings, create=create_key)
     database = await Database.open(settings.database.url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
@@ -127,7 +133,7 @@ async def assemble(
     signing = callback_secret(settings)
     callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
     told = FanOut([notifier or NullNotifier(), callbacks])
-    runtime = _runtime(settings, database, agents, told, telemetry)
+    runtime = _runtime(settings, database, agents, told, telemetry, signer)
     return Process(settings, database, runtime, background, callbacks)
 
 
@@ -147,6 +153,7 @@ def _runtime(
     agents: list[Agent],
     notifier: Notifier,
     telemetry: Telemetry | None,
+    signer: Signer | None,
 ) -> Runtime:
     return database.runtime(
         agents,
@@ -159,6 +166,7 @@ def _runtime(
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
         config_digest=config_digest(settings),
+        signer=signer,
     )
 
 

@@ -42,6 +42,7 @@ from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -79,6 +80,7 @@ class Runtime:
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
         config_digest: str | None = None,
+        signer: Signer | None = None,
     ) -> None:
         """`config_digest`: the digest of the configuration this process runs, recorded on
         each approval it asks (and, by `signoff serve`, in the workers table)."""
@@ -115,6 +117,7 @@ class Runtime:
             learned=self.rules,
             result_masks=ResultMasks(policies),
             config_digest=config_digest,
+            signer=signer,
         )
         self.desk = ApprovalDesk(
             self._deps,
@@ -122,7 +125,7 @@ class Runtime:
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
-        self.queries = Queries(store)
+        self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""

@@ -20,7 +20,8 @@ SignoffRuntimeError
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
  │    └── KeyConflict      the call's key was used with other arguments: decline, or approve
  │                         it as a separate effect
- └── RunBusy             another worker holds the run's lease
+ ├── RunBusy             another worker holds the run's lease
+ └── SigningKeyError     a signing key file cannot be read, is malformed, or is in the way
 """
 
 from __future__ import annotations
@@ -128,3 +129,7 @@ class KeyConflict(DecisionRefused):
 
 class RunBusy(SignoffRuntimeError):
     """Another worker is driving this run."""
+
+
+class SigningKeyError(SignoffRuntimeError):
+    """A signing key cannot be used: unreadable, malformed, not Ed25519, or in the way."""

@@ -202,6 +202,53 @@ class AuditPage(Wire):
     more: bool
 
 
+class Receipt(Wire):
+    """A decision signed by Signoff (`signoff.receipts.verify` checks one)."""
+
+    type: str
+    version: int
+    approval_id: str
+    run_id: str | None = None
+    call_id: str | None = None
+    tool: str
+    decision: Literal["approved", "declined"]
+    decided_by: str | None = None
+    deciders: list[str | None]
+    decided_at: str
+    reason: str | None = None
+    args_digest: str
+    shown_args_digest: str
+    card_digest: str
+    idempotency_key: str | None = None
+    policy: dict[str, Any]
+    signature: dict[str, str]
+
+
+class SigningKey(Wire):
+    """One public key of the JWKS (RFC 8037: an Ed25519 key)."""
+
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    alg: str
+    use: str
+
+
+class KeySet(Wire):
+    """The public keys receipts and audit anchors are signed with (a JWKS)."""
+
+    keys: list[SigningKey]
+
+
+class ReceiptCheck(Wire):
+    """Whether a receipt verified: the key that signed it, or why not."""
+
+    valid: bool
+    kid: str | None = None
+    why: str | None = None
+
+
 class InDoubt(Wire):
     run_id: str
     call_id: str
@@ -225,5 +272,8 @@ RESPONSES: tuple[type[Wire], ...] = (
     RunList,
     Resolved,
     AuditPage,
+    Receipt,
+    KeySet,
+    ReceiptCheck,
     Error,
 )

@@ -295,6 +295,11 @@ class Store(Protocol):
         """The users who voted for an approval, in order."""
         ...
 
+    async def set_receipt(self, approval_id: str, receipt: dict[str, Any]) -> Approval:
+        """Store a decided approval's signed receipt unless it has one (compare-and-set);
+        the approval as it is now, with whichever receipt stayed. NotFound if none."""
+        ...
+
     async def decide_approval(
         self,
         approval_id: str,

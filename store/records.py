@@ -440,6 +440,9 @@ class Approval(Record):
             self.shown_digest
         )
 
+    receipt: dict[str, Any] | None = None
+    """The signed receipt of the decision (`runtime.approvals.receipts`), once signed."""
+
     resume_state: str | None = Field(None, exclude=True, repr=False)
     """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
     OpenAI Agents SDK's paused `RunState`): left out of every dump and repr (logs, audit,
@@ -460,7 +463,7 @@ class Approval(Record):
             return self
         update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
         # A digest of arguments with a secret in them could be matched by guessing.
-        update |= {"args_digest": None, "approved_digest": None}
+        update |= {"args_digest": None, "approved_digest": None, "receipt": None}
         return self.model_copy(update=update)
 
     @property

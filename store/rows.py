@@ -249,6 +249,7 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         approved_digest=approval.approved_digest or decided_digest(approval),
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
+        receipt=maybe_dumps(approval.receipt),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
         test_now=test_now,
     )
@@ -272,6 +273,7 @@ def approval_from_row(row: Row) -> Approval:
         authority=maybe_loads(row["authority"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
+        receipt=maybe_loads(row["receipt"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),

@@ -304,6 +304,11 @@ class SqlStore:
         found = await self._read("list_votes", {"approval_id": approval_id})
         return [row[0] for row in found]
 
+    async def set_receipt(self, approval_id: str, receipt: dict[str, Any]) -> Approval:
+        params = {"id": approval_id, "receipt": rows.dumps(receipt)}
+        await self._changed_one("set_approval_receipt", params)
+        return await self.get_approval(approval_id)
+
     async def decide_approval(
         self,
         approval_id: str,

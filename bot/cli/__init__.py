@@ -25,6 +25,7 @@ from bot.cli.doctor import doctor
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
+from bot.cli.receipts import receipts
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
 from bot.logs import LogFormatChoice, configure_logging
@@ -36,6 +37,7 @@ app.add_typer(pages, name="pages")
 app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
+app.add_typer(receipts, name="receipts")
 app.command()(mcp)
 app.command()(doctor)
 

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from runtime import errors, lookups
+from runtime.approvals import receipts
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
+from runtime.signing import Signer
 from store import (
     Approval,
     ApprovalState,
@@ -37,8 +40,9 @@ PENDING_SCAN = 10_000
 
 
 class Queries:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, signer: Signer | None = None) -> None:
         self._store = store
+        self._signer = signer
 
     # runs
 
@@ -93,6 +97,16 @@ class Queries:
         """The approvals `user` asked for or decided, created since `since`, newest first, at
         most `limit` (one person's App Home, not a scan of every approval)."""
         return await self._store.approvals_of_person(user, since=since, limit=limit)
+
+    async def receipt(self, approval_id: str) -> dict[str, Any] | None:
+        """The signed receipt of a decided approval (signed now if its decision's process
+        died before it could); None while pending, or when this process signs nothing."""
+        approval = await self.approval(approval_id)
+        return (await receipts.ensure(self._store, self._signer, approval)).receipt
+
+    def signing_keys(self) -> dict[str, Any]:
+        """The public keys receipts and anchors are signed with, as a JWKS (none: empty)."""
+        return {"keys": []} if self._signer is None else self._signer.jwks()
 
     async def votes(self, approval_id: str) -> list[str]:
         """Who voted for an approval so far, in order."""

@@ -511,6 +511,11 @@ WHERE id = :id AND state = 'pending'
 INSERT INTO approval_votes (approval_id, user_id, at) VALUES (:approval_id, :user_id, :at)
 ON CONFLICT DO NOTHING
 
+-- set_approval_receipt --
+-- Store a decided approval's signed receipt, once (compare-and-set: the first one stays).
+UPDATE approvals SET receipt = :receipt
+WHERE id = :id AND receipt IS NULL AND state <> 'pending'
+
 -- list_votes --
 -- Who voted for an approval, in the order they did.
 SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at, user_id
