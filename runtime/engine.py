@@ -65,7 +65,7 @@ WORKER_SEEN_WITHIN = 180.0
 
 
 class Runtime:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the facade's options, every one a keyword with a default
         self,
         store: Store,
         agents: Iterable[Agent] = (),
