@@ -84,9 +84,10 @@ class Process:
     background: Background
     callbacks: Callbacks
 
-    async def close(self) -> None:
-        """Let callbacks and resumed runs finish (they are durable either way), then close."""
-        await self.background.drain()
+    async def close(self, *, grace: float = 10.0) -> None:
+        """Let callbacks and resumed runs finish for `grace` seconds (they are durable
+        either way), then close."""
+        await self.background.drain(grace)
         for agent in self.runtime.agents.values():
             close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
             if close is not None:

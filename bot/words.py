@@ -61,6 +61,26 @@ WITHDRAWN = "withdrawn"
 DERIVED_APPROVAL_STATES = (EXPIRED, WITHDRAWN)
 """A declined approval that no person declined: its deadline passed, or its run moved on."""
 
+AGENT_STOPPED_WAITING = "the agent stopped waiting"
+"""Why an approval was withdrawn when the agent that asked left (cancelled, disconnected)."""
+NOBODY_WAITING = "nobody is waiting for this answer now"
+"""A pending approval whose waiter's heartbeat lapsed (its agent was killed, or gave up)."""
+RUNS_ONLY_IF_ASKED_AGAIN = "the call runs only if it is asked again"
+
+
+def waiter_note(approval: Approval) -> str | None:
+    """What an approval's waiter means for its answer: nobody waits for a pending one, or
+    nobody waited when it was approved (so it runs only if asked again); None otherwise."""
+    left = approval.waiter_left_at
+    if left is None or approval.state == ApprovalState.DECLINED:
+        return None
+    if approval.state == ApprovalState.PENDING:
+        return NOBODY_WAITING
+    if approval.decided_at is not None and left <= approval.decided_at:
+        return f"nobody was waiting for this answer: {RUNS_ONLY_IF_ASKED_AGAIN}"
+    return None
+
+
 PAGE_OPEN = "open"
 PAGE_ACKNOWLEDGED = "acknowledged"
 PAGE_STATES = (PAGE_OPEN, PAGE_ACKNOWLEDGED)
@@ -276,9 +296,9 @@ def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
     if state == EXPIRED:
         return f"This approval expired{when} and was declined; it cannot be decided any more."
     if state == WITHDRAWN:
-        return (
-            f"This approval was withdrawn{when} ({voice.text(reason)}); there is nothing to decide."
-        )
+        cause = reason.removeprefix("withdrawn").lstrip(": ")
+        cause = voice.text(cause)
+        return f"This approval was withdrawn{when} ({cause}); there is nothing to decide."
     because = f": {voice.text(reason)}" if reason else ""
     return f"Already declined by {_decider(approval, voice)}{when}{because}."
 

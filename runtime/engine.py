@@ -19,7 +19,7 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import authority, paging, remote
+from runtime.approvals import askers, authority, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -335,6 +335,19 @@ class Runtime:
         elsewhere is not seen: re-read the approval)."""
         await self._waiters.wait(approval_id, seconds)
 
+    async def keep_waiting(self, approval_id: str, seconds: float) -> None:
+        """Someone waits for this approval's answer `seconds` more: its heartbeat. Once it
+        lapses with the approval pending, the approval says nobody is waiting now."""
+        await askers.keep_waiting(self._deps, approval_id, seconds)
+
+    async def withdraw_approval(
+        self, approval_id: str, *, by: str, reason: str
+    ) -> tuple[Approval, bool]:
+        """The asker `by` stopped waiting (`reason`, in words): the approval is withdrawn,
+        and a decision after it changes nothing. Only whoever asked may (`NotTheAsker`).
+        (the approval, False) if it was withdrawn already."""
+        return await askers.withdraw(self.desk, approval_id, by=by, reason=reason)
+
     async def votes(self, approval_id: str) -> builtins.list[str]:
         """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
         return await self._deps.store.list_votes(approval_id)
@@ -393,10 +406,12 @@ class Runtime:
         callback_url: str | None = None,
         sensitive: Sequence[str] = (),
         resume_state: str | None = None,
+        requester_token: str | None = None,
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
         `sensitive` names arguments to mask wherever the approval is shown; `resume_state`
-        is kept with it, opaque, for the agent to resume from (the first request's wins).
+        is kept with it, opaque, for the agent to resume from (the first request's wins);
+        `requester_token`, the API token that asks, is the one that may withdraw it.
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -412,6 +427,7 @@ class Runtime:
             callback_url=callback_url,
             sensitive=sensitive,
             resume_state=resume_state,
+            requester_token=requester_token,
         )
 
     async def resolve(

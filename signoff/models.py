@@ -83,6 +83,19 @@ class Approval(Wire):
         description="what its asker keeps here to resume from once it is decided (as the "
         "first request gave it); only in the answers of GET /v1/approvals/{id} and its wait",
     )
+    waiter_until: datetime | None = Field(
+        None,
+        description="someone waits for the answer until then (the heartbeat of a wait or "
+        "event stream on it); null: nobody's wait is live",
+    )
+    waiter_left_at: datetime | None = Field(
+        None, description="when the last waiter's heartbeat lapsed with it pending"
+    )
+    waiter_note: str | None = Field(
+        None,
+        description="'nobody is waiting for this answer now' while pending with no waiter; "
+        "on an approval decided with nobody waiting, that the call runs only if asked again",
+    )
 
     @property
     def decided(self) -> bool:

@@ -350,6 +350,17 @@ class Store(Protocol):
     async def extend_deadline(
         self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
     ) -> bool: ...
+    async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
+        """Someone waits for a pending approval's answer `seconds` more by the database's
+        clock (a heartbeat; it never moves the wait back). None if it is not pending (nothing
+        written); True if nobody's wait was live before."""
+        ...
+
+    async def waiter_left(self, approval_id: str) -> bool:
+        """Compare-and-set: the pending approval's waiter's heartbeat lapsed (by the
+        database's clock), so nobody waits for it now; False if it did not (or changed)."""
+        ...
+
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...

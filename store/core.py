@@ -239,6 +239,25 @@ def extend_deadline(params: dict[str, Any]) -> Body[bool]:
     return True
 
 
+def record_waiter(params: dict[str, Any]) -> Body[bool | None]:
+    """A waiter's heartbeat on a pending approval (None: not pending, nothing written); True
+    when nobody's wait was live before it (a card that said nobody waits is redrawn)."""
+    before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
+    if before is None or not (yield Stmt("record_waiter", params, "count")):
+        return None
+    if before["waiter_left_at"] is not None:
+        yield announce.outbox("approval_waiting", params["id"])
+    return before["waiter_until"] is None
+
+
+def waiter_left(params: dict[str, Any]) -> Body[bool]:
+    """Compare-and-set: nobody waits for this pending approval now (announced once)."""
+    if not (yield Stmt("waiter_left", params, "count")):
+        return False
+    yield announce.outbox("approval_waiting", params["id"])
+    return True
+
+
 def already_decided(approval: Approval) -> errors.AlreadyDecided:
     return errors.AlreadyDecided(
         f"approval {approval.id!r} was already {approval.state.value} by {approval.decided_by}",

@@ -426,6 +426,15 @@ class Approval(Record):
     conflict: EffectConflict | None = None
     """An effect already made under this key with other arguments, when the approval was
     created: plain approval would replay it, so the approver declines or approves as separate."""
+    requester_token: str | None = None
+    """The API token that asked for it (`token:<name>`), when one did: only it may withdraw
+    the request."""
+    waiter_until: datetime | None = None
+    """Someone waits for the answer until then: the heartbeat of a long poll or an event
+    stream on it, moved on by each. None: nobody's wait is live."""
+    waiter_left_at: datetime | None = None
+    """When the last waiter's heartbeat lapsed with the approval pending: nobody is waiting
+    for this answer now (cleared when someone waits again)."""
 
     _digested = model_validator(mode="before")(lambda data: _with_digest(data))
 
@@ -468,8 +477,8 @@ class Approval(Record):
 
     @property
     def withdrawn(self) -> bool:
-        """Declined by Signoff because its run stopped waiting (cancelled, rolled back): not
-        a person's "no", so the call may be asked again."""
+        """Declined by Signoff because its run or its asker stopped waiting (cancelled,
+        rolled back, the agent left): not a person's "no", so the call may be asked again."""
         return (
             self.state == ApprovalState.DECLINED
             and self.decided_by == SYSTEM_ACTOR
@@ -513,6 +522,7 @@ class OutboxItem(Record):
         "approval_decided",
         "approval_voted",
         "approval_reminded",
+        "approval_waiting",
         "page_opened",
         "page_reminded",
         "page_acknowledged",

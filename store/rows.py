@@ -244,6 +244,8 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        waiter_until=ts(approval.waiter_until),
+        waiter_left_at=ts(approval.waiter_left_at),
         sensitive=dumps(list(approval.sensitive)),
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
@@ -279,6 +281,8 @@ def approval_from_row(row: Row) -> Approval:
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        waiter_until=dt(row["waiter_until"]),
+        waiter_left_at=dt(row["waiter_left_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)

@@ -383,6 +383,14 @@ class SqlStore:
         params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
         return await self._write(lambda: core.extend_deadline(params))
 
+    async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
+        params = {"id": approval_id, "seconds": seconds, "test_now": self._judge_now()}
+        return await self._write(lambda: core.record_waiter(params), durable=False)
+
+    async def waiter_left(self, approval_id: str) -> bool:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: core.waiter_left(params))
+
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None:

@@ -61,12 +61,20 @@ def main_options(
 
 
 @app.command()
-def serve(ctx: typer.Context) -> None:
-    """Run the server (HTTP API, Slack, scheduler, recovery)."""
+def serve(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Port to listen on (default: SIGNOFF_PORT, 3000)."),
+    ] = None,
+) -> None:
+    """Run the server (HTTP API, Slack, scheduler, recovery) until SIGTERM or Ctrl-C."""
     import asyncio
 
     with refusals():
         settings = load(ctx)
+        if port is not None:
+            settings.api = settings.api.model_copy(update={"port": port})
         from bot.server import serve as serve_forever
 
         logging.getLogger("signoff").setLevel(logging.INFO)

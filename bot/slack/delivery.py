@@ -173,6 +173,8 @@ class SlackDelivery:
             if topic == "approval_decided":
                 note = cards.decision_note(approval, await self._display(approval))
                 await self._thread_note(approval, note, item, "decided")
+        elif topic == "approval_waiting":  # its waiter left, or came back
+            await self.update_card(await self.queries.approval(item.subject_id))
         elif topic == "approval_reminded":
             approval = await self.queries.approval(item.subject_id)
             await self.remind(approval, item)

@@ -253,7 +253,7 @@ def test_db_migrate_fills_in_the_authority_of_approvals_asked_before_it_was_kept
 ) -> None:
     (cli.cwd / "signoff.toml").write_text('[policies.tools.issue_refund]\napprovers = ["U0BOSS"]\n')
     approval = parked(cli)
-    with closing(sqlite3.connect(cli.db)) as conn, conn:  # as an approval from before 0021
+    with closing(sqlite3.connect(cli.db)) as conn, conn:  # as an approval from before 0022
         conn.execute("UPDATE approvals SET authority = NULL")
 
     filled = cli("db", "migrate")
