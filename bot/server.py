@@ -34,6 +34,7 @@ from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
+from bot.workers import ANNOUNCE_EVERY, Workers
 from runtime import Agent, FanOut, Notifier, Runtime
 from runtime.approvals.policy import open_policies
 from runtime.runs.queue import RunQueue
@@ -110,7 +111,10 @@ async def serve(
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    readiness = health.Readiness(rt.queries, running, {"clock_skew": skew.problem})
+    workers = Workers(rt, rt.clock())
+    readiness = health.Readiness(
+        rt.queries, running, {"clock_skew": skew.problem}, config=workers.compare
+    )
     health.mount(app, readiness, settings.runtime.policies)
     runner = web.AppRunner(app, shutdown_timeout=REQUESTS_WITHIN)
     lapses: asyncio.Task[None] | None = None
@@ -121,6 +125,11 @@ async def serve(
         await scheduler.start()
         await _measure(skew.measure)
         scheduler.every(SKEW_EVERY, lambda: _measure(skew.measure), name="signoff-clock-skew")
+        # Pending approvals asked before approvals carried their authority get it now, from
+        # the policy in force here; then this worker says which configuration it runs.
+        await rt.fill_authority()
+        await _announce(workers)
+        scheduler.every(ANNOUNCE_EVERY, lambda: _announce(workers), name="signoff-workers")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
@@ -209,6 +218,14 @@ def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
     QUEUE_CAPACITY.set(queue.capacity)
     QUEUE_DRIVING.set_function(lambda: len(queue.driving))
     return queue
+
+
+async def _announce(workers: Workers) -> None:
+    """Record this worker's configuration digest; a failure is only logged (it is retried)."""
+    try:
+        await workers.announce()
+    except Exception:
+        log.exception("could not record this worker's configuration digest")
 
 
 async def _measure(measure: Callable[[], Awaitable[float]]) -> None:

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from runtime import errors
 from runtime.approvals.binding import differences, said
@@ -464,3 +465,24 @@ def chain(
     elif expires is not None:
         parts.append(f"declined as {EXPIRED} {expires} if nobody answers")
     return " · ".join(parts)
+
+
+# authority: who may decide an approval, as recorded when it was asked
+
+
+def who_may_decide(authority: Mapping[str, Any] | None, voice: Voice = PLAIN) -> str | None:
+    """`Who may decide: U0ALICE, S0LEADS (2 approvals; not the requester; may edit)`, from
+    an approval's recorded authority (`Runtime.authority`); None without one."""
+    if authority is None:
+        return None
+    asked = [*authority["approvers"], *authority["groups"]]
+    if authority["escalated"] and authority["escalate_to"]:
+        asked.append(authority["escalate_to"])
+    who = ", ".join(voice.person(i) for i in dict.fromkeys(asked)) or ANYONE_BUT_THE_REQUESTER
+    count = authority["required_approvals"]
+    terms = [f"{count} approval{'s' if count > 1 else ''}"]
+    if asked and not authority["allow_self_approval"]:
+        terms.append("not the requester")
+    if authority["allow_edit"]:
+        terms.append("may edit")
+    return f"Who may decide: {who} ({'; '.join(terms)})"

@@ -29,9 +29,11 @@ from store.errors import DatabaseError, DiskFull, NotFound, StoreError
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
+    Authority,
     EffectConflict,
     LearnedRule,
     OutboxItem,
+    Worker,
     masked,
     utcnow,
 )
@@ -43,6 +45,7 @@ __all__ = [
     "Approval",
     "ApprovalState",
     "AuditEvent",
+    "Authority",
     "Budget",
     "Checkpoint",
     "DatabaseError",
@@ -63,6 +66,7 @@ __all__ = [
     "StoreError",
     "ToolCall",
     "Usage",
+    "Worker",
     "masked",
     "sqlite_path",
     "utcnow",

@@ -210,6 +210,15 @@ def create_approval(approval: Approval, params: dict[str, Any]) -> Body[None]:
     yield from announce.approval_created(approval, params)
 
 
+def fill_authority(params: dict[str, Any], event: dict[str, Any]) -> Body[bool]:
+    """Record an approval's authority where it has none, audited; False (nothing written)
+    when another process filled it first."""
+    if (yield Stmt("fill_authority", params, "count")) != 1:
+        return False
+    yield Stmt("insert_event", event)
+    return True
+
+
 def record_reminder(params: dict[str, Any]) -> Body[bool]:
     """Compare-and-set on the reminder count; the reminder it records is announced once."""
     before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")

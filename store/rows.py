@@ -33,6 +33,7 @@ from store.records import (
     Run,
     RunState,
     Usage,
+    Worker,
 )
 
 Row = Mapping[str, Any]
@@ -235,6 +236,7 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
         rule=approval.rule.model_dump_json() if approval.rule else None,
+        authority=approval.authority.model_dump_json() if approval.authority else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -270,6 +272,7 @@ def approval_from_row(row: Row) -> Approval:
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
+        authority=maybe_loads(row["authority"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
         receipt=maybe_loads(row["receipt"]),
@@ -320,3 +323,7 @@ _EVENT = Columns(
 )
 """An audit event's row; its id is the database's."""
 event_params, event_from_row = _EVENT.params, _EVENT.read
+
+
+_WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
+worker_from_row = _WORKER.read

@@ -401,8 +401,8 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, rule, created_at, sensitive,
-                       args_digest, approved_digest, key_suffix, conflict,
+                       callback_status, duplicate_of, rule, authority, created_at,
+                       sensitive, args_digest, approved_digest, key_suffix, conflict,
                        duplicate_args, resume_state, requester_token)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
@@ -411,8 +411,30 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         {shifted(:next_reminder_at, :created_at)},
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
-        :conflict, :duplicate_args, :resume_state, :requester_token)
+        :rule, :authority, :created_at, :sensitive, :args_digest, :approved_digest,
+        :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token)
+
+-- approvals_without_authority --
+-- Pending approvals asked before approvals carried their authority, oldest first.
+SELECT * FROM approvals {indexed_by(approvals_pending_without_authority)}
+WHERE state = 'pending' AND authority IS NULL
+ORDER BY created_at LIMIT :limit
+
+-- fill_authority --
+-- Record an approval's authority once: a second filler (another process) changes nothing.
+UPDATE approvals SET authority = :authority WHERE id = :id AND authority IS NULL
+
+-- record_worker --
+-- A worker says which configuration it runs: at start (a new `started_at`) and since.
+INSERT INTO workers (id, config_digest, started_at, seen_at)
+VALUES (:id, :config_digest, :started_at, {now})
+ON CONFLICT (id) DO UPDATE
+SET config_digest = excluded.config_digest, started_at = excluded.started_at, seen_at = {now}
+
+-- list_workers --
+-- The workers seen since :ago seconds from now (negative: in the past; by the database's
+-- clock), the most recently seen first.
+SELECT * FROM workers WHERE seen_at >= {seconds_from_now(:ago)} ORDER BY seen_at DESC, id
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
