@@ -18,6 +18,7 @@ from runtime.facts import FactStore
 from runtime.ports import LearnedRules
 from runtime.result_masks import ResultMasks
 from runtime.runs.lease import Lease, RunLocks, hold_lease
+from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
 from runtime.signing import Signer
@@ -52,6 +53,8 @@ class Deps:
     """Signs decisions' receipts (and audit anchors); None: nothing is signed."""
     """The policies' sensitive result fields, masked in what the runtime itself says about a
     result (evidence on a page, a log line)."""
+    keeper: LeaseKeeper | None = None
+    """Keeps the leases while a tool blocks the event loop (`runtime.runs.lease_keeper`)."""
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""
@@ -92,6 +95,7 @@ class Deps:
             timers=self.timers,
             held=self.leases,
             claimed=self.claimed,
+            keeper=self.keeper,
         )
 
     def epoch(self, run_id: str) -> int | None:

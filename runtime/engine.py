@@ -38,6 +38,7 @@ from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.lease import RunLocks
+from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
@@ -118,6 +119,14 @@ class Runtime:
             result_masks=ResultMasks(policies),
             config_digest=config_digest,
             signer=signer,
+        )
+        self._deps.keeper = LeaseKeeper(
+            store,
+            self.worker_id,
+            self._deps.leases,
+            ttl=lease_ttl,
+            clock=clock,
+            telemetry=self._deps.telemetry,
         )
         self.desk = ApprovalDesk(
             self._deps,

@@ -44,6 +44,9 @@ class Telemetry(Protocol):
     def leases_taken_over(self, count: int) -> None:
         """Runs whose worker was gone (its lease expired) taken over by this process."""
 
+    def loop_blocked(self, tool: str, seconds: float) -> None:
+        """Something (a tool, by name) blocked the event loop past a third of a lease."""
+
 
 class NullTelemetry:
     def model_step(self, agent: str, seconds: float, usage: Usage) -> None:
@@ -53,4 +56,7 @@ class NullTelemetry:
         return None
 
     def leases_taken_over(self, count: int) -> None:
+        return None
+
+    def loop_blocked(self, tool: str, seconds: float) -> None:
         return None

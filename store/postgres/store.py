@@ -134,6 +134,7 @@ class PostgresStore(SqlStore):
         self.clock = clock
         self._pool_size = pool_size
         self._pooled = pool_mode == "transaction"
+        self._listen_at = listen_at
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
 
@@ -159,6 +160,17 @@ class PostgresStore(SqlStore):
             await self.close()
             raise
         return self
+
+    async def sibling(self) -> PostgresStore | None:
+        twin = PostgresStore(
+            self.url,
+            pool_size=1,
+            pool_mode="transaction" if self._pooled else "session",
+            listen_at=self._listen_at,
+            protected_facts=self.protected_facts,
+            clock=self.clock,
+        )
+        return await twin.open(migrate=False)
 
     async def _check_schema(self) -> None:
         if (await self._read("current_schema", {}))[0][0] is None:

@@ -116,6 +116,18 @@ class SqliteStore(SqlStore):
                 self._inline_reader = _inline_reader(self.path)
         return self
 
+    async def sibling(self) -> SqliteStore | None:
+        if self.path == ":memory:":
+            return None
+        twin = SqliteStore(
+            self.path,
+            synchronous=self._synchronous,
+            busy_timeout_ms=self._busy_timeout_ms,
+            protected_facts=self.protected_facts,
+            clock=self.clock,
+        )
+        return await twin.open(migrate=False)
+
     async def migrate(self) -> tuple[int, int]:
         """Apply pending migrations; return (version before, version after)."""
         with translate_errors():
