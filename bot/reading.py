@@ -9,16 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from runtime.display import Display
+from runtime.display import Display, money_text
 from runtime.records import SENSITIVE_MASK
-
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
-"""Currencies written with a symbol; any other is written after the amount ("25.00 CHF")."""
-NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
 
 
 class HasTools(Protocol):
@@ -56,14 +51,7 @@ def money(display: Display | None, name: str, args: Mapping[str, Any]) -> str | 
     currency = code if code.isupper() and len(code) == 3 else args.get(code)
     if not isinstance(currency, str) or not currency.isalpha() or len(currency) != 3:
         return None
-    currency = currency.upper()
-    digits = 0 if currency in NO_MINOR_UNIT else 2
-    major = Decimal(amount).scaleb(-digits)
-    number = f"{abs(major):,.{digits}f}"
-    sign = "-" if amount < 0 else ""
-    if currency in SYMBOLS:
-        return f"{sign}{SYMBOLS[currency]}{number}"
-    return f"{sign}{number} {currency}"
+    return money_text(amount, currency)
 
 
 def value(display: Display | None, name: str, args: Mapping[str, Any]) -> str:

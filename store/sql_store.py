@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from store import core, errors, learned, rows
+from store import core, envelopes, errors, learned, rows, spend
 from store.base import (
     Batch,
     Claim,
@@ -31,8 +31,10 @@ from store.records import (
     Checkpoint,
     Delivery,
     Effect,
+    Envelope,
     Fact,
     LearnedRule,
+    LimitState,
     OutboxItem,
     Page,
     Run,
@@ -280,6 +282,7 @@ class SqlStore:
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -293,7 +296,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        )
+        ) | {"spend_amounts": spend_amounts}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -316,6 +319,7 @@ class SqlStore:
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Approval:
         params = _decision_params(
             approval_id,
@@ -329,7 +333,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        )
+        ) | {"spend_amounts": spend_amounts}
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
@@ -569,6 +573,72 @@ class SqlStore:
         found = await self._read("backtest_requests", {"tool": tool, "limit": limit})
         return [learned.request_from_row(row) for row in found]
 
+    # limits over history and envelopes (store.spend, store.envelopes)
+
+    async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
+        """What each limit's window holds now for its key (amount, calls), by the database's
+        clock: a few buckets each, however long the history."""
+        now = (await self.database_now()).timestamp()
+        found = []
+        for state in states:
+            first, current = spend.span(state.window, now)
+            params = {"counter": state.counter, "key": state.key or "", "first": first}
+            row = (await self._read("spend_used", params | {"current": current}))[0]
+            found.append((int(row[0]), int(row[1])))
+        return found
+
+    async def holds_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        """What a run's calls hold and have not given back, oldest first."""
+        found = await self._read("holds_of_run", {"run_id": run_id})
+        return [_hold(row) for row in found]
+
+    async def record_limits(
+        self, definitions: Mapping[str, str], events: Mapping[str, AuditEvent], *, at: datetime
+    ) -> list[str]:
+        stamp = rows.ts(at) or 0.0
+        return await self._write(lambda: envelopes.record_limits(definitions, events, stamp))
+
+    async def create_envelope(self, envelope: Envelope, *, event: AuditEvent) -> None:
+        await self._write(lambda: envelopes.create(envelope, event))
+
+    async def list_envelopes(
+        self, *, tool: str | None = None, envelope_id: str | None = None, limit: int = 100
+    ) -> list[Envelope]:
+        params = {"tool": tool, "id": envelope_id, "limit": limit}
+        return [envelopes.envelope_from_row(r) for r in await self._read("list_envelopes", params)]
+
+    async def get_envelope(self, envelope_id: str) -> Envelope:
+        found = await self.list_envelopes(envelope_id=envelope_id, limit=1)
+        if not found:
+            raise errors.NotFound(f"no envelope {envelope_id!r}", id=envelope_id)
+        return found[0]
+
+    async def envelopes_in_force(self, tool: str, *, now: datetime) -> list[Envelope]:
+        found = await self._read("envelopes_in_force", {"tool": tool, "now": rows.ts(now)})
+        return [envelopes.envelope_from_row(row) for row in found]
+
+    async def confirm_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": envelope_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: envelopes.confirm(params, event))
+
+    async def revoke_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": envelope_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: envelopes.revoke(params, event))
+
+    async def end_expired_envelopes(self, *, now: datetime) -> list[str]:
+        params = {"now": rows.ts(now)}
+        return await self._write(lambda: envelopes.end_expired(params))
+
+    async def set_envelope_message(
+        self, envelope_id: str, *, channel: str | None, ts: str | None
+    ) -> None:
+        params = {"id": envelope_id, "channel": channel, "message_ts": ts}
+        await self._update_one("set_envelope_message", params, "envelope")
+
     # leases: not synced on their own (durable=False). A lease only tells other workers to
     # keep off, and expires by itself; every write that counts checks it inside its own
     # transaction and is synced, which takes the lease before it to the disk too.
@@ -679,3 +749,9 @@ def _decision_params(
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
     }
+
+
+def _hold(row: Row) -> dict[str, Any]:
+    found = dict(row)
+    found.update(held_at=rows.dt(row["held_at"]), ended_at=rows.dt(row["ended_at"]))
+    return found

@@ -177,7 +177,5 @@ async def test_open_pages_for_one_person_are_those_about_their_runs_at_most_a_li
         pages[2].id,
     ]
     assert [p.id for p in await store.open_pages_for("U0EVE", limit=1)] == [pages[0].id]
-    assert [p.id for p in await store.open_pages_for(None, limit=10)] == [
-        p.id for p in pages[:3]
-    ]
+    assert [p.id for p in await store.open_pages_for(None, limit=10)] == [p.id for p in pages[:3]]
     assert await store.open_pages_for("U0NOBODY", limit=10) == []

@@ -28,7 +28,14 @@ BACKEND_DIALECTS = [
     for d in SQL_DIALECTS
     if (STORE / f"{d}.py").is_file() or (STORE / d / "__init__.py").is_file()
 ]
-SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py", "announce.py")
+SHARED_SOURCES = (
+    "core.py",
+    "sql_store.py",
+    "learned.py",
+    "announce.py",
+    "spend.py",
+    "envelopes.py",
+)
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "
 """How a query file says a statement its dialect has no need of (a row lock) is empty."""
@@ -244,6 +251,7 @@ def test_every_query_has_a_description_and_only_row_locks_are_empty() -> None:
         "lock_lineage",
         "lock_key",
         "lock_page_reminders",
+        "lock_spend",
         "notify_run_ready",  # a wake-up for other processes, which one SQLite machine lacks
         "commit_step",  # one round trip saved, which SQLite in the process has no need of
         "start_step",  # the same for a step that starts mutating effects
@@ -294,6 +302,8 @@ def test_every_dialect_defines_the_same_query_names() -> None:
         ("interrupted_undos", "audit_events_undo_started"),
         ("seq_at_step", "checkpoints_snapshots"),
         ("seq_at_step", "checkpoints_by_step"),  # time travel reads no whole run
+        ("release_holds", "spend_holds_once"),  # a call's holds, never the history's
+        ("release_idle_holds", "spend_holds_held"),
     ],
 )
 async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:
@@ -305,8 +315,20 @@ async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index
     conn.close()
     assert f"INDEX {index}" in plan
     assert "SCAN effects" not in plan
+    assert "SCAN spend_" not in plan
     assert "SCAN approvals" not in plan
     assert "SCAN checkpoints" not in plan
+
+
+async def test_a_limits_window_is_read_by_its_key_and_buckets(db: Path) -> None:
+    """Reading a limit sums the buckets of one key by the primary key, never a scan."""
+    await migrate(db)
+    sql = queries.load("sqlite")["spend_used"]
+    with sqlite3.connect(db) as conn:
+        params = dict.fromkeys(re.findall(r":([a-z_]+)", sql))
+        plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    conn.close()
+    assert "USING PRIMARY KEY (counter=? AND key=? AND bucket>? AND bucket<?)" in plan, plan
 
 
 async def test_every_sqlite_query_compiles_against_the_migrated_schema(db: Path) -> None:

@@ -299,9 +299,7 @@ def _anthropic_blocks(i: int, blocks: list[dict[str, Any]], expected: list[str])
             f"messages.{i}: tool_use ids were found without tool_result blocks "
             f"immediately after: {sorted(set(expected) - set(results))}"
         )
-    if results and blocks[: len(results)] != [
-        b for b in blocks if b.get("type") == "tool_result"
-    ]:
+    if results and blocks[: len(results)] != [b for b in blocks if b.get("type") == "tool_result"]:
         return f"messages.{i}: tool_result blocks must come first in the content"
     for b in blocks:
         if b.get("type") == "text" and not b.get("text"):

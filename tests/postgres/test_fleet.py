@@ -39,7 +39,6 @@ UP_WITHIN = 30.0
 MIN_KILLS = 5
 
 
-
 @pytest.fixture
 def fleet_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_url: str, fake: FakeSlackProcess

@@ -35,9 +35,7 @@ SIGNOFF = str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("sign
 def clean_env(*prefixes: str, drop: Sequence[str] = ()) -> dict[str, str]:
     """This process's environment without the variables that start with `prefixes` or are
     named in `drop`: a shell whose own settings cannot leak into the command under test."""
-    return {
-        k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k not in drop
-    }
+    return {k: v for k, v in os.environ.items() if not k.startswith(prefixes) and k not in drop}
 
 
 def run_text(

@@ -85,7 +85,6 @@ def answers_match_the_openapi_document() -> Iterator[None]:
     assert not found, "answers that do not match the OpenAPI document:\n" + "\n".join(found)
 
 
-
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     """`signoff serve` as a real process against the fake Slack (a module may override it)."""

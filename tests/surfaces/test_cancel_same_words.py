@@ -24,7 +24,6 @@ from support.slack_harness import (
 HERE = SUPPORT
 
 
-
 def agents_env(marker: Path) -> dict[str, str]:
     return {
         "SIGNOFF_AGENTS": "cancel_agents:booker",

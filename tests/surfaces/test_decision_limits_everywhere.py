@@ -29,14 +29,26 @@ def nested(levels: int) -> dict[str, Any]:
 
 # what, the decision, the reason every surface must give
 BAD: list[tuple[str, dict[str, Any], str]] = [
-    ("a 3,001-character reason", {"decision": "declined", "reason": "x" * 3001},
-     "String should have at most 3000 characters"),
-    ("a 10,000-character reason", {"decision": "declined", "reason": "y" * 10_000},
-     "String should have at most 3000 characters"),
-    ("arguments 33 levels deep", {"decision": "approved", "args": nested(33)},
-     "the arguments nest deeper than the limit of 32 levels"),
-    ("arguments over 64 KiB", {"decision": "approved", "args": {"note": "z" * 70_000}},
-     "the arguments are over the limit of 65536 bytes as JSON"),
+    (
+        "a 3,001-character reason",
+        {"decision": "declined", "reason": "x" * 3001},
+        "String should have at most 3000 characters",
+    ),
+    (
+        "a 10,000-character reason",
+        {"decision": "declined", "reason": "y" * 10_000},
+        "String should have at most 3000 characters",
+    ),
+    (
+        "arguments 33 levels deep",
+        {"decision": "approved", "args": nested(33)},
+        "the arguments nest deeper than the limit of 32 levels",
+    ),
+    (
+        "arguments over 64 KiB",
+        {"decision": "approved", "args": {"note": "z" * 70_000}},
+        "the arguments are over the limit of 65536 bytes as JSON",
+    ),
 ]
 
 
@@ -87,7 +99,10 @@ async def test_the_same_bad_decision_is_refused_alike_by_api_cli_and_slack(
     refused_by_slack = await slack_decide(api.rt, approval.id, decision)
 
     assert refused_by_api[0] == 400
-    for surface, said in (("api", refused_by_api[1]), ("cli", refused_by_cli),
-                          ("slack", refused_by_slack)):
+    for surface, said in (
+        ("api", refused_by_api[1]),
+        ("cli", refused_by_cli),
+        ("slack", refused_by_slack),
+    ):
         assert reason in said, (surface, said)
     assert (await api.rt.desk.get(approval.id)).state == "pending"

@@ -17,7 +17,6 @@ from bot.logs import REDACTED, Redactor, redact_secrets
 PROVIDER_KEY = "sk-ant-api03-e2eProviderKeyThatMustNotLeak0123456789"
 
 
-
 def bad_header(base: str, name: str, value: str) -> bytes:
     """A request whose header value holds a control character: aiohttp refuses it with a
     400 and logs a traceback quoting the value."""

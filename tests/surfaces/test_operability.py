@@ -44,7 +44,6 @@ approvers = ["{BOB}"]
 """
 
 
-
 @pytest.fixture
 def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[SlackServer]:
     extra = {

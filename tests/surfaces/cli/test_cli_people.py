@@ -46,8 +46,14 @@ def test_the_cli_shows_names_where_slack_does(cli: Cli, slack_url: str) -> None:
     slack = {"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_API_URL": slack_url}
     for run_id, by in (("r1", "U0RILEY"), ("r2", "U0ZED")):
         started = cli(
-            "runs", "start", "refund-agent", f"Refund order {run_id[1]}", "--run-id", run_id,
-            "--requested-by", by,
+            "runs",
+            "start",
+            "refund-agent",
+            f"Refund order {run_id[1]}",
+            "--run-id",
+            run_id,
+            "--requested-by",
+            by,
         )
         assert started.code == 0, started.err
     [pending] = cli.inspect("list_approvals", run_id="r1", state="pending")

@@ -39,16 +39,18 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
 
 
 def ask(server: SlackServer, order: str) -> str:
-    body = {"tool": "issue_refund", "args": {"order_id": order, "amount_cents": 100},
-            "requested_by": "U0REQ"}
+    body = {
+        "tool": "issue_refund",
+        "args": {"order_id": order, "amount_cents": 100},
+        "requested_by": "U0REQ",
+    }
     status, answer = server.api("POST", "/v1/approvals", body)
     assert status in (200, 201), answer
     return str(answer["id"])
 
 
 def context_texts(message: dict[str, Any]) -> list[str]:
-    return [e["text"] for b in message["blocks"] if b["type"] == "context"
-            for e in b["elements"]]
+    return [e["text"] for b in message["blocks"] if b["type"] == "context" for e in b["elements"]]
 
 
 def test_the_card_names_the_chain_and_the_reminder_its_wait(

@@ -32,8 +32,13 @@ async def open_home(slack: Slack, user: str) -> None:
         "type": "event_callback",
         "team_id": "T0SIGNOFF",
         "api_app_id": "A0SIGNOFF",
-        "event": {"type": "app_home_opened", "user": user, "tab": "home",
-                  "channel": "D0" + user[2:], "event_ts": f"{time.time():.6f}"},
+        "event": {
+            "type": "app_home_opened",
+            "user": user,
+            "tab": "home",
+            "channel": "D0" + user[2:],
+            "event_ts": f"{time.time():.6f}",
+        },
         "event_id": f"Ev{time.monotonic_ns()}",
         "event_time": int(time.time()),
     }

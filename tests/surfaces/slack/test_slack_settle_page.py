@@ -25,7 +25,6 @@ ON_CALL_PERSON = "U0ONCALL"
 HERE = SUPPORT
 
 
-
 def agents_env(tmp_path: Path) -> dict[str, str]:
     return {
         "SIGNOFF_AGENTS": "cli_agents:shipper,examples.refund_agent:agent",
@@ -74,8 +73,11 @@ def test_on_call_settles_an_in_doubt_page_from_its_card(
         assert status == 200
         server.wait_until(lambda: server.run("s1")["status"] == "done", within=20)
         server.wait_until(
-            lambda: "Acknowledged" in json.dumps(
-                next(m for m in fake.messages(ONCALL) if m["ts"] == card["ts"])["blocks"]
+            lambda: (
+                "Acknowledged"
+                in json.dumps(
+                    next(m for m in fake.messages(ONCALL) if m["ts"] == card["ts"])["blocks"]
+                )
             )
         )
         pages = run_text([SIGNOFF, "pages", "list", "--json"], cwd=tmp_path, env=env)

@@ -33,11 +33,14 @@ LATE = (6.0, 9.0)
 mostly past a restart's lookups too, so that some land after their row was posted again."""
 
 
-
 def request_approvals(server: SlackServer, ids: list[str]) -> None:
     for approval_id in ids:
-        body = {"tool": "issue_refund", "args": {"order_id": approval_id, "amount_cents": 500},
-                "approval_id": approval_id, "requested_by": REQUESTER}
+        body = {
+            "tool": "issue_refund",
+            "args": {"order_id": approval_id, "amount_cents": 500},
+            "approval_id": approval_id,
+            "requested_by": REQUESTER,
+        }
         status, view = server.api("POST", "/v1/approvals", body)
         assert status in (200, 201), view
 
