@@ -23,6 +23,7 @@ from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
+from runtime.spend.checks import check_limits, counted
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
@@ -115,10 +116,7 @@ async def assemble(
         )
     except (DefinitionError, ImportError, ValueError) as exc:
         raise ConfigError(f"models: {exc}") from None
-    try:  # before the store is opened (or created): a bad rule changes nothing
-        check_rules(settings.runtime.policies, agents)
-    except RuleError as exc:
-        raise ConfigError(rule_error_text(settings, exc)) from None
+    check_configured_rules(settings, agents)
     database = await Database.open(settings.database.url, **store_options(settings))
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
@@ -128,6 +126,17 @@ async def assemble(
     told = FanOut([notifier or NullNotifier(), callbacks])
     runtime = _runtime(settings, database, agents, told, telemetry)
     return Process(settings, database, runtime, background, callbacks)
+
+
+def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
+    """The rules and limits, checked against the agents' tools before the store is opened
+    (or created): a bad rule or limit stops the command at its line and changes nothing."""
+    limits = settings.runtime.limits
+    try:
+        check_limits(limits, settings.runtime.policies, agents)
+        check_rules(settings.runtime.policies, agents, counted(limits))
+    except RuleError as exc:
+        raise ConfigError(rule_error_text(settings, exc)) from None
 
 
 def rule_error_text(settings: Settings, exc: RuleError) -> str:
@@ -153,6 +162,7 @@ def _runtime(
         telemetry=telemetry,
         policies=settings.runtime.policies,
         learned_rules=settings.runtime.learned_rules,
+        spend=settings.runtime.spend,
         directory=slack_directory(settings),
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,

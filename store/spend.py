@@ -124,7 +124,7 @@ def lock(ids: Iterable[str]) -> Body[None]:
 
 def clock() -> Body[float]:
     """The database's time (or the store's own clock, when it was given one)."""
-    return float((yield Stmt("spend_clock", {}, "one"))[0])
+    return float((yield Stmt("spend_clock", {"test_now": None}, "one"))[0])
 
 
 def admit(plan: SpendPlan, test_now: float | None) -> Body[Admission]:

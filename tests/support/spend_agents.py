@@ -9,6 +9,7 @@ order whose id starts with `fail` raises before the provider is called.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import sqlite3
@@ -58,6 +59,8 @@ def refunded(customer: str | None = None) -> int:
 
 
 MONEY = Display(money={"amount_cents": "USD"})
+DELAY = float(os.environ.get("SIGNOFF_SPEND_TOOL_DELAY", "0"))
+"""Seconds a refund takes at the provider (a crash test widens its window with it)."""
 
 
 @tool(
@@ -65,6 +68,7 @@ MONEY = Display(money={"amount_cents": "USD"})
     effect="reversible",
     compensate="reverse_refund",
     requires_approval=True,
+    idempotent=True,  # the provider refunds once per key: a refund in doubt is tried again
     idempotency_key=lambda args: f"refund:{args['order_id']}",
     display=MONEY,
 )
@@ -78,6 +82,7 @@ async def issue_refund(
 ) -> dict[str, Any]:
     if order_id.startswith("fail"):
         raise RuntimeError(f"order {order_id} cannot be refunded")
+    await asyncio.sleep(DELAY)
     return pay("refund", customer_id, amount_cents, ctx.idempotency_key)
 
 
