@@ -16,7 +16,8 @@ from support.spend_agents import refund, task
 from runtime import Policies, Runtime
 from runtime.errors import EditRefused
 from runtime.spend.config import SpendConfig
-from store import Approval, ApprovalState, RunStatus, Store
+from store import Approval, ApprovalState, Batch, RunStatus, Store
+from store.spend import SpendChange
 from tests.conftest import Clock
 
 LEAD = "U0LEAD"
@@ -280,3 +281,111 @@ async def test_an_edit_past_a_limit_the_call_was_within_is_refused(
     await rt.decide(asked.id, "approved", by=APPROVER, args=dict(asked.args, amount_cents=20000))
     (state,) = await rt.spend.now(asked.rule.limits)  # type: ignore[union-attr]
     assert state.used == 20000
+
+
+async def test_cancelling_a_run_gives_back_what_its_waiting_call_held(
+    store: Store, clock: Clock, world: Path
+) -> None:
+    policies = {"default": {"approvers": [APPROVER]}, "tools": {"refund_leads": {}}}
+    rt = runtime(store, clock, policies=policies)
+    run_id, asked = await run(rt, "c1", "o1", 30000)
+    assert [h["state"] for h in await store.holds_of_run(run_id)] == ["held"]
+
+    await rt.cancel(run_id, by=APPROVER)
+
+    assert await store.holds_of_run(run_id) == []
+    (state,) = await rt.spend.now(asked.rule.limits)  # type: ignore[union-attr]
+    assert state.used == 0
+
+
+@pytest.mark.parametrize("happened", [True, False])
+async def test_an_effect_in_doubt_keeps_its_hold_until_a_person_says_what_happened(
+    store: Store, clock: Clock, world: Path, happened: bool
+) -> None:
+    gifts = {"tools": ["send_gift"], "amount": "args.amount_cents", "max": 5000, "window": "1h"}
+    rt = runtime(store, clock, limits={"gifts": gifts | {"ask": "refund_leads"}})
+    run_id = await rt.start("refunds", task("send_gift", customer_id="slow", amount_cents=3000))
+    assert (await rt.get(run_id)).stop_reason == "in_doubt"
+    (effect,) = await store.list_effects(run_id)
+    (approval,) = await rt.approvals(run_id)
+    assert approval.rule is not None
+    assert [h["state"] for h in await store.holds_of_run(run_id)] == ["held"]  # it may be spent
+
+    await rt.resolve(run_id, effect.call_id, happened=happened, by=APPROVER)
+
+    (state,) = await rt.spend.now(approval.rule.limits)
+    assert state.used == (3000 if happened else 0)
+    left = await store.holds_of_run(run_id)
+    assert [h["state"] for h in left] == (["settled"] if happened else [])
+    # A second word on the same call (a retry, a recovery) gives nothing back twice.
+    await store.commit(Batch(run_id=run_id, spend=[SpendChange(effect.call_id, "release")]))
+    await store.commit(Batch(run_id=run_id, spend=[SpendChange(effect.call_id, "release")]))
+    (state,) = await rt.spend.now(approval.rule.limits)
+    assert state.used == 0
+
+
+class Shadows:
+    """A telemetry that remembers the shadow decisions it was told of."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def model_step(self, *args: Any) -> None:
+        return None
+
+    def effect_ended(self, *args: Any) -> None:
+        return None
+
+    def leases_taken_over(self, count: int) -> None:
+        return None
+
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
+        self.seen.append((kind, name, would))
+
+
+async def test_a_limit_in_shadow_mode_decides_nothing_and_records_what_it_would_have(
+    store: Store, clock: Clock, world: Path
+) -> None:
+    shadows = Shadows()
+    limits = {"per_customer": PER_CUSTOMER | {"mode": "shadow"}}
+    rt = Runtime(
+        store,
+        [spend_agents.agent],
+        policies=Policies.model_validate(POLICIES),
+        clock=clock,
+        spend=SpendConfig.model_validate({"limits": limits}),
+        telemetry=shadows,
+    )
+    await run(rt, "c1", "o1", 40000)
+    run_id, past = await run(rt, "c1", "o2", 20000)  # 60000: enforced, it would ask
+
+    assert past.state == "approved"  # decided as if the limit were not there
+    assert (await rt.get(run_id)).status == RunStatus.DONE
+    assert spend_agents.refunded("c1") == 60000
+    assert past.rule is not None
+    (note,) = past.rule.shadow
+    assert (note.kind, note.name, note.would) == ("limit", "per_customer", "ask")
+    assert "$600 of $500 for this customer" in note.text
+    assert shadows.seen == [("limit", "per_customer", "ask")]
+    events = [e for e in await store.list_events(run_id=run_id) if e.action == "shadow_decision"]
+    assert [(e.approval_id, e.detail["name"], e.detail["would"]) for e in events] == [
+        (past.id, "per_customer", "ask")
+    ]
+    (state,) = await rt.spend.now(past.rule.limits)
+    assert state.used == 60000  # it counts as it would, to say what it would have done
+
+
+async def test_a_limit_changed_counts_new_calls_by_its_new_terms_and_is_audited(
+    store: Store, clock: Clock, world: Path
+) -> None:
+    rt = runtime(store, clock)
+    await run(rt, "c1", "o1", 40000)
+    raised = runtime(store, clock, limits={"per_customer": PER_CUSTOMER | {"max": 100000}})
+    _, fits = await run(raised, "c1", "o2", 40000)  # 80000: within the new $1,000
+    assert fits.state == "approved"
+    again = runtime(store, clock, limits={"per_customer": PER_CUSTOMER | {"max": 100000}})
+    await run(again, "c1", "o3", 100)  # the same terms again: nothing new to audit
+
+    changes = [e for e in await store.list_audit() if e.action == "limit_changed"]
+    assert [e.detail.get("was", {}).get("max") for e in changes] == [None, 50000]
+    assert [e.detail["now"]["max"] for e in changes] == [50000, 100000]

@@ -104,9 +104,12 @@ async def reverse_refund(
     description="Send a customer a gift card; it cannot be taken back.",
     effect="irreversible",
     requires_approval=False,
+    timeout=0.5,
     display=MONEY,
 )
 async def send_gift(customer_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    if customer_id.startswith("slow"):  # the provider never answers: the call is in doubt
+        await asyncio.sleep(5)
     return pay("gift", customer_id, amount_cents, ctx.idempotency_key)
 
 
