@@ -13,7 +13,8 @@ from typing import Any, Protocol
 from urllib.parse import quote
 
 from runtime.display import Display, money_text
-from runtime.records import SENSITIVE_MASK
+from runtime.records import SENSITIVE_MASK, Approval
+from runtime.spend import words as spend_words
 
 
 class HasTools(Protocol):
@@ -110,3 +111,11 @@ class _Encoded(dict[str, str]):
         if found is None or found == SENSITIVE_MASK or isinstance(found, dict | list):
             raise KeyError(key)
         return quote(show(found), safe="")
+
+
+def limit_lines(approval: Approval) -> list[str]:
+    """Each limit a call counted against, as it stood when it was asked: "$420 of $500 for
+    this customer in 30 days, after this refund" (plain text; it holds nothing an agent or
+    a requester wrote)."""
+    match = approval.rule
+    return [spend_words.line(state, approval.tool) for state in (match.limits if match else ())]

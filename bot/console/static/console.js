@@ -247,6 +247,7 @@ function callView(call) {
     const line = el("div", "approval", text);
     line.dataset.state = approval.state;
     box.appendChild(line);
+    for (const limit of approval.limits || []) box.appendChild(el("div", "limit", limit));
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
   if (call.result) box.appendChild(el("div", "result", "-> " + withNames(call.result)));
