@@ -526,9 +526,9 @@ class Store(Protocol):
         """Revoke an envelope that has not ended, and queue the last edit of its message."""
         ...
 
-    async def end_expired_envelopes(self, *, now: datetime) -> list[str]:
-        """Mark each envelope expired by `now` ended, once, with its `envelope_expired`
-        event and the last edit of its message; their ids."""
+    async def end_expired_envelopes(self) -> list[str]:
+        """Mark each envelope expired by the database's clock ended, once, with its
+        `envelope_expired` event and the last edit of its message; their ids."""
         ...
 
     async def set_envelope_message(

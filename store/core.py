@@ -173,7 +173,8 @@ def decide_approval(
         raise errors.Expired(
             f"approval {approval_id!r} passed its deadline", approval_id=approval_id
         )
-    yield from spend.decided(approval, params.get("spend_amounts"), params.get("test_now"))
+    amounts, test_now = params.get("spend_amounts"), params.get("test_now")
+    yield from spend.decided(approval, amounts, params.get("spend_now"), test_now)
     yield announce.outbox("approval_decided", approval_id)
     if approval.run_id is not None:  # the last decision a parked run waited for: it is ready
         yield Stmt("ready_decided_run", {"run_id": approval.run_id})
@@ -245,9 +246,12 @@ def insert_event(event: AuditEvent) -> Body[None]:
 # the commit of a batch
 
 
-def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed]:
+def commit(
+    batch: Batch, *, test_now: float | None = None, spend_now: float | None = None
+) -> MakeBody[Committed]:
     """Check a batch and prepare its parameters now; the body runs inside the transaction.
-    `test_now` is the store's own clock, when it has one (`rows.judge_now`)."""
+    `test_now` is the store's own clock, when it has one (`rows.judge_now`); `spend_now`
+    the time limits' windows are judged by, when the store knows it without asking."""
     check_batch(batch)
     run_id = batch.run_id
     cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
@@ -270,7 +274,7 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for key in keys:  # and per key across lineages, which the arguments bind (after them)
             yield Stmt("lock_key", {"idempotency_key": key})
-        yield from spend.lock(spend_locks)  # and each limit's key a new approval counts on
+        locked = yield from spend.lock(spend_locks)  # each limit's key a new approval counts on
         for params in finish:
             yield from finish_effect(params)
         for change in batch.spend:
@@ -280,7 +284,8 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
             yield from start_effect(committed, effect, params)
         for approval, params in request:
             plan = batch.admit.get(approval.id)
-            yield from request_approval(committed, approval, params, plan, test_now)
+            when = spend_now if spend_now is not None else locked
+            yield from request_approval(committed, approval, params, plan, when)
         yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
@@ -484,7 +489,7 @@ def request_approval(
     approval: Approval,
     params: dict[str, Any],
     plan: spend.SpendPlan | None = None,
-    test_now: float | None = None,
+    spend_now: float | None = None,
 ) -> Body[None]:
     """Create an approval unless its call (its key and arguments) already happened or was
     declined in the lineage. The same key with other arguments is asked: a person decides.
@@ -507,8 +512,8 @@ def request_approval(
             committed.prior_decisions[call] = rows.approval_from_row(declined)
             return
     if plan is not None:
-        approval = (yield from spend.admit(plan, test_now)).approval
-        params = rows.approval_params(approval, test_now)
+        approval = (yield from spend.admit(plan, spend_now)).approval
+        params = rows.approval_params(approval, params["test_now"])
         committed.admitted[call] = approval
     yield Stmt("insert_approval", params)
     yield from announce.approval_created(approval, params)

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from store import announce, rows
+from store import announce, rows, spend
 from store.body import Body, Stmt
 from store.core import insert_event
 from store.records import AuditEvent, Envelope
@@ -79,26 +79,24 @@ def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
 def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
     if not (yield from _with_event(Stmt("revoke_envelope", params, "count"), event)):
         return False
-    yield from redraw(params["id"], params["at"])
+    yield from spend.envelope_changed(params["id"], params["test_now"], every=0)
     return True
 
 
-def end_expired(params: dict[str, Any]) -> Body[list[str]]:
-    """Mark each envelope that expired by `now` ended, once, with its audit event and the
-    last edit of its live message."""
-    ended = [row[0] for row in (yield Stmt("end_expired_envelopes", params, "all"))]
-    for envelope_id in ended:
+def end_expired(test_now: float | None) -> Body[list[str]]:
+    """Mark each envelope that expired by the store's clock ended, once, with its audit
+    event and the last edit of its live message."""
+    found = yield Stmt("end_expired_envelopes", {"test_now": test_now}, "all")
+    for envelope_id, at in found:
         event = AuditEvent(
             action="envelope_expired",
             actor="signoff",
-            at=rows.utc(params["now"]),
+            at=rows.utc(at),
             detail={"envelope_id": envelope_id},
         )
         yield from insert_event(event)
-        yield Stmt(
-            "enqueue_envelope_changed", {"id": envelope_id, "now": params["now"], "every": 0}
-        )
-    return ended
+        yield from spend.envelope_changed(envelope_id, test_now, every=0)
+    return [row[0] for row in found]
 
 
 def record_limits(
@@ -119,11 +117,6 @@ def record_limits(
         yield from insert_event(event)
         changed.append(name)
     return changed
-
-
-def redraw(envelope_id: str, now: float) -> Body[None]:
-    """Its live message, drawn again at once (its end is not held back by the edit interval)."""
-    yield Stmt("enqueue_envelope_changed", {"id": envelope_id, "now": now, "every": 0})
 
 
 def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:

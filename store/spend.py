@@ -115,11 +115,14 @@ class SpendChange:
 # bodies
 
 
-def lock(ids: Iterable[str]) -> Body[None]:
-    """Lock each (counter, key) in one order, so two writers never wait in a circle."""
+def lock(ids: Iterable[str]) -> Body[float | None]:
+    """Lock each (counter, key) in one order, so two writers never wait in a circle; the
+    database's time as the lock took it (None where the dialect needs no lock)."""
     ordered = sorted(set(ids))
-    if ordered:
-        yield Stmt("lock_spend", {"keys": ordered})
+    if not ordered:
+        return None
+    row = yield Stmt("lock_spend", {"keys": ordered}, "one")
+    return None if row is None else float(row[0])
 
 
 def clock() -> Body[float]:
@@ -127,31 +130,27 @@ def clock() -> Body[float]:
     return float((yield Stmt("spend_clock", {"test_now": None}, "one"))[0])
 
 
-def admit(plan: SpendPlan, test_now: float | None) -> Body[Admission]:
+def admit(plan: SpendPlan, now: float | None) -> Body[Admission]:
     """Read the window of each limit (locked by the caller), let the plan decide, try the
-    envelopes it names, and hold what the chosen approval holds."""
-    now = yield from _now(test_now)
-    filled = []
-    for state in plan.limits:
-        if state.key is not None:
-            amount, calls = yield from used(state, now)
-            state = state.model_copy(update={"used": amount, "calls": calls})
-        filled.append(state)
-    admission = plan.decide(tuple(filled))
+    envelopes it names, and hold what the chosen approval holds. `now`: the time the
+    windows are judged by, when the caller knows it."""
+    when = yield from _now(now)
+    filled = yield from read_windows(plan.limits, when)
+    admission = plan.decide(filled)
     approval = admission.approval
     events: list[AuditEvent] = []
     if approval.state == ApprovalState.PENDING and admission.by_envelope is not None:
         for each in admission.envelopes:
             if each.quorum < approval.required_approvals:
                 continue
-            if not (yield from use_envelope(each, approval, now, events)):
+            if not (yield from use_envelope(each, approval, when, events)):
                 continue
             if each.shadow:  # it decides nothing: what it would have done is noted
                 approval = _noted(approval, each)
                 continue
             approval = admission.by_envelope(approval, each)
             break
-    yield from hold_limits(approval, now)
+    yield from hold_limits(approval, when)
     if events:
         yield Stmt("insert_event", [rows.event_params(e) for e in events], "many")
     return Admission(approval)
@@ -170,49 +169,101 @@ def _noted(approval: Approval, each: EnvelopeTry) -> Approval:
     )
 
 
-def _now(test_now: float | None) -> Body[float]:
-    return test_now if test_now is not None else (yield from clock())
+def _now(now: float | None) -> Body[float]:
+    return now if now is not None else (yield from clock())
+
+
+def read_windows(states: Sequence[LimitState], now: float) -> Body[tuple[LimitState, ...]]:
+    """The states with what each key's window holds at `now`, read in one statement (a few
+    buckets of the primary key each, however long the history)."""
+    if not any(s.key is not None for s in states):
+        return tuple(states)
+    found = yield Stmt("spend_used_many", window_claims(states, now), "all")
+    return filled(states, found)
+
+
+def window_claims(states: Sequence[LimitState], now: float) -> dict[str, Any]:
+    """`spend_used_many`'s parameters: each keyed state's counter, key and buckets."""
+    claims = []
+    for i, state in enumerate(states):
+        if state.key is not None:
+            first, current = span(state.window, now)
+            claims.append(
+                {"i": i, "counter": state.counter, "key": state.key, "first": first,
+                 "current": current}
+            )  # fmt: skip
+    return {"claims": rows.dumps(claims)}
+
+
+def filled(states: Sequence[LimitState], found: Sequence[Any]) -> tuple[LimitState, ...]:
+    """The states with `spend_used_many`'s rows (index, amount, calls) filled in."""
+    totals = {int(row[0]): (int(row[1]), int(row[2])) for row in found}
+    return tuple(
+        s.model_copy(update={"used": totals[i][0], "calls": totals[i][1]}) if i in totals else s
+        for i, s in enumerate(states)
+    )
 
 
 def used(state: LimitState, now: float) -> Body[tuple[int, int]]:
     """What the window of `state`'s limit holds for its key at `now`: (amount, calls)."""
-    first, current = span(state.window, now)
-    params = {"counter": state.counter, "key": state.key, "first": first, "current": current}
-    row = yield Stmt("spend_used", params, "one")
-    return int(row[0]), int(row[1])
+    (filled,) = yield from read_windows([state], now)
+    return filled.used, filled.calls
 
 
 def hold_limits(approval: Approval, now: float) -> Body[None]:
-    """Hold each limit the approval's rule says it holds, in the current bucket."""
+    """Hold, in the current bucket, each limit the approval's rule says it holds: the holds
+    in one statement, what they add to the counters in one more (in the same one, where the
+    dialect can)."""
     match = approval.rule
     if match is None or approval.run_id is None or approval.call_id is None:
         return
-    for state in match.limits:
-        if state.held and state.key is not None:
-            bucket = span(state.window, now)[1]
-            yield from hold(approval, state.counter, state.key, bucket, state.amount, now)
+    held = [s for s in match.limits if s.held and s.key is not None]
+    if held:
+        yield from hold_many(
+            approval, [(s.counter, s.key or "", s.amount, s.window) for s in held], now
+        )
 
 
-def hold(
-    approval: Approval, counter: str, key: str, bucket: int, amount: int, at: float
-) -> Body[bool]:
-    """One hold of the call on a counter, once per call (a second is ignored)."""
+def hold_many(
+    approval: Approval, holds: Sequence[tuple[str, str, int, SpendWindow]], at: float
+) -> Body[None]:
+    """The call's holds on these counters (each once per call; a second is ignored), and
+    what they add to the counters."""
+    params = {
+        "holds": rows.dumps(
+            [
+                {"counter": c, "key": k, "bucket": span(w, at)[1], "amount": a}
+                for c, k, a, w in holds
+            ]
+        ),
+        "run_id": approval.run_id,
+        "call_id": approval.call_id,
+        "approval_id": approval.id,
+        "held_at": at,
+    }
+    inserted = yield Stmt("insert_holds", params, "all")
+    if inserted:
+        added = [
+            {"counter": r["counter"], "key": r["key"], "bucket": r["bucket"], "amount": r["amount"]}
+            for r in inserted
+        ]
+        yield Stmt("add_to_counters", {"added": rows.dumps(added)})
+
+
+def hold_envelope(approval: Approval, envelope_id: str, amount: int, at: float) -> Body[bool]:
+    """The call's hold on an envelope's share, once per call (a second is ignored)."""
     params = {
         "held_at": at,
-        "counter": counter,
-        "key": key,
-        "bucket": bucket,
+        "counter": ENVELOPE,
+        "key": envelope_id,
+        "bucket": 0,
         "amount": amount,
         "calls": 1,
         "run_id": approval.run_id,
         "call_id": approval.call_id,
         "approval_id": approval.id,
     }
-    if not (yield Stmt("insert_hold", params, "count")):
-        return False
-    if counter != ENVELOPE:
-        yield Stmt("add_to_counter", params)
-    return True
+    return bool((yield Stmt("insert_hold", params, "count")))
 
 
 def use_envelope(
@@ -224,7 +275,7 @@ def use_envelope(
     row = yield Stmt("use_envelope", params, "one")
     if row is None:
         return False
-    if not (yield from hold(approval, ENVELOPE, each.id, 0, each.amount, now)):
+    if not (yield from hold_envelope(approval, each.id, each.amount, now)):
         # The call held it already (asked again): give this take back.
         yield Stmt("give_back_envelope", {"key": each.id, "amount": each.amount, "calls": 1})
         return False
@@ -246,17 +297,20 @@ def use_envelope(
     return True
 
 
-def envelope_changed(envelope_id: str, now: float) -> Body[None]:
+def envelope_changed(
+    envelope_id: str, test_now: float | None, every: float = EDIT_EVERY
+) -> Body[None]:
     """Queue the envelope's live message to be drawn again: one row waits at most, and it
-    is sent no sooner than `EDIT_EVERY` seconds after the last one (rate-limited edits)."""
-    params = {"id": envelope_id, "now": now, "every": EDIT_EVERY}
+    is sent no sooner than `every` seconds after the last one (rate-limited edits)."""
+    params = {"id": envelope_id, "test_now": test_now, "every": every}
     yield Stmt("enqueue_envelope_changed", params)
 
 
 def change(run_id: str, change: SpendChange, test_now: float | None) -> Body[None]:
-    """Settle or give back what a call (or a finished run's calls that never ran) hold."""
-    now = yield from _now(test_now)
-    params = {"run_id": run_id, "call_id": change.call_id, "why": change.why, "now": now}
+    """Settle or give back what a call (or a finished run's calls that never ran) hold,
+    dated by the store's clock (`test_now`, or the database's)."""
+    params: dict[str, Any] = {"run_id": run_id, "call_id": change.call_id, "why": change.why}
+    params["test_now"] = test_now
     if change.action == "settle":
         yield Stmt("settle_holds", params)
         return
@@ -264,10 +318,10 @@ def change(run_id: str, change: SpendChange, test_now: float | None) -> Body[Non
         released = yield Stmt("release_holds", params, "all")
     else:
         released = yield Stmt("release_idle_holds", params, "all")
-    yield from give_back(released, now)
+    yield from give_back(released, test_now)
 
 
-def give_back(released: Sequence[Any], now: float) -> Body[None]:
+def give_back(released: Sequence[Any], test_now: float | None) -> Body[None]:
     """Take each released hold off its counter (or its envelope), in one order."""
     ordered = sorted(released, key=lambda r: (r["counter"], r["key"], r["bucket"]))
     for row in ordered:
@@ -280,18 +334,23 @@ def give_back(released: Sequence[Any], now: float) -> Body[None]:
         }
         if row["counter"] == ENVELOPE:
             yield Stmt("give_back_envelope", params)
-            yield from envelope_changed(row["key"], now)
+            yield from envelope_changed(row["key"], test_now)
         else:
             yield Stmt("take_from_counter", params)
 
 
 def decided(
-    approval: Approval, amounts: Mapping[str, int] | None, test_now: float | None
+    approval: Approval,
+    amounts: Mapping[str, int] | None,
+    now: float | None,
+    test_now: float | None,
 ) -> Body[None]:
     """After a person's (or the system's) decision: a decline gives the call's holds back;
     an approval of a call asked because it was past a limit holds its amounts now (a person
     with that authority said yes), and an edit that changed an amount holds the new one,
-    refused (`OverLimit`, nothing written) when it would pass a limit the call was within."""
+    refused (`OverLimit`, nothing written) when it would pass a limit the call was within.
+    `now`: the time the windows are judged by, when the caller knows it; `test_now` the
+    store's own clock, if it has one."""
     match = approval.rule
     if match is None or approval.run_id is None or approval.call_id is None:
         return
@@ -304,33 +363,35 @@ def decided(
     keyed = [s for s in match.limits if s.key is not None]
     if not keyed:
         return
-    yield from lock(lock_id(s.counter, s.key or "") for s in keyed)
-    now = yield from _now(test_now)
+    locked = yield from lock(lock_id(s.counter, s.key or "") for s in keyed)
+    when = yield from _now(now if now is not None else locked)
+    taking = []
     for state in keyed:
         amount = (amounts or {}).get(state.name, state.amount)
         if state.held and amount == state.amount:
             continue
         if state.held:
-            released = yield Stmt("release_hold_of", _hold_key(approval, state, now), "all")
-            yield from give_back(released, now)
+            released = yield Stmt("release_hold_of", _hold_key(approval, state, test_now), "all")
+            yield from give_back(released, test_now)
             if state.mode == "enforce" and state.outcome == "within":
-                window_used, _ = yield from used(state, now)
+                window_used, _ = yield from used(state, when)
                 if window_used + amount > state.max:
                     raise errors.OverLimit(
                         f"the edited amount {amount} would pass limit {state.name} "
                         f"({window_used} of {state.max} used)",
                         limit=state.name,
                     )
-        bucket = span(state.window, now)[1]
-        yield from hold(approval, state.counter, state.key or "", bucket, amount, now)
+        taking.append((state.counter, state.key or "", amount, state.window))
+    if taking:
+        yield from hold_many(approval, taking, when)
 
 
-def _hold_key(approval: Approval, state: LimitState, now: float) -> dict[str, Any]:
+def _hold_key(approval: Approval, state: LimitState, test_now: float | None) -> dict[str, Any]:
     return {
         "run_id": approval.run_id,
         "call_id": approval.call_id,
         "counter": state.counter,
         "key": state.key,
         "why": "edited",
-        "now": now,
+        "test_now": test_now,
     }

@@ -57,6 +57,11 @@ class SqlStore:
     def _judge_now(self) -> float | None:
         return rows.judge_now(self.clock)
 
+    def _spend_now(self) -> float | None:
+        """The time limits' windows are judged by, when the store knows it without asking the
+        database (a clock of its own); None: the transaction reads the database's."""
+        return self._judge_now()
+
     async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         """Run a fresh body from `make` in one transaction (it may be run again on a retry).
 
@@ -165,7 +170,8 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        return await self._write(core.commit(batch, test_now=self._judge_now()))
+        make = core.commit(batch, test_now=self._judge_now(), spend_now=self._spend_now())
+        return await self._write(make)
 
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
@@ -296,7 +302,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        ) | {"spend_amounts": spend_amounts}
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -333,7 +339,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        ) | {"spend_amounts": spend_amounts}
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
@@ -578,14 +584,12 @@ class SqlStore:
     async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
         """What each limit's window holds now for its key (amount, calls), by the database's
         clock: a few buckets each, however long the history."""
+        if not states:
+            return []
         now = (await self.database_now()).timestamp()
-        found = []
-        for state in states:
-            first, current = spend.span(state.window, now)
-            params = {"counter": state.counter, "key": state.key or "", "first": first}
-            row = (await self._read("spend_used", params | {"current": current}))[0]
-            found.append((int(row[0]), int(row[1])))
-        return found
+        keyed = [s.model_copy(update={"key": s.key or ""}) for s in states]
+        found = await self._read("spend_used_many", spend.window_claims(keyed, now))
+        return [(s.used, s.calls) for s in spend.filled(keyed, found)]
 
     async def holds_of_run(self, run_id: str) -> list[dict[str, Any]]:
         """What a run's calls hold and have not given back, oldest first."""
@@ -626,12 +630,12 @@ class SqlStore:
     async def revoke_envelope(
         self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
     ) -> bool:
-        params = {"id": envelope_id, "by": by, "at": rows.ts(at)}
+        params = {"id": envelope_id, "by": by, "at": rows.ts(at), "test_now": self._judge_now()}
         return await self._write(lambda: envelopes.revoke(params, event))
 
-    async def end_expired_envelopes(self, *, now: datetime) -> list[str]:
-        params = {"now": rows.ts(now)}
-        return await self._write(lambda: envelopes.end_expired(params))
+    async def end_expired_envelopes(self) -> list[str]:
+        test_now = self._judge_now()
+        return await self._write(lambda: envelopes.end_expired(test_now))
 
     async def set_envelope_message(
         self, envelope_id: str, *, channel: str | None, ts: str | None

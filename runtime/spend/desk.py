@@ -256,7 +256,7 @@ class SpendDesk:
 
     async def end_expired(self) -> builtins.list[str]:
         """Announce, once each, the envelopes that expired: audited, their message edited."""
-        return await self.store.end_expired_envelopes(now=self.clock())
+        return await self.store.end_expired_envelopes()
 
     async def get(self, envelope_id: str) -> Envelope:
         try:

@@ -1084,24 +1084,75 @@ SELECT {clock}
 -- lock_spend [postgres] --
 -- Lock each limit's key (its counter and key) a call is about to be counted against, in the
 -- order given, to the end of the transaction: two calls on one key take turns between
--- reading the window and adding to it.
-SELECT count(pg_advisory_xact_lock(hashtextextended('signoff:spend:' || k.id, 0)))
+-- reading the window and adding to it. Returns the time the windows are judged by.
+SELECT now(), count(pg_advisory_xact_lock(hashtextextended('signoff:spend:' || k.id, 0)))
 FROM unnest(:keys::text[]) WITH ORDINALITY AS k(id, n)
 
--- spend_used --
--- What one key of a limit's counter holds over the buckets its window spans (a few rows of
--- the primary key, however long the history).
-SELECT coalesce(sum(amount), 0) AS amount, coalesce(sum(calls), 0) AS calls
-FROM spend_counters
-WHERE counter = :counter AND key = :key AND bucket BETWEEN :first AND :current
+-- spend_used_many [sqlite] --
+-- What each key of a limit's counter holds over the buckets its window spans (a JSON list of
+-- claims: index, counter, key, first and current bucket), a few rows of the primary key each,
+-- however long the history: (index, amount, calls) per claim.
+SELECT json_extract(c.value, '$.i'), coalesce(sum(s.amount), 0), coalesce(sum(s.calls), 0)
+FROM json_each(:claims) c
+LEFT JOIN spend_counters s
+  ON s.counter = json_extract(c.value, '$.counter') AND s.key = json_extract(c.value, '$.key')
+ AND s.bucket BETWEEN json_extract(c.value, '$.first') AND json_extract(c.value, '$.current')
+GROUP BY c.key
 
--- add_to_counter --
--- Add a call's amount to its bucket of a limit's counter.
+-- spend_used_many [postgres] --
+-- The same, over PostgreSQL's JSON.
+SELECT (c.v ->> 'i')::int, coalesce(sum(s.amount), 0), coalesce(sum(s.calls), 0)
+FROM jsonb_array_elements(:claims::jsonb) AS c(v)
+LEFT JOIN spend_counters s
+  ON s.counter = c.v ->> 'counter' AND s.key = c.v ->> 'key'
+ AND s.bucket BETWEEN (c.v ->> 'first')::bigint AND (c.v ->> 'current')::bigint
+GROUP BY c.v
+
+-- insert_holds [sqlite] --
+-- A call's holds on limits' counters (a JSON list: counter, key, bucket, amount); a call
+-- holds each once: returns those it did not hold yet.
+INSERT INTO spend_holds (counter, key, bucket, amount, calls, run_id, call_id, approval_id,
+                         state, held_at)
+SELECT json_extract(h.value, '$.counter'), json_extract(h.value, '$.key'),
+       json_extract(h.value, '$.bucket'), json_extract(h.value, '$.amount'), 1, :run_id,
+       :call_id, :approval_id, 'held', :held_at
+FROM json_each(:holds) h WHERE true
+ON CONFLICT DO NOTHING
+RETURNING counter, key, bucket, amount
+
+-- insert_holds [postgres] --
+-- The same, and what they add to the counters, in one statement (`add_to_counters` then
+-- has nothing left to do).
+WITH held AS (
+    INSERT INTO spend_holds (counter, key, bucket, amount, calls, run_id, call_id,
+                             approval_id, state, held_at)
+    SELECT h.v ->> 'counter', h.v ->> 'key', (h.v ->> 'bucket')::bigint,
+           (h.v ->> 'amount')::bigint, 1, :run_id, :call_id, :approval_id, 'held',
+           :held_at::timestamptz
+    FROM jsonb_array_elements(:holds::jsonb) AS h(v)
+    ON CONFLICT DO NOTHING
+    RETURNING counter, key, bucket, amount
+), added AS (
+    INSERT INTO spend_counters (counter, key, bucket, amount, calls)
+    SELECT counter, key, bucket, amount, 1 FROM held
+    ON CONFLICT (counter, key, bucket) DO UPDATE
+    SET amount = spend_counters.amount + excluded.amount,
+        calls = spend_counters.calls + excluded.calls
+)
+SELECT counter, key, bucket, amount FROM held
+
+-- add_to_counters [sqlite] --
+-- Add what new holds (a JSON list: counter, key, bucket, amount) hold to their counters.
 INSERT INTO spend_counters (counter, key, bucket, amount, calls)
-VALUES (:counter, :key, :bucket, :amount, :calls)
+SELECT json_extract(a.value, '$.counter'), json_extract(a.value, '$.key'),
+       json_extract(a.value, '$.bucket'), json_extract(a.value, '$.amount'), 1
+FROM json_each(:added) a WHERE true
 ON CONFLICT (counter, key, bucket) DO UPDATE
 SET amount = spend_counters.amount + excluded.amount,
     calls = spend_counters.calls + excluded.calls
+
+-- add_to_counters [postgres] --
+-- (None: `insert_holds` added them in its own statement.)
 
 -- take_from_counter --
 -- Take a released hold off the bucket it was added to.
@@ -1118,26 +1169,26 @@ ON CONFLICT DO NOTHING
 
 -- settle_holds --
 -- The call's effect completed: what it holds is spent.
-UPDATE spend_holds SET state = 'settled', ended_at = :now
+UPDATE spend_holds SET state = 'settled', ended_at = {clock}
 WHERE run_id = :run_id AND call_id = :call_id AND state = 'held'
 
 -- release_holds --
 -- Give back what a call holds (compare-and-set on each hold's state, so once), returning
 -- what to take off the counters.
-UPDATE spend_holds SET state = 'released', ended_at = :now, why = :why
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
 WHERE run_id = :run_id AND call_id = :call_id AND state <> 'released'
 RETURNING counter, key, bucket, amount, calls
 
 -- release_hold_of --
 -- Give back one hold of a call, on one counter and key (its amount is about to change).
-UPDATE spend_holds SET state = 'released', ended_at = :now, why = :why
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
 WHERE run_id = :run_id AND call_id = :call_id AND counter = :counter AND key = :key
   AND state <> 'released'
 RETURNING counter, key, bucket, amount, calls
 
 -- release_idle_holds --
 -- A run that ended gives back what its calls that never started still hold.
-UPDATE spend_holds SET state = 'released', ended_at = :now, why = :why
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
 WHERE run_id = :run_id AND state = 'held'
   AND NOT EXISTS (SELECT 1 FROM effects e
                   WHERE e.run_id = spend_holds.run_id AND e.call_id = spend_holds.call_id)
@@ -1164,30 +1215,30 @@ WHERE id = :key
 -- enqueue_envelope_changed [sqlite] --
 -- Draw an envelope's live message again: unless a row for it already waits unclaimed (it
 -- draws the envelope as it is when sent), one row, due no sooner than :every seconds after
--- the last edit was sent (its edits are rate-limited).
+-- the last edit was sent (its edits are rate-limited). Dated by the store's clock.
 INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-SELECT 'envelope_changed', :id, :now,
-       max(:now, coalesce((SELECT max(sent_at) FROM outbox
-                           WHERE subject_id = :id AND topic = 'envelope_changed'), 0) + :every)
+SELECT 'envelope_changed', :id, {clock},
+       max({clock}, coalesce((SELECT max(sent_at) FROM outbox
+                              WHERE subject_id = :id AND topic = 'envelope_changed'), 0)
+                    + :every)
 WHERE NOT EXISTS (
     SELECT 1 FROM outbox o
     WHERE o.subject_id = :id AND o.topic = 'envelope_changed' AND o.sent_at IS NULL
-      AND (o.claimed_until IS NULL OR o.claimed_until < :now)
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
 )
 
 -- enqueue_envelope_changed [postgres] --
 -- As SQLite's; it also wakes the processes listening (at commit).
 WITH queued AS (
     INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
-    SELECT 'envelope_changed', :id, :now::timestamptz,
-           greatest(:now::timestamptz,
-                    (SELECT max(sent_at) FROM outbox
-                     WHERE subject_id = :id AND topic = 'envelope_changed')
-                    + make_interval(secs => :every))
+    SELECT 'envelope_changed', :id, {clock},
+           greatest({clock}, (SELECT max(sent_at) FROM outbox
+                              WHERE subject_id = :id AND topic = 'envelope_changed')
+                             + make_interval(secs => :every))
     WHERE NOT EXISTS (
         SELECT 1 FROM outbox o
         WHERE o.subject_id = :id AND o.topic = 'envelope_changed' AND o.sent_at IS NULL
-          AND (o.claimed_until IS NULL OR o.claimed_until < :now::timestamptz)
+          AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
     )
     RETURNING topic
 )
@@ -1224,10 +1275,11 @@ UPDATE envelopes SET state = 'revoked', revoked_by = :by, revoked_at = :at, ende
 WHERE id = :id AND state <> 'revoked' AND ended IS NULL
 
 -- end_expired_envelopes --
--- Mark the envelopes that expired by now and were not ended yet (once each).
+-- Mark the envelopes that expired by the store's clock and were not ended yet (once each),
+-- with when they expired.
 UPDATE envelopes SET ended = 'expired'
-WHERE ended IS NULL AND state <> 'revoked' AND expires_at <= :now
-RETURNING id
+WHERE ended IS NULL AND state <> 'revoked' AND expires_at <= {clock}
+RETURNING id, expires_at
 
 -- set_envelope_message --
 -- Where an envelope's live message is.
