@@ -7,47 +7,26 @@ Slack does not pay for loading them.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bot.agents import check_configured_rules, load_agents
 from bot.callback_policy import CallbackPolicy
-from bot.settings import ConfigError, Settings, secret, where
+from bot.config_digest import config_digest
+from bot.settings import ConfigError, Settings, secret
+from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
-from runtime.approvals.routing import check_rules
 from runtime.deliveries import Deliveries
-from runtime.errors import DefinitionError, RuleError
+from runtime.errors import DefinitionError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
-from runtime.spend.checks import check_limits, counted
+from runtime.signing import Signer
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
-
-AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
-
-
-def load_agents(paths: Iterable[str]) -> list[Agent]:
-    """Import agents from `module:attribute` paths; the attribute is an Agent or a list of them."""
-    agents: list[Agent] = []
-    for path in paths:
-        module_name, _, attribute = path.partition(":")
-        if not module_name or not attribute:
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not a 'module:attribute' import path")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigError(f"{AGENTS_SETTING}: cannot import {module_name!r}: {exc}") from None
-        found = getattr(module, attribute, None)
-        found = found if isinstance(found, list | tuple) else [found]
-        if not found or not all(isinstance(agent, Agent) for agent in found):
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not an Agent (or a list of Agents)")
-        agents.extend(found)
-    return agents
 
 
 class Callbacks(NullNotifier):
@@ -82,9 +61,10 @@ class Process:
     background: Background
     callbacks: Callbacks
 
-    async def close(self) -> None:
-        """Let callbacks and resumed runs finish (they are durable either way), then close."""
-        await self.background.drain()
+    async def close(self, *, grace: float = 10.0) -> None:
+        """Let callbacks and resumed runs finish for `grace` seconds (they are durable
+        either way), then close."""
+        await self.background.drain(grace)
         for agent in self.runtime.agents.values():
             close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
             if close is not None:
@@ -99,13 +79,16 @@ async def assemble(
     telemetry: Telemetry | None = None,
     short_lived: bool = False,
     with_agents: bool = True,
+    create_key: bool = False,
 ) -> Process:
     """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks and
     reporting to `telemetry`.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
     and leaves the ones it could not deliver to the server. Without agents (a command that
-    only reads) the configured agent modules are not imported.
+    only reads) the configured agent modules are not imported. The signing key is loaded
+    before the store is opened: a key file that cannot be used stops start-up having changed
+    nothing (`create_key`: `serve` makes one when none is configured).
     """
     agents = load_agents(settings.runtime.agents) if with_agents else []
     try:
@@ -116,37 +99,17 @@ async def assemble(
         )
     except (DefinitionError, ImportError, ValueError) as exc:
         raise ConfigError(f"models: {exc}") from None
-    check_configured_rules(settings, agents)
-    database = await Database.open(settings.database.url, **store_options(settings))
+    check_configured_rules(settings, agents)  # before the store is opened: changes nothing
+    signer = load_signer(settings, create=create_key)
+    database = await Database.open(settings.database.url, **settings.database.store_options())
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.api.callback_allowed_hosts)
     signing = callback_secret(settings)
     callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
     told = FanOut([notifier or NullNotifier(), callbacks])
-    runtime = _runtime(settings, database, agents, told, telemetry)
+    runtime = _runtime(settings, database, agents, told, telemetry, signer)
     return Process(settings, database, runtime, background, callbacks)
-
-
-def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
-    """The rules and limits, checked against the agents' tools before the store is opened
-    (or created): a bad rule or limit stops the command at its line and changes nothing."""
-    limits = settings.runtime.limits
-    try:
-        check_limits(limits, settings.runtime.policies, agents)
-        check_rules(settings.runtime.policies, agents, counted(limits))
-    except RuleError as exc:
-        raise ConfigError(rule_error_text(settings, exc)) from None
-
-
-def rule_error_text(settings: Settings, exc: RuleError) -> str:
-    """`signoff.toml:14: rule 2: issue_refund has no argument 'amount' (…)`, one line."""
-    problems: list[tuple[tuple[str, ...], str]] = exc.details.get("problems", [])
-    if not problems:
-        return str(exc)
-    (loc, text), more = problems[0], len(problems) - 1
-    also = f" (and {more} more; `signoff policy check` lists them)" if more else ""
-    return f"{where(settings, loc)}: {'.'.join(loc)}: {text}{also}"
 
 
 def _runtime(
@@ -155,6 +118,7 @@ def _runtime(
     agents: list[Agent],
     notifier: Notifier,
     telemetry: Telemetry | None,
+    signer: Signer | None,
 ) -> Runtime:
     return database.runtime(
         agents,
@@ -167,6 +131,8 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        config_digest=config_digest(settings),
+        signer=signer,
     )
 
 
@@ -182,17 +148,3 @@ def slack_directory(settings: Settings) -> Directory | None:
 
 def callback_secret(settings: Settings) -> str:
     return secret(settings.api.callback_secret) or secret(settings.api.token) or ""
-
-
-def store_options(settings: Settings) -> dict[str, Any]:
-    """The settings that belong to the configured backend only."""
-    if settings.database.url.startswith("sqlite"):
-        return (
-            {}
-            if settings.database.synchronous is None
-            else {"synchronous": settings.database.synchronous}
-        )
-    if settings.database.url.startswith(("postgres:", "postgresql:")):
-        size = settings.database.pool_size
-        return {} if size is None else {"pool_size": size}
-    return {}

@@ -57,7 +57,7 @@ def _check(
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
-    from bot.wiring import check_configured_rules, load_agents
+    from bot.agents import check_configured_rules, load_agents
     from runtime.approvals.routing import route
     from runtime.approvals.rules import Facts
     from runtime.records import utcnow

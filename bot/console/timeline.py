@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import reading, words
+from runtime import Runtime
 from runtime.approvals.binding import call_trail, differences, said
 from runtime.display import Display
 from runtime.records import (
@@ -172,6 +173,7 @@ def approval_view(approval: Approval) -> View:
         "conflict_run": approval.conflict.run_id if approval.conflict else None,
         "limits": reading.limit_lines(approval),
         "envelope_id": approval.rule.envelope_id if approval.rule else None,
+        "deciders": words.who_may_decide(Runtime.authority(approval)),
     }
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot import reading
+from bot import reading, words
 from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
@@ -194,11 +194,14 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     if limits:  # "$420 of $500 for this customer in 30 days, after this refund"
         blocks.append(kit.context(*limits))
     terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
+    waiter = words.waiter_note(approval)
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
         if chain:
             blocks.append(kit.context(chain))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         blocks.append(
             decision_actions(
                 approval,
@@ -216,6 +219,8 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     else:
         outcome = outcome_line(approval, votes)
         blocks.append(kit.context(outcome, " · ".join(terms)))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         text = texts.decided(escape.mrkdwn(action), outcome)
     meta = kit.metadata(kit.APPROVAL_EVENT, approval_id=approval.id, run_id=run_id)
     return kit.message(text, blocks, metadata=meta)

@@ -1,0 +1,3 @@
+-- The signed receipt of a decision (`runtime.approvals.receipts`), stored with the approval
+-- once, by compare-and-set, as the JSON text that was signed.
+ALTER TABLE approvals ADD COLUMN receipt TEXT;
