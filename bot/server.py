@@ -43,6 +43,7 @@ RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
+ANCHOR_EVERY = 86_400.0  # the audit chain's head, signed once a day (and at start-up)
 
 
 async def serve(
@@ -130,6 +131,8 @@ async def serve(
                 name="signoff-rule-notes",
             )
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
+        scheduler.every(ANCHOR_EVERY, lambda: _anchor(rt), name="signoff-audit-anchor")
+        process.background.spawn(_anchor(rt), name="anchor the audit trail")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",
             settings.api.host,
@@ -170,6 +173,14 @@ def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
     QUEUE_CAPACITY.set(queue.capacity)
     QUEUE_DRIVING.set_function(lambda: len(queue.driving))
     return queue
+
+
+async def _anchor(rt: Runtime) -> None:
+    """Anchor and sign the audit chain's head; a failure is only logged (tomorrow's will do)."""
+    try:
+        await rt.anchor_audit()
+    except Exception:
+        log.exception("could not anchor the audit trail")
 
 
 async def _measure(measure: Callable[[], Awaitable[float]]) -> None:
