@@ -12,6 +12,7 @@
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
                                           approvals:request, approvals:decide or runs:read
     POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
+    POST /v1/approvals/{id}/withdraw  the asker stopped waiting  approvals:request (its asker)
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
@@ -42,6 +43,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot import words
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_body import parse_body as _body
 from bot.api_deliveries import add_deliveries_route
@@ -154,6 +156,7 @@ async def request_approval(request: web.Request) -> web.Response:
         callback_url=callback_url,
         sensitive=body.sensitive,
         resume_state=body.resume_state,
+        requester_token=request[CALLER].actor,
     )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
@@ -202,6 +205,22 @@ async def decide(request: web.Request) -> web.Response:
     if approval.state != ApprovalState.PENDING:
         work = rt.after_decision(approval)
         request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
+    return web.json_response(await voted_view(rt, approval))
+
+
+@requires("approvals:request")
+async def withdraw(request: web.Request) -> web.Response:
+    """The agent that asked stopped waiting: its approval is withdrawn (the card says so)
+    and a decision after it changes nothing. Only the token that asked may; withdrawing
+    again answers the same."""
+    rt = request.app[RUNTIME]
+    approval, withdrawn = await rt.withdraw_approval(
+        request.match_info["approval_id"],
+        by=request[CALLER].actor,
+        reason=words.AGENT_STOPPED_WAITING,
+    )
+    if withdrawn:
+        await _audit(request, "api_approval_withdrawn", approval_id=approval.id)
     return web.json_response(await voted_view(rt, approval))
 
 
@@ -285,6 +304,7 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
+    app.router.add_post("/v1/approvals/{approval_id}/withdraw", withdraw)
     app.router.add_get("/v1/audit", audit)
     add_list_routes(app)
     add_wait_route(app)

@@ -40,7 +40,7 @@ READ_APPROVALS = ["approvals:request", "approvals:decide", "runs:read"]
 ERRORS = {
     "400": "malformed: the reason says what is wrong; nothing changed",
     "401": "no known bearer token",
-    "403": "the token lacks the scope (or the person may not decide)",
+    "403": "the token lacks the scope (or the person may not decide, or did not ask)",
     "404": "no such run, approval or endpoint",
     "409": "decided already, or the run is finished or busy",
     "413": "the body is over 1 MiB",
@@ -179,6 +179,15 @@ def _paths() -> Json:
                 ok={"200": "Approval"},
             ),
         },
+        "/v1/approvals/{approval_id}/withdraw": {
+            "post": _op(
+                "withdraw",
+                "The asker stopped waiting: withdraw its approval (only the token that asked)",
+                ["approvals:request"],
+                params=[approval_id],
+                ok={"200": "Approval"},
+            ),
+        },
         "/v1/openapi.json": {
             "get": {
                 "operationId": "getDocument",
@@ -237,6 +246,7 @@ LINKS: dict[str, dict[str, tuple[str, str]]] = {
         "GetApproval": ("getApproval", "approval_id"),
         "WaitForDecision": ("waitForDecision", "approval_id"),
         "Decide": ("decide", "approval_id"),
+        "Withdraw": ("withdraw", "approval_id"),
         "ListDeliveries": ("listDeliveries", "approval_id"),
     },
     "startRun": {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -157,6 +158,14 @@ class DatabaseSettings(Section):
     pool_size: int | None = setting("database_pool_size", None, ge=1, le=1000)
     """PostgreSQL: connections this process may hold open at once (None: the URL's
     `?pool_size=`, else 10)."""
+
+    def store_options(self) -> dict[str, Any]:
+        """The settings that belong to the configured backend only."""
+        if self.url.startswith("sqlite"):
+            return {} if self.synchronous is None else {"synchronous": self.synchronous}
+        if self.url.startswith(("postgres:", "postgresql:")):
+            return {} if self.pool_size is None else {"pool_size": self.pool_size}
+        return {}
 
 
 class RuntimeSettings(Section):
@@ -424,7 +433,18 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except SettingsError as exc:  # an environment value that is not the JSON a field needs
         raise ConfigError(f"environment: {exc}") from None
     settings.source = (file, text)
+    if file.exists():
+        import_from(file.resolve().parent)
     return settings
+
+
+def import_from(folder: Path) -> None:
+    """Put the configuration file's folder first on the import path, as Python does for a
+    script's folder, so an agent module beside the file (`crm:agent`) imports without
+    PYTHONPATH: the same for every command, `serve` and `dev`, whichever folder they run in."""
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
 
 
 def _explain(file: Path, text: str, exc: ValidationError) -> str:

@@ -18,8 +18,9 @@ SignoffRuntimeError
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
- │    └── KeyConflict      the call's key was used with other arguments: decline, or approve
- │                         it as a separate effect
+ │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
+ │    │                    it as a separate effect
+ │    └── NotTheAsker      only whoever asked for an approval may withdraw it
  ├── RunBusy             another worker holds the run's lease
  └── SigningKeyError     a signing key file cannot be read, is malformed, or is in the way
 """
@@ -125,6 +126,10 @@ class KeyConflict(DecisionRefused):
 
     Carries the earlier effect (`conflict`), the arguments this decision asked (`asked`,
     masked) and the `approval`, so each surface can say what its person may do next."""
+
+
+class NotTheAsker(DecisionRefused):
+    """Only whoever asked for an approval may withdraw it."""
 
 
 class RunBusy(SignoffRuntimeError):

@@ -9,7 +9,7 @@ approval_id, detail]: JSON exactly as PostgreSQL's `jsonb` writes it out (object
 length, then bytewise; `", "` and `": "` between items; numbers as decimals without an
 exponent; NUL stored the lossless way, `store.postgres.lossless`). PostgreSQL computes it
 itself, in the trigger that numbers events at commit (`jsonb_build_array(...)::text`, migration
-0021); SQLite's writer computes it here before each commit (`seal`); a verifier computes it
+0023); SQLite's writer computes it here before each commit (`seal`); a verifier computes it
 from the events it reads or an export holds, so one definition serves all three.
 """
 
@@ -152,7 +152,7 @@ def _head(conn: sqlite3.Connection) -> str:
 
 
 def has_chain(conn: sqlite3.Connection) -> bool:
-    """Whether the schema has the chain's columns (migration 0021 applied)."""
+    """Whether the schema has the chain's columns (migration 0023 applied)."""
     found = conn.execute(
         "SELECT count(*) FROM pragma_table_info('audit_events') WHERE name = 'hash'"
     ).fetchone()

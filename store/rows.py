@@ -34,6 +34,7 @@ from store.records import (
     Run,
     RunState,
     Usage,
+    Worker,
 )
 
 Row = Mapping[str, Any]
@@ -236,6 +237,7 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
         rule=approval.rule.model_dump_json() if approval.rule else None,
+        authority=approval.authority.model_dump_json() if approval.authority else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -243,6 +245,8 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        waiter_until=ts(approval.waiter_until),
+        waiter_left_at=ts(approval.waiter_left_at),
         sensitive=dumps(list(approval.sensitive)),
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
@@ -269,6 +273,7 @@ def approval_from_row(row: Row) -> Approval:
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
+        authority=maybe_loads(row["authority"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
         receipt=maybe_loads(row["receipt"]),
@@ -277,6 +282,8 @@ def approval_from_row(row: Row) -> Approval:
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        waiter_until=dt(row["waiter_until"]),
+        waiter_left_at=dt(row["waiter_left_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)
@@ -321,3 +328,6 @@ event_params, event_from_row = _EVENT.params, _EVENT.read
 anchor_from_row = Columns(
     AuditAnchor, ("seq", "kind", "hash"), times=("at",), json_or_null=("signed",)
 ).read
+
+_WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
+worker_from_row = _WORKER.read

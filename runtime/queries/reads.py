@@ -11,7 +11,7 @@ from typing import Any
 
 from runtime import errors, lookups
 from runtime.approvals import receipts
-from runtime.history import audit_chain
+from runtime.history import audit_chain, listing
 from runtime.history.audit_chain import ChainReport
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
 from runtime.signing import Signer
@@ -24,6 +24,7 @@ from store import (
     Page,
     Run,
     RunState,
+    RunStatus,
     Store,
 )
 from store import errors as store_errors
@@ -54,9 +55,9 @@ class Queries:
     async def run(self, run_id: str) -> Run:
         return await lookups.run(self._store, run_id)
 
-    async def runs(self, *, limit: int = 100) -> list[Run]:
-        """Every run, newest first."""
-        return await self._store.list_runs(None, limit=limit)
+    async def runs(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
+        """Runs, newest first; of one status if given (an unknown one is `InvalidRequest`)."""
+        return await self._store.list_runs(listing.run_status(status), limit=limit)
 
     async def run_detail(self, run_id: str) -> RunDetail:
         run = await self.run(run_id)
@@ -91,10 +92,12 @@ class Queries:
         self,
         *,
         run_id: str | None = None,
-        state: ApprovalState | None = None,
+        state: ApprovalState | str | None = None,
         limit: int = 1000,
     ) -> list[Approval]:
-        return await self._store.list_approvals(run_id=run_id, state=state, limit=limit)
+        """Oldest first; in one state if given (an unknown one is `InvalidRequest`)."""
+        checked = listing.approval_state(state)
+        return await self._store.list_approvals(run_id=run_id, state=checked, limit=limit)
 
     async def approvals_of_person(
         self, user: str, *, since: datetime, limit: int

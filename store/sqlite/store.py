@@ -126,7 +126,7 @@ class SqliteStore(SqlStore):
             return versions
 
     async def _chain_if_ready(self) -> None:
-        """Seal the audit chain in every commit once the schema has it (migration 0021)."""
+        """Seal the audit chain in every commit once the schema has it (migration 0023)."""
         ready = await self._writer.run_alone(chain.has_chain)
         self._writer.seal = chain.seal if ready else None
 
