@@ -29,6 +29,7 @@ from store.errors import DatabaseError, DiskFull, NotFound, StoreError
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
+    AuditAnchor,
     Authority,
     EffectConflict,
     Envelope,
@@ -47,6 +48,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Approval",
     "ApprovalState",
+    "AuditAnchor",
     "AuditEvent",
     "Authority",
     "Budget",
