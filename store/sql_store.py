@@ -446,10 +446,12 @@ class SqlStore:
         await self._update_one("set_page_message", params, "page")
 
     async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
-        if kind not in ("approval", "page"):
-            raise ValueError(f"kind: 'approval' or 'page', not {kind!r}")
         params = {"id": subject_id, "channel": channel, "message_ts": ts}
-        return await self._changed_one(f"adopt_{kind}_message", params)
+        if kind == "approval":
+            return await self._changed_one("adopt_approval_message", params)
+        if kind == "page":
+            return await self._changed_one("adopt_page_message", params)
+        raise ValueError(f"kind: 'approval' or 'page', not {kind!r}")
 
     # outbox
 
