@@ -159,6 +159,14 @@ class DatabaseSettings(Section):
     """PostgreSQL: connections this process may hold open at once (None: the URL's
     `?pool_size=`, else 10)."""
 
+    def store_options(self) -> dict[str, Any]:
+        """The settings that belong to the configured backend only."""
+        if self.url.startswith("sqlite"):
+            return {} if self.synchronous is None else {"synchronous": self.synchronous}
+        if self.url.startswith(("postgres:", "postgresql:")):
+            return {} if self.pool_size is None else {"pool_size": self.pool_size}
+        return {}
+
 
 class RuntimeSettings(Section):
     agents: CommaList = setting("agents", default_factory=lambda: ["examples.refund_agent:agent"])

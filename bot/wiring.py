@@ -7,14 +7,14 @@ Slack does not pay for loading them.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bot.agents import load_agents, rule_error_text
 from bot.callback_policy import CallbackPolicy
-from bot.settings import ConfigError, Settings, secret, where
+from bot.config_digest import config_digest
+from bot.settings import ConfigError, Settings, secret
 from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
@@ -28,27 +28,6 @@ from runtime.signing import Signer
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
-
-AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
-
-
-def load_agents(paths: Iterable[str]) -> list[Agent]:
-    """Import agents from `module:attribute` paths; the attribute is an Agent or a list of them."""
-    agents: list[Agent] = []
-    for path in paths:
-        module_name, _, attribute = path.partition(":")
-        if not module_name or not attribute:
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not a 'module:attribute' import path")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigError(f"{AGENTS_SETTING}: cannot import {module_name!r}: {exc}") from None
-        found = getattr(module, attribute, None)
-        found = found if isinstance(found, list | tuple) else [found]
-        if not found or not all(isinstance(agent, Agent) for agent in found):
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not an Agent (or a list of Agents)")
-        agents.extend(found)
-    return agents
 
 
 class Callbacks(NullNotifier):
@@ -126,7 +105,7 @@ async def assemble(
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
     signer = load_signer(settings, create=create_key)
-    database = await Database.open(settings.database.url, **store_options(settings))
+    database = await Database.open(settings.database.url, **settings.database.store_options())
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.api.callback_allowed_hosts)
@@ -135,16 +114,6 @@ async def assemble(
     told = FanOut([notifier or NullNotifier(), callbacks])
     runtime = _runtime(settings, database, agents, told, telemetry, signer)
     return Process(settings, database, runtime, background, callbacks)
-
-
-def rule_error_text(settings: Settings, exc: RuleError) -> str:
-    """`signoff.toml:14: rule 2: issue_refund has no argument 'amount' (…)`, one line."""
-    problems: list[tuple[tuple[str, ...], str]] = exc.details.get("problems", [])
-    if not problems:
-        return str(exc)
-    (loc, text), more = problems[0], len(problems) - 1
-    also = f" (and {more} more; `signoff policy check` lists them)" if more else ""
-    return f"{where(settings, loc)}: {'.'.join(loc)}: {text}{also}"
 
 
 def _runtime(
@@ -165,6 +134,7 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        config_digest=config_digest(settings),
         signer=signer,
     )
 
@@ -181,17 +151,3 @@ def slack_directory(settings: Settings) -> Directory | None:
 
 def callback_secret(settings: Settings) -> str:
     return secret(settings.api.callback_secret) or secret(settings.api.token) or ""
-
-
-def store_options(settings: Settings) -> dict[str, Any]:
-    """The settings that belong to the configured backend only."""
-    if settings.database.url.startswith("sqlite"):
-        return (
-            {}
-            if settings.database.synchronous is None
-            else {"synchronous": settings.database.synchronous}
-        )
-    if settings.database.url.startswith(("postgres:", "postgresql:")):
-        size = settings.database.pool_size
-        return {} if size is None else {"pool_size": size}
-    return {}

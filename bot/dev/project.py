@@ -14,10 +14,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.agents import load_agents, rule_error_text
 from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
 from bot.settings import ConfigError, RuntimeSettings, config_path, load_settings
-from bot.wiring import load_agents, rule_error_text
 from runtime.agent import Agent
 from runtime.approvals.policy import Policy
 from runtime.approvals.routing import check_rules

@@ -11,6 +11,8 @@ from typing import Any
 
 from runtime import errors, lookups
 from runtime.approvals import receipts
+from runtime.history import audit_chain, listing
+from runtime.history.audit_chain import ChainReport
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
 from runtime.signing import Signer
 from store import (
@@ -22,10 +24,11 @@ from store import (
     Page,
     Run,
     RunState,
+    RunStatus,
     Store,
 )
 from store import errors as store_errors
-from store.records import LearnedRule
+from store.records import AuditAnchor, LearnedRule
 
 NOT_FOUND: tuple[type[Exception], ...] = (
     store_errors.NotFound,
@@ -34,6 +37,9 @@ NOT_FOUND: tuple[type[Exception], ...] = (
     errors.PageNotFound,
 )
 """What a query raises for an id that names no record (never made, or pruned)."""
+
+CHAIN_PAGE = 5_000
+"""Audit events read at a time while the chain is walked."""
 
 PENDING_SCAN = 10_000
 """Pending approvals read at most per metrics scrape."""
@@ -49,9 +55,9 @@ class Queries:
     async def run(self, run_id: str) -> Run:
         return await lookups.run(self._store, run_id)
 
-    async def runs(self, *, limit: int = 100) -> list[Run]:
-        """Every run, newest first."""
-        return await self._store.list_runs(None, limit=limit)
+    async def runs(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
+        """Runs, newest first; of one status if given (an unknown one is `InvalidRequest`)."""
+        return await self._store.list_runs(listing.run_status(status), limit=limit)
 
     async def run_detail(self, run_id: str) -> RunDetail:
         run = await self.run(run_id)
@@ -86,10 +92,12 @@ class Queries:
         self,
         *,
         run_id: str | None = None,
-        state: ApprovalState | None = None,
+        state: ApprovalState | str | None = None,
         limit: int = 1000,
     ) -> list[Approval]:
-        return await self._store.list_approvals(run_id=run_id, state=state, limit=limit)
+        """Oldest first; in one state if given (an unknown one is `InvalidRequest`)."""
+        checked = listing.approval_state(state)
+        return await self._store.list_approvals(run_id=run_id, state=checked, limit=limit)
 
     async def approvals_of_person(
         self, user: str, *, since: datetime, limit: int
@@ -167,6 +175,23 @@ class Queries:
         return await self._store.list_audit(
             since=since, run_id=run_id, approval_id=approval_id, after=after, limit=limit
         )
+
+    async def audit_chain(self) -> ChainReport:
+        """The audit trail's hash chain walked whole: the first event edited, deleted or
+        moved, if any (`runtime.history.audit_chain`)."""
+        events: list[AuditEvent] = []
+        while page := await self._store.list_audit(
+            after=events[-1].id or 0 if events else 0, limit=CHAIN_PAGE
+        ):
+            events.extend(page)
+        anchors = await self._store.list_anchors()
+        report = audit_chain.walk(events, cuts=[a for a in anchors if a.kind == "cut"])
+        audit_chain.check_anchors(report, events, anchors)
+        return report
+
+    async def audit_anchors(self) -> list[AuditAnchor]:
+        """The audit chain's anchors, in order, with their signed documents."""
+        return await self._store.list_anchors()
 
     # outbox
 
