@@ -469,6 +469,14 @@ class SqlStore:
         params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
         await self._update_one("set_page_message", params, "page")
 
+    async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
+        params = {"id": subject_id, "channel": channel, "message_ts": ts}
+        if kind == "approval":
+            return await self._changed_one("adopt_approval_message", params)
+        if kind == "page":
+            return await self._changed_one("adopt_page_message", params)
+        raise ValueError(f"kind: 'approval' or 'page', not {kind!r}")
+
     # outbox
 
     async def claim_outbox(

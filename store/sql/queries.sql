@@ -603,6 +603,12 @@ WHERE id = :id AND state = 'pending' AND deadline {is_not_distinct_from} :expect
 UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = :delivery
 WHERE id = :id
 
+-- adopt_approval_message --
+-- Where the approval's card is, learnt from a click on it: kept only where none is recorded
+-- (Slack took the post without saying its ts, and no look-up has found it yet).
+UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = 'delivered'
+WHERE id = :id AND message_ts IS NULL
+
 -- set_callback_status --
 -- Whether the decision reached the approval's callback URL.
 UPDATE approvals SET callback_status = :callback_status WHERE id = :id
@@ -676,6 +682,11 @@ RETURNING id
 -- Where the page was posted, and whether that worked.
 UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = :delivery
 WHERE id = :id
+
+-- adopt_page_message --
+-- Where the page's message is, learnt from a click on it: kept only where none is recorded.
+UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = 'delivered'
+WHERE id = :id AND message_ts IS NULL
 
 -- insert_event --
 -- Append an audit event.

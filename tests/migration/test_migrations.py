@@ -159,6 +159,38 @@ async def test_a_version_1_database_upgrades_with_its_effects(
     assert_checked_in_schema(db)
 
 
+async def test_a_false_message_ts_is_cleared_so_a_click_can_name_the_card(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before `no_false_message_ts`, a post Slack answered ok without a ts was recorded
+    with the ts '' or 'None'; after it, such a record has no message (a real one stays)."""
+    every = migration.migrations("sqlite")
+    before = next(m.version for m in every if m.name == "no_false_message_ts") - 1
+    with monkeypatch.context() as patched:
+        patched.setattr(migration, "migrations", lambda dialect: every[:before])
+        await migrate(db)
+    with sqlite3.connect(db) as conn:
+        for ident, ts in (("a-empty", ""), ("a-none", "None"), ("a-real", "1712.000100")):
+            conn.execute(
+                "INSERT INTO approvals (id, tool, args, policy, state, required_approvals, "
+                "reminders_sent, escalated, channel, message_ts, delivery, created_at) "
+                "VALUES (?, 't', '{}', 'default', 'pending', 1, 0, 0, 'C1', ?, 'delivered', 0)",
+                (ident, ts),
+            )
+        conn.execute(
+            "INSERT INTO pages (id, reason, detail, channel, message_ts, delivery, created_at) "
+            "VALUES ('p-none', 'in doubt', '', 'C2', 'None', 'delivered', 0)"
+        )
+    conn.close()
+    await migrate(db)
+    with sqlite3.connect(db) as conn:
+        approvals = dict(conn.execute("SELECT id, message_ts FROM approvals"))
+        pages = dict(conn.execute("SELECT id, message_ts FROM pages"))
+    conn.close()
+    assert approvals == {"a-empty": None, "a-none": None, "a-real": "1712.000100"}
+    assert pages == {"p-none": None}
+
+
 async def test_a_new_database_file_uses_wal(db: Path) -> None:
     await migrate(db)
 
