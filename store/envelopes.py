@@ -1,4 +1,4 @@
-"""Envelopes' rows and write bodies (the `envelopes` table, migration 0024), and the record
+"""Envelopes' rows and write bodies (the `envelopes` table, migration 0025), and the record
 of each limit's definition; the holds that use an envelope up are `store.spend`'s.
 
 Each write that changes an envelope is a compare-and-set with its audit event and the

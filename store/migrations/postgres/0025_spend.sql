@@ -1,4 +1,4 @@
--- Limits that see history, and the budgets approvers hand out; see sqlite/0024.
+-- Limits that see history, and the budgets approvers hand out; see sqlite/0025.
 CREATE TABLE spend_counters (
     counter text NOT NULL,
     key     text NOT NULL,
