@@ -39,11 +39,17 @@ APPROVAL_FIELDS = {
 
 def approval_view(approval: Approval, *, resume_state: bool = False) -> dict[str, Any]:
     """The approval for an API client: sensitive arguments masked; `rule` says which approval
-    rule it was made under. With `resume_state` (reading one approval: GET and its wait),
+    rule it was made under, `authority` who may decide it (recorded when it was asked).
+    With `resume_state` (reading one approval: GET and its wait),
     the state its asker keeps there, whole: it is the client's own, not shown to a person."""
     rule = approval.rule.summary if approval.rule else None
     # `waiter_note`: nobody waits for a pending one now, or nobody did when it was approved.
-    said = {"rule": rule, "edited": approval.edited, "waiter_note": words.waiter_note(approval)}
+    said = {
+        "rule": rule,
+        "edited": approval.edited,
+        "waiter_note": words.waiter_note(approval),
+        "authority": Runtime.authority(approval),
+    }
     view = said | approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)
     if resume_state:
         view["resume_state"] = approval.resume_state
@@ -66,11 +72,15 @@ async def voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
 
 
 async def run_outcome(rt: Runtime, run: Run) -> dict[str, Any]:
-    """How a run ended, for its view: the final answer and every approval it asked for,
+    """How a run ended, for its view: its outcome (`bot.words.OUTCOMES`) and the sentence
+    that says it, the final answer and every approval it asked for,
     oldest first, with its state, who decided when and why, the proposed and approved
     arguments, and the votes so far."""
     approvals = await rt.approvals(run.id)
+    ended = words.outcome_of(run) is not None
     return {
+        "outcome": words.outcome_of(run),
+        "ended": words.run_ended(run, declined=words.ended_by(run, approvals)) if ended else None,
         "answer": await rt.answer(run),
         "approvals": [approval_view(a) | {"votes": await rt.votes(a.id)} for a in approvals],
     }

@@ -34,6 +34,7 @@ from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
+from bot.workers import ANNOUNCE_EVERY, Workers
 from runtime import Agent, FanOut, Notifier, Runtime
 from runtime.approvals.policy import open_policies
 from runtime.runs.queue import RunQueue
@@ -44,6 +45,7 @@ RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
+ANCHOR_EVERY = 86_400.0  # the audit chain's head, signed once a day (and at start-up)
 REQUESTS_WITHIN = 1.0
 """Seconds requests in flight (a long poll, a click) get to finish on the way out."""
 BACKGROUND_GRACE = 1.0
@@ -110,7 +112,10 @@ async def serve(
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    readiness = health.Readiness(rt.queries, running, {"clock_skew": skew.problem})
+    workers = Workers(rt, rt.clock())
+    readiness = health.Readiness(
+        rt.queries, running, {"clock_skew": skew.problem}, config=workers.compare
+    )
     health.mount(app, readiness, settings.runtime.policies)
     runner = web.AppRunner(app, shutdown_timeout=REQUESTS_WITHIN)
     lapses: asyncio.Task[None] | None = None
@@ -121,6 +126,11 @@ async def serve(
         await scheduler.start()
         await _measure(skew.measure)
         scheduler.every(SKEW_EVERY, lambda: _measure(skew.measure), name="signoff-clock-skew")
+        # Pending approvals asked before approvals carried their authority get it now, from
+        # the policy in force here; then this worker says which configuration it runs.
+        await rt.fill_authority()
+        await _announce(workers)
+        scheduler.every(ANNOUNCE_EVERY, lambda: _announce(workers), name="signoff-workers")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
@@ -137,6 +147,7 @@ async def serve(
         if slack is not None and settings.runtime.learned_rules.writers:
             _remind_rule_authors(rt, slack.sender.wake)
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
+        _anchor_daily(process)
         log.info(
             "signoff serving on http://%s:%d (worker %s)", settings.api.host, port, rt.worker_id
         )
@@ -209,6 +220,29 @@ def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
     QUEUE_CAPACITY.set(queue.capacity)
     QUEUE_DRIVING.set_function(lambda: len(queue.driving))
     return queue
+
+
+def _anchor_daily(process: Process) -> None:
+    """Anchor the audit chain's head now and once a day (signed with the receipt key)."""
+    rt = process.runtime
+    rt.scheduler.every(ANCHOR_EVERY, lambda: _anchor(rt), name="signoff-audit-anchor")
+    process.background.spawn(_anchor(rt), name="anchor the audit trail")
+
+
+async def _anchor(rt: Runtime) -> None:
+    """Anchor and sign the audit chain's head; a failure is only logged (tomorrow's will do)."""
+    try:
+        await rt.anchor_audit()
+    except Exception:
+        log.exception("could not anchor the audit trail")
+
+
+async def _announce(workers: Workers) -> None:
+    """Record this worker's configuration digest; a failure is only logged (it is retried)."""
+    try:
+        await workers.announce()
+    except Exception:
+        log.exception("could not record this worker's configuration digest")
 
 
 async def _measure(measure: Callable[[], Awaitable[float]]) -> None:

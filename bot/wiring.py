@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from bot.agents import load_agents, rule_error_text
 from bot.callback_policy import CallbackPolicy
+from bot.config_digest import config_digest
 from bot.settings import ConfigError, Settings, secret
 from bot.signing_keys import load_signer
 from bot.tasks import Background
@@ -133,6 +134,7 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        config_digest=config_digest(settings),
         signer=signer,
     )
 

@@ -44,6 +44,9 @@ class Deps:
     claimed: dict[str, int] = field(default_factory=dict)
     """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
+    config_digest: str | None = None
+    """The digest of the configuration this process runs (recorded on each approval it asks,
+    and in the workers table by `signoff serve`)."""
     result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
     signer: Signer | None = None
     """Signs decisions' receipts (and audit anchors); None: nothing is signed."""

@@ -19,7 +19,7 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import askers, paging, remote
+from runtime.approvals import askers, authority, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -31,7 +31,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import inbox, listing, rollback, timetravel
+from runtime.history import anchors, inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
@@ -58,11 +58,14 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import utcnow
+from store.records import AuditAnchor, Worker, utcnow
+
+WORKER_SEEN_WITHIN = 180.0
+"""Seconds after which a worker that has not said it is alive is taken for gone."""
 
 
 class Runtime:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the facade's options, every one a keyword with a default
         self,
         store: Store,
         agents: Iterable[Agent] = (),
@@ -76,8 +79,11 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        config_digest: str | None = None,
         signer: Signer | None = None,
     ) -> None:
+        """`config_digest`: the digest of the configuration this process runs, recorded on
+        each approval it asks (and, by `signoff serve`, in the workers table)."""
         self.store = store
         self.agents = _by_name(agents)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
@@ -110,6 +116,7 @@ class Runtime:
             timers=self.scheduler,
             learned=self.rules,
             result_masks=ResultMasks(policies),
+            config_digest=config_digest,
             signer=signer,
         )
         self.desk = ApprovalDesk(
@@ -511,12 +518,46 @@ class Runtime:
         return self.desk.directory
 
     def policy_of(self, approval: Approval) -> Policy:
-        """The policy an approval was made under, as its rule refined it."""
+        """The policy an approval is decided under: the authority recorded when it was asked."""
         return self.desk.policy_of(approval)
+
+    @staticmethod
+    def authority(approval: Approval) -> dict[str, Any] | None:
+        """Who may decide an approval, as every surface shows it (`runtime.approvals.authority`)."""
+        return authority.view(approval)
+
+    async def fill_authority(self) -> int:
+        """Record, from the policy in force here, the authority of every pending approval
+        asked before approvals carried it (each once, audited); how many were filled."""
+        return await authority.fill(
+            self.store, self.policies, self._deps.config_digest, self.clock()
+        )
+
+    # workers
+
+    @property
+    def config_digest(self) -> str | None:
+        return self._deps.config_digest
+
+    async def announce_worker(self, *, started_at: datetime) -> None:
+        """Tell the other workers which configuration this one runs (at start, then every so
+        often: a worker not seen for `WORKER_SEEN_WITHIN` is taken for gone)."""
+        await self.store.record_worker(
+            self.worker_id, config_digest=self._deps.config_digest or "", started_at=started_at
+        )
+
+    async def workers(self, *, within: float = WORKER_SEEN_WITHIN) -> builtins.list[Worker]:
+        """The workers seen lately, each with the configuration digest it runs."""
+        return await self.store.list_workers(within=within)
 
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
+
+    async def anchor_audit(self, kind: str = "daily") -> AuditAnchor | None:
+        """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a
+        prune's among them); None on an empty trail."""
+        return await anchors.anchor(self.store, self._deps.signer, kind=kind, at=self.clock())
 
     async def record_event(self, event: AuditEvent) -> None:
         """A surface's own audit event (an HTTP API call, under the token it came with)."""

@@ -21,6 +21,35 @@ class Wire(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class Authority(Wire):
+    """Who may decide an approval, recorded when it was asked: every process and every door
+    judges a decision by this, whatever its own configuration says."""
+
+    policy: str
+    rule: str | None = Field(None, description="the approval rule that chose these settings")
+    approvers: list[str] = Field(default_factory=list, description="people (user ids) asked")
+    groups: list[str] = Field(
+        default_factory=list, description="user groups asked (members resolved at decision)"
+    )
+    anyone: bool = Field(False, description="no approvers named: anyone but the requester")
+    required_approvals: int = Field(1, ge=1)
+    allow_self_approval: bool = False
+    allow_edit: bool = False
+    deadline: datetime | None = None
+    on_timeout: Literal["decline", "escalate"] = "decline"
+    remind_every: float | None = Field(None, description="seconds between reminders")
+    max_reminders: int = 0
+    escalate_to: str | None = None
+    escalated: bool = False
+    digest: str = Field(description="of the policy's settings as asked under")
+    config_digest: str | None = Field(
+        None, description="the configuration digest of the process that asked"
+    )
+    filled: bool = Field(
+        False, description="filled in after an upgrade from the policy in force then"
+    )
+
+
 class Approval(Wire):
     """An approval as a client sees it (sensitive arguments masked)."""
 
@@ -43,6 +72,9 @@ class Approval(Wire):
     duplicate_of: str | None = None
     created_at: datetime
     rule: str | None = Field(None, description="the approval rule it was made under")
+    authority: Authority | None = Field(
+        None, description="who may decide it (None: asked before approvals carried it)"
+    )
     votes: list[str] | None = Field(
         None, description="who approved it so far (a quorum fills up vote by vote)"
     )
@@ -120,10 +152,20 @@ class RunSummary(Wire):
     dry_run: bool = False
     created_at: datetime
     updated_at: datetime
+    outcome: Literal["done", "declined", "failed", "cancelled", "rolled back", "expired"] | None = (
+        Field(
+            None,
+            description="how it ended (only `done` did what was asked); null while it has not",
+        )
+    )
 
 
 class Run(RunSummary):
     """A run and how it stands or ended: what it waits for, its answer, every decision."""
+
+    ended: str | None = Field(
+        None, description="how it ended, in a sentence: the error, or who declined and why"
+    )
 
     pending_approvals: list[Approval] = Field(default_factory=list)
     answer: str | None = Field(None, description="the final answer of a finished run")

@@ -17,7 +17,9 @@ from store import errors
 from store.records import (
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
+    Authority,
     Budget,
     Checkpoint,
     Effect,
@@ -29,6 +31,7 @@ from store.records import (
     Run,
     RunState,
     RunStatus,
+    Worker,
 )
 
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
@@ -319,6 +322,17 @@ class Store(Protocol):
         `key_suffix`: set when approved as a separate effect."""
         ...
 
+    async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:
+        """Pending approvals asked before approvals carried their authority, oldest first."""
+        ...
+
+    async def fill_authority(
+        self, approval_id: str, authority: Authority, *, event: AuditEvent
+    ) -> bool:
+        """Record an approval's authority (with `event`) where it has none yet; False, and
+        nothing written, where it has one (another process filled it first)."""
+        ...
+
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
         """Pending approvals whose deadline or next reminder has come by the database's
         clock. (An approval's deadline and first reminder are set by it too: `created_at`
@@ -425,6 +439,16 @@ class Store(Protocol):
 
     # audit
     async def record_event(self, event: AuditEvent) -> None: ...
+    async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:
+        """Anchor the audit chain's head now (`kind`: daily, manual); the anchor, or None for
+        an empty trail. Anchoring an unmoved head again changes nothing."""
+        ...
+
+    async def list_anchors(self) -> list[AuditAnchor]: ...
+    async def sign_anchor(self, anchor: AuditAnchor, signed: dict[str, Any]) -> None:
+        """Store an anchor's signed document unless it has one."""
+        ...
+
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]: ...
     async def list_audit(
         self,
@@ -536,6 +560,18 @@ class Store(Protocol):
 
     async def database_now(self) -> datetime:
         """The database's clock (PostgreSQL's server; the host's for SQLite)."""
+        ...
+
+    # workers
+    async def record_worker(
+        self, worker_id: str, *, config_digest: str, started_at: datetime
+    ) -> None:
+        """A worker says which configuration it runs (at start, and again while it lives);
+        seen now by the database's clock."""
+        ...
+
+    async def list_workers(self, *, within: float) -> list[Worker]:
+        """The workers seen in the last `within` seconds, the most recently seen first."""
         ...
 
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]: ...

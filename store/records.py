@@ -308,6 +308,58 @@ class RuleMatch(Record):
     """The learned rule (`LearnedRule.id`) that approved it, when one did."""
 
 
+class Authority(Record):
+    """Who decides an approval, and how, fixed when it was asked (docs/architecture.md,
+    "Authority"): every decision, by any process and through any door, is judged against
+    this, never against the deciding process's own configuration. User groups among the
+    approvers are resolved when someone decides."""
+
+    policy: str
+    """The policy's name: a tool's, or `default`."""
+    rule: str | None = None
+    """The rule that chose the settings ("rule 3: over $200"), when one did."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The policy as it was asked under: approvers (people and user groups), the quorum,
+    self-approval, edits, timeout and what happens then, reminders and escalation; durations
+    in seconds."""
+    digest: str
+    """Of the settings' canonical text: the same policy asked twice has the same digest."""
+    config_digest: str | None = None
+    """The configuration digest of the process that asked (`signoff doctor` lists them)."""
+    filled: bool = False
+    """Filled in after an upgrade from the policy in force then: the approval was asked
+    before approvals carried their authority."""
+
+    @classmethod
+    def of(
+        cls,
+        policy: str,
+        settings: dict[str, Any],
+        *,
+        rule: str | None = None,
+        config_digest: str | None = None,
+        filled: bool = False,
+    ) -> Authority:
+        return cls(
+            policy=policy,
+            rule=rule,
+            settings=settings,
+            digest=args_digest(settings),
+            config_digest=config_digest,
+            filled=filled,
+        )
+
+
+class Worker(Record):
+    """A `signoff serve` process as it told the others: its id, the digest of the
+    configuration it decides new approvals by, when it started and when it last said so."""
+
+    id: str
+    config_digest: str
+    started_at: datetime
+    seen_at: datetime
+
+
 class EffectConflict(Record):
     """An effect made under the key an approval asks for, with other arguments: running the
     call under that key would not do what the approver sees. Shown on the approval's card."""
@@ -356,6 +408,9 @@ class Approval(Record):
     """What the possible duplicate asked (sensitive arguments masked), so every surface can
     say what differs between the two requests."""
     rule: RuleMatch | None = None
+    authority: Authority | None = None
+    """Who decides it and how, recorded when it was asked (None: asked before approvals
+    carried it, and not filled in yet)."""
     created_at: datetime = Field(default_factory=utcnow)
     sensitive: tuple[str, ...] = ()
     """Arguments the tool marks sensitive: masked on every surface, whole for the tool."""
@@ -490,6 +545,23 @@ class AuditEvent(Record):
     detail: dict[str, Any] = Field(default_factory=dict)
     at: datetime = Field(default_factory=utcnow)
     id: int | None = None
+    prev_hash: str | None = None
+    """The hash of the event before it in commit order (`store.chain`), set at commit."""
+    hash: str | None = None
+    """This event's hash: of `prev_hash` and its content (`store.chain`), set at commit."""
+
+
+class AuditAnchor(Record):
+    """The audit chain's head at a moment: the event `seq` and its hash. `daily` anchors are
+    taken by the server, `cut` ones by a prune where it removed events (what follows links
+    to it), `manual` by `signoff audit anchor`; `signed` once a process with the key signed
+    it (`runtime.signing`)."""
+
+    seq: int
+    kind: Literal["daily", "cut", "manual"]
+    hash: str
+    at: datetime
+    signed: dict[str, Any] | None = None
 
 
 class LearnedRule(Record):

@@ -20,6 +20,7 @@ from store.records import (
     MESSAGES,
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
     Budget,
     Checkpoint,
@@ -33,6 +34,7 @@ from store.records import (
     Run,
     RunState,
     Usage,
+    Worker,
 )
 
 Row = Mapping[str, Any]
@@ -235,6 +237,7 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
         rule=approval.rule.model_dump_json() if approval.rule else None,
+        authority=approval.authority.model_dump_json() if approval.authority else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -270,6 +273,7 @@ def approval_from_row(row: Row) -> Approval:
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
+        authority=maybe_loads(row["authority"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
         receipt=maybe_loads(row["receipt"]),
@@ -313,10 +317,17 @@ def outbox_from_row(row: Row) -> OutboxItem:
 
 _EVENT = Columns(
     AuditEvent,
-    ("id", "actor", "action", "run_id", "approval_id"),
+    ("id", "actor", "action", "run_id", "approval_id", "prev_hash", "hash"),
     times=("at",),
     json=("detail",),
-    unwritten=frozenset({"id"}),
+    unwritten=frozenset({"id", "prev_hash", "hash"}),
 )
 """An audit event's row; its id is the database's."""
 event_params, event_from_row = _EVENT.params, _EVENT.read
+
+anchor_from_row = Columns(
+    AuditAnchor, ("seq", "kind", "hash"), times=("at",), json_or_null=("signed",)
+).read
+
+_WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
+worker_from_row = _WORKER.read

@@ -26,7 +26,9 @@ from store.core import MakeBody
 from store.records import (
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
+    Authority,
     Budget,
     Checkpoint,
     Delivery,
@@ -38,6 +40,7 @@ from store.records import (
     Run,
     RunState,
     RunStatus,
+    Worker,
 )
 
 T = TypeVar("T")
@@ -340,6 +343,17 @@ class SqlStore:
             lambda: core.decide_approval(params, event_params, timeout=due_only)
         )
 
+    async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:
+        found = await self._read("approvals_without_authority", {"limit": limit})
+        return [rows.approval_from_row(row) for row in found]
+
+    async def fill_authority(
+        self, approval_id: str, authority: Authority, *, event: AuditEvent
+    ) -> bool:
+        params = {"id": approval_id, "authority": authority.model_dump_json()}
+        event_params = rows.event_params(event)
+        return await self._write(lambda: core.fill_authority(params, event_params))
+
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
         found = await self._read("due_approvals", {"test_now": self._judge_now(), "limit": limit})
         return [rows.approval_from_row(row) for row in found]
@@ -490,6 +504,16 @@ class SqlStore:
     async def record_event(self, event: AuditEvent) -> None:
         await self._write(lambda: core.insert_event(event))
 
+    async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:
+        return await self._write(lambda: core.add_anchor(kind, rows.ts(at)))
+
+    async def list_anchors(self) -> list[AuditAnchor]:
+        return [rows.anchor_from_row(row) for row in await self._read("list_anchors", {})]
+
+    async def sign_anchor(self, anchor: AuditAnchor, signed: dict[str, Any]) -> None:
+        params = {"seq": anchor.seq, "kind": anchor.kind, "signed": rows.dumps(signed)}
+        await self._changed_one("sign_anchor", params)
+
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
         found = await self._read("list_events", {"run_id": run_id})
         return [rows.event_from_row(row) for row in found]
@@ -632,6 +656,20 @@ class SqlStore:
     async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
         found = await self._read("next_lease_lapse", {"owner": owner, "now": rows.ts(now)})
         return None if not found or found[0][0] is None else float(found[0][0])
+
+    async def record_worker(
+        self, worker_id: str, *, config_digest: str, started_at: datetime
+    ) -> None:
+        params = {
+            "id": worker_id,
+            "config_digest": config_digest,
+            "started_at": rows.ts(started_at),
+        }
+        await self._one("record_worker", params, durable=False)
+
+    async def list_workers(self, *, within: float) -> list[Worker]:
+        found = await self._read("list_workers", {"ago": -within})
+        return [rows.worker_from_row(row) for row in found]
 
     async def database_now(self) -> datetime:
         if self.clock is not None:

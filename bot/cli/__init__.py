@@ -21,6 +21,7 @@ from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
+from bot.cli.doctor import doctor
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
@@ -38,6 +39,7 @@ app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
 app.add_typer(receipts, name="receipts")
 app.command()(mcp)
+app.command()(doctor)
 
 
 @app.callback()

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import reading, words
+from runtime import Runtime
 from runtime.approvals.binding import call_trail, differences, said
 from runtime.display import Display
 from runtime.records import (
@@ -36,6 +37,7 @@ def run_summary(run: Run, now: datetime, *, decided: bool = False) -> View:
         "task": run.task,
         "status": run.status.value,
         "label": words.state_of_run(run, decided=decided),
+        "outcome": words.outcome_of(run),
         "stop_reason": run.stop_reason,
         "stop_words": words.STOP_REASONS.get(run.stop_reason or "", run.stop_reason),
         "step": run.step,
@@ -109,6 +111,7 @@ def timeline(
     shown = list(rows.values())
     for row in shown:
         row["label"] = step_outcome(row, latest=row is shown[-1])
+        row["outcome"] = words.run_outcome(row["status"], row.get("stop_reason"))
     return shown
 
 
@@ -170,6 +173,7 @@ def approval_view(approval: Approval) -> View:
         "approved_digest": approval.approved_digest,
         "separate": approval.key_suffix is not None,
         "conflict_run": approval.conflict.run_id if approval.conflict else None,
+        "deciders": words.who_may_decide(Runtime.authority(approval)),
     }
 
 

@@ -29,8 +29,8 @@ from bot.slack import cards, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
+from runtime.approvals.authority import policy_of
 from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.routing import policy_of
 from runtime.deliveries import Deliveries
 from runtime.display import Display
 from runtime.queries import NOT_FOUND, Queries
@@ -232,7 +232,7 @@ class SlackDelivery:
 
     def _policy(self, approval: Approval) -> Policy:
         """The policy the approval was created under (its rule's), not today's."""
-        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        return policy_of(approval, self.policies)
 
     async def post_card(self, approval: Approval, item: OutboxItem) -> None:
         if approval.message_ts:
@@ -338,12 +338,13 @@ class SlackDelivery:
             # The run moved on since this row was written (it failed, then was resumed): the
             # note would say where it is now, twice; the row its next ending wrote says it.
             return
-        note = cards.run_note(run)
         approvals = await self.queries.approvals(run_id=run.id)
+        note = cards.run_note(run, approvals)
         # After the cards' own news (posted, decided): the thread reads in the order it happened.
         if await self.queries.outbox_waiting_before(item.id, [a.id for a in approvals]):
             raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
+            await self.update_card(approval)  # the card says how the run ended, too
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
 
     # learned rules

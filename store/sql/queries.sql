@@ -401,8 +401,8 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, rule, created_at, sensitive,
-                       args_digest, approved_digest, key_suffix, conflict,
+                       callback_status, duplicate_of, rule, authority, created_at,
+                       sensitive, args_digest, approved_digest, key_suffix, conflict,
                        duplicate_args, resume_state, requester_token)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
@@ -411,8 +411,30 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         {shifted(:next_reminder_at, :created_at)},
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
-        :conflict, :duplicate_args, :resume_state, :requester_token)
+        :rule, :authority, :created_at, :sensitive, :args_digest, :approved_digest,
+        :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token)
+
+-- approvals_without_authority --
+-- Pending approvals asked before approvals carried their authority, oldest first.
+SELECT * FROM approvals {indexed_by(approvals_pending_without_authority)}
+WHERE state = 'pending' AND authority IS NULL
+ORDER BY created_at LIMIT :limit
+
+-- fill_authority --
+-- Record an approval's authority once: a second filler (another process) changes nothing.
+UPDATE approvals SET authority = :authority WHERE id = :id AND authority IS NULL
+
+-- record_worker --
+-- A worker says which configuration it runs: at start (a new `started_at`) and since.
+INSERT INTO workers (id, config_digest, started_at, seen_at)
+VALUES (:id, :config_digest, :started_at, {now})
+ON CONFLICT (id) DO UPDATE
+SET config_digest = excluded.config_digest, started_at = excluded.started_at, seen_at = {now}
+
+-- list_workers --
+-- The workers seen since :ago seconds from now (negative: in the past; by the database's
+-- clock), the most recently seen first.
+SELECT * FROM workers WHERE seen_at >= {seconds_from_now(:ago)} ORDER BY seen_at DESC, id
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
@@ -672,7 +694,8 @@ SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 -- list_events [postgres] --
 -- Audit events in commit order, optionally of one run (an event's place in it is its
 -- `commit_seq`, migration 0016, read as its id).
-SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail, prev_hash, hash
+FROM audit_events
 WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 
 -- acquire_lease --
@@ -970,12 +993,63 @@ LIMIT :limit
 -- list_audit [postgres] --
 -- The audit trail in commit order (`commit_seq`, migration 0016, read as the event's id), at
 -- or after a time, optionally of one run or one approval, after an event id, at most `limit`.
-SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail, prev_hash, hash
+FROM audit_events
 WHERE at >= :since AND commit_seq > :after
   AND (:run_id::text IS NULL OR run_id = :run_id)
   AND (:approval_id::text IS NULL OR approval_id = :approval_id)
 ORDER BY commit_seq
 LIMIT :limit
+
+-- prunable_audit [sqlite] --
+-- Before a prune of the audit: each chained event up to the last one it removes, in commit
+-- order, and whether it goes (each stretch removed leaves an anchor, so the rest verifies).
+SELECT id AS seq, hash,
+       (at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs)) AS gone
+FROM audit_events
+WHERE hash IS NOT NULL AND id <= (
+    SELECT max(id) FROM audit_events
+    WHERE at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs))
+ORDER BY id
+
+-- prunable_audit [postgres] --
+-- Before a prune of the audit: each chained event up to the last one it removes, in commit
+-- order, and whether it goes (each stretch removed leaves an anchor, so the rest verifies).
+SELECT commit_seq AS seq, hash,
+       (at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs)) AS gone
+FROM audit_events
+WHERE hash IS NOT NULL AND commit_seq <= (
+    SELECT max(commit_seq) FROM audit_events
+    WHERE at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs))
+ORDER BY commit_seq
+
+-- audit_head [sqlite] --
+-- The audit chain's head: the last event chained, its place in commit order and its hash.
+SELECT id, hash FROM audit_events WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1
+
+-- audit_head [postgres] --
+-- The audit chain's head: the last event chained, its place in commit order and its hash.
+SELECT commit_seq, hash FROM audit_events WHERE commit_seq IS NOT NULL AND hash IS NOT NULL
+ORDER BY commit_seq DESC LIMIT 1
+
+-- insert_anchor --
+-- Record the audit chain's head (an event's place and hash), once per place and kind, dated
+-- by the caller or the database's clock.
+INSERT INTO audit_anchors (seq, kind, hash, at)
+VALUES (:seq, :kind, :hash, coalesce(:at::timestamptz, {now}))
+ON CONFLICT DO NOTHING
+
+-- get_anchor --
+-- One anchor.
+SELECT * FROM audit_anchors WHERE seq = :seq AND kind = :kind
+
+-- list_anchors --
+-- Every anchor of the audit chain, in its order.
+SELECT * FROM audit_anchors ORDER BY seq, kind
+
+-- sign_anchor --
+-- Store an anchor's signed document, once.
+UPDATE audit_anchors SET signed = :signed WHERE seq = :seq AND kind = :kind AND signed IS NULL
 
 -- prune_audit --
 -- Forget audit events written before a time about runs that are no longer stored (asked

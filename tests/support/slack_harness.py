@@ -88,6 +88,14 @@ class SlackServer:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read(), time.monotonic() - started
 
+    def get(self, path: str) -> tuple[int, str]:
+        """GET an unauthenticated path (`/readyz`, `/metrics`): its status and text."""
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
     def run(self, run_id: str) -> dict[str, Any]:
         status, view = self.api("GET", f"/v1/runs/{run_id}")
         assert status == 200, view
@@ -318,6 +326,11 @@ class FakeSlackProcess:
     def modals(self) -> list[dict[str, Any]]:
         """The views opened (`views.open`), not the Homes published."""
         return [v for v in self.views() if v["method"] == "views.open"]
+
+    def updates(self, view_id: str) -> list[dict[str, Any]]:
+        """The versions of an open modal the bot put in (`views.update`), oldest first."""
+        found = [v["view"] for v in self.views() if v["method"] == "views.update"]
+        return [view for view in found if view["id"] == view_id]
 
     def calls(self) -> list[dict[str, Any]]:
         return list(self._get("calls"))
