@@ -66,7 +66,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def listening(port: int, *, within: float = 15.0) -> None:
+async def listening(port: int, *, within: float = 60.0) -> None:
     """Until something accepts connections on 127.0.0.1:`port` (a server just started)."""
     deadline = time.monotonic() + within
     while True:
