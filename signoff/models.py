@@ -123,6 +123,13 @@ class Approval(Wire):
         return self.state != "pending"
 
     @property
+    def withdrawn(self) -> bool:
+        """Declined by no person: whoever asked (or its run) stopped waiting, so the same
+        call may be asked again."""
+        withdrawal = (self.reason or "").startswith("withdrawn:")
+        return self.state == "declined" and self.decided_by == "signoff" and withdrawal
+
+    @property
     def final_args(self) -> dict[str, Any]:
         """The arguments to act on: the approved (possibly edited) ones, else the proposed."""
         return self.approved_args if self.approved_args is not None else self.args
