@@ -31,7 +31,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import inbox, listing, rollback, timetravel
+from runtime.history import anchors, inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
@@ -44,6 +44,9 @@ from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
 from runtime.signing import Signer
+from runtime.spend.checks import check_limits, counted
+from runtime.spend.config import SpendConfig
+from runtime.spend.desk import SpendDesk
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -59,7 +62,7 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import Worker, utcnow
+from store.records import AuditAnchor, Worker, utcnow
 
 WORKER_SEEN_WITHIN = 180.0
 """Seconds after which a worker that has not said it is alive is taken for gone."""
@@ -80,6 +83,7 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        spend: SpendConfig | None = None,
         config_digest: str | None = None,
         signer: Signer | None = None,
     ) -> None:
@@ -96,10 +100,23 @@ class Runtime:
         self._waiters = DecisionWaiters()
         policies = policies or Policies()
         directory = directory or StaticDirectory()
-        check_rules(policies, self.agents.values())
-        self.rules = RuleBook(
-            store, clock, learned_rules or LearnedRulesConfig(), directory, self._tool
+        spend = spend or SpendConfig()
+        limits = spend.limits
+        check_limits(limits, policies, self.agents.values())
+        check_rules(policies, self.agents.values(), counted(limits))
+        learned_rules = learned_rules or LearnedRulesConfig()
+        self.rules = RuleBook(store, clock, learned_rules, directory, self._tool)
+        self.spend = SpendDesk(
+            store,
+            clock,
+            limits=limits,
+            envelopes=spend.envelopes,
+            policies=policies,
+            learned=learned_rules,
+            directory=directory,
+            tool=self._tool,
         )
+        """Limits over history and the envelopes approvers hand out."""
         self._deps = Deps(
             store=store,
             clock=clock,
@@ -133,6 +150,7 @@ class Runtime:
             policies,
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
+            spend=self.spend,
         )
         self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
@@ -562,6 +580,11 @@ class Runtime:
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
+
+    async def anchor_audit(self, kind: str = "daily") -> AuditAnchor | None:
+        """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a
+        prune's among them); None on an empty trail."""
+        return await anchors.anchor(self.store, self._deps.signer, kind=kind, at=self.clock())
 
     async def record_event(self, event: AuditEvent) -> None:
         """A surface's own audit event (an HTTP API call, under the token it came with)."""

@@ -47,6 +47,10 @@ class Telemetry(Protocol):
     def loop_blocked(self, tool: str, seconds: float) -> None:
         """Something (a tool, by name) blocked the event loop past a third of a lease."""
 
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
+        """A rule, limit or envelope in shadow mode would have decided a call (`would`:
+        approve, ask or deny); it decided nothing."""
+
 
 class NullTelemetry:
     def model_step(self, agent: str, seconds: float, usage: Usage) -> None:
@@ -59,4 +63,7 @@ class NullTelemetry:
         return None
 
     def loop_blocked(self, tool: str, seconds: float) -> None:
+        return None
+
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
         return None

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import core, errors, migration, queries
+from store import chain, core, errors, migration, queries
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
 from store.rows import Clock
@@ -85,6 +86,12 @@ class SqliteStore(SqlStore):
         self._inline_reader: sqlite3.Connection | None = None
         self._refused_for_space = False  # the last write failed for want of space
 
+    def _spend_now(self) -> float | None:
+        """A file on this machine is judged by this machine's clock: the process reads it
+        itself, a statement less per transaction that counts a call against a limit."""
+        judged = self._judge_now()
+        return time.time() if judged is None else judged
+
     async def open(self, *, migrate: bool = True) -> SqliteStore:
         try:
             return await self._open(migrate=migrate)
@@ -108,6 +115,8 @@ class SqliteStore(SqlStore):
                 await self._writer.run_alone(sqlite_schema.use_wal)
             if migrate:
                 await self.migrate()
+            else:
+                await self._chain_if_ready()
             if self.path != ":memory:":
                 self._reader = await _daemon(aiosqlite.connect(self.path))
                 self._reader.row_factory = sqlite3.Row
@@ -131,7 +140,14 @@ class SqliteStore(SqlStore):
     async def migrate(self) -> tuple[int, int]:
         """Apply pending migrations; return (version before, version after)."""
         with translate_errors():
-            return await self._writer.run_alone(sqlite_schema.apply_migrations)
+            versions = await self._writer.run_alone(sqlite_schema.apply_migrations)
+            await self._chain_if_ready()
+            return versions
+
+    async def _chain_if_ready(self) -> None:
+        """Seal the audit chain in every commit once the schema has it (migration 0023)."""
+        ready = await self._writer.run_alone(chain.has_chain)
+        self._writer.seal = chain.seal if ready else None
 
     async def schema_version(self) -> int:
         with translate_errors():
