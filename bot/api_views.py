@@ -12,6 +12,10 @@ from runtime.records import Approval, ApprovalState, Run
 
 APPROVAL_FIELDS = {
     "id",
+    "context",
+    "context_error",
+    "agent_reason",
+    "reasked",
     "tool",
     "args",
     "approved_args",

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from runtime.approvals.policy import Policy
 from store import Approval, Run
 
 
@@ -33,6 +34,10 @@ class Approvals(Withdrawals, Protocol):
         sensitive: tuple[str, ...] = (),
     ) -> Approval:
         """A pending approval of the call under its policy (decided at once by a rule)."""
+        ...
+
+    def policy_of(self, approval: Approval) -> Policy:
+        """The policy an approval is decided under (its rule's, as made)."""
         ...
 
     async def annotate(self, approval: Approval) -> Approval:

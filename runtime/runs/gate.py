@@ -5,8 +5,10 @@ through the narrow `runtime.ports.Approvals`."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
+from runtime.approvals import context
 from runtime.approvals.binding import conflict_of
 from runtime.approvals.naming import log_rule_decision
 from runtime.ports import Approvals
@@ -31,13 +33,14 @@ class Gate:
         `approvals` gains those created; returned are the calls the lineage answered
         already (a completed effect, or a decline)."""
         session, journal = self.session, self.session.journal
-        wanted = [
-            self.new_approval(p)
+        asking = [
+            p
             for p in plans
             if p.needs_approval and p.call.id not in approvals and p.call.id not in effects
         ]
-        if not wanted:
+        if not asking:
             return {}
+        wanted = list(await asyncio.gather(*(self.shown(p, self.new_approval(p)) for p in asking)))
         wanted = [await self.approvals.annotate(a) for a in wanted]
         run_now = journal.run_now()
         wanted = [await session.deps.with_learned_rule(a, run_now) for a in wanted]
@@ -53,29 +56,39 @@ class Gate:
                 log_rule_decision(approval)
         return prior
 
-    def new_approval(self, plan: Plan) -> Approval:
-        return self.approvals.new_approval(
-            tool=plan.call.name,
-            args=plan.args or {},
-            run=self.session.journal.run_now(),  # its usage so far, which rules may look at
-            call_id=plan.call.id,
-            idempotency_key=plan.key,
-            sensitive=plan.tool.sensitive if plan.tool else (),
-        )
+    async def shown(
+        self, plan: Plan, approval: Approval, found: context.Context | None = None
+    ) -> Approval:
+        """The approval with what its approver is shown beside the call: the agent's stated
+        reason and the facts the tool's context function reads (`found`, if read already)."""
+        reason = context.stated_reason(self.session.journal.transcript, plan.call.id)
+        if found is None and plan.tool is not None:
+            found = await context.gather(plan.tool, plan.args or {})
+        update: dict[str, object] = {"agent_reason": reason}
+        if found is not None:
+            update |= {
+                "context": found.facts,
+                "context_error": found.unavailable,
+                "context_digest": found.digest,
+            }
+        return approval.model_copy(update=update)
 
-    async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
-        """Park the run on a new approval of the call that shows the conflict. A rule never
-        decides it: only a person chooses between declining and a separate effect. False if
-        the lineage already answered this call (the caller stops and pages instead)."""
+    async def ask_again(
+        self, plan: Plan, approved: Approval, reasked: dict[str, str], found: context.Context
+    ) -> bool:
+        """Park the run on a new approval of a call already approved, which must not run as
+        it was approved (the facts changed, or the approval outlived its validity), showing
+        why. A person decides it: no rule does. False if the lineage answered the call."""
+        approval = await self.shown(plan, self.new_approval(plan), found)
+        reasked = reasked | {"approval_id": approved.id}
+        update = {"reasked": reasked, "conflict": approved.conflict}
+        return await self._park_on(approval.model_copy(update=update))
+
+    async def _park_on(self, approval: Approval) -> bool:
+        """Write the approval, pending, with the run parked on it, and announce it."""
         session = self.session
-        approval = self.new_approval(plan)
-        approved = None
-        if other.approval_id is not None:
-            with contextlib.suppress(errors.NotFound):
-                approved = await session.deps.store.get_approval(other.approval_id)
         approval = approval.model_copy(
             update={
-                "conflict": conflict_of(other, approved),
                 "state": ApprovalState.PENDING,
                 "decided_by": None,
                 "decided_at": None,
@@ -92,3 +105,27 @@ class Gate:
             return False
         await session.deps.announcer.approval_requested(approval, session.journal.run_now())
         return True
+
+    def new_approval(self, plan: Plan) -> Approval:
+        return self.approvals.new_approval(
+            tool=plan.call.name,
+            args=plan.args or {},
+            run=self.session.journal.run_now(),  # its usage so far, which rules may look at
+            call_id=plan.call.id,
+            idempotency_key=plan.key,
+            sensitive=plan.tool.sensitive if plan.tool else (),
+        )
+
+    async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
+        """Park the run on a new approval of the call that shows the conflict. A rule never
+        decides it: only a person chooses between declining and a separate effect. False if
+        the lineage already answered this call (the caller stops and pages instead)."""
+        session = self.session
+        approval = await self.shown(plan, self.new_approval(plan))
+        approved = None
+        if other.approval_id is not None:
+            with contextlib.suppress(errors.NotFound):
+                approved = await session.deps.store.get_approval(other.approval_id)
+        return await self._park_on(
+            approval.model_copy(update={"conflict": conflict_of(other, approved)})
+        )
