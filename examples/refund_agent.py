@@ -52,11 +52,7 @@ def refund_context(
     """What an approver needs beside the refund, read from the shop and the provider when
     the card is made and again right before the refund is paid."""
     found = world.order(order_id)
-    return {
-        "order_total": usd(found["amount_cents"]),
-        "already_refunded": usd(world.refunded(order_id)),
-        "customer": found["customer_email"],
-    }
+    return {"order_total": usd(found["amount_cents"]), "customer": found["customer_email"]}
 
 
 @tool(
@@ -80,8 +76,8 @@ def refund_context(
         money={"amount_cents": "USD", "restocking_fee_cents": "USD"},
         links={"order_id": ORDER_URL},
     ),
-    # The card shows the order's total and what was refunded on it already; if either
-    # changed by the time the refund is paid, it is asked again instead.
+    # The card shows the order's total and its customer; if either changed by the time the
+    # refund is paid, it is asked again instead.
     context=refund_context,
 )
 def issue_refund(

@@ -125,17 +125,6 @@ def pay(kind: str, reference: str, amount_cents: int, idempotency_key: str) -> d
     }
 
 
-def refunded(reference: str) -> int:
-    """Cents refunded on an order so far (less what was taken back)."""
-    with closing(_connect()) as conn:
-        row = conn.execute(
-            "SELECT coalesce(sum(amount_cents), 0) FROM payments "
-            "WHERE kind IN ('refund', 'refund_reversal') AND reference = ?",
-            (reference,),
-        ).fetchone()
-    return int(row[0])
-
-
 def reversals(reference: str) -> int:
     """How many refunds of this order were reversed (each makes room for a new refund)."""
     with closing(_connect()) as conn:

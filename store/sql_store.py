@@ -509,7 +509,7 @@ class SqlStore:
 
     async def claim_sink(self, name: str, owner: str, *, ttl: float) -> int | None:
         params = {"name": name, "owner": owner, "ttl": ttl}
-        row = await self._write(lambda: core.one("claim_sink", params, "one"), durable=False)
+        row = await self._one("claim_sink", params, "one", durable=False)
         return None if row is None else int(row[0])
 
     async def advance_sink(self, name: str, owner: str, *, start: int, to: int) -> bool:
