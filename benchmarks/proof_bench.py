@@ -236,6 +236,7 @@ def cost(found: dict[str, list[float]], a: str, b: str) -> float:
 
 
 async def main(args: argparse.Namespace) -> None:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     signed = signing(args.rounds, args.decisions)
     show("1. Signing a decision's receipt", signed)
     per_decision = statistics.median(signed["sign a receipt"])
@@ -247,12 +248,12 @@ async def main(args: argparse.Namespace) -> None:
     each = statistics.median(sqlite["chain it"]) / 1000
     print(f"  chaining per audit event (SQLite): {each:.3f} ms (target <= 0.2 ms)")
     rates = await sink_throughput(args.sink_events)
-    print(f"\n4. The audit sink, {args.sink_events} events behind (events/s, target >= 5,000)")
+    print(f"\n3. The audit sink, {args.sink_events} events behind (events/s, target >= 5,000)")
     for name, rate in rates.items():
         print(f"  {name:<28} {rate:9,.0f}")
     if args.url:
         postgres = await postgres_chaining(args.url, args.rounds, args.events)
-        show("3. PostgreSQL, events written 100 at a time", postgres)
+        show("4. PostgreSQL, events written 100 at a time", postgres)
         each = cost(postgres, "chained", "not chained") / 1000
         print(f"  chaining per audit event (PostgreSQL): {each:.3f} ms (target <= 0.2 ms)")
 
