@@ -33,6 +33,10 @@ EDIT_TOO_LONG = (
     "These arguments are too long to edit in Slack. Approve or decline them as they are."
 )
 UNKNOWN_PERSON = words.UNKNOWN_PERSON
+BACKTEST_RUNNING = (
+    "_Backtest running: what this rule would have done to the latest requests "
+    "appears here in a moment._"
+)
 
 
 def more_characters(count: int) -> str:
@@ -420,6 +424,10 @@ def error(text: str) -> str:
 
 def waiting_title(count: int) -> str:
     return f"*Waiting for approval ({count})*"
+
+
+def limits_title(count: int) -> str:
+    return f"*Limits its calls counted against ({count})*"
 
 
 def pages_title(count: int) -> str:

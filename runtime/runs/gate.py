@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Mapping
 
 from runtime.approvals import context
 from runtime.approvals.binding import conflict_of
 from runtime.approvals.naming import log_rule_decision
 from runtime.ports import Approvals
+from runtime.runs import shadow
 from runtime.runs.budget import StopReason
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
@@ -33,23 +35,34 @@ class Gate:
         `approvals` gains those created; returned are the calls the lineage answered
         already (a completed effect, or a decline)."""
         session, journal = self.session, self.session.journal
-        asking = [
+        asked = [
             p
             for p in plans
             if p.needs_approval and p.call.id not in approvals and p.call.id not in effects
         ]
-        if not asking:
+        if not asked:
             return {}
-        wanted = list(await asyncio.gather(*(self.shown(p, self.new_approval(p)) for p in asking)))
-        wanted = [await self.approvals.annotate(a) for a in wanted]
+        drafted = [await self.drafted(p) for p in asked]
+        shown = await asyncio.gather(
+            *(self.shown(p, a) for p, a in zip(asked, drafted, strict=True))
+        )
+        wanted = [await self.approvals.annotate(a) for a in shown]
         run_now = journal.run_now()
         wanted = [await session.deps.with_learned_rule(a, run_now) for a in wanted]
-        committed = await journal.write(request=wanted)
+        admit = {}
+        for approval in wanted:  # the limits and envelopes that decide it in its transaction
+            if (spend := await self.approvals.plan_spend(approval, run_now)) is not None:
+                admit[approval.id] = spend
+        committed = await journal.write(request=wanted, admit=admit)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
-        created = [a for a in wanted if a.call_id not in prior]
+        created = [
+            committed.admitted.get(a.call_id or "", a) for a in wanted if a.call_id not in prior
+        ]
         approvals.update({a.call_id: a for a in created if a.call_id})
         run = journal.run_now()
         for approval in created:
+            journal.track(approval)
+            shadow.observe(session.deps.telemetry, approval)
             if approval.state == ApprovalState.PENDING:
                 await session.deps.announcer.approval_requested(approval, run)
             else:  # a rule approved or denied it at once: no one is asked
@@ -72,6 +85,28 @@ class Gate:
                 "context_digest": found.digest,
             }
         return approval.model_copy(update=update)
+
+    async def drafted(self, plan: Plan) -> Approval:
+        """The call's approval as its rules route it (with its limits, if they read them)."""
+        limits = None
+        if not plan.unasked:
+            run = self.session.journal.run_now()
+            limits = await self.approvals.limit_values(plan.call.name, plan.args or {}, run)
+        return self.new_approval(plan, limits)
+
+    def new_approval(
+        self, plan: Plan, limits: Mapping[str, Mapping[str, int]] | None = None
+    ) -> Approval:
+        return self.approvals.new_approval(
+            tool=plan.call.name,
+            args=plan.args or {},
+            run=self.session.journal.run_now(),  # its usage so far, which rules may look at
+            call_id=plan.call.id,
+            idempotency_key=plan.key,
+            sensitive=plan.tool.sensitive if plan.tool else (),
+            unasked=plan.unasked,
+            limits=limits,
+        )
 
     async def ask_again(
         self, plan: Plan, approved: Approval, reasked: dict[str, str], found: context.Context
@@ -105,16 +140,6 @@ class Gate:
             return False
         await session.deps.announcer.approval_requested(approval, session.journal.run_now())
         return True
-
-    def new_approval(self, plan: Plan) -> Approval:
-        return self.approvals.new_approval(
-            tool=plan.call.name,
-            args=plan.args or {},
-            run=self.session.journal.run_now(),  # its usage so far, which rules may look at
-            call_id=plan.call.id,
-            idempotency_key=plan.key,
-            sensitive=plan.tool.sensitive if plan.tool else (),
-        )
 
     async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
         """Park the run on a new approval of the call that shows the conflict. A rule never

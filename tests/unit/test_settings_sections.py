@@ -46,6 +46,20 @@ VARIABLES: list[tuple[str, str, str, Any]] = [
         ("U0BOB",),
     ),
     (
+        "SIGNOFF_LIMITS",
+        json.dumps(
+            {"refunds": {"tools": ["issue_refund"], "max": 3, "window": "1h", "deny": "no"}}
+        ),
+        "runtime.limits.refunds.max",
+        3,
+    ),
+    (
+        "SIGNOFF_ENVELOPES",
+        json.dumps({"max_expiry": "2d", "default_expiry": "1d"}),
+        "runtime.envelopes.max_expiry",
+        timedelta(days=2),
+    ),
+    (
         "SIGNOFF_MODELS",
         json.dumps({"refund-agent": {"provider": "openai", "model": "gpt-x"}}),
         "runtime.models.refund-agent.model",
