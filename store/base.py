@@ -369,8 +369,8 @@ class Store(Protocol):
     ) -> bool: ...
     async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
         """Someone waits for a pending approval's answer `seconds` more by the database's
-        clock (a heartbeat; it never moves the wait back). None if it is not pending (nothing
-        written); True if nobody's wait was live before."""
+        clock (a heartbeat; it never moves the wait back). None if it is not pending, or is
+        a run's (its run waits): nothing written; True if nobody's wait was live before."""
         ...
 
     async def waiter_left(self, approval_id: str) -> bool:

@@ -574,13 +574,14 @@ SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
 
 -- record_waiter --
 -- Someone waits for a pending approval's answer for :seconds more (a heartbeat): the wait
--- is moved on, never back, and whoever had left is back.
+-- is moved on, never back, and whoever had left is back. A run's approval keeps none: its
+-- run waits for the answer, durably, whoever else looks.
 UPDATE approvals
 SET waiter_until = CASE
         WHEN waiter_until IS NULL OR waiter_until < {seconds_from_clock(:seconds)}
         THEN {seconds_from_clock(:seconds)} ELSE waiter_until END,
     waiter_left_at = NULL
-WHERE id = :id AND state = 'pending'
+WHERE id = :id AND state = 'pending' AND run_id IS NULL
 
 -- waiter_left --
 -- Compare-and-set: a pending approval whose waiter's heartbeat lapsed by the database's
