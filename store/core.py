@@ -47,23 +47,30 @@ T = TypeVar("T")
 
 
 def one(name: str, params: Any, fetch: Fetch = "none") -> Body[Any]:
-    """A body of one statement."""
-    return (yield Stmt(name, params, fetch))
+    """A body of one statement (which may commit alone: there is nothing else)."""
+    return (yield Stmt(name, params, fetch, alone=fetch != "many"))
 
 
 def changed_one(name: str, params: dict[str, Any]) -> Body[bool]:
-    return bool((yield Stmt(name, params, "count")) == 1)
+    return bool((yield Stmt(name, params, "count", alone=True)) == 1)
 
 
 def update_one(name: str, params: dict[str, Any], what: str) -> Body[None]:
     """Update the row `params['id']` names: NotFound, writing nothing, if there is none."""
-    if (yield Stmt(name, params, "count")) != 1:
+    if (yield Stmt(name, params, "count", alone=True)) != 1:
         raise errors.NotFound(f"no {what} {params['id']!r}", id=params["id"])
 
 
 def create_run(
     run_params: dict[str, Any], cp_params: dict[str, Any], events: list[dict[str, Any]]
 ) -> Body[None]:
+    """The run, its first checkpoint and its events; a running run waits in the queue, so
+    the idle workers are woken. Where the dialect has it, `create_run` does all of it in one
+    statement (and answers a row); else the statements one by one."""
+    prefixed = {f"cp_{name}": value for name, value in cp_params.items()}
+    params = run_params | prefixed | _columns("ev_", events)
+    if (yield Stmt("create_run", params, "one", alone=True)) is not None:
+        return
     yield Stmt("insert_run", run_params)
     yield Stmt("insert_checkpoint", cp_params)
     if events:
@@ -72,19 +79,12 @@ def create_run(
         yield Stmt("notify_run_ready", {})
 
 
-def release_lease(params: dict[str, Any]) -> Body[None]:
-    """Give a lease back; a run it leaves running waits in the queue: wake the idle workers."""
-    released = yield Stmt("release_lease", params, "one")
-    if released is not None and released[0] == "running":
-        yield Stmt("notify_run_ready", {})
-
-
 def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
     nothing to drive leaves the queue unclaimed."""
     lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
-    found = yield Stmt("claim_runs", params, "all")
+    found = yield Stmt("claim_runs", params, "all", alone=True)
     return [
         Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
         for row in found
