@@ -4,7 +4,8 @@
                                                                       runs:write
     GET  /v1/runs/{id}        status, usage, pending approvals, answer, every approval
                                                                       runs:read
-    POST /v1/runs/{id}/cancel {reason?, compensate?}  (202 while a tool still runs)  runs:write
+    POST /v1/runs/{id}/cancel {reason?, compensate?, compensate_shared?}  (202 while a tool
+        still runs; 409 when other runs rely on what it would undo)  runs:write
     POST /v1/runs/{id}/effects/{call}/resolve {happened}  (an in-doubt page) runs:write
     POST /v1/approvals        {tool, args, approval_id?, requested_by?, policy?, callback_url?,
                                sensitive?}
@@ -112,6 +113,7 @@ async def cancel_run(request: web.Request) -> web.Response:
         reason=body.reason,
         wait=False,
         compensate=body.compensate,
+        compensate_shared=body.compensate_shared,
     )
     view = await run_view(rt, run)
     running = await rt.in_flight(run.id)
@@ -119,7 +121,8 @@ async def cancel_run(request: web.Request) -> web.Response:
         return web.json_response(view)
     # Accepted, not done: a tool is still running and the run ends after it.
     view["in_flight"] = [{"call_id": e.call_id, "tool": e.tool} for e in running]
-    view["note"] = rt.still_running(run.id, running, compensate=body.compensate)
+    relying = await rt.relying_on(running) if body.compensate else None
+    view["note"] = rt.still_running(run.id, running, compensate=body.compensate, relying=relying)
     return web.json_response(view, status=202)
 
 

@@ -32,6 +32,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.NotTheAsker, 403),
     (errors.EditRefused, 400),
     (errors.KeyConflict, 409),
+    (errors.SharedEffect, 409),  # other runs rely on what would be undone
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
 )
@@ -52,6 +53,8 @@ def refusal(exc: errors.SignoffRuntimeError) -> web.Response | None:
         more["approval"] = approval_view(decided)
     if isinstance(exc, errors.EffectInDoubt):  # what a client needs to resolve it
         more["in_doubt"] = {"run_id": exc.run_id, "call_id": exc.call_id, "tool": exc.tool}
+    if isinstance(exc, errors.SharedEffect):  # by call id: the runs (and calls) relying on it
+        more["shared"] = {call: [list(d) for d in found] for call, found in exc.shared.items()}
     return error(status, words.refusal(exc), **more)
 
 

@@ -42,7 +42,7 @@ ERRORS = {
     "401": "no known bearer token",
     "403": "the token lacks the scope (or the person may not decide, or did not ask)",
     "404": "no such run, approval or endpoint",
-    "409": "decided already, or the run is finished or busy",
+    "409": "decided already, the run is finished or busy, or other runs rely on what it would undo",
     "413": "the body is over 1 MiB",
     "429": "over the token's rate; Retry-After says when to retry",
     "503": "the database's disk is full (writes), or the API is off",

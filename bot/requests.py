@@ -102,6 +102,14 @@ class CancelRequest(BaseModel):
     compensate: bool = Field(
         False, description="Undo a reversible tool still running once it ends (its compensator)."
     )
+    compensate_shared: bool = Field(
+        False,
+        description=(
+            "Undo it even when other runs rely on what it did (handed the same effect): they "
+            "are paged for and noted. Without it such a cancel is refused (409), changing "
+            "nothing."
+        ),
+    )
 
 
 def decision_refusal(**values: Any) -> tuple[str, str] | None:

@@ -271,6 +271,17 @@ def ended_by(run: Run, approvals: Sequence[Approval]) -> Approval | None:
     return stopped[-1] if stopped else None
 
 
+def relied_on_undone(
+    tool: str, call_id: str, by_run: str, by: str | None, voice: Voice = PLAIN
+) -> str:
+    """What a run is told when the effect it was handed (another run's) was compensated."""
+    return (
+        f"{voice.code(tool)} of run {voice.code(by_run)}, which this run relies on (its call "
+        f"{voice.code(call_id)} was handed that effect), was undone by {voice.who(by)}'s explicit "
+        "choice: what this run did or said on the strength of it may no longer hold."
+    )
+
+
 # refusals: why something a person asked changed nothing
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import os
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -31,7 +31,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import anchors, inbox, listing, rollback, timetravel
+from runtime.history import anchors, inbox, listing, rollback, shared, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
@@ -262,12 +262,21 @@ class Runtime:
         reason: str = "",
         wait: bool = True,
         compensate: bool = False,
+        compensate_shared: bool = False,
     ) -> Run:
         """Stop a run for good; its pending approvals are withdrawn. `wait=False`: answer at
         once even while this process's driver of the run has a tool running (`in_flight`).
-        `compensate`: a reversible effect in flight is undone once it ends."""
+        `compensate`: a reversible effect in flight is undone once it ends; one other runs
+        rely on only with `compensate_shared` too (else `SharedEffect`, changing nothing)."""
         return await ending.cancel(
-            self._deps, self.desk, run_id, by=by, reason=reason, wait=wait, compensate=compensate
+            self._deps,
+            self.desk,
+            run_id,
+            by=by,
+            reason=reason,
+            wait=wait,
+            compensate=compensate,
+            compensate_shared=compensate_shared,
         )
 
     async def in_flight(self, run_id: str) -> builtins.list[Effect]:
@@ -277,10 +286,20 @@ class Runtime:
 
     @staticmethod
     def still_running(
-        run_id: str, effects: Sequence[Effect], *, compensate: bool = False
+        run_id: str,
+        effects: Sequence[Effect],
+        *,
+        compensate: bool = False,
+        relying: Mapping[str, Sequence[str]] | None = None,
     ) -> str | None:
         """What a cancel answers, on every surface, while these effects are in flight."""
-        return ending.still_running(run_id, effects, compensate=compensate)
+        return ending.still_running(run_id, effects, compensate=compensate, relying=relying)
+
+    async def relying_on(self, effects: Iterable[Effect]) -> dict[str, builtins.list[str]]:
+        """By call id, the other runs relying on these effects now (handed what they did):
+        what compensating them would undo for those runs too."""
+        found = await shared.shared(self._deps, effects)
+        return {call: [d.run_id for d in relying] for call, relying in found.items()}
 
     def serve_queue(
         self, *, capacity: int, poll: float, on_claimed: Callable[[int], None] | None = None
@@ -498,10 +517,20 @@ class Runtime:
         )
 
     async def rollback(
-        self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR
+        self, run_id: str, to_step: int, *, by: str = SYSTEM_ACTOR, compensate_shared: bool = False
     ) -> RollbackReport:
+        """Compensate the effects after `to_step` and restore it. An effect other runs rely
+        on is compensated only with `compensate_shared` (then they are paged for and noted);
+        without it the rollback is refused (`SharedEffect`, naming them), changing nothing."""
         async with self.locks.hold(run_id):
-            return await rollback.rollback(self._deps, self.desk, run_id, to_step, by=by)
+            return await rollback.rollback(
+                self._deps,
+                self.desk,
+                run_id,
+                to_step,
+                by=by,
+                compensate_shared=compensate_shared,
+            )
 
     # what the surfaces (CLI, Slack, HTTP) call besides the above
 

@@ -7,6 +7,8 @@ SignoffRuntimeError
  ├── InvalidRequest      an argument to a Runtime method is wrong (a bad step, decision, budget)
  │    ├── RunFinished      the run is done or cancelled already, so it cannot be stopped
  │    ├── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
+ │    ├── SharedEffect     an effect to compensate is relied on by other runs: undone only
+ │    │                    when the operator says so (compensate_shared)
  │    └── ModelChanged     the run started on another model than this process is configured with
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
@@ -64,6 +66,16 @@ class ModelChanged(InvalidRequest):
 
 class RunFinished(InvalidRequest):
     """The run is done or cancelled already."""
+
+
+class SharedEffect(InvalidRequest):
+    """An effect to compensate is relied on by other runs: compensating it undoes what they
+    were told happened, so it is done only when the operator says so (`compensate_shared`).
+
+    Carries `run_id` and `shared`: by call id, the runs (and their calls) relying on it."""
+
+    run_id: str
+    shared: dict[str, list[tuple[str, str]]]
 
 
 class EffectInDoubt(InvalidRequest):

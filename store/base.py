@@ -24,6 +24,7 @@ from store.records import (
     Checkpoint,
     Effect,
     EffectOutcome,
+    EffectReuse,
     Envelope,
     Fact,
     LearnedRule,
@@ -249,6 +250,17 @@ class Store(Protocol):
         """The latest mutating effect in any lineage under this key with another digest that
         may have happened (completed and not undone, running, in doubt): what a call with
         these arguments under this key conflicts with."""
+        ...
+
+    async def effect_group(self, run_id: str, call_id: str) -> list[EffectReuse]:
+        """The reuses of this effect and, when it is itself a reuse, of the effect it reuses:
+        every run that shares what it did (`EffectReuse`), oldest first."""
+        ...
+
+    async def mark_reuses_undone(self, marks: Sequence[tuple[EffectReuse, AuditEvent]]) -> int:
+        """The effect each reuse relies on was compensated: mark each once, in one
+        transaction, with its audit event (on the run relying on it) and a note for that run's
+        thread (outbox `run_noted`). How many were marked now, not before."""
         ...
 
     # approvals

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from store import announce, errors, rows, spend
+from store import announce, errors, rows, shared, spend
 from store.base import Batch, Claim, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
@@ -522,6 +522,7 @@ def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -
     if prior is not None:
         if prior.digest == effect.digest:
             committed.preempted[effect.call_id] = prior
+            yield from shared.reused(effect.run_id, effect.call_id, prior, effect.started_at)
         else:  # the key is bound to other arguments: never hand out that call's result
             committed.conflicts[effect.call_id] = prior
         return
@@ -536,6 +537,9 @@ def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -
     if key != effect.idempotency_key:
         committed.keys[effect.call_id] = key
     yield Stmt("insert_effect", params | {"idempotency_key": key})
+    relied_on = yield from shared.shared_effect(effect, key)
+    if relied_on is not None:
+        yield from shared.reused(effect.run_id, effect.call_id, relied_on, effect.started_at)
 
 
 def request_approval(
@@ -555,6 +559,8 @@ def request_approval(
         )
         if done is not None and done.repeated_by(approval.shown_digest):
             committed.preempted[call] = done
+            if approval.run_id is not None:
+                yield from shared.reused(approval.run_id, call, done, approval.created_at)
             return
         key = {
             "lineage_id": approval.lineage_id,

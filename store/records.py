@@ -580,6 +580,24 @@ class Fact(Record):
 FACTS = TypeAdapter(list[Fact])
 
 
+class EffectReuse(Record):
+    """A run handed another run's effect (the same idempotency key with the same arguments:
+    the ledger's repeat in a lineage, or, across lineages, the outside system's, which dedupes
+    by the key) relies on it: compensating that effect undoes what this run was told."""
+
+    run_id: str
+    call_id: str
+    """The run relying on it, and its call."""
+    from_run_id: str
+    from_call_id: str
+    """The effect relied on."""
+    tool: str
+    idempotency_key: str
+    at: datetime
+    undone_at: datetime | None = None
+    """When the effect relied on was compensated all the same (and this run was told)."""
+
+
 class Page(Record):
     """An effect a human must handle: no compensator, in doubt, or a failed compensation."""
 
@@ -611,6 +629,7 @@ class OutboxItem(Record):
         "page_reminded",
         "page_acknowledged",
         "run_finished",
+        "run_noted",
         "rule_expiring",
         "rule_uses_noted",
         "home_stale",

@@ -26,6 +26,7 @@ from store.records import (
     Checkpoint,
     Effect,
     EffectOutcome,
+    EffectReuse,
     Fact,
     Message,
     OutboxItem,
@@ -332,6 +333,15 @@ event_params, event_from_row = _EVENT.params, _EVENT.read
 anchor_from_row = Columns(
     AuditAnchor, ("seq", "kind", "hash"), times=("at",), json_or_null=("signed",)
 ).read
+
+_REUSE = Columns(
+    EffectReuse,
+    ("run_id", "call_id", "from_run_id", "from_call_id", "tool", "idempotency_key"),
+    times=("at", "undone_at"),
+    unwritten=frozenset({"undone_at"}),
+)
+reuse_params = _REUSE.params
+reuse_from_row = _REUSE.read
 
 _WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
 worker_from_row = _WORKER.read

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from store import core, envelopes, errors, learned, rows, spend
+from store import core, envelopes, errors, learned, rows, shared, spend
 from store.base import (
     Batch,
     Claim,
@@ -33,6 +33,7 @@ from store.records import (
     Checkpoint,
     Delivery,
     Effect,
+    EffectReuse,
     Envelope,
     Fact,
     LearnedRule,
@@ -215,6 +216,13 @@ class SqlStore:
         params = {"idempotency_key": idempotency_key, "args_digest": args_digest}
         found = await self._read("conflicting_effect_by_key", params)
         return rows.effect_from_row(found[0]) if found else None
+
+    async def effect_group(self, run_id: str, call_id: str) -> list[EffectReuse]:
+        found = await self._read("effect_group", {"run_id": run_id, "call_id": call_id})
+        return [rows.reuse_from_row(row) for row in found]
+
+    async def mark_reuses_undone(self, marks: Sequence[tuple[EffectReuse, AuditEvent]]) -> int:
+        return await self._write(lambda: shared.mark_undone(marks))
 
     # approvals
 

@@ -50,6 +50,13 @@ def group(help: str) -> typer.Typer:
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 YesFlag = Annotated[bool, typer.Option("--yes", help="Do not ask for confirmation.")]
+CompensateShared = Annotated[
+    bool,
+    typer.Option(
+        "--compensate-shared",
+        help="Undo effects other runs rely on too (they are paged for and noted).",
+    ),
+]
 RunId = Annotated[str, typer.Argument(metavar="RUN", help="The run's id.", show_default=False)]
 
 

@@ -14,6 +14,7 @@ import typer
 
 from bot.cli import people
 from bot.cli.base import (
+    CompensateShared,
     Failure,
     JsonFlag,
     RunId,
@@ -330,20 +331,30 @@ def rollback(
     ],
     yes: YesFlag = False,
     as_json: JsonFlag = False,
+    compensate_shared: CompensateShared = False,
 ) -> None:
     """Roll a run back to a step.
 
-    Its effects after the step are compensated (or paged) and the step's state restored."""
+    Its effects after the step are compensated (or paged) and the step's state restored. One
+    another run relies on is compensated only with --compensate-shared; without it the
+    rollback is refused, naming those runs, and changes nothing."""
     if not yes:
+        also = (
+            "; those other runs rely on are undone too, and they are paged for and noted"
+            if compensate_shared
+            else ""
+        )
         typer.confirm(
             f"Roll run {run_id} back to step {to_step}? Effects after it will be "
-            "compensated or paged",
+            f"compensated or paged{also}",
             abort=True,
             err=True,
         )
 
     async def work(p: Process) -> Any:
-        report = await p.runtime.rollback(run_id, to_step)
+        report = await p.runtime.rollback(
+            run_id, to_step, by="cli", compensate_shared=compensate_shared
+        )
         return report, await p.runtime.queries.effects(run_id)
 
     report, effects = with_process(ctx, work)
@@ -362,6 +373,7 @@ def cancel(
         bool, typer.Option(help="Undo a reversible tool still running once it ends.")
     ] = False,
     as_json: JsonFlag = False,
+    compensate_shared: CompensateShared = False,
 ) -> None:
     """Cancel a run for good; its pending approvals are declined."""
     from bot import views
@@ -370,9 +382,16 @@ def cancel(
     checked_as_api(CancelRequest, {"reason": "--reason"}, reason=reason)
 
     async def cancel(p: Process) -> tuple[Run, str | None]:
-        run = await p.runtime.cancel(run_id, by="cli", reason=reason, compensate=compensate)
+        run = await p.runtime.cancel(
+            run_id,
+            by="cli",
+            reason=reason,
+            compensate=compensate,
+            compensate_shared=compensate_shared,
+        )
         running = await p.runtime.in_flight(run.id)
-        return run, p.runtime.still_running(run.id, running, compensate=compensate)
+        relying = await p.runtime.relying_on(running) if compensate else None
+        return run, p.runtime.still_running(run.id, running, compensate=compensate, relying=relying)
 
     run, note = with_process(ctx, cancel)
     shown = run.model_dump(mode="json") | ({"note": note} if note else {})

@@ -85,9 +85,9 @@ async def show_run(request: web.Request) -> web.Response:
     sensitive = sensitive_by_tool([*effects, *approvals])
     history = masked_history(await rt.history(run.id), sensitive, results)
     shown = results.effects(effects)
-    rows = timeline.timeline(history, shown, approvals, pages, reading.displays(rt))
-    forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     events = await rt.queries.events(run_id=run.id)
+    rows = timeline.timeline(history, shown, approvals, pages, reading.displays(rt), events)
+    forks = [r.id for r in await rt.list(limit=MAX_LIST) if r.parent_id == run.id]
     decided = run.status == RunStatus.WAITING_APPROVAL and all(
         a.state != "pending" for a in approvals
     )
@@ -115,14 +115,24 @@ async def rollback_preview(request: web.Request) -> web.Response:
     latest = await rt.queries.latest_state(run_id)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
     effects = await rt.queries.effects(run_id)
-    return web.json_response(timeline.rollback_preview(effects, step, on_timeline))
+    preview = timeline.rollback_preview(effects, step, on_timeline)
+    undone = {line["call_id"] for line in preview["compensate"]}
+    relying = await rt.relying_on(e for e in effects if e.call_id in undone)
+    for line in preview["compensate"]:  # the other runs that rely on what it would undo
+        line["relied_on_by"] = relying.get(line["call_id"], [])
+    preview["shared"] = bool(relying)
+    return web.json_response(preview)
 
 
 @requires("runs:write")
 async def rollback(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
     body = await _json(request)
-    report = await rt.rollback(run_id, _step(body.get("to_step")), by=_actor(request))
+    shared = body.get("compensate_shared", False)
+    if not isinstance(shared, bool):
+        raise BadRequest("compensate_shared: true or false")
+    step = _step(body.get("to_step"))
+    report = await rt.rollback(run_id, step, by=_actor(request), compensate_shared=shared)
     return web.json_response(report.as_dict())
 
 

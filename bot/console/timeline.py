@@ -76,10 +76,13 @@ def timeline(
     approvals: Iterable[Approval],
     pages: Iterable[Page],
     displays: Mapping[str, Display] | None = None,
+    events: Iterable[AuditEvent] = (),
 ) -> list[View]:
     """One row per step on the run's record, oldest first; undone steps stay, marked.
     `displays`: how each tool's arguments read (a call's `reads`, e.g. "Refund $25.00 on
-    order 4471")."""
+    order 4471"). `events`: the run's audit, which marks a call handed another run's effect
+    (`relied_on`) and one whose effect was undone by that run since (`undone`)."""
+    sharing = _sharing(events)
     by_call = {effect.call_id: effect for effect in effects}
     compensations = {e.compensates: e for e in effects if e.compensates is not None}
     approvals_by_call = _grouped(approvals)
@@ -108,11 +111,33 @@ def timeline(
             call["pages"] = [page_view(p) for p in pages_by_call.get(call_id, [])]
             trail = call_trail(asked, [effect] if effect else [])
             call["binding"] = trail[-1].line() if trail else None  # proposed -> approved -> ran
+            call.update(sharing.get(call_id, {"relied_on": None, "undone": None}))
     shown = list(rows.values())
     for row in shown:
         row["label"] = step_outcome(row, latest=row is shown[-1])
         row["outcome"] = words.run_outcome(row["status"], row.get("stop_reason"))
     return shown
+
+
+def _sharing(events: Iterable[AuditEvent]) -> dict[str, View]:
+    """By call id: the other run's effect the call was handed, and whether it was undone."""
+    found: dict[str, View] = {}
+    for event in events:
+        call = str(event.detail.get("call_id") or "")
+        if event.action == "effect_reused":
+            mark = found.setdefault(call, {"relied_on": None, "undone": None})
+            mark["relied_on"] = {
+                "run_id": event.detail.get("from_run"),
+                "call_id": event.detail.get("from_call"),
+            }
+        elif event.action == "relied_on_effect_undone":
+            mark = found.setdefault(call, {"relied_on": None, "undone": None})
+            mark["undone"] = {
+                "by_run": event.detail.get("by_run"),
+                "by": event.actor,
+                "at": event.at.isoformat(),
+            }
+    return found
 
 
 def step_outcome(row: View, *, latest: bool) -> str:

@@ -516,6 +516,19 @@ def run_note(run: Run, approvals: Sequence[Approval] = ()) -> str:
     return texts.run_ended(words.outcome_of(run), sentence)
 
 
+def relied_on_note(detail: Mapping[str, Any]) -> str:
+    """The note in the thread of a run whose relied-on effect another run undid (the
+    `run_noted` outbox row's detail: what, by which run, who chose it)."""
+    sentence = words.relied_on_undone(
+        str(detail.get("tool", "")),
+        str(detail.get("call_id", "")),
+        str(detail.get("by_run", "")),
+        str(detail["actor"]) if detail.get("actor") else None,
+        NOTE_VOICE,
+    )
+    return texts.relied_on_undone(sentence)
+
+
 NOTE_VOICE = words.Voice(
     person=kit.mention,
     text=lambda text: escape.mrkdwn(escape.flat(text), limit=DETAIL_TEXT),

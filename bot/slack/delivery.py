@@ -191,8 +191,8 @@ class SlackDelivery:
                 await self.remind_page(page, item)
             else:
                 await self.update_page(page)
-        elif topic == "run_finished":
-            await self.run_finished(await self.queries.run(item.subject_id), item)
+        elif topic in ("run_finished", "run_noted"):
+            await self._run_news(item)
         elif topic == "rule_expiring":
             await self.rule_expiring(await self.queries.learned_rule(item.subject_id))
         elif topic == "rule_uses_noted":
@@ -350,6 +350,19 @@ class SlackDelivery:
         for approval in approvals:
             await self.update_card(approval)  # the card says how the run ended, too
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
+
+    async def _run_news(self, item: OutboxItem) -> None:
+        if item.topic == "run_finished":
+            await self.run_finished(await self.queries.run(item.subject_id), item)
+        else:
+            await self.run_noted(item)
+
+    async def run_noted(self, item: OutboxItem) -> None:
+        """A note under each of the run's cards: an effect it relied on was undone."""
+        note = cards.relied_on_note(item.detail)
+        mark = f"undone-{item.detail.get('by_run')}-{item.detail.get('by_call')}"
+        for approval in await self.queries.approvals(run_id=item.subject_id):
+            await self._thread_note(approval, note, item, mark)
 
     # learned rules
 

@@ -291,6 +291,11 @@ def run_outcome(outcome: str) -> str:
     return run_ended(outcome, f"run {outcome}")
 
 
+def relied_on_undone(sentence: str) -> str:
+    """In the thread of a run that relied on another run's effect, once that was undone."""
+    return f":warning: {sentence}"
+
+
 def run_now(run: str, status: str, step: int) -> str:
     return f"Run {run} is {status} at step {step}."
 
@@ -304,6 +309,8 @@ PAGE_REASONS = {
     "acted_late": "completed after its run was taken over",
     "key_conflict": "was not run: its key was used with other arguments",
     "args_mismatch": "was not run: its arguments are not those approved",
+    "shared_undone": "was undone though other runs rely on it",
+    "shared_kept": "was not undone: other runs rely on it",
 }
 AN_EFFECT = words.AN_EFFECT
 

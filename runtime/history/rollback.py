@@ -20,7 +20,7 @@ from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals import paging
 from runtime.deps import Deps
-from runtime.history import timetravel
+from runtime.history import shared, timetravel
 from runtime.history.undo_log import unfinished
 from runtime.ports import Withdrawals
 from runtime.runs.budget import StopReason
@@ -53,17 +53,28 @@ class RollbackReport:
     skipped: list[str] = field(default_factory=list)
     nothing_to_do: str | None = None
     """Why nothing was done: the run was rolled back to this step already."""
+    shared: dict[str, list[str]] = field(default_factory=dict)
+    """By call id, the other runs that relied on an effect compensated (or, not allowed to
+    be, paged): each was paged for and noted (`runtime.history.shared`)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 async def rollback(
-    deps: Deps, approvals: Withdrawals, run_id: str, to_step: int, *, by: str
+    deps: Deps,
+    approvals: Withdrawals,
+    run_id: str,
+    to_step: int,
+    *,
+    by: str,
+    compensate_shared: bool = False,
 ) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot.
 
-    Rolling back again to the step the run was rolled back to does nothing, and says so."""
+    Rolling back again to the step the run was rolled back to does nothing, and says so. An
+    effect other runs rely on is compensated only with `compensate_shared`; without it the
+    rollback is refused (`SharedEffect`, naming them) and changes nothing."""
     run = await deps.run(run_id)
     agent = _agent_of(deps, run)
     if to_step > run.step:
@@ -75,9 +86,12 @@ async def rollback(
     if await _rolled_back_to(deps, run, to_step):
         why = f"run {run_id} is already rolled back to step {to_step}; nothing to undo"
         return RollbackReport(run_id, to_step, nothing_to_do=why)
+    if not compensate_shared:
+        await shared.refuse(deps, run, agent, to_step)
+    undo = Undo(by, compensate_shared)
     async with deps.lease(run_id):
-        await _intend(deps, run_id, by, to_step=to_step, restore=True)
-        report = await _undo_after(deps, run, agent, to_step, at_step=to_step)
+        await _intend(deps, run_id, undo, to_step=to_step, restore=True)
+        report = await _undo_after(deps, run, agent, to_step, undo, at_step=to_step)
         await approvals.withdraw(run_id, by=by, reason="run rolled back")
         latest = await deps.store.load_state(run_id)
         restore = Checkpoint(
@@ -107,14 +121,21 @@ async def rollback(
 
 
 async def compensate_all(
-    deps: Deps, run: Run, *, only: Sequence[str] | None = None
+    deps: Deps,
+    run: Run,
+    *,
+    only: Sequence[str] | None = None,
+    by: str | None = None,
+    compensate_shared: bool = False,
 ) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects (or `only` these calls, those a
-    cancel asked to undo once they end); its state stays as it ended."""
+    cancel asked to undo once they end); its state stays as it ended. An effect other runs
+    rely on is paged, not compensated, unless whoever asked said so (`compensate_shared`)."""
     agent = _agent_of(deps, run)
+    undo = Undo(by or deps.worker_id, compensate_shared)
     async with deps.lease(run.id):
-        await _intend(deps, run.id, deps.worker_id, to_step=0, restore=False, only=only)
-        report = await _undo_after(deps, run, agent, 0, at_step=run.step, only=only)
+        await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
+        report = await _undo_after(deps, run, agent, 0, undo, at_step=run.step, only=only)
         event = AuditEvent(
             action="compensate",
             actor=deps.worker_id,
@@ -136,12 +157,16 @@ async def finish_interrupted(
     intent = await unfinished(deps.store, run_id)
     if intent is None:
         return None
+    allow = bool(intent.detail.get("compensate_shared"))  # the choice the undo was made with
     async with deps.locks.hold(run_id):
         if intent.detail.get("restore"):
             to_step = int(intent.detail["to_step"])
-            return await rollback(deps, approvals, run_id, to_step, by=intent.actor)
+            return await rollback(
+                deps, approvals, run_id, to_step, by=intent.actor, compensate_shared=allow
+            )
         only = intent.detail.get("calls")
-        return await compensate_all(deps, await deps.run(run_id), only=only)
+        run = await deps.run(run_id)
+        return await compensate_all(deps, run, only=only, by=intent.actor, compensate_shared=allow)
 
 
 def _agent_of(deps: Deps, run: Run) -> Agent:
@@ -159,20 +184,33 @@ async def _rolled_back_to(deps: Deps, run: Run, step: int) -> bool:
     return await unfinished(deps.store, run.id) is None
 
 
+@dataclass(frozen=True)
+class Undo:
+    """Who undoes, and whether they chose to undo effects other runs rely on."""
+
+    by: str
+    compensate_shared: bool = False
+
+
 async def _intend(
     deps: Deps,
     run_id: str,
-    by: str,
+    undo: Undo,
     *,
     to_step: int,
     restore: bool,
     only: Sequence[str] | None = None,
 ) -> None:
-    """Say what is being undone before undoing it: recovery finishes an interrupted undo."""
+    """Say what is being undone before undoing it: recovery finishes an interrupted undo,
+    with the same choice about shared effects."""
     detail: dict[str, Any] = {"to_step": to_step, "restore": restore}
     if only is not None:
         detail["calls"] = list(only)
-    event = AuditEvent(action=UNDO_STARTED, actor=by, run_id=run_id, at=deps.clock(), detail=detail)
+    if undo.compensate_shared:
+        detail["compensate_shared"] = True
+    event = AuditEvent(
+        action=UNDO_STARTED, actor=undo.by, run_id=run_id, at=deps.clock(), detail=detail
+    )
     await deps.store.commit(
         Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
     )
@@ -183,6 +221,7 @@ async def _undo_after(
     run: Run,
     agent: Agent,
     step: int,
+    undo: Undo,
     *,
     at_step: int,
     only: Sequence[str] | None = None,
@@ -200,8 +239,18 @@ async def _undo_after(
             continue
         if only is not None and effect.call_id not in only:
             continue
+        relying = await shared.dependents(deps, effect) if shared.compensable(effect, agent) else []
+        if relying:
+            report.shared[effect.call_id] = [d.run_id for d in relying]
+        if relying and not undo.compensate_shared and effect.compensated_by is None:
+            await shared.kept(deps, run, effect, relying)  # appeared after the check
+            report.paged.append(effect.call_id)
+            continue
         outcome = await _undo(deps, run, agent, effect, done.get(effect.call_id), at_step)
         getattr(report, outcome).append(effect.call_id)
+        if relying and outcome == "compensated":
+            undone_by = effect.compensated_by or f"undo:{effect.call_id}"
+            await shared.undone(deps, run, effect, relying, by=undo.by, undo=undone_by)
     return report
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history import rollback
+from runtime.history import rollback, shared
 from runtime.ports import Withdrawals
 from runtime.runs.budget import BUDGET_REASONS, StopReason
 from store import (
@@ -44,6 +44,7 @@ async def cancel(
     reason: str,
     wait: bool = True,
     compensate: bool = False,
+    compensate_shared: bool = False,
 ) -> Run:
     """Stop a run for good; its pending approvals are declined with reason `cancelled`.
 
@@ -51,13 +52,21 @@ async def cancel(
     after the tool ends. `wait=False` answers at once all the same (a request must not hang
     on a tool): what follows the stop (the notice, a saga) runs once that driver lets go.
     `compensate`: a reversible effect in flight now is undone once it ends; the choice is in
-    the cancel's audit event, so whichever worker drives the run when the tool ends sees it."""
+    the cancel's audit event, so whichever worker drives the run when the tool ends sees it.
+    One other runs rely on is undone only with `compensate_shared` too: without it the cancel
+    is refused (`SharedEffect`, naming them) and changes nothing."""
     run = await deps.run(run_id)
     if run.status in (RunStatus.DONE, RunStatus.CANCELLED):
         raise errors.RunFinished(f"run {run_id} is already {run.status.value}")
     detail: dict[str, Any] = {"reason": reason}
     if compensate:
-        detail["compensate"] = [e.call_id for e in await in_flight(deps, run_id)]
+        flight = await in_flight(deps, run_id)
+        found = {} if compensate_shared else await shared.shared(deps, flight)
+        if found:
+            raise shared.refusal(run_id, found, {e.call_id: e.tool for e in flight})
+        detail["compensate"] = [e.call_id for e in flight]
+        if compensate_shared:
+            detail["compensate_shared"] = True
     event = AuditEvent(action="cancel", actor=by, run_id=run_id, at=deps.clock(), detail=detail)
     await _append_status(deps, run_id, RunStatus.CANCELLED, StopReason.CANCELLED, event)
     await approvals.withdraw(
@@ -83,11 +92,16 @@ async def in_flight(deps: Deps, run_id: str) -> list[Effect]:
 
 
 def still_running(
-    run_id: str, effects: Sequence[Effect], *, compensate: bool = False
+    run_id: str,
+    effects: Sequence[Effect],
+    *,
+    compensate: bool = False,
+    relying: Mapping[str, Sequence[str]] | None = None,
 ) -> str | None:
     """What a cancel says while effects are in flight, the same words on every surface: the
     run is cancelled, the tool is not stopped halfway, its result is recorded, and (if the
-    cancel asked) a reversible one is then compensated."""
+    cancel asked) a reversible one is then compensated; `relying`: by call id, the other runs
+    relying on one, which are then paged for and noted."""
     if not effects:
         return None
     names = ", ".join(f"{e.tool} ({e.call_id})" for e in effects)
@@ -95,9 +109,18 @@ def still_running(
     before = max(min(e.step for e in effects) - 1, 0)  # rollback restores this step
     head = f"Run {run_id} is cancelled, but {names} {verb} still running: the run takes no "
     if compensate:
-        return head + (
-            "further step; what the tool does is recorded when it ends, then compensated if "
-            "it is reversible (an irreversible one is paged for a person to undo)."
+        shared_ones = "".join(
+            f" Runs {', '.join(runs)} rely on {call}: they are paged for and noted."
+            for call, runs in (relying or {}).items()
+            if runs
+        )
+        return (
+            head
+            + (
+                "further step; what the tool does is recorded when it ends, then compensated if "
+                "it is reversible (an irreversible one is paged for a person to undo)."
+            )
+            + shared_ones
         )
     return head + (
         "further step; what the tool does is recorded when it ends (undo it with "
@@ -208,35 +231,40 @@ async def saga(deps: Deps, run: Run) -> None:
     """Undo an abandoned run's effects (stopped by a budget or in doubt, it is not), or those
     in flight when a cancel that asked for it came, once they have ended."""
     only: list[str] | None = None
+    by, allow = None, False
     if not compensated(deps, run):
-        only = await _ended_to_compensate(deps, run)
-        if not only:
+        only, asked = await _ended_to_compensate(deps, run)
+        if not only or asked is None:
             return
+        by, allow = asked.actor, bool(asked.detail.get("compensate_shared"))
     try:
-        await rollback.compensate_all(deps, run, only=only)
+        await rollback.compensate_all(deps, run, only=only, by=by, compensate_shared=allow)
     except errors.RunBusy:
         log.info("run %s: its driver compensates it when it stops", run.id)
 
 
-async def _ended_to_compensate(deps: Deps, run: Run) -> list[str]:
+async def _ended_to_compensate(deps: Deps, run: Run) -> tuple[list[str], AuditEvent | None]:
     """The calls the run's cancel asked to compensate that have completed and are not yet
-    compensated (one still running is left to the driver, which comes back here after it)."""
+    compensated (one still running is left to the driver, which comes back here after it),
+    and the cancel that asked (who, and whether it may undo what other runs rely on)."""
     if run.status != RunStatus.CANCELLED:
-        return []
-    asked: list[str] = []
+        return [], None
+    cancel: AuditEvent | None = None
     for event in await deps.store.list_events(run_id=run.id):
         if event.action == "cancel":
-            asked = list(event.detail.get("compensate") or [])
+            cancel = event
+    asked = list(cancel.detail.get("compensate") or []) if cancel else []
     if not asked:
-        return []
+        return [], None
     effects = {e.call_id: e for e in await deps.store.list_effects(run.id)}
-    return [
+    ended = [
         c
         for c in asked
         if c in effects
         and effects[c].status == EffectStatus.COMPLETED
         and effects[c].compensated_by is None
     ]
+    return ended, cancel
 
 
 async def _append_status(

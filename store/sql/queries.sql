@@ -427,6 +427,38 @@ WHERE idempotency_key = :idempotency_key AND reversibility <> 'read'
   AND (status IN ('started', 'in_doubt') OR (status = 'completed' AND compensated_by IS NULL))
 ORDER BY id DESC LIMIT 1
 
+-- shared_effect_by_key --
+-- The first mutating effect in another lineage under this idempotency key with the same
+-- arguments that may have happened (completed and not undone, running or in doubt): an
+-- effect started with this key relies on it (the outside system dedupes by the key).
+SELECT * FROM effects {indexed_by(effects_by_key_alone)}
+WHERE idempotency_key = :idempotency_key AND reversibility <> 'read'
+  AND lineage_id <> :lineage_id AND args_digest = :args_digest
+  AND (status IN ('started', 'in_doubt') OR (status = 'completed' AND compensated_by IS NULL))
+ORDER BY id LIMIT 1
+
+-- insert_effect_reuse --
+-- A run relies on another run's effect (one row per call of the run relying on it).
+INSERT INTO effect_reuses (run_id, call_id, from_run_id, from_call_id, tool, idempotency_key,
+                           at)
+VALUES (:run_id, :call_id, :from_run_id, :from_call_id, :tool, :idempotency_key, :at)
+ON CONFLICT (run_id, call_id) DO NOTHING
+
+-- effect_group --
+-- The reuses of an effect and, when it is itself a reuse, of the effect it reuses: every run
+-- that shares what it did, oldest first.
+SELECT * FROM effect_reuses
+WHERE (from_run_id = :run_id AND from_call_id = :call_id)
+   OR (from_run_id, from_call_id) IN (
+       SELECT from_run_id, from_call_id FROM effect_reuses
+       WHERE run_id = :run_id AND call_id = :call_id)
+ORDER BY at, run_id, call_id
+
+-- mark_reuse_undone --
+-- The effect a run relies on was compensated all the same: said once.
+UPDATE effect_reuses SET undone_at = :at
+WHERE run_id = :run_id AND call_id = :call_id AND undone_at IS NULL
+
 -- get_effect --
 -- One effect.
 SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id

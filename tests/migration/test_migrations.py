@@ -35,6 +35,7 @@ SHARED_SOURCES = (
     "announce.py",
     "spend.py",
     "envelopes.py",
+    "shared.py",
 )
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "

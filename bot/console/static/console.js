@@ -259,6 +259,12 @@ function callView(call) {
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
   if (call.result) box.appendChild(el("div", "result", "-> " + withNames(call.result)));
+  // Handed another run's effect (the same key and arguments): it relies on that run's, and
+  // says so once that run undid it.
+  if (call.relied_on) box.appendChild(el("div", "relied-on", "relies on " + call.relied_on.call_id + " of run " + call.relied_on.run_id));
+  if (call.undone) {
+    box.appendChild(el("div", "undone-under", "undone since by a rollback of run " + call.undone.by_run + " (by " + person(call.undone.by) + "): this may no longer hold"));
+  }
   // A tool that raised: its error, as recorded (the traceback is in the server's log).
   if (call.effect && call.effect.state === "failed" && call.effect.error) {
     box.appendChild(el("div", "tool-error", call.tool + " failed: " + call.effect.error));
@@ -320,6 +326,9 @@ async function rollbackTo(runId, step) {
   const list = el("ul");
   for (const item of preview.compensate) {
     const line = el("li", "will-compensate", item.tool + " (step " + item.step + ") will be compensated by " + item.compensator);
+    if (item.relied_on_by && item.relied_on_by.length) {
+      line.appendChild(el("div", "relied-on-by", "other runs rely on it: " + item.relied_on_by.join(", ") + "; they are paged for and noted"));
+    }
     list.appendChild(line);
   }
   for (const item of preview.page) {
@@ -327,9 +336,18 @@ async function rollbackTo(runId, step) {
   }
   if (!preview.compensate.length && !preview.page.length) list.appendChild(el("li", null, "nothing to undo; the state of step " + step + " is restored"));
   body.appendChild(list);
+  // Undoing what other runs rely on is a choice of its own: without it the server refuses.
+  const shared = el("input");
+  shared.type = "checkbox";
+  shared.id = "compensate-shared";
+  if (preview.shared) {
+    const choice = el("label", "shared-choice", " also undo what other runs rely on");
+    choice.prepend(shared);
+    body.appendChild(choice);
+  }
   if (!(await panel("Roll back?", body))) return;
   const report = await operate("rollback", () =>
-    api("POST", "/runs/" + encodeURIComponent(runId) + "/rollback", { to_step: step }));
+    api("POST", "/runs/" + encodeURIComponent(runId) + "/rollback", { to_step: step, compensate_shared: shared.checked }));
   if (report) say("rolled back: " + report.compensated.length + " compensated, " + report.paged.length + " paged");
 }
 
