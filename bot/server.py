@@ -15,7 +15,7 @@ from contextlib import suppress
 
 from aiohttp import web
 
-from bot import console, health
+from bot import approvers, console, health
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
@@ -96,11 +96,7 @@ async def serve(
     )
     if slack is not None:
         slack.mount(app)
-    console.mount(
-        app,
-        Readers.of(settings.slack.readers, settings.slack.page_resolvers),
-        people=SlackPeople(slack.client) if slack is not None else None,
-    )
+    _pages(app, settings, process, SlackPeople(slack.client) if slack is not None else None)
     if extend is not None:
         extend(app, process)
     scheduler = rt.scheduler
@@ -165,6 +161,15 @@ async def serve(
         )
     if fatal:
         raise fatal[0]
+
+
+def _pages(
+    app: web.Application, settings: Settings, process: Process, people: SlackPeople | None
+) -> None:
+    """The run console (/console/) and the approvals page (/approvals)."""
+    readers = Readers.of(settings.slack.readers, settings.slack.page_resolvers)
+    console.mount(app, readers, people=people)
+    approvers.mount(app, process.runtime, settings.web, process.background)
 
 
 async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
