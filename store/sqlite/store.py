@@ -75,6 +75,7 @@ class SqliteStore(SqlStore):
         self.url = "sqlite://:memory:" if path == ":memory:" else f"sqlite:///{path}"
         self.protected_facts = protected_facts
         self.clock = clock
+        self.known_schema = migration.latest_version(DIALECT)
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         wal = None if path == ":memory:" else f"{path}-wal"
@@ -116,10 +117,14 @@ class SqliteStore(SqlStore):
                 self._inline_reader = _inline_reader(self.path)
         return self
 
-    async def migrate(self) -> tuple[int, int]:
-        """Apply pending migrations; return (version before, version after)."""
+    async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
+        """Apply pending migrations; return (version before, version after). Refused while
+        workers they would leave behind hold leases, unless `stop_the_world`
+        (`sqlite_schema.apply_migrations`)."""
         with translate_errors():
-            return await self._writer.run_alone(sqlite_schema.apply_migrations)
+            return await self._writer.run_alone(
+                lambda conn: sqlite_schema.apply_migrations(conn, stop_the_world=stop_the_world)
+            )
 
     async def schema_version(self) -> int:
         with translate_errors():
