@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot import console, health
 from bot.api import api_app
+from bot.aside import unless_aside
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
 from bot.metrics import (
@@ -114,19 +115,23 @@ async def serve(
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
         # Callbacks not delivered yet, including those that failed every attempt: a receiver
         # that was down gets its decision once it is back.
-        scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
+        redeliver = unless_aside(rt.aside, process.callbacks.redeliver)
+        scheduler.every(RECOVER_EVERY, redeliver, name="signoff-callbacks")
         if slack is not None and settings.runtime.learned_rules.writers:
             wake = slack.sender.wake
             scheduler.every(
                 RULE_REMINDERS_EVERY,
-                lambda: rule_notes.remind_expiring(rt, wake),
+                unless_aside(rt.aside, lambda: rule_notes.remind_expiring(rt, wake)),
                 name="signoff-rule-reminders",
             )
             scheduler.every(
                 RULE_NOTES_EVERY,
-                lambda: rule_notes.note_uses(rt, wake),
+                unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
                 name="signoff-rule-notes",
             )
+        if slack is not None:  # Slack's side of a worker that stepped aside stops
+            stop_slack = slack.stop
+            rt.aside.on_step_aside(lambda: process.background.spawn(stop_slack(), name="aside"))
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
             "signoff serving on http://%s:%d (worker %s)",

@@ -373,3 +373,12 @@ def chain(
     elif expires is not None:
         parts.append(f"declined as {EXPIRED} {expires} if nobody answers")
     return " · ".join(parts)
+
+
+def stepped_aside(found: int | None, supported: int | None) -> str:
+    """What a worker that stepped aside for a newer schema answers a request that would
+    write."""
+    return (
+        f"This worker runs an older Signoff (schema {supported}) than the database (schema "
+        f"{found}) and takes no new writes: send the request to another worker."
+    )

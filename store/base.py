@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from store import errors
+from store.migration import LeaseHolder
 from store.records import (
     Approval,
     ApprovalState,
@@ -167,6 +168,10 @@ class Store(Protocol):
         ...
 
     async def schema_version(self) -> int: ...
+    async def lease_holders(self) -> list[LeaseHolder]:
+        """The workers holding live leases, each with the schema it said it runs (None: one
+        that cannot step aside), and how many runs."""
+        ...
 
     # runs
     async def create_run(

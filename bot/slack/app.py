@@ -100,6 +100,7 @@ class SlackSurface:
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
     channels: dict[str, str] = field(default_factory=dict)
     """The channels the configuration names, by where (checked at start-up)."""
+    stopped: bool = False
 
     async def check_token(self) -> None:
         """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
@@ -170,6 +171,10 @@ class SlackSurface:
             log.info("slack: connected over Socket Mode")
 
     async def stop(self) -> None:
+        """Stop talking to Slack (at shutdown, or once the worker steps aside; once)."""
+        if self.stopped:
+            return
+        self.stopped = True
         if self.socket is not None:
             await self.socket.close_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
         self.page_reminders.stop()

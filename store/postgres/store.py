@@ -205,6 +205,14 @@ class PostgresStore(SqlStore):
                 await conn.execute(Q["notify_schema_changed"].sql)
         return before, steps[-1].version
 
+    async def lease_holders(self) -> list[migration.LeaseHolder]:
+        with translate_errors():
+            async with self._pool_().acquire() as conn, conn.transaction():
+                if not await conn.fetchval(Q["schema_table_exists"].sql):
+                    return []
+                version = await conn.fetchval(Q["schema_version"].sql)
+                return await lease_holders(conn, version) if version else []
+
     async def schema_version(self) -> int:
         with translate_errors():
             # in a transaction: behind a transaction-mode pooler, both on one server connection

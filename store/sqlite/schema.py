@@ -62,6 +62,10 @@ def _clear_the_way(
         conn.execute(Q["take_leases"], {"owner": owner})
 
 
+def current_lease_holders(conn: sqlite3.Connection) -> list[migration.LeaseHolder]:
+    return lease_holders(conn, schema_version(conn))
+
+
 def lease_holders(conn: sqlite3.Connection, version: int) -> list[migration.LeaseHolder]:
     """The workers holding live leases on a database at schema `version`, with their schemas."""
     if version == 0:

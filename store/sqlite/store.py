@@ -126,6 +126,10 @@ class SqliteStore(SqlStore):
                 lambda conn: sqlite_schema.apply_migrations(conn, stop_the_world=stop_the_world)
             )
 
+    async def lease_holders(self) -> list[migration.LeaseHolder]:
+        with translate_errors():
+            return await self._writer.run_alone(sqlite_schema.current_lease_holders)
+
     async def schema_version(self) -> int:
         with translate_errors():
             return await self._writer.run_alone(sqlite_schema.schema_version)
