@@ -12,6 +12,7 @@
     GET  /v1/approvals/{id}   pending | approved | declined, and by whom
                                           approvals:request, approvals:decide or runs:read
     POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
+    POST /v1/approvals/{id}/withdraw  the asker stopped waiting  approvals:request (its asker)
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
@@ -19,6 +20,8 @@
     GET  /v1/approvals/{id}/events?timeout= the decision as server-sent events (`bot.api_events`)
     GET  /v1/approvals/{id}/deliveries      its webhook attempts (`bot.api_deliveries`)
     GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
+    GET  /v1/keys             the public keys receipts are signed with (no token needed)
+    GET  /v1/approvals/{id}/receipt, POST /v1/receipts/verify   (`bot.api_receipts`)
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
@@ -32,23 +35,23 @@ too).
 
 from __future__ import annotations
 
-import json
 import logging
-import math
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
 
+from bot import words
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
+from bot.api_body import parse_body as _body
 from bot.api_deliveries import add_deliveries_route
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes
 from bot.api_keys import BACKGROUND, RUNTIME
+from bot.api_receipts import add_key_route, add_receipt_routes
 from bot.api_views import approval_view, run_view, voted_view
 from bot.api_wait import add_wait_route
 from bot.aside import refuse_writes
@@ -65,48 +68,12 @@ from bot.requests import (
 from bot.settings import ApiToken
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.limits import MAX_DEPTH, plain_reason
 from runtime.records import ApprovalState, AuditEvent
 
-M = TypeVar("M", bound=BaseModel)
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_AUDIT_PAGE = 10_000
 DEFAULT_RATE = 600
 log = logging.getLogger("signoff.api")
-
-
-async def _body(request: web.Request, model: type[M]) -> M:
-    try:
-        data = await request.json(loads=_strict_json)
-    except (json.JSONDecodeError, UnicodeDecodeError, LookupError):
-        raise BadRequest("the body is not valid JSON (UTF-8)") from None
-    except ValueError as exc:
-        raise BadRequest(plain_reason(exc)) from None
-    except RecursionError:
-        raise BadRequest(
-            f"the body is nested deeper than the limit of {MAX_DEPTH} levels"
-        ) from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        raise BadRequest(f"{where}: {first['msg']}") from None
-
-
-def _strict_json(text: str) -> Any:
-    """JSON as RFC 8259 has it: NaN and Infinity are not numbers anyone can approve."""
-
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"the body holds {constant}, which JSON does not allow")
-
-    def finite(literal: str) -> float:
-        value = float(literal)
-        if math.isinf(value):
-            raise ValueError(f"the body holds {literal[:40]}, too large for a number")
-        return value
-
-    return json.loads(text, parse_constant=refuse, parse_float=finite)
 
 
 @requires("runs:write")
@@ -190,6 +157,7 @@ async def request_approval(request: web.Request) -> web.Response:
         callback_url=callback_url,
         sensitive=body.sensitive,
         resume_state=body.resume_state,
+        requester_token=request[CALLER].actor,
     )
     if created:
         await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
@@ -238,6 +206,22 @@ async def decide(request: web.Request) -> web.Response:
     if approval.state != ApprovalState.PENDING:
         work = rt.after_decision(approval)
         request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
+    return web.json_response(await voted_view(rt, approval))
+
+
+@requires("approvals:request")
+async def withdraw(request: web.Request) -> web.Response:
+    """The agent that asked stopped waiting: its approval is withdrawn (the card says so)
+    and a decision after it changes nothing. Only the token that asked may; withdrawing
+    again answers the same."""
+    rt = request.app[RUNTIME]
+    approval, withdrawn = await rt.withdraw_approval(
+        request.match_info["approval_id"],
+        by=request[CALLER].actor,
+        reason=words.AGENT_STOPPED_WAITING,
+    )
+    if withdrawn:
+        await _audit(request, "api_approval_withdrawn", approval_id=approval.id)
     return web.json_response(await voted_view(rt, approval))
 
 
@@ -321,12 +305,14 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/approvals", request_approval)
     app.router.add_get("/v1/approvals/{approval_id}", get_approval)
     app.router.add_post("/v1/approvals/{approval_id}/decision", decide)
+    app.router.add_post("/v1/approvals/{approval_id}/withdraw", withdraw)
     app.router.add_get("/v1/audit", audit)
     add_list_routes(app)
     add_wait_route(app)
     add_events_route(app)
     add_deliveries_route(app)
     add_document_route(app)
+    add_receipt_routes(app)
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -353,6 +339,7 @@ def api_app(
         client_max_size=MAX_BODY,
     )
     app.router.add_get("/healthz", healthz)
+    add_key_route(app)  # public keys, served with or without API tokens
     app[RUNTIME] = rt
     app[BACKGROUND] = background
     app[CALLBACKS] = callbacks or CallbackPolicy()

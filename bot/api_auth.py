@@ -116,13 +116,17 @@ def error(
     return web.json_response({"error": reason, **more}, status=status, headers=headers)
 
 
+PUBLIC = frozenset({"/v1/keys"})
+"""Paths anyone may read: the public keys that verify Signoff's signatures."""
+
+
 def authenticate(known: list[Caller], limiter: RateLimiter) -> Middleware:
     """`Authorization: Bearer <token>` (the scheme in any case, RFC 7235) on /v1/, then the
     token's rate; the caller is `request[CALLER]`."""
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not request.path.startswith("/v1/"):
+        if not request.path.startswith("/v1/") or request.path in PUBLIC:
             return await handler(request)
         if not known:
             return error(503, OFF)

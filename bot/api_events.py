@@ -6,8 +6,9 @@
 `resume_state` included) at once, and another when it is decided; the stream ends after the
 decision, or after `timeout` seconds (1-3600, default 300) with it still pending (connect
 again to wait longer). A comment line every `KEEPALIVE` seconds keeps proxies from closing an
-idle stream. Decisions are seen as `bot.api_wait`'s long poll sees them (its waiters, and a
-re-read every second for decisions made in another process).
+idle stream, and each one written is the listener's heartbeat (`Runtime.keep_waiting`).
+Decisions are seen as `bot.api_wait`'s long poll sees them (its waiters, and a re-read every
+second for decisions made in another process).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ async def _stream(
     request: web.Request, response: web.StreamResponse, approval: Approval, seconds: float
 ) -> None:
     rt = request.app[RUNTIME]
+    if approval.state == ApprovalState.PENDING:
+        await rt.keep_waiting(approval.id, KEEPALIVE)  # the listener's heartbeat
     await response.write(await _event(rt, approval))
     loop = asyncio.get_running_loop()
     quiet_since = loop.time()
@@ -51,6 +54,7 @@ async def _stream(
             await response.write(await _event(rt, latest))
         elif loop.time() - quiet_since >= KEEPALIVE:
             await response.write(b": keep-alive\n\n")
+            await rt.keep_waiting(approval.id, KEEPALIVE)  # written: still there
             quiet_since = loop.time()
     await response.write_eof()
 

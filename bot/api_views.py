@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot import words
 from runtime import Runtime
 from runtime.records import Approval, ApprovalState, Run
 
@@ -31,17 +32,25 @@ APPROVAL_FIELDS = {
     "approved_digest",
     "key_suffix",
     "conflict",
+    "waiter_until",
+    "waiter_left_at",
 }
 
 
 def approval_view(approval: Approval, *, resume_state: bool = False) -> dict[str, Any]:
     """The approval for an API client: sensitive arguments masked; `rule` says which approval
-    rule it was made under. With `resume_state` (reading one approval: GET and its wait),
+    rule it was made under, `authority` who may decide it (recorded when it was asked).
+    With `resume_state` (reading one approval: GET and its wait),
     the state its asker keeps there, whole: it is the client's own, not shown to a person."""
     rule = approval.rule.summary if approval.rule else None
-    view = {"rule": rule, "edited": approval.edited} | approval.shown().model_dump(
-        mode="json", include=APPROVAL_FIELDS
-    )
+    # `waiter_note`: nobody waits for a pending one now, or nobody did when it was approved.
+    said = {
+        "rule": rule,
+        "edited": approval.edited,
+        "waiter_note": words.waiter_note(approval),
+        "authority": Runtime.authority(approval),
+    }
+    view = said | approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)
     if resume_state:
         view["resume_state"] = approval.resume_state
     return view

@@ -6,6 +6,9 @@ A decision made in this process (the API, Slack, a deadline) wakes the waiters a
 (`Runtime.wait_decided`, which holds one event per approval waited on). One
 made elsewhere (another replica, the CLI) is seen by a re-read every `RECHECK` seconds, one
 row by primary key: the client never polls, the server reads a row a second at most.
+
+Each wait is also its waiter's heartbeat (`Runtime.keep_waiting`): a client that stops asking
+(killed, gone) lets it lapse, and the approval then says nobody is waiting for its answer.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ WAIT = Timeouts(default=25, most=60, digits=3)
 async def wait_for_decision(request: web.Request) -> web.Response:
     approval, seconds = await waited_on(request, WAIT)
     rt = request.app[RUNTIME]
+    if approval.state == ApprovalState.PENDING:
+        await rt.keep_waiting(approval.id, seconds)  # the waiter's heartbeat
     async for latest in rechecks(rt, approval, seconds):
         approval = latest
     return web.json_response(await decision_view(rt, approval))

@@ -5,14 +5,17 @@ answers): whether this process can do its work now, and what it has done.
 is current, its disk has room, the scheduler and the outbox sender run and this process's
 clock is within a quarter of the lease of the database's; otherwise 503
 `{"ready": false, "failing": [...]}` naming the checks that fail and nothing more (it is
-unauthenticated). The details go to the log, once each time the set of failures changes.
+unauthenticated). Both say which configuration digest this worker runs and which live
+workers run another (`config`, `bot.workers`), which does not make it unready. The details
+go to the log, once each time the set of failures changes.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -30,6 +33,9 @@ class Readiness:
     """Components that must be running, by name (`scheduler`, `outbox_sender`)."""
     problems: Mapping[str, Callable[[], str | None]] = field(default_factory=dict)
     """Other checks by name (`clock_skew`): what is wrong, or None."""
+    config: Callable[[], Awaitable[dict[str, Any]]] | None = None
+    """Which configuration this worker and the others run (`bot.workers`): reported, and
+    not a reason to be unready (every worker would be, mid-deploy)."""
     _told: frozenset[str] = field(default=frozenset())
 
     async def failing(self) -> dict[str, str]:
@@ -56,9 +62,20 @@ class Readiness:
 
     async def readyz(self, request: web.Request) -> web.Response:
         failing = await self.failing()
+        config = await self._config() if "database" not in failing else {}
         if failing:
-            return web.json_response({"ready": False, "failing": sorted(failing)}, status=503)
-        return web.json_response({"ready": True})
+            body = {"ready": False, "failing": sorted(failing)} | config
+            return web.json_response(body, status=503)
+        return web.json_response({"ready": True} | config)
+
+    async def _config(self) -> dict[str, Any]:
+        if self.config is None:
+            return {}
+        try:
+            return {"config": await self.config()}
+        except Exception as exc:  # reported only: readiness is the checks above
+            log.info("could not compare configurations with the other workers: %r", exc)
+            return {}
 
 
 def mount(app: web.Application, readiness: Readiness, policies: Policies | None = None) -> None:

@@ -30,8 +30,8 @@ from prometheus_client.registry import Collector
 
 from runtime import NullNotifier
 from runtime.approvals import slo
+from runtime.approvals.authority import policy_of
 from runtime.approvals.policy import Policies
-from runtime.approvals.routing import policy_of
 from runtime.queries import Counts, Queries
 from runtime.records import SYSTEM_ACTOR, Approval, LearnedRule, Page, Run, StoreError, Usage
 
@@ -104,6 +104,15 @@ CLOCK_SKEW = Gauge(
     "signoff_clock_skew_seconds",
     "How far this process's clock is ahead of the database's (negative: behind).",
 )
+CONFIG_DISAGREEMENT = Gauge(
+    "signoff_config_disagreement",
+    "Other live workers that run another configuration digest than this process.",
+)
+CONFIG_INFO = Gauge(
+    "signoff_config_info",
+    "The configuration digest this process runs (the value is 1).",
+    ["digest"],
+)
 
 
 class PrometheusTelemetry:
@@ -140,7 +149,7 @@ class MetricsNotifier(NullNotifier):
         waited = (approval.decided_at - approval.created_at).total_seconds()
         DECISION_SECONDS.observe(waited)
         TIME_TO_DECISION.labels(approval.policy, outcome(approval)).observe(waited)
-        policy = policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        policy = policy_of(approval, self.policies)
         if slo.missed(approval, policy, approval.decided_at):
             PAST_TARGET.labels(approval.policy).inc()
 
@@ -232,7 +241,7 @@ class PendingPastTarget(Collector):
     def collect(self) -> Iterator[Metric]:
         late: dict[str, int] = {name: 0 for name in targeted_policies(self.policies)}
         for approval in self.pending:
-            policy = policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+            policy = policy_of(approval, self.policies)
             if policy.decide_within is None:
                 continue
             late.setdefault(approval.policy, 0)

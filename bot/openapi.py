@@ -19,6 +19,7 @@ from bot.requests import (
     ApprovalRequest,
     CancelRequest,
     DecisionRequest,
+    ReceiptCheckRequest,
     ResolveRequest,
     RunRequest,
 )
@@ -30,6 +31,7 @@ REQUESTS: tuple[type[BaseModel], ...] = (
     DecisionRequest,
     CancelRequest,
     ResolveRequest,
+    ReceiptCheckRequest,
 )
 REF = "#/components/schemas/{model}"
 Json = dict[str, Any]
@@ -38,7 +40,7 @@ READ_APPROVALS = ["approvals:request", "approvals:decide", "runs:read"]
 ERRORS = {
     "400": "malformed: the reason says what is wrong; nothing changed",
     "401": "no known bearer token",
-    "403": "the token lacks the scope (or the person may not decide)",
+    "403": "the token lacks the scope (or the person may not decide, or did not ask)",
     "404": "no such run, approval or endpoint",
     "409": "decided already, or the run is finished or busy",
     "413": "the body is over 1 MiB",
@@ -178,6 +180,15 @@ def _paths() -> Json:
                 ok={"200": "Approval"},
             ),
         },
+        "/v1/approvals/{approval_id}/withdraw": {
+            "post": _op(
+                "withdraw",
+                "The asker stopped waiting: withdraw its approval (only the token that asked)",
+                ["approvals:request"],
+                params=[approval_id],
+                ok={"200": "Approval"},
+            ),
+        },
         "/v1/openapi.json": {
             "get": {
                 "operationId": "getDocument",
@@ -190,6 +201,32 @@ def _paths() -> Json:
                     },
                 }
                 | {code: _response("Error", text) for code, text in ERRORS.items()},
+            },
+        },
+        "/v1/approvals/{approval_id}/receipt": {
+            "get": _op(
+                "getReceipt",
+                "The decision's signed receipt (400 while pending)",
+                [*READ_APPROVALS, "audit:read"],
+                params=[approval_id],
+                ok={"200": "Receipt"},
+            ),
+        },
+        "/v1/receipts/verify": {
+            "post": _op(
+                "verifyReceipt",
+                "Check a receipt's signature (and the call it approves) with this server's keys",
+                [*READ_APPROVALS, "audit:read"],
+                body="ReceiptCheckRequest",
+                ok={"200": "ReceiptCheck"},
+            ),
+        },
+        "/v1/keys": {
+            "get": _op("getKeys", "The public keys receipts are signed with (JWKS)", [], ok={})
+            | {
+                "description": "No token needed.",
+                "security": [],
+                "responses": {"200": _response("KeySet", "OK")},
             },
         },
         "/v1/audit": {
@@ -210,6 +247,7 @@ LINKS: dict[str, dict[str, tuple[str, str]]] = {
         "GetApproval": ("getApproval", "approval_id"),
         "WaitForDecision": ("waitForDecision", "approval_id"),
         "Decide": ("decide", "approval_id"),
+        "Withdraw": ("withdraw", "approval_id"),
         "ListDeliveries": ("listDeliveries", "approval_id"),
     },
     "startRun": {

@@ -115,3 +115,17 @@ def decision_refusal(**values: Any) -> tuple[str, str] | None:
         first = exc.errors()[0]
         return (str(first["loc"][0]) if first["loc"] else "", first["msg"])
     return None
+
+
+class ReceiptCheckRequest(BaseModel):
+    """A receipt to verify, and optionally the call it should approve."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    receipt: dict[str, Any]
+    args: dict[str, Any] | None = Field(
+        None, description="the arguments the receipt must approve (their digest is compared)"
+    )
+    idempotency_key: str | None = Field(None, description="the key the call runs under")
+
+    _args = field_validator("args", mode="before")(_small_args)

@@ -8,8 +8,8 @@ undelivered callbacks, delivers the Slack outbox, and serves the HTTP API and `/
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
-import signal
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 
@@ -29,11 +29,13 @@ from bot.metrics import (
     PrometheusTelemetry,
 )
 from bot.readers import Readers
-from bot.settings import Settings, check_token_secrets, secret
+from bot.settings import ConfigError, Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
+from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
+from bot.workers import ANNOUNCE_EVERY, Workers
 from runtime import Agent, FanOut, Notifier, Runtime
 from runtime.approvals.policy import open_policies
 from runtime.runs.queue import RunQueue
@@ -44,6 +46,10 @@ RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
+REQUESTS_WITHIN = 1.0
+"""Seconds requests in flight (a long poll, a click) get to finish on the way out."""
+BACKGROUND_GRACE = 1.0
+"""Seconds background work (a resumed run, a callback) gets on the way out; all durable."""
 
 
 async def serve(
@@ -53,15 +59,25 @@ async def serve(
     extend: Callable[[web.Application, Process], None] | None = None,
 ) -> None:
     """Serve until `stop` (default: SIGINT or SIGTERM); `extend` adds routes to the app
-    (`signoff dev` mounts its workspace view)."""
+    (`signoff dev` mounts its workspace view). Slack is reached in the background: the
+    process serves and is ready whether or not Slack answers, and a refusal only a person
+    can fix (a revoked token, a channel set by name) stops it with that `ConfigError`."""
     check_slack_settings(settings)
     check_token_secrets(settings)
     redact_secrets(settings.secrets())
-    stop = stop or _stop_on_signals()
+    stop = stop or stop_on_signals()
+    fatal: list[ConfigError] = []
+
+    def give_up(exc: ConfigError) -> None:
+        fatal.append(exc)
+        stop.set()
+
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.runtime.policies)
     told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
-    process = await assemble(settings, notifier=FanOut(told), telemetry=PrometheusTelemetry())
+    process = await assemble(
+        settings, notifier=FanOut(told), telemetry=PrometheusTelemetry(), create_key=True
+    )
     rt = process.runtime
     for warning in [*startup_warnings(settings, rt.agents.values()), *api_warnings(settings)]:
         log.warning("%s", warning)
@@ -73,7 +89,11 @@ async def serve(
         callbacks=CallbackPolicy(settings.api.callback_allowed_hosts),
         rate_per_minute=settings.api.rate_per_minute,
     )
-    slack = None if settings.api.only else slack_surface(settings, rt, process.background, nudge)
+    slack = (
+        None
+        if settings.api.only
+        else slack_surface(settings, rt, process.background, nudge, on_fatal=give_up)
+    )
     if slack is not None:
         slack.mount(app)
     console.mount(
@@ -92,17 +112,25 @@ async def serve(
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
-    readiness = health.Readiness(rt.queries, running, {"clock_skew": skew.problem})
+    workers = Workers(rt, rt.clock())
+    readiness = health.Readiness(
+        rt.queries, running, {"clock_skew": skew.problem}, config=workers.compare
+    )
     health.mount(app, readiness, settings.runtime.policies)
-    runner = web.AppRunner(app)
+    runner = web.AppRunner(app, shutdown_timeout=REQUESTS_WITHIN)
     lapses: asyncio.Task[None] | None = None
     try:
         # Bind first: a second server started by mistake fails before it touches any run.
         await runner.setup()
-        await web.TCPSite(runner, settings.api.host, settings.api.port).start()
+        port = await _listen(runner, settings.api.host, settings.api.port)
         await scheduler.start()
         await _measure(skew.measure)
         scheduler.every(SKEW_EVERY, lambda: _measure(skew.measure), name="signoff-clock-skew")
+        # Pending approvals asked before approvals carried their authority get it now, from
+        # the policy in force here; then this worker says which configuration it runs.
+        await rt.fill_authority()
+        await _announce(workers)
+        scheduler.every(ANNOUNCE_EVERY, lambda: _announce(workers), name="signoff-workers")
         if slack is not None:
             await slack.start()
         if await wakeups.start():
@@ -118,36 +146,60 @@ async def serve(
         redeliver = unless_aside(rt.aside, process.callbacks.redeliver)
         scheduler.every(RECOVER_EVERY, redeliver, name="signoff-callbacks")
         if slack is not None and settings.runtime.learned_rules.writers:
-            wake = slack.sender.wake
-            scheduler.every(
-                RULE_REMINDERS_EVERY,
-                unless_aside(rt.aside, lambda: rule_notes.remind_expiring(rt, wake)),
-                name="signoff-rule-reminders",
-            )
-            scheduler.every(
-                RULE_NOTES_EVERY,
-                unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
-                name="signoff-rule-notes",
-            )
+            _remind_rule_authors(rt, slack.sender.wake)
         if slack is not None:  # Slack's side of a worker that stepped aside stops
             stop_slack = slack.stop
             rt.aside.on_step_aside(lambda: process.background.spawn(stop_slack(), name="aside"))
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         log.info(
-            "signoff serving on http://%s:%d (worker %s)",
-            settings.api.host,
-            settings.api.port,
-            rt.worker_id,
+            "signoff serving on http://%s:%d (worker %s)", settings.api.host, port, rt.worker_id
         )
         await stop.wait()
         log.info("signoff stopping: runs in flight keep their checkpoints and resume on restart")
     finally:
-        await _stop_driving(lapses, wakeups, queue)
-        await scheduler.stop()
-        if slack is not None:
-            await slack.stop()
-        await runner.cleanup()
-        await process.close()
+        await run_steps(
+            [
+                ("driving runs", lambda: _stop_driving(lapses, wakeups, queue)),
+                ("the scheduler", scheduler.stop),
+                ("Slack", slack.stop if slack is not None else _nothing),
+                ("the HTTP server", runner.cleanup),
+                ("the database", lambda: process.close(grace=BACKGROUND_GRACE)),
+            ]
+        )
+    if fatal:
+        raise fatal[0]
+
+
+async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
+    """Listen on host:port; the port it got (port 0: any free one). A port in use is one
+    line that says which and how to choose another."""
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        raise ConfigError(
+            f"port {port} on {host} is in use (another signoff serve?): choose another with "
+            "`signoff serve --port N` or SIGNOFF_PORT"
+        ) from None
+    return int(runner.addresses[0][1])
+
+
+def _remind_rule_authors(rt: Runtime, wake: Callable[[], None]) -> None:
+    rt.scheduler.every(
+        RULE_REMINDERS_EVERY,
+        unless_aside(rt.aside, lambda: rule_notes.remind_expiring(rt, wake)),
+        name="signoff-rule-reminders",
+    )
+    rt.scheduler.every(
+        RULE_NOTES_EVERY,
+        unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
+        name="signoff-rule-notes",
+    )
+
+
+async def _nothing() -> None:
+    return None
 
 
 async def _stop_driving(
@@ -173,6 +225,14 @@ def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
     QUEUE_CAPACITY.set(queue.capacity)
     QUEUE_DRIVING.set_function(lambda: len(queue.driving))
     return queue
+
+
+async def _announce(workers: Workers) -> None:
+    """Record this worker's configuration digest; a failure is only logged (it is retried)."""
+    try:
+        await workers.announce()
+    except Exception:
+        log.exception("could not record this worker's configuration digest")
 
 
 async def _measure(measure: Callable[[], Awaitable[float]]) -> None:
@@ -235,12 +295,3 @@ def startup_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:
                 f"{policy.required_approvals} (approvers vote on the call as proposed)"
             )
     return warnings
-
-
-def _stop_on_signals() -> asyncio.Event:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    return stop

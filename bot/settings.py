@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import tomllib
 from datetime import timedelta
 from pathlib import Path
@@ -158,6 +159,14 @@ class DatabaseSettings(Section):
     """PostgreSQL: connections this process may hold open at once (None: the URL's
     `?pool_size=`, else 10)."""
 
+    def store_options(self) -> dict[str, Any]:
+        """The settings that belong to the configured backend only."""
+        if self.url.startswith("sqlite"):
+            return {} if self.synchronous is None else {"synchronous": self.synchronous}
+        if self.url.startswith(("postgres:", "postgresql:")):
+            return {} if self.pool_size is None else {"pool_size": self.pool_size}
+        return {}
+
 
 class RuntimeSettings(Section):
     agents: CommaList = setting("agents", default_factory=lambda: ["examples.refund_agent:agent"])
@@ -241,6 +250,19 @@ class SlackSettings(Section):
         return value
 
 
+class ProofSettings(Section):
+    data_dir: str | None = setting("data_dir", None)
+    """Where `serve` keeps what it makes for itself (the signing key it creates when none is
+    configured); None: the SQLite file's directory, else the working directory."""
+    signing_key_file: str | None = setting("signing_key_file", None)
+    """The Ed25519 private key (PEM) that signs receipts and audit anchors."""
+    signing_key: SecretStr | None = setting("signing_key", None)
+    """The same key's PEM text itself (an environment secret), instead of a file."""
+    retired_signing_keys: CommaList = setting("retired_signing_keys", default_factory=list)
+    """Key files (public or private PEM) that signed before a rotation: still in the JWKS,
+    so what they signed still verifies."""
+
+
 class Settings(BaseSettings):
     """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key
     (`database_url`, `api_tokens`, `[policies]`) or inside its section (`[database] url`);
@@ -255,6 +277,7 @@ class Settings(BaseSettings):
     workers: WorkerSettings = Field(default_factory=WorkerSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
+    proof: ProofSettings = Field(default_factory=ProofSettings)
     _source: tuple[Path, str] | None = PrivateAttr(None)
 
     @property
@@ -319,6 +342,7 @@ SECTIONS: dict[str, type[Section]] = {
     "workers": WorkerSettings,
     "api": ApiSettings,
     "slack": SlackSettings,
+    "proof": ProofSettings,
 }
 
 
@@ -409,7 +433,18 @@ def load_settings(path: str | Path | None = None) -> Settings:
     except SettingsError as exc:  # an environment value that is not the JSON a field needs
         raise ConfigError(f"environment: {exc}") from None
     settings.source = (file, text)
+    if file.exists():
+        import_from(file.resolve().parent)
     return settings
+
+
+def import_from(folder: Path) -> None:
+    """Put the configuration file's folder first on the import path, as Python does for a
+    script's folder, so an agent module beside the file (`crm:agent`) imports without
+    PYTHONPATH: the same for every command, `serve` and `dev`, whichever folder they run in."""
+    entry = str(folder)
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
 
 
 def _explain(file: Path, text: str, exc: ValidationError) -> str:

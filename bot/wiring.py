@@ -7,14 +7,15 @@ Slack does not pay for loading them.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from bot.agents import load_agents, rule_error_text
 from bot.callback_policy import CallbackPolicy
-from bot.settings import ConfigError, Settings, secret, where
+from bot.config_digest import config_digest
+from bot.settings import ConfigError, Settings, secret
+from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.approvals.routing import check_rules
@@ -23,30 +24,10 @@ from runtime.errors import DefinitionError, RuleError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
+from runtime.signing import Signer
 
 if TYPE_CHECKING:
     from bot.callbacks import CallbackNotifier
-
-AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
-
-
-def load_agents(paths: Iterable[str]) -> list[Agent]:
-    """Import agents from `module:attribute` paths; the attribute is an Agent or a list of them."""
-    agents: list[Agent] = []
-    for path in paths:
-        module_name, _, attribute = path.partition(":")
-        if not module_name or not attribute:
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not a 'module:attribute' import path")
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigError(f"{AGENTS_SETTING}: cannot import {module_name!r}: {exc}") from None
-        found = getattr(module, attribute, None)
-        found = found if isinstance(found, list | tuple) else [found]
-        if not found or not all(isinstance(agent, Agent) for agent in found):
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not an Agent (or a list of Agents)")
-        agents.extend(found)
-    return agents
 
 
 class Callbacks(NullNotifier):
@@ -81,9 +62,10 @@ class Process:
     background: Background
     callbacks: Callbacks
 
-    async def close(self) -> None:
-        """Let callbacks and resumed runs finish (they are durable either way), then close."""
-        await self.background.drain()
+    async def close(self, *, grace: float = 10.0) -> None:
+        """Let callbacks and resumed runs finish for `grace` seconds (they are durable
+        either way), then close."""
+        await self.background.drain(grace)
         for agent in self.runtime.agents.values():
             close = getattr(agent.model, "close", None)  # a hosted model's HTTP client
             if close is not None:
@@ -98,13 +80,16 @@ async def assemble(
     telemetry: Telemetry | None = None,
     short_lived: bool = False,
     with_agents: bool = True,
+    create_key: bool = False,
 ) -> Process:
     """The store, the agents and the runtime, telling `notifier` and the HTTP callbacks and
     reporting to `telemetry`.
 
     A `short_lived` process (one CLI command) tries each decision callback once, briefly,
     and leaves the ones it could not deliver to the server. Without agents (a command that
-    only reads) the configured agent modules are not imported.
+    only reads) the configured agent modules are not imported. The signing key is loaded
+    before the store is opened: a key file that cannot be used stops start-up having changed
+    nothing (`create_key`: `serve` makes one when none is configured).
     """
     agents = load_agents(settings.runtime.agents) if with_agents else []
     try:
@@ -119,25 +104,16 @@ async def assemble(
         check_rules(settings.runtime.policies, agents)
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
-    database = await Database.open(settings.database.url, **store_options(settings))
+    signer = load_signer(settings, create=create_key)
+    database = await Database.open(settings.database.url, **settings.database.store_options())
     background = Background()
     quick = {"attempts": 1, "timeout": 3.0, "hand_over": True} if short_lived else {}
     policy = CallbackPolicy(settings.api.callback_allowed_hosts)
     signing = callback_secret(settings)
     callbacks = Callbacks(database.deliveries, signing, background, policy=policy, **quick)
     told = FanOut([notifier or NullNotifier(), callbacks])
-    runtime = _runtime(settings, database, agents, told, telemetry)
+    runtime = _runtime(settings, database, agents, told, telemetry, signer)
     return Process(settings, database, runtime, background, callbacks)
-
-
-def rule_error_text(settings: Settings, exc: RuleError) -> str:
-    """`signoff.toml:14: rule 2: issue_refund has no argument 'amount' (…)`, one line."""
-    problems: list[tuple[tuple[str, ...], str]] = exc.details.get("problems", [])
-    if not problems:
-        return str(exc)
-    (loc, text), more = problems[0], len(problems) - 1
-    also = f" (and {more} more; `signoff policy check` lists them)" if more else ""
-    return f"{where(settings, loc)}: {'.'.join(loc)}: {text}{also}"
 
 
 def _runtime(
@@ -146,6 +122,7 @@ def _runtime(
     agents: list[Agent],
     notifier: Notifier,
     telemetry: Telemetry | None,
+    signer: Signer | None,
 ) -> Runtime:
     return database.runtime(
         agents,
@@ -157,6 +134,8 @@ def _runtime(
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,
         protected_facts=settings.runtime.protected_facts,
+        config_digest=config_digest(settings),
+        signer=signer,
     )
 
 
@@ -172,17 +151,3 @@ def slack_directory(settings: Settings) -> Directory | None:
 
 def callback_secret(settings: Settings) -> str:
     return secret(settings.api.callback_secret) or secret(settings.api.token) or ""
-
-
-def store_options(settings: Settings) -> dict[str, Any]:
-    """The settings that belong to the configured backend only."""
-    if settings.database.url.startswith("sqlite"):
-        return (
-            {}
-            if settings.database.synchronous is None
-            else {"synchronous": settings.database.synchronous}
-        )
-    if settings.database.url.startswith(("postgres:", "postgresql:")):
-        size = settings.database.pool_size
-        return {} if size is None else {"pool_size": size}
-    return {}

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from runtime import errors
 from runtime.approvals.binding import differences, said
@@ -59,6 +60,26 @@ EXPIRED = "expired"
 WITHDRAWN = "withdrawn"
 DERIVED_APPROVAL_STATES = (EXPIRED, WITHDRAWN)
 """A declined approval that no person declined: its deadline passed, or its run moved on."""
+
+AGENT_STOPPED_WAITING = "the agent stopped waiting"
+"""Why an approval was withdrawn when the agent that asked left (cancelled, disconnected)."""
+NOBODY_WAITING = "nobody is waiting for this answer now"
+"""A pending approval whose waiter's heartbeat lapsed (its agent was killed, or gave up)."""
+RUNS_ONLY_IF_ASKED_AGAIN = "the call runs only if it is asked again"
+
+
+def waiter_note(approval: Approval) -> str | None:
+    """What an approval's waiter means for its answer: nobody waits for a pending one, or
+    nobody waited when it was approved (so it runs only if asked again); None otherwise."""
+    left = approval.waiter_left_at
+    if left is None or approval.state == ApprovalState.DECLINED:
+        return None
+    if approval.state == ApprovalState.PENDING:
+        return NOBODY_WAITING
+    if approval.decided_at is not None and left <= approval.decided_at:
+        return f"nobody was waiting for this answer: {RUNS_ONLY_IF_ASKED_AGAIN}"
+    return None
+
 
 PAGE_OPEN = "open"
 PAGE_ACKNOWLEDGED = "acknowledged"
@@ -275,9 +296,9 @@ def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
     if state == EXPIRED:
         return f"This approval expired{when} and was declined; it cannot be decided any more."
     if state == WITHDRAWN:
-        return (
-            f"This approval was withdrawn{when} ({voice.text(reason)}); there is nothing to decide."
-        )
+        cause = reason.removeprefix("withdrawn").lstrip(": ")
+        cause = voice.text(cause)
+        return f"This approval was withdrawn{when} ({cause}); there is nothing to decide."
     because = f": {voice.text(reason)}" if reason else ""
     return f"Already declined by {_decider(approval, voice)}{when}{because}."
 
@@ -373,6 +394,27 @@ def chain(
     elif expires is not None:
         parts.append(f"declined as {EXPIRED} {expires} if nobody answers")
     return " · ".join(parts)
+
+
+# authority: who may decide an approval, as recorded when it was asked
+
+
+def who_may_decide(authority: Mapping[str, Any] | None, voice: Voice = PLAIN) -> str | None:
+    """`Who may decide: U0ALICE, S0LEADS (2 approvals; not the requester; may edit)`, from
+    an approval's recorded authority (`Runtime.authority`); None without one."""
+    if authority is None:
+        return None
+    asked = [*authority["approvers"], *authority["groups"]]
+    if authority["escalated"] and authority["escalate_to"]:
+        asked.append(authority["escalate_to"])
+    who = ", ".join(voice.person(i) for i in dict.fromkeys(asked)) or ANYONE_BUT_THE_REQUESTER
+    count = authority["required_approvals"]
+    terms = [f"{count} approval{'s' if count > 1 else ''}"]
+    if asked and not authority["allow_self_approval"]:
+        terms.append("not the requester")
+    if authority["allow_edit"]:
+        terms.append("may edit")
+    return f"Who may decide: {who} ({'; '.join(terms)})"
 
 
 def stepped_aside(found: int | None, supported: int | None) -> str:

@@ -67,6 +67,13 @@ def lookup_order(order_id: str) -> dict[str, Any]:
 def issue_refund(
     order_id: str, amount_cents: int, restocking_fee_cents: int = 0, *, ctx: ToolContext
 ) -> dict[str, Any]:
+    # The provider checks Signoff's signed receipt of the approval before it pays.
+    args = {
+        "order_id": order_id,
+        "amount_cents": amount_cents,
+        "restocking_fee_cents": restocking_fee_cents,
+    }
+    world.check_receipt(ctx.approval_receipt, args, ctx.idempotency_key)
     receipt = world.pay("refund", order_id, amount_cents, ctx.idempotency_key)
     return {**receipt, "restocking_fee_cents": restocking_fee_cents}
 

@@ -6,15 +6,24 @@ honours idempotency keys: a repeated request with the same key and the same para
 the first result, and the same key with other parameters is an error (`KeyReused`), never the
 first request's receipt. The mailbox does not dedupe, which is why an e-mail whose fate is
 unknown must go to a human.
+
+A provider that knows Signoff's public keys (`SIGNOFF_WORLD_JWKS`: a JWKS file saved from
+`/v1/keys`, or that URL) pays a refund only with a Signoff receipt approving exactly that
+refund: its arguments and its idempotency key (`ReceiptRefused` otherwise).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import zlib
+from collections.abc import Mapping
 from contextlib import closing
+from pathlib import Path
 from typing import Any
+
+from signoff import receipts
 
 DEFAULT_PATH = "signoff-world.db"
 
@@ -55,6 +64,37 @@ def order(order_id: str) -> dict[str, Any]:
         "invoice_id": f"INV-{order_id}",
         "restocking_fee_cents": 500 if digest % 2 else 0,
     }
+
+
+class ReceiptRefused(PermissionError):
+    """The provider refuses a payment its receipt does not approve."""
+
+
+def trusted_keys() -> dict[str, Any] | None:
+    """Signoff's public keys, when this provider was told them."""
+    where = os.environ.get("SIGNOFF_WORLD_JWKS")
+    if not where:
+        return None
+    if where.startswith(("http://", "https://")):
+        return receipts.fetch_keys(where)
+    keys: dict[str, Any] = json.loads(Path(where).read_text("utf-8"))
+    return keys
+
+
+def check_receipt(
+    receipt: Mapping[str, Any] | None, args: Mapping[str, Any], idempotency_key: str
+) -> None:
+    """Refuse the payment unless Signoff's receipt approves these arguments under this key
+    (nothing to check for a provider that was not told Signoff's keys)."""
+    keys = trusted_keys()
+    if keys is None:
+        return
+    if receipt is None:
+        raise ReceiptRefused("no Signoff receipt came with the request")
+    try:
+        receipts.verify(receipt, keys, args=args, idempotency_key=idempotency_key)
+    except receipts.BadReceipt as exc:
+        raise ReceiptRefused(f"the Signoff receipt does not approve this payment: {exc}") from None
 
 
 class KeyReused(ValueError):

@@ -1,36 +1,46 @@
 """The durable agent loop: tools, models, budgets, the engine, approvals and time travel.
 
 Surfaces enter by this package: the `Runtime`'s commands, its `Queries`, the `Database` a
-process opens, and the records of `runtime.records`."""
+process opens, and the records of `runtime.records`.
 
-from runtime import errors
-from runtime.agent import Agent
-from runtime.approvals.desk import ApprovalDesk, Decision
-from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
-from runtime.database import Database
-from runtime.display import Display
-from runtime.engine import Runtime
-from runtime.facts import FactStore
-from runtime.history.rollback import RollbackReport
-from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
-from runtime.notifier import FanOut, Notifier, NullNotifier
-from runtime.queries import Queries
-from runtime.records import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Budget,
-    Checkpoint,
-    Effect,
-    EffectStatus,
-    Message,
-    Page,
-    Run,
-    RunStatus,
-    ToolCall,
-)
-from runtime.runs.budget import StopReason
-from runtime.tools import Tool, ToolContext, ToolSpec, tool
+Each name is imported from its module when first used (PEP 562), so a process that needs
+only the records or the queries (a CLI read) does not load the engine, the scheduler and
+the approval desk."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runtime import errors
+    from runtime.agent import Agent
+    from runtime.approvals.desk import ApprovalDesk, Decision
+    from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
+    from runtime.database import Database
+    from runtime.display import Display
+    from runtime.engine import Runtime
+    from runtime.facts import FactStore
+    from runtime.history.rollback import RollbackReport
+    from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
+    from runtime.notifier import FanOut, Notifier, NullNotifier
+    from runtime.queries import Queries
+    from runtime.records import (
+        Approval,
+        ApprovalState,
+        AuditEvent,
+        Budget,
+        Checkpoint,
+        Effect,
+        EffectStatus,
+        Message,
+        Page,
+        Run,
+        RunStatus,
+        ToolCall,
+    )
+    from runtime.runs.budget import StopReason
+    from runtime.tools import Tool, ToolContext, ToolSpec, tool
 
 __all__ = [
     "Agent",
@@ -74,3 +84,62 @@ __all__ = [
     "tool",
     "tool_call",
 ]
+
+_RECORDS = "runtime.records"
+_HOME = {  # each public name's module
+    "Agent": "runtime.agent",
+    "Approval": _RECORDS,
+    "ApprovalDesk": "runtime.approvals.desk",
+    "ApprovalState": _RECORDS,
+    "AuditEvent": _RECORDS,
+    "Budget": _RECORDS,
+    "Checkpoint": _RECORDS,
+    "Database": "runtime.database",
+    "Decision": "runtime.approvals.desk",
+    "Directory": "runtime.approvals.policy",
+    "Display": "runtime.display",
+    "Effect": _RECORDS,
+    "EffectStatus": _RECORDS,
+    "FactStore": "runtime.facts",
+    "FanOut": "runtime.notifier",
+    "Message": _RECORDS,
+    "Model": "runtime.model",
+    "ModelError": "runtime.model",
+    "Notifier": "runtime.notifier",
+    "NullNotifier": "runtime.notifier",
+    "Page": _RECORDS,
+    "Policies": "runtime.approvals.policy",
+    "Policy": "runtime.approvals.policy",
+    "Queries": "runtime.queries",
+    "RateLimited": "runtime.model",
+    "Reply": "runtime.model",
+    "RollbackReport": "runtime.history.rollback",
+    "Run": _RECORDS,
+    "RunStatus": _RECORDS,
+    "Runtime": "runtime.engine",
+    "ScriptedModel": "runtime.model",
+    "StaticDirectory": "runtime.approvals.policy",
+    "StopReason": "runtime.runs.budget",
+    "Tool": "runtime.tools",
+    "ToolCall": _RECORDS,
+    "ToolContext": "runtime.tools",
+    "ToolSpec": "runtime.tools",
+    "tool": "runtime.tools",
+    "tool_call": "runtime.model",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A public name, imported from its module on first use."""
+    module = _HOME.get(name)
+    if module is None:
+        if name == "errors":
+            return importlib.import_module("runtime.errors")
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -9,12 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runtime.agent import Agent
 from runtime.deliveries import Deliveries
-from runtime.engine import Runtime
-from runtime.notifier import Notifier
 from runtime.queries import Queries
 from runtime.runs.skew import ClockSkew
 from store import Store, migration, open_store
@@ -44,6 +41,11 @@ class Migrated:
     """Lease holders the migration would have left behind, whose leases it took (stopping the
     world): stop them."""
 
+if TYPE_CHECKING:
+    from runtime.agent import Agent
+    from runtime.engine import Runtime
+    from runtime.notifier import Notifier
+
 
 class Database:
     def __init__(self, store: Store) -> None:
@@ -64,7 +66,10 @@ class Database:
     def runtime(
         self, agents: Iterable[Agent] = (), notifier: Notifier | None = None, **options: Any
     ) -> Runtime:
-        """The runtime over this database (`Runtime`'s keyword options)."""
+        """The runtime over this database (`Runtime`'s keyword options); the engine is
+        imported only here, so a process that only reads never loads it."""
+        from runtime.engine import Runtime
+
         return Runtime(self._store, agents, notifier, **options)
 
     async def migrate(self, *, stop_the_world: bool = False) -> Migrated:

@@ -21,6 +21,7 @@ from runtime.runs.aside import Aside
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import Approval, Run, Store
 from store import errors as store_errors
@@ -44,7 +45,12 @@ class Deps:
     claimed: dict[str, int] = field(default_factory=dict)
     """Runs this process's queue claimed and has not started driving yet: their epochs."""
     learned: LearnedRules | None = None
+    config_digest: str | None = None
+    """The digest of the configuration this process runs (recorded on each approval it asks,
+    and in the workers table by `signoff serve`)."""
     result_masks: ResultMasks = field(default_factory=lambda: ResultMasks(Policies()))
+    signer: Signer | None = None
+    """Signs decisions' receipts (and audit anchors); None: nothing is signed."""
     """The policies' sensitive result fields, masked in what the runtime itself says about a
     result (evidence on a page, a log line)."""
     aside: Aside = field(default_factory=Aside)

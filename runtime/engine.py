@@ -19,7 +19,7 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import paging, remote
+from runtime.approvals import askers, authority, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -43,6 +43,7 @@ from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
+from runtime.signing import Signer
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -58,11 +59,14 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import utcnow
+from store.records import Worker, utcnow
+
+WORKER_SEEN_WITHIN = 180.0
+"""Seconds after which a worker that has not said it is alive is taken for gone."""
 
 
 class Runtime:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the facade's options, every one a keyword with a default
         self,
         store: Store,
         agents: Iterable[Agent] = (),
@@ -76,7 +80,11 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        config_digest: str | None = None,
+        signer: Signer | None = None,
     ) -> None:
+        """`config_digest`: the digest of the configuration this process runs, recorded on
+        each approval it asks (and, by `signoff serve`, in the workers table)."""
         self.store = store
         self.agents = _by_name(agents)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
@@ -109,6 +117,8 @@ class Runtime:
             timers=self.scheduler,
             learned=self.rules,
             result_masks=ResultMasks(policies),
+            config_digest=config_digest,
+            signer=signer,
         )
         self.desk = ApprovalDesk(
             self._deps,
@@ -116,7 +126,7 @@ class Runtime:
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
         )
-        self.queries = Queries(store)
+        self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store, aside=self._deps.aside)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
@@ -332,6 +342,19 @@ class Runtime:
         elsewhere is not seen: re-read the approval)."""
         await self._waiters.wait(approval_id, seconds)
 
+    async def keep_waiting(self, approval_id: str, seconds: float) -> None:
+        """Someone waits for this approval's answer `seconds` more: its heartbeat. Once it
+        lapses with the approval pending, the approval says nobody is waiting now."""
+        await askers.keep_waiting(self._deps, approval_id, seconds)
+
+    async def withdraw_approval(
+        self, approval_id: str, *, by: str, reason: str
+    ) -> tuple[Approval, bool]:
+        """The asker `by` stopped waiting (`reason`, in words): the approval is withdrawn,
+        and a decision after it changes nothing. Only whoever asked may (`NotTheAsker`).
+        (the approval, False) if it was withdrawn already."""
+        return await askers.withdraw(self.desk, approval_id, by=by, reason=reason)
+
     async def votes(self, approval_id: str) -> builtins.list[str]:
         """Who voted for an approval so far, in order (a quorum fills up vote by vote)."""
         return await self._deps.store.list_votes(approval_id)
@@ -390,10 +413,12 @@ class Runtime:
         callback_url: str | None = None,
         sensitive: Sequence[str] = (),
         resume_state: str | None = None,
+        requester_token: str | None = None,
     ) -> tuple[Approval, bool]:
         """An approval for an agent on another stack (the HTTP API); no run is attached.
         `sensitive` names arguments to mask wherever the approval is shown; `resume_state`
-        is kept with it, opaque, for the agent to resume from (the first request's wins).
+        is kept with it, opaque, for the agent to resume from (the first request's wins);
+        `requester_token`, the API token that asks, is the one that may withdraw it.
 
         (the approval, False) if `approval_id` names one already made for the same request:
         a client that retries asks its humans once.
@@ -409,6 +434,7 @@ class Runtime:
             callback_url=callback_url,
             sensitive=sensitive,
             resume_state=resume_state,
+            requester_token=requester_token,
         )
 
     async def resolve(
@@ -499,8 +525,37 @@ class Runtime:
         return self.desk.directory
 
     def policy_of(self, approval: Approval) -> Policy:
-        """The policy an approval was made under, as its rule refined it."""
+        """The policy an approval is decided under: the authority recorded when it was asked."""
         return self.desk.policy_of(approval)
+
+    @staticmethod
+    def authority(approval: Approval) -> dict[str, Any] | None:
+        """Who may decide an approval, as every surface shows it (`runtime.approvals.authority`)."""
+        return authority.view(approval)
+
+    async def fill_authority(self) -> int:
+        """Record, from the policy in force here, the authority of every pending approval
+        asked before approvals carried it (each once, audited); how many were filled."""
+        return await authority.fill(
+            self.store, self.policies, self._deps.config_digest, self.clock()
+        )
+
+    # workers
+
+    @property
+    def config_digest(self) -> str | None:
+        return self._deps.config_digest
+
+    async def announce_worker(self, *, started_at: datetime) -> None:
+        """Tell the other workers which configuration this one runs (at start, then every so
+        often: a worker not seen for `WORKER_SEEN_WITHIN` is taken for gone)."""
+        await self.store.record_worker(
+            self.worker_id, config_digest=self._deps.config_digest or "", started_at=started_at
+        )
+
+    async def workers(self, *, within: float = WORKER_SEEN_WITHIN) -> builtins.list[Worker]:
+        """The workers seen lately, each with the configuration digest it runs."""
+        return await self.store.list_workers(within=within)
 
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""

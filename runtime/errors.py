@@ -18,9 +18,11 @@ SignoffRuntimeError
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
- │    └── KeyConflict      the call's key was used with other arguments: decline, or approve
- │                         it as a separate effect
- └── RunBusy             another worker holds the run's lease
+ │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
+ │    │                    it as a separate effect
+ │    └── NotTheAsker      only whoever asked for an approval may withdraw it
+ ├── RunBusy             another worker holds the run's lease
+ └── SigningKeyError     a signing key file cannot be read, is malformed, or is in the way
 """
 
 from __future__ import annotations
@@ -126,5 +128,13 @@ class KeyConflict(DecisionRefused):
     masked) and the `approval`, so each surface can say what its person may do next."""
 
 
+class NotTheAsker(DecisionRefused):
+    """Only whoever asked for an approval may withdraw it."""
+
+
 class RunBusy(SignoffRuntimeError):
     """Another worker is driving this run."""
+
+
+class SigningKeyError(SignoffRuntimeError):
+    """A signing key cannot be used: unreadable, malformed, not Ed25519, or in the way."""

@@ -37,9 +37,11 @@ from store.errors import (
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
+    Authority,
     EffectConflict,
     LearnedRule,
     OutboxItem,
+    Worker,
     masked,
     utcnow,
 )
@@ -51,6 +53,7 @@ __all__ = [
     "Approval",
     "ApprovalState",
     "AuditEvent",
+    "Authority",
     "Budget",
     "Checkpoint",
     "DatabaseError",
@@ -74,6 +77,7 @@ __all__ = [
     "UnreadableRecord",
     "UnsafeMigration",
     "Usage",
+    "Worker",
     "masked",
     "sqlite_path",
     "utcnow",

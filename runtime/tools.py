@@ -47,6 +47,9 @@ class ToolContext:
     facts: FactStore | None = None
     original: Effect | None = None
     """For a compensating call: the effect being undone (its args and result)."""
+    approval_receipt: dict[str, Any] | None = None
+    """For an approved call: the signed receipt of its approval, to hand to the provider
+    (`signoff.receipts.verify` checks it); None when nothing was approved or signed."""
 
     @classmethod
     def of(
@@ -57,6 +60,7 @@ class ToolContext:
         deadline: datetime | None = None,
         attempt: int = 1,
         original: Effect | None = None,
+        approval_receipt: dict[str, Any] | None = None,
     ) -> ToolContext:
         """The context of the call `effect` records."""
         return cls(
@@ -69,6 +73,7 @@ class ToolContext:
             attempt=attempt,
             facts=facts,
             original=original,
+            approval_receipt=approval_receipt,
         )
 
 

@@ -124,6 +124,11 @@ def decide_call(
     return Call("POST", f"/v1/approvals/{_segment(approval_id)}/decision", Approval, body)
 
 
+def withdraw_call(approval_id: str, *, read_timeout: float | None = None) -> Call[Approval]:
+    path = f"/v1/approvals/{_segment(approval_id)}/withdraw"
+    return Call("POST", path, Approval, read_timeout=read_timeout)
+
+
 def list_call(
     state: str | None, run_id: str | None, tool: str | None, cursor: str | None, limit: int
 ) -> Call[ApprovalList]:
@@ -165,6 +170,15 @@ def parse(call: Call[M], status: int, text: str) -> M:
         body = data if isinstance(data, dict) else {}
         raise ApiError(status, str(body.get("error", text[:200])), body)
     return call.model.model_validate(data)
+
+
+def decided_first(exc: ApiError) -> Approval:
+    """A withdrawal refused because the approval was decided first (409 with it as decided):
+    that decision is the answer. Any other refusal is raised."""
+    decided = exc.body.get("approval")
+    if exc.status == 409 and isinstance(decided, dict):
+        return Approval.model_validate(decided)
+    raise exc
 
 
 def same_decision(exc: ApiError, decision: Decision, by: str) -> Approval:

@@ -1,12 +1,17 @@
-"""The `/v1` API from Python, async (`AsyncClient`, over aiohttp) and sync (`Client`, over the
-standard library), with one set of calls: each builds a `Call`, a transport sends it.
+"""The `/v1` API from Python, async (`AsyncClient`, over aiohttp, here) and sync (`Client`, over
+the standard library, in `signoff.blocking`), with one set of calls: each builds a `Call`, a
+transport sends it.
 
 - Retries are idempotent: a request for approval always carries an id (chosen here when
   the caller gives none), so a retry after a lost answer finds the approval it made instead
   of asking the humans twice; connection failures, 429 (after `Retry-After`), 502, 503 and
   504 are retried with capped exponential backoff, and so is nothing else.
 - `wait` long-polls `GET /v1/approvals/{id}/wait`: the server answers when the decision
-  lands, so the client never polls on a timer.
+  lands, so the client never polls on a timer; each long poll is also the heartbeat that
+  tells the server someone waits for the answer.
+- A caller that leaves is let go: a request, or a wait on an approval this client asked
+  for, that is cancelled (asyncio's `cancel`; Ctrl-C in `Client`) withdraws the approval
+  first (`signoff.leaving`), and `withdraw` does it on purpose.
 
 The server's URL and token come from the arguments, else `SIGNOFF_URL` and
 `SIGNOFF_API_TOKEN`. Importing this module imports neither the server nor aiohttp.
@@ -15,13 +20,12 @@ The server's URL and token come from the arguments, else `SIGNOFF_URL` and
 from __future__ import annotations
 
 import asyncio
-import json
+import contextlib
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from signoff.blocking import Client
 from signoff.calls import (
     LONG_POLL,
     RETRIED,
@@ -31,6 +35,7 @@ from signoff.calls import (
     Settings,
     cancel_call,
     decide_call,
+    decided_first,
     get_call,
     list_call,
     parse,
@@ -40,10 +45,14 @@ from signoff.calls import (
     same_decision,
     start_call,
     wait_call,
+    withdraw_call,
 )
-from signoff.errors import ApiError, Unreachable
+from signoff.errors import ApiError, SignoffError, Unreachable
+from signoff.leaving import LEAVE_TIMEOUT, Asked, leave_call, not_withdrawn, withdrawn
 from signoff.models import Approval, ApprovalList, Run, RunList
 from signoff.stream import MAX_STREAM, until_decided
+
+__all__ = ["AsyncClient", "Client"]  # `Client`, the blocking twin, lives in signoff.blocking
 
 
 class AsyncClient:
@@ -52,6 +61,8 @@ class AsyncClient:
     def __init__(self, url: str | None = None, token: str | None = None, **options: Any):
         self.settings = Settings.of(url, token, **options)
         self._session: Any = None
+        self._asked = Asked()
+        self._leaving: set[asyncio.Task[None]] = set()
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -60,6 +71,8 @@ class AsyncClient:
         await self.close()
 
     async def close(self) -> None:
+        if self._leaving:  # withdrawals of callers that left go out first
+            await asyncio.wait(self._leaving, timeout=LEAVE_TIMEOUT)
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -76,7 +89,8 @@ class AsyncClient:
         callback_url: str | None = None,
         resume_state: str | None = None,
     ) -> Approval:
-        """Ask for an approval; with the same `approval_id`, the same request asks once."""
+        """Ask for an approval; with the same `approval_id`, the same request asks once.
+        Cancelled on its way, it is withdrawn (it may have been asked)."""
         call = request_call(
             tool,
             args,
@@ -87,10 +101,29 @@ class AsyncClient:
             callback_url=callback_url,
             resume_state=resume_state,
         )
-        return await self.send(call)
+        asking = str((call.body or {})["approval_id"])
+        try:
+            approval = await self.send(call)
+        except asyncio.CancelledError:
+            await self._leave(asking)
+            raise
+        if not approval.decided:
+            self._asked.add(approval.id)
+        return approval
 
     async def get(self, approval_id: str) -> Approval:
         return await self.send(get_call(approval_id))
+
+    async def withdraw(self, approval_id: str) -> Approval:
+        """Take back an approval this client's token asked for: nobody waits for its answer
+        any more (its card says so; a decision after it changes nothing). Withdrawing again
+        answers the same; decided first, the decision is the answer."""
+        try:
+            approval = await self.send(withdraw_call(approval_id))
+        except ApiError as exc:
+            approval = decided_first(exc)
+        self._asked.discard(approval_id)
+        return approval
 
     # `timeout` is how long the server may keep it pending, not a cancellation: no ASYNC109.
     async def wait(
@@ -99,10 +132,25 @@ class AsyncClient:
         *,
         timeout: float | None = None,  # noqa: ASYNC109
         stream: bool = False,
+        withdraw_on_cancel: bool | None = None,
     ) -> Approval:
         """The approval once decided, or still pending once `timeout` seconds passed (None:
         until it is decided). `stream`: listen on its server-sent event stream instead of
-        long-polling (a stream that breaks is listened to again)."""
+        long-polling (a stream that breaks is listened to again). Cancelled, it withdraws
+        the approval first if this client asked for it (`withdraw_on_cancel` None), always
+        (True) or never (False)."""
+        leave = approval_id in self._asked if withdraw_on_cancel is None else withdraw_on_cancel
+        try:
+            approval = await self._wait(approval_id, timeout, stream)
+        except asyncio.CancelledError:
+            if leave:
+                await self._leave(approval_id)
+            raise
+        if approval.decided:
+            self._asked.discard(approval_id)
+        return approval
+
+    async def _wait(self, approval_id: str, timeout: float | None, stream: bool) -> Approval:  # noqa: ASYNC109
         until = None if timeout is None else time.monotonic() + timeout
         longest = MAX_STREAM if stream else LONG_POLL
         while True:
@@ -116,6 +164,25 @@ class AsyncClient:
             )
             if approval.decided:
                 return approval
+
+    async def _leave(self, approval_id: str) -> None:
+        """Withdraw for a caller that left, once, shielded from a second cancellation (the
+        withdrawal then goes on by itself; `close` waits for it)."""
+        self._asked.discard(approval_id)
+        task = asyncio.ensure_future(self._withdraw_once(approval_id))
+        self._leaving.add(task)
+        task.add_done_callback(self._leaving.discard)
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(task)
+
+    async def _withdraw_once(self, approval_id: str) -> None:
+        call = leave_call(approval_id)
+        try:
+            async with asyncio.timeout(LEAVE_TIMEOUT):
+                status, text, _ = await self._once(call)
+            withdrawn(parse(call, status, text))
+        except (SignoffError, OSError, TimeoutError) as exc:
+            not_withdrawn(approval_id, exc)
 
     async def _streamed(self, approval_id: str, seconds: float) -> Approval:
         import aiohttp
@@ -215,140 +282,3 @@ class AsyncClient:
                 return response.status, await response.text(), response.headers.get("Retry-After")
         except aiohttp.ClientError as exc:
             raise OSError(str(exc)) from exc
-
-
-class Client:
-    """The same calls, blocking: `Client(url, token).request(...)`."""
-
-    def __init__(self, url: str | None = None, token: str | None = None, **options: Any):
-        self.settings = Settings.of(url, token, **options)
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Nothing is held between requests; here for symmetry with `AsyncClient`."""
-
-    def request(
-        self,
-        tool: str,
-        args: Mapping[str, Any],
-        *,
-        approval_id: str | None = None,
-        policy: str | None = None,
-        requested_by: str | None = None,
-        sensitive: Sequence[str] = (),
-        callback_url: str | None = None,
-        resume_state: str | None = None,
-    ) -> Approval:
-        """Ask for an approval; with the same `approval_id`, the same request asks once."""
-        call = request_call(
-            tool,
-            args,
-            approval_id=approval_id,
-            policy=policy,
-            requested_by=requested_by,
-            sensitive=sensitive,
-            callback_url=callback_url,
-            resume_state=resume_state,
-        )
-        return self.send(call)
-
-    def get(self, approval_id: str) -> Approval:
-        return self.send(get_call(approval_id))
-
-    def wait(self, approval_id: str, *, timeout: float | None = None) -> Approval:
-        """The approval once decided, or still pending once `timeout` seconds passed."""
-        until = None if timeout is None else time.monotonic() + timeout
-        while True:
-            left = LONG_POLL if until is None else min(LONG_POLL, until - time.monotonic())
-            if left <= 0:
-                return self.get(approval_id)
-            approval = self.send(wait_call(approval_id, left))
-            if approval.decided:
-                return approval
-
-    def decide(
-        self,
-        approval_id: str,
-        decision: Decision,
-        *,
-        by: str,
-        reason: str | None = None,
-        args: Mapping[str, Any] | None = None,
-    ) -> Approval:
-        call = decide_call(approval_id, decision, by=by, reason=reason, args=args)
-        try:
-            return self.send(call)
-        except ApiError as exc:
-            return same_decision(exc, decision, by)
-
-    def approvals(
-        self,
-        *,
-        state: str | None = None,
-        run_id: str | None = None,
-        tool: str | None = None,
-        cursor: str | None = None,
-        limit: int = 100,
-    ) -> ApprovalList:
-        return self.send(list_call(state, run_id, tool, cursor, limit))
-
-    def start_run(
-        self, agent: str, task: str, *, run_id: str | None = None, requested_by: str | None = None
-    ) -> Run:
-        return self.send(start_call(agent, task, run_id=run_id, requested_by=requested_by))
-
-    def get_run(self, run_id: str) -> Run:
-        return self.send(run_call(run_id))
-
-    def runs(
-        self, *, status: str | None = None, cursor: str | None = None, limit: int = 100
-    ) -> RunList:
-        return self.send(runs_call(status, cursor, limit))
-
-    def cancel(self, run_id: str, *, reason: str = "", compensate: bool = False) -> Run:
-        """Stop a run for good; a cancel retried after its answer was lost finds it done.
-        `compensate`: a reversible tool still running is undone once it ends."""
-        try:
-            return self.send(cancel_call(run_id, reason, compensate))
-        except ApiError as exc:
-            if exc.status == 409 and (run := self.get_run(run_id)).status == "cancelled":
-                return run
-            raise
-
-    def send(self, call: Call[M]) -> M:
-        settings = self.settings
-        for attempt in range(settings.retries + 1):
-            last = attempt == settings.retries
-            try:
-                status, text, retry_after = self._once(call)
-            except OSError as exc:
-                if last:
-                    raise Unreachable(f"{call.method} {call.path}: {exc}") from exc
-                time.sleep(settings.pause(attempt, None))
-                continue
-            if status in RETRIED and not last:
-                time.sleep(settings.pause(attempt, retry_after))
-                continue
-            return parse(call, status, text)
-        raise AssertionError("unreachable")
-
-    def _once(self, call: Call[Any]) -> tuple[int, str, str | None]:
-        data = None if call.body is None else json.dumps(call.body).encode()
-        headers = self.settings.headers()
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(
-            call.url(self.settings.url), data=data, headers=headers, method=call.method
-        )
-        timeout = call.read_timeout or self.settings.timeout
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return response.status, response.read().decode(), None
-        except urllib.error.HTTPError as exc:
-            with exc:
-                return exc.code, exc.read().decode(), exc.headers.get("Retry-After")

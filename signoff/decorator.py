@@ -5,7 +5,9 @@ waits for the decision, then calls the function with the approved arguments (edi
 the approver edited them) or raises `Declined` with the reason. Nobody deciding within
 `timeout` seconds raises `TimedOut`, or `Declined` with `on_timeout="decline"`: either way
 the function is not called: a gate that cannot ask never fails open. Sync and async functions
-both work; an async one uses `AsyncClient`, a sync one `Client`.
+both work; an async one uses `AsyncClient`, a sync one `Client`. A caller that leaves while
+the call waits (its task cancelled; Ctrl-C) withdraws the approval on its way out, so nobody
+decides a call no one will make.
 
 `request_id(arguments) -> str` names the approval after what the call is about (an order
 id): calling again for the same thing then finds the approval already asked for (and its

@@ -21,6 +21,35 @@ class Wire(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
 
+class Authority(Wire):
+    """Who may decide an approval, recorded when it was asked: every process and every door
+    judges a decision by this, whatever its own configuration says."""
+
+    policy: str
+    rule: str | None = Field(None, description="the approval rule that chose these settings")
+    approvers: list[str] = Field(default_factory=list, description="people (user ids) asked")
+    groups: list[str] = Field(
+        default_factory=list, description="user groups asked (members resolved at decision)"
+    )
+    anyone: bool = Field(False, description="no approvers named: anyone but the requester")
+    required_approvals: int = Field(1, ge=1)
+    allow_self_approval: bool = False
+    allow_edit: bool = False
+    deadline: datetime | None = None
+    on_timeout: Literal["decline", "escalate"] = "decline"
+    remind_every: float | None = Field(None, description="seconds between reminders")
+    max_reminders: int = 0
+    escalate_to: str | None = None
+    escalated: bool = False
+    digest: str = Field(description="of the policy's settings as asked under")
+    config_digest: str | None = Field(
+        None, description="the configuration digest of the process that asked"
+    )
+    filled: bool = Field(
+        False, description="filled in after an upgrade from the policy in force then"
+    )
+
+
 class Approval(Wire):
     """An approval as a client sees it (sensitive arguments masked)."""
 
@@ -43,6 +72,9 @@ class Approval(Wire):
     duplicate_of: str | None = None
     created_at: datetime
     rule: str | None = Field(None, description="the approval rule it was made under")
+    authority: Authority | None = Field(
+        None, description="who may decide it (None: asked before approvals carried it)"
+    )
     votes: list[str] | None = Field(
         None, description="who approved it so far (a quorum fills up vote by vote)"
     )
@@ -50,6 +82,19 @@ class Approval(Wire):
         None,
         description="what its asker keeps here to resume from once it is decided (as the "
         "first request gave it); only in the answers of GET /v1/approvals/{id} and its wait",
+    )
+    waiter_until: datetime | None = Field(
+        None,
+        description="someone waits for the answer until then (the heartbeat of a wait or "
+        "event stream on it); null: nobody's wait is live",
+    )
+    waiter_left_at: datetime | None = Field(
+        None, description="when the last waiter's heartbeat lapsed with it pending"
+    )
+    waiter_note: str | None = Field(
+        None,
+        description="'nobody is waiting for this answer now' while pending with no waiter; "
+        "on an approval decided with nobody waiting, that the call runs only if asked again",
     )
 
     @property
@@ -170,6 +215,53 @@ class AuditPage(Wire):
     more: bool
 
 
+class Receipt(Wire):
+    """A decision signed by Signoff (`signoff.receipts.verify` checks one)."""
+
+    type: str
+    version: int
+    approval_id: str
+    run_id: str | None = None
+    call_id: str | None = None
+    tool: str
+    decision: Literal["approved", "declined"]
+    decided_by: str | None = None
+    deciders: list[str | None]
+    decided_at: str
+    reason: str | None = None
+    args_digest: str
+    shown_args_digest: str
+    card_digest: str
+    idempotency_key: str | None = None
+    policy: dict[str, Any]
+    signature: dict[str, str]
+
+
+class SigningKey(Wire):
+    """One public key of the JWKS (RFC 8037: an Ed25519 key)."""
+
+    kty: str
+    crv: str
+    x: str
+    kid: str
+    alg: str
+    use: str
+
+
+class KeySet(Wire):
+    """The public keys receipts and audit anchors are signed with (a JWKS)."""
+
+    keys: list[SigningKey]
+
+
+class ReceiptCheck(Wire):
+    """Whether a receipt verified: the key that signed it, or why not."""
+
+    valid: bool
+    kid: str | None = None
+    why: str | None = None
+
+
 class InDoubt(Wire):
     run_id: str
     call_id: str
@@ -193,5 +285,8 @@ RESPONSES: tuple[type[Wire], ...] = (
     RunList,
     Resolved,
     AuditPage,
+    Receipt,
+    KeySet,
+    ReceiptCheck,
     Error,
 )

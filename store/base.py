@@ -19,6 +19,7 @@ from store.records import (
     Approval,
     ApprovalState,
     AuditEvent,
+    Authority,
     Budget,
     Checkpoint,
     Effect,
@@ -30,6 +31,7 @@ from store.records import (
     Run,
     RunState,
     RunStatus,
+    Worker,
 )
 
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
@@ -308,6 +310,11 @@ class Store(Protocol):
         """The users who voted for an approval, in order."""
         ...
 
+    async def set_receipt(self, approval_id: str, receipt: dict[str, Any]) -> Approval:
+        """Store a decided approval's signed receipt unless it has one (compare-and-set);
+        the approval as it is now, with whichever receipt stayed. NotFound if none."""
+        ...
+
     async def decide_approval(
         self,
         approval_id: str,
@@ -329,6 +336,17 @@ class Store(Protocol):
         `key_suffix`: set when approved as a separate effect."""
         ...
 
+    async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:
+        """Pending approvals asked before approvals carried their authority, oldest first."""
+        ...
+
+    async def fill_authority(
+        self, approval_id: str, authority: Authority, *, event: AuditEvent
+    ) -> bool:
+        """Record an approval's authority (with `event`) where it has none yet; False, and
+        nothing written, where it has one (another process filled it first)."""
+        ...
+
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
         """Pending approvals whose deadline or next reminder has come by the database's
         clock. (An approval's deadline and first reminder are set by it too: `created_at`
@@ -347,6 +365,17 @@ class Store(Protocol):
     async def extend_deadline(
         self, approval_id: str, *, deadline: datetime | None, expected: datetime | None
     ) -> bool: ...
+    async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
+        """Someone waits for a pending approval's answer `seconds` more by the database's
+        clock (a heartbeat; it never moves the wait back). None if it is not pending (nothing
+        written); True if nobody's wait was live before."""
+        ...
+
+    async def waiter_left(self, approval_id: str) -> bool:
+        """Compare-and-set: the pending approval's waiter's heartbeat lapsed (by the
+        database's clock), so nobody waits for it now; False if it did not (or changed)."""
+        ...
+
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
@@ -537,6 +566,18 @@ class Store(Protocol):
 
     async def database_now(self) -> datetime:
         """The database's clock (PostgreSQL's server; the host's for SQLite)."""
+        ...
+
+    # workers
+    async def record_worker(
+        self, worker_id: str, *, config_digest: str, started_at: datetime
+    ) -> None:
+        """A worker says which configuration it runs (at start, and again while it lives);
+        seen now by the database's clock."""
+        ...
+
+    async def list_workers(self, *, within: float) -> list[Worker]:
+        """The workers seen in the last `within` seconds, the most recently seen first."""
         ...
 
     async def runs_to_recover(self, now: datetime, *, owner: str) -> list[str]: ...

@@ -248,6 +248,15 @@ def create_approval(approval: Approval, params: dict[str, Any]) -> Body[None]:
     yield from announce.approval_created(approval, params)
 
 
+def fill_authority(params: dict[str, Any], event: dict[str, Any]) -> Body[bool]:
+    """Record an approval's authority where it has none, audited; False (nothing written)
+    when another process filled it first."""
+    if (yield Stmt("fill_authority", params, "count")) != 1:
+        return False
+    yield Stmt("insert_event", event)
+    return True
+
+
 def record_reminder(params: dict[str, Any]) -> Body[bool]:
     """Compare-and-set on the reminder count; the reminder it records is announced once."""
     before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
@@ -265,6 +274,25 @@ def extend_deadline(params: dict[str, Any]) -> Body[bool]:
         return False
     reminders = before["reminders_sent"]
     yield from announce.reminded(before, reminders_sent=reminders, escalated=True)
+    return True
+
+
+def record_waiter(params: dict[str, Any]) -> Body[bool | None]:
+    """A waiter's heartbeat on a pending approval (None: not pending, nothing written); True
+    when nobody's wait was live before it (a card that said nobody waits is redrawn)."""
+    before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
+    if before is None or not (yield Stmt("record_waiter", params, "count")):
+        return None
+    if before["waiter_left_at"] is not None:
+        yield announce.outbox("approval_waiting", params["id"])
+    return before["waiter_until"] is None
+
+
+def waiter_left(params: dict[str, Any]) -> Body[bool]:
+    """Compare-and-set: nobody waits for this pending approval now (announced once)."""
+    if not (yield Stmt("waiter_left", params, "count")):
+        return False
+    yield announce.outbox("approval_waiting", params["id"])
     return True
 
 

@@ -308,6 +308,58 @@ class RuleMatch(Record):
     """The learned rule (`LearnedRule.id`) that approved it, when one did."""
 
 
+class Authority(Record):
+    """Who decides an approval, and how, fixed when it was asked (docs/architecture.md,
+    "Authority"): every decision, by any process and through any door, is judged against
+    this, never against the deciding process's own configuration. User groups among the
+    approvers are resolved when someone decides."""
+
+    policy: str
+    """The policy's name: a tool's, or `default`."""
+    rule: str | None = None
+    """The rule that chose the settings ("rule 3: over $200"), when one did."""
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """The policy as it was asked under: approvers (people and user groups), the quorum,
+    self-approval, edits, timeout and what happens then, reminders and escalation; durations
+    in seconds."""
+    digest: str
+    """Of the settings' canonical text: the same policy asked twice has the same digest."""
+    config_digest: str | None = None
+    """The configuration digest of the process that asked (`signoff doctor` lists them)."""
+    filled: bool = False
+    """Filled in after an upgrade from the policy in force then: the approval was asked
+    before approvals carried their authority."""
+
+    @classmethod
+    def of(
+        cls,
+        policy: str,
+        settings: dict[str, Any],
+        *,
+        rule: str | None = None,
+        config_digest: str | None = None,
+        filled: bool = False,
+    ) -> Authority:
+        return cls(
+            policy=policy,
+            rule=rule,
+            settings=settings,
+            digest=args_digest(settings),
+            config_digest=config_digest,
+            filled=filled,
+        )
+
+
+class Worker(Record):
+    """A `signoff serve` process as it told the others: its id, the digest of the
+    configuration it decides new approvals by, when it started and when it last said so."""
+
+    id: str
+    config_digest: str
+    started_at: datetime
+    seen_at: datetime
+
+
 class EffectConflict(Record):
     """An effect made under the key an approval asks for, with other arguments: running the
     call under that key would not do what the approver sees. Shown on the approval's card."""
@@ -356,6 +408,9 @@ class Approval(Record):
     """What the possible duplicate asked (sensitive arguments masked), so every surface can
     say what differs between the two requests."""
     rule: RuleMatch | None = None
+    authority: Authority | None = None
+    """Who decides it and how, recorded when it was asked (None: asked before approvals
+    carried it, and not filled in yet)."""
     created_at: datetime = Field(default_factory=utcnow)
     sensitive: tuple[str, ...] = ()
     """Arguments the tool marks sensitive: masked on every surface, whole for the tool."""
@@ -371,6 +426,15 @@ class Approval(Record):
     conflict: EffectConflict | None = None
     """An effect already made under this key with other arguments, when the approval was
     created: plain approval would replay it, so the approver declines or approves as separate."""
+    requester_token: str | None = None
+    """The API token that asked for it (`token:<name>`), when one did: only it may withdraw
+    the request."""
+    waiter_until: datetime | None = None
+    """Someone waits for the answer until then: the heartbeat of a long poll or an event
+    stream on it, moved on by each. None: nobody's wait is live."""
+    waiter_left_at: datetime | None = None
+    """When the last waiter's heartbeat lapsed with the approval pending: nobody is waiting
+    for this answer now (cleared when someone waits again)."""
 
     _digested = model_validator(mode="before")(lambda data: _with_digest(data))
 
@@ -384,6 +448,9 @@ class Approval(Record):
         return self.approved_args is not None and args_digest(self.approved_args) != (
             self.shown_digest
         )
+
+    receipt: dict[str, Any] | None = None
+    """The signed receipt of the decision (`runtime.approvals.receipts`), once signed."""
 
     resume_state: str | None = Field(None, exclude=True, repr=False)
     """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
@@ -405,13 +472,13 @@ class Approval(Record):
             return self
         update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
         # A digest of arguments with a secret in them could be matched by guessing.
-        update |= {"args_digest": None, "approved_digest": None}
+        update |= {"args_digest": None, "approved_digest": None, "receipt": None}
         return self.model_copy(update=update)
 
     @property
     def withdrawn(self) -> bool:
-        """Declined by Signoff because its run stopped waiting (cancelled, rolled back): not
-        a person's "no", so the call may be asked again."""
+        """Declined by Signoff because its run or its asker stopped waiting (cancelled,
+        rolled back, the agent left): not a person's "no", so the call may be asked again."""
         return (
             self.state == ApprovalState.DECLINED
             and self.decided_by == SYSTEM_ACTOR
@@ -455,6 +522,7 @@ class OutboxItem(Record):
         "approval_decided",
         "approval_voted",
         "approval_reminded",
+        "approval_waiting",
         "page_opened",
         "page_reminded",
         "page_acknowledged",

@@ -41,6 +41,7 @@ from store.records import (
     Run,
     RunState,
     Usage,
+    Worker,
 )
 
 Row = Mapping[str, Any]
@@ -289,6 +290,7 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         args=dumps(approval.args),
         approved_args=maybe_dumps(approval.approved_args),
         rule=approval.rule.model_dump_json() if approval.rule else None,
+        authority=approval.authority.model_dump_json() if approval.authority else None,
         state=approval.state.value,
         delivery=approval.delivery.value,
         callback_status=approval.callback_status and approval.callback_status.value,
@@ -296,11 +298,14 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         deadline=ts(approval.deadline),
         next_reminder_at=ts(approval.next_reminder_at),
         created_at=ts(approval.created_at),
+        waiter_until=ts(approval.waiter_until),
+        waiter_left_at=ts(approval.waiter_left_at),
         sensitive=dumps(list(approval.sensitive)),
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
+        receipt=maybe_dumps(approval.receipt),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
         test_now=test_now,
     )
@@ -322,13 +327,17 @@ def approval_from_row(row: Row) -> Approval:
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
         rule=maybe_loads(row["rule"]),
+        authority=maybe_loads(row["authority"]),
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
+        receipt=maybe_loads(row["receipt"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),
         next_reminder_at=dt(row["next_reminder_at"]),
         created_at=dt(row["created_at"]),
+        waiter_until=dt(row["waiter_until"]),
+        waiter_left_at=dt(row["waiter_left_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)
@@ -371,3 +380,7 @@ _EVENT = Columns(
 )
 """An audit event's row; its id is the database's."""
 event_params, event_from_row = _EVENT.params, _EVENT.read
+
+
+_WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
+worker_from_row = _WORKER.read

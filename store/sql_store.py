@@ -27,6 +27,7 @@ from store.records import (
     Approval,
     ApprovalState,
     AuditEvent,
+    Authority,
     Budget,
     Checkpoint,
     Delivery,
@@ -38,6 +39,7 @@ from store.records import (
     Run,
     RunState,
     RunStatus,
+    Worker,
 )
 
 T = TypeVar("T")
@@ -305,6 +307,11 @@ class SqlStore:
         found = await self._read("list_votes", {"approval_id": approval_id})
         return [row[0] for row in found]
 
+    async def set_receipt(self, approval_id: str, receipt: dict[str, Any]) -> Approval:
+        params = {"id": approval_id, "receipt": rows.dumps(receipt)}
+        await self._changed_one("set_approval_receipt", params)
+        return await self.get_approval(approval_id)
+
     async def decide_approval(
         self,
         approval_id: str,
@@ -338,6 +345,17 @@ class SqlStore:
             lambda: core.decide_approval(params, event_params, timeout=due_only)
         )
 
+    async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:
+        found = await self._read("approvals_without_authority", {"limit": limit})
+        return [rows.approval_from_row(row) for row in found]
+
+    async def fill_authority(
+        self, approval_id: str, authority: Authority, *, event: AuditEvent
+    ) -> bool:
+        params = {"id": approval_id, "authority": authority.model_dump_json()}
+        event_params = rows.event_params(event)
+        return await self._write(lambda: core.fill_authority(params, event_params))
+
     async def due_approvals(self, *, limit: int = 500) -> list[Approval]:
         found = await self._read("due_approvals", {"test_now": self._judge_now(), "limit": limit})
         return [rows.approval_from_row(row) for row in found]
@@ -367,6 +385,14 @@ class SqlStore:
     ) -> bool:
         params = {"id": approval_id, "deadline": rows.ts(deadline), "expected": rows.ts(expected)}
         return await self._write(lambda: core.extend_deadline(params))
+
+    async def record_waiter(self, approval_id: str, *, seconds: float) -> bool | None:
+        params = {"id": approval_id, "seconds": seconds, "test_now": self._judge_now()}
+        return await self._write(lambda: core.record_waiter(params), durable=False)
+
+    async def waiter_left(self, approval_id: str) -> bool:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: core.waiter_left(params))
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
@@ -626,6 +652,20 @@ class SqlStore:
     async def next_lease_lapse(self, *, owner: str, now: datetime) -> float | None:
         found = await self._read("next_lease_lapse", {"owner": owner, "now": rows.ts(now)})
         return None if not found or found[0][0] is None else float(found[0][0])
+
+    async def record_worker(
+        self, worker_id: str, *, config_digest: str, started_at: datetime
+    ) -> None:
+        params = {
+            "id": worker_id,
+            "config_digest": config_digest,
+            "started_at": rows.ts(started_at),
+        }
+        await self._one("record_worker", params, durable=False)
+
+    async def list_workers(self, *, within: float) -> list[Worker]:
+        found = await self._read("list_workers", {"ago": -within})
+        return [rows.worker_from_row(row) for row in found]
 
     async def database_now(self) -> datetime:
         if self.clock is not None:

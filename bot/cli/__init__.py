@@ -21,9 +21,11 @@ from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
+from bot.cli.doctor import doctor
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
+from bot.cli.receipts import receipts
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
 from bot.logs import LogFormatChoice, configure_logging
@@ -35,7 +37,9 @@ app.add_typer(pages, name="pages")
 app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
+app.add_typer(receipts, name="receipts")
 app.command()(mcp)
+app.command()(doctor)
 
 
 @app.callback()
@@ -57,12 +61,20 @@ def main_options(
 
 
 @app.command()
-def serve(ctx: typer.Context) -> None:
-    """Run the server (HTTP API, Slack, scheduler, recovery)."""
+def serve(
+    ctx: typer.Context,
+    port: Annotated[
+        int | None,
+        typer.Option(min=0, max=65535, help="Port to listen on (default: SIGNOFF_PORT, 3000)."),
+    ] = None,
+) -> None:
+    """Run the server (HTTP API, Slack, scheduler, recovery) until SIGTERM or Ctrl-C."""
     import asyncio
 
     with refusals():
         settings = load(ctx)
+        if port is not None:
+            settings.api = settings.api.model_copy(update={"port": port})
         from bot.server import serve as serve_forever
 
         logging.getLogger("signoff").setLevel(logging.INFO)

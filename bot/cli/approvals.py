@@ -25,7 +25,7 @@ from bot.cli.base import (
     say,
     show,
 )
-from bot.cli.session import with_process
+from bot.cli.session import Reader, with_process, with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
@@ -51,12 +51,14 @@ def list_approvals(
     """List approvals, oldest first, with their arguments."""
     from bot import views
 
-    async def work(p: Process) -> Any:
-        found = await p.runtime.approvals(run_id, state="pending" if pending else None)
-        votes = await p.runtime.queries.quorum_votes(found)
-        return found, votes, await people.of(p, found, chain(*votes.values()))
+    async def work(r: Reader) -> Any:
+        if run_id is not None:
+            await r.queries.run(run_id)  # an unknown run is refused, not an empty list
+        found = await r.queries.approvals(run_id=run_id, state="pending" if pending else None)
+        votes = await r.queries.quorum_votes(found)
+        return found, votes, await people.of(r.settings, found, chain(*votes.values()))
 
-    found, votes, names = with_process(ctx, work, agents=False)
+    found, votes, names = with_reader(ctx, work)
     people.show(names)
     show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
 
@@ -120,7 +122,7 @@ def decide(
         if run is not None and resumed:
             run = await rt.get(run.id)
         votes = await p.runtime.queries.quorum_votes([decided])
-        names = await people.of(p, [decided, run], votes.get(decided.id, []))
+        names = await people.of(p.settings, [decided, run], votes.get(decided.id, []))
         return decided, run, resumed, votes, names
 
     decided, run, resumed, votes, names = with_process(ctx, work)

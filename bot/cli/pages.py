@@ -8,7 +8,7 @@ import typer
 
 from bot.cli import people
 from bot.cli.base import JsonFlag, check_user_id, dumped, group, say, show
-from bot.cli.session import with_process
+from bot.cli.session import Reader, with_process, with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
@@ -25,11 +25,11 @@ def list_pages(
     """Pages, oldest first: what a human must check by hand."""
     from bot import views
 
-    async def work(p: Process) -> Any:
-        found = await p.runtime.queries.pages(open_only=not all_pages)
-        return found, await people.of(p, found)
+    async def work(r: Reader) -> Any:
+        found = await r.queries.pages(open_only=not all_pages)
+        return found, await people.of(r.settings, found)
 
-    found, names = with_process(ctx, work, agents=False)
+    found, names = with_reader(ctx, work)
     people.show(names)
     if not found and not as_json:
         say("no pages" if all_pages else "no open pages: nothing to settle")
@@ -51,7 +51,7 @@ def acknowledge(
 
     async def work(p: Process) -> Any:
         page = await p.runtime.acknowledge_page(page_id, by=by)
-        return page, await people.of(p, [page])
+        return page, await people.of(p.settings, [page])
 
     page, names = with_process(ctx, work, agents=False)
     people.show(names)

@@ -5,13 +5,11 @@ does not answer in time, a person is shown by id (never a guess)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from bot.settings import Settings
-    from bot.wiring import Process
 
 LOOKUP_WITHIN = 5.0
 """Seconds the names of one command's people may take; past that the ids are printed."""
@@ -32,6 +30,8 @@ async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
     wanted = list(users)
     if not token or not wanted:
         return {}
+    import asyncio  # not at the top: `--help` does without it
+
     from bot.directory import web_client
     from bot.slack.people import SlackPeople
 
@@ -44,10 +44,10 @@ async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
 
 
 async def of(
-    process: Process, records: Iterable[object], voters: Iterable[str] = ()
+    settings: Settings, records: Iterable[object], voters: Iterable[str] = ()
 ) -> dict[str, str]:
     """The names of the people these records name (who asked, decided, acknowledged, voted)."""
-    return await names(process.settings, mentioned(records, voters))
+    return await names(settings, mentioned(records, voters))
 
 
 def show(found: dict[str, str]) -> None:

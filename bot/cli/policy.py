@@ -57,8 +57,8 @@ def _check(
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
+    from bot.agents import load_agents, rule_error_text
     from bot.settings import ConfigError
-    from bot.wiring import load_agents, rule_error_text
     from runtime.approvals.routing import check_rules, route
     from runtime.approvals.rules import Facts
     from runtime.errors import RuleError

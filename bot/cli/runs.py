@@ -26,11 +26,11 @@ from bot.cli.base import (
     say,
     show,
 )
-from bot.cli.session import database_label, with_process
+from bot.cli.session import Reader, database_label, with_process, with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from runtime import Runtime
+    from runtime import Queries, Runtime
     from runtime.records import Approval, Checkpoint, Effect, Run
 
 runs = group("Start, inspect and operate runs.")
@@ -162,11 +162,11 @@ def list_runs(
 ) -> None:
     """List runs, newest first."""
 
-    async def work(p: Process) -> Any:
-        found = await p.runtime.list(status, limit=limit)
-        return found, await decided_runs(p.runtime, found), p.settings.database.url
+    async def work(r: Reader) -> Any:
+        found = await r.queries.runs(status, limit=limit)
+        return found, await decided_runs(r.queries, found), r.settings.database.url
 
-    found, decided, url = with_process(ctx, work, agents=False)
+    found, decided, url = with_reader(ctx, work)
     if as_json:
         show(dumped(found), as_json=True)
         return
@@ -179,10 +179,12 @@ def list_runs(
     say(views.runs_table(found, decided=decided, caption=f"{len(found)} run(s) {where}"))
 
 
-async def decided_runs(rt: Runtime, runs: Sequence[Run]) -> set[str]:
+async def decided_runs(queries: Queries, runs: Sequence[Run]) -> set[str]:
     """The parked runs among `runs` with no approval pending: ready to resume."""
     parked = [run.id for run in runs if run.status == "waiting_approval"]
-    return {run_id for run_id in parked if not await rt.approvals(run_id, state="pending")}
+    return {
+        run_id for run_id in parked if not await queries.approvals(run_id=run_id, state="pending")
+    }
 
 
 @runs.command("show")
@@ -191,15 +193,16 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 
     from bot.masking import ResultMasks
 
-    async def work(p: Process) -> Any:
-        run = await p.runtime.get(run_id)
-        approvals = await p.runtime.approvals(run_id)
-        votes = await p.runtime.queries.quorum_votes(approvals)
-        effects = await p.runtime.queries.effects(run_id)
-        names = await people.of(p, [run, *approvals], chain(*votes.values()))
-        return run, approvals, ResultMasks(p.runtime.policies).effects(effects), votes, names
+    async def work(r: Reader) -> Any:
+        run = await r.queries.run(run_id)
+        approvals = await r.queries.approvals(run_id=run_id)
+        votes = await r.queries.quorum_votes(approvals)
+        effects = await r.queries.effects(run_id)
+        names = await people.of(r.settings, [run, *approvals], chain(*votes.values()))
+        masks = ResultMasks(r.settings.runtime.policies)
+        return run, approvals, masks.effects(effects), votes, names
 
-    run, approvals, effects, votes, names = with_process(ctx, work, agents=False)
+    run, approvals, effects, votes, names = with_reader(ctx, work)
     people.show(names)
     if as_json:
         from runtime.approvals.binding import call_trail

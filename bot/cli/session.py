@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,7 +22,7 @@ from bot.cli.base import Failure, options
 if TYPE_CHECKING:
     from bot.settings import Settings
     from bot.wiring import Process
-    from runtime import Database
+    from runtime import Database, Queries
 
 T = TypeVar("T")
 
@@ -45,6 +46,29 @@ def with_process(
             await process.close()
 
     return _enter(ctx, run, creates=creates)
+
+
+@dataclass(frozen=True)
+class Reader:
+    """What a command that only reads works with: the settings (people's names, the
+    database's label) and the runtime's queries. No agent, engine or scheduler is loaded."""
+
+    settings: Settings
+    queries: Queries
+
+
+def with_reader(ctx: typer.Context, work: Callable[[Reader], Awaitable[T]]) -> T:
+    """Run `work` on the configured database's queries, then close it."""
+    from runtime import Database
+
+    async def run(settings: Settings) -> T:
+        database = await Database.open(settings.database.url, **settings.database.store_options())
+        try:
+            return await work(Reader(settings, database.queries))
+        finally:
+            await database.close()
+
+    return _enter(ctx, run, creates=False)
 
 
 def with_database(ctx: typer.Context, work: Callable[[Database], Awaitable[T]]) -> T:

@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import reading, words
+from runtime import Runtime
 from runtime.approvals.binding import call_trail, differences, said
 from runtime.display import Display
 from runtime.records import (
@@ -170,6 +171,7 @@ def approval_view(approval: Approval) -> View:
         "approved_digest": approval.approved_digest,
         "separate": approval.key_suffix is not None,
         "conflict_run": approval.conflict.run_id if approval.conflict else None,
+        "deciders": words.who_may_decide(Runtime.authority(approval)),
     }
 
 

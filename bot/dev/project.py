@@ -4,20 +4,20 @@ one, the demo (the refund agent, bob approves).
 
 Only the file's agents, policies, approval rules, models and prices count here: the database,
 the API, Slack and the workers are the dev process's own. The file's folder is put on the
-import path, so an agent module beside it imports without PYTHONPATH.
+import path (`bot.settings.import_from`, as for every command), so an agent module beside it
+imports without PYTHONPATH.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.agents import load_agents, rule_error_text
 from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
 from bot.settings import ConfigError, RuntimeSettings, config_path, load_settings
-from bot.wiring import load_agents, rule_error_text
 from runtime.agent import Agent
 from runtime.approvals.policy import Policy
 from runtime.approvals.routing import check_rules
@@ -90,10 +90,7 @@ def find(explicit: str | None) -> Project:
     file = config_path(explicit)
     if not named and not file.exists():
         return demo()
-    settings = load_settings(explicit)
-    folder = str(file.resolve().parent)
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    settings = load_settings(explicit)  # which also puts the file's folder on the import path
     found = tuple(
         (path, agent) for path in settings.runtime.agents for agent in load_agents([path])
     )

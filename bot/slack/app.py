@@ -8,25 +8,29 @@ naming the variable.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
-from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
-from slack_sdk.errors import SlackApiError
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.logger.messages import (
+    warning_client_prioritized_and_token_skipped,
+    warning_token_skipped,
+)
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
 from bot.readers import Readers
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
-from bot.slack.channels import check_channels, configured
-from bot.slack.delivery import MISCONFIGURED, Channels, SlackDelivery, slack_error
+from bot.slack.channels import configured
+from bot.slack.delivery import Channels, SlackDelivery
 from bot.slack.home import HomeTabs
+from bot.slack.link import SlackLink, socket_logger
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.page_reminders import PageReminders
@@ -40,11 +44,14 @@ log = logging.getLogger("signoff.slack")
 
 
 class _UnusedTokenNotice(logging.Filter):
-    """Bolt warns at start-up that SLACK_BOT_TOKEN "will be unused" when it is also given a
-    client; Signoff builds that client from the very same token, so the warning is noise."""
+    """Bolt warns at start-up that SLACK_BOT_TOKEN "will be unused" (or "ignored") when it is
+    also given a client or an `authorize`; Signoff hands it the very same token through
+    them, so the warning is noise."""
+
+    notices = frozenset({warning_client_prioritized_and_token_skipped(), warning_token_skipped()})
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+        return record.getMessage() not in self.notices
 
 
 def quiet_unused_token_notice() -> None:
@@ -54,6 +61,8 @@ def quiet_unused_token_notice() -> None:
 
 
 EVENTS_PATH = "/slack/events"
+LINK_TIMEOUT = 10
+"""Seconds one check of Slack (auth.test, a channel) may take before it counts as failed."""
 
 
 class OutboxNudge:
@@ -88,7 +97,8 @@ class SlackSurface:
     app: AsyncApp
     client: AsyncWebClient
     sender: OutboxSender
-    socket: AsyncSocketModeHandler | None
+    link: SlackLink
+    """Reaches Slack in the background: who the bot is, the channels, Socket Mode."""
     http: bool
     """Whether Slack reaches this process over HTTP (a signing secret is set)."""
     deliveries: Deliveries
@@ -98,29 +108,7 @@ class SlackSurface:
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
-    channels: dict[str, str] = field(default_factory=dict)
-    """The channels the configuration names, by where (checked at start-up)."""
     stopped: bool = False
-
-    async def check_token(self) -> None:
-        """Ask Slack who we are: a refused token or a URL that is not the Web API stops the
-        start with one line; Slack being unreachable only delays cards (warned)."""
-        try:
-            identity = await self.client.auth_test()
-        except SlackApiError as exc:
-            error = slack_error(exc)
-            if error.startswith("http_"):
-                raise ConfigError(
-                    f"SLACK_API_URL {self.client.base_url!r} does not answer as Slack's Web API "
-                    f"({error.replace('_', ' ')} for auth.test); it ends with /api/"
-                ) from None
-            if error in MISCONFIGURED:
-                raise ConfigError(f"SLACK_BOT_TOKEN was refused by Slack ({error})") from None
-            log.warning("slack: auth.test answered %s; cards wait until Slack answers", error)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("slack: cannot reach %s (%r); cards wait", self.client.base_url, exc)
-        else:
-            log.info("slack: connected as %s in %s", identity.get("user"), identity.get("team"))
 
     def mount(self, web_app: web.Application) -> None:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
@@ -156,8 +144,7 @@ class SlackSurface:
         return await to_aiohttp_response(answer)
 
     async def start(self) -> None:
-        await self.check_token()
-        await check_channels(self.client, self.channels)
+        """Deliver, sweep and remind from now on; reach Slack in the background (`link`)."""
         # Rows this worker claimed before it restarted are its own: no need to wait out the
         # claim (with a stable SIGNOFF_WORKER_ID).
         await self.deliveries.release_outbox_claims(self.sender.owner)
@@ -166,17 +153,14 @@ class SlackSurface:
             self.reconciler.start()
         self.sender.start()
         self.page_reminders.start()
-        if self.socket is not None:
-            await self.socket.connect_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
-            log.info("slack: connected over Socket Mode")
+        self.link.start()
 
     async def stop(self) -> None:
         """Stop talking to Slack (at shutdown, or once the worker steps aside; once)."""
         if self.stopped:
             return
         self.stopped = True
-        if self.socket is not None:
-            await self.socket.close_async()  # type: ignore[no-untyped-call]  # bolt's is unannotated
+        await self.link.stop()
         self.page_reminders.stop()
         await self.sender.stop()
         if self.reconciler is not None:
@@ -197,15 +181,28 @@ def check_slack_settings(settings: Settings) -> None:
         )
 
 
-def slack_surface(
-    settings: Settings, rt: Runtime, background: Background, nudge: OutboxNudge
-) -> SlackSurface:
-    token = secret(settings.slack.bot_token) or ""
-    client = web_client(token, base_url=settings.slack.api_url)
-    signing_secret = secret(settings.slack.signing_secret) or None
+def bolt_app(
+    token: str, *, base_url: str | None, signing_secret: str | None, link: SlackLink | None
+) -> AsyncApp:
+    """The bolt app, which never calls Slack before a listener acks: bolt would ask
+    `auth.test` on the first request (and wait on it while Slack hangs); here who the bot is
+    comes from what the link learnt, and the request's client gets the bot token."""
+
+    async def authorize(enterprise_id: str | None, team_id: str | None) -> AuthorizeResult:
+        identity = link.identity if link is not None else {}
+        return AuthorizeResult(
+            enterprise_id=enterprise_id,
+            team_id=team_id,
+            bot_token=token,
+            bot_id=identity.get("bot_id"),
+            bot_user_id=identity.get("user_id"),
+        )
+
     quiet_unused_token_notice()
-    app = AsyncApp(
-        client=client,
+    return AsyncApp(
+        # Without a token of its own, bolt takes the bot's from `authorize`.
+        client=web_client("", base_url=base_url),
+        authorize=authorize,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
         raise_error_for_unhandled_request=False,
@@ -213,6 +210,33 @@ def slack_surface(
         # they return instead of polling every 10 ms for the ack.
         process_before_response=True,
     )
+
+
+def slack_surface(
+    settings: Settings,
+    rt: Runtime,
+    background: Background,
+    nudge: OutboxNudge,
+    *,
+    on_fatal: Callable[[ConfigError], None] = lambda exc: None,
+) -> SlackSurface:
+    """`on_fatal`: told when Slack refuses what only a person can fix (the server stops)."""
+    token = secret(settings.slack.bot_token) or ""
+    base_url = settings.slack.api_url
+    client = web_client(token, base_url=base_url)
+    signing_secret = secret(settings.slack.signing_secret) or None
+    app_token = secret(settings.slack.app_token)
+    link = SlackLink(
+        web_client(token, base_url=base_url, idempotent_only=True, timeout=LINK_TIMEOUT),
+        configured(settings.slack.approvals_channel, settings.slack.oncall_channel, rt.policies),
+        None,
+        on_fatal=on_fatal,
+    )
+    app = bolt_app(token, base_url=base_url, signing_secret=signing_secret, link=link)
+    if app_token:
+        link.socket = AsyncSocketModeHandler(
+            app, app_token, logger=socket_logger(), web_client=client
+        )
     resolvers = frozenset(settings.slack.page_resolvers)
     homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.slack.home_publish_per_minute)
     readers = Readers.of(settings.slack.readers, resolvers)
@@ -224,7 +248,7 @@ def slack_surface(
     timing = Timing(claim)
     poster = web_client(
         token,
-        base_url=settings.slack.api_url,
+        base_url=base_url,
         idempotent_only=True,
         timeout=max(1, int(timing.post_timeout)),
     )
@@ -256,13 +280,11 @@ def slack_surface(
     )
     nudge.sender = sender
     homes.wake = sender.wake
-    app_token = secret(settings.slack.app_token)
-    socket = AsyncSocketModeHandler(app, app_token, web_client=client) if app_token else None
     return SlackSurface(
         app,
         client,
         sender,
-        socket,
+        link,
         http=signing_secret is not None,
         deliveries=rt.deliveries,
         page_reminders=PageReminders(
@@ -270,7 +292,4 @@ def slack_surface(
         ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
         reconciler=reconciler,
-        channels=configured(
-            settings.slack.approvals_channel, settings.slack.oncall_channel, rt.policies
-        ),
     )

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot import reading
+from bot import reading, words
 from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
@@ -191,11 +191,14 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     if approval.key_suffix is not None:
         blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
     terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
+    waiter = words.waiter_note(approval)
     if approval.state == ApprovalState.PENDING:
         waiting = [*_progress(approval, votes), *terms, *_escalation(approval, escalate_to)]
         blocks.append(kit.context(" · ".join(waiting)))
         if chain:
             blocks.append(kit.context(chain))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         blocks.append(
             decision_actions(
                 approval,
@@ -213,6 +216,8 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     else:
         outcome = outcome_line(approval, votes)
         blocks.append(kit.context(outcome, " · ".join(terms)))
+        if waiter:
+            blocks.append(kit.context(texts.waiter(waiter)))
         text = texts.decided(escape.mrkdwn(action), outcome)
     meta = kit.metadata(kit.APPROVAL_EVENT, approval_id=approval.id, run_id=run_id)
     return kit.message(text, blocks, metadata=meta)

@@ -29,8 +29,8 @@ from bot.slack import cards, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import slo
+from runtime.approvals.authority import policy_of
 from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.routing import policy_of
 from runtime.deliveries import Deliveries
 from runtime.display import Display
 from runtime.queries import NOT_FOUND, Queries
@@ -173,6 +173,8 @@ class SlackDelivery:
             if topic == "approval_decided":
                 note = cards.decision_note(approval, await self._display(approval))
                 await self._thread_note(approval, note, item, "decided")
+        elif topic == "approval_waiting":  # its waiter left, or came back
+            await self.update_card(await self.queries.approval(item.subject_id))
         elif topic == "approval_reminded":
             approval = await self.queries.approval(item.subject_id)
             await self.remind(approval, item)
@@ -230,7 +232,7 @@ class SlackDelivery:
 
     def _policy(self, approval: Approval) -> Policy:
         """The policy the approval was created under (its rule's), not today's."""
-        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        return policy_of(approval, self.policies)
 
     async def post_card(self, approval: Approval, item: OutboxItem) -> None:
         if approval.message_ts:

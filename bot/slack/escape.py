@@ -28,8 +28,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bot.slack import texts
-
 WORD_JOINER = "\u2060"
 _BIDI = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _CONTROLS = (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
@@ -124,6 +122,8 @@ def _fit(text: str, table: Mapping[int, str], limit: int | None) -> str:
     out = text.translate(table)
     if limit is None or len(out) <= limit:
         return out
+    from bot.slack import texts  # only for what is cut: its words import the runtime's
+
     pieces = [table.get(ord(ch), ch) for ch in text]
     widest = texts.more_characters(len(text))
     if limit <= len(widest):

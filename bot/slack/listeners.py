@@ -25,7 +25,7 @@ from typing import Any
 
 import aiohttp
 from slack_bolt import BoltResponse
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -54,6 +54,9 @@ ACK_WITHIN = 0.05
 (the person is then told the outcome, if it is a refusal): a decision takes a few
 milliseconds, and a slow database must not hold Slack's answer (its limit is 3 s)."""
 MODAL_ACK_WITHIN = 1.0
+COMMAND_ACK_WITHIN = 1.0
+"""Seconds `/runs` waits for its answer before Slack is acked without it (the answer then
+follows through the response_url), well inside Slack's 3 s."""
 """The same for a modal's submission, which is rare and whose refusal is best shown in the
 modal itself."""
 NOT_RECORDED = (DatabaseError, TimeoutError, ConnectionError)
@@ -276,15 +279,25 @@ class Listeners:
 
     # /runs and the Home tab
 
-    async def runs_command(self, ack: AsyncAck, command: Body) -> None:
-        reply = await commands.answer(
-            self.rt,
-            command.get("text", ""),
-            user=command["user_id"],
-            channel=command.get("channel_id"),
-            readers=self.readers,
+    async def runs_command(self, ack: AsyncAck, command: Body, respond: AsyncRespond) -> None:
+        """The answer is the ack when it is ready within COMMAND_ACK_WITHIN (a read of the
+        database); otherwise (a user group to ask Slack about, a slow database) Slack is
+        acked at once and the answer follows through the command's response_url."""
+        answer = asyncio.ensure_future(
+            commands.answer(
+                self.rt,
+                command.get("text", ""),
+                user=command["user_id"],
+                channel=command.get("channel_id"),
+                readers=self.readers,
+            )
         )
-        await ack(**reply)
+        done, _ = await asyncio.wait({answer}, timeout=COMMAND_ACK_WITHIN)
+        if done:
+            await ack(**answer.result())
+            return
+        await ack(response_type="ephemeral", text=texts.ANSWER_FOLLOWS)
+        self.background.spawn(_respond_late(answer, respond), name="runs answer")
 
     async def home(self, event: Body, client: AsyncWebClient) -> None:
         self.background.spawn(self.homes.opened(client, event["user"]), name="home")
@@ -424,6 +437,14 @@ async def _tell(
         log.warning("slack: could not tell %s (%s): %s", user, slack_error(exc), text[:200])
     except (aiohttp.ClientError, TimeoutError) as exc:
         log.warning("slack: could not tell %s (%r): %s", user, exc, text[:200])
+
+
+async def _respond_late(answer: asyncio.Future[dict[str, Any]], respond: AsyncRespond) -> None:
+    reply = await answer
+    try:
+        await respond(**reply)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        log.warning("slack: could not send a /runs answer to its response_url (%r)", exc)
 
 
 async def one_line_error(error: Exception, body: Body) -> BoltResponse:

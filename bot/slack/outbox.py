@@ -293,8 +293,13 @@ class OutboxSender:
             self.timers.at(when, self._poll, name=RETRY_JOB.format(item.id))
 
 
-def backoff(attempts: int, jitter: Callable[[float, float], float] = random.uniform) -> float:
-    """Seconds before the next try: doubling from 1 s, capped at 5 minutes, with jitter so a
-    backlog after an outage does not come back as one burst."""
-    ceiling = min(MAX_BACKOFF, 2.0 ** max(attempts - 1, 0))
+def backoff(
+    attempts: int,
+    jitter: Callable[[float, float], float] = random.uniform,
+    *,
+    cap: float = MAX_BACKOFF,
+) -> float:
+    """Seconds before the next try: doubling from 1 s, capped (at 5 minutes), with jitter so
+    a backlog after an outage does not come back as one burst."""
+    ceiling = min(cap, 2.0 ** max(attempts - 1, 0))
     return jitter(ceiling / 2, ceiling)

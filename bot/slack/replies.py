@@ -14,6 +14,7 @@ from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
+from runtime import Runtime
 from runtime.approvals.binding import CallTrail
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
@@ -194,6 +195,9 @@ def _detail(approval: Approval, display: Display | None = None) -> str:
         lines.append(f"{escape.code(name, limit=NAME_TEXT)} {shown}")
     if len(items) > MAX_STATUS_ARGS:
         lines.append(texts.and_more(len(items) - MAX_STATUS_ARGS))
+    deciders = words.who_may_decide(Runtime.authority(approval), words.Voice(person=kit.target))
+    if deciders is not None:
+        lines.append(deciders)
     return "\n".join(lines)
 
 

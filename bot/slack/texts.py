@@ -176,6 +176,11 @@ def expired(at: str | None) -> str:
 STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 
 
+def waiter(note: str) -> str:
+    """Whether anyone waits for the answer (`bot.words.waiter_note`)."""
+    return f":zzz: {note[:1].upper()}{note[1:]}"
+
+
 def withdrawn(reason: str) -> str:
     return f":leftwards_arrow_with_hook: Withdrawn: {reason}"
 
@@ -324,6 +329,7 @@ HELP = (
 )
 """Plain text: each sub-command and what it does (the descriptions may use `code`)."""
 HELP_TITLE = "*/runs* looks at Signoff's agent runs:"
+ANSWER_FOLLOWS = "Looking that up; the answer follows here in a moment."
 HELP_FALLBACK = (
     "/runs status <id> · list [status] · pending · history <id> · cancel <id> · rules · "
     "revoke <rule id> · help"

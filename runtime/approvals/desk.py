@@ -19,11 +19,11 @@ from datetime import datetime
 from typing import Any
 
 from runtime import errors, lookups
-from runtime.approvals import deciding, drafting, recording, timers
+from runtime.approvals import authority, deciding, drafting, recording, timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
 from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
-from runtime.approvals.routing import Route, decided_at_once, policy_of, route
+from runtime.approvals.routing import Route, decided_at_once, route
 from runtime.deps import Deps
 from store import Approval, ApprovalState, Delivery, Run, Store
 from store import errors as store_errors
@@ -93,6 +93,7 @@ class ApprovalDesk:
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,
             rule=routed.match,
+            authority=authority.asked(name, routed, self.deps.config_digest),
             created_at=now,
             sensitive=sensitive,
         )
@@ -104,8 +105,19 @@ class ApprovalDesk:
         return await drafting.with_conflict(self.store, approval)
 
     def policy_of(self, approval: Approval) -> Policy:
-        """The policy an approval is decided under: the one its rule chose when it was made."""
-        return policy_of(approval.rule, self.policies.for_tool(approval.policy)[1])
+        """The policy an approval is decided under: the authority recorded when it was asked
+        (`runtime.approvals.authority`), never this process's policies of today."""
+        return authority.policy_of(approval, self.policies)
+
+    async def with_authority(self, approval: Approval) -> Approval:
+        """The approval with its authority recorded: one asked before approvals carried it
+        gets it now, once, from the policy in force (the first process to do so wins)."""
+        if approval.authority is not None or approval.state != ApprovalState.PENDING:
+            return approval
+        filled = await authority.fill_one(
+            self.store, approval, self.policies, self.deps.config_digest, self.deps.clock()
+        )
+        return filled if filled is not None else await self.get(approval.id)
 
     # deciding
 
@@ -126,7 +138,7 @@ class ApprovalDesk:
         `separate`: approve a call whose key an earlier effect used with other arguments as
         an effect of its own (it is re-keyed); without it such an approval is refused."""
         deciding.check_request(decision, by)
-        approval = await self.get(approval_id)
+        approval = await self.with_authority(await self.get(approval_id))
         policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
         await self._check_decider(approval, policy, decision, by)
@@ -158,6 +170,7 @@ class ApprovalDesk:
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would (not pending, not an approver) without deciding:
         a surface asks before it opens a form for the decision."""
+        approval = await self.with_authority(approval)
         await self._check_decider(approval, self.policy_of(approval), decision, by)
 
     async def _check_decider(

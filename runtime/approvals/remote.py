@@ -28,10 +28,11 @@ async def request_approval(
     callback_url: str | None = None,
     sensitive: Sequence[str] = (),
     resume_state: str | None = None,
+    requester_token: str | None = None,
 ) -> tuple[Approval, bool]:
     """(the approval, False) if `approval_id` names one already made for the same request.
     `resume_state` is not part of the request: a retry's (re-serialized, perhaps) is ignored
-    and the first one kept."""
+    and the first one kept; so is `requester_token` (the first asker's may withdraw it)."""
     _check_request(desk, tool, args, policy, sensitive)
     approval = desk.new_approval(
         tool=tool,
@@ -41,7 +42,7 @@ async def request_approval(
         policy=policy,
         callback_url=callback_url,
         sensitive=tuple(dict.fromkeys(sensitive)),
-    ).model_copy(update={"resume_state": resume_state})
+    ).model_copy(update={"resume_state": resume_state, "requester_token": requester_token})
     approval = await deps.with_learned_rule(approval, None)
     try:
         await deps.store.create_approval(approval)

@@ -154,13 +154,6 @@ def decided_at_once(approval: Approval, now: datetime) -> Approval:
     )
 
 
-def policy_of(match: RuleMatch | None, fallback: Policy) -> Policy:
-    """The policy an approval was created under: its rule's, or (no rules) its tool's now."""
-    if match is None or not match.policy:
-        return fallback
-    return Policy.model_validate(match.policy)
-
-
 # checking at start-up
 
 Loc = tuple[str, ...]

@@ -27,11 +27,13 @@ USAGE_FIELDS = ("steps", "input_tokens", "output_tokens", "cost")
 def _environment() -> Any:
     """cel-python's compiled runner: each condition's syntax tree is turned into Python once,
     which evaluates about three times faster than walking the tree. It needs the parser to
-    build its own kind of tree (a subclass of lark's), and the parser is one per process."""
+    build its own kind of tree (a subclass of lark's), and the parser is one per process,
+    loaded from the machine's cache (`cel_parser`)."""
     import celpy
-    from celpy.celparser import CELParser
 
-    CELParser.CEL_PARSER = None
+    from runtime.approvals import cel_parser
+
+    cel_parser.install(celpy.CompiledRunner.tree_node_class)
     return celpy.Environment(runner_class=celpy.CompiledRunner)
 
 

@@ -1,6 +1,7 @@
 """The approvals' timed work, which the scheduler triggers: expiry at a deadline, reminders,
-escalation. Each change is a compare-and-set in the store, so a timer that fires twice, or in
-two processes at once, acts once."""
+escalation, and noting that a waiter's heartbeat lapsed (`runtime.approvals.askers`). Each
+change is a compare-and-set in the store, so a timer that fires twice, or in two processes
+at once, acts once."""
 
 from __future__ import annotations
 
@@ -57,12 +58,24 @@ async def _due(desk: Deciding, announcer: Announcer, approval: Approval, now: da
             await _deadline_passed(desk, announcer, approval, policy, now)
         elif approval.next_reminder_at is not None and approval.next_reminder_at <= now:
             await _remind(desk, announcer, approval, policy, now)
+        if approval.waiter_until is not None and approval.waiter_until <= now:
+            await _waiter_left(desk, approval)
         return True
     except (errors.AlreadyDecided, store_errors.Conflict):
         log.info("approval %s changed while its timer fired; nothing to do", approval.id)
     except Exception:
         log.exception("approval %s: timed action failed; it stays due", approval.id)
     return False
+
+
+async def _waiter_left(desk: Deciding, approval: Approval) -> None:
+    """The waiter's heartbeat lapsed: nobody waits for the answer now (the card says so)."""
+    if await desk.store.waiter_left(approval.id):
+        log.info(
+            "%s: nobody is waiting for its answer now (the waiter's heartbeat lapsed)",
+            about(approval),
+            extra=log_ids(approval, "waiter_left"),
+        )
 
 
 async def _deadline_passed(

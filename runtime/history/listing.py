@@ -3,9 +3,13 @@ clear error, not an empty list."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from runtime import errors
-from runtime.deps import Deps
 from store import Approval, ApprovalState, Run, RunStatus
+
+if TYPE_CHECKING:  # the filters alone are read by `Queries`, which needs no engine
+    from runtime.deps import Deps
 
 
 async def list_runs(deps: Deps, status: RunStatus | str | None, *, limit: int) -> list[Run]:

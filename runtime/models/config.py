@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.agent import Agent
 from runtime.errors import DefinitionError
-from runtime.model import Model
-from runtime.models.anthropic import AnthropicModel
-from runtime.models.hosted import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, HostedModel
-from runtime.models.openai import OpenAIModel
 from runtime.models.pricing import Price
+from runtime.models.timeouts import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:  # the adapters load with the first configured model: settings need none
+    from runtime.agent import Agent
+    from runtime.model import Model
 
 log = logging.getLogger("signoff.models")
 
@@ -40,6 +40,10 @@ class ModelConfig(BaseModel):
 
 
 def build(config: ModelConfig, prices: Mapping[str, Price]) -> Model:
+    from runtime.models.anthropic import AnthropicModel
+    from runtime.models.hosted import HostedModel
+    from runtime.models.openai import OpenAIModel
+
     kind: type[HostedModel] = OpenAIModel if config.provider == "openai" else AnthropicModel
     model = kind(
         config.model,
@@ -58,6 +62,8 @@ def configure(
 ) -> list[Agent]:
     """The agents, each on the model configured for it by name; a hosted model given in code
     without a price takes the configured one."""
+    from runtime.models.hosted import HostedModel
+
     agents = list(agents)
     unknown = set(models) - {a.name for a in agents}
     if unknown:
@@ -88,6 +94,8 @@ def configure(
 def _configured(
     agent: Agent, models: Mapping[str, ModelConfig], prices: Mapping[str, Price]
 ) -> Agent:
+    from runtime.models.hosted import HostedModel
+
     if agent.name in models:
         return agent.with_model(build(models[agent.name], prices))
     model = agent.model

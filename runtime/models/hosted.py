@@ -16,11 +16,9 @@ from typing import Any
 
 from runtime.model import ProviderError, Reply
 from runtime.models.pricing import Price, Tokens, estimated_prompt, usage
+from runtime.models.timeouts import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from runtime.tools import ToolSpec
 from store import Message, ToolCall, Usage
-
-DEFAULT_TIMEOUT = 120.0
-DEFAULT_MAX_RETRIES = 2
 
 
 class HostedModel:

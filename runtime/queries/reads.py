@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from runtime import errors, lookups
+from runtime.approvals import receipts
+from runtime.history import listing
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
+from runtime.signing import Signer
 from store import (
     Approval,
     ApprovalState,
@@ -19,6 +23,7 @@ from store import (
     Page,
     Run,
     RunState,
+    RunStatus,
     Store,
 )
 from store import errors as store_errors
@@ -37,17 +42,18 @@ PENDING_SCAN = 10_000
 
 
 class Queries:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, signer: Signer | None = None) -> None:
         self._store = store
+        self._signer = signer
 
     # runs
 
     async def run(self, run_id: str) -> Run:
         return await lookups.run(self._store, run_id)
 
-    async def runs(self, *, limit: int = 100) -> list[Run]:
-        """Every run, newest first."""
-        return await self._store.list_runs(None, limit=limit)
+    async def runs(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
+        """Runs, newest first; of one status if given (an unknown one is `InvalidRequest`)."""
+        return await self._store.list_runs(listing.run_status(status), limit=limit)
 
     async def run_detail(self, run_id: str) -> RunDetail:
         run = await self.run(run_id)
@@ -82,10 +88,12 @@ class Queries:
         self,
         *,
         run_id: str | None = None,
-        state: ApprovalState | None = None,
+        state: ApprovalState | str | None = None,
         limit: int = 1000,
     ) -> list[Approval]:
-        return await self._store.list_approvals(run_id=run_id, state=state, limit=limit)
+        """Oldest first; in one state if given (an unknown one is `InvalidRequest`)."""
+        checked = listing.approval_state(state)
+        return await self._store.list_approvals(run_id=run_id, state=checked, limit=limit)
 
     async def approvals_of_person(
         self, user: str, *, since: datetime, limit: int
@@ -93,6 +101,16 @@ class Queries:
         """The approvals `user` asked for or decided, created since `since`, newest first, at
         most `limit` (one person's App Home, not a scan of every approval)."""
         return await self._store.approvals_of_person(user, since=since, limit=limit)
+
+    async def receipt(self, approval_id: str) -> dict[str, Any] | None:
+        """The signed receipt of a decided approval (signed now if its decision's process
+        died before it could); None while pending, or when this process signs nothing."""
+        approval = await self.approval(approval_id)
+        return (await receipts.ensure(self._store, self._signer, approval)).receipt
+
+    def signing_keys(self) -> dict[str, Any]:
+        """The public keys receipts and anchors are signed with, as a JWKS (none: empty)."""
+        return {"keys": []} if self._signer is None else self._signer.jwks()
 
     async def votes(self, approval_id: str) -> list[str]:
         """Who voted for an approval so far, in order."""

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from runtime.approvals import paging
+from runtime.approvals import paging, receipts
 from runtime.approvals.binding import Unbound, bind
 from runtime.runs import refusals, results
 from runtime.runs.budget import StopReason
@@ -30,6 +30,8 @@ class Execution:
     def __init__(self, session: Session, gate: Gate) -> None:
         self.session = session
         self.gate = gate
+        self.receipts: dict[str, dict[str, Any]] = {}
+        """The signed receipts of the approvals calls run under, by call id."""
 
     async def execute_approved(self, plan: Plan, approval: Approval) -> bool:
         """Run the call as approved: only if it is the call shown and the arguments are those
@@ -39,6 +41,10 @@ class Execution:
             await self._unbound(plan, approval, bound)
             return False
         plan = replace(plan, key=bound.key)
+        deps = self.session.deps
+        approval = await receipts.ensure(deps.store, deps.signer, approval)
+        if approval.receipt is not None:
+            self.receipts[plan.call.id] = approval.receipt
         return await self.execute(
             plan, bound.args, approval_id=approval.id, asked_digest=bound.asked_digest
         )
@@ -181,7 +187,13 @@ class Execution:
         deadline = None
         if tool.timeout is not None:
             deadline = deps.clock() + timedelta(seconds=tool.timeout)
-        return ToolContext.of(effect, facts=deps.facts, deadline=deadline, attempt=attempt)
+        return ToolContext.of(
+            effect,
+            facts=deps.facts,
+            deadline=deadline,
+            attempt=attempt,
+            approval_receipt=self.receipts.get(effect.call_id),
+        )
 
     async def resume_effect(self, plan: Plan, effect: Effect) -> bool:
         """An effect this run started before it was interrupted (its tool may be gone since)."""

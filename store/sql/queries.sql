@@ -72,11 +72,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_sche
 LOCK TABLE runs IN SHARE MODE
 
 -- lease_schema_kept [sqlite] --
--- Whether the runs table says which schema each lease holder runs (migration 0020).
+-- Whether the runs table says which schema each lease holder runs (migration 0023).
 SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'lease_schema'
 
 -- lease_schema_kept [postgres] --
--- Whether the runs table says which schema each lease holder runs (migration 0020).
+-- Whether the runs table says which schema each lease holder runs (migration 0023).
 SELECT count(*) FROM information_schema.columns
 WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'lease_schema'
 
@@ -449,9 +449,9 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        approved_args, policy, state, decided_by, decided_at, reason,
                        requested_by, required_approvals, deadline, next_reminder_at,
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
-                       callback_status, duplicate_of, rule, created_at, sensitive,
-                       args_digest, approved_digest, key_suffix, conflict,
-                       duplicate_args, resume_state)
+                       callback_status, duplicate_of, rule, authority, created_at,
+                       sensitive, args_digest, approved_digest, key_suffix, conflict,
+                       duplicate_args, resume_state, requester_token)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals,
@@ -459,8 +459,30 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         {shifted(:next_reminder_at, :created_at)},
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
-        :rule, :created_at, :sensitive, :args_digest, :approved_digest, :key_suffix,
-        :conflict, :duplicate_args, :resume_state)
+        :rule, :authority, :created_at, :sensitive, :args_digest, :approved_digest,
+        :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token)
+
+-- approvals_without_authority --
+-- Pending approvals asked before approvals carried their authority, oldest first.
+SELECT * FROM approvals {indexed_by(approvals_pending_without_authority)}
+WHERE state = 'pending' AND authority IS NULL
+ORDER BY created_at LIMIT :limit
+
+-- fill_authority --
+-- Record an approval's authority once: a second filler (another process) changes nothing.
+UPDATE approvals SET authority = :authority WHERE id = :id AND authority IS NULL
+
+-- record_worker --
+-- A worker says which configuration it runs: at start (a new `started_at`) and since.
+INSERT INTO workers (id, config_digest, started_at, seen_at)
+VALUES (:id, :config_digest, :started_at, {now})
+ON CONFLICT (id) DO UPDATE
+SET config_digest = excluded.config_digest, started_at = excluded.started_at, seen_at = {now}
+
+-- list_workers --
+-- The workers seen since :ago seconds from now (negative: in the past; by the database's
+-- clock), the most recently seen first.
+SELECT * FROM workers WHERE seen_at >= {seconds_from_now(:ago)} ORDER BY seen_at DESC, id
 
 -- duplicate_approval_by_key --
 -- The latest approval in another lineage with this idempotency key that is pending, or was
@@ -537,6 +559,11 @@ WHERE id = :id AND state = 'pending'
 INSERT INTO approval_votes (approval_id, user_id, at) VALUES (:approval_id, :user_id, :at)
 ON CONFLICT DO NOTHING
 
+-- set_approval_receipt --
+-- Store a decided approval's signed receipt, once (compare-and-set: the first one stays).
+UPDATE approvals SET receipt = :receipt
+WHERE id = :id AND receipt IS NULL AND state <> 'pending'
+
 -- list_votes --
 -- Who voted for an approval, in the order they did.
 SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at, user_id
@@ -546,25 +573,31 @@ SELECT user_id FROM approval_votes WHERE approval_id = :approval_id ORDER BY at,
 SELECT count(*) FROM approval_votes WHERE approval_id = :approval_id
 
 -- due_approvals [sqlite] --
--- Pending approvals whose deadline or next reminder has come by the database's clock (each
--- through its own index).
+-- Pending approvals whose deadline, next reminder or waiter's heartbeat has come by the
+-- database's clock (each through its own index).
 SELECT * FROM approvals INDEXED BY approvals_pending_deadline
 WHERE state = 'pending' AND deadline <= {clock}
 UNION
 SELECT * FROM approvals INDEXED BY approvals_pending_reminder
 WHERE state = 'pending' AND next_reminder_at <= {clock}
+UNION
+SELECT * FROM approvals INDEXED BY approvals_pending_waiter
+WHERE state = 'pending' AND waiter_until <= {clock}
 ORDER BY created_at
 LIMIT :limit
 
 -- due_approvals [postgres] --
--- Pending approvals whose deadline or next reminder has come by the database's clock.
+-- Pending approvals whose deadline, next reminder or waiter's heartbeat has come by the
+-- database's clock.
 SELECT * FROM approvals
-WHERE state = 'pending' AND (deadline <= {clock} OR next_reminder_at <= {clock})
+WHERE state = 'pending'
+  AND (deadline <= {clock} OR next_reminder_at <= {clock} OR waiter_until <= {clock})
 ORDER BY created_at
 LIMIT :limit
 
 -- next_due_at [sqlite] --
--- The earliest deadline or reminder among pending approvals: two index lookups, not a scan.
+-- The earliest deadline, reminder or waiter's heartbeat among pending approvals: three index
+-- lookups, not a scan.
 SELECT min(at) FROM (
     SELECT (SELECT deadline FROM approvals INDEXED BY approvals_pending_deadline
             WHERE state = 'pending' AND deadline IS NOT NULL
@@ -573,12 +606,33 @@ SELECT min(at) FROM (
     SELECT (SELECT next_reminder_at FROM approvals INDEXED BY approvals_pending_reminder
             WHERE state = 'pending' AND next_reminder_at IS NOT NULL
             ORDER BY next_reminder_at LIMIT 1)
+    UNION ALL
+    SELECT (SELECT waiter_until FROM approvals INDEXED BY approvals_pending_waiter
+            WHERE state = 'pending' AND waiter_until IS NOT NULL
+            ORDER BY waiter_until LIMIT 1)
 )
 
 -- next_due_at [postgres] --
--- The earliest deadline or reminder among pending approvals.
+-- The earliest deadline, reminder or waiter's heartbeat among pending approvals.
 SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
-             (SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'))
+             (SELECT min(next_reminder_at) FROM approvals WHERE state = 'pending'),
+             (SELECT min(waiter_until) FROM approvals WHERE state = 'pending'))
+
+-- record_waiter --
+-- Someone waits for a pending approval's answer for :seconds more (a heartbeat): the wait
+-- is moved on, never back, and whoever had left is back.
+UPDATE approvals
+SET waiter_until = CASE
+        WHEN waiter_until IS NULL OR waiter_until < {seconds_from_clock(:seconds)}
+        THEN {seconds_from_clock(:seconds)} ELSE waiter_until END,
+    waiter_left_at = NULL
+WHERE id = :id AND state = 'pending'
+
+-- waiter_left --
+-- Compare-and-set: a pending approval whose waiter's heartbeat lapsed by the database's
+-- clock has nobody waiting from now on (until someone waits again).
+UPDATE approvals SET waiter_until = NULL, waiter_left_at = {clock}
+WHERE id = :id AND state = 'pending' AND waiter_until <= {clock}
 
 -- record_reminder --
 -- Compare-and-set on the reminder count: one reminder is recorded once.

@@ -88,6 +88,14 @@ class SlackServer:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read(), time.monotonic() - started
 
+    def get(self, path: str) -> tuple[int, str]:
+        """GET an unauthenticated path (`/readyz`, `/metrics`): its status and text."""
+        try:
+            with urllib.request.urlopen(self.base + path, timeout=10) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
     def run(self, run_id: str) -> dict[str, Any]:
         status, view = self.api("GET", f"/v1/runs/{run_id}")
         assert status == 200, view

@@ -16,8 +16,8 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import trigger
-from bot.directory import web_client
 from bot.slack import listeners
+from bot.slack.app import bolt_app
 from bot.slack.inbound import Signature
 from bot.tasks import Background
 from runtime import Runtime
@@ -48,12 +48,7 @@ async def slack_app(rt: Runtime) -> AsyncIterator[Slack]:
     fake = FakeSlack(channels=(CHANNEL,), users={BOB: "bob"})
     await fake.start()
     background = Background()
-    app = AsyncApp(
-        client=web_client("xoxb-test", base_url=fake.base_url),
-        signing_secret=SECRET,
-        process_before_response=True,
-        raise_error_for_unhandled_request=False,
-    )
+    app = bolt_app("xoxb-test", base_url=fake.base_url, signing_secret=SECRET, link=None)
     listeners.register(app, rt, background)
     app.error(listeners.one_line_error)
     try:

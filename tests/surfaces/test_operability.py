@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -57,16 +56,8 @@ def server(tmp_path: Path, world: Path, fake: FakeSlackProcess) -> Iterator[Slac
         yield running
 
 
-def get(server: SlackServer, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(server.base + path, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
 def scrape(server: SlackServer) -> Samples:
-    status, text = get(server, "/metrics")
+    status, text = server.get("/metrics")
     assert status == 200
     return {
         (sample.name, frozenset(sample.labels.items())): sample.value
@@ -181,20 +172,24 @@ def test_metrics_move_by_what_a_refund_run_with_an_approval_did(
 def test_readyz_fails_while_the_database_is_unreachable_and_recovers(
     server: SlackServer, tmp_path: Path
 ) -> None:
-    assert get(server, "/healthz") == (200, '{"ok": true}')
-    assert json.loads(get(server, "/readyz")[1]) == {"ready": True}
+    assert server.get("/healthz") == (200, '{"ok": true}')
+    ready = json.loads(server.wait_until(lambda: (r := server.get("/readyz"))[0] == 200 and r)[1])
+    # which configuration this worker runs, and that no other live worker runs another
+    assert ready == {"ready": True, "config": ready["config"]}
+    assert (ready["config"]["workers"], ready["config"]["agree"]) == (1, True)
     database = tmp_path / "signoff.db"
     away = tmp_path / "moved-away.db"
 
     database.rename(away)  # the volume is gone, as far as a new connection can tell
     try:
-        status, body = get(server, "/readyz")
+        status, body = server.get("/readyz")
         assert (status, json.loads(body)) == (503, {"ready": False, "failing": ["database"]})
-        assert get(server, "/healthz")[0] == 200  # the process itself answers
+        assert server.get("/healthz")[0] == 200  # the process itself answers
     finally:
         away.rename(database)
 
-    assert get(server, "/readyz") == (200, '{"ready": true}')
+    status, body = server.get("/readyz")
+    assert (status, json.loads(body)) == (200, ready)
     lines = [json.loads(line) for line in server.log.read_text().splitlines() if line.strip()]
     told = [line["message"] for line in lines if line["logger"] == "signoff.health"]
     assert told[0].startswith("not ready: ")

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.agents import load_agents
 from bot.server import startup_warnings
 from bot.settings import ConfigError, Settings, check_token_secrets, load_settings
-from bot.wiring import load_agents
 from examples.refund_agent import agent as refund_agent
 from runtime.approvals.policy import Policies, Policy
 

@@ -361,6 +361,36 @@ def test_decided_card(approval: Approval, line: str) -> None:
     assert_message(message)
 
 
+def test_a_card_says_when_nobody_waits_for_its_answer() -> None:
+    """Its waiter's heartbeat lapsed: said under the buttons while pending, and beside the
+    outcome of an approval decided while nobody waited; nothing when someone waits."""
+    waited = card(make_approval(waiter_until=AT))
+    left = card(make_approval(waiter_left_at=AT))
+    approved = card(decided(ApprovalState.APPROVED, waiter_left_at=AT - timedelta(minutes=5)))
+    withdrawn = card(
+        decided(
+            ApprovalState.DECLINED,
+            decided_by="signoff",
+            reason="withdrawn: the agent stopped waiting",
+            waiter_left_at=AT - timedelta(minutes=5),
+        )
+    )
+
+    def texts(message: dict[str, Any]) -> list[str]:
+        return [
+            e["text"] for b in message["blocks"] if b["type"] == "context" for e in b["elements"]
+        ]
+
+    assert not any("waiting for this answer" in t for t in texts(waited))
+    assert texts(left)[-1] == ":zzz: Nobody is waiting for this answer now"
+    assert left["blocks"][-1]["type"] == "actions"  # it may still be decided
+    assert texts(approved)[-1] == (
+        ":zzz: Nobody was waiting for this answer: the call runs only if it is asked again"
+    )
+    assert ":leftwards_arrow_with_hook: Withdrawn: the agent stopped waiting" in texts(withdrawn)
+    assert not any("waiting for this answer" in t for t in texts(withdrawn))
+
+
 def test_quorum_approval_names_every_approver() -> None:
     approval = decided(ApprovalState.APPROVED, required_approvals=2)
     message = card(approval, votes=["U0ANN", "U0BOB"])

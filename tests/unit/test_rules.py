@@ -11,8 +11,9 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from bot import views
+from runtime.approvals.authority import asked
 from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.routing import policy_of, route
+from runtime.approvals.routing import route
 from runtime.approvals.rule_check import check
 from runtime.approvals.rules import Facts, Rule
 from store import Approval, ApprovalState, Checkpoint, RunStatus
@@ -48,7 +49,7 @@ def test_the_policy_a_rule_chose_survives_the_record() -> None:
     routed = route(name, policy, "pay", {}, Facts())
 
     assert routed.match is not None
-    restored = policy_of(routed.match, Policy())
+    restored = Policy.model_validate(asked(name, routed, None).settings)
     assert restored.timeout == timedelta(hours=2)
     assert restored.remind_every == timedelta(minutes=15)
     assert (restored.approvers, restored.required_approvals) == (("U0ANN",), 2)

@@ -1,4 +1,4 @@
-"""Settings in sections (database, runtime, workers, api, slack) read every environment
+"""Settings in sections (database, runtime, workers, api, slack, proof) read every environment
 variable and file key the flat settings did, into the same value; a bad value still names
 its variable (or its file line)."""
 
@@ -86,6 +86,20 @@ VARIABLES: list[tuple[str, str, str, Any]] = [
     ("SIGNOFF_PAGE_REMIND_EVERY", "2h", "slack.page_remind_every", timedelta(hours=2)),
     ("SIGNOFF_SLACK_READERS", "U0AUD,S0OPS,C0OPS", "slack.readers", ["U0AUD", "S0OPS", "C0OPS"]),
     ("SIGNOFF_HOME_PUBLISH_PER_MINUTE", "40", "slack.home_publish_per_minute", 40.0),
+    ("SIGNOFF_DATA_DIR", "/var/lib/signoff", "proof.data_dir", "/var/lib/signoff"),
+    (
+        "SIGNOFF_SIGNING_KEY_FILE",
+        "/etc/signoff/key.pem",
+        "proof.signing_key_file",
+        "/etc/signoff/key.pem",
+    ),
+    ("SIGNOFF_SIGNING_KEY", "pem", "proof.signing_key", "pem"),
+    (
+        "SIGNOFF_RETIRED_SIGNING_KEYS",
+        "a.pem, b.pem",
+        "proof.retired_signing_keys",
+        ["a.pem", "b.pem"],
+    ),
 ]
 
 # variable -> a value it refuses
@@ -142,7 +156,7 @@ def old_variable(request: pytest.FixtureRequest) -> tuple[str, str, str, Any]:
 def test_the_sections_read_exactly_the_old_variables() -> None:
     variables = {v for model in SECTIONS.values() for v, _ in names_of(model).values()}
     assert variables == {variable for variable, *_ in VARIABLES}
-    assert len(VARIABLES) == 32
+    assert len(VARIABLES) == 36
 
 
 def test_every_old_variable_sets_the_same_value(

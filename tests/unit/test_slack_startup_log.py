@@ -9,7 +9,7 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.app import quiet_unused_token_notice
+from bot.slack.app import bolt_app, quiet_unused_token_notice
 
 
 def build_app() -> None:
@@ -29,3 +29,14 @@ def test_bolts_unused_token_notice_is_quiet_and_other_warnings_are_not(
     assert len(bolt.filters) == 1
     bolt.warning("something else")
     assert [r.getMessage() for r in caplog.records] == ["something else"]
+
+
+def test_signoffs_bolt_app_starts_without_a_notice(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its bolt app takes the bot token through `authorize` (so bolt asks Slack nothing
+    before a listener acks); bolt's notice that SLACK_BOT_TOKEN is "ignored" is noise too."""
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+    caplog.set_level(logging.WARNING, logger="slack_bolt")
+    bolt_app("xoxb-test", base_url=None, signing_secret="secret", link=None)
+    assert [r.getMessage() for r in caplog.records] == []

@@ -247,6 +247,7 @@ function callView(call) {
     const line = el("div", "approval", text);
     line.dataset.state = approval.state;
     box.appendChild(line);
+    if (approval.state === "pending" && approval.deciders) box.appendChild(el("div", "deciders", withNames(approval.deciders)));
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
   if (call.result) box.appendChild(el("div", "result", "-> " + withNames(call.result)));

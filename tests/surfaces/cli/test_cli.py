@@ -182,6 +182,7 @@ def test_db_migrate_names_each_migration_and_twice_is_idempotent(cli: Cli, tmp_p
         "applied": [],
         "stepping_aside": [],
         "leases_taken": [],
+        "authority_filled": 0,
     }
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 from collections.abc import Awaitable, Callable
+from contextlib import closing
 from pathlib import Path
 from typing import TypeVar
 
@@ -180,7 +182,6 @@ EDIT_REFUSALS = [
     (("--edit", "[100]"), "--edit: give a JSON object"),
     (("--edit", '{"order_id": "7", "amount_cents": NaN}'), "NaN"),
     (("--edit", '{"order_id": "7", "amount_cents": "lots"}'), "amount_cents"),
-    ((*EDIT, "--config", "none.toml"), "allow"),
 ]
 
 
@@ -189,15 +190,31 @@ def test_a_refused_edit_is_one_line_and_changes_nothing(
     cli: Cli, args: tuple[str, ...], reason: str
 ) -> None:
     (cli.cwd / "signoff.toml").write_text(EDITABLE)
-    (cli.cwd / "none.toml").write_text("")
     approval = parked(cli)
     before = cli.fingerprint()
 
-    edit, config = args[:2], args[2:]
-    result = cli(*config, "approvals", "decide", approval, "approve", *BOSS, *edit)
+    result = cli("approvals", "decide", approval, "approve", *BOSS, *args)
 
     assert reason in result.refused()
     assert cli.fingerprint() == before
+
+
+def test_an_edit_is_judged_by_the_policy_the_approval_was_asked_under(cli: Cli) -> None:
+    """Asked where approvers may edit, an edit is approved from a CLI whose own file (empty:
+    no edits) would refuse it: the approval carries the authority it was asked under."""
+    (cli.cwd / "signoff.toml").write_text(EDITABLE)
+    (cli.cwd / "none.toml").write_text("")
+    approval = parked(cli)
+
+    result = cli("--config", "none.toml", "approvals", "decide", approval, "approve", *BOSS, *EDIT)
+
+    assert result.code == 0, result.err
+    [decided] = cli.inspect("list_approvals", run_id="r1")
+    assert decided.approved_args == {
+        "order_id": "7",
+        "amount_cents": 100,
+        "restocking_fee_cents": 0,
+    }
 
 
 def test_an_edit_is_refused_where_the_tool_cannot_check_it(cli: Cli) -> None:
@@ -229,3 +246,23 @@ def test_an_edited_call_runs_with_the_approved_arguments(cli: Cli) -> None:
         "restocking_fee_cents": 0,
     }
     assert refunds("7") == [100]
+
+
+def test_db_migrate_fills_in_the_authority_of_approvals_asked_before_it_was_kept(
+    cli: Cli,
+) -> None:
+    (cli.cwd / "signoff.toml").write_text('[policies.tools.issue_refund]\napprovers = ["U0BOSS"]\n')
+    approval = parked(cli)
+    with closing(sqlite3.connect(cli.db)) as conn, conn:  # as an approval from before 0022
+        conn.execute("UPDATE approvals SET authority = NULL")
+
+    filled = cli("db", "migrate")
+    assert filled.code == 0, filled.err
+    assert "filled in the authority of 1 pending approval(s) from the policy in force" in (
+        filled.out
+    )
+    [recorded] = cli.inspect("list_approvals", run_id="r1")
+    assert recorded.id == approval
+    assert recorded.authority.filled
+    assert recorded.authority.settings["approvers"] == ["U0BOSS"]
+    assert "filled in" not in cli("db", "migrate").out  # once

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import subprocess
 import textwrap
 from pathlib import Path
@@ -22,7 +23,7 @@ from support.dev_support import (
     chromium,
     click,
 )
-from support.helpers import SIGNOFF, free_port
+from support.helpers import SIGNOFF, clean_env, free_port, run_text
 
 AGENT = """
 from runtime import Agent, ScriptedModel, tool, tool_call
@@ -206,3 +207,50 @@ def test_a_missing_or_bad_config_is_one_line_and_exit_code_2(tmp_path: Path) -> 
     # nothing was started: no database, no secrets, no world
     assert not list(tmp_path.glob("signoff-dev*"))
     assert missing.stdout == bad.stdout == unimportable.stdout == ""
+
+
+CLI_CONFIG = """
+agents = ["gift_shop:agent"]
+
+[policies.default]
+approvers = ["U0BOB"]
+"""
+
+
+def test_the_export_line_dev_prints_is_enough_for_the_cli(tmp_path: Path) -> None:
+    """The CLI loads the project `signoff dev` runs: its agent module beside signoff.toml
+    imports without PYTHONPATH, in the project's folder, with only the printed line set."""
+    write_project(tmp_path, CLI_CONFIG)
+    dev = DevServer(tmp_path)
+    try:
+        line = dev.wait_until(lambda: _export_line(dev.log.read_text()))
+    finally:
+        assert dev.interrupt() == 0
+    env = clean_env("SIGNOFF_", "SLACK_", "PYTHONPATH") | exported(line)
+
+    def cli(*argv: str) -> str:
+        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout
+
+    checked = json.loads(
+        cli("policy", "check", "send_gift_card", '{"email": "a@b", "cents": 5}', "--json")
+    )
+    assert checked["action"] == "ask"
+    started = json.loads(
+        cli("runs", "start", "gift-agent", "Send a gift", "--requested-by", REQUESTER, "--json")
+    )
+    assert started["status"] == "waiting_approval"
+    [pending] = json.loads(cli("approvals", "list", "--json"))
+    cli("approvals", "decide", pending["id"], "approve", "--by", APPROVER)
+    assert json.loads(cli("runs", "show", started["id"], "--json"))["status"] == "done"
+
+
+def _export_line(log: str) -> str | None:
+    return next((ln for ln in log.splitlines() if ln.startswith("export SIGNOFF_DATABASE")), None)
+
+
+def exported(line: str) -> dict[str, str]:
+    """The variables an `export A=1 B='x y'` line sets."""
+    return dict(word.split("=", 1) for word in shlex.split(line.removeprefix("export ")))
