@@ -41,6 +41,7 @@ class Migrated:
     """Lease holders the migration would have left behind, whose leases it took (stopping the
     world): stop them."""
 
+
 if TYPE_CHECKING:
     from runtime.agent import Agent
     from runtime.engine import Runtime

@@ -136,7 +136,10 @@ class RunQueue:
             log.exception("run %s failed in the queue's driver; it is put back", run_id)
         finally:
             await self._let_go(run_id, epoch)
-            del self.driving[run_id]
+            # A later claim of the run (ready again while this drive finished, after its
+            # lease went back) has its own task here, waiting for the run's lock: keep it.
+            if self.driving.get(run_id) is asyncio.current_task():
+                del self.driving[run_id]
             self.wake()  # room for the next ready run
 
     async def _unreadable(self) -> None:
