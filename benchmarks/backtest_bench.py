@@ -43,8 +43,9 @@ async def issue_refund(
     return {}
 
 
-def seed(path: Path, events: int) -> int:
-    """Write `events` audit events; returns how many are requests for issue_refund."""
+def seed(path: Path, events: int, **more_args: Any) -> int:
+    """Write `events` audit events; returns how many are requests for issue_refund (each with
+    `more_args` among its arguments)."""
     rows: list[tuple[Any, ...]] = []
     requests = 0
     for n in range(events):
@@ -54,6 +55,7 @@ def seed(path: Path, events: int) -> int:
         if kind == 0:
             requests += 1
             args = {"order_id": f"o-{n}", "amount_cents": (n * 37) % 5000, "currency": "EUR"}
+            args |= more_args
             detail = {"tool": "issue_refund", "policy": "issue_refund", "args": args}
             rows.append((at, "U0AGENT", "approval_requested", None, approval, detail))
         elif kind == 1:

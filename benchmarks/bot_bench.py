@@ -256,14 +256,14 @@ class Bench:
 
 
 @contextmanager
-def running(directory: Path) -> Iterator[Bench]:
-    """The fake Slack, then `signoff serve` pointed at it, as the end-to-end tests start them;
-    both stopped on the way out, whatever happened."""
+def running(directory: Path, policy: str = POLICY) -> Iterator[Bench]:
+    """The fake Slack, then `signoff serve` pointed at it (`policy`: its signoff.toml), as the
+    end-to-end tests start them; both stopped on the way out, whatever happened."""
     world_db = directory / "world.db"
     os.environ["SIGNOFF_WORLD_DB"] = str(world_db)  # world.payments() reads it here too
     fake = FakeSlackProcess(directory)
     try:
-        server = serve(directory, world_db, fake.base_url)
+        server = serve(directory, world_db, fake.base_url, policy)
         try:
             yield Bench(directory, fake, server)
         finally:
@@ -273,10 +273,10 @@ def running(directory: Path) -> Iterator[Bench]:
         fake.stop()
 
 
-def serve(directory: Path, world_db: Path, slack_url: str) -> SlackServer:
-    """`signoff serve` with the end-to-end tests' settings and policy, killed if it does not
+def serve(directory: Path, world_db: Path, slack_url: str, policy: str = POLICY) -> SlackServer:
+    """`signoff serve` with the end-to-end tests' settings and `policy`, killed if it does not
     come up."""
-    (directory / "signoff.toml").write_text(POLICY, "utf-8")
+    (directory / "signoff.toml").write_text(policy, "utf-8")
     port = free_port()
     log = directory / "serve.log"
     with log.open("wb") as out:

@@ -19,6 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot import words
 from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
@@ -54,7 +55,8 @@ async def list_runs(request: web.Request) -> web.Response:
 
 def run_summary(run: Run) -> dict[str, Any]:
     """A run as a list shows it: its record without the worker's lease."""
-    return run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+    view = run.model_dump(mode="json", exclude={"lease_owner", "lease_expires_at"})
+    return view | {"outcome": words.outcome_of(run)}
 
 
 def _query(

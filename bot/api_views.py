@@ -72,11 +72,15 @@ async def voted_view(rt: Runtime, approval: Approval) -> dict[str, Any]:
 
 
 async def run_outcome(rt: Runtime, run: Run) -> dict[str, Any]:
-    """How a run ended, for its view: the final answer and every approval it asked for,
+    """How a run ended, for its view: its outcome (`bot.words.OUTCOMES`) and the sentence
+    that says it, the final answer and every approval it asked for,
     oldest first, with its state, who decided when and why, the proposed and approved
     arguments, and the votes so far."""
     approvals = await rt.approvals(run.id)
+    ended = words.outcome_of(run) is not None
     return {
+        "outcome": words.outcome_of(run),
+        "ended": words.run_ended(run, declined=words.ended_by(run, approvals)) if ended else None,
         "answer": await rt.answer(run),
         "approvals": [approval_view(a) | {"votes": await rt.votes(a.id)} for a in approvals],
     }

@@ -19,14 +19,16 @@ from rich.table import Table
 from bot.views import inert, when
 from runtime.records import AuditEvent
 
-FIELDS = ("id", "at", "action", "actor", "run_id", "approval_id", "detail")
+FIELDS = ("id", "at", "action", "actor", "run_id", "approval_id", "detail", "prev_hash", "hash")
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 """What a spreadsheet would run as a formula at the start of a cell (CSV injection)."""
 
 
-def record(event: AuditEvent) -> dict[str, Any]:
-    """One event as a flat record: its time in ISO 8601 UTC, its detail as an object."""
-    return {
+def record(event: AuditEvent, *, masked: bool = False) -> dict[str, Any]:
+    """One event as a flat record: its time in ISO 8601 UTC, its detail as an object, and
+    its place in the hash chain (so a copy verifies alone: `signoff audit verify --file`);
+    `masked` when what is shown is not what was hashed (a result masked by policy)."""
+    found = {
         "id": event.id,
         "at": event.at.astimezone(UTC).isoformat(),
         "action": event.action,
@@ -34,13 +36,17 @@ def record(event: AuditEvent) -> dict[str, Any]:
         "run_id": event.run_id,
         "approval_id": event.approval_id,
         "detail": event.detail,
+        "prev_hash": event.prev_hash,
+        "hash": event.hash,
     }
+    return found | {"masked": True} if masked else found
 
 
-def jsonl(events: Iterable[AuditEvent]) -> Iterator[str]:
+def jsonl(events: Iterable[AuditEvent], *, masked: frozenset[int] = frozenset()) -> Iterator[str]:
     """One JSON object per line (ASCII, so control characters stay escaped)."""
     for event in events:
-        yield json.dumps(record(event), ensure_ascii=True, sort_keys=False) + "\n"
+        line = record(event, masked=event.id in masked)
+        yield json.dumps(line, ensure_ascii=True, sort_keys=False) + "\n"
 
 
 def csv_lines(events: Iterable[AuditEvent], *, header: bool = True) -> Iterator[str]:

@@ -46,6 +46,7 @@ RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
+ANCHOR_EVERY = 86_400.0  # the audit chain's head, signed once a day (and at start-up)
 REQUESTS_WITHIN = 1.0
 """Seconds requests in flight (a long poll, a click) get to finish on the way out."""
 BACKGROUND_GRACE = 1.0
@@ -143,6 +144,7 @@ async def serve(
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
         _periodic_jobs(process, slack)
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
+        _anchor_daily(process)
         log.info(
             "signoff serving on http://%s:%d (worker %s)", settings.api.host, port, rt.worker_id
         )
@@ -233,6 +235,21 @@ def _run_queue(rt: Runtime, settings: Settings) -> RunQueue:
     QUEUE_CAPACITY.set(queue.capacity)
     QUEUE_DRIVING.set_function(lambda: len(queue.driving))
     return queue
+
+
+def _anchor_daily(process: Process) -> None:
+    """Anchor the audit chain's head now and once a day (signed with the receipt key)."""
+    rt = process.runtime
+    rt.scheduler.every(ANCHOR_EVERY, lambda: _anchor(rt), name="signoff-audit-anchor")
+    process.background.spawn(_anchor(rt), name="anchor the audit trail")
+
+
+async def _anchor(rt: Runtime) -> None:
+    """Anchor and sign the audit chain's head; a failure is only logged (tomorrow's will do)."""
+    try:
+        await rt.anchor_audit()
+    except Exception:
+        log.exception("could not anchor the audit trail")
 
 
 async def _announce(workers: Workers) -> None:

@@ -13,7 +13,7 @@ not "failed"; a parked run whose approvals are all decided is "ready to resume".
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -52,6 +52,9 @@ STOP_REASONS: dict[str, str | None] = {
     "in_doubt": "an effect is in doubt",
     "conflict": "a call's key was used with other arguments",
     "args_mismatch": "a call's arguments were not those approved",
+    "declined": None,  # said by its outcome, DECLINED
+    "expired": None,  # said by its outcome, EXPIRED
+    "tool_failed": "a tool failed",
 }
 """Why a run stopped, in words; None: its status says it already."""
 
@@ -97,12 +100,16 @@ COMPENSATED = "compensated"
 def run_state(
     status: str, stop_reason: str | None = None, *, decided: bool = False, dry_run: bool = False
 ) -> str:
-    """A run's state in one word or a few: `done`, `failed (out of steps)`, `rolled back`,
-    `ready to resume` (`decided`: parked, with every approval decided), `dry run: done`."""
-    if stop_reason == "rolled_back":
-        text = ROLLED_BACK
+    """A run's state in one word or a few: `done`, `declined`, `failed (out of steps)`,
+    `rolled back`, `ready to resume` (`decided`: parked, with every approval decided),
+    `dry run: done`. A run that answered says whether it did what was asked (`run_outcome`)."""
+    outcome = run_outcome(status, stop_reason)
+    if outcome in (ROLLED_BACK, DECLINED, EXPIRED):
+        text = outcome
     elif decided and status == RunStatus.WAITING_APPROVAL:
         text = READY_TO_RESUME
+    elif outcome == FAILED and status == RunStatus.DONE:
+        text = f"{FAILED} ({STOP_REASONS[stop_reason or '']})"
     else:
         why = STOP_REASONS.get(stop_reason or "", stop_reason)
         text = RUN_STATES.get(status, status) + (f" ({why})" if why and why != status else "")
@@ -198,6 +205,70 @@ PLAIN = Voice(code=repr)
 def named(names: Mapping[str, str]) -> Callable[[str], str]:
     """A person by name when the directory knows them (`@riley`), else by id."""
     return lambda user: f"@{names[user]}" if user in names else user
+
+
+# how a run ended: one word for each end, the same on every surface; only `done` did what
+# was asked
+
+DONE = RunStatus.DONE.value
+DECLINED = ApprovalState.DECLINED.value
+FAILED = RunStatus.FAILED.value
+CANCELLED = RunStatus.CANCELLED.value
+OUTCOMES = (DONE, DECLINED, FAILED, CANCELLED, ROLLED_BACK, EXPIRED)
+_ANSWERED_BUT = {"declined": DECLINED, "expired": EXPIRED, "tool_failed": FAILED}
+"""A run that answered without doing what was asked: its stop reason, and its outcome."""
+
+
+def run_outcome(status: str, stop_reason: str | None) -> str | None:
+    """How a run ended, one of OUTCOMES; None while it has not (running, parked)."""
+    if stop_reason == "rolled_back":
+        return ROLLED_BACK
+    if status == RunStatus.DONE:
+        return _ANSWERED_BUT.get(stop_reason or "", DONE)
+    if status in (RunStatus.FAILED, RunStatus.CANCELLED):
+        return str(status)
+    return None
+
+
+def outcome_of(run: Run) -> str | None:
+    return run_outcome(run.status.value, run.stop_reason)
+
+
+def run_ended(run: Run, voice: Voice = PLAIN, *, declined: Approval | None = None) -> str:
+    """A run's end in one sentence: `Run r1 ended at step 4: failed (delete_customer:
+    CrmUnavailable: the CRM answered 503)`; `Run r1 was rolled back to step 2`. `declined`:
+    the approval that was declined (or expired), for who and why; the run's error says why it
+    failed."""
+    outcome = outcome_of(run)
+    ident = voice.code(run.id)
+    if outcome == ROLLED_BACK:
+        return f"Run {ident} was rolled back to {step(run.step)}."
+    if outcome is None:
+        return f"Run {ident} is {voice.text(state_of_run(run))} at {step(run.step)}."
+    why = _why_ended(run, outcome, voice, declined)
+    return f"Run {ident} ended at {step(run.step)}: {outcome}" + (f" ({why})." if why else ".")
+
+
+def _why_ended(run: Run, outcome: str, voice: Voice, declined: Approval | None) -> str | None:
+    if outcome == FAILED:
+        why = run.error or STOP_REASONS.get(run.stop_reason or "") or run.stop_reason
+        return voice.text(" ".join(why.split())) if why else None
+    if outcome in (DECLINED, EXPIRED) and declined is not None:
+        tool = voice.code(declined.tool)
+        if outcome == EXPIRED:
+            return f"{tool} was not decided before its deadline"
+        reason = f": {voice.text(declined.reason)}" if declined.reason else ""
+        return f"{tool} was declined by {voice.who(declined.decided_by)}{reason}"
+    return None
+
+
+def ended_by(run: Run, approvals: Sequence[Approval]) -> Approval | None:
+    """The approval a declined or expired run was stopped by: the latest one in that state."""
+    outcome = outcome_of(run)
+    stopped = [
+        a for a in approvals if outcome in (DECLINED, EXPIRED) and approval_state(a) == outcome
+    ]
+    return stopped[-1] if stopped else None
 
 
 # refusals: why something a person asked changed nothing

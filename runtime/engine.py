@@ -31,7 +31,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import inbox, listing, rollback, timetravel
+from runtime.history import anchors, inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
@@ -59,7 +59,7 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import Worker, utcnow
+from store.records import AuditAnchor, Worker, utcnow
 
 WORKER_SEEN_WITHIN = 180.0
 """Seconds after which a worker that has not said it is alive is taken for gone."""
@@ -560,6 +560,11 @@ class Runtime:
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
+
+    async def anchor_audit(self, kind: str = "daily") -> AuditAnchor | None:
+        """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a
+        prune's among them); None on an empty trail."""
+        return await anchors.anchor(self.store, self._deps.signer, kind=kind, at=self.clock())
 
     async def record_event(self, event: AuditEvent) -> None:
         """A surface's own audit event (an HTTP API call, under the token it came with)."""

@@ -37,6 +37,7 @@ from store.errors import (
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
+    AuditAnchor,
     Authority,
     EffectConflict,
     LearnedRule,
@@ -52,6 +53,7 @@ __all__ = [
     "TERMINAL_STATUSES",
     "Approval",
     "ApprovalState",
+    "AuditAnchor",
     "AuditEvent",
     "Authority",
     "Budget",

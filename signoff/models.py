@@ -145,10 +145,20 @@ class RunSummary(Wire):
     dry_run: bool = False
     created_at: datetime
     updated_at: datetime
+    outcome: Literal["done", "declined", "failed", "cancelled", "rolled back", "expired"] | None = (
+        Field(
+            None,
+            description="how it ended (only `done` did what was asked); null while it has not",
+        )
+    )
 
 
 class Run(RunSummary):
     """A run and how it stands or ended: what it waits for, its answer, every decision."""
+
+    ended: str | None = Field(
+        None, description="how it ended, in a sentence: the error, or who declined and why"
+    )
 
     pending_approvals: list[Approval] = Field(default_factory=list)
     answer: str | None = Field(None, description="the final answer of a finished run")

@@ -18,6 +18,7 @@ from store.migration import LeaseHolder
 from store.records import (
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
     Authority,
     Budget,
@@ -454,6 +455,16 @@ class Store(Protocol):
 
     # audit
     async def record_event(self, event: AuditEvent) -> None: ...
+    async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:
+        """Anchor the audit chain's head now (`kind`: daily, manual); the anchor, or None for
+        an empty trail. Anchoring an unmoved head again changes nothing."""
+        ...
+
+    async def list_anchors(self) -> list[AuditAnchor]: ...
+    async def sign_anchor(self, anchor: AuditAnchor, signed: dict[str, Any]) -> None:
+        """Store an anchor's signed document unless it has one."""
+        ...
+
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]: ...
     async def list_audit(
         self,

@@ -31,6 +31,7 @@ from store.body import drive as drive
 from store.records import (
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
     Checkpoint,
     Effect,
@@ -132,8 +133,33 @@ def _refuse_newer(found: int, known: int) -> None:
 def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:
     yield Stmt("prune_outbox", {"before": before})
     runs = yield Stmt("prune_runs", {"before": before}, "count")
-    events = (yield Stmt("prune_audit", {"before": before}, "count")) if include_audit else 0
+    if not include_audit:
+        return runs, 0
+    yield from anchor_cuts(before)
+    events = yield Stmt("prune_audit", {"before": before}, "count")
     return runs, events
+
+
+def anchor_cuts(before: float | None) -> Body[None]:
+    """Before audit events go: an anchor at the last event of each stretch removed, which
+    the event after it links to, so what is kept still verifies (`store.chain`)."""
+    found = list((yield Stmt("prunable_audit", {"before": before}, "all")) or ())
+    if not found:
+        return
+    for (seq, hashed, gone), after in zip(found, [*found[1:], None], strict=True):
+        if gone and (after is None or not after[2]):
+            params = {"seq": seq, "kind": "cut", "hash": hashed, "at": None}
+            yield Stmt("insert_anchor", params)
+
+
+def add_anchor(kind: str, at: float | None) -> Body[AuditAnchor | None]:
+    """Anchor the audit chain's head (see `Store.add_anchor`)."""
+    head = yield Stmt("audit_head", {}, "one")
+    if head is None:
+        return None
+    yield Stmt("insert_anchor", {"seq": head[0], "kind": kind, "hash": head[1], "at": at})
+    row = yield Stmt("get_anchor", {"seq": head[0], "kind": kind}, "one")
+    return rows.anchor_from_row(row)
 
 
 def remind_open_pages(params: dict[str, Any]) -> Body[int]:

@@ -545,6 +545,23 @@ class AuditEvent(Record):
     detail: dict[str, Any] = Field(default_factory=dict)
     at: datetime = Field(default_factory=utcnow)
     id: int | None = None
+    prev_hash: str | None = None
+    """The hash of the event before it in commit order (`store.chain`), set at commit."""
+    hash: str | None = None
+    """This event's hash: of `prev_hash` and its content (`store.chain`), set at commit."""
+
+
+class AuditAnchor(Record):
+    """The audit chain's head at a moment: the event `seq` and its hash. `daily` anchors are
+    taken by the server, `cut` ones by a prune where it removed events (what follows links
+    to it), `manual` by `signoff audit anchor`; `signed` once a process with the key signed
+    it (`runtime.signing`)."""
+
+    seq: int
+    kind: Literal["daily", "cut", "manual"]
+    hash: str
+    at: datetime
+    signed: dict[str, Any] | None = None
 
 
 class LearnedRule(Record):

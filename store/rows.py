@@ -28,6 +28,7 @@ from store.records import (
     MESSAGES,
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
     Budget,
     Checkpoint,
@@ -373,14 +374,17 @@ def outbox_from_row(row: Row) -> OutboxItem:
 
 _EVENT = Columns(
     AuditEvent,
-    ("id", "actor", "action", "run_id", "approval_id"),
+    ("id", "actor", "action", "run_id", "approval_id", "prev_hash", "hash"),
     times=("at",),
     json=("detail",),
-    unwritten=frozenset({"id"}),
+    unwritten=frozenset({"id", "prev_hash", "hash"}),
 )
 """An audit event's row; its id is the database's."""
 event_params, event_from_row = _EVENT.params, _EVENT.read
 
+anchor_from_row = Columns(
+    AuditAnchor, ("seq", "kind", "hash"), times=("at",), json_or_null=("signed",)
+).read
 
 _WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
 worker_from_row = _WORKER.read

@@ -26,6 +26,7 @@ from store.core import MakeBody
 from store.records import (
     Approval,
     ApprovalState,
+    AuditAnchor,
     AuditEvent,
     Authority,
     Budget,
@@ -506,6 +507,16 @@ class SqlStore:
 
     async def record_event(self, event: AuditEvent) -> None:
         await self._write(lambda: core.insert_event(event))
+
+    async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:
+        return await self._write(lambda: core.add_anchor(kind, rows.ts(at)))
+
+    async def list_anchors(self) -> list[AuditAnchor]:
+        return [rows.anchor_from_row(row) for row in await self._read("list_anchors", {})]
+
+    async def sign_anchor(self, anchor: AuditAnchor, signed: dict[str, Any]) -> None:
+        params = {"seq": anchor.seq, "kind": anchor.kind, "signed": rows.dumps(signed)}
+        await self._changed_one("sign_anchor", params)
 
     async def list_events(self, *, run_id: str | None = None) -> list[AuditEvent]:
         found = await self._read("list_events", {"run_id": run_id})

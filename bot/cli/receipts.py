@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 receipts = group("Signed receipts of decisions: verify one, show one, the public keys.")
 
 
-def _json_file(path: Path, what: str) -> dict[str, Any]:
+def read_json(path: Path, what: str) -> dict[str, Any]:
     try:
         value = json.loads(path.read_text("utf-8"))
     except OSError as exc:
@@ -65,8 +65,8 @@ def verify(
     from signoff.receipts import BadReceipt, check_signature
     from signoff.receipts import verify as check
 
-    receipt = _json_file(file, "FILE")
-    jwks = _json_file(keys, "--keys") if keys is not None else configured_keys(ctx)
+    receipt = read_json(file, "FILE")
+    jwks = read_json(keys, "--keys") if keys is not None else configured_keys(ctx)
     call_args = None
     if args is not None:
         try:

@@ -113,14 +113,15 @@ def tell(line: str, *, as_json: bool) -> None:
 
 
 RUN_FAILED = 3
-"""The exit status of `runs start` and `runs resume` when the run they drove failed or was
-cancelled: the command did its work (1 is for a refusal, which changes nothing)."""
+"""The exit status of `runs start` and `runs resume` when the run they drove failed (a tool
+it called failed too) or was cancelled: the command did its work (1 is for a refusal, which
+changes nothing)."""
 
 
 def exit_if_it_failed(run: Run) -> None:
-    from runtime.records import RunStatus
+    from bot import words
 
-    if run.status in (RunStatus.FAILED, RunStatus.CANCELLED):
+    if words.outcome_of(run) in (words.FAILED, words.CANCELLED, words.ROLLED_BACK):
         from bot import views
 
         said = views.status_text(run.status.value, run.stop_reason)

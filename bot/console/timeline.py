@@ -37,6 +37,7 @@ def run_summary(run: Run, now: datetime, *, decided: bool = False) -> View:
         "task": run.task,
         "status": run.status.value,
         "label": words.state_of_run(run, decided=decided),
+        "outcome": words.outcome_of(run),
         "stop_reason": run.stop_reason,
         "stop_words": words.STOP_REASONS.get(run.stop_reason or "", run.stop_reason),
         "step": run.step,
@@ -110,6 +111,7 @@ def timeline(
     shown = list(rows.values())
     for row in shown:
         row["label"] = step_outcome(row, latest=row is shown[-1])
+        row["outcome"] = words.run_outcome(row["status"], row.get("stop_reason"))
     return shown
 
 

@@ -16,7 +16,14 @@ from typing import Any
 from bot.dev.slack.fake_web import Message, Version, Workspace
 
 log = logging.getLogger("signoff.dev")
-CHANGING = ("chat.postMessage", "chat.update", "chat.postEphemeral", "views.open", "views.publish")
+CHANGING = (
+    "chat.postMessage",
+    "chat.update",
+    "chat.postEphemeral",
+    "views.open",
+    "views.update",
+    "views.publish",
+)
 
 
 class Hub:

@@ -149,7 +149,12 @@ async def workspace(request: web.Request) -> web.Response:
     # like Slack's, they do not pile up: only the last few are shown
     ephemerals = [asdict(e) for e in dev.fake.ephemerals if e.user == user][-EPHEMERALS:]
     return web.json_response(
-        {"channels": channels, "ephemerals": ephemerals, "home": _home_view(dev.fake, user)}
+        {
+            "channels": channels,
+            "ephemerals": ephemerals,
+            "home": _home_view(dev.fake, user),
+            "modals": _updated_modals(dev.fake),
+        }
     )
 
 
@@ -157,6 +162,12 @@ def _home_view(fake: FakeSlack, user: str) -> dict[str, Any] | None:
     """The App Home the bot last published for `user` (None before it published one)."""
     published = [v for v in fake.views if v.method == "views.publish" and v.user_id == user]
     return published[-1].view if published else None
+
+
+def _updated_modals(fake: FakeSlack) -> dict[str, dict[str, Any]]:
+    """The latest version of each modal the bot updated (`views.update`), by view id: an
+    open modal on the page is redrawn from it, as Slack redraws one."""
+    return {v.view["id"]: v.view for v in fake.views if v.method == "views.update"}
 
 
 async def events(request: web.Request) -> web.StreamResponse:

@@ -20,7 +20,7 @@ from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.approvals.binding import differences
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run, RunStatus
+from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run
 
 ACTION_TEXT = 150
 """The one-line action: header-sized."""
@@ -219,6 +219,8 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
         if waiter:
             blocks.append(kit.context(texts.waiter(waiter)))
         text = texts.decided(escape.mrkdwn(action), outcome)
+    if run is not None and words.outcome_of(run) is not None:  # how the run ended, said here too
+        blocks.append(kit.context(run_note(run, [approval])))
     meta = kit.metadata(kit.APPROVAL_EVENT, approval_id=approval.id, run_id=run_id)
     return kit.message(text, blocks, metadata=meta)
 
@@ -480,18 +482,21 @@ def reminder_message(
     return kit.message(line, blocks, metadata=meta)
 
 
-def run_note(run: Run) -> str:
-    """One line for the card's thread when the run ends (or whatever it is doing now)."""
-    ident = escape.code(run.id, limit=ARG_NAME + 40)
-    if run.stop_reason == "rolled_back":
-        return texts.run_rolled_back(ident, run.step)
-    if run.status == RunStatus.DONE:
-        return texts.run_finished(ident, run.step)
-    if run.status == RunStatus.FAILED:
-        return texts.run_failed(ident, run.step, _reason(run.error or run.stop_reason or ""))
-    if run.status == RunStatus.CANCELLED:
-        return texts.run_cancelled(ident, run.step)
-    return texts.run_now(ident, run.status.value, run.step)
+def run_note(run: Run, approvals: Sequence[Approval] = ()) -> str:
+    """One line for the card's thread when the run ends (or whatever it is doing now), in the
+    vocabulary's words: done, declined (by whom, why), failed (the error), cancelled, rolled
+    back or expired; `approvals`: the run's, which say who declined."""
+    sentence = words.run_ended(run, NOTE_VOICE, declined=words.ended_by(run, approvals))
+    return texts.run_ended(words.outcome_of(run), sentence)
+
+
+NOTE_VOICE = words.Voice(
+    person=kit.mention,
+    text=lambda text: escape.mrkdwn(escape.flat(text), limit=DETAIL_TEXT),
+    code=lambda ident: escape.code(ident, limit=ARG_NAME + 40),
+    time=kit.date,
+)
+"""How a run's end is written in Slack: mentions, escaped text cut to size, code spans."""
 
 
 # pages

@@ -338,12 +338,13 @@ class SlackDelivery:
             # The run moved on since this row was written (it failed, then was resumed): the
             # note would say where it is now, twice; the row its next ending wrote says it.
             return
-        note = cards.run_note(run)
         approvals = await self.queries.approvals(run_id=run.id)
+        note = cards.run_note(run, approvals)
         # After the cards' own news (posted, decided): the thread reads in the order it happened.
         if await self.queries.outbox_waiting_before(item.id, [a.id for a in approvals]):
             raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
         for approval in approvals:
+            await self.update_card(approval)  # the card says how the run ended, too
             await self._thread_note(approval, note, item, f"run-{run.status.value}")
 
     # learned rules

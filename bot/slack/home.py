@@ -27,7 +27,7 @@ from bot.slack.delivery import slack_error
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
 from runtime.approvals.policy import Policy
-from runtime.records import Approval, ApprovalState, OutboxItem, Page
+from runtime.records import Approval, ApprovalState, OutboxItem, Page, Run
 
 SUBJECT = "home:"
 """Outbox subjects of Home rows: `home:U0BOB` (never an approval's, page's or run's id)."""
@@ -159,11 +159,17 @@ class HomeTabs:
             pending=pending,
             pages=pages,
             requests=mine,
+            runs=await self._runs_of(mine[: home_view.SECTION]),
             decisions=decided,
             now=now,
             resolver=resolver,
             notice=notice,
         )
+
+    async def _runs_of(self, approvals: Iterable[Approval]) -> dict[str, Run]:
+        """The runs of the requests a Home shows, by id: each row says how its run ended."""
+        runs = [await self.rt.find_run(i) for i in {a.run_id for a in approvals if a.run_id}]
+        return {run.id: run for run in runs if run is not None}
 
     async def _pending_for(self, user: str) -> list[Approval]:
         """Pending approvals `user` may decide (not their own), newest first, from the
@@ -185,6 +191,9 @@ class HomeTabs:
             )
         elif item.topic in PAGE_TOPICS:
             people = await self.concerned_by_page(await self.rt.queries.page(item.subject_id))
+        elif item.topic == "run_finished":  # their requests say how the run ended
+            approvals = await self.rt.queries.approvals(run_id=item.subject_id)
+            people = {a.requested_by for a in approvals if a.requested_by}
         else:
             return
         if await self.rt.deliveries.queue_home_refresh([subject_of(p) for p in sorted(people)]):

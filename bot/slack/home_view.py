@@ -3,15 +3,15 @@ their decisions; each row with its state and age (`bot.slack.home` chooses the r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from bot import words
 from bot.slack import blocks as kit
-from bot.slack import cards, escape
+from bot.slack import cards, escape, texts
 from bot.slack.blocks import Block
-from runtime.records import Approval, ApprovalState, Page
+from runtime.records import Approval, ApprovalState, Page, Run
 
 SECTION = 10
 """Rows shown per section; the rest are counted."""
@@ -26,9 +26,11 @@ def home_view(
     now: datetime,
     resolver: bool,
     notice: str | None = None,
+    runs: Mapping[str, Run] | None = None,
 ) -> dict[str, Any]:
     """Sections in the order a person acts: theirs to decide, theirs to settle, their own
-    requests, their decisions; each row with its state and age."""
+    requests, their decisions; each row with its state and age. `runs`: the requests' runs,
+    by id; a request whose run ended says how (done, declined, failed, ...)."""
     blocks: list[Block] = []
     if notice:
         blocks.append(kit.section(f":warning: {notice}"))
@@ -48,7 +50,10 @@ def home_view(
                 blocks.append(cards.page_actions(page, resolve=True))
         blocks += _more(len(pages) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_REQUESTS)]
-    rows = [f"{cards.shown_action(a)} · {_state(a, now)}" for a in requests[:SECTION]]
+    rows = [
+        f"{cards.shown_action(a)} · {_state(a, now)}{_ended(a, runs or {})}"
+        for a in requests[:SECTION]
+    ]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_REQUESTS)]
     blocks += _more(len(requests) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_RECENT)]
@@ -67,6 +72,13 @@ def _state(approval: Approval, now: datetime) -> str:
         return words.waiting(approval, age(now - approval.created_at))
     by = kit.mention(approval.decided_by) if approval.decided_by else words.UNKNOWN_PERSON
     return words.decided(approval, age(now - _decided(approval)), by=by)
+
+
+def _ended(approval: Approval, runs: Mapping[str, Run]) -> str:
+    """` · run failed`: how the request's run ended, once it has."""
+    run = runs.get(approval.run_id or "")
+    outcome = words.outcome_of(run) if run else None
+    return f" · {texts.run_outcome(outcome)}" if outcome else ""
 
 
 def _page(page: Page) -> str:

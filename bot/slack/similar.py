@@ -2,7 +2,12 @@
 opens a modal proposing a rule with its backtest; submitting it makes the rule (a declined
 request in the backtest needs a typed confirmation; an effect that cannot be compensated
 asks a second rule-writer in the channel, with a Confirm button); `/runs rules` lists the
-rules and `/runs revoke <id>` revokes one. Every step acts through `Runtime.rules`."""
+rules and `/runs revoke <id>` revokes one. Every step acts through `Runtime.rules`.
+
+The modal answers first and computes after: it opens at once with the proposed rule and a
+line saying the backtest runs (reading nothing, so well within the 3 s a click's trigger
+lasts), and `views.update` replaces that line with the backtest when it is done. Slack keeps
+what the person typed meanwhile, as the inputs keep their ids."""
 
 from __future__ import annotations
 
@@ -12,22 +17,24 @@ from datetime import timedelta
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_line
 from bot.slack import blocks as kit
-from bot.slack import escape
+from bot.slack import escape, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.approvals.learned_rules import Backtest, Hit, NeedsConfirmation, Proposal, RuleNotFound
+from runtime.approvals.learned_rules import Backtest, Draft, Hit, NeedsConfirmation, RuleNotFound
 from runtime.records import ApprovalState, LearnedRule
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]
 YES = "yes"
 MAX_HITS = 15
+FIELDS = ("when", "expires", "reason", "confirm")
 
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
@@ -40,22 +47,34 @@ def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
 # Block Kit (pure)
 
 
-def rule_modal(approval_id: str, proposal: Proposal, *, channel: str | None) -> dict[str, Any]:
-    """The proposed rule, editable, with expiry, reason and the backtest before saving."""
-    tested = proposal.backtest
+def rule_modal(
+    approval_id: str,
+    proposal: Draft,
+    *,
+    channel: str | None,
+    tested: Backtest | None,
+    typed: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """The proposed rule, editable, with expiry, reason and the backtest before saving; while
+    `tested` is None, a line saying the backtest runs. `typed`: what the person already
+    entered, kept in place of the proposal's values."""
+    typed = typed or {}
+    days = str(proposal.expiry.days)
     blocks: list[dict[str, Any]] = [
-        _input("when", "Rule (CEL)", proposal.condition, multiline=True),
+        _input("when", "Rule (CEL)", typed.get("when", proposal.condition), multiline=True),
         _input(
             "expires",
             f"Expires in days (at most {proposal.max_expiry.days})",
-            str(proposal.expiry.days),
+            typed.get("expires", days),
         ),
-        _input("reason", "Reason (why calls like this need no one)", None),
-        _section("*Backtest*\n" + backtest_text(tested)),
+        _input("reason", "Reason (why calls like this need no one)", typed.get("reason")),
+        _section(
+            "*Backtest*\n" + (texts.BACKTEST_RUNNING if tested is None else backtest_text(tested))
+        ),
     ]
     if proposal.ceiling:
         blocks.append(_context(f"Never beyond the ceiling: `{escape.mrkdwn(proposal.ceiling)}`"))
-    if tested.declined:
+    if tested is not None and tested.declined:
         blocks.append(_input("confirm", "It would have approved declined requests: type yes", None))
     if proposal.needs_second:
         blocks.append(
@@ -184,20 +203,28 @@ class Similar:
         self.background.spawn(self._open(body, client, decided.tool, decided.args), name="similar")
 
     async def _open(self, body: Body, client: AsyncWebClient, tool: str, args: Body) -> None:
+        """Open the modal with the proposed rule at once (the trigger lasts 3 s), then run
+        the backtest and put it in with `views.update`."""
         approval_id = body["actions"][0]["value"]
+        channel = (body.get("channel") or {}).get("id")
+        drafted = self.rt.rules.draft(tool, None, args)
+        view = rule_modal(approval_id, drafted, channel=channel, tested=None)
+        opened = (await client.views_open(trigger_id=body["trigger_id"], view=view))["view"]
         try:
-            proposal = await self.rt.rules.propose(tool, None, args)
+            tested = await self.rt.rules.backtest(tool, drafted.condition)
         except errors.SignoffRuntimeError as exc:
             await _tell(client, body, refusal(exc))
             return
-        channel = (body.get("channel") or {}).get("id")
-        view = rule_modal(approval_id, proposal, channel=channel)
-        await client.views_open(trigger_id=body["trigger_id"], view=view)
+        view = rule_modal(approval_id, drafted, channel=channel, tested=tested)
+        try:  # by its hash: a modal the person closed or submitted meanwhile stays as it is
+            await client.views_update(view_id=opened["id"], hash=opened["hash"], view=view)
+        except SlackApiError as exc:
+            log.info("slack: the rule modal was not updated: %s", exc.response.get("error"))
 
     async def submit(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
         user = body["user"]["id"]
         meta = json.loads(view["private_metadata"])
-        values = {b: _value(view, b) for b in ("when", "expires", "reason", "confirm")}
+        values = {b: _value(view, b) for b in FIELDS}
         try:
             days = float(values["expires"] or "0")
         except ValueError:
@@ -214,7 +241,20 @@ class Similar:
                 confirm_declined=values["confirm"].strip().lower() == YES,
             )
         except NeedsConfirmation as exc:
-            await ack(response_action="errors", errors={"confirm": str(exc)[:150]})
+            if _has_block(view, "confirm"):
+                await ack(response_action="errors", errors={"confirm": str(exc)[:150]})
+                return
+            # Submitted before the backtest was shown: show it, with the confirmation to type.
+            drafted = self.rt.rules.draft(meta["tool"], values["when"].strip(), {})
+            typed = {k: v for k, v in values.items() if k != "confirm"}
+            shown = rule_modal(
+                meta["approval_id"],
+                drafted,
+                channel=meta.get("channel"),
+                tested=exc.backtest,
+                typed=typed,
+            )
+            await ack(response_action="update", view=shown)
             return
         except errors.SignoffRuntimeError as exc:
             field = (
@@ -274,6 +314,12 @@ async def answer(rt: Runtime, verb: str, rest: list[str], *, user: str) -> dict[
         text = f"Rule {escape.code(rule.id)} revoked (it was used {rule.uses} times)."
         return {"response_type": "ephemeral", "text": text}
     return None
+
+
+def _has_block(view: Body, block: str) -> bool:
+    """Whether the submitted view holds the input `block` (in its blocks, or its state)."""
+    shown = any(b.get("block_id") == block for b in view.get("blocks", []))
+    return shown or block in view["state"]["values"]
 
 
 def _value(view: Body, block: str) -> str:

@@ -33,6 +33,10 @@ EDIT_TOO_LONG = (
     "These arguments are too long to edit in Slack. Approve or decline them as they are."
 )
 UNKNOWN_PERSON = words.UNKNOWN_PERSON
+BACKTEST_RUNNING = (
+    "_Backtest running: what this rule would have done to the latest requests "
+    "appears here in a moment._"
+)
 
 
 def more_characters(count: int) -> str:
@@ -246,20 +250,26 @@ def reminder_context(count: int, policy_name: str) -> str:
     return f"Reminder {count} · policy {policy_name}"
 
 
-def run_finished(run: str, step: int) -> str:
-    return f":white_check_mark: Run {run} finished at step {step}."
+OUTCOME_ICONS = {
+    words.DONE: ":white_check_mark:",
+    words.DECLINED: ":no_entry_sign:",
+    words.FAILED: ":x:",
+    words.CANCELLED: ":octagonal_sign:",
+    words.ROLLED_BACK: ":leftwards_arrow_with_hook:",
+    words.EXPIRED: ":hourglass:",
+}
+"""One icon per way a run ends (`bot.words.OUTCOMES`); a check mark only for `done`."""
 
 
-def run_failed(run: str, step: int, why: str | None) -> str:
-    return f":x: Run {run} failed at step {step}" + (f": {why}" if why else ".")
+def run_ended(outcome: str | None, sentence: str) -> str:
+    """The vocabulary's sentence for a run's end (`bot.words.run_ended`), with its icon."""
+    icon = OUTCOME_ICONS.get(outcome or "")
+    return f"{icon} {sentence}" if icon else sentence
 
 
-def run_cancelled(run: str, step: int) -> str:
-    return f":octagonal_sign: Run {run} was cancelled at step {step}."
-
-
-def run_rolled_back(run: str, step: int) -> str:
-    return f":leftwards_arrow_with_hook: Run {run} was rolled back to step {step}."
+def run_outcome(outcome: str) -> str:
+    """How a request's run ended, in a list: `:x: run failed`."""
+    return run_ended(outcome, f"run {outcome}")
 
 
 def run_now(run: str, status: str, step: int) -> str:

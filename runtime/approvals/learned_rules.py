@@ -264,8 +264,8 @@ def as_toml(rules: Iterable[LearnedRule], *, now: datetime) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Proposal:
-    """What the modal and `signoff policy propose` show before a rule is saved."""
+class Draft:
+    """A rule proposed from a call, before its backtest ran: what the modal opens with."""
 
     tool: str
     condition: str
@@ -273,5 +273,23 @@ class Proposal:
     max_expiry: timedelta
     ceiling: str | None
     needs_second: bool
+
+    def tested(self, backtest: Backtest) -> Proposal:
+        """The proposal once its backtest ran."""
+        return Proposal(
+            self.tool,
+            self.condition,
+            self.expiry,
+            self.max_expiry,
+            self.ceiling,
+            self.needs_second,
+            backtest,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal(Draft):
+    """What the modal and `signoff policy propose` show before a rule is saved."""
+
     backtest: Backtest
     problems: list[str] = field(default_factory=list)

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 
 from runtime.approvals.learned_rules import (
     Backtest,
+    Draft,
     LearnedRulesConfig,
     NeedsConfirmation,
     Proposal,
@@ -99,18 +100,21 @@ class RuleBook:
             hits.append(hit)
         return replace(tested, hits=tuple(hits))
 
-    async def propose(self, tool: str, condition: str | None, args: dict[str, object]) -> Proposal:
-        """The rule a call suggests (or `condition`), with its backtest; saves nothing."""
-        chosen = condition or suggest(tool, args)
-        return Proposal(
+    def draft(self, tool: str, condition: str | None, args: dict[str, object]) -> Draft:
+        """The rule a call suggests (or `condition`), before any backtest: reads nothing."""
+        return Draft(
             tool=tool,
-            condition=chosen,
+            condition=condition or suggest(tool, args),
             expiry=self.config.default_expiry,
             max_expiry=self.config.max_expiry,
             ceiling=self.config.ceilings.get(tool),
             needs_second=self._needs_second(tool),
-            backtest=await self.backtest(tool, chosen),
         )
+
+    async def propose(self, tool: str, condition: str | None, args: dict[str, object]) -> Proposal:
+        """The rule a call suggests (or `condition`), with its backtest; saves nothing."""
+        drafted = self.draft(tool, condition, args)
+        return drafted.tested(await self.backtest(tool, drafted.condition))
 
     async def make(
         self,

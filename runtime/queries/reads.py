@@ -11,7 +11,8 @@ from typing import Any
 
 from runtime import errors, lookups
 from runtime.approvals import receipts
-from runtime.history import listing
+from runtime.history import audit_chain, listing
+from runtime.history.audit_chain import ChainReport
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
 from runtime.signing import Signer
 from store import (
@@ -27,7 +28,7 @@ from store import (
     Store,
 )
 from store import errors as store_errors
-from store.records import LearnedRule
+from store.records import AuditAnchor, LearnedRule
 
 NOT_FOUND: tuple[type[Exception], ...] = (
     store_errors.NotFound,
@@ -36,6 +37,9 @@ NOT_FOUND: tuple[type[Exception], ...] = (
     errors.PageNotFound,
 )
 """What a query raises for an id that names no record (never made, or pruned)."""
+
+CHAIN_PAGE = 5_000
+"""Audit events read at a time while the chain is walked."""
 
 PENDING_SCAN = 10_000
 """Pending approvals read at most per metrics scrape."""
@@ -171,6 +175,23 @@ class Queries:
         return await self._store.list_audit(
             since=since, run_id=run_id, approval_id=approval_id, after=after, limit=limit
         )
+
+    async def audit_chain(self) -> ChainReport:
+        """The audit trail's hash chain walked whole: the first event edited, deleted or
+        moved, if any (`runtime.history.audit_chain`)."""
+        events: list[AuditEvent] = []
+        while page := await self._store.list_audit(
+            after=events[-1].id or 0 if events else 0, limit=CHAIN_PAGE
+        ):
+            events.extend(page)
+        anchors = await self._store.list_anchors()
+        report = audit_chain.walk(events, cuts=[a for a in anchors if a.kind == "cut"])
+        audit_chain.check_anchors(report, events, anchors)
+        return report
+
+    async def audit_anchors(self) -> list[AuditAnchor]:
+        """The audit chain's anchors, in order, with their signed documents."""
+        return await self._store.list_anchors()
 
     # outbox
 

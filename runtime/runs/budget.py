@@ -21,6 +21,12 @@ class StopReason(StrEnum):
     """A call's key was used by an earlier effect with other arguments: it did not run."""
     ARGS_MISMATCH = "args_mismatch"
     """A call's arguments were not those approved: it did not run."""
+    DECLINED = "declined"
+    """The run answered, but a call it asked for was declined: it did not do what was asked."""
+    EXPIRED = "expired"
+    """The run answered, but a call's approval expired undecided."""
+    TOOL_FAILED = "tool_failed"
+    """The run answered, but a tool it called failed (raised): the run's error says which."""
 
 
 BUDGET_REASONS = frozenset(

@@ -21,7 +21,7 @@ from runtime.agent import Agent
 from runtime.deps import Deps
 from runtime.model import Reply
 from runtime.ports import Approvals
-from runtime.runs import model_turn, results
+from runtime.runs import model_turn, results, verdict
 from runtime.runs.aside import SteppingAside
 from runtime.runs.budget import StopReason
 from runtime.runs.execution import Execution
@@ -78,7 +78,7 @@ class Driver:
                 return session.ended
             while (reply := await self._next_reply()) is not None:
                 if not reply.tool_calls:
-                    await session.stop(RunStatus.DONE, StopReason.ANSWERED)
+                    await self._answered()
                     break
                 if not await self._handle_calls(reply.tool_calls, fresh=True):
                     break
@@ -99,6 +99,15 @@ class Driver:
             with contextlib.suppress(Stopped, errors.StoreError):
                 await session.stop(RunStatus.FAILED, StopReason.ERROR, error=f"{exc!r}")
         return session.ended
+
+    async def _answered(self) -> None:
+        """The model answered: the run is done, and says whether it did what was asked."""
+        session = self.session
+        journal = session.journal
+        reason, error = await verdict.answered(
+            session.deps.store, session.run.id, journal.transcript, journal.finished
+        )
+        await session.stop(RunStatus.DONE, reason, error=error)
 
     async def _next_reply(self) -> Reply | None:
         """Ask the model for the next step, unless the budget is spent. None when stopped."""

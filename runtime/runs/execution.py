@@ -6,7 +6,6 @@ re-run only by an idempotent tool; otherwise a person is paged."""
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -15,15 +14,13 @@ from typing import Any
 
 from runtime.approvals import paging, receipts
 from runtime.approvals.binding import Unbound, bind
-from runtime.runs import refusals, results
+from runtime.runs import refusals, results, tool_log
 from runtime.runs.budget import StopReason
 from runtime.runs.gate import Gate
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
 from runtime.tools import Tool, ToolContext, ToolTimeout
 from store import Approval, Effect, EffectOutcome, EffectStatus, RunStatus
-
-log = logging.getLogger("signoff.driver")
 
 
 class Execution:
@@ -141,10 +138,7 @@ class Execution:
                 return self._record(tool, effect, EffectStatus.FAILED, error=str(exc))
             return await self.in_doubt(tool, effect, str(exc), attempt)
         except Exception as exc:
-            # The exception's text may repeat the arguments: its type names the failure.
-            log.info(
-                "tool %s failed in run %s: %s", tool.name, self.session.run.id, type(exc).__name__
-            )
+            tool_log.tool_raised(tool, effect, exc)
             self._observe(tool, "failed", began)
             return self._record(
                 tool, effect, EffectStatus.FAILED, error=f"{type(exc).__name__}: {exc}"

@@ -72,11 +72,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_sche
 LOCK TABLE runs IN SHARE MODE
 
 -- lease_schema_kept [sqlite] --
--- Whether the runs table says which schema each lease holder runs (migration 0023).
+-- Whether the runs table says which schema each lease holder runs (migration 0024).
 SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'lease_schema'
 
 -- lease_schema_kept [postgres] --
--- Whether the runs table says which schema each lease holder runs (migration 0023).
+-- Whether the runs table says which schema each lease holder runs (migration 0024).
 SELECT count(*) FROM information_schema.columns
 WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'lease_schema'
 
@@ -742,7 +742,8 @@ SELECT * FROM audit_events WHERE :run_id IS NULL OR run_id = :run_id ORDER BY id
 -- list_events [postgres] --
 -- Audit events in commit order, optionally of one run (an event's place in it is its
 -- `commit_seq`, migration 0016, read as its id).
-SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail, prev_hash, hash
+FROM audit_events
 WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 
 -- acquire_lease --
@@ -1087,12 +1088,63 @@ LIMIT :limit
 -- list_audit [postgres] --
 -- The audit trail in commit order (`commit_seq`, migration 0016, read as the event's id), at
 -- or after a time, optionally of one run or one approval, after an event id, at most `limit`.
-SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail FROM audit_events
+SELECT commit_seq AS id, at, actor, action, run_id, approval_id, detail, prev_hash, hash
+FROM audit_events
 WHERE at >= :since AND commit_seq > :after
   AND (:run_id::text IS NULL OR run_id = :run_id)
   AND (:approval_id::text IS NULL OR approval_id = :approval_id)
 ORDER BY commit_seq
 LIMIT :limit
+
+-- prunable_audit [sqlite] --
+-- Before a prune of the audit: each chained event up to the last one it removes, in commit
+-- order, and whether it goes (each stretch removed leaves an anchor, so the rest verifies).
+SELECT id AS seq, hash,
+       (at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs)) AS gone
+FROM audit_events
+WHERE hash IS NOT NULL AND id <= (
+    SELECT max(id) FROM audit_events
+    WHERE at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs))
+ORDER BY id
+
+-- prunable_audit [postgres] --
+-- Before a prune of the audit: each chained event up to the last one it removes, in commit
+-- order, and whether it goes (each stretch removed leaves an anchor, so the rest verifies).
+SELECT commit_seq AS seq, hash,
+       (at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs)) AS gone
+FROM audit_events
+WHERE hash IS NOT NULL AND commit_seq <= (
+    SELECT max(commit_seq) FROM audit_events
+    WHERE at < :before AND run_id IS NOT NULL AND run_id NOT IN (SELECT id FROM runs))
+ORDER BY commit_seq
+
+-- audit_head [sqlite] --
+-- The audit chain's head: the last event chained, its place in commit order and its hash.
+SELECT id, hash FROM audit_events WHERE hash IS NOT NULL ORDER BY id DESC LIMIT 1
+
+-- audit_head [postgres] --
+-- The audit chain's head: the last event chained, its place in commit order and its hash.
+SELECT commit_seq, hash FROM audit_events WHERE commit_seq IS NOT NULL AND hash IS NOT NULL
+ORDER BY commit_seq DESC LIMIT 1
+
+-- insert_anchor --
+-- Record the audit chain's head (an event's place and hash), once per place and kind, dated
+-- by the caller or the database's clock.
+INSERT INTO audit_anchors (seq, kind, hash, at)
+VALUES (:seq, :kind, :hash, coalesce(:at::timestamptz, {now}))
+ON CONFLICT DO NOTHING
+
+-- get_anchor --
+-- One anchor.
+SELECT * FROM audit_anchors WHERE seq = :seq AND kind = :kind
+
+-- list_anchors --
+-- Every anchor of the audit chain, in its order.
+SELECT * FROM audit_anchors ORDER BY seq, kind
+
+-- sign_anchor --
+-- Store an anchor's signed document, once.
+UPDATE audit_anchors SET signed = :signed WHERE seq = :seq AND kind = :kind AND signed IS NULL
 
 -- prune_audit --
 -- Forget audit events written before a time about runs that are no longer stored (asked

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from store import core, errors, migration, queries
+from store import chain, core, errors, migration, queries
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
 from store.rows import Clock
@@ -109,6 +109,8 @@ class SqliteStore(SqlStore):
                 await self._writer.run_alone(sqlite_schema.use_wal)
             if migrate:
                 await self.migrate()
+            else:
+                await self._chain_if_ready()
             if self.path != ":memory:":
                 self._reader = await _daemon(aiosqlite.connect(self.path))
                 self._reader.row_factory = sqlite3.Row
@@ -122,9 +124,16 @@ class SqliteStore(SqlStore):
         workers they would leave behind hold leases, unless `stop_the_world`
         (`sqlite_schema.apply_migrations`)."""
         with translate_errors():
-            return await self._writer.run_alone(
+            versions = await self._writer.run_alone(
                 lambda conn: sqlite_schema.apply_migrations(conn, stop_the_world=stop_the_world)
             )
+            await self._chain_if_ready()
+            return versions
+
+    async def _chain_if_ready(self) -> None:
+        """Seal the audit chain in every commit once the schema has it (migration 0023)."""
+        ready = await self._writer.run_alone(chain.has_chain)
+        self._writer.seal = chain.seal if ready else None
 
     async def lease_holders(self) -> list[migration.LeaseHolder]:
         with translate_errors():

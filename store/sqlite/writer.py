@@ -83,6 +83,9 @@ class GroupCommitWriter:
         self._idle.set()
         self._commits = 0
         self._waits = True  # whether the connection's busy timeout is on
+        self.seal: Callable[[sqlite3.Connection], None] | None = None
+        """Run in each transaction before it commits (`store.chain.seal`: the audit chain),
+        once the schema has what it needs."""
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -218,6 +221,7 @@ class GroupCommitWriter:
             if outcomes is None:  # one job failed: run them again, each in its own savepoint
                 conn.execute("BEGIN IMMEDIATE")
                 outcomes = [_run_in_savepoint(conn, job) for job in jobs]
+            self._seal(conn)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -238,12 +242,17 @@ class GroupCommitWriter:
                 conn.execute("ROLLBACK")
             raise
         try:
+            self._seal(conn)
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
         return [(True, result)]
+
+    def _seal(self, conn: sqlite3.Connection) -> None:
+        if self.seal is not None:
+            self.seal(conn)
 
     def _settled_by_thread(self, batch: list[Queued], done: asyncio.Future[Any]) -> None:
         error = done.exception()

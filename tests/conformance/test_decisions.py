@@ -167,7 +167,8 @@ async def test_a_decision_writes_its_audit_event(
     await store.decide_approval(pending.id, APPROVED, by="U1", at=clock(), event=event)
 
     [written] = await decisions(store, pending.run_id)
-    assert written.model_copy(update={"id": None}) == event
+    assert written.model_copy(update={"id": None, "prev_hash": None, "hash": None}) == event
+    assert written.hash is not None  # chained (`store.chain`)
 
 
 # helpers

@@ -140,7 +140,9 @@ async def test_recorded_events_are_listed_in_order_with_ids(
 
     listed = await store.list_events()
 
-    assert [e.model_copy(update={"id": None}) for e in listed] == events
+    unnumbered = {"id": None, "prev_hash": None, "hash": None}
+    assert [e.model_copy(update=unnumbered) for e in listed] == events
+    assert [e.prev_hash for e in listed[1:]] == [e.hash for e in listed[:-1]]  # chained
     ids = [e.id for e in listed]
     assert all(a is not None and b is not None and a < b for a, b in pairwise(ids)), ids
 

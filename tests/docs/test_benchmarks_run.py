@@ -31,6 +31,7 @@ SMALLEST = {
     "approvals_bench.py": (["--runs", "5", "--pending", "100"], "RSS growth"),
     "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),
     "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
+    "modal_bench.py": (["--events", "400", "--rounds", "1"], "views.open"),
     "freeze_soak.py": (["--seconds", "2"], "0 duplicate effects"),
     "slack_soak_bench.py": (["--backlog", "5", "--phases", "1", "--per-phase", "2"], "per card"),
 }

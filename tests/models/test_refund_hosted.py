@@ -91,7 +91,8 @@ async def test_the_refund_agent_on_a_hosted_model_runs_end_to_end_with_a_humans_
     assert parked.status == RunStatus.WAITING_APPROVAL
     assert approval.tool == "issue_refund"
     assert approval.args["restocking_fee_cents"] == 500
-    assert (run.status, run.stop_reason) == (RunStatus.DONE, "answered")
+    stopped = "declined" if decision == "declined" else "answered"  # what it did, not said
+    assert (run.status, run.stop_reason) == (RunStatus.DONE, stopped)
     assert run.usage.cost > 0
     payments = [(kind_, ref, cents) for kind_, ref, cents, _ in example_world.payments()]
     last = fake.seen[-1].json

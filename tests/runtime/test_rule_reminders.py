@@ -159,11 +159,13 @@ def test_the_modal_asks_for_a_typed_confirmation_only_when_a_decline_would_be_ap
     declined = Backtest("issue_refund", RULE, considered=3, hits=(hit,))
     clean = Backtest("issue_refund", RULE, considered=3)
 
-    def modal(tested: Backtest, second: bool = False) -> dict[str, Any]:
-        proposal = Proposal(
+    def proposal_of(tested: Backtest, second: bool = False) -> Proposal:
+        return Proposal(
             "issue_refund", RULE, timedelta(days=7), timedelta(days=90), None, second, tested
         )
-        return rule_modal("ap_9", proposal, channel="C0APPROVALS")
+
+    def modal(tested: Backtest, second: bool = False) -> dict[str, Any]:
+        return rule_modal("ap_9", proposal_of(tested, second), channel="C0APPROVALS", tested=tested)
 
     ids = [b.get("block_id") for b in modal(declined)["blocks"]]
     assert ids == ["when", "expires", "reason", None, "confirm"]
@@ -174,3 +176,14 @@ def test_the_modal_asks_for_a_typed_confirmation_only_when_a_decline_would_be_ap
     on_card = Hit("ap_2", "r2", hit.at, "declined", "U0BOSS", card=("C0APPROVALS", "17.000100"))
     linked = Backtest("issue_refund", RULE, considered=1, hits=(on_card,))
     assert "<https://slack.com/archives/C0APPROVALS/p17000100|ap_2>" in str(modal(linked))
+    running = rule_modal("ap_9", proposal_of(declined), channel="C0APPROVALS", tested=None)
+    assert [b.get("block_id") for b in running["blocks"]] == ["when", "expires", "reason", None]
+    assert "Backtest running" in running["blocks"][3]["text"]["text"]
+    typed = {"when": "args.amount_cents < 10", "expires": "3", "reason": "tiny"}
+    kept = rule_modal("ap_9", proposal_of(declined), channel=None, tested=declined, typed=typed)
+    assert [b["element"].get("initial_value") for b in kept["blocks"] if "element" in b] == [
+        "args.amount_cents < 10",
+        "3",
+        "tiny",
+        None,
+    ]

@@ -327,6 +327,11 @@ class FakeSlackProcess:
         """The views opened (`views.open`), not the Homes published."""
         return [v for v in self.views() if v["method"] == "views.open"]
 
+    def updates(self, view_id: str) -> list[dict[str, Any]]:
+        """The versions of an open modal the bot put in (`views.update`), oldest first."""
+        found = [v["view"] for v in self.views() if v["method"] == "views.update"]
+        return [view for view in found if view["id"] == view_id]
+
     def calls(self) -> list[dict[str, Any]]:
         return list(self._get("calls"))
 

@@ -158,8 +158,13 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         home_view(pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False),
     )
     for declined in (False, True):
-        yield f"rule modal {declined}", similar.rule_modal("apr_1", proposal(declined=declined),
-                                                           channel="C0APPROVALS")  # fmt: skip
+        proposed = proposal(declined=declined)
+        tested = (None, proposed.backtest)
+        for shown in tested:
+            yield (
+                f"rule modal {declined} {'tested' if shown else 'backtest running'}",
+                similar.rule_modal("apr_1", proposed, channel="C0APPROVALS", tested=shown),
+            )
     rule = LearnedRule(
         id="rule_1",
         tool="issue_refund",

@@ -45,13 +45,16 @@ def test_jsonl_is_one_parseable_line_per_event() -> None:
         "run_id": "r1",
         "approval_id": "ap_1",
         "detail": {"args": {"note": "line\nbreak \x1b[2J"}},
+        "prev_hash": None,
+        "hash": None,
     }
     assert "\x1b" not in lines[0]
 
 
 def test_csv_cells_cannot_run_as_formulas() -> None:
     rows = list(csv.reader(io.StringIO("".join(csv_lines(EVENTS)))))
-    assert rows[0] == ["id", "at", "action", "actor", "run_id", "approval_id", "detail"]
+    header = ["id", "at", "action", "actor", "run_id", "approval_id", "detail"]
+    assert rows[0] == [*header, "prev_hash", "hash"]
     assert rows[2][3] == '\'=HYPERLINK("http://x")'
     assert rows[2][5] == ""
     assert json.loads(rows[1][6]) == EVENTS[0].detail

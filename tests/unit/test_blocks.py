@@ -503,26 +503,70 @@ def test_reminder_and_escalation() -> None:
     assert_inert(huge)
 
 
+DECLINED_REFUND = Approval(
+    id="ap-d",
+    tool="issue_refund",
+    args={},
+    run_id="r1",
+    state="declined",
+    decided_by="U0BOB",
+    reason="not eligible <!here>",
+)
+EXPIRED_REFUND = DECLINED_REFUND.model_copy(update={"decided_by": "signoff", "reason": "expired"})
+
+
 @pytest.mark.parametrize(
-    ("changes", "note"),
+    ("changes", "approvals", "note"),
     [
         (
             {"status": RunStatus.DONE, "stop_reason": "answered"},
-            ":white_check_mark: Run `r1` finished at step 3.",
+            [],
+            ":white_check_mark: Run `r1` ended at step 3: done.",
+        ),
+        (
+            {"status": RunStatus.DONE, "stop_reason": "declined"},
+            [DECLINED_REFUND],
+            ":no_entry_sign: Run `r1` ended at step 3: declined (`issue_refund` was declined "
+            "by <@U0BOB>: not eligible &lt;!here&gt;).",
+        ),
+        (
+            {"status": RunStatus.DONE, "stop_reason": "expired"},
+            [EXPIRED_REFUND],
+            ":hourglass: Run `r1` ended at step 3: expired (`issue_refund` was not decided "
+            "before its deadline).",
+        ),
+        (
+            {
+                "status": RunStatus.DONE,
+                "stop_reason": "tool_failed",
+                "error": "delete_customer: CrmUnavailable: the CRM answered 503",
+            },
+            [],
+            # (an underscore in mrkdwn text is kept from starting italics: word joiners)
+            ":x: Run `r1` ended at step 3: failed (delete\u2060_\u2060customer: CrmUnavailable: "
+            "the CRM answered 503).",
         ),
         (
             {"status": RunStatus.FAILED, "stop_reason": "error", "error": "boom <!here>"},
-            ":x: Run `r1` failed at step 3: boom &lt;!here&gt;",
+            [],
+            ":x: Run `r1` ended at step 3: failed (boom &lt;!here&gt;).",
         ),
-        ({"status": RunStatus.CANCELLED}, ":octagonal_sign: Run `r1` was cancelled at step 3."),
+        (
+            {"status": RunStatus.CANCELLED},
+            [],
+            ":octagonal_sign: Run `r1` ended at step 3: cancelled.",
+        ),
         (
             {"status": RunStatus.FAILED, "stop_reason": "rolled_back"},
+            [],
             ":leftwards_arrow_with_hook: Run `r1` was rolled back to step 3.",
         ),
     ],
 )
-def test_run_notes(changes: dict[str, Any], note: str) -> None:
-    assert cards.run_note(make_run(id="r1", **changes)) == note
+def test_run_notes(changes: dict[str, Any], approvals: list[Approval], note: str) -> None:
+    """One sentence per way a run ends; only `done` has a check mark."""
+    assert cards.run_note(make_run(id="r1", **changes), approvals) == note
+    assert (":white_check_mark:" in note) == (changes.get("stop_reason") == "answered")
 
 
 # pages

@@ -40,6 +40,7 @@ SCOPES: dict[str, str | frozenset[str] | None] = {
     "usergroups_users_list": "usergroups:read",
     "users_info": "users:read",
     "views_open": None,
+    "views_update": None,  # a modal that opened at once, completed when its work is done
     "views_publish": None,
     "auth_test": None,
 }

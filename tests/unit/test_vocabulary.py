@@ -78,6 +78,18 @@ RUNS = [
     (make_run(status=RunStatus.FAILED, stop_reason="step_budget"), False, "failed (out of steps)"),
     (make_run(status=RunStatus.FAILED, stop_reason="rolled_back"), False, "rolled back"),
     (make_run(status=RunStatus.CANCELLED, stop_reason="cancelled"), False, "cancelled"),
+    # Runs that answered without doing what was asked: never "done".
+    (make_run(status=RunStatus.DONE, stop_reason="declined"), False, "declined"),
+    (make_run(status=RunStatus.DONE, stop_reason="expired"), False, "expired"),
+    (
+        make_run(
+            status=RunStatus.DONE,
+            stop_reason="tool_failed",
+            error="delete_customer: CrmUnavailable: the CRM answered 503",
+        ),
+        False,
+        "failed (a tool failed)",
+    ),
 ]
 APPROVALS = [
     (make_approval(), "pending"),
@@ -133,7 +145,9 @@ def test_the_vocabulary_names_every_stored_state() -> None:
     assert {r[2] for r in RUNS} <= {
         *words.RUN_STATES.values(),
         *words.DERIVED_RUN_STATES,
+        *words.OUTCOMES,
         "failed (out of steps)",
+        "failed (a tool failed)",
     }
     assert {a[1] for a in APPROVALS} == {*words.APPROVAL_STATES, *words.DERIVED_APPROVAL_STATES}
     assert {p[1] for p in PAGES} == set(words.PAGE_STATES)
@@ -163,6 +177,24 @@ def test_every_run_state_reads_the_same_on_every_surface(
     if decided:  # and how it goes on
         assert "signoff runs resume" in listed
         assert "signoff runs resume" in status
+    outcome = words.outcome_of(run)
+    if outcome is not None:  # an ended run: its thread note, its card, its requester's Home
+        approval = make_approval(state="approved", decided_by="U0BOB", decided_at=AT)
+        ended = {
+            "thread note": cards.run_note(run, [approval]),
+            "card": slack_text(cards.approval_message(approval, run)),
+            "Home": slack_text(home_of(requests=[approval], runs={"r1": run})),
+            "console": timeline.run_summary(run, AT)["outcome"],
+        }
+        for surface, shown in ended.items():
+            assert outcome in shown, (surface, shown)
+        assert ended["thread note"] in ended["card"]  # the card says it as the thread does
+        for surface in ("thread note", "Home"):  # a check mark only for a run that did it
+            shown = ended[surface]
+            assert (":white_check_mark:" in shown) == (outcome == words.DONE), (surface, shown)
+        if run.error:  # the error is said where the run is shown whole
+            for shown in (ended["thread note"], status, cli_show):
+                assert run.error.split(":")[-1].strip() in shown.replace("\u2060", ""), shown
 
 
 @pytest.mark.parametrize(("approval", "word"), APPROVALS, ids=[a[1] for a in APPROVALS])

@@ -42,6 +42,12 @@ function statusLabel(run) {
   return run.label || run.status;
 }
 
+// How an ended run came out colours it (only "done" is green): a run that answered after a
+// declined call, or a tool that failed, is not done as asked.
+function statusClass(run) {
+  return "status " + (run.outcome ? run.outcome.replace(/ /g, "-") : run.status);
+}
+
 // People by name, as Slack shows them; an id the server could not name stays an id.
 function person(id) {
   if (!id) return "nobody";
@@ -96,7 +102,7 @@ async function loadRuns() {
     first.appendChild(el("div", "id", run.id));
     first.appendChild(el("div", null, run.task));
     row.appendChild(first);
-    row.appendChild(el("td")).appendChild(el("span", "status " + run.status, statusLabel(run)));
+    row.appendChild(el("td")).appendChild(el("span", statusClass(run), statusLabel(run)));
     row.appendChild(el("td", null, run.stop_words || ""));
     row.appendChild(el("td", null, money(run.cost)));
     row.appendChild(el("td", null, age(run.age_seconds)));
@@ -127,8 +133,9 @@ async function loadRun() {
   box.replaceChildren();
   const head = el("h2");
   head.appendChild(el("span", "id", data.run.id + " "));
-  head.appendChild(el("span", "status " + data.run.status, statusLabel(data.run)));
+  head.appendChild(el("span", statusClass(data.run), statusLabel(data.run)));
   box.appendChild(head);
+  if (data.view.ended) box.appendChild(el("div", "ended " + statusClass(data.run), withNames(data.view.ended)));
   box.appendChild(el("div", null, data.run.task + " (agent " + data.run.agent + ", asked by " + person(data.run.requested_by) + ")"));
   box.appendChild(links(data));
   box.appendChild(budget(data.budget));
@@ -207,7 +214,7 @@ function stepRow(row, run) {
   const head = el("div", "step-head");
   head.appendChild(el("span", null, "step " + row.step + (row.rolled_back ? " (undone by a rollback)" : "") + (row.restored ? " (restored)" : "")));
   // Each step says what it came to (a finished step is not "running").
-  head.appendChild(el("span", "status " + (row.status === "running" ? "finished" : row.status), row.label || row.status));
+  head.appendChild(el("span", row.outcome ? statusClass(row) : "status " + (row.status === "running" ? "finished" : row.status), row.label || row.status));
   head.appendChild(el("span", "grow"));
   if (!row.rolled_back) {
     const fork = el("button", "fork", "Fork from here");
@@ -251,6 +258,10 @@ function callView(call) {
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
   if (call.result) box.appendChild(el("div", "result", "-> " + withNames(call.result)));
+  // A tool that raised: its error, as recorded (the traceback is in the server's log).
+  if (call.effect && call.effect.state === "failed" && call.effect.error) {
+    box.appendChild(el("div", "tool-error", call.tool + " failed: " + call.effect.error));
+  }
   for (const page of call.pages) {
     const line = el("div", "page", "Page (" + page.reason + ", " + (page.label || "open") + "): " + page.detail + (page.acknowledged_by ? " - acknowledged by " + person(page.acknowledged_by) : ""));
     box.appendChild(line);

@@ -54,6 +54,7 @@ METHOD_TIERS = {
     "usergroups.users.list": 2,
     "users.info": 4,
     "views.open": 4,
+    "views.update": 4,
     "views.publish": 4,
 }
 POSTS_PER_SECOND = 1.0

@@ -108,7 +108,8 @@ class Ephemeral:
 
 @dataclass(frozen=True)
 class OpenedView:
-    """A `views.open` (with its trigger_id) or `views.publish` (with its user_id)."""
+    """A `views.open` (with its trigger_id), a `views.update` of an open modal (its id is the
+    view's) or a `views.publish` (with its user_id)."""
 
     method: str
     trigger_id: str | None
@@ -173,6 +174,8 @@ class Workspace:
         self.views: list[OpenedView] = []
         self.clock = Clock()
         self._home_views: dict[str, str] = {}
+        self._modals: dict[str, str] = {}
+        """Each open modal's id and its hash (`views.update` names one, and may pass it)."""
         self.methods: dict[str, Callable[[Args], dict[str, Any]]] = {
             "auth.test": self.auth_test,
             "chat.postMessage": self.post_message,
@@ -184,6 +187,7 @@ class Workspace:
             "conversations.list": self.conversation_list,
             "conversations.replies": self.replies,
             "views.open": self.views_open,
+            "views.update": self.views_update,
             "views.publish": self.views_publish,
             "usergroups.users.list": self.usergroup_users,
             "users.info": self.user_info,
@@ -311,7 +315,21 @@ class Workspace:
         if age is not None and age > TRIGGER_LIFETIME:
             raise SlackError("expired_trigger_id")
         view = self._view(args, "modal", view_id=None)
+        self._modals[view["id"]] = view["hash"]
         self.views.append(OpenedView("views.open", str(trigger_id), None, view))
+        return {"view": view}
+
+    def views_update(self, args: Args) -> dict[str, Any]:
+        """Replace an open modal (by `view_id`); with `hash`, only the version it names: a
+        view updated since by someone else is a `hash_conflict`, as on Slack."""
+        view_id = str(args.get("view_id") or "")
+        if view_id not in self._modals:
+            raise SlackError("not_found")
+        if args.get("hash") and args["hash"] != self._modals[view_id]:
+            raise SlackError("hash_conflict")
+        view = self._view(args, "modal", view_id=view_id)
+        self._modals[view_id] = view["hash"]
+        self.views.append(OpenedView("views.update", None, None, view))
         return {"view": view}
 
     def views_publish(self, args: Args) -> dict[str, Any]:

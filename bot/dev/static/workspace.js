@@ -3,7 +3,7 @@
 // server-sent events; the run console sits beside it.
 "use strict";
 
-const state = { people: [], names: {}, channel: "C0APPROVALS", data: null, token: "", opensModal: [] };
+const state = { people: [], names: {}, channel: "C0APPROVALS", data: null, token: "", opensModal: [], modal: null };
 const $ = (id) => document.getElementById(id);
 const { el, render } = SignoffBlocks;
 
@@ -27,6 +27,8 @@ async function refresh() {
   const answer = await fetch("/dev/api/workspace?user=" + encodeURIComponent(me()));
   state.data = await answer.json();
   draw();
+  const updated = state.modal && (state.data.modals || {})[state.modal.id];
+  if (updated && updated.hash !== state.modal.hash && !$("overlay").hidden) showModal(updated);
 }
 
 const HOME = "HOME";
@@ -150,39 +152,62 @@ async function click(element, blockId, channel, ts, ephemeral = false, viewId = 
 }
 
 // A modal the bot opened: its inputs, submitted as a view_submission; errors the bot
-// answers with are shown under their fields and the modal stays open.
+// answers with are shown under their fields and the modal stays open. The bot may replace
+// the modal (views.update, or an answer that updates it): it is redrawn, and what the person
+// typed stays in the fields that are still there, as Slack keeps it.
 async function openModal(view) {
+  state.modal = null;
+  showModal(view);
+  $("overlay").hidden = false;
+  $("dialog-cancel").onclick = () => { $("overlay").hidden = true; state.modal = null; };
+}
+
+function typedValues() {
+  const values = {};
+  for (const field of $("dialog-body").querySelectorAll(".input-field")) values[field.dataset.blockId] = field.value;
+  return values;
+}
+
+function showModal(view) {
+  const typed = state.modal ? typedValues() : {};
+  state.modal = view;
   const body = render(view.blocks, { names: state.names, onAction: () => {} });
+  for (const field of body.querySelectorAll(".input-field")) {
+    if (field.dataset.blockId in typed) field.value = typed[field.dataset.blockId];
+  }
   $("dialog-title").textContent = view.title ? view.title.text : "";
   $("dialog-body").replaceChildren(body);
   $("dialog-error").textContent = "";
   $("dialog-ok").textContent = view.submit ? view.submit.text : "Submit";
   $("dialog-cancel").textContent = view.close ? view.close.text : "Cancel";
-  $("overlay").hidden = false;
   $("overlay").dataset.callbackId = view.callback_id || "";
-  $("dialog-cancel").onclick = () => { $("overlay").hidden = true; };
-  $("dialog-ok").onclick = async () => {
-    const values = {};
-    for (const field of body.querySelectorAll(".input-field")) values[field.dataset.blockId] = field.value;
-    const answer = await post("/dev/api/submit", {
-      user: me(), view_id: view.id, callback_id: view.callback_id,
-      private_metadata: view.private_metadata, values,
-    });
-    const reply = answer.answer;
-    if (reply && reply.response_action === "errors") {
-      // Each error once: under its field, or below the form when no field has its name.
-      const placed = new Set();
-      for (const field of body.querySelectorAll(".input-field")) {
-        const message = reply.errors[field.dataset.blockId] || "";
-        field.parentElement.querySelector(".input-error").textContent = message;
-        if (message) placed.add(field.dataset.blockId);
-      }
-      const rest = Object.entries(reply.errors).filter(([blockId]) => !placed.has(blockId));
-      $("dialog-error").textContent = rest.map(([, message]) => message).join(" ");
-      return;
+  $("dialog-ok").onclick = () => submitModal(view, body);
+}
+
+async function submitModal(view, body) {
+  const answer = await post("/dev/api/submit", {
+    user: me(), view_id: view.id, callback_id: view.callback_id,
+    private_metadata: view.private_metadata, values: typedValues(),
+  });
+  const reply = answer.answer;
+  if (reply && reply.response_action === "update") {
+    showModal(reply.view);
+    return;
+  }
+  if (reply && reply.response_action === "errors") {
+    // Each error once: under its field, or below the form when no field has its name.
+    const placed = new Set();
+    for (const field of body.querySelectorAll(".input-field")) {
+      const message = reply.errors[field.dataset.blockId] || "";
+      field.parentElement.querySelector(".input-error").textContent = message;
+      if (message) placed.add(field.dataset.blockId);
     }
-    $("overlay").hidden = true;
-  };
+    const rest = Object.entries(reply.errors).filter(([blockId]) => !placed.has(blockId));
+    $("dialog-error").textContent = rest.map(([, message]) => message).join(" ");
+    return;
+  }
+  $("overlay").hidden = true;
+  state.modal = null;
 }
 
 // -- /runs, the refund button, the console --------------------------------------------

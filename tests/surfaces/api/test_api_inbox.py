@@ -142,7 +142,10 @@ async def test_a_declined_runs_view_has_its_answer_and_the_decision(api: Api) ->
         return view if view["status"] == "done" else None
 
     view = await eventually(finished)
-    assert view["stop_reason"] == "answered"
+    assert (view["stop_reason"], view["outcome"]) == ("declined", "declined")
+    assert view["ended"] == "Run 'r1' ended at step 4: declined (" + (
+        "'issue_refund' was declined by U0BOSS: fraud risk)."
+    )
     assert isinstance(view["answer"], str)
     assert view["answer"]
     [decided] = view["approvals"]

@@ -96,8 +96,10 @@ async def test_the_export_of_a_scripted_scenario_is_the_expected_sequence(
     records = [json.loads(line) for line in lines]
     ids = [r.pop("id") for r in records]
     times = [datetime.fromisoformat(r.pop("at")) for r in records]
+    chain = [(r.pop("prev_hash"), r.pop("hash")) for r in records]
     assert ids == sorted(set(ids))
     assert times == sorted(times)
+    assert [prev for prev, _ in chain[1:]] == [own for _, own in chain[:-1]]  # one hash chain
     run = "ops-1"
     masked_wire = {"account": "ACME", "cents": 900, "iban": "[sensitive]"}
     assert records == [
@@ -221,9 +223,11 @@ async def test_the_export_of_a_scripted_scenario_is_the_expected_sequence(
     assert IBAN not in "\n".join(lines)
 
     table = list(csv.reader(io.StringIO(export(db_path, "--format", "csv"))))
-    assert table[0] == ["id", "at", "action", "actor", "run_id", "approval_id", "detail"]
+    header = ["id", "at", "action", "actor", "run_id", "approval_id", "detail"]
+    assert table[0] == [*header, "prev_hash", "hash"]
     assert [row[2] for row in table[1:]] == [r["action"] for r in records]
     assert [json.loads(row[6]) for row in table[1:]] == [r["detail"] for r in records]
+    assert [tuple(row[7:]) for row in table[1:]] == chain
 
 
 def event(

@@ -47,8 +47,10 @@ def test_an_effect_in_doubt_is_paged_resolved_and_the_run_resumed(tmp_path: Path
 
     resuming = signoff(tmp_path, "runs", "resume", "s1", "--json")
     resumed = json.loads(resuming.stdout)
-    assert (resumed["status"], resumed["stop_reason"]) == ("done", "answered")
-    assert resuming.returncode == 0, resuming.stderr
+    # The model says "Shipped.", but the shipment did not happen: the run failed (issue 40.1).
+    assert (resumed["status"], resumed["outcome"]) == ("done", "failed")
+    assert resumed["error"] == "ship: did not happen, according to U0ONCALL"
+    assert resuming.returncode == 3, resuming.stderr
 
 
 def test_start_says_how_to_decide_and_decide_says_what_the_run_did(tmp_path: Path) -> None:

@@ -85,8 +85,9 @@ def test_an_in_doubt_page_is_settled_with_its_buttons_and_the_run_goes_on(
 ) -> None:
     """The shipper's courier hangs: its page in #oncall offers Acknowledge, "It happened" and
     "It did not happen". riley, not on call, is told so and nothing changes; bob says it did
-    not happen: the card reads acknowledged in place, the run ships again and is done, and
-    the console's timeline shows the page acknowledged by @bob."""
+    not happen: the card reads acknowledged in place, the run goes on and ends, and the
+    console's timeline shows the page acknowledged by @bob. The model then says "Shipped.",
+    but the shipment did not happen: the run reads failed, with why (issue 40.1)."""
     from selenium.webdriver.common.by import By
 
     wait = wait_for(browser)
@@ -118,7 +119,10 @@ def test_an_in_doubt_page_is_settled_with_its_buttons_and_the_run_goes_on(
     wait.until(lambda d: "@bob" in card_text(d, run_id))
 
     timeline = select_run(browser, wait, run_id, until_text="ship")
-    wait.until(lambda d: "done" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
+    head = "#run h2"
+    wait.until(lambda d: "failed (a tool failed)" in d.find_element(By.CSS_SELECTOR, head).text)
+    ended = browser.find_element(By.CSS_SELECTOR, "#run .ended").text
+    assert "ended at step 2: failed (ship: did not happen, according to @bob)" in ended
     page = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#run [data-tool=ship] .page"))
     assert "in_doubt" in page.text
     assert "acknowledged by @bob" in page.text
@@ -167,7 +171,10 @@ def _approved(browser: Any, wait: Any, who: Any, folder: Path) -> str:
     wait.until(lambda d: "Approved by" in card_text(d, first))
     wait.until(lambda d: card_actions(d, first) == [])
     select_run(browser, wait, first, until_text="send_email")
-    wait.until(lambda d: "done" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
+    head = "#run h2"
+    wait.until(lambda d: "failed (a tool failed)" in d.find_element(By.CSS_SELECTOR, head).text)
+    ended = browser.find_element(By.CSS_SELECTOR, "#run .ended").text
+    assert "ended at step 2: failed (ship: did not happen, according to @bob)" in ended
     assert ("refund", "4471", 2500) in payments(folder, "refund")
     return first
 
@@ -243,7 +250,10 @@ def _edited_and_approved(browser: Any, wait: Any, who: Any, folder: Path, *, not
     assert "Refund $20.00 on order 4471" in approved  # what runs, with what was asked beside
     assert "$25.00" in approved
     run = select_run(browser, wait, third, until_text="send_email")
-    wait.until(lambda d: "done" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
+    head = "#run h2"
+    wait.until(lambda d: "failed (a tool failed)" in d.find_element(By.CSS_SELECTOR, head).text)
+    ended = browser.find_element(By.CSS_SELECTOR, "#run .ended").text
+    assert "ended at step 2: failed (ship: did not happen, according to @bob)" in ended
     approval = run.find_element(By.CSS_SELECTOR, "[data-tool=issue_refund] .approval")
     assert "edited" in approval.text
     assert payments(folder, "refund")[-1] == ("refund", "4471", 2000)

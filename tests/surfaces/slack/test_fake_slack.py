@@ -281,6 +281,30 @@ async def test_views(fake: FakeSlack, client: AsyncWebClient) -> None:
     ]
 
 
+async def test_views_update_replaces_an_open_modal_of_the_version_it_names(
+    fake: FakeSlack, client: AsyncWebClient
+) -> None:
+    opened = (await client.views_open(trigger_id="T.1", view=MODAL))["view"]
+    later = {**MODAL, "blocks": [section("done")]}
+
+    updated = (await client.views_update(view_id=opened["id"], hash=opened["hash"], view=later))[
+        "view"
+    ]
+
+    assert (updated["id"], updated["blocks"]) == (opened["id"], later["blocks"])
+    assert updated["hash"] != opened["hash"]
+    stale = await refusal(
+        client.views_update(view_id=opened["id"], hash=opened["hash"], view=MODAL)
+    )
+    assert stale["error"] == "hash_conflict"
+    unknown = await refusal(client.views_update(view_id="V0NOPE", view=MODAL))
+    assert unknown["error"] == "not_found"
+    assert [(v.method, v.view["id"]) for v in fake.views] == [
+        ("views.open", opened["id"]),
+        ("views.update", opened["id"]),
+    ]
+
+
 @pytest.mark.parametrize(
     ("method", "target", "view"),
     [

@@ -93,7 +93,12 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
         'tool == "issue_refund" && args.amount_cents <= 4136 && args.restocking_fee_cents <= 0'
     )
     assert blocks["expires"]["element"]["initial_value"] == "7"
-    backtest = view["blocks"][3]["text"]["text"]
+    assert "Backtest running" in view["blocks"][3]["text"]["text"]  # opened before it ran
+    [tested] = server.wait_until(lambda: fake.updates(view["id"]))
+    assert [b.get("block_id") for b in tested["blocks"]] == [
+        b.get("block_id") for b in view["blocks"]
+    ]
+    backtest = tested["blocks"][3]["text"]["text"]
     assert backtest.startswith("*Backtest*\nof the last 1 requests for issue")
     assert backtest.endswith("the rule would have approved 1 at once")
 
@@ -149,6 +154,46 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     assert status_of(server, "third") == "waiting_approval"
     assert "[revoked]" in slash_text(server, "rules", BOB)
     assert "No rule `lr_nope`" in slash_text(server, "revoke lr_nope", BOB)
+
+
+def test_a_rule_submitted_before_its_backtest_showed_a_decline_asks_to_confirm_it(
+    fake: FakeSlackProcess, server: SlackServer
+) -> None:
+    """The modal opens before its backtest is in: a person who saves the rule at once, when
+    the backtest finds a request someone declined, gets the modal back with the backtest and
+    the confirmation to type, what they typed kept; nothing is made until they confirm."""
+    start(server, "declined", "1007")  # 19.88: under the rule 4471's refund suggests
+    [first] = server.wait_until(lambda: fake.cards())
+    server.slack(button("decline", approval_id_of(first), user=BOB, ts=first["ts"]))
+    server.wait_until(lambda: fake.modals())
+    reason = {"reason": "not this customer"}
+    server.slack(submission("decline_reason", approval_id_of(first), reason, user=BOB))
+    server.wait_until(lambda: status_of(server, "declined") == "done")
+    start(server, "similar", "4471")
+    card = server.wait_until(lambda: [c for c in fake.cards() if c["ts"] != first["ts"]])[0]
+    server.slack(button("approve_similar", approval_id_of(card), user=BOB, ts=card["ts"]))
+    opened = server.wait_until(lambda: fake.modals()[1:])[0]["view"]
+    rule = opened["blocks"][0]["element"]["initial_value"]
+
+    typed = {"when": rule, "expires": "5", "reason": "small refunds"}
+    status, body, _ = server.slack(
+        submission("similar_rule", opened["private_metadata"], typed, user=BOB)
+    )
+
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["response_action"] == "update"
+    shown = {b.get("block_id"): b for b in answer["view"]["blocks"]}
+    assert "confirm" in shown
+    assert [shown[k]["element"].get("initial_value") for k in typed] == list(typed.values())
+    assert "1 of those a person declined" in json.dumps(answer["view"])
+    assert "No approval rules" in slash_text(server, "rules", BOB)
+    confirmed = typed | {"confirm": "yes"}
+    status, body, _ = server.slack(
+        submission("similar_rule", opened["private_metadata"], confirmed, user=BOB)
+    )
+    assert (status, body) == (200, b"")
+    assert "[active]" in slash_text(server, "rules", BOB)
 
 
 def test_without_rule_writers_the_card_has_no_approve_similar(
