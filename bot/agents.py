@@ -42,3 +42,17 @@ def rule_error_text(settings: Settings, exc: RuleError) -> str:
     (loc, text), more = problems[0], len(problems) - 1
     also = f" (and {more} more; `signoff policy check` lists them)" if more else ""
     return f"{where(settings, loc)}: {'.'.join(loc)}: {text}{also}"
+
+
+def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
+    """The rules and limits, checked against the agents' tools before any store is opened
+    (or created): a bad rule or limit stops the command at its line and changes nothing."""
+    from runtime.approvals.routing import check_rules
+    from runtime.spend.checks import check_limits, counted
+
+    limits = settings.runtime.limits
+    try:
+        check_limits(limits, settings.runtime.policies, agents)
+        check_rules(settings.runtime.policies, agents, counted(limits))
+    except RuleError as exc:
+        raise ConfigError(rule_error_text(settings, exc)) from None

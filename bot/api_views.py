@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot import words
+from bot.reading import limit_lines
 from runtime import Runtime
 from runtime.records import Approval, ApprovalState, Run
 
@@ -51,9 +52,32 @@ def approval_view(approval: Approval, *, resume_state: bool = False) -> dict[str
         "authority": Runtime.authority(approval),
     }
     view = said | approval.shown().model_dump(mode="json", include=APPROVAL_FIELDS)
+    view["limits"] = limits_view(approval)
+    view["envelope_id"] = approval.rule.envelope_id if approval.rule else None
     if resume_state:
         view["resume_state"] = approval.resume_state
     return view
+
+
+def limits_view(approval: Approval) -> list[dict[str, Any]]:
+    """Each limit the call counted against, as it stood when it was asked, with its line."""
+    match = approval.rule
+    states = match.limits if match else ()
+    return [
+        {
+            "name": state.name,
+            "mode": state.mode,
+            "outcome": state.outcome,
+            "used": state.used,
+            "amount": state.amount,
+            "after": state.after,
+            "max": state.max,
+            "held": state.held,
+            "error": state.error,
+            "line": line,
+        }
+        for state, line in zip(states, limit_lines(approval), strict=True)
+    ]
 
 
 async def run_view(rt: Runtime, run: Run) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The digest of what a process decides by: its agents, policies and rules, who may write
-rules, who settles pages and reads runs, and what each API token may do. Each `signoff
+"""The digest of what a process decides by: its agents, policies, rules and limits, who may
+write rules, who settles pages and reads runs, and what each API token may do. Each `signoff
 serve` records it at start (`bot.workers`), each approval it asks carries it, and
 `signoff doctor` lists which workers run which: two workers that disagree are reported,
 never trusted to agree. Secrets, addresses and the worker's own id are left out: they
@@ -33,6 +33,8 @@ def _material(settings: Settings) -> dict[str, Any]:
         "agents": list(runtime.agents),
         "policies": runtime.policies.model_dump(mode="json"),
         "learned_rules": runtime.learned_rules.model_dump(mode="json"),
+        "limits": {name: limit.model_dump(mode="json") for name, limit in runtime.limits.items()},
+        "envelopes": runtime.envelopes.model_dump(mode="json"),
         "protected_facts": sorted(runtime.protected_facts),
         "page_resolvers": sorted(slack.page_resolvers),
         "readers": sorted(slack.readers),

@@ -91,6 +91,12 @@ CALLBACK_FAILURES = Counter(
 TAKEOVERS = Counter(
     "signoff_lease_takeovers", "Runs whose worker was gone, taken over by this process."
 )
+SHADOW_DECISIONS = Counter(
+    "signoff_shadow_decisions",
+    "What a rule, limit or envelope in shadow mode would have done to a call (it decided "
+    "nothing): would = approve, ask or deny.",
+    ["kind", "name", "would"],
+)
 RUNS_CLAIMED = Counter(
     "signoff_worker_runs_claimed", "Runs this process claimed from the run queue to drive."
 )
@@ -131,6 +137,9 @@ class PrometheusTelemetry:
 
     def leases_taken_over(self, count: int) -> None:
         TAKEOVERS.inc(count)
+
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
+        SHADOW_DECISIONS.labels(kind, name, would).inc()
 
 
 class MetricsNotifier(NullNotifier):

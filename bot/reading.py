@@ -9,16 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from decimal import Decimal
 from typing import Any, Protocol
 from urllib.parse import quote
 
-from runtime.display import Display
-from runtime.records import SENSITIVE_MASK
-
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
-"""Currencies written with a symbol; any other is written after the amount ("25.00 CHF")."""
-NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
+from runtime.display import Display, money_text
+from runtime.records import SENSITIVE_MASK, Approval
+from runtime.spend import words as spend_words
 
 
 class HasTools(Protocol):
@@ -56,14 +52,7 @@ def money(display: Display | None, name: str, args: Mapping[str, Any]) -> str | 
     currency = code if code.isupper() and len(code) == 3 else args.get(code)
     if not isinstance(currency, str) or not currency.isalpha() or len(currency) != 3:
         return None
-    currency = currency.upper()
-    digits = 0 if currency in NO_MINOR_UNIT else 2
-    major = Decimal(amount).scaleb(-digits)
-    number = f"{abs(major):,.{digits}f}"
-    sign = "-" if amount < 0 else ""
-    if currency in SYMBOLS:
-        return f"{sign}{SYMBOLS[currency]}{number}"
-    return f"{sign}{number} {currency}"
+    return money_text(amount, currency)
 
 
 def value(display: Display | None, name: str, args: Mapping[str, Any]) -> str:
@@ -122,3 +111,11 @@ class _Encoded(dict[str, str]):
         if found is None or found == SENSITIVE_MASK or isinstance(found, dict | list):
             raise KeyError(key)
         return quote(show(found), safe="")
+
+
+def limit_lines(approval: Approval) -> list[str]:
+    """Each limit a call counted against, as it stood when it was asked: "$420 of $500 for
+    this customer in 30 days, after this refund" (plain text; it holds nothing an agent or
+    a requester wrote)."""
+    match = approval.rule
+    return [spend_words.line(state, approval.tool) for state in (match.limits if match else ())]

@@ -46,6 +46,7 @@ from bot.policy_ids import SlackLearnedRules, SlackPolicies
 from runtime.approvals.policy_types import Duration
 from runtime.models.config import ModelConfig
 from runtime.models.pricing import Price
+from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
 
 DEFAULT_CONFIG = "signoff.toml"
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]
@@ -175,6 +176,20 @@ class RuntimeSettings(Section):
         "learned_rules", default_factory=lambda: SlackLearnedRules()
     )
     """Who may make approval rules from a decision ("approve + similar"), and their limits."""
+    limits: dict[str, LimitConfig] = setting("limits", default_factory=dict)
+    """`[limits.<name>]`: counters over the history of calls (docs/policies.md)."""
+    envelopes: EnvelopesConfig = setting("envelopes", default_factory=EnvelopesConfig)
+    """`[envelopes]`: how long the budgets approvers hand out may last."""
+
+    @field_validator("limits")
+    @classmethod
+    def _limit_names(cls, limits: dict[str, LimitConfig]) -> dict[str, LimitConfig]:
+        return check_names(limits)
+
+    @property
+    def spend(self) -> SpendConfig:
+        return SpendConfig(limits=self.limits, envelopes=self.envelopes)
+
     models: dict[str, ModelConfig] = setting("models", default_factory=dict)
     """A hosted model per agent name, in place of the one its code gives."""
     prices: dict[str, Price] = setting("prices", default_factory=dict)

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot import words
+from bot.reading import limit_lines
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
 from runtime.approvals.binding import call_trail
@@ -177,6 +178,8 @@ def run_table(
         state = approval_state(approval, votes) + decided_by + duplicate_note(approval)
         rule = f" ({rule_text(approval)})" if approval.rule else ""
         table.add_row("approval", inert(f"{approval.id} {call_text(approval)} {state}{rule}"))
+        for line in limit_lines(approval):
+            table.add_row("limit", inert(line, 200))
     for call in call_trail(list(approvals), list(effects)):
         table.add_row("call", inert(call.line(), 500))  # proposed -> approved -> executed
     for effect in effects:

@@ -11,16 +11,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from bot.agents import load_agents, rule_error_text
+from bot.agents import check_configured_rules, load_agents
 from bot.callback_policy import CallbackPolicy
 from bot.config_digest import config_digest
 from bot.settings import ConfigError, Settings, secret
 from bot.signing_keys import load_signer
 from bot.tasks import Background
 from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
-from runtime.approvals.routing import check_rules
 from runtime.deliveries import Deliveries
-from runtime.errors import DefinitionError, RuleError
+from runtime.errors import DefinitionError
 from runtime.models.config import configure
 from runtime.records import Approval, Run
 from runtime.runs.telemetry import Telemetry
@@ -100,10 +99,7 @@ async def assemble(
         )
     except (DefinitionError, ImportError, ValueError) as exc:
         raise ConfigError(f"models: {exc}") from None
-    try:  # before the store is opened (or created): a bad rule changes nothing
-        check_rules(settings.runtime.policies, agents)
-    except RuleError as exc:
-        raise ConfigError(rule_error_text(settings, exc)) from None
+    check_configured_rules(settings, agents)  # before the store is opened: changes nothing
     signer = load_signer(settings, create=create_key)
     database = await Database.open(settings.database.url, **settings.database.store_options())
     background = Background()
@@ -130,6 +126,7 @@ def _runtime(
         telemetry=telemetry,
         policies=settings.runtime.policies,
         learned_rules=settings.runtime.learned_rules,
+        spend=settings.runtime.spend,
         directory=slack_directory(settings),
         worker_id=settings.workers.id,
         lease_ttl=settings.workers.lease_ttl,

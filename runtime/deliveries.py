@@ -76,6 +76,11 @@ class Deliveries:
     ) -> None:
         await self._store.set_page_message(page_id, channel=channel, ts=ts, delivery=delivery)
 
+    async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
+        """Where an approval's or a page's message is, as a click on it says: recorded only
+        if no message is (the click carries what a post's answer may have left out)."""
+        return await self._store.adopt_message(kind, subject_id, channel=channel, ts=ts)
+
     # decision callbacks
 
     async def undelivered_callbacks(self) -> list[Approval]:

@@ -7,6 +7,7 @@ import re
 import string
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from runtime.errors import DefinitionError
 
@@ -52,3 +53,23 @@ def _placeholders(template: str | None) -> list[str]:
         return [name for _, name, _, _ in string.Formatter().parse(template) if name]
     except ValueError as exc:
         raise DefinitionError(f"display template {template!r}: {exc}") from None
+
+
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥", "CAD": "CA$", "AUD": "A$"}
+"""Currencies written with a symbol; any other is written after the amount ("25.00 CHF")."""
+NO_MINOR_UNIT = frozenset({"JPY", "KRW", "ISK", "CLP", "VND"})
+
+
+def money_text(amount: int, currency: str, *, whole: bool = False) -> str:
+    """An amount in the currency's minor unit as people read it: 2500 USD is `$25.00`
+    (`$25` with `whole`, when it has no cents)."""
+    currency = currency.upper()
+    digits = 0 if currency in NO_MINOR_UNIT else 2
+    major = Decimal(amount).scaleb(-digits)
+    if whole and major == major.to_integral_value():
+        digits = 0
+    number = f"{abs(major):,.{digits}f}"
+    sign = "-" if amount < 0 else ""
+    if currency in SYMBOLS:
+        return f"{sign}{SYMBOLS[currency]}{number}"
+    return f"{sign}{number} {currency}"

@@ -44,6 +44,9 @@ from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
 from runtime.scheduler import Scheduler
 from runtime.signing import Signer
+from runtime.spend.checks import check_limits, counted
+from runtime.spend.config import SpendConfig
+from runtime.spend.desk import SpendDesk
 from runtime.tools import Tool
 from store import (
     Approval,
@@ -80,6 +83,7 @@ class Runtime:
         protected_facts: Iterable[str] = (),
         telemetry: Telemetry | None = None,
         learned_rules: LearnedRulesConfig | None = None,
+        spend: SpendConfig | None = None,
         config_digest: str | None = None,
         signer: Signer | None = None,
     ) -> None:
@@ -96,10 +100,23 @@ class Runtime:
         self._waiters = DecisionWaiters()
         policies = policies or Policies()
         directory = directory or StaticDirectory()
-        check_rules(policies, self.agents.values())
-        self.rules = RuleBook(
-            store, clock, learned_rules or LearnedRulesConfig(), directory, self._tool
+        spend = spend or SpendConfig()
+        limits = spend.limits
+        check_limits(limits, policies, self.agents.values())
+        check_rules(policies, self.agents.values(), counted(limits))
+        learned_rules = learned_rules or LearnedRulesConfig()
+        self.rules = RuleBook(store, clock, learned_rules, directory, self._tool)
+        self.spend = SpendDesk(
+            store,
+            clock,
+            limits=limits,
+            envelopes=spend.envelopes,
+            policies=policies,
+            learned=learned_rules,
+            directory=directory,
+            tool=self._tool,
         )
+        """Limits over history and the envelopes approvers hand out."""
         self._deps = Deps(
             store=store,
             clock=clock,
@@ -125,6 +142,7 @@ class Runtime:
             policies,
             directory,
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
+            spend=self.spend,
         )
         self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""

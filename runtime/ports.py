@@ -5,9 +5,11 @@ new approvals pass through the learned rules as `LearnedRules` (`RuleBook`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from store import Approval, Run
+from store.spend import SpendPlan
 
 
 class Withdrawals(Protocol):
@@ -31,13 +33,30 @@ class Approvals(Withdrawals, Protocol):
         call_id: str | None = None,
         idempotency_key: str | None = None,
         sensitive: tuple[str, ...] = (),
+        unasked: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Approval:
-        """A pending approval of the call under its policy (decided at once by a rule)."""
+        """A pending approval of the call under its policy (decided at once by a rule);
+        `unasked`: of a tool that needs no approval (approved at once, within its limits)."""
         ...
 
     async def annotate(self, approval: Approval) -> Approval:
         """The approval naming a possible duplicate request and an earlier effect that used
         its key with other arguments."""
+        ...
+
+    def gated(self, tool: str) -> bool:
+        """Whether calls of a tool that needs no approval pass the gate (a limit counts them)."""
+        ...
+
+    async def limit_values(
+        self, tool: str, args: dict[str, Any], run: Run | None
+    ) -> dict[str, dict[str, int]] | None:
+        """What the rules of the tool's policy see of its limits, if they read any."""
+        ...
+
+    async def plan_spend(self, approval: Approval, run: Run | None) -> SpendPlan | None:
+        """How a new approval is admitted in its transaction (limits, envelopes)."""
         ...
 
 

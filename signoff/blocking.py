@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from signoff.calls import (
-    LONG_POLL,
     RETRIED,
     Call,
     Decision,
@@ -133,7 +132,8 @@ class Client:
     def _wait(self, approval_id: str, timeout: float | None) -> Approval:
         until = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = LONG_POLL if until is None else min(LONG_POLL, until - time.monotonic())
+            poll = self.settings.long_poll
+            left = poll if until is None else min(poll, until - time.monotonic())
             if left <= 0:
                 return self.get(approval_id)
             approval = self.send(wait_call(approval_id, left))

@@ -49,6 +49,9 @@ class Settings:
     retries: int = 4
     backoff: float = 0.25
     max_backoff: float = 8.0
+    long_poll: float = LONG_POLL
+    """Seconds one wait request lasts at most (1-60): also how often the server hears that
+    someone still waits (its heartbeat)."""
 
     @classmethod
     def of(cls, url: str | None, token: str | None, **options: Any) -> Settings:

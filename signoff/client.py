@@ -27,7 +27,6 @@ from typing import Any
 
 from signoff.blocking import Client
 from signoff.calls import (
-    LONG_POLL,
     RETRIED,
     Call,
     Decision,
@@ -152,7 +151,7 @@ class AsyncClient:
 
     async def _wait(self, approval_id: str, timeout: float | None, stream: bool) -> Approval:  # noqa: ASYNC109
         until = None if timeout is None else time.monotonic() + timeout
-        longest = MAX_STREAM if stream else LONG_POLL
+        longest = MAX_STREAM if stream else self.settings.long_poll
         while True:
             left = longest if until is None else min(longest, until - time.monotonic())
             if left <= 0:

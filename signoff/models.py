@@ -50,6 +50,23 @@ class Authority(Wire):
     )
 
 
+class LimitLine(Wire):
+    """One limit a call counted against, as it stood when it was asked."""
+
+    name: str
+    mode: Literal["enforce", "shadow"] = "enforce"
+    outcome: Literal["within", "over", "error"] = Field(
+        description="within the limit, past it (asked or declined), or not counted (asked)"
+    )
+    used: int = Field(description="what the window held before this call")
+    amount: int = Field(description="what this call adds")
+    after: int
+    max: int
+    held: bool = Field(description="whether this call holds its amount")
+    error: str | None = Field(None, description="why the call could not be counted")
+    line: str = Field(description='"$420 of $500 for this customer in 30 days, after this refund"')
+
+
 class Approval(Wire):
     """An approval as a client sees it (sensitive arguments masked)."""
 
@@ -72,6 +89,10 @@ class Approval(Wire):
     duplicate_of: str | None = None
     created_at: datetime
     rule: str | None = Field(None, description="the approval rule it was made under")
+    limits: list[LimitLine] = Field(
+        default_factory=list, description="the limits the call counted against"
+    )
+    envelope_id: str | None = Field(None, description="the envelope that approved it, if one did")
     authority: Authority | None = Field(
         None, description="who may decide it (None: asked before approvals carried it)"
     )
@@ -100,6 +121,13 @@ class Approval(Wire):
     @property
     def decided(self) -> bool:
         return self.state != "pending"
+
+    @property
+    def withdrawn(self) -> bool:
+        """Declined by no person: whoever asked (or its run) stopped waiting, so the same
+        call may be asked again."""
+        withdrawal = (self.reason or "").startswith("withdrawn:")
+        return self.state == "declined" and self.decided_by == "signoff" and withdrawal
 
     @property
     def final_args(self) -> dict[str, Any]:

@@ -34,6 +34,24 @@ def approval_created(approval: Approval, params: dict[str, Any]) -> Body[None]:
     yield Stmt("insert_event", requested_event(approval, params))
     if approval.state == ApprovalState.PENDING:
         yield outbox("approval_requested", approval.id)
+    if approval.rule is not None and approval.rule.shadow:
+        yield Stmt("insert_event", shadow_events(approval, params), "many")
+
+
+def shadow_events(approval: Approval, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """What each rule, limit and envelope in shadow mode would have done with the call."""
+    notes = approval.rule.shadow if approval.rule else ()
+    return [
+        {
+            "at": params["created_at"],
+            "actor": "signoff",
+            "action": "shadow_decision",
+            "run_id": approval.run_id,
+            "approval_id": approval.id,
+            "detail": rows.dumps(note.model_dump() | {"tool": approval.tool}),
+        }
+        for note in notes
+    ]
 
 
 def requested_event(approval: Approval, params: dict[str, Any]) -> dict[str, Any]:
@@ -48,6 +66,10 @@ def requested_event(approval: Approval, params: dict[str, Any]) -> dict[str, Any
     }
     if approval.rule is not None:
         detail["rule"] = approval.rule.summary
+        if approval.rule.limits:
+            detail["limits"] = [state.model_dump(mode="json") for state in approval.rule.limits]
+        if approval.rule.envelope_id:
+            detail["envelope_id"] = approval.rule.envelope_id
     if approval.reason is not None:
         detail["reason"] = approval.reason
     if pending:

@@ -8,7 +8,7 @@ Each method says what it guarantees."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -25,8 +25,10 @@ from store.records import (
     Checkpoint,
     Effect,
     EffectOutcome,
+    Envelope,
     Fact,
     LearnedRule,
+    LimitState,
     OutboxItem,
     Page,
     Run,
@@ -34,6 +36,7 @@ from store.records import (
     RunStatus,
     Worker,
 )
+from store.spend import SpendChange, SpendPlan
 
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
 
@@ -84,6 +87,12 @@ class Batch:
       lineage (`Committed.prior_decisions`).
     - `pages`: created unless a page with the same id exists (`Committed.new_pages` lists the
       new ones). `settle_pages` acknowledges the open pages about a call.
+    - `admit`: by approval id, the plan (`store.spend.SpendPlan`) of a requested approval
+      whose call counts against limits or may be approved by an envelope: under the lock of
+      each limit's key, its window is read and the plan decides which approval is created
+      (`Committed.admitted`) and what it holds.
+    - `spend`: what the effects that ended do to the holds of their calls (settled, given
+      back), and what a finished run's calls that never ran give back (`store.spend`).
 
     Every record in the batch must belong to `run_id`.
     """
@@ -98,6 +107,8 @@ class Batch:
     pages: Sequence[Page] = ()
     settle_pages: Sequence[PageSettlement] = ()
     events: Sequence[AuditEvent] = ()
+    admit: Mapping[str, SpendPlan] = field(default_factory=dict)
+    spend: Sequence[SpendChange] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +129,8 @@ class Committed:
     conflicts: dict[str, Effect] = field(default_factory=dict)
     """Calls not started: their key was used by an effect with other arguments."""
     new_pages: list[str] = field(default_factory=list)
+    admitted: dict[str, Approval] = field(default_factory=dict)
+    """By call id, the approval created for a call a spend plan decided (`Batch.admit`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,13 +311,15 @@ class Store(Protocol):
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Voted:
         """A person's decision, in one transaction. On an approval that needs a quorum, an
         approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
         second one), audited as a `vote` event, and deciding the approval (with `event`) once
         the quorum is reached. A decline, or an approval that needs one approver, decides at
         once, as `decide_approval` does. `AlreadyDecided` if it is no longer pending,
-        `Expired` past its deadline with `open_only`, and then nothing is written."""
+        `Expired` past its deadline with `open_only`, and then nothing is written.
+        `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`)."""
         ...
 
     async def list_votes(self, approval_id: str) -> list[str]:
@@ -330,6 +345,7 @@ class Store(Protocol):
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Approval:
         """`due_only`: a timeout, refused (`Conflict`) before the deadline; `open_only`: a
         person's decision, refused (`Expired`) after it. Both judged by the database's clock.
@@ -380,6 +396,11 @@ class Store(Protocol):
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
+
+    async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
+        """Record where an approval's (`kind` "approval") or a page's ("page") message is,
+        only if none is recorded yet; whether it was."""
+        ...
 
     async def set_callback_status(self, approval_id: str, status: str) -> None: ...
     async def undelivered_callbacks(self) -> list[Approval]: ...
@@ -522,6 +543,58 @@ class Store(Protocol):
         ...
 
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]: ...
+
+    # limits over history and envelopes (store.spend, store.envelopes)
+    async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
+        """What each limit's window (`LimitState`'s counter, key and window) holds now, by
+        the database's clock: (amount, calls) each."""
+        ...
+
+    async def holds_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        """What a run's calls hold and have not given back, oldest first (`spend_holds` rows)."""
+        ...
+
+    async def record_limits(
+        self, definitions: Mapping[str, str], events: Mapping[str, AuditEvent], *, at: datetime
+    ) -> list[str]:
+        """Keep each limit's definition (JSON text); for each that is new or changed since
+        last kept, write its event from `events` (with `detail.was`, the old definition).
+        Returns the names that changed."""
+        ...
+
+    async def create_envelope(self, envelope: Envelope, *, event: AuditEvent) -> None:
+        """Store an envelope with its audit event; an active one's live message is queued."""
+        ...
+
+    async def list_envelopes(
+        self, *, tool: str | None = None, envelope_id: str | None = None, limit: int = 100
+    ) -> list[Envelope]: ...
+    async def get_envelope(self, envelope_id: str) -> Envelope: ...
+    async def envelopes_in_force(self, tool: str, *, now: datetime) -> list[Envelope]:
+        """Active, unexpired envelopes of `tool`, oldest first."""
+        ...
+
+    async def confirm_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        """Make a proposed envelope active, by someone other than its author, before it
+        expires, and queue its live message; False (nothing written) otherwise."""
+        ...
+
+    async def revoke_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        """Revoke an envelope that has not ended, and queue the last edit of its message."""
+        ...
+
+    async def end_expired_envelopes(self) -> list[str]:
+        """Mark each envelope expired by the database's clock ended, once, with its
+        `envelope_expired` event and the last edit of its message; their ids."""
+        ...
+
+    async def set_envelope_message(
+        self, envelope_id: str, *, channel: str | None, ts: str | None
+    ) -> None: ...
 
     # leases (fencing: each lease taken has an epoch one higher than the run's last; a write
     # carrying an older epoch is refused). On PostgreSQL the server's clock decides whether a

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from store import announce, errors, rows
+from store import announce, errors, rows, spend
 from store.base import Batch, Claim, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
@@ -237,6 +237,8 @@ def decide_approval(
         raise errors.Expired(
             f"approval {approval_id!r} passed its deadline", approval_id=approval_id
         )
+    amounts, test_now = params.get("spend_amounts"), params.get("test_now")
+    yield from spend.decided(approval, amounts, params.get("spend_now"), test_now)
     yield announce.outbox("approval_decided", approval_id)
     if approval.run_id is not None:  # the last decision a parked run waited for: it is ready
         yield Stmt("ready_decided_run", {"run_id": approval.run_id})
@@ -336,9 +338,12 @@ def insert_event(event: AuditEvent) -> Body[None]:
 # the commit of a batch
 
 
-def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed]:
+def commit(
+    batch: Batch, *, test_now: float | None = None, spend_now: float | None = None
+) -> MakeBody[Committed]:
     """Check a batch and prepare its parameters now; the body runs inside the transaction.
-    `test_now` is the store's own clock, when it has one (`rows.judge_now`)."""
+    `test_now` is the store's own clock, when it has one (`rows.judge_now`); `spend_now`
+    the time limits' windows are judged by, when the store knows it without asking."""
     check_batch(batch)
     run_id = batch.run_id
     cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
@@ -352,6 +357,7 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
     ]
     events = [rows.event_params(e) for e in batch.events]
     lineages, keys = ledger_locks(batch)
+    spend_locks = [lock for plan in batch.admit.values() for lock in plan.locks()]
 
     def body() -> Body[Committed]:
         if batch.owner is not None or cps:
@@ -360,13 +366,18 @@ def commit(batch: Batch, *, test_now: float | None = None) -> MakeBody[Committed
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for key in keys:  # and per key across lineages, which the arguments bind (after them)
             yield Stmt("lock_key", {"idempotency_key": key})
+        locked = yield from spend.lock(spend_locks)  # each limit's key a new approval counts on
         for params in finish:
             yield from finish_effect(params)
+        for change in batch.spend:
+            yield from spend.change(run_id, change, test_now)
         committed = Committed()
         for effect, params in start:
             yield from start_effect(committed, effect, params)
         for approval, params in request:
-            yield from request_approval(committed, approval, params)
+            plan = batch.admit.get(approval.id)
+            when = spend_now if spend_now is not None else locked
+            yield from request_approval(committed, approval, params, plan, when)
         yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
@@ -411,7 +422,7 @@ def _step_params(batch: Batch) -> dict[str, Any] | None:
     """A step's batch as the columns one statement unnests; None for a batch only the body
     writes (approvals, pages, no checkpoint, or seqs the body refuses)."""
     cps = batch.checkpoints
-    if batch.request or batch.pages or batch.settle_pages or not cps:
+    if batch.request or batch.pages or batch.settle_pages or batch.spend or not cps:
         return None
     if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
         return None  # the body refuses it (Conflict)
@@ -566,10 +577,15 @@ def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -
 
 
 def request_approval(
-    committed: Committed, approval: Approval, params: dict[str, Any]
+    committed: Committed,
+    approval: Approval,
+    params: dict[str, Any],
+    plan: spend.SpendPlan | None = None,
+    spend_now: float | None = None,
 ) -> Body[None]:
     """Create an approval unless its call (its key and arguments) already happened or was
-    declined in the lineage. The same key with other arguments is asked: a person decides."""
+    declined in the lineage. The same key with other arguments is asked: a person decides.
+    With a spend `plan`, the plan decides under the limits' locks which approval is made."""
     call = approval.call_id or approval.id
     if approval.lineage_id is not None and approval.idempotency_key is not None:
         done, _ = yield from claim_key(
@@ -587,6 +603,10 @@ def request_approval(
         if declined is not None:
             committed.prior_decisions[call] = rows.approval_from_row(declined)
             return
+    if plan is not None:
+        approval = (yield from spend.admit(plan, spend_now)).approval
+        params = rows.approval_params(approval, params["test_now"])
+        committed.admitted[call] = approval
     yield Stmt("insert_approval", params)
     yield from announce.approval_created(approval, params)
 

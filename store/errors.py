@@ -7,6 +7,7 @@ StoreError
  │    ├── AlreadyDecided an approval that is no longer pending
  │    ├── Expired        an approval whose deadline passed (it declines at the deadline)
  │    ├── AlreadyVoted   one person's second vote on an approval (the first counts)
+ │    ├── OverLimit      an edited amount that would pass a limit the call was within
  │    └── LeaseLost      another worker holds the run's lease
  ├── InvalidRecord       a record that cannot be stored as given
  ├── ProtectedFact       a write to a key the fact store protects
@@ -56,6 +57,10 @@ class Expired(Conflict):
 
 class AlreadyVoted(Conflict):
     """This person already voted on the approval; their vote counts once."""
+
+
+class OverLimit(Conflict):
+    """The decision would take a call past a limit it was asked within."""
 
 
 class LeaseLost(Conflict):

@@ -288,11 +288,73 @@ class EffectOutcome(Record):
     finished_at: datetime = Field(default_factory=utcnow)
 
 
+class SpendWindow(Record):
+    """How a limit's window counts: a sliding length (`seconds`) in buckets `width` seconds
+    wide, or the calendar day in `timezone` (`seconds` None). `store.spend` does the sums."""
+
+    seconds: int | None = None
+    width: int = 0
+    timezone: str | None = None
+
+
+class LimitState(Record):
+    """One limit as it stood for one call, when the approval was made: its key, this call's
+    amount, what the window had used before it, and what followed (`within` the limit,
+    `over` it, or `error`: the key or amount could not be worked out, so it asks)."""
+
+    name: str
+    mode: Literal["enforce", "shadow"] = "enforce"
+    window: SpendWindow
+    key: str | None = None
+    amount: int = 0
+    max: int
+    used: int = 0
+    """The window's total before this call."""
+    calls: int = 0
+    """The window's calls before this call."""
+    outcome: Literal["within", "over", "error"] = "within"
+    over: Literal["ask", "deny"] = "ask"
+    held: bool = False
+    """Whether this call holds its amount (a call past the limit takes it once approved)."""
+    error: str | None = None
+    money: str | None = None
+    """The currency the amounts are cents of (`USD`), to show them as money."""
+    each: str | None = None
+    """What the key names (`customer`), to say "for this customer"."""
+
+    @property
+    def counter(self) -> str:
+        """The counter it reads and holds: the limit's name with its window's shape."""
+        window = self.window
+        if window.seconds is None:
+            return f"{self.name}@day:{window.timezone or 'UTC'}"
+        return f"{self.name}@{window.seconds}s/{window.width}"
+
+    @property
+    def after(self) -> int:
+        return self.used + self.amount
+
+    @property
+    def left(self) -> int:
+        return self.max - self.after
+
+
+class ShadowNote(Record):
+    """What a rule, limit or envelope in shadow mode would have done to a call (it decided
+    nothing): `would` is `approve`, `ask` or `deny`."""
+
+    kind: Literal["rule", "limit", "envelope"]
+    name: str
+    would: Literal["approve", "ask", "deny"]
+    text: str
+
+
 class RuleMatch(Record):
     """Which approval rule an approval was created under, and the policy that rule chose, so
     a later change to the rules never changes who decides it. `kind`: `matched` (rule
     `number` held), `no_match` (the tool's policy), `error` (rule `number` failed while it ran:
-    the most restrictive policy was asked)."""
+    the most restrictive policy was asked). `limits`: the limits the call was counted
+    against; `limit` names the one that made it ask or declined it, when one did."""
 
     kind: Literal["matched", "no_match", "error"]
     action: Literal["ask", "auto_approve", "deny"] = "ask"
@@ -306,6 +368,12 @@ class RuleMatch(Record):
     policy: dict[str, Any] = Field(default_factory=dict)
     learned_id: str | None = None
     """The learned rule (`LearnedRule.id`) that approved it, when one did."""
+    limits: tuple[LimitState, ...] = ()
+    limit: str | None = None
+    envelope_id: str | None = None
+    """The envelope (`Envelope.id`) that approved it, when one did."""
+    shadow: tuple[ShadowNote, ...] = ()
+    """What rules, limits and envelopes in shadow mode would have done (they decide nothing)."""
 
 
 class Authority(Record):
@@ -530,6 +598,8 @@ class OutboxItem(Record):
         "rule_expiring",
         "rule_uses_noted",
         "home_stale",
+        "envelope_opened",
+        "envelope_changed",
     ]
     subject_id: str
     detail: dict[str, Any] = Field(default_factory=dict)
@@ -597,3 +667,56 @@ class LearnedRule(Record):
         if self.state != "revoked" and now >= self.expires_at:
             return "expired"
         return self.state
+
+
+class Envelope(Record):
+    """A budget an approver handed out: calls of `tool` for which `condition` (CEL) holds
+    are approved at once, citing it, while they fit what is left of `max_amount` (each call
+    counting `amount`, a CEL expression, when given) and `max_calls`, until `expires_at`
+    or revocation. `proposed` until a second writer confirms it (`needs_second`). Used up
+    atomically across runs and workers; a call that failed or was undone gives its share
+    back. `channel` and `message_ts`: its live message."""
+
+    id: str
+    tool: str
+    condition: str
+    amount: str | None = None
+    max_amount: int | None = None
+    max_calls: int | None = None
+    used_amount: int = 0
+    used_calls: int = 0
+    author: str
+    reason: str
+    state: Literal["proposed", "active", "revoked"] = "active"
+    needs_second: bool = False
+    mode: Literal["enforce", "shadow"] = "enforce"
+    from_approval: str | None = None
+    channel: str | None = None
+    message_ts: str | None = None
+    created_at: datetime
+    expires_at: datetime
+    confirmed_by: str | None = None
+    confirmed_at: datetime | None = None
+    revoked_by: str | None = None
+    revoked_at: datetime | None = None
+    ended: str | None = None
+    """How its end was announced (`expired`, `revoked`), once."""
+
+    @property
+    def exhausted(self) -> bool:
+        amount_gone = self.max_amount is not None and self.used_amount >= self.max_amount
+        calls_gone = self.max_calls is not None and self.used_calls >= self.max_calls
+        return amount_gone or calls_gone
+
+    def status(self, now: datetime) -> str:
+        """proposed, active, exhausted, expired or revoked, as every surface shows it."""
+        if self.state == "revoked":
+            return "revoked"
+        if now >= self.expires_at:
+            return "expired"
+        if self.state == "proposed":
+            return "proposed"
+        return "exhausted" if self.exhausted else "active"
+
+    def in_force(self, now: datetime) -> bool:
+        return self.status(now) == "active"

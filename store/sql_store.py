@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from store import core, errors, learned, rows
+from store import core, envelopes, errors, learned, rows, spend
 from store.base import (
     Batch,
     Claim,
@@ -33,8 +33,10 @@ from store.records import (
     Checkpoint,
     Delivery,
     Effect,
+    Envelope,
     Fact,
     LearnedRule,
+    LimitState,
     OutboxItem,
     Page,
     Run,
@@ -60,6 +62,11 @@ class SqlStore:
 
     def _judge_now(self) -> float | None:
         return rows.judge_now(self.clock)
+
+    def _spend_now(self) -> float | None:
+        """The time limits' windows are judged by, when the store knows it without asking the
+        database (a clock of its own); None: the transaction reads the database's."""
+        return self._judge_now()
 
     async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
         """Run a fresh body from `make` in one transaction (it may be run again on a retry).
@@ -169,7 +176,8 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        return await self._write(core.commit(batch, test_now=self._judge_now()))
+        make = core.commit(batch, test_now=self._judge_now(), spend_now=self._spend_now())
+        return await self._write(make)
 
     async def load_state(
         self, run_id: str, *, seq: int | None = None, step: int | None = None
@@ -286,6 +294,7 @@ class SqlStore:
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -299,7 +308,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        )
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -327,6 +336,7 @@ class SqlStore:
         event: AuditEvent | None = None,
         approved_digest: str | None = None,
         key_suffix: str | None = None,
+        spend_amounts: Mapping[str, int] | None = None,
     ) -> Approval:
         params = _decision_params(
             approval_id,
@@ -340,7 +350,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        )
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
@@ -461,6 +471,14 @@ class SqlStore:
         delivery = Delivery(delivery).value  # refuse an unknown status before writing it
         params = {"id": page_id, "channel": channel, "message_ts": ts, "delivery": delivery}
         await self._update_one("set_page_message", params, "page")
+
+    async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
+        params = {"id": subject_id, "channel": channel, "message_ts": ts}
+        if kind == "approval":
+            return await self._changed_one("adopt_approval_message", params)
+        if kind == "page":
+            return await self._changed_one("adopt_page_message", params)
+        raise ValueError(f"kind: 'approval' or 'page', not {kind!r}")
 
     # outbox
 
@@ -610,6 +628,70 @@ class SqlStore:
         found = await self._read("backtest_requests", {"tool": tool, "limit": limit})
         return [learned.request_from_row(row) for row in found]
 
+    # limits over history and envelopes (store.spend, store.envelopes)
+
+    async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
+        """What each limit's window holds now for its key (amount, calls), by the database's
+        clock: a few buckets each, however long the history."""
+        if not states:
+            return []
+        now = (await self.database_now()).timestamp()
+        keyed = [s.model_copy(update={"key": s.key or ""}) for s in states]
+        found = await self._read("spend_used_many", spend.window_claims(keyed, now))
+        return [(s.used, s.calls) for s in spend.filled(keyed, found)]
+
+    async def holds_of_run(self, run_id: str) -> list[dict[str, Any]]:
+        """What a run's calls hold and have not given back, oldest first."""
+        found = await self._read("holds_of_run", {"run_id": run_id})
+        return [_hold(row) for row in found]
+
+    async def record_limits(
+        self, definitions: Mapping[str, str], events: Mapping[str, AuditEvent], *, at: datetime
+    ) -> list[str]:
+        stamp = rows.ts(at) or 0.0
+        return await self._write(lambda: envelopes.record_limits(definitions, events, stamp))
+
+    async def create_envelope(self, envelope: Envelope, *, event: AuditEvent) -> None:
+        await self._write(lambda: envelopes.create(envelope, event))
+
+    async def list_envelopes(
+        self, *, tool: str | None = None, envelope_id: str | None = None, limit: int = 100
+    ) -> list[Envelope]:
+        params = {"tool": tool, "id": envelope_id, "limit": limit}
+        return [envelopes.envelope_from_row(r) for r in await self._read("list_envelopes", params)]
+
+    async def get_envelope(self, envelope_id: str) -> Envelope:
+        found = await self.list_envelopes(envelope_id=envelope_id, limit=1)
+        if not found:
+            raise errors.NotFound(f"no envelope {envelope_id!r}", id=envelope_id)
+        return found[0]
+
+    async def envelopes_in_force(self, tool: str, *, now: datetime) -> list[Envelope]:
+        found = await self._read("envelopes_in_force", {"tool": tool, "now": rows.ts(now)})
+        return [envelopes.envelope_from_row(row) for row in found]
+
+    async def confirm_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": envelope_id, "by": by, "at": rows.ts(at)}
+        return await self._write(lambda: envelopes.confirm(params, event))
+
+    async def revoke_envelope(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool:
+        params = {"id": envelope_id, "by": by, "at": rows.ts(at), "test_now": self._judge_now()}
+        return await self._write(lambda: envelopes.revoke(params, event))
+
+    async def end_expired_envelopes(self) -> list[str]:
+        test_now = self._judge_now()
+        return await self._write(lambda: envelopes.end_expired(test_now))
+
+    async def set_envelope_message(
+        self, envelope_id: str, *, channel: str | None, ts: str | None
+    ) -> None:
+        params = {"id": envelope_id, "channel": channel, "message_ts": ts}
+        await self._update_one("set_envelope_message", params, "envelope")
+
     # leases: not synced on their own (durable=False). A lease only tells other workers to
     # keep off, and expires by itself; every write that counts checks it inside its own
     # transaction and is synced, which takes the lease before it to the disk too.
@@ -737,3 +819,9 @@ def _decision_params(
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
     }
+
+
+def _hold(row: Row) -> dict[str, Any]:
+    found = dict(row)
+    found.update(held_at=rows.dt(row["held_at"]), ended_at=rows.dt(row["ended_at"]))
+    return found

@@ -35,7 +35,7 @@ STORE_BACKENDS = [
 ]
 SIGNOFF_TABLES = (
     "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox,"
-    " learned_rules, workers, audit_anchors"
+    " learned_rules, workers, audit_anchors, spend_counters, spend_holds, envelopes, spend_limits"
 )
 
 

@@ -35,6 +35,15 @@ def mcp(
         float, typer.Option(min=0.1, help="Seconds a call waits for a decision.")
     ] = 3600.0,
     requested_by: Annotated[str | None, typer.Option(help="Who the approvals say asked.")] = None,
+    heartbeat: Annotated[
+        float,
+        typer.Option(
+            min=1.0,
+            max=60.0,
+            help="Seconds each wait on Signoff lasts: how often it hears someone still waits, "
+            "and a 2026-07-28 client's round before it retries.",
+        ),
+    ] = 25.0,
     url: Annotated[str | None, typer.Option(envvar="SIGNOFF_URL", help="Signoff's API.")] = None,
     token: Annotated[
         str | None, typer.Option(envvar="SIGNOFF_API_TOKEN", help="A token with approvals:request.")
@@ -60,6 +69,7 @@ def mcp(
             session_name=session or " ".join(command),
             timeout=timeout,
             requested_by=requested_by,
+            heartbeat=heartbeat,
         )
     except (SignoffError, ValueError, OSError) as exc:
         raise Failure(str(exc)) from None

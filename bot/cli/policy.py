@@ -57,19 +57,14 @@ def _check(
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
-    from bot.agents import load_agents, rule_error_text
-    from bot.settings import ConfigError
-    from runtime.approvals.routing import check_rules, route
+    from bot.agents import check_configured_rules, load_agents
+    from runtime.approvals.routing import route
     from runtime.approvals.rules import Facts
-    from runtime.errors import RuleError
     from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
 
     agents = load_agents(settings.runtime.agents)
-    try:
-        check_rules(settings.runtime.policies, agents)
-    except RuleError as exc:
-        raise ConfigError(rule_error_text(settings, exc)) from None
+    check_configured_rules(settings, agents)
     found = next((a.tools[tool] for a in agents if tool in a.tools), None)
     if found is None and agents and tool not in settings.runtime.policies.tools:  # a typo, likely
         known = sorted({name for a in agents for name in a.tools})

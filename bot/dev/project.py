@@ -14,14 +14,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.agents import load_agents, rule_error_text
+from bot.agents import check_configured_rules, load_agents
 from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
-from bot.settings import ConfigError, RuntimeSettings, config_path, load_settings
+from bot.settings import RuntimeSettings, config_path, load_settings
 from runtime.agent import Agent
 from runtime.approvals.policy import Policy
-from runtime.approvals.routing import check_rules
-from runtime.errors import RuleError
 
 REFUND_AGENT = "examples.refund_agent:agent"
 
@@ -94,10 +92,7 @@ def find(explicit: str | None) -> Project:
     found = tuple(
         (path, agent) for path in settings.runtime.agents for agent in load_agents([path])
     )
-    try:
-        check_rules(settings.runtime.policies, [agent for _, agent in found])
-    except RuleError as exc:
-        raise ConfigError(rule_error_text(settings, exc)) from None
+    check_configured_rules(settings, [agent for _, agent in found])
     return Project(settings.runtime, file.resolve(), found)
 
 

@@ -190,6 +190,9 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
         )
     if approval.key_suffix is not None:
         blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
+    limits = [escape.mrkdwn(line, limit=REASON_TEXT) for line in reading.limit_lines(approval)]
+    if limits:  # "$420 of $500 for this customer in 30 days, after this refund"
+        blocks.append(kit.context(*limits))
     terms = _terms(approval, rule) + ([target] if target else [])  # a decision target
     waiter = words.waiter_note(approval)
     if approval.state == ApprovalState.PENDING:

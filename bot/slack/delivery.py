@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import re
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,6 +76,9 @@ _HINTS = {
     "token_revoked": "the app was uninstalled or its token revoked",
     "missing_scope": "reinstall the app from manifest.yml",
 }
+SLACK_TS = re.compile(r"[0-9]{1,12}\.[0-9]{1,9}")
+UNNAMED_WAIT = 1.0
+"""Seconds before a post Slack took without naming it is looked up (history may lag)."""
 LOOKBACK = 200  # messages in one page of history searched for an earlier post
 FIND_PAGES = 5  # pages of history searched at most
 _ATTEMPT: contextvars.ContextVar[Attempt] = contextvars.ContextVar("attempt")
@@ -372,9 +376,10 @@ class SlackDelivery:
 
     async def _post(
         self, channel: str, message: dict[str, Any], *, thread_ts: str | None = None
-    ) -> str:
+    ) -> str | None:
         """Post within the row's claim: not at all late in it (the fence), and never past
-        its budget; the outcome (posted, not sent, unknown) goes to `outcomes`."""
+        its budget; the outcome (posted, not sent, unknown) goes to `outcomes`. The
+        message's ts, or None when Slack said `ok` without a real one (it is looked up)."""
         attempt = _ATTEMPT.get()
         if not attempt.may_start_post():
             raise RetryAt(0.0, "too late in its claim to post; a new claim posts")
@@ -403,8 +408,20 @@ class SlackDelivery:
         except BaseException:  # a timeout, a dropped answer, a cancelled task: it may land
             self.outcomes.unknown(item_id, channel, thread_ts)
             raise
+        ts = slack_ts(response.get("ts"))
+        if ts is None or not response.get("channel"):
+            # Slack took it (`ok`) without saying which message it is: it is there, and is
+            # found by its metadata like a post whose answer was lost.
+            self.outcomes.landed_unnamed(item_id, channel, thread_ts)
+            log.warning(
+                "slack: chat.postMessage answered ok without a usable ts/channel (ts %r, "
+                "channel %r); looking the message up by its metadata",
+                response.get("ts"),
+                response.get("channel"),
+            )
+            return None
         self.outcomes.posted(item_id)
-        return str(response["ts"])
+        return ts
 
     # an approval's card and a page's message: one top-level post each, named by its record's
     # id under `key` ("approval_id" or "page_id") in the message's metadata
@@ -424,6 +441,8 @@ class SlackDelivery:
         ts = await self._find(item, channel, None, key, subject_id, since=since)
         if ts is None:
             ts = await self._post(channel, message)
+        if ts is None:
+            raise RetryAt(UNNAMED_WAIT, "posted, but Slack did not say its ts; looked up next")
         _, recorded = await self.message_of(key, subject_id)
         if recorded and recorded != ts:
             await self._delete_own(channel, ts, f"{key.removesuffix('_id')} {subject_id}", recorded)
@@ -440,7 +459,9 @@ class SlackDelivery:
         return record.channel, record.message_ts
 
     async def record_message(self, key: str, subject_id: str, channel: str, ts: str) -> None:
-        """Put the message on the record, delivered."""
+        """Put the message on the record, delivered: only a real ts (never "" or "None")."""
+        if slack_ts(ts) is None or not channel:
+            raise ValueError(f"not a Slack message to record: channel {channel!r}, ts {ts!r}")
         record = (
             self.deliveries.set_approval_message
             if key == "approval_id"
@@ -490,6 +511,9 @@ class SlackDelivery:
         if item.attempts <= 1 or not self.outcomes.look_first(item.id):
             return None
         oldest = str(since.created_at.timestamp() - 60) if since else None
+        # An earlier try may still land after this look (a dead worker's hung post): the
+        # reconciler sweeps here once more for a while, and deletes the younger of two.
+        self.outcomes.suspect(channel, thread_ts, since=float(oldest or self.outcomes.since()))
         found = history(self.client, channel, thread_ts, oldest=oldest, pages=FIND_PAGES)
         async with contextlib.aclosing(found) as messages:
             async for message in messages:
@@ -540,6 +564,12 @@ async def delete_message(client: AsyncWebClient, channel: str, ts: str) -> None:
     except SlackApiError as exc:
         if slack_error(exc) != "message_not_found":
             raise
+
+
+def slack_ts(value: object) -> str | None:
+    """A message's ts as Slack gives it (`"1712345678.123456"`); None for anything else: a
+    missing one, `""`, null, `"None"`."""
+    return value if isinstance(value, str) and SLACK_TS.fullmatch(value) else None
 
 
 def slack_error(exc: SlackApiError) -> str:

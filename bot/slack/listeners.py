@@ -21,7 +21,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from slack_bolt import BoltResponse
@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.readers import Readers
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import commands, inbound, replies, similar, texts
+from bot.slack import clicks, commands, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
@@ -48,6 +48,7 @@ from runtime.records import Approval, ApprovalState, DatabaseError, StoreError
 log = logging.getLogger("signoff.slack")
 
 Body = dict[str, Any]
+T = TypeVar("T")
 
 ACK_WITHIN = 0.05
 """Seconds a click waits for its decision to be recorded before Slack is answered anyway
@@ -120,7 +121,14 @@ class Listeners:
             await ack()
             self._tell(client, body, _refused_field(refused))
             return
-        decide = self.rt.decide(approval_id, "approved", by=user, resume=False, separate=separate)
+        decide = self._on_card(
+            body,
+            "approval",
+            approval_id,
+            lambda: self.rt.decide(
+                approval_id, "approved", by=user, resume=False, separate=separate
+            ),
+        )
         await self._record(ack, client, body, decide, field=None)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
@@ -140,7 +148,9 @@ class Listeners:
 
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
-        acknowledged = self.rt.acknowledge_page(page_id, by=user)
+        acknowledged = self._on_card(
+            body, "page", page_id, lambda: self.rt.acknowledge_page(page_id, by=user)
+        )
         await self._record(ack, client, body, acknowledged, field=None)
 
     async def settle_happened(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
@@ -161,6 +171,7 @@ class Listeners:
             self._tell(client, body, texts.NOT_A_RESOLVER)
             return
         try:
+            await clicks.remember_card(self.rt.deliveries, body, "page", page_id)
             page = await self.rt.queries.page(page_id)
             if page.run_id is None or page.call_id is None:
                 raise errors.InvalidRequest(f"page {page_id} is about no effect to settle")
@@ -254,6 +265,13 @@ class Listeners:
             await ack()
             self._tell(client, body, problem)
 
+    async def _on_card(
+        self, body: Body, kind: str, subject_id: str, change: Callable[[], Awaitable[T]]
+    ) -> T:
+        """`change()`, once the clicked card is on its record (`bot.slack.clicks`)."""
+        await clicks.remember_card(self.rt.deliveries, body, kind, subject_id)
+        return await change()
+
     async def _told_late(
         self,
         task: asyncio.Future[Any],
@@ -316,6 +334,7 @@ class Listeners:
         expires; past that the person is asked to click again.)"""
         user = _clicker(body)
         try:
+            await clicks.remember_card(self.rt.deliveries, body, "approval", _button_value(body))
             approval = await self.rt.queries.approval(_button_value(body))
             await self.rt.check_decider(approval, decision, user)
         except errors.SignoffRuntimeError as exc:

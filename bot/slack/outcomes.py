@@ -96,12 +96,24 @@ class Outcomes:
     def posted(self, item_id: int) -> None:
         self._posts[item_id] = (POSTED, self.clock())
 
+    def landed_unnamed(self, item_id: int, channel: str, thread_ts: str | None) -> None:
+        """Slack took the post (`ok`) without saying its ts: it is there, to be looked up
+        at once; should the look miss it and the row post again, the sweep removes one."""
+        started = self._posts.get(item_id, (POSTED, self.clock()))[1]
+        self._posts[item_id] = (POSTED, started)
+        self.suspect(channel, thread_ts, since=started - 1)
+
     def forget(self, item_id: int) -> None:
         """The row is done: nothing about it is needed any more."""
         self._posts.pop(item_id, None)
         self._seen.discard(item_id)
 
     # channels
+
+    def since(self) -> float:
+        """Where a sweep of a channel starts when nothing narrower is known: as far back
+        as a post still being swept for could have begun."""
+        return self.clock() - self.suspect_for
 
     def suspect(self, channel: str, thread_ts: str | None, *, since: float) -> None:
         """Sweep this channel (or thread) for duplicates from `since` on, for a while, the

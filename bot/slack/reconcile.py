@@ -50,7 +50,7 @@ class Reconciler:
 
     def suspect_known_channels(self) -> None:
         """After a start, a post of the process before may land late anywhere we post."""
-        since = self.outcomes.clock() - self.outcomes.suspect_for
+        since = self.outcomes.since()
         for channel in (self.delivery.channels.approvals, self.delivery.channels.oncall):
             if channel:
                 self.outcomes.suspect(channel, None, since=since)

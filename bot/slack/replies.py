@@ -142,6 +142,14 @@ def run_status(
     if calls:
         lines = [escape.mrkdwn(escape.flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
         blocks.append(kit.section("\n".join(lines[:MAX_STATUS_APPROVALS])))
+    limits = [
+        f"{escape.code(a.tool, limit=NAME_TEXT)} {escape.mrkdwn(line, limit=LINE_TEXT)}"
+        for a in approvals
+        for line in reading.limit_lines(a)
+    ]
+    if limits:  # what each call counted against its limits when it was asked
+        blocks.append(kit.section(texts.limits_title(len(limits))))
+        blocks.append(kit.context(*limits))
     pending = [a for a in approvals if a.state == ApprovalState.PENDING]
     if pending:
         blocks.append(kit.section(texts.waiting_title(len(pending))))

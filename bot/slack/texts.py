@@ -407,6 +407,10 @@ def waiting_title(count: int) -> str:
     return f"*Waiting for approval ({count})*"
 
 
+def limits_title(count: int) -> str:
+    return f"*Limits its calls counted against ({count})*"
+
+
 def pages_title(count: int) -> str:
     return f"*Open pages ({count})*"
 

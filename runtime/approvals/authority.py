@@ -39,6 +39,8 @@ def asked(name: str, routed: Route, config_digest: str | None) -> Authority:
 
 
 def _rule_name(match: RuleMatch | None) -> str | None:
+    if match is not None and match.limit is not None:
+        return f"limit {match.limit}"  # past it, or not counted: the limit chose the policy
     if match is None or match.number is None:
         return None
     if match.learned_id is not None:

@@ -148,6 +148,7 @@ async def cast(
     approved_args: dict[str, Any] | None,
     open_only: bool,
     key_suffix: str | None,
+    spend_amounts: dict[str, int] | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
     forms, the decision once it is reached or at once)."""
@@ -173,7 +174,10 @@ async def cast(
             event=event,
             approved_digest=recording.approved_digest(approval, state, approved_args),
             key_suffix=key_suffix,
+            spend_amounts=spend_amounts,
         )
+    except store_errors.OverLimit as exc:
+        raise errors.EditRefused(f"{exc}; decline and ask for a new request instead") from None
     except store_errors.AlreadyDecided as exc:
         raise recording.already_decided(exc) from None
     except store_errors.Expired as exc:

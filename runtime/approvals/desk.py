@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,10 +23,13 @@ from runtime.approvals import authority, deciding, drafting, recording, timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
 from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
-from runtime.approvals.routing import Route, decided_at_once, route
+from runtime.approvals.routing import Route, decided_at_once, reads_limits, route
+from runtime.approvals.routing import unasked as unasked_route
 from runtime.deps import Deps
+from runtime.spend.desk import SpendDesk
 from store import Approval, ApprovalState, Delivery, Run, Store
 from store import errors as store_errors
+from store.spend import SpendPlan
 
 __all__ = ["ApprovalDesk", "Decision"]
 
@@ -40,14 +43,17 @@ class ApprovalDesk:
         policies: Policies,
         directory: Directory,
         after_decision: Callable[[Approval, bool], Awaitable[None]],
+        spend: SpendDesk | None = None,
     ) -> None:
         """`after_decision(approval, resume)` runs once a decision is durable: tell the
-        notifier, resume the run it unblocks (unless `resume` is False)."""
+        notifier, resume the run it unblocks (unless `resume` is False). `spend`: the limits
+        and envelopes new approvals are admitted by."""
         self.deps = deps
         self.store: Store = deps.store
         self.policies = policies
         self.directory = directory
         self.after_decision = after_decision
+        self.spend = spend
 
     # creating
 
@@ -64,40 +70,108 @@ class ApprovalDesk:
         policy: str | None = None,
         callback_url: str | None = None,
         sensitive: tuple[str, ...] = (),
+        unasked: bool = False,
+        limits: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Approval:
         """A pending approval with its deadline and first reminder set from the policy its
-        rules chose; decided already when a rule approves or denies the call at once."""
+        rules chose; decided already when a rule approves or denies the call at once.
+        `unasked`: the tool needs no approval (its limits gate it): approved at once.
+        `limits`: what the rules see of the limits the call counts against."""
         now = self.deps.clock()
         name, tool_policy = self.policies.for_tool(policy or tool)
         asker = run.requested_by if run else requested_by
-        routed: Route = route(name, tool_policy, tool, args, drafting.facts_of(run, asker, now))
+        if unasked:
+            routed = unasked_route(tool_policy)
+        else:
+            facts = drafting.facts_of(run, asker, now, limits)
+            routed = route(name, tool_policy, tool, args, facts)
         if routed.match is not None and routed.match.kind == "error":
             log.warning("%s (run %s): %s", tool, run.id if run else "-", routed.match.summary)
-        rules = routed.policy
         approval = Approval(
             id=approval_id or f"ap_{uuid.uuid4().hex[:20]}",
             tool=tool,
             args=args,
-            policy=name,
             run_id=run.id if run else None,
             call_id=call_id,
             lineage_id=run.lineage_id if run else None,
             idempotency_key=idempotency_key,
             requested_by=run.requested_by if run else requested_by,
-            required_approvals=rules.required_approvals,
-            deadline=now + rules.timeout if rules.timeout else None,
-            next_reminder_at=now + rules.remind_every
-            if rules.remind_every is not None and drafting.reminds(rules)
-            else None,
-            channel=rules.channel,
             callback_url=callback_url,
             callback_status=Delivery.PENDING if callback_url else None,
-            rule=routed.match,
-            authority=authority.asked(name, routed, self.deps.config_digest),
             created_at=now,
             sensitive=sensitive,
         )
-        return decided_at_once(approval, now)
+        return self.redraft(approval, name, routed)
+
+    def redraft(self, approval: Approval, name: str, routed: Route) -> Approval:
+        """The approval as the policy `routed` chose (under the name `name`) asks it: who,
+        how many, where, its deadline and first reminder from when it was made; decided at
+        once when the route approves or denies it."""
+        rules, now = routed.policy, approval.created_at
+        reminds = rules.remind_every is not None and drafting.reminds(rules)
+        drafted = approval.model_copy(
+            update={
+                "policy": name,
+                "state": ApprovalState.PENDING,
+                "decided_by": None,
+                "decided_at": None,
+                "reason": None,
+                "approved_digest": None,
+                "required_approvals": rules.required_approvals,
+                "deadline": now + rules.timeout if rules.timeout else None,
+                "next_reminder_at": now + rules.remind_every
+                if reminds and rules.remind_every
+                else None,
+                "channel": rules.channel,
+                "rule": routed.match,
+                "authority": authority.asked(name, routed, self.deps.config_digest),
+            }
+        )
+        return decided_at_once(drafted, now)
+
+    async def limit_values(
+        self, tool: str, args: dict[str, Any], run: Run | None
+    ) -> dict[str, dict[str, int]] | None:
+        """What the rules of `tool`'s policy see of its limits, read now, if they read any."""
+        if self.spend is None or not reads_limits(self.policies.for_tool(tool)[1]):
+            return None
+        return await self.spend.values(tool, args, run)
+
+    def gated(self, tool: str) -> bool:
+        """Whether calls of a tool that needs no approval pass the gate all the same (a
+        limit counts them)."""
+        return self.spend is not None and self.spend.limited(tool)
+
+    async def plan_spend(self, approval: Approval, run: Run | None) -> SpendPlan | None:
+        """How a new approval is admitted in its transaction (its limits and the envelopes
+        that may approve it); None when nothing counts it."""
+        if self.spend is None:
+            return None
+        reroute = None
+        if reads_limits(self.policies.for_tool(approval.policy)[1]):
+
+            def reroute(limits: Mapping[str, Mapping[str, int]]) -> Approval:
+                return self._rerouted(approval, run, limits)
+
+        return await self.spend.plan(approval, run, redraft=self.redraft, reroute=reroute)
+
+    def _rerouted(
+        self, approval: Approval, run: Run | None, limits: Mapping[str, Mapping[str, int]]
+    ) -> Approval:
+        """The approval routed again with the limits as its transaction read them: as it
+        was if the rules decide the same, else as they decide now (a learned rule's
+        approval stands only while the rules still ask a person)."""
+        name, policy = self.policies.for_tool(approval.policy)
+        facts = drafting.facts_of(run, approval.requested_by, approval.created_at, limits)
+        routed = route(name, policy, approval.tool, approval.args, facts)
+        before = approval.rule
+        if before is not None and routed.match is not None:
+            if before.learned_id is not None:
+                if routed.match.action == "ask" and routed.match.kind != "error":
+                    return approval
+            elif routed.match.summary == before.summary:
+                return approval
+        return self.redraft(approval, name, routed)
 
     async def annotate(self, approval: Approval) -> Approval:
         """The approval naming a possible duplicate request and a key conflict."""
@@ -143,8 +217,10 @@ class ApprovalDesk:
         await self._expire_if_due(approval, policy)
         await self._check_decider(approval, policy, decision, by)
         approved_args = None
+        amounts = None
         if args is not None:
             approved_args = await deciding.check_edit(self.deps, approval, policy, decision, args)
+            amounts = await self._edited_amounts(approval, approved_args)
         key_suffix = await deciding.check_conflict(
             self.store, approval, decision, approved_args, separate
         )
@@ -159,6 +235,7 @@ class ApprovalDesk:
                 approved_args=approved_args,
                 open_only=policy.on_timeout == "decline",
                 key_suffix=key_suffix,
+                spend_amounts=amounts,
             )
         except errors.ApprovalExpired:  # past the deadline by the database's clock
             await self._expire(approval)
@@ -166,6 +243,15 @@ class ApprovalDesk:
         if voted.approval.state != ApprovalState.PENDING and resume:
             await self.after_decision(voted.approval, True)
         return voted.approval
+
+    async def _edited_amounts(
+        self, approval: Approval, args: dict[str, Any]
+    ) -> dict[str, int] | None:
+        """Each limit's amount for the edited arguments, if the call counts against any."""
+        if self.spend is None or approval.rule is None or not approval.rule.limits:
+            return None
+        run = await self.deps.find_run(approval.run_id)
+        return self.spend.amounts(approval, args, run)
 
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would (not pending, not an approver) without deciding:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from runtime.approvals.binding import conflict_of
@@ -57,9 +58,14 @@ async def key_conflict(store: Store, approval: Approval, digest: str) -> EffectC
     return conflict_of(other, approved)
 
 
-def facts_of(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
+def facts_of(
+    run: Run | None,
+    requested_by: str | None,
+    now: datetime,
+    limits: Mapping[str, Mapping[str, int]] | None = None,
+) -> Facts:
     if run is None:
-        return Facts(requested_by=requested_by or "", now=now)
+        return Facts(requested_by=requested_by or "", now=now, limits=limits or {})
     return Facts(
         run_id=run.id,
         agent=run.agent,
@@ -67,6 +73,7 @@ def facts_of(run: Run | None, requested_by: str | None, now: datetime) -> Facts:
         requested_by=run.requested_by or "",
         usage=run.usage.model_dump(),
         now=now,
+        limits=limits or {},
     )
 
 

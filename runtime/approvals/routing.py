@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from runtime import errors
 from runtime.approvals.policy import SYSTEM_ACTOR, Policies, Policy, under
 from runtime.approvals.rules import Facts, Rule, RuleEvaluationError, activation, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState
-from store.records import RuleMatch
+from store.records import RuleMatch, ShadowNote
 
 if TYPE_CHECKING:
     from runtime.agent import Agent
@@ -40,27 +40,64 @@ class Route:
 def route(
     policy_name: str, policy: Policy, tool: str, args: Mapping[str, Any], facts: Facts
 ) -> Route:
-    """Evaluate `policy`'s rules for one call; without rules, the policy as it is."""
+    """Evaluate `policy`'s rules for one call; without rules, the policy as it is. A rule in
+    shadow mode decides nothing: what it would have done is noted on the match."""
     if not policy.rules:
         return Route(policy, None)
     context = activation(tool, args, facts)
+    shadow: list[ShadowNote] = []
     for number, rule in enumerate(policy.rules, start=1):
         try:
             matched = holds(rule.when, context)
         except RuleEvaluationError as exc:
-            return _fail_closed(policy_name, policy, number, rule, str(exc))
-        if matched:
-            return _matched(policy, number, rule)
+            if rule.mode == "shadow":
+                shadow.append(_shadow(number, "ask", f"could not be evaluated ({exc})"))
+                continue
+            return _noted(_fail_closed(policy_name, policy, number, rule, str(exc)), shadow)
+        if matched and rule.mode == "shadow":
+            would = _matched(policy, number, rule).match
+            action = _WOULD[rule.action]
+            shadow.append(_shadow(number, action, would.summary if would else rule.describe()))
+        elif matched:
+            return _noted(_matched(policy, number, rule), shadow)
     base = _bare(policy)
-    return Route(
-        base,
-        RuleMatch(
-            kind="no_match",
-            action="ask",
-            summary=f"no rule matched → policy {policy_name}: {_asks(base)}",
-            policy=snapshot(base),
-        ),
+    match = RuleMatch(
+        kind="no_match",
+        action="ask",
+        summary=f"no rule matched → policy {policy_name}: {asks_text(base)}",
+        policy=snapshot(base),
     )
+    return _noted(Route(base, match), shadow)
+
+
+def unasked(policy: Policy) -> Route:
+    """A call of a tool that needs no approval, gated only by its limits: approved at once
+    while it is within them (its rules are not used)."""
+    base = _bare(policy)
+    match = RuleMatch(
+        kind="no_match",
+        action="auto_approve",
+        summary="needs no approval → approved at once, within its limits",
+        policy=snapshot(base),
+    )
+    return Route(base, match)
+
+
+_WOULD: dict[str, Literal["approve", "ask", "deny"]] = {
+    "auto_approve": "approve",
+    "deny": "deny",
+    "ask": "ask",
+}
+
+
+def _shadow(number: int, would: Literal["approve", "ask", "deny"], text: str) -> ShadowNote:
+    return ShadowNote(kind="rule", name=f"rule {number}", would=would, text=text)
+
+
+def _noted(routed: Route, shadow: list[ShadowNote]) -> Route:
+    if not shadow or routed.match is None:
+        return routed
+    return Route(routed.policy, routed.match.model_copy(update={"shadow": tuple(shadow)}))
 
 
 def _matched(policy: Policy, number: int, rule: Rule) -> Route:
@@ -68,7 +105,7 @@ def _matched(policy: Policy, number: int, rule: Rule) -> Route:
     outcome = {
         "auto_approve": "approved at once",
         "deny": f"declined at once: {rule.deny}",
-        "ask": _asks(effective),
+        "ask": asks_text(effective),
     }[rule.action]
     match = RuleMatch(
         kind="matched",
@@ -98,7 +135,7 @@ def _fail_closed(name: str, policy: Policy, number: int, rule: Rule, error: str)
         error=error,
         summary=(
             f"rule {number} could not be evaluated ({error}) → the most restrictive policy, "
-            f"{chosen_name}: {_asks(chosen)}"
+            f"{chosen_name}: {asks_text(chosen)}"
         ),
         policy=snapshot(chosen),
     )
@@ -115,7 +152,8 @@ def restrictiveness(policy: Policy) -> tuple[int, int, int, int]:
     )
 
 
-def _asks(policy: Policy) -> str:
+def asks_text(policy: Policy) -> str:
+    """Who is asked and where: "2 approvals from S0LEADS in C0REFUNDS"."""
     who = ", ".join(policy.approvers) if policy.approvers else "anyone but the requester"
     count = policy.required_approvals
     where = f" in {policy.channel}" if policy.channel else ""
@@ -159,14 +197,19 @@ def decided_at_once(approval: Approval, now: datetime) -> Approval:
 Loc = tuple[str, ...]
 
 
-def check_rules(policies: Policies, agents: Iterable[Agent]) -> None:
-    """Refuse rules that name an argument a tool lacks or compare a field with a value of
-    another type, before any call is routed by them."""
+def check_rules(
+    policies: Policies,
+    agents: Iterable[Agent],
+    limits: Mapping[str, Iterable[str]] | None = None,
+) -> None:
+    """Refuse rules that name an argument a tool lacks, a limit that does not count its
+    calls, or compare a field with a value of another type, before any call is routed by
+    them. `limits`: each limit's name and the tools it counts."""
     if not any(p.rules for p in [policies.default, *policies.tools.values()]):
         return  # nothing to check: cel-python and the checker stay unloaded
     tools = {name: t for agent in agents for name, t in agent.tools.items()}
     types = {name: tool_arg_types(t) for name, t in tools.items() if t.requires_approval}
-    problems = rule_problems(policies, types)
+    problems = rule_problems(policies, types, limits)
     if problems:
         (loc, first), more = problems[0], len(problems) - 1
         also = f" (and {more} more)" if more else ""
@@ -174,31 +217,45 @@ def check_rules(policies: Policies, agents: Iterable[Agent]) -> None:
 
 
 def rule_problems(
-    policies: Policies, tools: Mapping[str, Mapping[str, CelType]]
+    policies: Policies,
+    tools: Mapping[str, Mapping[str, CelType]],
+    limits: Mapping[str, Iterable[str]] | None = None,
 ) -> list[tuple[Loc, str]]:
     """Every rule's problems for the tools it applies to (`tools`: argument types by tool
-    name), each with where the rule's `when` is in the configuration."""
+    name; `limits`: the tools each limit counts), each with where the rule's `when` is."""
     found: list[tuple[Loc, str]] = []
+    counted = {name: set(counts) for name, counts in (limits or {}).items()}
     own = {name for name, p in policies.tools.items() if "rules" in p.model_fields_set}
     for name in own:
         args = tools.get(name)
-        found += _problems(("policies", "tools", name), name, policies.tools[name], args)
+        named = [limit for limit, counts in counted.items() if name in counts]
+        found += _problems(("policies", "tools", name), name, policies.tools[name], args, named)
     inheriting = [t for t in tools if t not in own]
     args = _union(tools[t] for t in inheriting) if inheriting else None
-    found += _problems(("policies", "default"), "the tools", policies.default, args)
+    named = [limit for limit, counts in counted.items() if counts & set(inheriting)]
+    found += _problems(("policies", "default"), "the tools", policies.default, args, named)
     return found
 
 
 def _problems(
-    loc: Loc, tool: str, policy: Policy, args: Mapping[str, CelType] | None
+    loc: Loc,
+    tool: str,
+    policy: Policy,
+    args: Mapping[str, CelType] | None,
+    limits: list[str],
 ) -> list[tuple[Loc, str]]:
     from runtime.approvals.rule_check import check
 
     return [
         ((*loc, "rules", str(index), "when"), f"rule {index + 1}: {problem}")
         for index, rule in enumerate(policy.rules)
-        for problem in check(rule.when, tool, args)
+        for problem in check(rule.when, tool, args, limits)
     ]
+
+
+def reads_limits(policy: Policy) -> bool:
+    """Whether a rule of the policy reads the limits (`limits.<name>.used`)."""
+    return any("limits" in rule.when for rule in policy.rules)
 
 
 def _union(each: Iterable[Mapping[str, CelType]]) -> dict[str, CelType]:

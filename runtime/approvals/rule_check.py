@@ -1,8 +1,9 @@
 """The start-up check of approval rules: what CEL itself only finds when a condition runs.
 
 cel-python has no type checker, so this walks a condition's syntax tree: every name must be
-one a rule sees (`args`, `tool`, `run`, `now`, or a macro's variable), every `args.x` an
-argument of the tools the rule applies to, every `run.x` a field of the run, and every
+one a rule sees (`args`, `tool`, `run`, `now`, `limits`, or a macro's variable), every
+`args.x` an argument of the tools the rule applies to, every `run.x` a field of the run,
+every `limits.x` a limit that counts those tools' calls, and every
 comparison of a field with a literal must compare values of one type (CEL finds no `1` equal
 to `'1'`, and no int ordered against a double). Loaded only when a configuration has rules.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from lark import Token, Tree
@@ -31,7 +32,8 @@ USAGE_TYPES: dict[str, CelType] = {
     "output_tokens": "int",
     "cost": "double",
 }
-VARIABLES = ("args", "tool", "run", "now")
+LIMIT_FIELDS: dict[str, CelType] = {"used": "int", "left": "int", "max": "int"}
+VARIABLES = ("args", "tool", "run", "now", "limits")
 _MACROS = {"all", "exists", "exists_one", "map", "filter"}
 _TYPE_NAMES = {"int", "uint", "double", "bool", "string", "bytes", "list", "map", "null_type"}
 _LITERALS = {
@@ -59,19 +61,32 @@ def _cel_type(annotation: Any) -> CelType:
     return _PY_TYPES.get(annotation, "")
 
 
-def check(when: str, tool: str | None, args: Mapping[str, CelType] | None) -> list[str]:
+def check(
+    when: str,
+    tool: str | None,
+    args: Mapping[str, CelType] | None,
+    limits: Collection[str] | None = None,
+) -> list[str]:
     """What is wrong with a condition for this tool (`args`: its argument types; None when
-    the tool is not known here, so its arguments cannot be checked)."""
+    the tool is not known here, so its arguments cannot be checked; `limits`: the names of
+    the limits that count its calls)."""
     ast = tree(when)
     bound = _macro_variables(ast)
-    problems = [p for node in ast.iter_subtrees_topdown() for p in _names(node, bound, tool, args)]
+    known = tuple(limits or ())
+    problems = [
+        p for node in ast.iter_subtrees_topdown() for p in _names(node, bound, tool, args, known)
+    ]
     for node in ast.iter_subtrees_topdown():
         problems.extend(_comparison(node, args or {}))
     return list(dict.fromkeys(problems))
 
 
 def _names(
-    node: Tree[Token], bound: set[str], tool: str | None, args: Mapping[str, CelType] | None
+    node: Tree[Token],
+    bound: set[str],
+    tool: str | None,
+    args: Mapping[str, CelType] | None,
+    limits: tuple[str, ...],
 ) -> Iterator[str]:
     if node.data == "ident" and str(node.children[0]) not in bound:
         name = str(node.children[0])
@@ -87,6 +102,11 @@ def _names(
         yield f"run has no field {path[1]!r} (it has {', '.join([*RUN_FIELDS, 'usage'])})"
     elif path[:2] == ("run", "usage") and len(path) > 2 and path[2] not in USAGE_TYPES:
         yield f"run.usage has no field {path[2]!r} (it has {', '.join(USAGE_TYPES)})"
+    elif path[0] == "limits" and path[1] not in limits:
+        named = ", ".join(limits) or "none"
+        yield f"no limit {path[1]!r} counts {tool}'s calls (its limits: {named})"
+    elif path[0] == "limits" and len(path) > 2 and path[2] not in LIMIT_FIELDS:
+        yield f"a limit has no field {path[2]!r} (it has {', '.join(LIMIT_FIELDS)})"
 
 
 def _path(node: Tree[Token]) -> tuple[str, ...] | None:
@@ -141,6 +161,8 @@ def _type_of(node: Any, args: Mapping[str, CelType]) -> CelType:
         return RUN_FIELDS.get(path[1], "")
     if path and len(path) == 3 and path[:2] == ("run", "usage"):
         return USAGE_TYPES.get(path[2], "")
+    if path and len(path) == 3 and path[0] == "limits":
+        return LIMIT_FIELDS.get(path[2], "")
     return ""
 
 

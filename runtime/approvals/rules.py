@@ -2,7 +2,8 @@
 
 A rule routes the call to other approvers (anything a policy sets), approves it at once
 (`auto_approve`) or declines it at once (`deny`). Expressions are CEL, evaluated by
-cel-python with no functions beyond CEL's own, over `args`, `tool`, `run` and `now`: an
+cel-python with no functions beyond CEL's own, over `args`, `tool`, `run`, `now` and the
+`limits` the call counts against: an
 expression cannot reach files, the network or Python. Each is compiled once, when the
 configuration is read (`runtime.approvals.rule_check` then checks it against the tools). cel-python
 is imported on the first rule, so a configuration without rules never loads it.
@@ -47,6 +48,9 @@ class Rule(Settings):
     auto_approve: bool = False
     deny: str | None = Field(None, min_length=1)
     """Decline at once; the text is the reason the model and the audit log are given."""
+    mode: Literal["enforce", "shadow"] = "enforce"
+    """`shadow`: the rule decides nothing; what it would have done is recorded (audit event,
+    metric, a line on the run) and the next rule is tried."""
 
     @field_validator("when")
     @classmethod
@@ -74,7 +78,7 @@ class Rule(Settings):
     def overrides(self) -> dict[str, Any]:
         """The policy settings this rule sets."""
         return self.model_dump(
-            exclude_unset=True, exclude={"when", "label", "auto_approve", "deny"}
+            exclude_unset=True, exclude={"when", "label", "auto_approve", "deny", "mode"}
         )
 
     def describe(self) -> str:
@@ -108,7 +112,8 @@ def tree(when: str) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class Facts:
-    """What a rule's condition sees besides the arguments: the run so far, and the time."""
+    """What a rule's condition sees besides the arguments: the run so far, the time, and
+    the limits the call counts against (`limits.<name>.used`, `.left`, `.max`)."""
 
     run_id: str = ""
     agent: str = ""
@@ -116,6 +121,7 @@ class Facts:
     requested_by: str = ""
     usage: Mapping[str, int | float] = field(default_factory=dict)
     now: datetime = datetime(1970, 1, 1, tzinfo=UTC)
+    limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 class RuleEvaluationError(Exception):
@@ -148,12 +154,15 @@ def activation(tool: str, args: Mapping[str, Any], facts: Facts) -> dict[str, An
         "requested_by": facts.requested_by,
         "usage": usage | {"cost": float(usage["cost"])},
     }
-    return {
+    context = {
         "args": celpy.json_to_cel(dict(args)),
         "tool": celtypes.StringType(tool),
         "run": celpy.json_to_cel(run),
         "now": celtypes.TimestampType(facts.now.astimezone(UTC)),
     }
+    if facts.limits:
+        context["limits"] = celpy.json_to_cel({k: dict(v) for k, v in facts.limits.items()})
+    return context
 
 
 def _one_line(value: object) -> str:

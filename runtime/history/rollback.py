@@ -39,6 +39,7 @@ from store import (
 )
 from store import errors as store_errors
 from store.base import UNDO_STARTED
+from store.spend import SpendChange
 
 log = logging.getLogger("signoff.rollback")
 
@@ -294,6 +295,10 @@ async def _compensate(
                         finished_at=deps.clock(),
                     )
                 ],
+                # undone: what the call held of its limits and envelopes is given back
+                spend=[SpendChange(effect.call_id, "release", "compensated")]
+                if status == EffectStatus.COMPLETED
+                else [],
             )
         )
     except store_errors.Conflict as exc:

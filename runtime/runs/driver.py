@@ -174,6 +174,8 @@ class Driver:
             self.earlier_approvals = {
                 a.call_id: a for a in ordered if a.call_id and not a.withdrawn
             }
+            for approval in approvals:  # what its calls hold is settled as they end
+                journal.track(approval)
 
     def _unique_ids(self, calls: Sequence[ToolCall]) -> tuple[ToolCall, ...]:
         """Models may reuse call ids; the ledger keys effects by them, so each must be new."""
@@ -196,7 +198,8 @@ class Driver:
         found open in a loaded state may have effects or approvals from before.
         """
         session, journal, execution = self.session, self.session.journal, self.execution
-        plans = [plan(call, session.agent, session.run) for call in calls]
+        gated = self.gate.approvals.gated
+        plans = [plan(call, session.agent, session.run, gated) for call in calls]
         ids = [p.call.id for p in plans]
         effects = {} if fresh else _pick(self.earlier_effects, ids)
         approvals = {} if fresh else _pick(self.earlier_approvals, ids)

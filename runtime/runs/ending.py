@@ -26,6 +26,7 @@ from store import (
     RunStatus,
 )
 from store import errors as store_errors
+from store.spend import SpendChange
 
 log = logging.getLogger("signoff.ending")
 
@@ -140,11 +141,24 @@ async def resolve(
     settle = PageSettlement(call_id=call_id, by=by, at=now)
     try:
         await deps.store.commit(
-            Batch(run_id=run_id, finish=[outcome], settle_pages=[settle], events=[event])
+            Batch(
+                run_id=run_id,
+                finish=[outcome],
+                settle_pages=[settle],
+                events=[event],
+                spend=[_spent(call_id, happened)],
+            )
         )
     except store_errors.Conflict:
         raise errors.InvalidRequest(f"effect {call_id} was resolved meanwhile") from None
     return await _effect(deps, run_id, call_id)
+
+
+def _spent(call_id: str, happened: bool) -> SpendChange:
+    """What a resolved call's holds become: spent if it happened, given back if not."""
+    if happened:
+        return SpendChange(call_id, "settle")
+    return SpendChange(call_id, "release", "did not happen")
 
 
 async def late_result(deps: Deps, run_id: str, call_id: str) -> Any:
@@ -242,8 +256,10 @@ async def _append_status(
             stop_reason=reason,
             created_at=deps.clock(),
         )
+        idle = [SpendChange(None, "idle", f"the run was {status.value}")]  # calls never run
+        batch = Batch(run_id=run_id, checkpoints=[checkpoint], events=[event], spend=idle)
         try:
-            await deps.store.commit(Batch(run_id=run_id, checkpoints=[checkpoint], events=[event]))
+            await deps.store.commit(batch)
             return
         except store_errors.Conflict:
             await asyncio.sleep(0.01)

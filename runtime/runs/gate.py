@@ -6,10 +6,12 @@ through the narrow `runtime.ports.Approvals`."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 
 from runtime.approvals.binding import conflict_of
 from runtime.approvals.naming import log_rule_decision
 from runtime.ports import Approvals
+from runtime.runs import shadow
 from runtime.runs.budget import StopReason
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
@@ -31,29 +33,47 @@ class Gate:
         `approvals` gains those created; returned are the calls the lineage answered
         already (a completed effect, or a decline)."""
         session, journal = self.session, self.session.journal
-        wanted = [
-            self.new_approval(p)
+        asked = [
+            p
             for p in plans
             if p.needs_approval and p.call.id not in approvals and p.call.id not in effects
         ]
-        if not wanted:
+        if not asked:
             return {}
-        wanted = [await self.approvals.annotate(a) for a in wanted]
+        wanted = [await self.approvals.annotate(await self.drafted(p)) for p in asked]
         run_now = journal.run_now()
         wanted = [await session.deps.with_learned_rule(a, run_now) for a in wanted]
-        committed = await journal.write(request=wanted)
+        admit = {}
+        for approval in wanted:  # the limits and envelopes that decide it in its transaction
+            if (spend := await self.approvals.plan_spend(approval, run_now)) is not None:
+                admit[approval.id] = spend
+        committed = await journal.write(request=wanted, admit=admit)
         prior: dict[str, Effect | Approval] = {**committed.preempted, **committed.prior_decisions}
-        created = [a for a in wanted if a.call_id not in prior]
+        created = [
+            committed.admitted.get(a.call_id or "", a) for a in wanted if a.call_id not in prior
+        ]
         approvals.update({a.call_id: a for a in created if a.call_id})
         run = journal.run_now()
         for approval in created:
+            journal.track(approval)
+            shadow.observe(session.deps.telemetry, approval)
             if approval.state == ApprovalState.PENDING:
                 await session.deps.announcer.approval_requested(approval, run)
             else:  # a rule approved or denied it at once: no one is asked
                 log_rule_decision(approval)
         return prior
 
-    def new_approval(self, plan: Plan) -> Approval:
+    async def drafted(self, plan: Plan) -> Approval:
+        """The call's approval as its rules route it (with its limits, if they read them)."""
+        limits = None
+        if not plan.unasked:
+            run = self.session.journal.run_now()
+            limits = await self.approvals.limit_values(plan.call.name, plan.args or {}, run)
+        return self.new_approval(plan, limits)
+
+    def new_approval(
+        self, plan: Plan, limits: Mapping[str, Mapping[str, int]] | None = None
+    ) -> Approval:
         return self.approvals.new_approval(
             tool=plan.call.name,
             args=plan.args or {},
@@ -61,6 +81,8 @@ class Gate:
             call_id=plan.call.id,
             idempotency_key=plan.key,
             sensitive=plan.tool.sensitive if plan.tool else (),
+            unasked=plan.unasked,
+            limits=limits,
         )
 
     async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:

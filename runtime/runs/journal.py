@@ -12,7 +12,7 @@ Each way a write can fail (fenced off, collided, interrupted, a full disk) is ha
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -39,8 +39,10 @@ from store import (
     Usage,
     errors,
 )
+from store.spend import SpendChange, SpendPlan
 
 log = logging.getLogger("signoff.journal")
+_ENDED = frozenset({"done", "failed", "cancelled"})
 
 WRITE_RETRY_MAX_WAIT = 2.0
 """The longest wait between two attempts to write a result in hand (seconds)."""
@@ -101,6 +103,10 @@ class Journal:
         """Complete steps queued but not written yet: each becomes a checkpoint of its own."""
         self.unsafe = False
         """Whether an unsaved outcome is of a tool that must not run twice."""
+        self.spending: set[str] = set()
+        """Calls that hold part of a limit or an envelope: how each ends settles or gives
+        back what it holds, in the transaction that records the end."""
+        self.spend: list[SpendChange] = []
 
     # what the driver queues
 
@@ -120,6 +126,17 @@ class Journal:
         self.unsafe = self.unsafe or not rerunnable
         self.finished.append(outcome)
         self.unsaved.append(message)
+        if outcome.call_id in self.spending and outcome.status != EffectStatus.IN_DOUBT:
+            if outcome.status == EffectStatus.COMPLETED:
+                self.spend.append(SpendChange(outcome.call_id, "settle"))
+            else:  # it failed: what it held goes back
+                self.spend.append(SpendChange(outcome.call_id, "release", "failed"))
+
+    def track(self, approval: Approval) -> None:
+        """Note a call whose approval holds part of a limit or an envelope."""
+        match = approval.rule
+        if approval.call_id and match is not None and (match.limits or match.envelope_id):
+            self.spending.add(approval.call_id)
 
     def event(self, action: str, **detail: Any) -> None:
         self.events.append(
@@ -156,8 +173,10 @@ class Journal:
         start: Sequence[Effect] = (),
         request: Sequence[Approval] = (),
         pages: Sequence[Page] = (),
+        admit: Mapping[str, SpendPlan] | None = None,
     ) -> Committed:
-        """Write everything queued, plus these records, in one transaction."""
+        """Write everything queued, plus these records, in one transaction. `admit`: the
+        spend plans of requested approvals (`Batch.admit`)."""
         checkpoints: list[Checkpoint] = []
         cut = 0
         for sealed in self.sealed:
@@ -177,7 +196,10 @@ class Journal:
                 after=len(checkpoints),
             )
         )
-        taken = (len(self.unsaved), len(self.finished), len(self.events))
+        taken = (len(self.unsaved), len(self.finished), len(self.events), len(self.spend))
+        spend = list(self.spend)
+        if status.value in _ENDED and self.spending:  # calls approved that never ran give back
+            spend.append(SpendChange(None, "idle", f"the run {status.value}"))
         batch = Batch(
             run_id=self.run.id,
             owner=self.owner,
@@ -188,6 +210,8 @@ class Journal:
             request=request,
             pages=pages,
             events=tuple(self.events),
+            admit=admit or {},
+            spend=tuple(spend),
         )
         try:
             committed = await self._commit(batch)
@@ -206,6 +230,7 @@ class Journal:
         del self.unsaved[: taken[0]]
         del self.finished[: taken[1]]
         del self.events[: taken[2]]
+        del self.spend[: taken[3]]
         return committed
 
     async def _commit(self, batch: Batch) -> Committed:
@@ -352,6 +377,7 @@ class Journal:
             epoch=epoch,
             checkpoints=[checkpoint],
             finish=tuple(self.finished),
+            spend=tuple(self.spend),
         )
         try:
             await self.store.commit(batch)

@@ -4,6 +4,7 @@ it, or why it cannot run."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,11 +26,18 @@ class Plan:
     key: str | None = None
     problem: str | None = None
     needs_approval: bool = False
+    """Whether it passes the gate (an approval is made for it): its tool asks a person, or
+    a limit counts its calls."""
+    unasked: bool = False
+    """It passes the gate only for its limits: its tool itself needs no approval."""
     digest: str | None = None
     """`args_digest(args)`, from the canonical JSON the key was made of (computed once)."""
 
 
-def plan(call: ToolCall, agent: Agent, run: Run) -> Plan:
+def plan(
+    call: ToolCall, agent: Agent, run: Run, gated: Callable[[str], bool] = lambda tool: False
+) -> Plan:
+    """`gated(tool)`: whether a limit counts the calls of a tool that needs no approval."""
     tool = agent.tools.get(call.name)
     if tool is None:
         known = ", ".join(agent.tools) or "none"
@@ -47,5 +55,15 @@ def plan(call: ToolCall, agent: Agent, run: Run) -> Plan:
     canonical = canonical_json(args)
     key = idempotency_key(run.lineage_id, tool.name, args, business_id, canonical=canonical)
     # A dry run executes no mutating tool, so it has nothing to ask a human about.
-    ask = tool.requires_approval and not (run.dry_run and tool.mutating)
-    return Plan(call, tool, args, key, needs_approval=ask, digest=canonical_digest(canonical))
+    live = not (run.dry_run and tool.mutating)
+    ask = tool.requires_approval and live
+    counted = not tool.requires_approval and tool.mutating and live and gated(tool.name)
+    return Plan(
+        call,
+        tool,
+        args,
+        key,
+        needs_approval=ask or counted,
+        unasked=counted,
+        digest=canonical_digest(canonical),
+    )

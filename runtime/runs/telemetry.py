@@ -44,6 +44,10 @@ class Telemetry(Protocol):
     def leases_taken_over(self, count: int) -> None:
         """Runs whose worker was gone (its lease expired) taken over by this process."""
 
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
+        """A rule, limit or envelope in shadow mode would have decided a call (`would`:
+        approve, ask or deny); it decided nothing."""
+
 
 class NullTelemetry:
     def model_step(self, agent: str, seconds: float, usage: Usage) -> None:
@@ -53,4 +57,7 @@ class NullTelemetry:
         return None
 
     def leases_taken_over(self, count: int) -> None:
+        return None
+
+    def shadow_decision(self, kind: str, name: str, would: str) -> None:
         return None

@@ -72,11 +72,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_sche
 LOCK TABLE runs IN SHARE MODE
 
 -- lease_schema_kept [sqlite] --
--- Whether the runs table says which schema each lease holder runs (migration 0024).
+-- Whether the runs table says which schema each lease holder runs (migration 0026).
 SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'lease_schema'
 
 -- lease_schema_kept [postgres] --
--- Whether the runs table says which schema each lease holder runs (migration 0024).
+-- Whether the runs table says which schema each lease holder runs (migration 0026).
 SELECT count(*) FROM information_schema.columns
 WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'lease_schema'
 
@@ -651,6 +651,12 @@ WHERE id = :id AND state = 'pending' AND deadline {is_not_distinct_from} :expect
 UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = :delivery
 WHERE id = :id
 
+-- adopt_approval_message --
+-- Where the approval's card is, learnt from a click on it: kept only where none is recorded
+-- (Slack took the post without saying its ts, and no look-up has found it yet).
+UPDATE approvals SET channel = :channel, message_ts = :message_ts, delivery = 'delivered'
+WHERE id = :id AND message_ts IS NULL
+
 -- set_callback_status --
 -- Whether the decision reached the approval's callback URL.
 UPDATE approvals SET callback_status = :callback_status WHERE id = :id
@@ -724,6 +730,11 @@ RETURNING id
 -- Where the page was posted, and whether that worked.
 UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = :delivery
 WHERE id = :id
+
+-- adopt_page_message --
+-- Where the page's message is, learnt from a click on it: kept only where none is recorded.
+UPDATE pages SET channel = :channel, message_ts = :message_ts, delivery = 'delivered'
+WHERE id = :id AND message_ts IS NULL
 
 -- insert_event --
 -- Append an audit event.
@@ -1273,3 +1284,225 @@ FROM learned_rules WHERE id = :id AND from_approval IS NOT NULL
 -- Move a rule's thread note on to a time (compare-and-set on where it was).
 UPDATE learned_rules SET noted_until = :until
 WHERE id = :id AND coalesce(noted_until, created_at) = :since
+
+-- spend_clock --
+-- The time a limit's window is judged by: the database's clock (or the store's own, when
+-- it was given one).
+SELECT {clock}
+
+-- lock_spend [sqlite] --
+-- (None: the single writer serializes every transaction.)
+
+-- lock_spend [postgres] --
+-- Lock each limit's key (its counter and key) a call is about to be counted against, in the
+-- order given, to the end of the transaction: two calls on one key take turns between
+-- reading the window and adding to it. Returns the time the windows are judged by.
+SELECT now(), count(pg_advisory_xact_lock(hashtextextended('signoff:spend:' || k.id, 0)))
+FROM unnest(:keys::text[]) WITH ORDINALITY AS k(id, n)
+
+-- spend_used_many [sqlite] --
+-- What each key of a limit's counter holds over the buckets its window spans (a JSON list of
+-- claims: index, counter, key, first and current bucket), a few rows of the primary key each,
+-- however long the history: (index, amount, calls) per claim.
+SELECT json_extract(c.value, '$.i'), coalesce(sum(s.amount), 0), coalesce(sum(s.calls), 0)
+FROM json_each(:claims) c
+LEFT JOIN spend_counters s
+  ON s.counter = json_extract(c.value, '$.counter') AND s.key = json_extract(c.value, '$.key')
+ AND s.bucket BETWEEN json_extract(c.value, '$.first') AND json_extract(c.value, '$.current')
+GROUP BY c.key
+
+-- spend_used_many [postgres] --
+-- The same, over PostgreSQL's JSON.
+SELECT (c.v ->> 'i')::int, coalesce(sum(s.amount), 0), coalesce(sum(s.calls), 0)
+FROM jsonb_array_elements(:claims::jsonb) AS c(v)
+LEFT JOIN spend_counters s
+  ON s.counter = c.v ->> 'counter' AND s.key = c.v ->> 'key'
+ AND s.bucket BETWEEN (c.v ->> 'first')::bigint AND (c.v ->> 'current')::bigint
+GROUP BY c.v
+
+-- insert_holds [sqlite] --
+-- A call's holds on limits' counters (a JSON list: counter, key, bucket, amount); a call
+-- holds each once: returns those it did not hold yet.
+INSERT INTO spend_holds (counter, key, bucket, amount, calls, run_id, call_id, approval_id,
+                         state, held_at)
+SELECT json_extract(h.value, '$.counter'), json_extract(h.value, '$.key'),
+       json_extract(h.value, '$.bucket'), json_extract(h.value, '$.amount'), 1, :run_id,
+       :call_id, :approval_id, 'held', :held_at
+FROM json_each(:holds) h WHERE true
+ON CONFLICT DO NOTHING
+RETURNING counter, key, bucket, amount
+
+-- insert_holds [postgres] --
+-- The same, and what they add to the counters, in one statement (`add_to_counters` then
+-- has nothing left to do).
+WITH held AS (
+    INSERT INTO spend_holds (counter, key, bucket, amount, calls, run_id, call_id,
+                             approval_id, state, held_at)
+    SELECT h.v ->> 'counter', h.v ->> 'key', (h.v ->> 'bucket')::bigint,
+           (h.v ->> 'amount')::bigint, 1, :run_id, :call_id, :approval_id, 'held',
+           :held_at::timestamptz
+    FROM jsonb_array_elements(:holds::jsonb) AS h(v)
+    ON CONFLICT DO NOTHING
+    RETURNING counter, key, bucket, amount
+), added AS (
+    INSERT INTO spend_counters (counter, key, bucket, amount, calls)
+    SELECT counter, key, bucket, amount, 1 FROM held
+    ON CONFLICT (counter, key, bucket) DO UPDATE
+    SET amount = spend_counters.amount + excluded.amount,
+        calls = spend_counters.calls + excluded.calls
+)
+SELECT counter, key, bucket, amount FROM held
+
+-- add_to_counters [sqlite] --
+-- Add what new holds (a JSON list: counter, key, bucket, amount) hold to their counters.
+INSERT INTO spend_counters (counter, key, bucket, amount, calls)
+SELECT json_extract(a.value, '$.counter'), json_extract(a.value, '$.key'),
+       json_extract(a.value, '$.bucket'), json_extract(a.value, '$.amount'), 1
+FROM json_each(:added) a WHERE true
+ON CONFLICT (counter, key, bucket) DO UPDATE
+SET amount = spend_counters.amount + excluded.amount,
+    calls = spend_counters.calls + excluded.calls
+
+-- add_to_counters [postgres] --
+-- (None: `insert_holds` added them in its own statement.)
+
+-- take_from_counter --
+-- Take a released hold off the bucket it was added to.
+UPDATE spend_counters SET amount = amount - :amount, calls = calls - :calls
+WHERE counter = :counter AND key = :key AND bucket = :bucket
+
+-- insert_hold --
+-- A call's hold on a counter (or an envelope); a call holds each once.
+INSERT INTO spend_holds (counter, key, bucket, amount, calls, run_id, call_id, approval_id,
+                         state, held_at)
+VALUES (:counter, :key, :bucket, :amount, :calls, :run_id, :call_id, :approval_id, 'held',
+        :held_at)
+ON CONFLICT DO NOTHING
+
+-- settle_holds --
+-- The call's effect completed: what it holds is spent.
+UPDATE spend_holds SET state = 'settled', ended_at = {clock}
+WHERE run_id = :run_id AND call_id = :call_id AND state = 'held'
+
+-- release_holds --
+-- Give back what a call holds (compare-and-set on each hold's state, so once), returning
+-- what to take off the counters.
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
+WHERE run_id = :run_id AND call_id = :call_id AND state <> 'released'
+RETURNING counter, key, bucket, amount, calls
+
+-- release_hold_of --
+-- Give back one hold of a call, on one counter and key (its amount is about to change).
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
+WHERE run_id = :run_id AND call_id = :call_id AND counter = :counter AND key = :key
+  AND state <> 'released'
+RETURNING counter, key, bucket, amount, calls
+
+-- release_idle_holds --
+-- A run that ended gives back what its calls that never started still hold.
+UPDATE spend_holds SET state = 'released', ended_at = {clock}, why = :why
+WHERE run_id = :run_id AND state = 'held'
+  AND NOT EXISTS (SELECT 1 FROM effects e
+                  WHERE e.run_id = spend_holds.run_id AND e.call_id = spend_holds.call_id)
+RETURNING counter, key, bucket, amount, calls
+
+-- holds_of_run --
+-- What a run's calls hold (not given back), oldest first.
+SELECT * FROM spend_holds WHERE run_id = :run_id AND state <> 'released' ORDER BY id
+
+-- use_envelope --
+-- Take one call's share of an envelope if it is in force and the share fits what is left
+-- (compare-and-set on the envelope's row); what it has used then, or no row.
+UPDATE envelopes SET used_amount = used_amount + :amount, used_calls = used_calls + 1
+WHERE id = :id AND state = 'active' AND expires_at > :now
+  AND (max_amount IS NULL OR used_amount + :amount <= max_amount)
+  AND (max_calls IS NULL OR used_calls + 1 <= max_calls)
+RETURNING used_amount, used_calls, max_amount, max_calls
+
+-- give_back_envelope --
+-- A released share goes back to its envelope.
+UPDATE envelopes SET used_amount = used_amount - :amount, used_calls = used_calls - :calls
+WHERE id = :key
+
+-- enqueue_envelope_changed [sqlite] --
+-- Draw an envelope's live message again: unless a row for it already waits unclaimed (it
+-- draws the envelope as it is when sent), one row, due no sooner than :every seconds after
+-- the last edit was sent (its edits are rate-limited). Dated by the store's clock.
+INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+SELECT 'envelope_changed', :id, {clock},
+       max({clock}, coalesce((SELECT max(sent_at) FROM outbox
+                              WHERE subject_id = :id AND topic = 'envelope_changed'), 0)
+                    + :every)
+WHERE NOT EXISTS (
+    SELECT 1 FROM outbox o
+    WHERE o.subject_id = :id AND o.topic = 'envelope_changed' AND o.sent_at IS NULL
+      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+)
+
+-- enqueue_envelope_changed [postgres] --
+-- As SQLite's; it also wakes the processes listening (at commit).
+WITH queued AS (
+    INSERT INTO outbox (topic, subject_id, created_at, next_attempt_at)
+    SELECT 'envelope_changed', :id, {clock},
+           greatest({clock}, (SELECT max(sent_at) FROM outbox
+                              WHERE subject_id = :id AND topic = 'envelope_changed')
+                             + make_interval(secs => :every))
+    WHERE NOT EXISTS (
+        SELECT 1 FROM outbox o
+        WHERE o.subject_id = :id AND o.topic = 'envelope_changed' AND o.sent_at IS NULL
+          AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+    )
+    RETURNING topic
+)
+SELECT pg_notify(left('signoff:' || current_schema(), 63), topic) FROM queued
+
+-- insert_envelope --
+-- Store an envelope an approver handed out.
+INSERT INTO envelopes (id, tool, condition, amount, max_amount, max_calls, author, reason,
+                       state, needs_second, mode, from_approval, created_at, expires_at)
+VALUES (:id, :tool, :condition, :amount, :max_amount, :max_calls, :author, :reason, :state,
+        :needs_second, :mode, :from_approval, :created_at, :expires_at)
+
+-- list_envelopes --
+-- Envelopes, newest first, optionally of one tool or one id.
+SELECT * FROM envelopes
+WHERE (:tool::text IS NULL OR tool = :tool) AND (:id::text IS NULL OR id = :id)
+ORDER BY created_at DESC, id
+LIMIT :limit
+
+-- envelopes_in_force --
+-- The active, unexpired envelopes of one tool, oldest first (read per call that may ask).
+SELECT * FROM envelopes
+WHERE tool = :tool AND state = 'active' AND expires_at > :now
+ORDER BY created_at, id
+
+-- confirm_envelope --
+-- A second writer's confirmation makes a proposed envelope active (compare-and-set).
+UPDATE envelopes SET state = 'active', confirmed_by = :by, confirmed_at = :at
+WHERE id = :id AND state = 'proposed' AND author <> :by AND expires_at > :at
+
+-- revoke_envelope --
+-- Revoke an envelope that has not ended yet (compare-and-set).
+UPDATE envelopes SET state = 'revoked', revoked_by = :by, revoked_at = :at, ended = 'revoked'
+WHERE id = :id AND state <> 'revoked' AND ended IS NULL
+
+-- end_expired_envelopes --
+-- Mark the envelopes that expired by the store's clock and were not ended yet (once each),
+-- with when they expired.
+UPDATE envelopes SET ended = 'expired'
+WHERE ended IS NULL AND state <> 'revoked' AND expires_at <= {clock}
+RETURNING id, expires_at
+
+-- set_envelope_message --
+-- Where an envelope's live message is.
+UPDATE envelopes SET channel = :channel, message_ts = :message_ts WHERE id = :id
+
+-- limit_definition --
+-- The definition a limit was last seen with.
+SELECT definition FROM spend_limits WHERE name = :name
+
+-- upsert_limit_definition --
+-- Keep a limit's definition as this process sees it.
+INSERT INTO spend_limits (name, definition, changed_at) VALUES (:name, :definition, :changed_at)
+ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
+                                 changed_at = excluded.changed_at

@@ -177,6 +177,23 @@ async def test_set_approval_message_records_where_it_was_posted(
     )
 
 
+async def test_a_message_learnt_from_a_click_is_kept_only_where_none_is_recorded(
+    store: Store, create: Create
+) -> None:
+    unnamed, posted = await create(), await create()
+    await store.set_approval_message(posted.id, channel="C1", ts="1.5", delivery="delivered")
+
+    assert await store.adopt_message("approval", unnamed.id, channel="C1", ts="2.5")
+    assert not await store.adopt_message("approval", posted.id, channel="C1", ts="9.5")
+    assert not await store.adopt_message("approval", "nope", channel="C1", ts="2.5")
+    with pytest.raises(ValueError, match="approval"):
+        await store.adopt_message("run", unnamed.id, channel="C1", ts="2.5")
+
+    got = {a.id: (a.channel, a.message_ts, a.delivery) for a in await store.list_approvals()}
+    assert got[unnamed.id] == ("C1", "2.5", Delivery.DELIVERED)
+    assert got[posted.id] == ("C1", "1.5", Delivery.DELIVERED)
+
+
 async def test_set_message_of_unknown_approval_is_not_found(store: Store) -> None:
     with pytest.raises(errors.NotFound):
         await store.set_approval_message("nope", channel="C1", ts="1.0", delivery="delivered")

@@ -42,6 +42,18 @@ async def test_the_same_page_twice_is_stored_once(
     assert await store.list_pages() == [page]
 
 
+async def test_a_pages_message_learnt_from_a_click_is_kept_only_where_none_is(
+    store: Store, run: Run, make_page: MakePage
+) -> None:
+    page = await page_of(store, run, make_page(run.id, channel=None))
+
+    assert await store.adopt_message("page", page.id, channel="C9", ts="3.25")
+    assert not await store.adopt_message("page", page.id, channel="C9", ts="4.25")
+
+    got = await store.get_page(page.id)
+    assert (got.channel, got.message_ts, got.delivery) == ("C9", "3.25", Delivery.DELIVERED)
+
+
 async def test_get_unknown_page_is_not_found(store: Store) -> None:
     with pytest.raises(errors.NotFound):
         await store.get_page("no-such-page")

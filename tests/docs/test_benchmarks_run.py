@@ -27,6 +27,10 @@ SMALLEST = {
         "2 worker(s)",
     ),
     "rules_bench.py": (["--rounds", "1", "--runs", "2", "--calls", "10"], "no rule matches"),
+    "limits_bench.py": (
+        ["--history", "2000", "--calls", "2", "--rounds", "1", "--backend", "sqlite"],
+        "three limits add per gated call",
+    ),
     "metrics_bench.py": (["--small", "10", "--factor", "2", "--rounds", "2"], "large / small"),
     "approvals_bench.py": (["--runs", "5", "--pending", "100"], "RSS growth"),
     "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),

@@ -28,7 +28,14 @@ BACKEND_DIALECTS = [
     for d in SQL_DIALECTS
     if (STORE / f"{d}.py").is_file() or (STORE / d / "__init__.py").is_file()
 ]
-SHARED_SOURCES = ("core.py", "sql_store.py", "learned.py", "announce.py")
+SHARED_SOURCES = (
+    "core.py",
+    "sql_store.py",
+    "learned.py",
+    "announce.py",
+    "spend.py",
+    "envelopes.py",
+)
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "
 """How a query file says a statement its dialect has no need of (a row lock) is empty."""
@@ -152,6 +159,38 @@ async def test_a_version_1_database_upgrades_with_its_effects(
     assert_checked_in_schema(db)
 
 
+async def test_a_false_message_ts_is_cleared_so_a_click_can_name_the_card(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before `no_false_message_ts`, a post Slack answered ok without a ts was recorded
+    with the ts '' or 'None'; after it, such a record has no message (a real one stays)."""
+    every = migration.migrations("sqlite")
+    before = next(m.version for m in every if m.name == "no_false_message_ts") - 1
+    with monkeypatch.context() as patched:
+        patched.setattr(migration, "migrations", lambda dialect: every[:before])
+        await migrate(db)
+    with sqlite3.connect(db) as conn:
+        for ident, ts in (("a-empty", ""), ("a-none", "None"), ("a-real", "1712.000100")):
+            conn.execute(
+                "INSERT INTO approvals (id, tool, args, policy, state, required_approvals, "
+                "reminders_sent, escalated, channel, message_ts, delivery, created_at) "
+                "VALUES (?, 't', '{}', 'default', 'pending', 1, 0, 0, 'C1', ?, 'delivered', 0)",
+                (ident, ts),
+            )
+        conn.execute(
+            "INSERT INTO pages (id, reason, detail, channel, message_ts, delivery, created_at) "
+            "VALUES ('p-none', 'in doubt', '', 'C2', 'None', 'delivered', 0)"
+        )
+    conn.close()
+    await migrate(db)
+    with sqlite3.connect(db) as conn:
+        approvals = dict(conn.execute("SELECT id, message_ts FROM approvals"))
+        pages = dict(conn.execute("SELECT id, message_ts FROM pages"))
+    conn.close()
+    assert approvals == {"a-empty": None, "a-none": None, "a-real": "1712.000100"}
+    assert pages == {"p-none": None}
+
+
 async def test_a_new_database_file_uses_wal(db: Path) -> None:
     await migrate(db)
 
@@ -244,6 +283,8 @@ def test_every_query_has_a_description_and_only_row_locks_are_empty() -> None:
         "lock_lineage",
         "lock_key",
         "lock_page_reminders",
+        "lock_spend",
+        "add_to_counters",  # PostgreSQL's insert_holds adds to the counters in one statement
         "notify_run_ready",  # a wake-up for other processes, which one SQLite machine lacks
         "commit_step",  # one round trip saved, which SQLite in the process has no need of
         "start_step",  # the same for a step that starts mutating effects
@@ -297,6 +338,8 @@ def test_every_dialect_defines_the_same_query_names() -> None:
         ("interrupted_undos", "audit_events_undo_started"),
         ("seq_at_step", "checkpoints_snapshots"),
         ("seq_at_step", "checkpoints_by_step"),  # time travel reads no whole run
+        ("release_holds", "spend_holds_once"),  # a call's holds, never the history's
+        ("release_idle_holds", "spend_holds_held"),
     ],
 )
 async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index: str) -> None:
@@ -308,8 +351,22 @@ async def test_lookups_on_every_step_use_their_index(db: Path, query: str, index
     conn.close()
     assert f"INDEX {index}" in plan
     assert "SCAN effects" not in plan
+    assert "SCAN spend_" not in plan
     assert "SCAN approvals" not in plan
     assert "SCAN checkpoints" not in plan
+
+
+async def test_a_limits_window_is_read_by_its_key_and_buckets(db: Path) -> None:
+    """Reading a limit sums the buckets of one key by the primary key, never a scan."""
+    await migrate(db)
+    sql = queries.load("sqlite")["spend_used_many"]
+    with sqlite3.connect(db) as conn:
+        params = dict.fromkeys(re.findall(r":([a-z_]+)", sql))
+        plan = " ".join(row[-1] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+    conn.close()
+    assert "SEARCH s USING PRIMARY KEY (counter=? AND key=? AND bucket>? AND bucket<?)" in plan, (
+        plan
+    )
 
 
 async def test_every_sqlite_query_compiles_against_the_migrated_schema(db: Path) -> None:

@@ -66,6 +66,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+async def listening(port: int, *, within: float = 60.0) -> None:
+    """Until something accepts connections on 127.0.0.1:`port` (a server just started)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"nothing listens on port {port} after {within}s") from None
+            await asyncio.sleep(0.05)
+        else:
+            writer.close()
+            return
+
+
 async def eventually(
     check: Callable[[], Awaitable[T | None]], *, within: float = 5.0, every: float = 0.02
 ) -> T:

@@ -46,6 +46,20 @@ VARIABLES: list[tuple[str, str, str, Any]] = [
         ("U0BOB",),
     ),
     (
+        "SIGNOFF_LIMITS",
+        json.dumps(
+            {"refunds": {"tools": ["issue_refund"], "max": 3, "window": "1h", "deny": "no"}}
+        ),
+        "runtime.limits.refunds.max",
+        3,
+    ),
+    (
+        "SIGNOFF_ENVELOPES",
+        json.dumps({"max_expiry": "2d", "default_expiry": "1d"}),
+        "runtime.envelopes.max_expiry",
+        timedelta(days=2),
+    ),
+    (
         "SIGNOFF_MODELS",
         json.dumps({"refund-agent": {"provider": "openai", "model": "gpt-x"}}),
         "runtime.models.refund-agent.model",
@@ -156,7 +170,7 @@ def old_variable(request: pytest.FixtureRequest) -> tuple[str, str, str, Any]:
 def test_the_sections_read_exactly_the_old_variables() -> None:
     variables = {v for model in SECTIONS.values() for v, _ in names_of(model).values()}
     assert variables == {variable for variable, *_ in VARIABLES}
-    assert len(VARIABLES) == 36
+    assert len(VARIABLES) == 38
 
 
 def test_every_old_variable_sets_the_same_value(

@@ -254,6 +254,7 @@ function callView(call) {
     const line = el("div", "approval", text);
     line.dataset.state = approval.state;
     box.appendChild(line);
+    for (const limit of approval.limits || []) box.appendChild(el("div", "limit", limit));
     if (approval.state === "pending" && approval.deciders) box.appendChild(el("div", "deciders", withNames(approval.deciders)));
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));

@@ -1,12 +1,13 @@
 """A local fake Slack on 127.0.0.1, for the tests and for the local dev mode (the HTTP face of
 `bot.dev.slack.fake_web`, with its control routes and its command line).
 
-It answers the Web API methods Signoff uses (see `bot.dev.slack.fake_web`), checks tokens, records
-every call with the HTTP status it got, serves Socket Mode (`bot.dev.slack.fake_socket`), and can
-misbehave on command - 429 with `Retry-After`, 500, no answer at all, or a post that lands but
-whose answer is lost - because those are the cases the bot must survive and real Slack will
-not produce on demand. Another process drives it through the `/_fake/` routes, or runs it with
-`python -m bot.dev.slack --port 0 --ready-file PATH`.
+It answers the Web API methods Signoff uses (see `bot.dev.slack.fake_web`), checks tokens,
+records every call with the HTTP status it got, serves Socket Mode (`bot.dev.slack.fake_socket`),
+and can misbehave on command - 429 with `Retry-After`, 500, no answer at all, a post that hangs
+and lands late (after its caller gave up, or died), a post that lands but whose answer is
+lost, or one answered `ok` without a usable ts - because those are the cases the bot must
+survive and real Slack will not produce on demand. Another process drives it through the
+`/_fake/` routes, or runs it with `python -m bot.dev.slack --port 0 --ready-file PATH`.
 """
 
 from __future__ import annotations
@@ -84,6 +85,18 @@ class _Hang:
     """Whether the call is carried out after the wait (a post that lands late) or lost."""
 
 
+TSLESS_SHAPES = ("missing", "empty", "null")
+"""How an `ok` post answer can lack its ts: no `ts` key, `"ts": ""`, or `"ts": null`."""
+
+
+@dataclass(frozen=True)
+class _Tsless:
+    ts: str
+    """One of TSLESS_SHAPES."""
+    channel: bool
+    """Whether the answer still names the channel."""
+
+
 class RateLimits:
     """Slack's per-method limits as token buckets (per channel for `chat.postMessage`),
     `scale` times faster than Slack's, so a test can meet them in seconds."""
@@ -137,6 +150,7 @@ class FakeSlack:
         self._hangs: deque[_Hang] = deque()
         self._post_hangs: deque[_Hang] = deque()
         self._drops = 0
+        self._tsless: deque[_Tsless] = deque()
         self.rate_limits: RateLimits | None = None
         self.publish_limits = RateLimits()
         """`views.publish` is always held to Slack's limit (Tier 4, a burst of 5): a Home
@@ -248,6 +262,14 @@ class FakeSlack:
         """The next n posts that land answer 500: Slack has the message, the caller no ts."""
         self._drops += n
 
+    def answer_without_ts(self, n: int, *, ts: str = "missing", channel: bool = True) -> None:
+        """The next n posts land and answer `ok: true` without a usable ts (`ts`: "missing",
+        "empty" or "null", in the answer and its `message`), and without the channel unless
+        `channel`: Slack has the message, the caller cannot tell which one it is."""
+        if ts not in TSLESS_SHAPES:
+            raise ValueError(f"ts: one of {', '.join(TSLESS_SHAPES)}, not {ts!r}")
+        self._tsless.extend(_Tsless(ts, channel) for _ in range(n))
+
     async def send_socket_envelope(
         self, payload: dict[str, Any], *, type: str, ack_within: float = 5.0
     ) -> dict[str, Any]:
@@ -266,6 +288,7 @@ class FakeSlack:
         app.router.add_post("/_fake/hang", self._control_hang)
         app.router.add_post("/_fake/drop_after_post", self._control_drop)
         app.router.add_post("/_fake/hang_posts", self._control_hang_posts)
+        app.router.add_post("/_fake/answer_without_ts", self._control_tsless)
         app.router.add_post("/_fake/rate_limits", self._control_rate_limits)
         app.router.add_post("/_fake/members", self._control_members)
         app.router.add_post("/_fake/socket", self._control_socket)
@@ -314,6 +337,8 @@ class FakeSlack:
         if method == "chat.postMessage" and body["ok"] and self._drops:
             self._drops -= 1
             return _failure_response(_Failure(500, 0))
+        if method == "chat.postMessage" and body["ok"] and self._tsless:
+            body = _without_ts(body, self._tsless.popleft())
         return web.json_response(body)
 
     def _auth_refusal(self, method: str, token: str | None) -> dict[str, Any] | None:
@@ -392,6 +417,15 @@ class FakeSlack:
         self.drop_after_post(int(order.get("n", 1)))
         return web.json_response({"ok": True})
 
+    async def _control_tsless(self, request: web.Request) -> web.Response:
+        order = await request.json()
+        ts, channel = str(order.get("ts", "missing")), bool(order.get("channel", True))
+        try:
+            self.answer_without_ts(int(order.get("n", 1)), ts=ts, channel=channel)
+        except ValueError as exc:
+            return web.json_response({"ok": False, "error": str(exc)}, status=400)
+        return web.json_response({"ok": True})
+
     async def _control_socket(self, request: web.Request) -> web.Response:
         """Deliver an envelope; 409 when no client is connected, 504 when none acks."""
         order = await request.json()
@@ -433,6 +467,16 @@ def _failure_response(failure: _Failure) -> web.Response:
     body = {"ok": False, "error": HTTP_ERRORS.get(failure.status, "fatal_error")}
     headers = {"Retry-After": str(failure.retry_after)} if failure.status == 429 else {}
     return web.json_response(body, status=failure.status, headers=headers)
+
+
+def _without_ts(body: dict[str, Any], shape: _Tsless) -> dict[str, Any]:
+    """A post's `ok` answer as Slack gave it in the odd case: its ts (and the message's)
+    missing, empty or null; its channel left out unless `shape.channel`."""
+    odd = {k: v for k, v in body.items() if k != "ts" and (shape.channel or k != "channel")}
+    message = {k: v for k, v in body.get("message", {}).items() if k != "ts"}
+    if shape.ts != "missing":
+        odd["ts"] = message["ts"] = "" if shape.ts == "empty" else None
+    return odd | {"message": message}
 
 
 def _retry(order: Mapping[str, Any]) -> int:

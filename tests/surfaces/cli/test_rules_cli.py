@@ -78,7 +78,7 @@ MISTAKES = {
     ),
     "unknown name": (
         'when = "amount_cents > 5"\ndeny = "no"\n',
-        "rule 2: unknown name 'amount_cents'; a rule sees args, tool, run, now",
+        "rule 2: unknown name 'amount_cents'; a rule sees args, tool, run, now, limits",
     ),
 }
 

@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, web
+from aiohttp import web
+from support.front import Front
 from support.helpers import TOKEN, Api, eventually, free_port
 from support.live_api import LiveApi
 
@@ -133,40 +134,19 @@ def test_an_unreachable_server_is_a_clear_error_after_the_retries() -> None:
 # a front that loses the first answer: the retry must find what the first attempt made
 
 
-class LosingFront:
+class LosingFront(Front):
     """Forwards to the API; the first POST is forwarded, then answered 502 (answer lost)."""
 
     def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
+        super().__init__(upstream)
         self.posts = 0
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
 
-    async def handle(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        async with (
-            ClientSession() as session,
-            session.request(
-                request.method,
-                self.upstream + request.path_qs,
-                data=body or None,
-                headers={k: v for k, v in request.headers.items() if k.lower() != "host"},
-            ) as answer,
-        ):
-            text = await answer.read()
-            if request.method == "POST":
-                self.posts += 1
-                if self.posts == 1:
-                    return web.Response(status=502, text="bad gateway")
-            return web.Response(status=answer.status, body=text, content_type="application/json")
-
-    async def start(self) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.port).start()
-        return runner
+    async def answer(self, request: web.Request, status: int, body: bytes) -> web.Response:
+        if request.method == "POST":
+            self.posts += 1
+            if self.posts == 1:
+                return web.Response(status=502, text="bad gateway")
+        return await super().answer(request, status, body)
 
 
 @pytest.fixture

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import ClientSession, web
-from support.helpers import TOKEN, Api, eventually, free_port
+from aiohttp import web
+from support.front import Front
+from support.helpers import TOKEN, Api, eventually
 from support.live_api import LiveApi
 
 from runtime import errors
@@ -78,36 +79,14 @@ async def test_an_async_gated_call_that_is_cancelled_withdraws_and_never_runs(ap
     assert called == []
 
 
-class SlowFront:
+class SlowFront(Front):
     """Forwards to the API; the answer to a request for approval comes 1.5 s after the API
     gave it (the approval exists; its asker does not know yet)."""
 
-    def __init__(self, upstream: str) -> None:
-        self.upstream = upstream
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    async def handle(self, request: web.Request) -> web.Response:
-        body = await request.read()
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "host"}
-        async with (
-            ClientSession() as session,
-            session.request(
-                request.method, self.upstream + request.path_qs, data=body or None, headers=headers
-            ) as answer,
-        ):
-            text = await answer.read()
+    async def answer(self, request: web.Request, status: int, body: bytes) -> web.Response:
         if request.path == "/v1/approvals" and request.method == "POST":
             await asyncio.sleep(1.5)
-        return web.Response(status=answer.status, body=text, content_type="application/json")
-
-    async def start(self) -> web.AppRunner:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.port).start()
-        return runner
+        return await super().answer(request, status, body)
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from support import SUPPORT
-from support.helpers import TOKEN, free_port
+from support.helpers import TOKEN, free_port, listening
 from support.live_api import LiveApi
 
 from store import Approval
@@ -278,12 +278,7 @@ async def test_over_streamable_http_an_approved_call_is_forwarded(setup: Setup) 
     )
     try:
         url = f"http://127.0.0.1:{port}/mcp"
-        for _ in range(300):
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            await asyncio.sleep(0.05)
+        await listening(port)
         async with (
             streamable_http_client(url) as (read, write, *_),
             ClientSession(read, write) as session,

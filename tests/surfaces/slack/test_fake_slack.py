@@ -365,11 +365,16 @@ async def test_http_control_surface(fake: FakeSlack, client: AsyncWebClient) -> 
         assert (await refusal(client.chat_postMessage(channel=CHANNEL, text="lost")))["ok"] is False
         await http.post("/_fake/hang", json={"n": 1, "seconds": 0.2})
         assert (await client.auth_test())["ok"] is True
+        async with http.post("/_fake/answer_without_ts", json={"ts": "empty"}) as r:
+            assert r.status == 200
+        assert (await client.chat_postMessage(channel=CHANNEL, text="odd"))["ts"] == ""
+        async with http.post("/_fake/answer_without_ts", json={"ts": "zero"}) as r:
+            assert r.status == 400
 
         order = {"type": "events_api", "payload": {}, "ack_within": 0.1}
         async with http.post("/_fake/socket", json=order) as r:
             assert r.status == 409
-    assert [m.text for m in fake.messages[CHANNEL]] == ["hello", "lost"]
+    assert [m.text for m in fake.messages[CHANNEL]] == ["hello", "lost", "odd"]
 
 
 async def test_standalone_process(tmp_path: Path) -> None:
@@ -535,3 +540,40 @@ async def test_views_publish_is_held_to_its_tier_without_being_asked(fake: FakeS
     assert limited.value.response["error"] == "ratelimited"
     assert int(limited.value.response.headers["Retry-After"][0]) >= 1
     assert [c.status for c in fake.calls if c.method == "views.publish"] == [200] * 5 + [429]
+
+
+@pytest.mark.parametrize(
+    ("shape", "channel"), [("missing", True), ("empty", True), ("null", False)]
+)
+async def test_a_post_can_land_and_answer_ok_without_a_usable_ts(
+    fake: FakeSlack, client: AsyncWebClient, shape: str, channel: bool
+) -> None:
+    fake.answer_without_ts(1, ts=shape, channel=channel)
+    odd = await client.chat_postMessage(channel=CHANNEL, text="landed")
+    assert odd["ok"] is True
+    assert odd.get("ts") == {"missing": None, "empty": "", "null": None}[shape]
+    assert ("ts" in odd.data) is (shape != "missing")
+    assert "ts" not in odd["message"] or not odd["message"]["ts"]
+    assert ("channel" in odd.data) is channel
+    [landed] = fake.messages[CHANNEL]  # Slack has it all the same, with a real ts
+    assert landed.text == "landed"
+    assert landed.ts
+    normal = await client.chat_postMessage(channel=CHANNEL, text="next")
+    assert normal["ts"]
+    assert normal["channel"] == CHANNEL
+    with pytest.raises(ValueError, match="one of missing, empty, null"):
+        fake.answer_without_ts(1, ts="zero")
+
+
+async def test_a_hung_post_lands_after_its_caller_is_gone(fake: FakeSlack) -> None:
+    """A caller that dies mid-post closes its connection; the post lands all the same."""
+    client = AsyncWebClient(token="xoxb-test", base_url=fake.base_url, timeout=30)
+    fake.hang_posts(1, 1.0)
+    post = asyncio.ensure_future(client.chat_postMessage(channel=CHANNEL, text="orphan"))
+    await asyncio.sleep(0.3)
+    post.cancel()  # the connection is closed, as a killed process's would be
+    with pytest.raises(asyncio.CancelledError):
+        await post
+    assert fake.messages[CHANNEL] == []
+    await asyncio.sleep(1.2)
+    assert [m.text for m in fake.messages[CHANNEL]] == ["orphan"]

@@ -1,0 +1,134 @@
+"""A refund agent for the limits and envelopes tests, imported by worker processes and by
+`signoff` subprocesses through the configuration.
+
+Its task is the JSON call it makes (`{"tool": ..., "args": ...}`); it then answers. The tools
+write to a small outside world (`SIGNOFF_WORLD_DB`): a payment provider that refunds once
+per key, like Stripe, so what was really refunded is the sum of its rows. A refund of an
+order whose id starts with `fail` raises before the provider is called.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from contextlib import closing
+from typing import Any
+
+from runtime import Agent, Display, ScriptedModel, ToolContext, tool, tool_call
+from store import Message
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS payments (
+    idempotency_key TEXT PRIMARY KEY,
+    kind            TEXT NOT NULL,
+    customer        TEXT NOT NULL,
+    amount_cents    INTEGER NOT NULL
+)
+"""
+
+
+def _connect() -> sqlite3.Connection:
+    conn = sqlite3.connect(os.environ["SIGNOFF_WORLD_DB"], timeout=30, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute(_SCHEMA)
+    return conn
+
+
+def pay(kind: str, customer: str, cents: int, key: str) -> dict[str, Any]:
+    with closing(_connect()) as conn:
+        conn.execute(
+            "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (key, kind, customer, cents),
+        )
+    return {"kind": kind, "customer_id": customer, "amount_cents": cents}
+
+
+def refunded(customer: str | None = None) -> int:
+    """What was really refunded (refunds less reversals), to one customer or to all."""
+    with closing(_connect()) as conn:
+        (total,) = conn.execute(
+            "SELECT coalesce(sum(CASE kind WHEN 'refund' THEN amount_cents"
+            " ELSE -amount_cents END), 0) FROM payments"
+            " WHERE kind IN ('refund', 'reversal') AND (? IS NULL OR customer = ?)",
+            (customer, customer),
+        ).fetchone()
+    return int(total)
+
+
+MONEY = Display(money={"amount_cents": "USD"})
+DELAY = float(os.environ.get("SIGNOFF_SPEND_TOOL_DELAY", "0"))
+"""Seconds a refund takes at the provider (a crash test widens its window with it)."""
+
+
+@tool(
+    description="Refund an order to a customer.",
+    effect="reversible",
+    compensate="reverse_refund",
+    requires_approval=True,
+    idempotent=True,  # the provider refunds once per key: a refund in doubt is tried again
+    idempotency_key=lambda args: f"refund:{args['order_id']}",
+    display=MONEY,
+)
+async def issue_refund(
+    customer_id: str,
+    order_id: str,
+    amount_cents: int,
+    tags: dict[str, str] | None = None,
+    *,
+    ctx: ToolContext,
+) -> dict[str, Any]:
+    if order_id.startswith("fail"):
+        raise RuntimeError(f"order {order_id} cannot be refunded")
+    await asyncio.sleep(DELAY)
+    return pay("refund", customer_id, amount_cents, ctx.idempotency_key)
+
+
+@tool(
+    description="Take a refund back.",
+    effect="reversible",
+    compensate="issue_refund",
+    requires_approval=False,
+    idempotent=True,
+    display=MONEY,
+)
+async def reverse_refund(
+    customer_id: str, order_id: str, amount_cents: int, *, ctx: ToolContext
+) -> dict[str, Any]:
+    return pay("reversal", customer_id, amount_cents, ctx.idempotency_key)
+
+
+@tool(
+    description="Send a customer a gift card; it cannot be taken back.",
+    effect="irreversible",
+    requires_approval=False,
+    timeout=0.5,
+    display=MONEY,
+)
+async def send_gift(customer_id: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
+    if customer_id.startswith("slow"):  # the provider never answers: the call is in doubt
+        await asyncio.sleep(5)
+    return pay("gift", customer_id, amount_cents, ctx.idempotency_key)
+
+
+def _call(messages: Sequence[Message]) -> Any:
+    task = json.loads(next(m.content for m in messages if m.role == "user"))
+    return tool_call(task["tool"], task["args"])
+
+
+def task(tool_name: str, **args: Any) -> str:
+    """The task of a run that makes this one call."""
+    return json.dumps({"tool": tool_name, "args": args})
+
+
+def refund(customer: str, order: str, cents: int) -> str:
+    return task("issue_refund", customer_id=customer, order_id=order, amount_cents=cents)
+
+
+agent = Agent(
+    "refunds",
+    model=ScriptedModel([_call, "Done."]),
+    tools=[issue_refund, reverse_refund, send_gift],
+)
