@@ -13,6 +13,10 @@ from runtime.records import Approval, ApprovalState, Run
 
 APPROVAL_FIELDS = {
     "id",
+    "context",
+    "context_error",
+    "agent_reason",
+    "reasked",
     "tool",
     "args",
     "approved_args",

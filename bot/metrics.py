@@ -299,3 +299,14 @@ def metrics_handler(
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     return metrics
+
+
+AUDIT_SINK_LAG = Gauge(
+    "signoff_audit_sink_lag_events", "Audit events written and not yet delivered to the sink"
+)
+AUDIT_SINK_DELIVERED = Counter(
+    "signoff_audit_sink_delivered_total", "Audit events the sink delivered (at least once)"
+)
+AUDIT_SINK_FAILURES = Counter(
+    "signoff_audit_sink_failures_total", "Attempts to deliver audit events that failed"
+)

@@ -144,7 +144,7 @@ async def serve(
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
         _periodic_jobs(process, slack)
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
-        _anchor_daily(process)
+        _proof(settings, process, stop)
         log.info(
             "signoff serving on http://%s:%d (worker %s)", settings.api.host, port, rt.worker_id
         )
@@ -242,6 +242,22 @@ def _anchor_daily(process: Process) -> None:
     rt = process.runtime
     rt.scheduler.every(ANCHOR_EVERY, lambda: _anchor(rt), name="signoff-audit-anchor")
     process.background.spawn(_anchor(rt), name="anchor the audit trail")
+
+
+def _proof(settings: Settings, process: Process, stop: asyncio.Event) -> None:
+    """Anchor the audit chain now and daily; stream the trail to the configured sink until
+    `stop` (a background task: closing the process waits for it)."""
+    _anchor_daily(process)
+    url = settings.proof.audit_sink_url
+    if not url:
+        return
+    from bot.audit_sink import AuditSink, describe, transport_for
+    from bot.wiring import callback_secret
+
+    signing = secret(settings.proof.audit_sink_secret) or callback_secret(settings)
+    log.info("streaming the audit trail to %s", describe(url))
+    sink = AuditSink(process.runtime, transport_for(url, signing))
+    process.background.spawn(sink.run(stop), name="audit sink")
 
 
 async def _anchor(rt: Runtime) -> None:

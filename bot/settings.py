@@ -276,6 +276,21 @@ class ProofSettings(Section):
     retired_signing_keys: CommaList = setting("retired_signing_keys", default_factory=list)
     """Key files (public or private PEM) that signed before a rotation: still in the JWKS,
     so what they signed still verifies."""
+    audit_sink_url: str | None = setting("audit_sink_url", None)
+    """Where `serve` streams every audit event (`bot.audit_sink`): an http(s):// endpoint
+    (signed NDJSON) or syslog://host:port (RFC 5424 over TCP)."""
+    audit_sink_secret: SecretStr | None = setting("audit_sink_secret", None)
+    """Signs what the HTTP sink sends (default: the callback secret)."""
+
+    @field_validator("audit_sink_url")
+    @classmethod
+    def _sink(cls, value: str | None) -> str | None:
+        scheme = value.partition("://")[0] if value else None
+        if value and scheme not in ("http", "https", "syslog", "syslog+tcp", "tcp"):
+            raise ValueError(
+                f"{value[:60]!r}: an audit sink is an http(s):// URL or syslog://host:port"
+            )
+        return value
 
 
 class Settings(BaseSettings):

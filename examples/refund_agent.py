@@ -42,6 +42,19 @@ def lookup_order(order_id: str) -> dict[str, Any]:
     return world.order(order_id)
 
 
+def usd(cents: int) -> str:
+    return f"${cents / 100:,.2f}"
+
+
+def refund_context(
+    order_id: str, amount_cents: int, restocking_fee_cents: int = 0
+) -> dict[str, Any]:
+    """What an approver needs beside the refund, read from the shop and the provider when
+    the card is made and again right before the refund is paid."""
+    found = world.order(order_id)
+    return {"order_total": usd(found["amount_cents"]), "customer": found["customer_email"]}
+
+
 @tool(
     description=(
         "Refund an order; the restocking fee to charge afterwards is approved with it (0 for none)."
@@ -63,6 +76,9 @@ def lookup_order(order_id: str) -> dict[str, Any]:
         money={"amount_cents": "USD", "restocking_fee_cents": "USD"},
         links={"order_id": ORDER_URL},
     ),
+    # The card shows the order's total and its customer; if either changed by the time the
+    # refund is paid, it is asked again instead.
+    context=refund_context,
 )
 def issue_refund(
     order_id: str, amount_cents: int, restocking_fee_cents: int = 0, *, ctx: ToolContext

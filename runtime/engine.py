@@ -33,6 +33,7 @@ from runtime.deps import Deps
 from runtime.facts import FactStore
 from runtime.history import anchors, inbox, listing, rollback, timetravel
 from runtime.history.rollback import RollbackReport
+from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
@@ -583,6 +584,10 @@ class Runtime:
         """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a
         prune's among them); None on an empty trail."""
         return await anchors.anchor(self.store, self._deps.signer, kind=kind, at=self.clock())
+
+    def audit_sink(self, name: str, *, ttl: float = 30.0) -> SinkLease:
+        """An audit sink's durable cursor and lease, held by this worker."""
+        return SinkLease(self.store, name, self.worker_id, ttl=ttl)
 
     async def record_event(self, event: AuditEvent) -> None:
         """A surface's own audit event (an HTTP API call, under the token it came with)."""

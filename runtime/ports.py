@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from runtime.approvals.policy import Policy
 from store import Approval, Run
 from store.spend import SpendPlan
 
@@ -38,6 +39,10 @@ class Approvals(Withdrawals, Protocol):
     ) -> Approval:
         """A pending approval of the call under its policy (decided at once by a rule);
         `unasked`: of a tool that needs no approval (approved at once, within its limits)."""
+        ...
+
+    def policy_of(self, approval: Approval) -> Policy:
+        """The policy an approval is decided under (its rule's, as made)."""
         ...
 
     async def annotate(self, approval: Approval) -> Approval:

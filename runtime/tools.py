@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 EffectKind = Literal["read", "reversible", "irreversible"]
 DEFAULT_TIMEOUT = 60.0
+DEFAULT_CONTEXT_TIMEOUT = 5.0
 
 
 class ToolArgumentError(ValueError):
@@ -89,7 +90,7 @@ class ToolSpec:
 class Tool:
     """A function an agent may call, with its classification and limits."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913 - one keyword per part of a tool's definition
         self,
         fn: Callable[..., Any],
         *,
@@ -104,6 +105,8 @@ class Tool:
         sensitive: Sequence[str] = (),
         blocking: bool = True,
         display: Display | None = None,
+        context: Callable[..., Any] | None = None,
+        context_timeout: float = DEFAULT_CONTEXT_TIMEOUT,
     ) -> None:
         self.fn = fn
         self.name = name or fn.__name__
@@ -147,6 +150,13 @@ class Tool:
         if display is not None:
             display.check(self.name, self.parameter_names)
         self.display = display
+        if context is not None and not callable(context):
+            raise DefinitionError(f"tool {self.name!r}: context must be a function")
+        if context_timeout <= 0:
+            raise DefinitionError(f"tool {self.name!r}: context_timeout must be positive")
+        self.context = context
+        """Reads what an approver needs (`runtime.approvals.context`), from the arguments."""
+        self.context_timeout = context_timeout
 
     def __repr__(self) -> str:
         return f"<Tool {self.name} effect={self.effect and self.effect.value}>"
@@ -206,7 +216,7 @@ class Tool:
         return to_jsonable_python(result, fallback=repr)
 
 
-def tool(
+def tool(  # noqa: PLR0913 - one keyword per part of a tool's definition
     fn: Callable[..., Any] | None = None,
     *,
     name: str | None = None,
@@ -220,6 +230,8 @@ def tool(
     sensitive: Sequence[str] = (),
     blocking: bool = True,
     display: Display | None = None,
+    context: Callable[..., Any] | None = None,
+    context_timeout: float = 5.0,
 ) -> Any:
     """Declare a tool. `effect` classifies it; irreversible tools need approval by default.
     Arguments named in `sensitive` are masked wherever the call is shown (Slack, the CLI, the
@@ -231,7 +243,13 @@ def tool(
     hop, without a timeout (nothing can stop a `def` running on the loop).
 
     `display` (a `Display`) says how the arguments read to a person: money with its
-    currency, a link for an id, a short title."""
+    currency, a link for an id, a short title.
+
+    `context` is called with the call's arguments (as the tool is, without `ctx`) when an
+    approval is asked, and again right before the approved call runs; it returns the facts
+    an approver needs, by name (`{"order_total": "$25.00"}`). If they changed in between,
+    the call is asked again instead of run. Past `context_timeout` seconds, or failing, the
+    card says "context unavailable" and the ask goes on."""
 
     def wrap(function: Callable[..., Any]) -> Tool:
         return Tool(
@@ -247,6 +265,8 @@ def tool(
             sensitive=sensitive,
             blocking=blocking,
             display=display,
+            context=context,
+            context_timeout=context_timeout,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -89,6 +89,15 @@ class Approval(Wire):
     duplicate_of: str | None = None
     created_at: datetime
     rule: str | None = Field(None, description="the approval rule it was made under")
+    context: dict[str, Any] | None = Field(
+        None, description="the facts the tool's context function read when it was asked"
+    )
+    context_error: str | None = Field(None, description="why the context could not be read")
+    agent_reason: str | None = Field(None, description="the agent's stated reason, shortened")
+    reasked: dict[str, Any] | None = Field(
+        None,
+        description="why a call approved before is asked again (approval_id, why, text)",
+    )
     limits: list[LimitLine] = Field(
         default_factory=list, description="the limits the call counted against"
     )

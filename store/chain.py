@@ -27,15 +27,7 @@ GENESIS = "0" * 64
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
 ESC = "\uffff"  # as `store.postgres.lossless` stores NUL (that package needs asyncpg)
-_ESCAPES = {
-    '"': '\\"',
-    "\\": "\\\\",
-    "\b": "\\b",
-    "\f": "\\f",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\t": "\\t",
-}
+_STRING = json.JSONEncoder(ensure_ascii=False)
 
 
 def micros(at: datetime) -> int:
@@ -102,16 +94,9 @@ def _string(value: str) -> str:
 
 
 def _quoted(text: str) -> str:
-    out = []
-    for char in text:
-        escaped = _ESCAPES.get(char)
-        if escaped is not None:
-            out.append(escaped)
-        elif char < " ":
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+    # PostgreSQL's escape_json and Python's json (ensure_ascii off) escape alike: the quote,
+    # the backslash, \b \f \n \r \t, and other control characters as lowercase \u00xx.
+    return _STRING.encode(text)
 
 
 # SQLite: sealing before each commit

@@ -306,8 +306,8 @@ def extend_deadline(params: dict[str, Any]) -> Body[bool]:
 
 
 def record_waiter(params: dict[str, Any]) -> Body[bool | None]:
-    """A waiter's heartbeat on a pending approval (None: not pending, nothing written); True
-    when nobody's wait was live before it (a card that said nobody waits is redrawn)."""
+    """A waiter's heartbeat on a pending approval no run asked for (None: nothing written);
+    True when nobody's wait was live before it (a card that said nobody waits is redrawn)."""
     before = yield Stmt("approval_for_update", {"id": params["id"]}, "one")
     if before is None or not (yield Stmt("record_waiter", params, "count")):
         return None

@@ -519,6 +519,17 @@ class Approval(Record):
 
     receipt: dict[str, Any] | None = None
     """The signed receipt of the decision (`runtime.approvals.receipts`), once signed."""
+    context: dict[str, Any] | None = None
+    """The facts the tool's context function read when this was asked (shown with it)."""
+    context_error: str | None = None
+    """Why the context could not be read ("context unavailable: ..." on every surface)."""
+    context_digest: str | None = None
+    """The digest of `context`: the facts approved, read again before the call runs."""
+    agent_reason: str | None = None
+    """The agent's stated reason: the text of the model's turn that made the call, shortened."""
+    reasked: dict[str, Any] | None = None
+    """Set on an approval asked again for a call already approved: `approval_id` (the one
+    it replaces), `why` (`facts_changed` or `lapsed`) and `text` (what changed)."""
 
     resume_state: str | None = Field(None, exclude=True, repr=False)
     """What the agent that asked needs to resume once this is decided (opaque text, e.g. the
@@ -538,7 +549,12 @@ class Approval(Record):
         """The approval as people and logs may see it (sensitive arguments masked)."""
         if not self.sensitive:
             return self
-        update = {"args": self.shown_args, "approved_args": self.shown_approved_args}
+        update: dict[str, Any] = {
+            "args": self.shown_args,
+            "approved_args": self.shown_approved_args,
+        }
+        if self.context is not None:
+            update["context"] = masked(self.context, self.sensitive)
         # A digest of arguments with a secret in them could be matched by guessing.
         update |= {"args_digest": None, "approved_digest": None, "receipt": None}
         return self.model_copy(update=update)

@@ -307,6 +307,8 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         conflict=approval.conflict.model_dump_json() if approval.conflict else None,
         duplicate_args=maybe_dumps(approval.duplicate_args),
         receipt=maybe_dumps(approval.receipt),
+        context=maybe_dumps(approval.context),
+        reasked=maybe_dumps(approval.reasked),
         resume_state=approval.resume_state,  # excluded from model_dump, so never logged
         test_now=test_now,
     )
@@ -332,6 +334,8 @@ def approval_from_row(row: Row) -> Approval:
         conflict=maybe_loads(row["conflict"]),
         duplicate_args=maybe_loads(row["duplicate_args"]),
         receipt=maybe_loads(row["receipt"]),
+        context=maybe_loads(row["context"]),
+        reasked=maybe_loads(row["reasked"]),
         escalated=bool(row["escalated"]),
         decided_at=dt(row["decided_at"]),
         deadline=dt(row["deadline"]),

@@ -529,6 +529,21 @@ class SqlStore:
     async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:
         return await self._write(lambda: core.add_anchor(kind, rows.ts(at)))
 
+    async def claim_sink(self, name: str, owner: str, *, ttl: float) -> int | None:
+        params = {"name": name, "owner": owner, "ttl": ttl}
+        row = await self._one("claim_sink", params, "one", durable=False)
+        return None if row is None else int(row[0])
+
+    async def advance_sink(self, name: str, owner: str, *, start: int, to: int) -> bool:
+        params = {"name": name, "owner": owner, "start": start, "to": to}
+        return await self._changed_one("advance_sink", params)
+
+    async def release_sink(self, name: str, owner: str) -> None:
+        await self._one("release_sink", {"name": name, "owner": owner})
+
+    async def count_audit_after(self, after: int) -> int:
+        return int((await self._read("count_audit_after", {"after": after}))[0][0])
+
     async def list_anchors(self) -> list[AuditAnchor]:
         return [rows.anchor_from_row(row) for row in await self._read("list_anchors", {})]
 

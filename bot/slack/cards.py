@@ -8,6 +8,7 @@ itself inside Block Kit's limits whatever the input.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -183,6 +184,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     ]
     if approval.conflict is not None:  # running it as it is would not do what is shown
         blocks.append(kit.section(conflict_line(approval)))
+    blocks.extend(kit.section(line) for line in context_lines(approval))
     if approval.duplicate_of:  # another run asked for the same effect: the approver must know
         differs = _duplicate_differs(approval)
         blocks.append(
@@ -232,6 +234,27 @@ def _action(approval: Approval, display: Display | None = None) -> str:
     """The action as it runs: the approved arguments once an approver edited them."""
     args = approval.shown_approved_args or approval.shown_args
     return action_summary(approval.tool, args, display)
+
+
+def context_lines(approval: Approval) -> list[str]:
+    """Why it is asked again, the facts the tool read (or why it could not), and the
+    agent's stated reason: each escaped, none a mention or a hidden link."""
+    lines = []
+    if approval.reasked:
+        lines.append(texts.asked_again(escape.mrkdwn(str(approval.reasked.get("text", "")))))
+    if approval.context is not None:
+        facts = approval.shown().context or {}
+        said = ", ".join(f"{name.replace('_', ' ')}: {_show(v)}" for name, v in facts.items())
+        lines.append(texts.context_facts(escape.mrkdwn(said or "none", limit=1500)))
+    elif approval.context_error:
+        lines.append(texts.context_unavailable(escape.mrkdwn(approval.context_error)))
+    if approval.agent_reason:
+        lines.append(texts.agent_reason(escape.mrkdwn(approval.agent_reason, limit=600)))
+    return lines
+
+
+def _show(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def conflict_line(approval: Approval) -> str:

@@ -132,6 +132,25 @@ def expires(when: str) -> str:
     return f"expires {when}"
 
 
+def context_facts(facts: str) -> str:
+    """The facts the tool's context function read, for the approver."""
+    return f":mag: *Context:* {facts}"
+
+
+def context_unavailable(why: str) -> str:
+    return f":grey_question: context unavailable: {why}"
+
+
+def agent_reason(reason: str) -> str:
+    """The agent's own words for the call (untrusted text, escaped by the caller)."""
+    return f":speech_balloon: *The agent's reason:* {reason}"
+
+
+def asked_again(why: str) -> str:
+    """A call approved before that did not run as approved: why it is asked again."""
+    return f":arrows_counterclockwise: *Asked again:* {why}; it was not run"
+
+
 def possible_duplicate(run: str, differs: str | None = None) -> str:
     if differs:
         return f":warning: possible duplicate of run {run}: the same effect, but {differs}"

@@ -72,7 +72,8 @@ async def withdraw(
 
 async def keep_waiting(deps: Deps, approval_id: str, seconds: float) -> None:
     """Someone waits for this approval's answer `seconds` more (its long poll or event
-    stream): the heartbeat on the approval moves on. Nothing for one already decided."""
+    stream): the heartbeat on the approval moves on. Nothing for one already decided, nor
+    for a run's (the run itself waits for the answer, whoever else looks)."""
     until = seconds + grace(seconds)
     fresh = await deps.store.record_waiter(approval_id, seconds=until)
     if fresh:  # nobody's wait was live: the scheduler must look when this one lapses

@@ -65,6 +65,9 @@ class Settings(BaseModel):
     escalate_to: str | None = None
     timeout: PositiveDuration | None = None
     on_timeout: Literal["decline", "escalate"] = "decline"
+    valid_for: PositiveDuration | None = None
+    """How long an approval stays good: approved but not run within it (a run parked
+    behind a slow worker, an outage), the call is asked again."""
     decide_within: PositiveDuration | None = None
     """The decision target ("decided within 30m"): cards, reminders and metrics say when an
     approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""

@@ -26,11 +26,15 @@ VERSION = 1
 
 
 def policy_record(approval: Approval) -> dict[str, Any]:
-    """The policy an approval was decided under, as it was stored with the approval."""
+    """The policy an approval was decided under: its authority, the record stored with it
+    when it was asked (the policy's name, the rule that chose it, its settings and their
+    digest); for an approval from before approvals carried one, what it kept of its rule."""
     record: dict[str, Any] = {
         "name": approval.policy,
         "required_approvals": approval.required_approvals,
     }
+    if approval.authority is not None:
+        return record | approval.authority.model_dump(mode="json", exclude={"filled"})
     if approval.rule is not None:
         record |= {"rule": approval.rule.summary, "settings": approval.rule.policy}
     return record

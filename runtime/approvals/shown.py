@@ -21,6 +21,12 @@ def card_text(approval: Approval) -> str:
     for name, value in sorted(approval.shown_args.items()):
         lines.append(f"{name}: {_value(value)}")
     lines.append(f"asked by: {approval.requested_by or 'unknown'}")
+    if approval.reasked:
+        lines.append(f"asked again: {approval.reasked.get('text', '')}")
+    if approval.context is None and approval.context_error:
+        lines.append(f"context unavailable: {approval.context_error}")
+    if approval.agent_reason:
+        lines.append(f"agent's reason: {approval.agent_reason}")
     return "\n".join(lines)
 
 
@@ -30,4 +36,5 @@ def _value(value: Any) -> str:
 
 def card_digest(approval: Approval) -> str:
     """The digest of what the approver was shown: the text and the context, canonical."""
-    return canonical_digest(canonical_json({"text": card_text(approval)}))
+    shown = approval.shown()
+    return canonical_digest(canonical_json({"text": card_text(approval), "context": shown.context}))

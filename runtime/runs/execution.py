@@ -6,13 +6,14 @@ re-run only by an idempotent tool; otherwise a person is paged."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from runtime.approvals import paging, receipts
+from runtime.approvals import context, paging, receipts
 from runtime.approvals.binding import Unbound, bind
 from runtime.runs import refusals, results, tool_log
 from runtime.runs.budget import StopReason
@@ -21,6 +22,8 @@ from runtime.runs.planning import Plan
 from runtime.runs.session import Session
 from runtime.tools import Tool, ToolContext, ToolTimeout
 from store import Approval, Effect, EffectOutcome, EffectStatus, RunStatus
+
+log = logging.getLogger("signoff.driver")
 
 
 class Execution:
@@ -38,6 +41,8 @@ class Execution:
             await self._unbound(plan, approval, bound)
             return False
         plan = replace(plan, key=bound.key)
+        if not await self._still_good(replace(plan, args=bound.args), approval):
+            return False
         deps = self.session.deps
         approval = await receipts.ensure(deps.store, deps.signer, approval)
         if approval.receipt is not None:
@@ -45,6 +50,47 @@ class Execution:
         return await self.execute(
             plan, bound.args, approval_id=approval.id, asked_digest=bound.asked_digest
         )
+
+    async def _still_good(self, plan: Plan, approval: Approval) -> bool:
+        """Whether the approval still holds right before the call runs: within its policy's
+        `valid_for`, and the facts it was approved on unchanged. Otherwise the call is asked
+        again (audited: `approval_lapsed`, `facts_changed`) and False."""
+        session = self.session
+        valid_for = self.gate.approvals.policy_of(approval).valid_for
+        decided = approval.decided_at
+        found = None
+        lapsed = valid_for is not None and decided is not None
+        if lapsed and valid_for and decided and session.deps.clock() - decided > valid_for:
+            text = (
+                f"approved by {approval.decided_by} at {decided:%Y-%m-%d %H:%M} UTC and "
+                f"not run within {_duration(valid_for)}"
+            )
+            return await self._ask_again(plan, approval, "approval_lapsed", text, None)
+        if plan.tool is not None and approval.context_digest is not None:
+            found = await context.gather(plan.tool, plan.args or {})
+            if found is None or found.digest != approval.context_digest:
+                text = _changed(approval, found)
+                return await self._ask_again(plan, approval, "facts_changed", text, found)
+        return True
+
+    async def _ask_again(
+        self,
+        plan: Plan,
+        approval: Approval,
+        action: str,
+        text: str,
+        found: context.Context | None,
+    ) -> bool:
+        self.session.journal.event(
+            action, call_id=plan.call.id, approval_id=approval.id, tool=plan.call.name, why=text
+        )
+        log.info("%s in run %s not run: %s; asked again", plan.call.name, self.session.run.id, text)
+        fresh = found
+        if fresh is None and plan.tool is not None:
+            fresh = await context.gather(plan.tool, plan.args or {})
+        reasked = {"why": action, "text": text}
+        await self.gate.ask_again(plan, approval, reasked, fresh or context.Context())
+        return False
 
     async def _unbound(self, plan: Plan, approval: Approval, unbound: Unbound) -> None:
         """Refuse to run a call that is not the one approved: page, naming both digests."""
@@ -227,3 +273,18 @@ class Execution:
         for outcome, resolved in acted_late:
             page = refusals.acted_late(session.deps, session.run.id, outcome, resolved)
             await paging.page(session.deps, session.journal.run_now(), page)
+
+
+def _changed(approval: Approval, found: context.Context | None) -> str:
+    if found is None or found.facts is None:
+        why = found.unavailable if found is not None else "the tool no longer reads them"
+        return f"the facts it was approved on could not be read again ({why})"
+    return context.changes(approval.context or {}, found.facts)
+
+
+def _duration(length: timedelta) -> str:
+    seconds = int(length.total_seconds())
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

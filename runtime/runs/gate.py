@@ -5,9 +5,11 @@ through the narrow `runtime.ports.Approvals`."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Mapping
 
+from runtime.approvals import context
 from runtime.approvals.binding import conflict_of
 from runtime.approvals.naming import log_rule_decision
 from runtime.ports import Approvals
@@ -40,7 +42,11 @@ class Gate:
         ]
         if not asked:
             return {}
-        wanted = [await self.approvals.annotate(await self.drafted(p)) for p in asked]
+        drafted = [await self.drafted(p) for p in asked]
+        shown = await asyncio.gather(
+            *(self.shown(p, a) for p, a in zip(asked, drafted, strict=True))
+        )
+        wanted = [await self.approvals.annotate(a) for a in shown]
         run_now = journal.run_now()
         wanted = [await session.deps.with_learned_rule(a, run_now) for a in wanted]
         admit = {}
@@ -62,6 +68,23 @@ class Gate:
             else:  # a rule approved or denied it at once: no one is asked
                 log_rule_decision(approval)
         return prior
+
+    async def shown(
+        self, plan: Plan, approval: Approval, found: context.Context | None = None
+    ) -> Approval:
+        """The approval with what its approver is shown beside the call: the agent's stated
+        reason and the facts the tool's context function reads (`found`, if read already)."""
+        reason = context.stated_reason(self.session.journal.transcript, plan.call.id)
+        if found is None and plan.tool is not None:
+            found = await context.gather(plan.tool, plan.args or {})
+        update: dict[str, object] = {"agent_reason": reason}
+        if found is not None:
+            update |= {
+                "context": found.facts,
+                "context_error": found.unavailable,
+                "context_digest": found.digest,
+            }
+        return approval.model_copy(update=update)
 
     async def drafted(self, plan: Plan) -> Approval:
         """The call's approval as its rules route it (with its limits, if they read them)."""
@@ -85,19 +108,22 @@ class Gate:
             limits=limits,
         )
 
-    async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
-        """Park the run on a new approval of the call that shows the conflict. A rule never
-        decides it: only a person chooses between declining and a separate effect. False if
-        the lineage already answered this call (the caller stops and pages instead)."""
+    async def ask_again(
+        self, plan: Plan, approved: Approval, reasked: dict[str, str], found: context.Context
+    ) -> bool:
+        """Park the run on a new approval of a call already approved, which must not run as
+        it was approved (the facts changed, or the approval outlived its validity), showing
+        why. A person decides it: no rule does. False if the lineage answered the call."""
+        approval = await self.shown(plan, self.new_approval(plan), found)
+        reasked = reasked | {"approval_id": approved.id}
+        update = {"reasked": reasked, "conflict": approved.conflict}
+        return await self._park_on(approval.model_copy(update=update))
+
+    async def _park_on(self, approval: Approval) -> bool:
+        """Write the approval, pending, with the run parked on it, and announce it."""
         session = self.session
-        approval = self.new_approval(plan)
-        approved = None
-        if other.approval_id is not None:
-            with contextlib.suppress(errors.NotFound):
-                approved = await session.deps.store.get_approval(other.approval_id)
         approval = approval.model_copy(
             update={
-                "conflict": conflict_of(other, approved),
                 "state": ApprovalState.PENDING,
                 "decided_by": None,
                 "decided_at": None,
@@ -114,3 +140,17 @@ class Gate:
             return False
         await session.deps.announcer.approval_requested(approval, session.journal.run_now())
         return True
+
+    async def ask_about_conflict(self, plan: Plan, other: Effect) -> bool:
+        """Park the run on a new approval of the call that shows the conflict. A rule never
+        decides it: only a person chooses between declining and a separate effect. False if
+        the lineage already answered this call (the caller stops and pages instead)."""
+        session = self.session
+        approval = await self.shown(plan, self.new_approval(plan))
+        approved = None
+        if other.approval_id is not None:
+            with contextlib.suppress(errors.NotFound):
+                approved = await session.deps.store.get_approval(other.approval_id)
+        return await self._park_on(
+            approval.model_copy(update={"conflict": conflict_of(other, approved)})
+        )

@@ -72,11 +72,11 @@ SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_sche
 LOCK TABLE runs IN SHARE MODE
 
 -- lease_schema_kept [sqlite] --
--- Whether the runs table says which schema each lease holder runs (migration 0026).
+-- Whether the runs table says which schema each lease holder runs (migration 0028).
 SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'lease_schema'
 
 -- lease_schema_kept [postgres] --
--- Whether the runs table says which schema each lease holder runs (migration 0026).
+-- Whether the runs table says which schema each lease holder runs (migration 0028).
 SELECT count(*) FROM information_schema.columns
 WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'lease_schema'
 
@@ -451,7 +451,8 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        reminders_sent, escalated, channel, message_ts, delivery, callback_url,
                        callback_status, duplicate_of, rule, authority, created_at,
                        sensitive, args_digest, approved_digest, key_suffix, conflict,
-                       duplicate_args, resume_state, requester_token)
+                       duplicate_args, resume_state, requester_token, context,
+                       context_error, context_digest, agent_reason, reasked)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals,
@@ -460,7 +461,8 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         :reminders_sent, :escalated,
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :authority, :created_at, :sensitive, :args_digest, :approved_digest,
-        :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token)
+        :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token, :context,
+        :context_error, :context_digest, :agent_reason, :reasked)
 
 -- approvals_without_authority --
 -- Pending approvals asked before approvals carried their authority, oldest first.
@@ -620,13 +622,14 @@ SELECT least((SELECT min(deadline) FROM approvals WHERE state = 'pending'),
 
 -- record_waiter --
 -- Someone waits for a pending approval's answer for :seconds more (a heartbeat): the wait
--- is moved on, never back, and whoever had left is back.
+-- is moved on, never back, and whoever had left is back. A run's approval keeps none: its
+-- run waits for the answer, durably, whoever else looks.
 UPDATE approvals
 SET waiter_until = CASE
         WHEN waiter_until IS NULL OR waiter_until < {seconds_from_clock(:seconds)}
         THEN {seconds_from_clock(:seconds)} ELSE waiter_until END,
     waiter_left_at = NULL
-WHERE id = :id AND state = 'pending'
+WHERE id = :id AND state = 'pending' AND run_id IS NULL
 
 -- waiter_left --
 -- Compare-and-set: a pending approval whose waiter's heartbeat lapsed by the database's
@@ -1156,6 +1159,33 @@ SELECT * FROM audit_anchors ORDER BY seq, kind
 -- sign_anchor --
 -- Store an anchor's signed document, once.
 UPDATE audit_anchors SET signed = :signed WHERE seq = :seq AND kind = :kind AND signed IS NULL
+
+-- claim_sink --
+-- Take an audit sink's lease if it is free, lapsed or already ours (a new sink starts at the
+-- beginning of the trail); its cursor, or nothing while another process holds it.
+INSERT INTO audit_sinks (name, cursor, owner, lease_until)
+VALUES (:name, 0, :owner, {seconds_from_now(:ttl)})
+ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, lease_until = excluded.lease_until
+WHERE audit_sinks.owner IS NULL OR audit_sinks.owner = excluded.owner
+   OR audit_sinks.lease_until < {now}
+RETURNING cursor
+
+-- advance_sink --
+-- Move a sink's cursor past what it delivered: only its lease holder, only from where it was.
+UPDATE audit_sinks SET cursor = :to, delivered_at = {now}
+WHERE name = :name AND owner = :owner AND cursor = :start
+
+-- release_sink --
+-- Give a sink's lease up (the process stops streaming).
+UPDATE audit_sinks SET owner = NULL, lease_until = NULL WHERE name = :name AND owner = :owner
+
+-- count_audit_after [sqlite] --
+-- How many events were written after a place in the trail (a sink's lag).
+SELECT count(*) FROM audit_events WHERE id > :after
+
+-- count_audit_after [postgres] --
+-- How many events were written after a place in the trail (a sink's lag).
+SELECT count(*) FROM audit_events WHERE commit_seq > :after
 
 -- prune_audit --
 -- Forget audit events written before a time about runs that are no longer stored (asked

@@ -38,6 +38,10 @@ SMALLEST = {
     "modal_bench.py": (["--events", "400", "--rounds", "1"], "views.open"),
     "freeze_soak.py": (["--seconds", "2"], "0 duplicate effects"),
     "slack_soak_bench.py": (["--backlog", "5", "--phases", "1", "--per-phase", "2"], "per card"),
+    "proof_bench.py": (
+        ["--rounds", "1", "--decisions", "20", "--events", "20", "--sink-events", "50"],
+        "per decision",
+    ),
 }
 
 

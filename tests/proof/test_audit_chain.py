@@ -28,9 +28,7 @@ Edit = Callable[[str], Awaitable[None]]
 async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Store, Edit]]:
     """A store and a way to edit its database behind its back."""
     if request.param == "postgres":
-        from conftest import empty_postgres_store
-
-        url = await empty_postgres_store(request)
+        url = await fresh_chain(request)
         store = await open_store(url)
 
         async def edit(sql: str) -> None:
@@ -66,6 +64,16 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tu
 
     yield store, edit
     await store.close()
+
+
+async def fresh_chain(request: pytest.FixtureRequest) -> str:
+    """The session's PostgreSQL schema, migrated, its audit trail and anchors emptied."""
+    from support.pg_support import postgres
+
+    url: str = request.getfixturevalue("postgres_schema")
+    await (await open_store(url)).close()
+    await postgres("TRUNCATE audit_events, audit_anchors, runs CASCADE", url)
+    return url
 
 
 async def write(store: Store, count: int, **detail: Any) -> list[int]:
@@ -185,9 +193,7 @@ AWKWARD: list[Any] = [
 async def test_postgres_hashes_awkward_values_as_python_does(
     request: pytest.FixtureRequest,
 ) -> None:
-    from conftest import empty_postgres_store
-
-    url = await empty_postgres_store(request)
+    url = await fresh_chain(request)
     async with open_store(url) as store:
         for detail in AWKWARD:
             event = AuditEvent(action="note", actor="U\x00\uffff", detail=detail, at=AT)

@@ -54,7 +54,7 @@ def test_a_receipt_verifies_for_the_call_it_approves(signer: Signer) -> None:
     assert receipt["decision"] == "approved"
     assert receipt["deciders"] == ["U0BOB"]
     assert receipt["decided_at"] == "2026-11-29T09:05:00Z"
-    assert receipt["policy"]["name"] == "refunds"
+    assert receipt["policy"]["name"] == "refunds"  # its authority, when it has one
     assert receipt["signature"]["kid"] == signer.kid
 
 

@@ -111,3 +111,7 @@ async def test_a_quorum_receipt_names_every_approver(
     assert receipt is not None
     assert receipt["deciders"] == ["U0BOB", "U0CAROL"]
     assert receipt["policy"]["required_approvals"] == 2
+    authority = (await rt.queries.approval(approval.id)).authority
+    assert authority is not None  # the record the approval was asked under, issue 39's
+    assert receipt["policy"]["digest"] == authority.digest
+    assert receipt["policy"]["settings"] == authority.model_dump(mode="json")["settings"]

@@ -6,10 +6,12 @@ someone waits again; each change leaves an outbox row for the card."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from bot import words
+from examples.refund_agent import agent as refund_agent
 from runtime import Runtime, errors
 from store import Approval, ApprovalState, Store
 from tests.conftest import Clock
@@ -146,3 +148,13 @@ async def test_an_approval_decided_while_nobody_waits_says_it_runs_only_if_asked
     )
     await rt.keep_waiting("a1", 1)  # decided: no heartbeat is kept
     assert (await rt.queries.approval("a1")).waiter_until is None
+
+
+async def test_a_runs_approval_keeps_no_heartbeat_for_its_run_waits(
+    store: Store, world: Path
+) -> None:
+    rt = Runtime(store, [refund_agent], worker_id="askers")
+    run_id = await rt.start("refund-agent", "Refund order 4471")
+    [approval] = await rt.approvals(run_id)
+    await rt.keep_waiting(approval.id, 1)  # a page that long-polls a run's approval
+    assert (await rt.queries.approval(approval.id)).waiter_until is None

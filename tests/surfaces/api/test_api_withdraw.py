@@ -111,6 +111,9 @@ async def test_a_wait_is_a_heartbeat_and_its_lapse_says_nobody_is_waiting(api: A
     )
     assert left["waiter_left_at"] is not None
 
-    await call(api, AGENT, "GET", "/v1/approvals/mcp_1/wait?timeout=0.1")  # asked again
+    # asked again, listening on its event stream this time: a heartbeat too
+    streamed = await api.client.get("/v1/approvals/mcp_1/events?timeout=0.1", headers=bearer(AGENT))
+    assert streamed.status == 200
+    assert "event: approval" in await streamed.text()
     _, back = await call(api, AGENT, "GET", "/v1/approvals/mcp_1")
     assert (back["waiter_left_at"], back["waiter_note"]) == (None, None)

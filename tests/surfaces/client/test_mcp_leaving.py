@@ -274,6 +274,35 @@ async def test_an_http_client_killed_mid_wait_is_let_go_and_nothing_runs(
     quiet(errlog)
 
 
+@pytest.mark.slow
+async def test_a_stdio_client_killed_mid_wait_is_let_go_by_a_proxy_that_ends_quietly(
+    rig: Rig,
+) -> None:
+    errlog = rig.tmp / "proxy-orphaned.err"
+    args = [str(CALLER), "stdio", "legacy", "delete_file", '{"path": "/o"}', SIGNOFF]
+    env = rig.env() | {"PROXY_ERR": str(errlog)}
+    caller = await asyncio.create_subprocess_exec(sys.executable, *args, *rig.proxy_args(), env=env)
+    try:
+        pending = await rig.pending()
+    finally:
+        caller.kill()  # its proxy loses both ends of its pipe at once
+        await caller.wait()
+    proxy = pid_of(errlog)
+    withdrawn = await rig.until(lambda: (a := rig.approval(pending["id"]))["reason"] and a)
+    assert (withdrawn["state"], withdrawn["reason"]) == ("declined", STOPPED)
+    await rig.until(lambda: not alive(proxy))  # it ended on its own, no traceback behind
+    assert rig.touched() == []
+    quiet(errlog)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 # a proxy killed mid-wait: its heartbeat lapses
 
 
