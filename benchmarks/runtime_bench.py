@@ -30,8 +30,6 @@ import time
 from collections.abc import Sequence
 from itertools import count
 
-import reference
-
 from runtime import Agent, Budget, Reply, Runtime, ScriptedModel, Tool, tool, tool_call
 from store import Message, open_store
 
@@ -221,6 +219,8 @@ async def main() -> None:
 
 async def print_reference(directory: str, args: argparse.Namespace) -> None:
     """The same workloads without the engine: what this machine allows at best."""
+    import reference  # the store's own SQL: only this tree's (`ab_bench` runs older ones)
+
     floor_rate = statistics.median(
         1000 / floor_ms_per_step(directory, 400) for _ in range(args.rounds)
     )

@@ -121,6 +121,15 @@ CONFIG_INFO = Gauge(
 )
 
 
+LOOP_BLOCKED = Histogram(
+    "signoff_event_loop_blocked_seconds",
+    "Times the event loop was blocked past a third of a lease (its leases renewed from a "
+    "thread meanwhile), by the tool that blocked it.",
+    ["tool"],
+    buckets=DURATIONS,
+)
+
+
 class PrometheusTelemetry:
     """The runtime's `Telemetry`, counted in this process."""
 
@@ -137,6 +146,9 @@ class PrometheusTelemetry:
 
     def leases_taken_over(self, count: int) -> None:
         TAKEOVERS.inc(count)
+
+    def loop_blocked(self, tool: str, seconds: float) -> None:
+        LOOP_BLOCKED.labels(tool).observe(seconds)
 
     def shadow_decision(self, kind: str, name: str, would: str) -> None:
         SHADOW_DECISIONS.labels(kind, name, would).inc()

@@ -19,6 +19,7 @@ from runtime.ports import LearnedRules
 from runtime.result_masks import ResultMasks
 from runtime.runs.aside import Aside
 from runtime.runs.lease import Lease, RunLocks, hold_lease
+from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
 from runtime.signing import Signer
@@ -55,6 +56,8 @@ class Deps:
     result (evidence on a page, a log line)."""
     aside: Aside = field(default_factory=Aside)
     """Whether this worker stepped aside for a newer schema (it then drives nothing more)."""
+    keeper: LeaseKeeper | None = None
+    """Keeps the leases while a tool blocks the event loop (`runtime.runs.lease_keeper`)."""
 
     async def run(self, run_id: str) -> Run:
         """The run, or `RunNotFound`."""
@@ -95,6 +98,7 @@ class Deps:
             timers=self.timers,
             held=self.leases,
             claimed=self.claimed,
+            keeper=self.keeper,
         )
 
     def epoch(self, run_id: str) -> int | None:

@@ -40,6 +40,7 @@ from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
 from runtime.runs.aside import Aside
 from runtime.runs.lease import RunLocks
+from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
 from runtime.runs.telemetry import NullTelemetry, Telemetry
@@ -137,6 +138,14 @@ class Runtime:
             result_masks=ResultMasks(policies),
             config_digest=config_digest,
             signer=signer,
+        )
+        self._deps.keeper = LeaseKeeper(
+            store,
+            self.worker_id,
+            self._deps.leases,
+            ttl=lease_ttl,
+            clock=clock,
+            telemetry=self._deps.telemetry,
         )
         self.desk = ApprovalDesk(
             self._deps,

@@ -189,6 +189,13 @@ class Store(Protocol):
         that cannot step aside), and how many runs."""
         ...
 
+    async def sibling(self) -> Store | None:
+        """Another store on the same database, with a connection of its own, opened on the
+        event loop that awaits this (not this store's): for a thread that must write while
+        this store's loop is blocked (a lease kept while a tool blocks the loop). None for a
+        database nothing else can open (in memory). The caller closes it."""
+        ...
+
     # runs
     async def create_run(
         self, run: Run, snapshot: Checkpoint, *, events: Sequence[AuditEvent] = ()

@@ -18,11 +18,18 @@ Fetch = Literal["all", "one", "count", "none", "many"]
 @dataclass(frozen=True, slots=True)
 class Stmt:
     """One statement: `fetch` says what the body receives back (rows, a row or None, the
-    number of rows changed, nothing; `many` runs it once per parameter set in `params`)."""
+    number of rows changed, nothing; `many` runs it once per parameter set in `params`).
+
+    `alone`: the statement may commit on its own when it is the first its dialect runs in the
+    body (the body's statements before it are empty there) and the body runs no other after
+    it, which the body promises: nothing it does after this statement writes or refuses what
+    the statement wrote. A backend with round trips to save (PostgreSQL) then sends it
+    without BEGIN and COMMIT; SQLite's writer runs every body in its transaction anyway."""
 
     name: str
     params: Any
     fetch: Fetch = "none"
+    alone: bool = False
 
 
 Body = Generator[Stmt, Any, T]

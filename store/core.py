@@ -47,35 +47,35 @@ T = TypeVar("T")
 
 
 def one(name: str, params: Any, fetch: Fetch = "none") -> Body[Any]:
-    """A body of one statement."""
-    return (yield Stmt(name, params, fetch))
+    """A body of one statement (which may commit alone: there is nothing else)."""
+    return (yield Stmt(name, params, fetch, alone=fetch != "many"))
 
 
 def changed_one(name: str, params: dict[str, Any]) -> Body[bool]:
-    return bool((yield Stmt(name, params, "count")) == 1)
+    return bool((yield Stmt(name, params, "count", alone=True)) == 1)
 
 
 def update_one(name: str, params: dict[str, Any], what: str) -> Body[None]:
     """Update the row `params['id']` names: NotFound, writing nothing, if there is none."""
-    if (yield Stmt(name, params, "count")) != 1:
+    if (yield Stmt(name, params, "count", alone=True)) != 1:
         raise errors.NotFound(f"no {what} {params['id']!r}", id=params["id"])
 
 
 def create_run(
     run_params: dict[str, Any], cp_params: dict[str, Any], events: list[dict[str, Any]]
 ) -> Body[None]:
+    """The run, its first checkpoint and its events; a running run waits in the queue, so
+    the idle workers are woken. Where the dialect has it, `create_run` does all of it in one
+    statement (and answers a row); else the statements one by one."""
+    prefixed = {f"cp_{name}": value for name, value in cp_params.items()}
+    params = run_params | prefixed | _columns("ev_", events)
+    if (yield Stmt("create_run", params, "one", alone=True)) is not None:
+        return
     yield Stmt("insert_run", run_params)
     yield Stmt("insert_checkpoint", cp_params)
     if events:
         yield Stmt("insert_event", events, "many")
     if run_params["status"] == "running":  # it waits in the queue: wake the idle workers
-        yield Stmt("notify_run_ready", {})
-
-
-def release_lease(params: dict[str, Any]) -> Body[None]:
-    """Give a lease back; a run it leaves running waits in the queue: wake the idle workers."""
-    released = yield Stmt("release_lease", params, "one")
-    if released is not None and released[0] == "running":
         yield Stmt("notify_run_ready", {})
 
 
@@ -86,7 +86,7 @@ def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     database's schema is newer than the worker's (`known_schema`)."""
     yield from refuse_newer_schema(params)
     lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
-    found = yield Stmt("claim_runs", params, "all")
+    found = yield Stmt("claim_runs", params, "all", alone=True)
     check_answered_schema(found, params)
     return [
         Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
@@ -99,7 +99,7 @@ def claim_outbox(params: dict[str, Any]) -> Body[list[Any]]:
     """The outbox rows claimed for a sender: `SchemaTooNew`, claiming nothing, once the
     database's schema is newer than the sender's (`known_schema`)."""
     yield from refuse_newer_schema(params)
-    found = yield Stmt("claim_outbox", params, "all")
+    found = yield Stmt("claim_outbox", params, "all", alone=True)
     check_answered_schema(found, params)
     return [row for row in found if row["id"] is not None]
 

@@ -24,6 +24,10 @@ the shared one for its dialect. Small differences inside a shared query are plac
 - `{json_object}`: the function that builds a JSON object;
 - `{json_text(column, key)}`: a JSON object's member as text;
 - `{is_distinct_from}`, `{is_not_distinct_from}`: comparisons where NULL equals NULL.
+- `{unsynced}`, at the end of a `WHERE`: the statement's transaction commits without
+  waiting for the disk (PostgreSQL's `synchronous_commit`, set for that transaction only),
+  so a lease write sent alone needs no `SET LOCAL` of its own; SQLite's writer does this
+  for the whole batch (nothing here).
 
 A parameter may carry a PostgreSQL cast (`:name::text`), which SQLite's rendering drops.
 
@@ -98,6 +102,9 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "joined_column": Placeholder(1, "NULL", "{0}"),
     "json_object": Placeholder(0, "json_object", "json_build_object"),
     "json_text": Placeholder(2, "json_extract({0}, '$.{1}')", "{0} ->> '{1}'"),
+    "unsynced": Placeholder(
+        0, "", "AND (SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL"
+    ),
     "is_distinct_from": Placeholder(0, "IS NOT", "IS DISTINCT FROM"),
     "is_not_distinct_from": Placeholder(0, "IS", "IS NOT DISTINCT FROM"),
 }

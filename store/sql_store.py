@@ -734,8 +734,10 @@ class SqlStore:
         return await self._changed_one("renew_lease", params, durable=False)
 
     async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
+        """Give a lease back; a run it leaves running waits in the queue, and the statement
+        wakes the idle workers where the dialect has other processes to wake."""
         params = {"id": run_id, "owner": owner, "epoch": epoch}
-        await self._write(lambda: core.release_lease(params), durable=False)
+        await self._one("release_lease", params, "one", durable=False)
 
     # the run queue: claims are leases, so like leases they are not synced on their own
 

@@ -6,6 +6,7 @@ re-run only by an idempotent tool; otherwise a person is paged."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -176,8 +177,10 @@ class Execution:
     async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
         ctx = self._context(tool, effect, attempt)
         began = time.monotonic()
+        keeper = self.session.deps.keeper
         try:
-            value = await tool.invoke(effect.args, ctx)
+            with keeper.running(tool) if keeper else contextlib.nullcontext():
+                value = await tool.invoke(effect.args, ctx)
         except ToolTimeout as exc:
             self._observe(tool, "failed" if not tool.mutating else "in_doubt", began)
             if not tool.mutating:

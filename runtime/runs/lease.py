@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.errors import RunBusy
 from store import Store
@@ -48,13 +48,15 @@ async def hold_lease(
     timers: Timers,
     held: dict[str, Lease] | None = None,
     claimed: dict[str, int] | None = None,
+    keeper: Watcher | None = None,
 ) -> AsyncIterator[Lease]:
     """Hold the lease for the block, renewed every third of it on the runtime's scheduler;
     RunBusy if another live worker holds it. `held` maps the runs this process holds to their
     leases: a block inside another on the same run shares its lease (taking it again would
     start a new epoch and fence the outer one off). `claimed` maps the runs this process's
     queue claimed (their leases taken in the claim) to their epochs: the first block on such
-    a run adopts that lease instead of taking another."""
+    a run adopts that lease instead of taking another. `keeper` renews it from a thread of
+    its own while the event loop is blocked (`runtime.runs.lease_keeper`)."""
     held = {} if held is None else held
     if run_id in held:
         yield held[run_id]
@@ -85,6 +87,8 @@ async def hold_lease(
 
     timers.ensure_running()
     timers.every(ttl / 3, renew, name=job)
+    if keeper is not None:
+        keeper.watch()
     try:
         yield lease
     finally:
@@ -122,6 +126,11 @@ async def _renew(store: Store, lease: Lease, owner: str, timers: Timers) -> None
         )
         return
     lease.renewed_at = time.monotonic()
+
+
+class Watcher(Protocol):
+    def watch(self) -> None:
+        """A lease is held now: keep it while the event loop is blocked."""
 
 
 class RunLocks:

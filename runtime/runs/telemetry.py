@@ -44,6 +44,9 @@ class Telemetry(Protocol):
     def leases_taken_over(self, count: int) -> None:
         """Runs whose worker was gone (its lease expired) taken over by this process."""
 
+    def loop_blocked(self, tool: str, seconds: float) -> None:
+        """Something (a tool, by name) blocked the event loop past a third of a lease."""
+
     def shadow_decision(self, kind: str, name: str, would: str) -> None:
         """A rule, limit or envelope in shadow mode would have decided a call (`would`:
         approve, ask or deny); it decided nothing."""
@@ -57,6 +60,9 @@ class NullTelemetry:
         return None
 
     def leases_taken_over(self, count: int) -> None:
+        return None
+
+    def loop_blocked(self, tool: str, seconds: float) -> None:
         return None
 
     def shadow_decision(self, kind: str, name: str, would: str) -> None:

@@ -23,6 +23,12 @@ class Query:
     sql: str
     names: tuple[str, ...]
 
+    @property
+    def unsynced(self) -> bool:
+        """Whether the statement's transaction commits without waiting for the disk by
+        itself (`{unsynced}`), so it may be sent alone where that is wanted."""
+        return "set_config('synchronous_commit', 'off', true)" in self.sql
+
     def args(self, params: dict[str, Any]) -> list[Any]:
         return [params[name] for name in self.names]
 

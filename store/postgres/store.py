@@ -19,6 +19,7 @@ advisory locks are all transaction-scoped, so they hold through the pooler uncha
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -142,6 +143,7 @@ class PostgresStore(SqlStore):
         self.known_schema = migration.latest_version(DIALECT)
         self._pool_size = pool_size
         self._pooled = pool_mode == "transaction"
+        self._listen_at = listen_at
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
 
@@ -167,6 +169,17 @@ class PostgresStore(SqlStore):
             await self.close()
             raise
         return self
+
+    async def sibling(self) -> PostgresStore | None:
+        twin = PostgresStore(
+            self.url,
+            pool_size=1,
+            pool_mode="transaction" if self._pooled else "session",
+            listen_at=self._listen_at,
+            protected_facts=self.protected_facts,
+            clock=self.clock,
+        )
+        return await twin.open(migrate=False)
 
     async def _check_schema(self) -> None:
         if (await self._read("current_schema", {}))[0][0] is None:
@@ -245,10 +258,10 @@ class PostgresStore(SqlStore):
         with translate_errors():
             for attempt in range(RETRIES):
                 try:
-                    async with self._pool_().acquire() as conn, conn.transaction():
-                        if not durable:
-                            await conn.execute("SET LOCAL synchronous_commit = off")
-                        return await _drive(conn, make)
+                    async with self._pool_().acquire() as conn:
+                        # behind a transaction-mode pooler a statement's prepare and execute
+                        # meet one server connection only inside a transaction
+                        return await _drive(conn, make, durable=durable, alone=not self._pooled)
                 except _RUN_AGAIN:
                     if attempt == RETRIES - 1:
                         raise
@@ -366,16 +379,35 @@ async def lease_holders(conn: asyncpg.Connection, version: int) -> list[migratio
     return [migration.LeaseHolder(*row) for row in await conn.fetch(query.sql)]
 
 
-async def _drive(conn: asyncpg.Connection, make: MakeBody[T]) -> T:
+async def _drive(conn: asyncpg.Connection, make: MakeBody[T], *, durable: bool, alone: bool) -> T:
+    """Run a body on `conn` in one transaction, begun at its first statement that has SQL
+    here. A first statement the body says may commit alone (`Stmt.alone`) is sent without
+    one when `alone` allows: one round trip instead of three (BEGIN, it, COMMIT); a write
+    that need not be `durable` must then say so itself (`{unsynced}`), else it takes the
+    transaction and its `SET LOCAL`."""
     body = make()
-    try:
-        stmt = next(body)
-        while True:
-            stmt = body.send(await _execute(conn, stmt))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-    finally:
-        body.close()
+    async with contextlib.AsyncExitStack() as transaction:
+        begun = sent_alone = False
+        try:
+            stmt = next(body)
+            while True:
+                query = Q[stmt.name]
+                if query.sql and not begun:
+                    if sent_alone:
+                        raise RuntimeError(f"{stmt.name} follows a statement committed alone")
+                    if alone and stmt.alone and (durable or query.unsynced):
+                        sent_alone = True
+                    else:
+                        await transaction.enter_async_context(conn.transaction())
+                        begun = True
+                        if not durable:
+                            await conn.execute("SET LOCAL synchronous_commit = off")
+                stmt = body.send(await _execute(conn, stmt))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        finally:
+            body.close()
+    raise AssertionError("unreachable")
 
 
 async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:

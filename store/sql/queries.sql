@@ -118,6 +118,47 @@ VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :paren
         :fork_step, :dry_run, :created_at, :updated_at, :model,
         CASE WHEN :status = 'running' THEN :created_at::timestamptz END)
 
+-- create_run [sqlite] --
+-- (None: SQLite runs the statements one by one, `store.core.create_run`; in one process there
+-- is no round trip to save.)
+
+-- create_run [postgres] --
+-- A run created in one statement, so one round trip: what `insert_run`, `insert_checkpoint`
+-- and `insert_event` write (the first checkpoint's columns as `:cp_*`, the events' as
+-- arrays), then, for a running run, the notification that wakes the idle workers (delivered
+-- at commit). The checkpoint's and the events' rows refer to the run's: each insert waits on
+-- the one before it. A taken id fails the whole statement, writing nothing.
+WITH run AS (
+    INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
+                      fork_step, dry_run, created_at, updated_at, model, ready_at)
+    VALUES (:id, :agent, :task, :status, :budget, :requested_by, :lineage_id, :parent_id,
+            :fork_step, :dry_run, :created_at, :updated_at, :model,
+            CASE WHEN :status = 'running' THEN :created_at::timestamptz END)
+    RETURNING id, status
+),
+checkpoint AS (
+    INSERT INTO checkpoints (run_id, seq, step, snapshot, status, steps, input_tokens,
+                             output_tokens, cost, stop_reason, error, created_at, messages,
+                             cached_input_tokens)
+    SELECT run.id, :cp_seq, :cp_step, :cp_snapshot, :cp_status, :cp_steps, :cp_input_tokens,
+           :cp_output_tokens, :cp_cost, :cp_stop_reason, :cp_error, :cp_created_at,
+           :cp_messages, :cp_cached_input_tokens
+    FROM run
+    RETURNING run_id
+),
+audited AS (
+    INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+    SELECT a.at, a.actor, a.action, a.run_id, a.approval_id, a.detail
+    FROM checkpoint, unnest(:ev_at::timestamptz[], :ev_actor::text[], :ev_action::text[],
+                            :ev_run_id::text[], :ev_approval_id::text[], :ev_detail::jsonb[])
+         WITH ORDINALITY AS a(at, actor, action, run_id, approval_id, detail, n)
+    ORDER BY a.n
+)
+SELECT run.id,
+       (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), 'run_ready'))
+        FROM checkpoint WHERE run.status = 'running')
+FROM run
+
 -- notify_run_ready [sqlite] --
 -- (None: one machine has no other processes to wake; the queue's poll finds the run.)
 
@@ -771,22 +812,40 @@ SET lease_owner = :owner, lease_expires_at = {seconds_from_now(:ttl)},
     lease_epoch = lease_epoch + 1, ready_at = NULL,
     lease_schema = :known_schema, lease_schema_epoch = lease_epoch + 1
 WHERE id = :id
-  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
+  AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now}) {unsynced}
 RETURNING lease_epoch
 
 -- renew_lease --
 -- Extend a lease we hold, in the epoch we hold it (any epoch when none is given).
 UPDATE runs SET lease_expires_at = {seconds_from_now(:ttl)}
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
+  {unsynced}
 
 -- release_lease --
 -- Give up a lease we hold (its epoch stays: the next lease is one higher). A run still
 -- running (its driver stopped before the run did: the worker is shutting down, or the drive
 -- failed) goes back in the queue for whichever worker has room. Its status, if released.
+-- (One machine has no other worker to wake; PostgreSQL's wakes them in the same statement.)
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
     ready_at = CASE WHEN status = 'running' THEN coalesce(ready_at, {now}) ELSE ready_at END
 WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
 RETURNING status
+
+-- release_lease [postgres] --
+-- Give up a lease we hold, as above, and when that leaves the run running in the queue, wake
+-- the idle workers (delivered at commit): one statement, committed without waiting for the
+-- disk, so one round trip.
+WITH released AS (
+    UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+        ready_at = CASE WHEN status = 'running' THEN coalesce(ready_at, {now}) ELSE ready_at END
+    WHERE id = :id AND lease_owner = :owner AND (:epoch::bigint IS NULL OR lease_epoch = :epoch)
+      {unsynced}
+    RETURNING status
+)
+SELECT status,
+       (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), 'run_ready'))
+        FROM released WHERE status = 'running')
+FROM released
 
 -- interrupted_undos --
 -- Runs whose rollback (or saga) said it began (`undo_started`) and never said it ended (a
@@ -839,7 +898,7 @@ SET ready_at = NULL,
     lease_schema = CASE WHEN {drivable} THEN :known_schema ELSE lease_schema END,
     lease_schema_epoch = CASE WHEN {drivable} THEN lease_epoch + 1 ELSE lease_schema_epoch END
 FROM picked
-WHERE runs.id = picked.id
+WHERE runs.id = picked.id {unsynced}
 RETURNING runs.id, CASE WHEN runs.lease_expires_at > {now} THEN runs.lease_epoch END, NULL
 
 -- claim_runs [postgres] --
@@ -867,7 +926,7 @@ claimed AS (
         lease_schema_epoch = CASE WHEN {drivable} THEN lease_epoch + 1
                                   ELSE lease_schema_epoch END
     FROM picked
-    WHERE runs.id = picked.id
+    WHERE runs.id = picked.id {unsynced}
     RETURNING runs.id, CASE WHEN runs.lease_expires_at > now() THEN runs.lease_epoch END AS epoch,
               picked.lapsed_owner
 )
@@ -887,13 +946,13 @@ WHERE id IN (
     WHERE ready_at IS NULL AND {drivable}
       AND (lease_owner IS NULL OR lease_expires_at < {now})
     {skip_locked}
-)
+) {unsynced}
 
 -- release_own_leases --
 -- A worker starting under its id again gives back the running runs it held before: they
 -- wait in the queue (their epochs stay; the next lease is one higher). How many.
 UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL, ready_at = {now}
-WHERE lease_owner = :owner AND status = 'running'
+WHERE lease_owner = :owner AND status = 'running' {unsynced}
 
 -- ready_decided_run --
 -- A decision that leaves a parked run no approval pending makes it ready for any worker.

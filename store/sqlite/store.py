@@ -126,6 +126,18 @@ class SqliteStore(SqlStore):
                 self._inline_reader = _inline_reader(self.path)
         return self
 
+    async def sibling(self) -> SqliteStore | None:
+        if self.path == ":memory:":
+            return None
+        twin = SqliteStore(
+            self.path,
+            synchronous=self._synchronous,
+            busy_timeout_ms=self._busy_timeout_ms,
+            protected_facts=self.protected_facts,
+            clock=self.clock,
+        )
+        return await twin.open(migrate=False)
+
     async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
         """Apply pending migrations; return (version before, version after). Refused while
         workers they would leave behind hold leases, unless `stop_the_world`

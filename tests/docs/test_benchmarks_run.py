@@ -36,6 +36,10 @@ SMALLEST = {
     "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),
     "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
     "modal_bench.py": (["--events", "400", "--rounds", "1"], "views.open"),
+    "ab_bench.py": (  # this tree against itself
+        ["--old", str(ROOT), "--rounds", "1", "--runs", "2", "--steps", "3"],
+        "this / old, steps/s",
+    ),
     "freeze_soak.py": (["--seconds", "2"], "0 duplicate effects"),
     "slack_soak_bench.py": (["--backlog", "5", "--phases", "1", "--per-phase", "2"], "per card"),
     "proof_bench.py": (

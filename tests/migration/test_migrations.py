@@ -288,6 +288,7 @@ def test_every_query_has_a_description_and_only_row_locks_are_empty() -> None:
         "notify_run_ready",  # a wake-up for other processes, which one SQLite machine lacks
         "commit_step",  # one round trip saved, which SQLite in the process has no need of
         "start_step",  # the same for a step that starts mutating effects
+        "create_run",  # and for a run's creation
         "lapsed_ready_runs",  # PostgreSQL's claim returns the old holders, SQLite's cannot
         "claim_schema",  # PostgreSQL's claim answers the schema's version, SQLite's cannot
         "hold_leases_still",  # SQLite migrates in a transaction no other process writes in

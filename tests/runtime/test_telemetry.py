@@ -31,6 +31,9 @@ class Recorded:
     def leases_taken_over(self, count: int) -> None:
         self.takeovers.append(count)
 
+    def loop_blocked(self, tool: str, seconds: float) -> None:
+        raise AssertionError(f"{tool} blocked the loop for {seconds}s")
+
 
 async def test_each_reply_is_a_step_with_the_usage_the_run_records(store: Store) -> None:
     seen = Recorded()
