@@ -17,6 +17,7 @@ from aiohttp import web
 
 from bot import approvers, console, health
 from bot.api import api_app
+from bot.aside import unless_aside
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
 from bot.metrics import (
@@ -30,7 +31,7 @@ from bot.metrics import (
 from bot.readers import Readers
 from bot.settings import ConfigError, Settings, check_token_secrets, secret
 from bot.slack import rule_notes
-from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
+from bot.slack.app import OutboxNudge, SlackSurface, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
@@ -137,11 +138,7 @@ async def serve(
         # whose resume found the run busy) are queued again within a poll; a run whose
         # lease another worker stopped renewing, as soon as that lease lapses.
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
-        # Callbacks not delivered yet, including those that failed every attempt: a receiver
-        # that was down gets its decision once it is back.
-        scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
-        if slack is not None and settings.runtime.learned_rules.writers:
-            _remind_rule_authors(rt, slack.sender.wake)
+        _periodic_jobs(process, slack)
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         _proof(settings, process, stop)
         log.info(
@@ -187,14 +184,32 @@ async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
     return int(runner.addresses[0][1])
 
 
+def _periodic_jobs(process: Process, slack: SlackSurface | None) -> None:
+    """Callbacks not delivered yet are sent again (including those that failed every
+    attempt: a receiver that was down gets its decision once it is back), learned rules'
+    authors reminded. None of them runs, and Slack's side stops, once this worker stepped
+    aside for a newer schema."""
+    rt = process.runtime
+    redeliver = unless_aside(rt.aside, process.callbacks.redeliver)
+    rt.scheduler.every(RECOVER_EVERY, redeliver, name="signoff-callbacks")
+    if slack is None:
+        return
+    if process.settings.runtime.learned_rules.writers:
+        _remind_rule_authors(rt, slack.sender.wake)
+    stop_slack = slack.stop
+    rt.aside.on_step_aside(lambda: process.background.spawn(stop_slack(), name="aside"))
+
+
 def _remind_rule_authors(rt: Runtime, wake: Callable[[], None]) -> None:
     rt.scheduler.every(
         RULE_REMINDERS_EVERY,
-        lambda: rule_notes.remind_expiring(rt, wake),
+        unless_aside(rt.aside, lambda: rule_notes.remind_expiring(rt, wake)),
         name="signoff-rule-reminders",
     )
     rt.scheduler.every(
-        RULE_NOTES_EVERY, lambda: rule_notes.note_uses(rt, wake), name="signoff-rule-notes"
+        RULE_NOTES_EVERY,
+        unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
+        name="signoff-rule-notes",
     )
 
 
