@@ -65,6 +65,7 @@ async def serve(
     can fix (a revoked token, a channel set by name) stops it with that `ConfigError`."""
     check_slack_settings(settings)
     check_token_secrets(settings)
+    approvers.check_settings(settings.web)
     redact_secrets(settings.secrets())
     stop = stop or stop_on_signals()
     fatal: list[ConfigError] = []

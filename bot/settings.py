@@ -321,20 +321,6 @@ class WebSettings(Section):
                 raise ValueError(f"{address}: {person!r} is not a Slack user id (U…/W…)")
         return {address.lower(): person for address, person in value.items()}
 
-    @model_validator(mode="after")
-    def _provider(self) -> Self:
-        if self.oidc_issuer and not self.oidc_client_id:
-            raise ValueError("oidc_issuer needs oidc_client_id (the client the provider knows)")
-        if self.oidc_issuer and not self.public_url:
-            raise ValueError(
-                "oidc_issuer needs public_url (where the provider sends people back to)"
-            )
-        return self
-
-    @property
-    def signs_in(self) -> bool:
-        return bool(self.oidc_issuer and self.oidc_client_id)
-
 
 class Settings(BaseSettings):
     """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key

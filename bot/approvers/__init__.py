@@ -18,11 +18,11 @@ from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
-from bot.settings import WebSettings, secret
+from bot.settings import ConfigError, WebSettings, secret
 from bot.tasks import Background
 from runtime import Runtime
 
-__all__ = ["Approvers", "mount"]
+__all__ = ["Approvers", "check_settings", "mount"]
 
 
 def mount(
@@ -45,12 +45,23 @@ def mount(
     return parts
 
 
+def check_settings(web_settings: WebSettings) -> None:
+    """Refuse a half-configured sign-in before anything is opened."""
+    issuer = web_settings.oidc_issuer
+    if issuer and not web_settings.oidc_client_id:
+        raise ConfigError("oidc_issuer needs oidc_client_id (the client the provider knows)")
+    if issuer and not web_settings.public_url:
+        raise ConfigError("oidc_issuer needs public_url (where the provider sends people back)")
+
+
 def _provider(web_settings: WebSettings) -> Provider | None:
-    if not web_settings.signs_in or web_settings.oidc_issuer is None:
+    """The sign-in provider, if one is configured."""
+    issuer = web_settings.oidc_issuer
+    if not issuer:
         return None
     base = (web_settings.public_url or "").rstrip("/")
     return Provider(
-        web_settings.oidc_issuer,
+        issuer,
         web_settings.oidc_client_id or "",
         secret(web_settings.oidc_client_secret),
         f"{base}/approvals/callback",

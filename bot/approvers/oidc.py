@@ -40,8 +40,8 @@ class Provider:
 
         meta = await self.metadata()
         nonce, verifier = generate_token(32), generate_token(48)
-        async with self._client() as client:
-            url, state = client.create_authorization_url(
+        async with self._oauth() as oauth:
+            url, state = oauth.create_authorization_url(
                 meta["authorization_endpoint"], nonce=nonce, code_verifier=verifier
             )
         return url, {"state": state, "nonce": nonce, "verifier": verifier}
@@ -51,9 +51,9 @@ class Provider:
         from authlib.oauth2 import OAuth2Error
 
         meta = await self.metadata()
-        async with self._client(state=flow["state"]) as client:
+        async with self._oauth(state=flow["state"]) as oauth:
             try:
-                token = await client.fetch_token(
+                token = await oauth.fetch_token(
                     meta["token_endpoint"],
                     authorization_response=callback_url,
                     code_verifier=flow["verifier"],
@@ -90,7 +90,7 @@ class Provider:
             raise SignInFailed(f"the ID token does not hold: {exc}") from None
         return dict(token.claims)
 
-    def _client(self, state: str | None = None) -> Any:
+    def _oauth(self, state: str | None = None) -> Any:
         from authlib.integrations.httpx_client import AsyncOAuth2Client
 
         return AsyncOAuth2Client(
@@ -109,8 +109,8 @@ async def _get_json(url: str) -> dict[str, Any]:
     import httpx
 
     try:
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
-            response = await client.get(url)
+        async with httpx.AsyncClient(timeout=TIMEOUT) as http:
+            response = await http.get(url)
             response.raise_for_status()
             found = response.json()
     except (httpx.HTTPError, ValueError) as exc:
