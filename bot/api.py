@@ -55,6 +55,7 @@ from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_receipts import add_key_route, add_receipt_routes
 from bot.api_views import approval_view, run_view, voted_view
 from bot.api_wait import add_wait_route
+from bot.aside import refuse_writes
 from bot.callback_policy import CallbackPolicy, CallbackRefused
 from bot.masking import ResultMasks, masked_events
 from bot.openapi import add_document_route
@@ -337,7 +338,8 @@ def api_app(
     known = callers(token, tokens)
     limiter = RateLimiter(rate_per_minute)
     app = web.Application(
-        middlewares=[json_errors, authenticate(known, limiter)], client_max_size=MAX_BODY
+        middlewares=[refuse_writes(rt.aside), json_errors, authenticate(known, limiter)],
+        client_max_size=MAX_BODY,
     )
     app.router.add_get("/healthz", healthz)
     add_key_route(app)  # public keys, served with or without API tokens

@@ -12,7 +12,7 @@ from bot import words
 from bot.api_auth import Handler, error
 from bot.api_views import approval_view
 from runtime import errors
-from runtime.records import Approval, DiskFull
+from runtime.records import Approval, DiskFull, UnreadableRecord
 
 log = logging.getLogger("signoff.api")
 
@@ -61,7 +61,7 @@ def refusal(exc: errors.SignoffRuntimeError) -> web.Response | None:
 @web.middleware
 async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Under /v1/ every error is JSON: refusals, unknown paths, wrong methods, oversized
-    bodies, a full disk, bugs."""
+    bodies, a full disk, a row only a newer Signoff can read, bugs."""
     if not request.path.startswith("/v1/"):
         return await handler(request)
     try:
@@ -86,9 +86,11 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.status < 400:
             raise
         return error(exc.status, exc.reason)
-    except DiskFull as exc:  # nothing was written; reads go on; writes resume once space is freed
+    except (DiskFull, UnreadableRecord) as exc:
+        # A full disk: nothing was written, reads go on, writes resume once space is freed.
+        # A row a newer Signoff wrote: a worker that knows its schema can read it.
         log.error("%s %s: %s", request.method, request.path, exc)
-        return error(503, str(exc), kind="DiskFull", headers={"Retry-After": "30"})
+        return error(503, str(exc), kind=type(exc).__name__, headers={"Retry-After": "30"})
     except Exception:
         log.exception("%s %s failed", request.method, request.path)
         return error(500, "internal error; the server log has the details")

@@ -45,7 +45,8 @@ ERRORS = {
     "409": "decided already, the run is finished or busy, or other runs rely on what it would undo",
     "413": "the body is over 1 MiB",
     "429": "over the token's rate; Retry-After says when to retry",
-    "503": "the database's disk is full (writes), or the API is off",
+    "503": "the database's disk is full (writes), the API is off, or this worker stepped "
+    "aside for a newer Signoff (writes; a row only a newer one reads): Retry-After says when",
 }
 
 

@@ -1,5 +1,6 @@
-"""Policies as the bot loads them: every approver is a Slack user id (`U…`/`W…`) or
-user-group id (`S…`), the ids the bot's directory (Slack) knows. The runtime's own models
+"""Policies as the bot loads them: every approver is a Slack user id (`U…`/`W…`), a
+user-group id (`S…`), the ids the bot's directory (Slack) knows, or the e-mail address of
+a person outside Slack (asked by e-mail, deciding on the approvals page). The runtime's own models
 ask only for one-word ids; these subclasses add Slack's format, so a mistyped approver is
 refused at start-up at the line that names it."""
 
@@ -15,15 +16,19 @@ from runtime.approvals.policy import Policies, Policy
 from runtime.approvals.rules import Rule
 
 SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
+EMAIL_APPROVER = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+"""A person outside Slack, named by address: asked by e-mail (`bot.approvers.mail`)."""
 SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
 """A person, as decisions name them (the CLI's `--by`, the API's `by`)."""
 
 
 def slack_ids(approvers: tuple[str, ...]) -> tuple[str, ...]:
     for who in approvers:
-        if not SLACK_APPROVER.fullmatch(who):
-            raise ValueError(f"{who!r} is not a Slack user id (U…/W…) or user-group id (S…)")
-    return approvers
+        if not SLACK_APPROVER.fullmatch(who) and not EMAIL_APPROVER.fullmatch(who):
+            raise ValueError(
+                f"{who!r} is not a Slack user id (U…/W…), user-group id (S…) or e-mail address"
+            )
+    return tuple(who.lower() if "@" in who else who for who in approvers)
 
 
 SlackApprovers = Annotated[tuple[str, ...], AfterValidator(slack_ids)]

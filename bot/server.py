@@ -15,8 +15,9 @@ from contextlib import suppress
 
 from aiohttp import web
 
-from bot import console, health
+from bot import approvers, console, health
 from bot.api import api_app
+from bot.aside import unless_aside
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
 from bot.metrics import (
@@ -30,7 +31,7 @@ from bot.metrics import (
 from bot.readers import Readers
 from bot.settings import ConfigError, Settings, check_token_secrets, secret
 from bot.slack import rule_notes
-from bot.slack.app import OutboxNudge, check_slack_settings, slack_surface
+from bot.slack.app import OutboxNudge, SlackSurface, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
@@ -64,6 +65,7 @@ async def serve(
     can fix (a revoked token, a channel set by name) stops it with that `ConfigError`."""
     check_slack_settings(settings)
     check_token_secrets(settings)
+    approvers.check_settings(settings.web)
     redact_secrets(settings.secrets())
     stop = stop or stop_on_signals()
     fatal: list[ConfigError] = []
@@ -96,11 +98,7 @@ async def serve(
     )
     if slack is not None:
         slack.mount(app)
-    console.mount(
-        app,
-        Readers.of(settings.slack.readers, settings.slack.page_resolvers),
-        people=SlackPeople(slack.client) if slack is not None else None,
-    )
+    _pages(app, settings, process, SlackPeople(slack.client) if slack is not None else None)
     if extend is not None:
         extend(app, process)
     scheduler = rt.scheduler
@@ -141,11 +139,7 @@ async def serve(
         # whose resume found the run busy) are queued again within a poll; a run whose
         # lease another worker stopped renewing, as soon as that lease lapses.
         lapses = asyncio.create_task(rt.follow_lapses(poll=RECOVER_EVERY), name="lapses")
-        # Callbacks not delivered yet, including those that failed every attempt: a receiver
-        # that was down gets its decision once it is back.
-        scheduler.every(RECOVER_EVERY, process.callbacks.redeliver, name="signoff-callbacks")
-        if slack is not None and settings.runtime.learned_rules.writers:
-            _remind_rule_authors(rt, slack.sender.wake)
+        _periodic_jobs(process, slack)
         process.background.spawn(process.callbacks.redeliver(), name="redeliver callbacks")
         _proof(settings, process, stop)
         log.info(
@@ -167,6 +161,15 @@ async def serve(
         raise fatal[0]
 
 
+def _pages(
+    app: web.Application, settings: Settings, process: Process, people: SlackPeople | None
+) -> None:
+    """The run console (/console/) and the approvals page (/approvals)."""
+    readers = Readers.of(settings.slack.readers, settings.slack.page_resolvers)
+    console.mount(app, readers, people=people)
+    approvers.mount(app, process.runtime, settings.web, process.background)
+
+
 async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
     """Listen on host:port; the port it got (port 0: any free one). A port in use is one
     line that says which and how to choose another."""
@@ -182,14 +185,32 @@ async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
     return int(runner.addresses[0][1])
 
 
+def _periodic_jobs(process: Process, slack: SlackSurface | None) -> None:
+    """Callbacks not delivered yet are sent again (including those that failed every
+    attempt: a receiver that was down gets its decision once it is back), learned rules'
+    authors reminded. None of them runs, and Slack's side stops, once this worker stepped
+    aside for a newer schema."""
+    rt = process.runtime
+    redeliver = unless_aside(rt.aside, process.callbacks.redeliver)
+    rt.scheduler.every(RECOVER_EVERY, redeliver, name="signoff-callbacks")
+    if slack is None:
+        return
+    if process.settings.runtime.learned_rules.writers:
+        _remind_rule_authors(rt, slack.sender.wake)
+    stop_slack = slack.stop
+    rt.aside.on_step_aside(lambda: process.background.spawn(stop_slack(), name="aside"))
+
+
 def _remind_rule_authors(rt: Runtime, wake: Callable[[], None]) -> None:
     rt.scheduler.every(
         RULE_REMINDERS_EVERY,
-        lambda: rule_notes.remind_expiring(rt, wake),
+        unless_aside(rt.aside, lambda: rule_notes.remind_expiring(rt, wake)),
         name="signoff-rule-reminders",
     )
     rt.scheduler.every(
-        RULE_NOTES_EVERY, lambda: rule_notes.note_uses(rt, wake), name="signoff-rule-notes"
+        RULE_NOTES_EVERY,
+        unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
+        name="signoff-rule-notes",
     )
 
 

@@ -293,6 +293,35 @@ class ProofSettings(Section):
         return value
 
 
+EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+
+
+class WebSettings(Section):
+    """The approvals page (`bot.approvers`): who signs in, and how."""
+
+    public_url: str | None = setting("public_url", None)
+    """Where people reach this server (links in e-mails, the OpenID Connect redirect)."""
+    oidc_issuer: str | None = setting("oidc_issuer", None)
+    """The OpenID Connect provider people sign in with (its discovery document is read)."""
+    oidc_client_id: str | None = setting("oidc_client_id", None)
+    oidc_client_secret: SecretStr | None = setting("oidc_client_secret", None)
+    session_secret: SecretStr | None = setting("session_secret", None)
+    """Signs session cookies and e-mail links; unset: made at start-up (sessions end with
+    the process, and e-mailed links with it)."""
+    people: dict[str, str] = setting("people", default_factory=dict)
+    """`[people]`: e-mail address -> the person id policies name (a Slack user id)."""
+
+    @field_validator("people")
+    @classmethod
+    def _people(cls, value: dict[str, str]) -> dict[str, str]:
+        for address, person in value.items():
+            if not EMAIL.fullmatch(address):
+                raise ValueError(f"{address!r} is not an e-mail address")
+            if not re.fullmatch(r"[UW][A-Z0-9]{2,}", person):
+                raise ValueError(f"{address}: {person!r} is not a Slack user id (U…/W…)")
+        return {address.lower(): person for address, person in value.items()}
+
+
 class Settings(BaseSettings):
     """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key
     (`database_url`, `api_tokens`, `[policies]`) or inside its section (`[database] url`);
@@ -308,6 +337,7 @@ class Settings(BaseSettings):
     api: ApiSettings = Field(default_factory=ApiSettings)
     slack: SlackSettings = Field(default_factory=SlackSettings)
     proof: ProofSettings = Field(default_factory=ProofSettings)
+    web: WebSettings = Field(default_factory=WebSettings)
     _source: tuple[Path, str] | None = PrivateAttr(None)
 
     @property
@@ -373,6 +403,7 @@ SECTIONS: dict[str, type[Section]] = {
     "api": ApiSettings,
     "slack": SlackSettings,
     "proof": ProofSettings,
+    "web": WebSettings,
 }
 
 

@@ -497,3 +497,12 @@ def who_may_decide(authority: Mapping[str, Any] | None, voice: Voice = PLAIN) ->
     if authority["allow_edit"]:
         terms.append("may edit")
     return f"Who may decide: {who} ({'; '.join(terms)})"
+
+
+def stepped_aside(found: int | None, supported: int | None) -> str:
+    """What a worker that stepped aside for a newer schema answers a request that would
+    write."""
+    return (
+        f"This worker runs an older Signoff (schema {supported}) than the database (schema "
+        f"{found}) and takes no new writes: send the request to another worker."
+    )

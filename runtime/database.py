@@ -7,13 +7,40 @@ closing it. The store stays inside; no surface holds it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from runtime.deliveries import Deliveries
 from runtime.queries import Queries
 from runtime.runs.skew import ClockSkew
-from store import Store, open_store
+from store import Store, migration, open_store
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationStep:
+    """One migration applied: `0020 lease_schema`, whether workers of the schema before it
+    may run on beside it, and why."""
+
+    label: str
+    safe: bool
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Migrated:
+    """What `migrate` did: the versions it went between, the migrations it applied, and the
+    workers holding leases that it left to step aside, or whose leases it took."""
+
+    before: int
+    after: int
+    steps: tuple[MigrationStep, ...] = ()
+    stepping_aside: tuple[str, ...] = ()
+    """Lease holders of an older schema that step aside (a safe migration): replace them."""
+    leases_taken: tuple[str, ...] = ()
+    """Lease holders the migration would have left behind, whose leases it took (stopping the
+    world): stop them."""
+
 
 if TYPE_CHECKING:
     from runtime.agent import Agent
@@ -46,9 +73,23 @@ class Database:
 
         return Runtime(self._store, agents, notifier, **options)
 
-    async def migrate(self) -> tuple[int, int]:
-        """Create or upgrade the schema: (version before, version after)."""
-        return await self._store.migrate()
+    async def migrate(self, *, stop_the_world: bool = False) -> Migrated:
+        """Create or upgrade the schema. `UnsafeMigration`, changing nothing, while workers
+        the migrations would leave behind hold leases (naming them), unless
+        `stop_the_world` takes their leases."""
+        holders = await self._store.lease_holders()
+        before, after = await self._store.migrate(stop_the_world=stop_the_world)
+        dialect = "sqlite" if self.url.startswith("sqlite") else "postgres"
+        steps = migration.applied(dialect, before, after)
+        taken = migration.in_the_way(steps, holders) if stop_the_world else []
+        older = [h for h in holders if steps and h not in taken and (h.schema or 0) < after]
+        return Migrated(
+            before,
+            after,
+            tuple(MigrationStep(m.label, m.safe, m.why) for m in steps),
+            stepping_aside=tuple(map(str, older)),
+            leases_taken=tuple(map(str, taken)),
+        )
 
     async def prune(self, finished_before: datetime, *, include_audit: bool) -> tuple[int, int]:
         """Remove the lineages that finished before then (with `include_audit`, their audit

@@ -2,20 +2,22 @@
 outbox sender, its reconciler, the HTTP decision callbacks). Each is the bookkeeping of one
 delivery: claiming an outbox row and marking it sent or due again, recording where a card
 or page was posted, a callback's status and its audit event. Nothing here changes a run or
-a decision."""
+a decision. A worker that stepped aside for a newer schema claims no outbox row."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from store import Approval, AuditEvent, Store
+from runtime.runs.aside import Aside
+from store import Approval, AuditEvent, Store, errors
 from store.records import OutboxItem
 
 
 class Deliveries:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, aside: Aside | None = None) -> None:
         self._store = store
+        self._aside = aside
 
     # the outbox
 
@@ -26,8 +28,18 @@ class Deliveries:
     async def claim_outbox(
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
-        """Rows due now, claimed for `owner` until then (never two of one subject)."""
-        return await self._store.claim_outbox(owner, now=now, until=until, limit=limit)
+        """Rows due now, claimed for `owner` until then (never two of one subject). None once
+        this worker stepped aside; a claim that finds the schema newer than this Signoff
+        knows makes it step aside (`SchemaTooNew` where no one watches for that)."""
+        if self._aside is not None and self._aside.active:
+            return []
+        try:
+            return await self._store.claim_outbox(owner, now=now, until=until, limit=limit)
+        except errors.SchemaTooNew as newer:
+            if self._aside is None:
+                raise
+            self._aside.seen(newer.details["found"], newer.details["supported"])
+            return []
 
     async def finish_outbox(
         self, item_id: int, owner: str, *, at: datetime, error: str | None = None

@@ -1,7 +1,7 @@
 """What the runtime's modules share, passed to them explicitly: the store, the clock, this
 worker's identity and lease, the agents, the in-process locks, facts, telemetry, the
-announcer and the result masks. The `Runtime` facade builds one; nothing below it needs the
-facade."""
+announcer, the result masks and whether the worker stepped aside. The `Runtime` facade
+builds one; nothing below it needs the facade."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from runtime.approvals.policy import Policies
 from runtime.facts import FactStore
 from runtime.ports import LearnedRules
 from runtime.result_masks import ResultMasks
+from runtime.runs.aside import Aside
 from runtime.runs.lease import Lease, RunLocks, hold_lease
 from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.telemetry import Telemetry
@@ -53,6 +54,8 @@ class Deps:
     """Signs decisions' receipts (and audit anchors); None: nothing is signed."""
     """The policies' sensitive result fields, masked in what the runtime itself says about a
     result (evidence on a page, a log line)."""
+    aside: Aside = field(default_factory=Aside)
+    """Whether this worker stepped aside for a newer schema (it then drives nothing more)."""
     keeper: LeaseKeeper | None = None
     """Keeps the leases while a tool blocks the event loop (`runtime.runs.lease_keeper`)."""
 

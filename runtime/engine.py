@@ -38,6 +38,7 @@ from runtime.notifier import FanOut, Notifier, NullNotifier
 from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
+from runtime.runs.aside import Aside
 from runtime.runs.lease import RunLocks
 from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.queue import RunQueue
@@ -155,7 +156,7 @@ class Runtime:
         )
         self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
-        self.deliveries = Deliveries(store)
+        self.deliveries = Deliveries(store, aside=self._deps.aside)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
         self.queue: RunQueue | None = None
         """The run queue this process drives runs through, once `serve_queue` made it."""
@@ -163,6 +164,12 @@ class Runtime:
     @property
     def clock(self) -> Callable[[], datetime]:
         return self._deps.clock
+
+    @property
+    def aside(self) -> Aside:
+        """Whether this worker stepped aside for a newer schema: it then claims nothing, its
+        drivers hand their runs back, and surfaces refuse new writes (`runtime.runs.aside`)."""
+        return self._deps.aside
 
     # runs
 

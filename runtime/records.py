@@ -25,7 +25,15 @@ from store import (
     Usage,
     sqlite_path,
 )
-from store.errors import DatabaseError, DiskFull, NotFound, StoreError
+from store.errors import (
+    DatabaseError,
+    DiskFull,
+    NotFound,
+    SchemaTooNew,
+    StoreError,
+    UnreadableRecord,
+    UnsafeMigration,
+)
 from store.records import (
     SENSITIVE_MASK,
     SYSTEM_ACTOR,
@@ -72,9 +80,12 @@ __all__ = [
     "Run",
     "RunState",
     "RunStatus",
+    "SchemaTooNew",
     "ShadowNote",
     "StoreError",
     "ToolCall",
+    "UnreadableRecord",
+    "UnsafeMigration",
     "Usage",
     "Worker",
     "masked",

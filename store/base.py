@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from store import errors
+from store.migration import LeaseHolder
 from store.records import (
     Approval,
     ApprovalState,
@@ -171,9 +172,24 @@ class Store(Protocol):
     url: str
     protected_facts: frozenset[str]
 
+    known_schema: int
+    """The newest schema version this Signoff knows: its claims take nothing from a newer one
+    (`errors.SchemaTooNew`), and its leases say it."""
+
     async def close(self) -> None: ...
-    async def migrate(self) -> tuple[int, int]: ...
+    async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
+        """Apply pending migrations: (version before, version after). `UnsafeMigration`,
+        changing nothing, while workers they would leave behind hold leases (each that
+        cannot step aside, each older than an unsafe one), unless `stop_the_world` takes
+        those leases in the same transaction."""
+        ...
+
     async def schema_version(self) -> int: ...
+    async def lease_holders(self) -> list[LeaseHolder]:
+        """The workers holding live leases, each with the schema it said it runs (None: one
+        that cannot step aside), and how many runs."""
+        ...
+
     async def sibling(self) -> Store | None:
         """Another store on the same database, with a connection of its own, opened on the
         event loop that awaits this (not this store's): for a thread that must write while
@@ -442,7 +458,8 @@ class Store(Protocol):
     ) -> list[OutboxItem]:
         """Claim due rows until `until`, oldest first, never one whose subject has an
         earlier row unsent. Each claim counts in `attempts`: above 1, an earlier sender may
-        have delivered the row before it could mark it sent."""
+        have delivered the row before it could mark it sent. `SchemaTooNew`, claiming none,
+        once the database's schema is newer than `known_schema`."""
         ...
 
     async def finish_outbox(
@@ -634,7 +651,8 @@ class Store(Protocol):
         self, owner: str, *, limit: int, until: datetime, now: datetime
     ) -> list[Claim]:
         """Take the leases of up to `limit` of the oldest ready runs no live lease holds and
-        no other worker is claiming at this moment."""
+        no other worker is claiming at this moment. `SchemaTooNew`, taking none, once the
+        database's schema is newer than `known_schema` (the worker must step aside)."""
         ...
 
     async def requeue_runs(self) -> int:

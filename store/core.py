@@ -82,14 +82,52 @@ def create_run(
 def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
-    nothing to drive leaves the queue unclaimed."""
+    nothing to drive leaves the queue unclaimed. `SchemaTooNew`, claiming nothing, once the
+    database's schema is newer than the worker's (`known_schema`)."""
+    yield from refuse_newer_schema(params)
     lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
     found = yield Stmt("claim_runs", params, "all", alone=True)
+    check_answered_schema(found, params)
     return [
         Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
         for row in found
         if row[1] is not None
     ]
+
+
+def claim_outbox(params: dict[str, Any]) -> Body[list[Any]]:
+    """The outbox rows claimed for a sender: `SchemaTooNew`, claiming nothing, once the
+    database's schema is newer than the sender's (`known_schema`)."""
+    yield from refuse_newer_schema(params)
+    found = yield Stmt("claim_outbox", params, "all", alone=True)
+    check_answered_schema(found, params)
+    return [row for row in found if row["id"] is not None]
+
+
+def refuse_newer_schema(params: dict[str, Any]) -> Body[None]:
+    """Where the dialect reads the schema's version before a claim (SQLite): refuse a newer
+    one. (PostgreSQL's claim answers it: `check_answered_schema`.)"""
+    found = yield Stmt("claim_schema", params, "one")
+    if found is not None:
+        _refuse_newer(int(found[0]), params["known_schema"])
+
+
+def check_answered_schema(found: Sequence[Any], params: dict[str, Any]) -> None:
+    """Where a claim answered the schema's version with its rows (PostgreSQL): refuse a
+    newer one. The claim took nothing then: its guard compares the same version."""
+    answered = dict(found[0]).get("schema_version") if found else None
+    if answered is not None:
+        _refuse_newer(int(answered), params["known_schema"])
+
+
+def _refuse_newer(found: int, known: int) -> None:
+    if found > known:
+        raise errors.SchemaTooNew(
+            f"the database has schema version {found}, newer than this Signoff understands "
+            f"({known}): this worker steps aside",
+            found=found,
+            supported=known,
+        )
 
 
 def prune(before: float | None, *, include_audit: bool) -> Body[tuple[int, int]]:

@@ -12,6 +12,8 @@ StoreError
  ├── InvalidRecord       a record that cannot be stored as given
  ├── ProtectedFact       a write to a key the fact store protects
  ├── SchemaTooNew        a database written by a newer Signoff
+ ├── UnreadableRecord    a row this Signoff's records cannot read (written by a newer one?)
+ ├── UnsafeMigration     a migration older workers holding leases would misread
  ├── ForeignDatabase     a database file that belongs to another application
  ├── UnsupportedURL      a database URL whose scheme no backend handles
  └── DatabaseError       the driver failed (I/O, corruption, locked too long)
@@ -75,6 +77,16 @@ class ProtectedFact(StoreError):
 
 class SchemaTooNew(StoreError):
     """The database was written by a newer version of Signoff."""
+
+
+class UnreadableRecord(StoreError):
+    """A row this Signoff cannot read as its record: a value it does not know, most likely
+    written by a newer Signoff. Nothing was changed by reading it."""
+
+
+class UnsafeMigration(StoreError):
+    """A pending migration is not safe while the workers that hold leases run: they would
+    misread what it changes. Nothing was migrated."""
 
 
 class ForeignDatabase(StoreError):

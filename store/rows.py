@@ -3,18 +3,26 @@
 Times become epoch seconds; structured values become compact JSON text.
 
 Each record has its two functions, to columns and back: most are a `Columns` table's, which
-names only the columns stored otherwise than as they are."""
+names only the columns stored otherwise than as they are.
+
+Reading takes only the columns a record has fields for, so a row with columns a newer
+Signoff added reads as before; a row whose values this Signoff cannot read (a state it does
+not know, a column a newer one dropped) is `errors.UnreadableRecord`, never a bare
+validation error that a caller could take for its own failure."""
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
+from pydantic import ValidationError
 from pydantic_core import to_json
 
+from store import errors
 from store.digest import args_digest
 from store.records import (
     MESSAGES,
@@ -40,6 +48,8 @@ from store.records import (
 
 Row = Mapping[str, Any]
 R = TypeVar("R", bound=Record)
+P = ParamSpec("P")
+T = TypeVar("T")
 
 Clock = Callable[[], datetime]
 
@@ -60,6 +70,44 @@ def dt(value: float | None) -> datetime | None:
 
 def utc(value: float) -> datetime:
     return datetime.fromtimestamp(value, UTC)
+
+
+def decoder(what: str) -> Callable[[Callable[P, T]], Callable[P, T]]:
+    """Turn a reader's failure to read a stored `what` into `UnreadableRecord`, saying which
+    fields failed and how, never their values (they may hold a tool's arguments)."""
+
+    def wrap(read: Callable[P, T]) -> Callable[P, T]:
+        @functools.wraps(read)
+        def checked(*args: P.args, **kwargs: P.kwargs) -> T:
+            try:
+                return read(*args, **kwargs)
+            except (ValueError, KeyError) as exc:
+                raise unreadable(what, exc) from exc
+
+        return checked
+
+    return wrap
+
+
+def unreadable(what: str, exc: Exception) -> errors.UnreadableRecord:
+    return errors.UnreadableRecord(
+        f"a stored {what} this Signoff cannot read (a newer Signoff may have written it): "
+        f"{_why(exc)}",
+        record=what,
+    )
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['type']}" for e in exc.errors())
+    if isinstance(exc, KeyError):
+        return f"no column {exc}"
+    return type(exc).__name__
+
+
+def known_fields(record: type[Record], row: Row) -> dict[str, Any]:
+    """The row's columns the record has fields for: one a newer Signoff added is left out."""
+    return {name: value for name, value in dict(row).items() if name in record.model_fields}
 
 
 def dumps(value: Any) -> str:
@@ -102,11 +150,14 @@ class Columns(Generic[R]):
     unwritten: frozenset[str] = frozenset()
 
     def read(self, row: Row, **given: Any) -> R:
-        values = {name: row[name] for name in self.plain + self.enums}
-        values.update((name, dt(row[name])) for name in self.times)
-        values.update((name, bool(row[name])) for name in self.flags)
-        values.update((name, maybe_loads(row[name])) for name in self.json + self.json_or_null)
-        return self.record(**values, **given)
+        try:
+            values = {name: row[name] for name in self.plain + self.enums}
+            values.update((name, dt(row[name])) for name in self.times)
+            values.update((name, bool(row[name])) for name in self.flags)
+            values.update((name, maybe_loads(row[name])) for name in self.json + self.json_or_null)
+            return self.record(**values, **given)
+        except (ValueError, KeyError) as exc:
+            raise unreadable(self.record.__name__, exc) from exc
 
     def params(self, record: R, **given: Any) -> dict[str, Any]:
         def written(names: tuple[str, ...]) -> list[tuple[str, Any]]:
@@ -151,6 +202,7 @@ def run_params(run: Run) -> dict[str, Any]:
     return _RUN.params(run, budget=run.budget.model_dump_json(exclude_defaults=True))
 
 
+@decoder("Run")
 def run_from_row(row: Row) -> Run:
     return _RUN.read(row, budget=Budget.model_validate_json(row["budget"]), usage=_usage(row))
 
@@ -169,11 +221,13 @@ def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
     return _CHECKPOINT.params(cp, **_USAGE.params(cp.usage), messages=messages_json(cp.messages))
 
 
+@decoder("Checkpoint")
 def checkpoint_from_row(row: Row) -> Checkpoint:
     messages = MESSAGES.validate_json(row["messages"])
     return _CHECKPOINT.read(row, usage=_usage(row), messages=messages)
 
 
+@decoder("RunState")
 def state_from_rows(run_id: str, rows: Sequence[Sequence[Any]]) -> RunState:
     """Rebuild a state from its rows: messages in seq order, its own fields on the last."""
     seq, _, fields = rows[-1]
@@ -270,8 +324,9 @@ def decided_digest(approval: Approval) -> str | None:
     return args_digest(args)
 
 
+@decoder("Approval")
 def approval_from_row(row: Row) -> Approval:
-    values = dict(row)
+    values = known_fields(Approval, row)
     values.update(
         args=json.loads(row["args"]),
         approved_args=maybe_loads(row["approved_args"]),
@@ -308,14 +363,16 @@ def page_params(page: Page) -> dict[str, Any]:
     return values
 
 
+@decoder("Page")
 def page_from_row(row: Row) -> Page:
-    values = dict(row)
+    values = known_fields(Page, row)
     values.update(acknowledged_at=dt(row["acknowledged_at"]), created_at=dt(row["created_at"]))
     return Page.model_validate(values)
 
 
+@decoder("OutboxItem")
 def outbox_from_row(row: Row) -> OutboxItem:
-    values = dict(row)
+    values = known_fields(OutboxItem, row)
     values.update(detail=json.loads(row["detail"]), created_at=dt(row["created_at"]))
     return OutboxItem.model_validate(values)
 

@@ -57,6 +57,9 @@ class SqlStore:
     """The clock deadlines are judged by; None: the database's own (`now()`). A store is
     given one at open time when something else must decide what time it is (a test that
     moves time by hand cannot move PostgreSQL's `now()`)."""
+    known_schema: int = 0
+    """The newest schema version this Signoff's migrations go to: what its records can read.
+    Said with every lease it takes; its claims take nothing from a newer schema."""
 
     def _judge_now(self) -> float | None:
         return rows.judge_now(self.clock)
@@ -491,7 +494,8 @@ class SqlStore:
         self, owner: str, *, now: datetime, until: datetime, limit: int = 50
     ) -> list[OutboxItem]:
         params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
-        claimed = await self._one("claim_outbox", params | _lease_times(now, until), "all")
+        params |= _lease_times(now, until) | {"known_schema": self.known_schema}
+        claimed = await self._write(lambda: core.claim_outbox(params))
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
 
     async def finish_outbox(
@@ -718,8 +722,10 @@ class SqlStore:
     async def acquire_lease(
         self, run_id: str, owner: str, *, until: datetime, now: datetime
     ) -> int | None:
-        params = {"id": run_id, "owner": owner} | _lease_times(now, until)
-        taken = await self._one("acquire_lease", params, "all", durable=False)
+        params = {"id": run_id, "owner": owner, "known_schema": self.known_schema}
+        taken = await self._one(
+            "acquire_lease", params | _lease_times(now, until), "all", durable=False
+        )
         return int(taken[0][0]) if taken else None
 
     async def renew_lease(
@@ -746,7 +752,8 @@ class SqlStore:
     async def claim_runs(
         self, owner: str, *, limit: int, until: datetime, now: datetime
     ) -> list[Claim]:
-        params = {"owner": owner, "limit": limit} | _lease_times(now, until)
+        params = {"owner": owner, "limit": limit, "known_schema": self.known_schema}
+        params |= _lease_times(now, until)
         return await self._write(lambda: core.claim_runs(params), durable=False)
 
     async def requeue_runs(self) -> int:

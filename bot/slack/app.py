@@ -108,6 +108,7 @@ class SlackSurface:
     seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
+    stopped: bool = False
 
     def mount(self, web_app: web.Application) -> None:
         """Serve `/slack/events` next to the HTTP API, when Slack is to send requests there."""
@@ -155,6 +156,10 @@ class SlackSurface:
         self.link.start()
 
     async def stop(self) -> None:
+        """Stop talking to Slack (at shutdown, or once the worker steps aside; once)."""
+        if self.stopped:
+            return
+        self.stopped = True
         await self.link.stop()
         self.page_reminders.stop()
         await self.sender.stop()

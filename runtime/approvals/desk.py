@@ -335,5 +335,8 @@ class ApprovalDesk:
     # timed work
 
     async def tick(self, now: datetime) -> datetime | None:
-        """Expire, remind and escalate whatever is due; return when the next thing falls due."""
+        """Expire, remind and escalate whatever is due; return when the next thing falls due.
+        A worker that stepped aside for a newer schema leaves them to the workers that know it."""
+        if self.deps.aside.active:
+            return None
         return await timers.tick(self, self.deps.announcer, now)

@@ -10,6 +10,7 @@ approval (`gate`). Everything is written through the run's `Journal`.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -21,6 +22,7 @@ from runtime.deps import Deps
 from runtime.model import Reply
 from runtime.ports import Approvals
 from runtime.runs import model_turn, results, verdict
+from runtime.runs.aside import SteppingAside
 from runtime.runs.budget import StopReason
 from runtime.runs.execution import Execution
 from runtime.runs.gate import Gate
@@ -69,6 +71,7 @@ class Driver:
         """Drive until the run finishes, parks or is taken away; True if this driver ended it."""
         session = self.session
         try:
+            session.deps.aside.check()
             await self._load_used_ids()
             calls = pending_calls(session.journal.messages)
             if calls and not await self._handle_calls(calls, fresh=False):
@@ -83,8 +86,14 @@ class Driver:
             session.ended = session.ended or stop.ended
             log.info("run %s changed under its driver; stopped driving it", session.run.id)
             await self.execution.page_acted_late(stop.acted_late)
-        except errors.DatabaseError:
-            raise  # the store is unwell: leave the run to recovery rather than fail it
+        except SteppingAside:
+            log.info(
+                "run %s goes back to the queue untouched: this worker steps aside", session.run.id
+            )
+        except (errors.DatabaseError, errors.UnreadableRecord):
+            # The store is unwell, or wrote what this Signoff cannot read (a newer one did):
+            # leave the run to recovery, or to a worker that can, rather than fail it.
+            raise
         except Exception as exc:
             log.exception("run %s failed in its driver", session.run.id)
             with contextlib.suppress(Stopped, errors.StoreError):
@@ -118,7 +127,7 @@ class Driver:
                 journal.seal()
         asked = time.monotonic()
         try:
-            reply = await model_turn.ask(agent, journal.transcript, session.run.id)
+            reply = await self._ask()
         except model_turn.ModelFailed as failed:
             await session.stop(RunStatus.FAILED, StopReason.ERROR, error=str(failed))
             return None
@@ -128,6 +137,25 @@ class Driver:
         journal.reply(message, reply.usage)
         set_log_step(journal.step)
         return reply
+
+    async def _ask(self) -> Reply:
+        """The model's reply, unless the worker steps aside first or meanwhile (nothing of
+        this step is written while it waits: it is cancelled then, `SteppingAside`)."""
+        session = self.session
+        aside, run_id = session.deps.aside, session.run.id
+        aside.check()
+        task = asyncio.current_task()
+        if task is not None:
+            aside.asking[run_id] = task
+        try:
+            return await model_turn.ask(session.agent, session.journal.transcript, run_id)
+        except asyncio.CancelledError:
+            if not aside.active or task is None:
+                raise
+            task.uncancel()  # this worker's own doing: the drive ends as a step aside
+            raise SteppingAside(aside.reason) from None
+        finally:
+            aside.asking.pop(run_id, None)
 
     async def _load_used_ids(self) -> None:
         """Call ids this run already used: in its transcript, and in effects and approvals,

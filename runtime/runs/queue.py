@@ -13,6 +13,12 @@ It claims when woken: by this process (a run created here, a decision made here,
 that ended and left room), by another's commit (`run_ready`, `approval_decided` over
 LISTEN/NOTIFY, `runtime.runs.wakeups`), or by a lease lapsing (`recovery.follow_lapses`);
 and every `poll` seconds whatever happened, the safety net for a lost notification.
+
+Each claim checks the database's schema: once it is newer than this worker knows (a newer
+release migrated it), the claim takes nothing and the worker steps aside
+(`runtime.runs.aside`): the queue claims no more, and its drivers hand their runs back.
+The version is also read when a migration's notification arrives and on each poll, so a
+worker with no room to claim steps aside as soon.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
 from runtime.deps import Deps
+from store import errors
 
 log = logging.getLogger("signoff.queue")
 
@@ -51,36 +58,51 @@ class RunQueue:
         self.claimed_total = 0
         self._wake = asyncio.Event()
         self._requeue = True  # the first pass looks for stranded runs too
+        self._check = False
         self._loop: asyncio.Task[None] | None = None
+        deps.aside.on_step_aside(self._wake.set)
 
     def start(self) -> None:
         if self._loop is None:
             self._loop = asyncio.get_running_loop().create_task(self._run(), name="signoff-queue")
 
-    def wake(self, *, requeue: bool = False) -> None:
+    def wake(self, *, requeue: bool = False, schema: bool = False) -> None:
         """Claim what is ready now. `requeue`: first put back in the queue the runs that need
         a driver and are not in it (a lapsed lease, a parked run with every approval
-        decided), which costs a look at every running and parked run."""
+        decided), which costs a look at every running and parked run. `schema`: first read
+        the schema's version (a migration was announced)."""
         self._requeue = self._requeue or requeue
+        self._check = self._check or schema
         self._wake.set()
 
     async def _run(self) -> None:
-        while True:
+        while not self.deps.aside.active:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.poll)
             if not self._wake.is_set():
-                self._requeue = True  # the poll: a lost notification, a lapse, a race
+                self._requeue = self._check = True  # the poll: a lost notification, a lapse
             self._wake.clear()
             requeue, self._requeue = self._requeue, False
+            check, self._check = self._check, False
             try:
-                if requeue and (stranded := await self.deps.store.requeue_runs()):
-                    log.info("recovering %d run(s): nobody drove them; back in the queue", stranded)
-                await self._fill()
+                await self._pass(requeue=requeue, check=check)
+            except errors.SchemaTooNew as newer:
+                self.deps.aside.seen(newer.details["found"], newer.details["supported"])
             except Exception:
                 log.exception("could not claim ready runs; trying again")
                 self._requeue = requeue or self._requeue
                 await asyncio.sleep(ERROR_PAUSE)
                 self._wake.set()
+
+    async def _pass(self, *, requeue: bool, check: bool) -> None:
+        store = self.deps.store
+        if check:
+            self.deps.aside.seen(await store.schema_version(), store.known_schema)
+        if self.deps.aside.active:
+            return
+        if requeue and (stranded := await store.requeue_runs()):
+            log.info("recovering %d run(s): nobody drove them; back in the queue", stranded)
+        await self._fill()
 
     async def _fill(self) -> None:
         """Claim ready runs until this worker is full or the queue is empty."""
@@ -107,12 +129,28 @@ class RunQueue:
     async def _drive(self, run_id: str, epoch: int) -> None:
         try:
             await self._drive_run(run_id)
+        except errors.UnreadableRecord as exc:
+            log.warning("run %s is put back: %s", run_id, exc)
+            await self._unreadable()
         except Exception:
             log.exception("run %s failed in the queue's driver; it is put back", run_id)
         finally:
             await self._let_go(run_id, epoch)
-            del self.driving[run_id]
+            # A later claim of the run (ready again while this drive finished, after its
+            # lease went back) has its own task here, waiting for the run's lock: keep it.
+            if self.driving.get(run_id) is asyncio.current_task():
+                del self.driving[run_id]
             self.wake()  # room for the next ready run
+
+    async def _unreadable(self) -> None:
+        """A newer Signoff most likely wrote what could not be read: if the schema is newer,
+        step aside; else wait a while before this slot claims again (a row no release can
+        read would otherwise be claimed, and put back, at once and forever)."""
+        store = self.deps.store
+        with contextlib.suppress(Exception):
+            self.deps.aside.seen(await store.schema_version(), store.known_schema)
+        if not self.deps.aside.active:
+            await asyncio.sleep(ERROR_PAUSE)
 
     async def _let_go(self, run_id: str, epoch: int) -> None:
         """A claimed lease no driver adopted (the run had ended meanwhile): give it back."""

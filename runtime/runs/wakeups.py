@@ -4,7 +4,8 @@ With a store that `Listens` (PostgreSQL), every outbox row another process commi
 here by its topic: a decision makes this process look for runs to resume and drive each one
 it finds (a lease taken by compare-and-set picks the one process that does; with a run
 queue, the queue claims them, as it claims a new run on `run_ready`), a new approval or
-reminder re-arms the approval scheduler, and every row wakes the outbox sender. Nothing here
+reminder re-arms the approval scheduler, and every row wakes the outbox sender; a migration
+makes the queue read the schema's version (a worker older than it steps aside). Nothing here
 is needed for correctness: the polls (recovery, the scheduler's, the sender's) stay, and
 catch whatever a lost connection missed. Bursts coalesce: one pass at a time, and one more
 after it if anything arrived meanwhile.
@@ -28,6 +29,9 @@ log = logging.getLogger("signoff.wakeups")
 RESUMES = {"approval_decided"}
 READY = "run_ready"
 """Not an outbox row: a run was created and waits in the queue (`notify_run_ready`)."""
+SCHEMA_CHANGED = "schema_changed"
+"""Not an outbox row: a migration committed (`notify_schema_changed`); a worker that runs an
+older Signoff steps aside."""
 SCHEDULES = {"approval_requested", "approval_reminded", "approval_decided"}
 
 
@@ -107,9 +111,9 @@ class Wakeups:
         return True
 
     def heard(self, topic: str) -> None:
-        if topic == READY:
+        if topic in (READY, SCHEMA_CHANGED):
             if self._queue is not None:
-                self._queue.wake()
+                self._queue.wake(schema=topic == SCHEMA_CHANGED)
             return
         if self._outbox is not None:
             self._outbox()

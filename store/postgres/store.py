@@ -59,11 +59,18 @@ worker however long ago their leases lapsed; the server ends such a transaction 
 store's transactions never wait on anything but their own statements. (Behind a pooler in
 transaction mode the pooler's own `idle_transaction_timeout` does this.)"""
 
+_RUN_AGAIN = (
+    asyncpg.DeadlockDetectedError,
+    asyncpg.SerializationError,
+    # A migration changed a table under a statement prepared before it (`SELECT *` of a
+    # table a column was added to): asyncpg prepares it again, but not inside a transaction.
+    asyncpg.InvalidCachedStatementError,
+)
+"""A transaction the server aborted, having changed nothing: run it again, from a fresh body."""
 _STEP_REFUSED = (
     asyncpg.DivisionByZeroError,  # `commit_step`'s way of saying a check failed
     asyncpg.IntegrityConstraintViolationError,
-    asyncpg.DeadlockDetectedError,
-    asyncpg.SerializationError,
+    *_RUN_AGAIN,
 )
 _EPOCH_2000 = 946_684_800  # PostgreSQL counts time in microseconds from 2000-01-01 UTC
 
@@ -133,6 +140,7 @@ class PostgresStore(SqlStore):
         self.url = url
         self.protected_facts = protected_facts
         self.clock = clock
+        self.known_schema = migration.latest_version(DIALECT)
         self._pool_size = pool_size
         self._pooled = pool_mode == "transaction"
         self._listen_at = listen_at
@@ -187,20 +195,36 @@ class PostgresStore(SqlStore):
                 "schema; point SIGNOFF_DATABASE_URL at a new database (or search_path schema)"
             )
 
-    async def migrate(self) -> tuple[int, int]:
+    async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
         """Apply pending migrations under an advisory lock: two processes at once apply each
-        migration once (the second waits, then finds nothing to do)."""
+        migration once (the second waits, then finds nothing to do). Refused, changing
+        nothing (`UnsafeMigration`), while workers the migrations would leave behind hold
+        leases, unless `stop_the_world` takes their leases in the same transaction. Every
+        worker listening is told the schema moved."""
         with translate_errors():
             async with self._pool_().acquire() as conn, conn.transaction():
                 await conn.execute(Q["lock_migrations"].sql)
                 await conn.execute(Q["create_schema_table"].sql)
                 before = await conn.fetchval(Q["schema_version"].sql)
-                for step in migration.pending(DIALECT, before):
+                steps = migration.pending(DIALECT, before)
+                if not steps:
+                    return before, before
+                await _clear_the_way(conn, before, steps, stop_the_world=stop_the_world)
+                for step in steps:
                     await conn.execute(step.sql)
                     record = Q["record_migration"]
                     params = {"version": step.version, "name": step.name, "applied_at": time.time()}
                     await conn.execute(record.sql, *record.args(params))
-        return before, max(before, migration.latest_version(DIALECT))
+                await conn.execute(Q["notify_schema_changed"].sql)
+        return before, steps[-1].version
+
+    async def lease_holders(self) -> list[migration.LeaseHolder]:
+        with translate_errors():
+            async with self._pool_().acquire() as conn, conn.transaction():
+                if not await conn.fetchval(Q["schema_table_exists"].sql):
+                    return []
+                version = await conn.fetchval(Q["schema_version"].sql)
+                return await lease_holders(conn, version) if version else []
 
     async def schema_version(self) -> int:
         with translate_errors():
@@ -217,10 +241,8 @@ class PostgresStore(SqlStore):
             version = await asyncio.wait_for(self.schema_version(), HEALTH_TIMEOUT)
         except (errors.StoreError, TimeoutError) as exc:
             return {"database": f"cannot read the database: {exc or 'timed out'}"}
-        latest = migration.latest_version(DIALECT)
-        if version != latest:
-            return {"schema": f"schema version {version}, not {latest}: run `signoff db migrate`"}
-        return {}
+        problem = migration.schema_problem(version, self.known_schema)
+        return {} if problem is None else {"schema": problem}
 
     async def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -240,7 +262,7 @@ class PostgresStore(SqlStore):
                         # behind a transaction-mode pooler a statement's prepare and execute
                         # meet one server connection only inside a transaction
                         return await _drive(conn, make, durable=durable, alone=not self._pooled)
-                except (asyncpg.DeadlockDetectedError, asyncpg.SerializationError):
+                except _RUN_AGAIN:
                     if attempt == RETRIES - 1:
                         raise
                     await asyncio.sleep(0.005 * 2**attempt)
@@ -327,6 +349,34 @@ def listen_url(url: str, listen_at: str) -> str:
     credentials = parts.netloc.rpartition("@")[0]
     netloc = f"{credentials}@{listen_at}" if credentials else listen_at
     return urlunsplit(parts._replace(netloc=netloc))
+
+
+async def _clear_the_way(
+    conn: asyncpg.Connection,
+    before: int,
+    steps: tuple[migration.Migration, ...],
+    *,
+    stop_the_world: bool,
+) -> None:
+    """Refuse the migrations while lease holders they would leave behind run, or (stopping
+    the world) take those holders' leases. No lease is taken or given meanwhile."""
+    if before == 0:
+        return  # a new database: nothing holds a lease
+    await conn.execute(Q["hold_leases_still"].sql)
+    holders = await lease_holders(conn, before)
+    blocking = migration.in_the_way(steps, holders)
+    if not stop_the_world:
+        migration.refuse_in_the_way(steps, blocking)
+    for owner in {holder.worker for holder in blocking}:
+        await conn.execute(Q["take_leases"].sql, *Q["take_leases"].args({"owner": owner}))
+
+
+async def lease_holders(conn: asyncpg.Connection, version: int) -> list[migration.LeaseHolder]:
+    """The workers holding live leases on a database at schema `version` (1 or later), with
+    the schema each runs."""
+    said = await conn.fetchval(Q["lease_schema_kept"].sql)
+    query = Q["lease_holders"] if said else Q["lease_holders_unsaid"]
+    return [migration.LeaseHolder(*row) for row in await conn.fetch(query.sql)]
 
 
 async def _drive(conn: asyncpg.Connection, make: MakeBody[T], *, durable: bool, alone: bool) -> T:

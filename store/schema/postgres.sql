@@ -259,6 +259,8 @@ CREATE TABLE runs (
     model text,
     lease_epoch bigint NOT NULL DEFAULT 0,
     ready_at timestamp with time zone,
+    lease_schema integer,
+    lease_schema_epoch bigint,
     CONSTRAINT runs_pkey PRIMARY KEY (id)
 );
 

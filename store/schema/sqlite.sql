@@ -238,7 +238,9 @@ CREATE TABLE runs (
     updated_at REAL NOT NULL,
     model TEXT,
     lease_epoch INTEGER NOT NULL DEFAULT 0,
-    ready_at REAL
+    ready_at REAL,
+    lease_schema INTEGER,
+    lease_schema_epoch INTEGER
 );
 
 CREATE TABLE signoff_schema (

@@ -62,6 +62,54 @@ CREATE TABLE IF NOT EXISTS signoff_schema (
 -- One migrating process at a time (the lock ends with the transaction).
 SELECT pg_advisory_xact_lock(hashtextextended('signoff:migrate:' || current_schema(), 0))
 
+-- hold_leases_still [sqlite] --
+-- (None: migrations run in a BEGIN IMMEDIATE transaction, in which no other process writes.)
+
+-- hold_leases_still [postgres] --
+-- While migrations are applied, no lease is taken or given (reads go on): the lease holders
+-- the migration was checked against are the ones that hold leases when it commits, and a
+-- claim waiting for this lock sees the new schema once it may go on.
+LOCK TABLE runs IN SHARE MODE
+
+-- lease_schema_kept [sqlite] --
+-- Whether the runs table says which schema each lease holder runs (migration 0028).
+SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'lease_schema'
+
+-- lease_schema_kept [postgres] --
+-- Whether the runs table says which schema each lease holder runs (migration 0028).
+SELECT count(*) FROM information_schema.columns
+WHERE table_schema = current_schema() AND table_name = 'runs' AND column_name = 'lease_schema'
+
+-- lease_holders --
+-- The workers holding live leases, with the schema each said it runs when it took them: NULL
+-- for a lease taken since by a Signoff from before workers said so (its epoch moved on).
+SELECT lease_owner,
+       CASE WHEN lease_schema_epoch = lease_epoch THEN lease_schema END AS lease_schema,
+       count(*) AS runs
+FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at > {now}
+GROUP BY 1, 2 ORDER BY 1, 2
+
+-- lease_holders_unsaid --
+-- The workers holding live leases on a database from before workers said their schema.
+SELECT lease_owner, NULL AS lease_schema, count(*) AS runs
+FROM runs WHERE lease_owner IS NOT NULL AND lease_expires_at > {now}
+GROUP BY 1 ORDER BY 1
+
+-- take_leases --
+-- Stop the world for a migration: take the live leases `:owner` holds. Its next write for
+-- each run is refused (fencing), and each run that should move waits in the queue. How many.
+UPDATE runs SET lease_owner = NULL, lease_expires_at = NULL,
+    ready_at = CASE WHEN {drivable} THEN coalesce(ready_at, {now}) ELSE ready_at END
+WHERE lease_owner = :owner AND lease_expires_at > {now}
+
+-- notify_schema_changed [sqlite] --
+-- (None: the workers on one machine see the new schema at their next claim.)
+
+-- notify_schema_changed [postgres] --
+-- Tell every worker on the schema's channel (at commit) that the schema moved: one that runs
+-- an older Signoff steps aside at once, not at its next claim.
+SELECT pg_notify(left('signoff:' || current_schema(), 63), 'schema_changed')
+
 -- insert_run --
 -- Create a run; a running one is ready for a worker to claim (the run queue) at once.
 INSERT INTO runs (id, agent, task, status, budget, requested_by, lineage_id, parent_id,
@@ -790,9 +838,11 @@ WHERE :run_id::text IS NULL OR run_id = :run_id ORDER BY commit_seq
 -- epoch. The database dates and judges it (the host's clock for SQLite, the server's for
 -- PostgreSQL), never the caller's `now`: only the lease's length `:ttl` comes from the worker.
 -- A run whose lease is taken has its driver: it leaves the queue.
+-- The schema the worker runs is said with it (`:known_schema`, in the lease's epoch).
 UPDATE runs
 SET lease_owner = :owner, lease_expires_at = {seconds_from_now(:ttl)},
-    lease_epoch = lease_epoch + 1, ready_at = NULL
+    lease_epoch = lease_epoch + 1, ready_at = NULL,
+    lease_schema = :known_schema, lease_schema_epoch = lease_epoch + 1
 WHERE id = :id
   AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now}) {unsynced}
 RETURNING lease_epoch
@@ -851,31 +901,69 @@ WHERE ready_at IS NOT NULL AND lease_owner IS NOT NULL AND lease_expires_at < {n
 -- lapsed_ready_runs [postgres] --
 -- (None: the claim returns who held each run's lapsed lease.)
 
--- claim_runs --
+-- claim_schema [sqlite] --
+-- Before a claim, the database's schema version: a worker that runs an older Signoff claims
+-- nothing (it steps aside). The single writer keeps it as read here through the claim.
+SELECT coalesce(max(version), 0) FROM signoff_schema
+
+-- claim_schema [postgres] --
+-- (None: the claim itself answers the schema's version.)
+
+-- claim_runs [sqlite] --
 -- The run queue: take the leases of the oldest ready runs nobody holds a live lease on, at
--- most :limit, skipping those another worker is claiming right now; each leaves the queue.
--- A ready run with nothing to drive (finished, or parked on an approval still pending: a
--- decision raced its driver) leaves it without a lease. Each claimed run, its new epoch
--- (none for one that only left) and, where the dialect can return it, who held the lease
--- that lapsed (a takeover; SQLite's comes from `lapsed_ready_runs`). The database's clock
--- dates and judges the leases.
+-- most :limit; each leaves the queue. A ready run with nothing to drive (finished, or parked
+-- on an approval still pending: a decision raced its driver) leaves it without a lease.
+-- Each claimed run and its new epoch (none for one that only left). The host's clock dates
+-- and judges the leases; the worker's schema is said with each (`:known_schema`).
 WITH picked AS (
-    SELECT id, lease_owner AS lapsed_owner FROM runs {indexed_by(runs_ready)}
+    SELECT id FROM runs INDEXED BY runs_ready
     WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < {now})
     ORDER BY ready_at, id
     LIMIT :limit
-    {skip_locked}
 )
 UPDATE runs
 SET ready_at = NULL,
     lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
     lease_expires_at = CASE WHEN {drivable} THEN {seconds_from_now(:ttl)}
                             ELSE lease_expires_at END,
-    lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END
+    lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END,
+    lease_schema = CASE WHEN {drivable} THEN :known_schema ELSE lease_schema END,
+    lease_schema_epoch = CASE WHEN {drivable} THEN lease_epoch + 1 ELSE lease_schema_epoch END
 FROM picked
 WHERE runs.id = picked.id {unsynced}
-RETURNING runs.id, CASE WHEN runs.lease_expires_at > {now} THEN runs.lease_epoch END,
-          {joined_column(picked.lapsed_owner)}
+RETURNING runs.id, CASE WHEN runs.lease_expires_at > {now} THEN runs.lease_epoch END, NULL
+
+-- claim_runs [postgres] --
+-- As SQLite's, skipping the runs another worker is claiming right now, and answering who
+-- held each lease that lapsed (a takeover) and the schema's version: a row with no run
+-- when nothing was claimed. Nothing is claimed once the schema is newer than the worker's
+-- `:known_schema` (it steps aside); the server's clock dates and judges the leases.
+WITH schema AS (SELECT coalesce(max(version), 0) AS version FROM signoff_schema),
+picked AS (
+    SELECT id, lease_owner AS lapsed_owner FROM runs
+    WHERE ready_at IS NOT NULL AND (lease_owner IS NULL OR lease_expires_at < now())
+      AND (SELECT version FROM schema) <= :known_schema
+    ORDER BY ready_at, id
+    LIMIT :limit
+    FOR UPDATE SKIP LOCKED
+),
+claimed AS (
+    UPDATE runs
+    SET ready_at = NULL,
+        lease_owner = CASE WHEN {drivable} THEN :owner ELSE lease_owner END,
+        lease_expires_at = CASE WHEN {drivable} THEN {seconds_from_now(:ttl)}
+                                ELSE lease_expires_at END,
+        lease_epoch = lease_epoch + CASE WHEN {drivable} THEN 1 ELSE 0 END,
+        lease_schema = CASE WHEN {drivable} THEN :known_schema ELSE lease_schema END,
+        lease_schema_epoch = CASE WHEN {drivable} THEN lease_epoch + 1
+                                  ELSE lease_schema_epoch END
+    FROM picked
+    WHERE runs.id = picked.id {unsynced}
+    RETURNING runs.id, CASE WHEN runs.lease_expires_at > now() THEN runs.lease_epoch END AS epoch,
+              picked.lapsed_owner
+)
+SELECT claimed.id, claimed.epoch, claimed.lapsed_owner, schema.version AS schema_version
+FROM schema LEFT JOIN claimed ON true
 
 -- requeue_runs --
 -- Put back in the queue the runs that should be moving and that nobody drives or has queued:
@@ -942,22 +1030,29 @@ RETURNING id, topic, subject_id, detail, attempts, created_at
 -- claim_outbox [postgres] --
 -- As SQLite's, and rows another sender is claiming right now are skipped. The server's clock
 -- (or the store's own, when it was given one) says what is due and dates the claim: a sender
--- whose clock runs fast cannot take over a claim another sender still holds.
-UPDATE outbox
-SET claimed_by = :owner, claimed_until = {seconds_from_clock(:ttl)}, attempts = attempts + 1
-WHERE id IN (
-    SELECT o.id FROM outbox o
-    WHERE o.sent_at IS NULL AND o.next_attempt_at <= {clock}
-      AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox p
-          WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
-      )
-    ORDER BY o.id
-    LIMIT :limit
-    FOR UPDATE SKIP LOCKED
+-- whose clock runs fast cannot take over a claim another sender still holds. Nothing is
+-- claimed once the schema is newer than the sender's `:known_schema`; the schema's version
+-- is answered with the rows (a row with no id when none was claimed).
+WITH schema AS (SELECT coalesce(max(version), 0) AS version FROM signoff_schema),
+claimed AS (
+    UPDATE outbox
+    SET claimed_by = :owner, claimed_until = {seconds_from_clock(:ttl)}, attempts = attempts + 1
+    WHERE id IN (
+        SELECT o.id FROM outbox o
+        WHERE o.sent_at IS NULL AND o.next_attempt_at <= {clock}
+          AND (o.claimed_until IS NULL OR o.claimed_until < {clock})
+          AND NOT EXISTS (
+              SELECT 1 FROM outbox p
+              WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
+          )
+          AND (SELECT version FROM schema) <= :known_schema
+        ORDER BY o.id
+        LIMIT :limit
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING id, topic, subject_id, detail, attempts, created_at
 )
-RETURNING id, topic, subject_id, detail, attempts, created_at
+SELECT claimed.*, schema.version AS schema_version FROM schema LEFT JOIN claimed ON true
 
 -- finish_outbox --
 -- Mark a claimed row sent (or given up, with the error that makes retrying pointless).

@@ -52,7 +52,5 @@ def _schema_problems(path: str) -> dict[str, str]:
         return {"database": f"{path} unreachable: {exc}"}
     finally:
         conn.close()
-    latest = migration.latest_version("sqlite")
-    if version != latest:
-        return {"schema": f"schema version {version}, this Signoff needs {latest} (db migrate)"}
-    return {}
+    problem = migration.schema_problem(version, migration.latest_version("sqlite"))
+    return {} if problem is None else {"schema": f"{path}: {problem}"}

@@ -76,6 +76,7 @@ class SqliteStore(SqlStore):
         self.url = "sqlite://:memory:" if path == ":memory:" else f"sqlite:///{path}"
         self.protected_facts = protected_facts
         self.clock = clock
+        self.known_schema = migration.latest_version(DIALECT)
         self._synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         wal = None if path == ":memory:" else f"{path}-wal"
@@ -137,10 +138,14 @@ class SqliteStore(SqlStore):
         )
         return await twin.open(migrate=False)
 
-    async def migrate(self) -> tuple[int, int]:
-        """Apply pending migrations; return (version before, version after)."""
+    async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
+        """Apply pending migrations; return (version before, version after). Refused while
+        workers they would leave behind hold leases, unless `stop_the_world`
+        (`sqlite_schema.apply_migrations`)."""
         with translate_errors():
-            versions = await self._writer.run_alone(sqlite_schema.apply_migrations)
+            versions = await self._writer.run_alone(
+                lambda conn: sqlite_schema.apply_migrations(conn, stop_the_world=stop_the_world)
+            )
             await self._chain_if_ready()
             return versions
 
@@ -148,6 +153,10 @@ class SqliteStore(SqlStore):
         """Seal the audit chain in every commit once the schema has it (migration 0023)."""
         ready = await self._writer.run_alone(chain.has_chain)
         self._writer.seal = chain.seal if ready else None
+
+    async def lease_holders(self) -> list[migration.LeaseHolder]:
+        with translate_errors():
+            return await self._writer.run_alone(sqlite_schema.current_lease_holders)
 
     async def schema_version(self) -> int:
         with translate_errors():

@@ -30,7 +30,9 @@ def test_the_bot_takes_slack_ids_only() -> None:
 
 
 def test_policies_built_in_code_are_checked_too() -> None:
-    built = Policies(default=Policy(approvers=("alice@example.com",)))
+    built = Policies(default=Policy(approvers=("alice",)))
     with pytest.raises(ValidationError, match="not a Slack user id"):
         SlackPolicies.model_validate(built)
+    by_address = Policies(default=Policy(approvers=("Alice@Example.com",)))
+    assert SlackPolicies.model_validate(by_address).default.approvers == ("alice@example.com",)
     assert SlackPolicies.model_validate(Policies()).default.approvers == ()

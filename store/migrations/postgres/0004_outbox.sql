@@ -1,3 +1,4 @@
+-- While older workers run: safe. Triggers write the outbox rows of every change, older code's too.
 -- The outbox: what must be told to people (Slack cards, updates, thread notes, pages).
 -- Triggers write a row in the same transaction as the change it announces, whichever code
 -- path made the change, so a crash can delay a notification but never lose it. A sender

@@ -1,3 +1,4 @@
+-- While older workers run: safe. Older code finds unfinished compensations without the index it drops.
 -- Recovery finds an unfinished rollback (or saga) by its intent: an `undo_started` audit
 -- event with no `rollback` or `compensate` event after it. That finds one killed between two
 -- undos as well as one killed inside a compensation, which the index on compensations left

@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code marks nothing sensitive: secrets would reach the audit unmasked.
 -- The audit trail an auditor is handed: every request, auto-approval, denial (with the rule
 -- that made it, migration 0008), escalation,
 -- page and execution is written by a trigger in the same transaction as the change, whatever

@@ -1,3 +1,4 @@
+-- While older workers run: safe. Older code only never applies the learned rules.
 -- Approval rules people make from a decision ("approve + similar"); see sqlite/0012.
 CREATE TABLE learned_rules (
     id              text PRIMARY KEY,

@@ -1,3 +1,4 @@
+-- While older workers run: safe. A trigger numbers events by commit, older code's too.
 -- The audit trail in commit order. An event's `id` is drawn when it is inserted, and
 -- concurrent transactions commit in another order than they drew ids, so a reader paging by
 -- id could list an event before an earlier-committed one, or page past one that commits

@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code counts on the triggers it drops: its changes would go unannounced.
 -- The outbox rows (with their NOTIFY) and audit events a change announces are written by
 -- the store's shared core (`store/announce.py`), in the change's own transaction, on every
 -- backend: the triggers that wrote them here (migrations 0004, 0008, 0009) and their SQLite

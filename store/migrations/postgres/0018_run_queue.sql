@@ -1,3 +1,4 @@
+-- While older workers run: safe. Runs older code creates or lets go wait for the next requeue pass.
 -- The run queue: a run that needs a driver and has none (just created, its last approval
 -- decided, its lease lapsed) is ready from `ready_at` on, and any worker with room claims
 -- the oldest ready runs (`FOR UPDATE SKIP LOCKED`) in the transaction that takes their

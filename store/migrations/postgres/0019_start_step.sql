@@ -1,3 +1,4 @@
+-- While older workers run: safe. It adds a function older code does not call.
 -- A step that starts mutating effects, in one round trip (docs/scale-out.md): what the
 -- transaction body of `store.core.commit` does for such a batch (the lease and seq checks,
 -- the checkpoints, the ledger's locks, the finished effects, each start's claim of its key,

@@ -1,3 +1,4 @@
+-- While older workers run: safe. A trigger chains every event at commit, older code's too.
 -- The audit trail as a hash chain (`store.chain`): each event carries the hash of the one
 -- before it and its own, set once, at commit, by the trigger that numbers events in commit
 -- order under its lock (migration 0016): one chain per database. The hashed content is

@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code reserves nothing against limits: its calls would pass them uncounted.
 -- Limits that see history, and the budgets approvers hand out; see sqlite/0025.
 CREATE TABLE spend_counters (
     counter text NOT NULL,

@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code would run an approved call without checking its context again.
 -- What an approver is shown beside the call (`runtime.approvals.context`): the facts the
 -- tool's context function read when it was asked (and their digest, checked again before
 -- the call runs), or why they could not be read; the agent's stated reason; and, for an

@@ -1,3 +1,4 @@
+-- While older workers run: safe. It creates the schema: no older worker exists.
 -- Runs, their append-only history, the effect ledger, approvals, facts, pages and audit.
 
 CREATE TABLE runs (

@@ -1,3 +1,4 @@
+-- While older workers run: safe. The masking function answers as before, faster.
 -- An effect's audit event copies its arguments as they are when none is sensitive (most
 -- tools): rebuilding the object key by key to mask nothing cost a non-idempotent step
 -- ~40 us of its commit.

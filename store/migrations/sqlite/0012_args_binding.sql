@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code ignores key binding: it could run arguments nobody approved.
 -- A key is bound to its arguments: each effect keeps the digest of the canonical arguments it
 -- ran with (and of those proposed, when an approver edited them), and each approval the digest of the arguments shown and of those approved, so the
 -- same key with other arguments is a conflict a person decides, never a replay of another

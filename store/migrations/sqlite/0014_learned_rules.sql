@@ -1,3 +1,4 @@
+-- While older workers run: safe. Older code only never applies the learned rules.
 -- Approval rules people make from a decision ("approve + similar"), beside those in
 -- signoff.toml: each has an author, a reason and an expiry; a rule for an effect that cannot
 -- be compensated starts `proposed` and is `active` only once a second rule-writer confirms

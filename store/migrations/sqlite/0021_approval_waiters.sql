@@ -1,3 +1,4 @@
+-- While older workers run: safe. It adds columns and an index older code neither reads nor writes.
 -- Callers that leave are let go (issue 40.5). `requester_token` is the API token that asked
 -- for an approval (`token:<name>`): only it may withdraw the request. `waiter_until` is the
 -- heartbeat of whoever waits for the answer (each long poll or event stream moves it on);

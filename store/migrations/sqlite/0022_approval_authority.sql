@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code would judge decisions by its own configuration, not the approval's authority.
 -- Who decides an approval, fixed when it is asked (JSON: the policy's name, the rule that
 -- chose it, its settings, their digest and the asking worker's configuration digest), so
 -- every process and every door judges a decision by the same record, never by its own

@@ -1,3 +1,4 @@
+-- While older workers run: safe. A trigger chains every event at commit, older code's too.
 -- The audit trail as a hash chain (`store.chain`): each event carries the hash of the one
 -- before it and its own, set once, by the writer before each commit (SQLite's one writer
 -- commits in id order). Events written before this migration are chained by the first

@@ -1,3 +1,4 @@
+-- While older workers run: unsafe. Older code reserves nothing against limits: its calls would pass them uncounted.
 -- Limits that see history, and the budgets approvers hand out (docs/policies.md).
 --
 -- `spend_counters`: what each limit's calls added up to, per key and bucket of its window

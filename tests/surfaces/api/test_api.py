@@ -479,3 +479,25 @@ async def test_404_names_the_missing_id(api: Api) -> None:
     status, answer = await get(api, "/v1/runs/run-that-never-was")
     assert status == 404
     assert "run-that-never-was" in answer["error"]
+
+
+# a worker that stepped aside for a newer schema
+
+
+async def test_a_worker_that_stepped_aside_refuses_writes_and_serves_reads(api: Api) -> None:
+    started = await api.client.post("/v1/runs", json=REFUND, headers=AUTH)
+    run_id = (await started.json())["id"]
+    api.rt.aside.seen(found=21, supported=20)
+
+    refused = await api.client.post("/v1/runs", json=REFUND | {"run_id": "r2"}, headers=AUTH)
+    read = await api.client.get(f"/v1/runs/{run_id}", headers=AUTH)
+
+    assert refused.status == 503
+    assert refused.headers["Retry-After"] == "30"
+    assert await refused.json() == {
+        "error": "This worker runs an older Signoff (schema 20) than the database (schema 21) "
+        "and takes no new writes: send the request to another worker.",
+        "kind": "SchemaTooNew",
+    }
+    assert read.status == 200
+    assert (await api.counts())[0] == 1  # nothing written for the refused request

@@ -164,18 +164,26 @@ def test_help_lists_the_commands(cli: Cli) -> None:
         assert command in result.out
 
 
-def test_db_migrate_twice_is_idempotent(cli: Cli, tmp_path: Path) -> None:
+def test_db_migrate_names_each_migration_and_twice_is_idempotent(cli: Cli, tmp_path: Path) -> None:
     fresh = {"SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'fresh.db'}"}
     first = cli("db", "migrate", **fresh)
     second = cli("db", "migrate", **fresh)
     assert first.code == 0, first.err
-    assert "(was 0)" in first.out
+    *applied, said = first.out.strip().splitlines()
+    version = len(applied)
+    assert said == f"schema version {version} (was 0)"
+    assert applied[0].startswith("applied 0001 initial: safe while older workers run (")
+    assert applied[12].startswith("applied 0013 lease_epoch: NOT safe while older workers run")
     assert second.code == 0, second.err
-    assert "up to date" in second.out
-    assert first.out.split()[2] == second.out.split()[2]  # the same schema version
-    version = int(first.out.split()[2])
-    again = cli("db", "migrate", "--json", **fresh).json()
-    assert again == {"version": version, "was": version, "authority_filled": 0}
+    assert second.out.strip() == f"schema version {version} (up to date)"
+    assert cli("db", "migrate", "--json", **fresh).json() == {
+        "version": version,
+        "was": version,
+        "applied": [],
+        "stepping_aside": [],
+        "leases_taken": [],
+        "authority_filled": 0,
+    }
 
 
 # runs
