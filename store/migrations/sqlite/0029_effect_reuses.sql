@@ -1,3 +1,4 @@
+-- While older workers run: safe. It adds a table older code does not look at.
 -- Effects two runs share (issue 40.2): a run handed another run's recorded effect (the same
 -- idempotency key with the same arguments: the ledger's repeat in a lineage, or the outside
 -- system's, which dedupes by the key, across lineages) relies on it. Each such reuse is a row
