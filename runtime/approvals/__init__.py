@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from runtime.approvals.learned_rules import (
         as_toml as learned_rules_toml,
     )
-    from runtime.approvals.naming import log_rule_decision
+    from runtime.approvals.naming import log_rule_decision, overdue
     from runtime.approvals.paging import (
         announce_new as announce_pages,
     )
@@ -146,6 +146,7 @@ __all__ = [
     "may_decide",
     "new_page",
     "open_policies",
+    "overdue",
     "parse_duration",
     "policy_of",
     "policy_snapshot",
@@ -194,6 +195,7 @@ _HOME = {
     "NeedsConfirmation": "runtime.approvals.learned_rules",
     "new_page": "runtime.approvals.paging",
     "open_policies": "runtime.approvals.policy",
+    "overdue": "runtime.approvals.naming",
     "parse_duration": "runtime.approvals.policy_types",
     "Policies": "runtime.approvals.policy",
     "Policy": "runtime.approvals.policy",
