@@ -31,7 +31,7 @@ from datetime import UTC, datetime, timedelta
 
 from bot.slack.home import READ_LIMIT, RECENT, HomeTabs
 from runtime import Runtime
-from runtime.approvals.policy import StaticDirectory
+from runtime.approvals import StaticDirectory
 from store import Approval, ApprovalState, Store, open_store
 from store.records import Authority
 
