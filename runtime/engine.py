@@ -19,7 +19,7 @@ from typing import Any
 from runtime import errors
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import askers, authority, paging, remote
+from runtime.approvals import askers, authority, delegation, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -64,7 +64,7 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import AuditAnchor, Worker, utcnow
+from store.records import AuditAnchor, Away, Worker, utcnow
 
 WORKER_SEEN_WITHIN = 180.0
 """Seconds after which a worker that has not said it is alive is taken for gone."""
@@ -617,6 +617,21 @@ class Runtime:
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
+
+    async def set_away(self, person: str, *, until: datetime, delegate: str) -> Away:
+        """`person` is away until `until`: `delegate` decides for them meanwhile what names
+        them directly (`runtime.approvals.delegation`). Audited."""
+        return await delegation.set_away(
+            self.store, person, until=until, delegate=delegate, now=self.clock()
+        )
+
+    async def back(self, person: str) -> bool:
+        """`person` is back (whether they had said they were away). Audited."""
+        return await delegation.back(self.store, person, now=self.clock())
+
+    async def away(self) -> builtins.list[Away]:
+        """Who is away now, until when, and their delegates."""
+        return await self.store.list_away(now=self.clock())
 
     async def anchor_audit(self, kind: str = "daily") -> AuditAnchor | None:
         """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a
