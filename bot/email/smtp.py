@@ -1,4 +1,4 @@
-"""Sending one message over SMTP (the standard library's client, in a thread), within a
+"""Sending one message over SMTP (the standard library's smtp, in a thread), within a
 timeout: a server that is down or slow raises, and the outbox tries the row again later."""
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ class Smtp:
     def _send(self, message: EmailMessage) -> None:
         s = self.settings
         host = s.host or "localhost"
-        client: smtplib.SMTP
+        smtp: smtplib.SMTP
         if s.security == "tls":
-            client = smtplib.SMTP_SSL(
+            smtp = smtplib.SMTP_SSL(
                 host, s.port, timeout=s.timeout, context=ssl.create_default_context()
             )
         else:
-            client = smtplib.SMTP(host, s.port, timeout=s.timeout)
-        with client:
+            smtp = smtplib.SMTP(host, s.port, timeout=s.timeout)
+        with smtp:
             if s.security == "starttls":
-                client.starttls(context=ssl.create_default_context())
+                smtp.starttls(context=ssl.create_default_context())
             if s.username:
-                client.login(s.username, secret(s.password) or "")
-            client.send_message(message)
+                smtp.login(s.username, secret(s.password) or "")
+            smtp.send_message(message)
