@@ -13,7 +13,7 @@ import secrets
 from aiohttp import web
 
 from bot import reading
-from bot.approvers import confirm, routes
+from bot.approvers import away, confirm, routes
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
 from bot.approvers.people import People
@@ -44,6 +44,7 @@ def mount(
     )
     app[APPROVERS] = parts
     confirm.add_routes(app)  # before /approvals/{approval_id}
+    away.add_routes(app)
     routes.add_routes(app)
     return parts
 

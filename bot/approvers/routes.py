@@ -56,7 +56,9 @@ def signed_in(request: web.Request) -> tuple[Approvers, Session]:
 
 async def index(request: web.Request) -> web.Response:
     parts, session = signed_in(request)
-    return page(await listing(parts, session), session=session)
+    from bot.approvers.away import section  # its module imports this one
+
+    return page(await listing(parts, session) + await section(parts, session), session=session)
 
 
 async def listing(parts: Approvers, session: Session, note: str | None = None) -> str:

@@ -17,7 +17,7 @@ class Inbox:
     def __init__(self) -> None:
         self.received: list[EmailMessage] = []
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         parsed = message_from_bytes(envelope.content, policy=policy.default)
         assert isinstance(parsed, EmailMessage)
         self.received.append(parsed)
@@ -59,7 +59,8 @@ def parts(message: EmailMessage) -> tuple[str, str]:
     """The plain text and the HTML of a message."""
     plain = message.get_body(("plain",))
     rich = message.get_body(("html",))
-    assert plain is not None and rich is not None, message
+    assert plain is not None, message
+    assert rich is not None, message
     return str(plain.get_content()), str(rich.get_content())
 
 
