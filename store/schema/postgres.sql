@@ -153,8 +153,8 @@ CREATE TABLE effects (
     args jsonb NOT NULL,
     result jsonb,
     sensitive jsonb NOT NULL DEFAULT '[]'::jsonb,
-    args_digest text,
-    asked_digest text,
+    args_digest bytea,
+    asked_digest bytea,
     CONSTRAINT effects_run_id_fkey FOREIGN KEY (run_id) REFERENCES runs(id) ON DELETE CASCADE,
     CONSTRAINT effects_pkey PRIMARY KEY (id),
     CONSTRAINT effects_run_id_call_id_key UNIQUE (run_id, call_id)
@@ -506,7 +506,7 @@ AS $function$
         FROM jsonb_each(args)) END
 $function$;
 
-CREATE OR REPLACE FUNCTION signoff_start_step(p_run_id text, p_owner text, p_epoch bigint, p_first_seq integer, p_status text, p_updated_at timestamp with time zone, cp_seq integer[], cp_step integer[], cp_snapshot boolean[], cp_status text[], cp_steps integer[], cp_input_tokens bigint[], cp_output_tokens bigint[], cp_cost double precision[], cp_stop_reason text[], cp_error text[], cp_created_at timestamp with time zone[], cp_messages jsonb[], cp_cached_input_tokens bigint[], fin_call_id text[], fin_status text[], fin_result jsonb[], fin_error text[], fin_finished_at timestamp with time zone[], st_call_id text[], st_lineage_id text[], st_step integer[], st_tool text[], st_reversibility text[], st_compensator text[], st_idempotency_key text[], st_idempotent boolean[], st_approval_id text[], st_compensates text[], st_started_at timestamp with time zone[], st_args jsonb[], st_sensitive jsonb[], st_args_digest text[], st_asked_digest text[], ev_at timestamp with time zone[], ev_actor text[], ev_action text[], ev_run_id text[], ev_approval_id text[], ev_detail jsonb[], p_lineages text[], p_keys text[])
+CREATE OR REPLACE FUNCTION signoff_start_step(p_run_id text, p_owner text, p_epoch bigint, p_first_seq integer, p_status text, p_updated_at timestamp with time zone, cp_seq integer[], cp_step integer[], cp_snapshot boolean[], cp_status text[], cp_steps integer[], cp_input_tokens bigint[], cp_output_tokens bigint[], cp_cost double precision[], cp_stop_reason text[], cp_error text[], cp_created_at timestamp with time zone[], cp_messages jsonb[], cp_cached_input_tokens bigint[], fin_call_id text[], fin_status text[], fin_result jsonb[], fin_error text[], fin_finished_at timestamp with time zone[], st_call_id text[], st_lineage_id text[], st_step integer[], st_tool text[], st_reversibility text[], st_compensator text[], st_idempotency_key text[], st_idempotent boolean[], st_approval_id text[], st_compensates text[], st_started_at timestamp with time zone[], st_args jsonb[], st_sensitive jsonb[], st_args_digest bytea[], st_asked_digest bytea[], ev_at timestamp with time zone[], ev_actor text[], ev_action text[], ev_run_id text[], ev_approval_id text[], ev_detail jsonb[], p_lineages text[], p_keys text[])
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$

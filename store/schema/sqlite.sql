@@ -143,8 +143,8 @@ CREATE TABLE effects (
     args TEXT NOT NULL,
     result TEXT,
     sensitive TEXT NOT NULL DEFAULT '[]',
-    args_digest TEXT,
-    asked_digest TEXT,
+    args_digest BLOB,
+    asked_digest BLOB,
     UNIQUE (run_id, call_id)
 );
 
