@@ -166,6 +166,7 @@ class Runtime:
             approvals_of=lambda run_id: listing.list_approvals(self._deps, run_id, None),
             find_run=self._deps.find_run,
             clock=clock,
+            away=lambda: store.list_away(now=clock()),
         )
         """Who may do what, at every door (`runtime.permissions`)."""
         self.queries = Queries(store, signer)

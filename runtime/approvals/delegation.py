@@ -15,6 +15,7 @@ The rules (docs/approvers.md, "Away and delegates"):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from runtime import errors
@@ -33,14 +34,12 @@ def named(policy: Policy, *, escalated: bool) -> set[str]:
     return {p.lower() if "@" in p else p for p in people}
 
 
-async def principal(
-    store: Store, policy: Policy, by: str, now: datetime, *, escalated: bool
-) -> str | None:
-    """The away person `by` may decide for under `policy`, if any."""
+def principal(away: Iterable[Away], policy: Policy, by: str, *, escalated: bool) -> str | None:
+    """The away person (of those `away` now) `by` may decide for under `policy`, if any."""
     direct = named(policy, escalated=escalated)
-    for away in await store.list_away(now=now):
-        if away.delegate == by and away.person in direct:
-            return away.person
+    for each in away:
+        if each.delegate == by and each.person in direct:
+            return each.person
     return None
 
 

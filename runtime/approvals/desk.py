@@ -275,7 +275,8 @@ class ApprovalDesk:
             escalated = approval.escalated or (
                 policy.on_timeout == "escalate" and overdue(approval, now)
             )
-            person = await delegation.principal(self.store, policy, by, now, escalated=escalated)
+            away = await self.store.list_away(now=now)
+            person = delegation.principal(away, policy, by, escalated=escalated)
             if person is None:
                 raise
         if decision == "approved" and by == approval.requested_by:

@@ -13,7 +13,7 @@ import pytest
 
 from bot.slack import cards
 from examples.refund_agent import agent as refund_agent
-from runtime import Policies, Policy, Runtime, StaticDirectory, errors
+from runtime import Actor, Permission, Policies, Policy, Runtime, StaticDirectory, errors
 from store import Approval, ApprovalState
 
 REQUESTER, ALICE, CAROL, DAN = "U0REQ", "U0ALICE", "U0CAROL", "U0DAN"
@@ -40,6 +40,7 @@ async def test_a_delegate_decides_for_the_away_person_and_the_record_says_so(
     assert (away.person, away.delegate) == (ALICE, CAROL)
     assert [a.person for a in await rt.away()] == [ALICE]
     await rt.check_decider(approval, "approved", CAROL)  # the page offers it to her now
+    assert await rt.may(Actor.of_person(CAROL), Permission.DECIDE, approval)  # and Home
 
     decided = await rt.decide(approval.id, "approved", by=CAROL, resume=False)
     assert (decided.state, decided.decided_by, decided.decided_for) == (
@@ -63,6 +64,7 @@ async def test_a_delegate_may_not_approve_their_own_request(
     theirs = await _asked(rt, by=CAROL)
     with pytest.raises(errors.SelfApproval, match="never approves their own request"):
         await rt.decide(theirs.id, "approved", by=CAROL, resume=False)
+    assert not await rt.may(Actor.of_person(CAROL), Permission.DECIDE, theirs)
     assert (await rt.queries.approval(theirs.id)).state == ApprovalState.PENDING
     # nor may alice's delegate approve alice's own request for her
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=DAN)
@@ -80,6 +82,7 @@ async def test_delegation_never_widens_a_policy_beyond_its_group(
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=CAROL)
     with pytest.raises(errors.NotAnApprover):
         await rt.decide(approval.id, "approved", by=CAROL, resume=False)
+    assert not await rt.may(Actor.of_person(CAROL), Permission.DECIDE, approval)
     assert (await rt.queries.approval(approval.id)).state == ApprovalState.PENDING
     # a delegate inside the group decides as themselves, for nobody
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=DAN)
