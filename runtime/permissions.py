@@ -31,9 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from runtime.approvals import delegation
-from runtime.approvals.naming import overdue
-from runtime.approvals.policy import Directory, Policy, may_decide
+from runtime.approvals import Directory, Policy, delegated_for, may_decide, overdue
 from store import Approval, Page, Run
 from store.records import Away
 
@@ -171,7 +169,7 @@ class Permissions:
             return False
         due = policy.on_timeout == "escalate" and overdue(approval, self.clock())
         escalated = approval.escalated or due
-        absent = delegation.principal(await self.away(), policy, person, escalated=escalated)
+        absent = delegated_for(await self.away(), policy, person, escalated=escalated)
         if absent is None or (approving and approval.requested_by == person):
             return False  # a delegate never approves their own request
         return await self.decides(approval, absent, approving=approving)
