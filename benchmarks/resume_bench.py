@@ -34,6 +34,8 @@ from runtime.runs.wakeups import Wakeups
 from store import ApprovalState, Message, Store, open_store
 
 resumed_at: dict[str, float] = {}
+everyone: dict[int, asyncio.Event] = {}
+"""The round's expected count -> set when that many runs have resumed."""
 
 
 @tool(description="Pay out.", effect="irreversible")
@@ -45,6 +47,9 @@ def policy(messages: Sequence[Message]) -> object:
     if messages[-1].role == "tool":
         task = next(m.content for m in messages if m.role == "user")
         resumed_at.setdefault(task, time.perf_counter())
+        for count, event in everyone.items():
+            if len(resumed_at) >= count:
+                event.set()
         return "paid"
     return tool_call("pay", {"amount": 10})
 
@@ -82,6 +87,8 @@ async def drop(url: str) -> None:
 
 async def one_round(url: str, runs: int, poll: float, capacity: int) -> list[float]:
     resumed_at.clear()
+    everyone.clear()
+    everyone[runs] = asyncio.Event()
     store = await open_store(url)
     worker = Runtime(store, [AGENT], worker_id="worker")
     for i in range(runs):  # parked before the queue runs: each waits on its approval
@@ -110,9 +117,7 @@ async def one_round(url: str, runs: int, poll: float, capacity: int) -> list[flo
         return started
 
     started = await asyncio.gather(*(click(a.id) for a in pending))
-    deadline = time.monotonic() + poll + 60
-    while len(resumed_at) < runs and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(everyone[runs].wait(), poll + 60)
     latencies = [resumed_at[tasks[a.id]] - t for a, t in zip(pending, started, strict=True)]
     if wakeups is not None:
         await wakeups.stop()
