@@ -14,7 +14,7 @@ from bot.cli.session import load, refusals
 
 if TYPE_CHECKING:
     from bot.settings import Settings
-    from runtime.approvals.routing import Route
+    from runtime.approvals import Route
     from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
@@ -58,8 +58,7 @@ def _check(
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
     from bot.agents import check_configured_rules, load_agents
-    from runtime.approvals.routing import route
-    from runtime.approvals.rules import Facts
+    from runtime.approvals import Facts, route
     from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
 
@@ -84,7 +83,7 @@ def _check(
 
 
 def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
-    from runtime.approvals.routing import snapshot
+    from runtime.approvals import policy_snapshot
 
     needs_approval = found is None or found.requires_approval
     return {
@@ -94,7 +93,7 @@ def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) 
         "needs_approval": needs_approval,
         "action": routed.action if needs_approval else "run",
         "rule": routed.match.model_dump(mode="json") if routed.match else None,
-        "policy": snapshot(routed.policy),
+        "policy": policy_snapshot(routed.policy),
     }
 
 
