@@ -37,9 +37,8 @@ from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
 from bot.workers import ANNOUNCE_EVERY, Workers
 from runtime import Agent, FanOut, Notifier, Runtime
-from runtime.approvals.policy import open_policies
-from runtime.runs.queue import RunQueue
-from runtime.runs.wakeups import Wakeups
+from runtime.approvals import open_policies
+from runtime.runs import RunQueue, Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0

@@ -44,10 +44,9 @@ from pydantic_settings import (
 from bot.callback_policy import parse_allowed
 from bot.near import did_you_mean, keys_at
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
-from runtime.approvals.policy_types import Duration
-from runtime.models.config import ModelConfig
-from runtime.models.pricing import Price
-from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+from runtime.approvals import Duration
+from runtime.models import ModelConfig, Price
+from runtime.spend import EnvelopesConfig, LimitConfig, SpendConfig, check_names
 
 DEFAULT_CONFIG = "signoff.toml"
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]

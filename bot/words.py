@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import errors
-from runtime.approvals.binding import differences, said
+from runtime.approvals import differences, said
 from runtime.records import (
     Approval,
     ApprovalState,

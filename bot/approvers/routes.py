@@ -17,7 +17,7 @@ from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session, check_csrf
 from runtime import errors
-from runtime.approvals.deciding import Decision
+from runtime.approvals import Decision
 from runtime.records import Approval, ApprovalState
 
 log = logging.getLogger("signoff.approvers")

@@ -19,7 +19,7 @@ from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
-from runtime.approvals.binding import differences
+from runtime.approvals import differences
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run
 
