@@ -13,6 +13,7 @@ from bot.api_auth import Handler, error
 from bot.api_views import approval_view
 from runtime import errors
 from runtime.records import Approval, DiskFull, UnreadableRecord
+from runtime.spend import envelopes as budgets
 
 log = logging.getLogger("signoff.api")
 
@@ -35,6 +36,8 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.SharedEffect, 409),  # other runs rely on what would be undone
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
+    (budgets.NotAllowed, 403),
+    (budgets.EnvelopeNotFound, 404),
 )
 
 
