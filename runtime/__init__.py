@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from runtime.history.rollback import RollbackReport
     from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
     from runtime.notifier import FanOut, Notifier, NullNotifier
+    from runtime.permissions import Access, Actor, Permission
     from runtime.queries import Queries
     from runtime.records import (
         Approval,
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from runtime.tools import Tool, ToolContext, ToolSpec, tool
 
 __all__ = [
+    "Access",
+    "Actor",
     "Agent",
     "Approval",
     "ApprovalDesk",
@@ -64,6 +67,7 @@ __all__ = [
     "Notifier",
     "NullNotifier",
     "Page",
+    "Permission",
     "Policies",
     "Policy",
     "Queries",
@@ -87,6 +91,8 @@ __all__ = [
 
 _RECORDS = "runtime.records"
 _HOME = {  # each public name's module
+    "Access": "runtime.permissions",
+    "Actor": "runtime.permissions",
     "Agent": "runtime.agent",
     "Approval": _RECORDS,
     "ApprovalDesk": "runtime.approvals.desk",
@@ -108,6 +114,7 @@ _HOME = {  # each public name's module
     "Notifier": "runtime.notifier",
     "NullNotifier": "runtime.notifier",
     "Page": _RECORDS,
+    "Permission": "runtime.permissions",
     "Policies": "runtime.approvals.policy",
     "Policy": "runtime.approvals.policy",
     "Queries": "runtime.queries",
