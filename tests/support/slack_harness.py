@@ -283,7 +283,7 @@ class FakeSlackProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # a loaded machine starts slowly
         while not ready.exists():
             assert self.process.poll() is None, self.log.read_text()
             assert time.monotonic() < deadline, "the fake Slack did not start"
