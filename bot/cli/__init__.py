@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
+from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
