@@ -24,9 +24,8 @@ from bot.api_body import parse_body
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.requests import EnvelopeChangeRequest, EnvelopeRequest
-from runtime import Runtime
+from runtime import Runtime, spend
 from runtime.records import AuditEvent, Envelope
-from runtime.spend import words
 
 LIST_LIMIT = 100
 
@@ -53,7 +52,7 @@ def envelope_view(rt: Runtime, envelope: Envelope) -> dict[str, Any]:
         "channel": envelope.channel,
         "created_at": envelope.created_at.isoformat(),
         "expires_at": envelope.expires_at.isoformat(),
-        "line": words.envelope_line(envelope, currency, now),
+        "line": spend.envelope_line(envelope, currency, now),
     }
 
 

@@ -35,12 +35,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.settings import ConfigError, Settings
-from runtime import Agent, Policies, Runtime, ScriptedModel, tool_call
-from runtime.approvals.policy_types import PositiveDuration
+from runtime import Agent, Policies, ScriptedModel, tool_call
+from runtime.approvals import PositiveDuration
+from runtime.database import Database
 from runtime.records import ApprovalState, utcnow
-from runtime.spend.config import SpendConfig
+from runtime.spend import SpendConfig
 from runtime.tools import Tool
-from store import Message, open_store
 
 Expect = Literal["ask", "approve", "deny", "run"]
 ALL_APPROVED = Policies.model_validate(
@@ -115,9 +115,9 @@ async def run_case(settings: Settings, agents: Sequence[Agent], case: Case) -> O
         name: limit.model_copy(update={"mode": "shadow", "ask": "default", "deny": None})
         for name, limit in limits.items()
     }
-    async with open_store("sqlite://:memory:", clock=clock) as store:
-        history = Runtime(
-            store,
+    database = await Database.open("sqlite://:memory:", clock=clock)
+    try:
+        history = database.runtime(
             agents,
             policies=ALL_APPROVED,
             clock=clock,
@@ -129,8 +129,7 @@ async def run_case(settings: Settings, agents: Sequence[Agent], case: Case) -> O
             task = _task(past.tool, past.args)
             await history.start(agent, task, run_id=f"past-{i}", requested_by=past.requested_by)
         moment[0] = now
-        rt = Runtime(
-            store,
+        rt = database.runtime(
             agents,
             policies=settings.runtime.policies,
             clock=clock,
@@ -142,6 +141,8 @@ async def run_case(settings: Settings, agents: Sequence[Agent], case: Case) -> O
             agent, _task(case.tool, case.args), run_id="case", requested_by=case.requested_by
         )
         approvals = await rt.approvals(run_id)
+    finally:
+        await database.close()
     return _outcome(case, approvals[0] if approvals else None)
 
 
@@ -198,7 +199,7 @@ def _nothing(**_: Any) -> dict[str, Any]:
     return {}
 
 
-def _call(messages: Sequence[Message]) -> Any:
+def _call(messages: Sequence[Any]) -> Any:
     task = json.loads(next(m.content for m in messages if m.role == "user"))
     return tool_call(task["tool"], task["args"])
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime import errors
     from runtime.agent import Agent
-    from runtime.approvals.desk import ApprovalDesk, Decision
+    from runtime.approvals.deciding import Decision
+    from runtime.approvals.desk import ApprovalDesk
     from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
     from runtime.database import Database
     from runtime.display import Display
@@ -101,7 +102,7 @@ _HOME = {  # each public name's module
     "Budget": _RECORDS,
     "Checkpoint": _RECORDS,
     "Database": "runtime.database",
-    "Decision": "runtime.approvals.desk",
+    "Decision": "runtime.approvals.deciding",
     "Directory": "runtime.approvals.policy",
     "Display": "runtime.display",
     "Effect": _RECORDS,

@@ -31,8 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from runtime.approvals.naming import overdue
-from runtime.approvals.policy import Directory, Policy, may_decide
+from runtime.approvals import Directory, Policy, may_decide, overdue
 from store import Approval, Page, Run
 
 Subject = Run | Approval | Page

@@ -50,7 +50,7 @@ def create(
     )
 
     async def work(p: Process) -> tuple[Envelope, str]:
-        from runtime.spend import envelopes as budgets
+        from runtime import spend as budgets
 
         spend = p.runtime.spend
         counted = amount or spend.money_arg(tool)
@@ -114,7 +114,7 @@ _change("revoke", "End a budget now (its author or a rule-writer); calls like th
 
 
 def _line(p: Process, envelope: Envelope) -> str:
-    from runtime.spend import words
+    from runtime import spend
 
     currency = p.runtime.spend.currency(envelope.tool, envelope.amount)
-    return words.envelope_line(envelope, currency, p.runtime.clock())
+    return spend.envelope_line(envelope, currency, p.runtime.clock())

@@ -27,9 +27,8 @@ from bot.slack.actions import Action, Modal
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
+from runtime import spend as budgets
 from runtime.records import ApprovalState, Envelope
-from runtime.spend import envelopes as budgets
-from runtime.spend import words
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]
@@ -58,7 +57,7 @@ def live_message(envelope: Envelope, currency: str | None, now: datetime) -> dic
     """The envelope's message in the channel as it is now: what is used of it and, once it
     ended, how (used up, expired, revoked by whom); a Revoke button while it is in force."""
     status = envelope.status(now)
-    used = escape.mrkdwn(words.envelope_used(envelope, currency))
+    used = escape.mrkdwn(budgets.envelope_used(envelope, currency))
     tool = escape.code(envelope.tool)
     head = f"Budget {escape.code(envelope.id)} for {tool}"
     if status in ENDED:
@@ -293,7 +292,7 @@ def _listing(rt: Runtime, found: list[Envelope]) -> dict[str, Any]:
 def _line(rt: Runtime, envelope: Envelope, now: datetime) -> str:
     """Its line, the id as code (to copy into `/runs envelope revoke`)."""
     currency = rt.spend.currency(envelope.tool, envelope.amount)
-    _, _, rest = words.envelope_line(envelope, currency, now).partition(" ")
+    _, _, rest = budgets.envelope_line(envelope, currency, now).partition(" ")
     return f"{escape.code(envelope.id)} {escape.mrkdwn(rest)}"
 
 

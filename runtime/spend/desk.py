@@ -17,14 +17,20 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from runtime.approvals.drafting import facts_of
-from runtime.approvals.learned_rules import LearnedRulesConfig
-from runtime.approvals.policy import Directory, Policies, may_decide
-from runtime.approvals.rules import Facts, RuleSyntaxError, activation
+from runtime.approvals import (
+    Directory,
+    Facts,
+    LearnedRulesConfig,
+    Policies,
+    RuleSyntaxError,
+    facts_of,
+    may_decide,
+    rule_activation,
+)
 from runtime.spend import counting, envelopes
 from runtime.spend.admission import Admitting, Redraft, values
 from runtime.spend.config import EnvelopesConfig, LimitConfig
-from runtime.spend.envelopes import EnvelopeNotFound, EnvelopeRefused, NotAllowed
+from runtime.spend.envelopes import EnvelopeNotAllowed, EnvelopeNotFound, EnvelopeRefused
 from runtime.tools import Tool
 from store import Approval, AuditEvent, Run, Store
 from store import errors as store_errors
@@ -150,7 +156,7 @@ class SpendDesk:
         if not found:
             return (), {}
         facts = _facts(run, approval.created_at)
-        context = activation(approval.tool, approval.args, facts)
+        context = rule_activation(approval.tool, approval.args, facts)
         call = counting.CallValues(approval.tool, approval.args, facts)
         ceiling = self.learned.ceilings.get(approval.tool)
         shadow = self.config.mode == "shadow"
@@ -246,7 +252,7 @@ class SpendDesk:
         """End an envelope now (its author or a rule-writer); calls then ask again."""
         envelope = await self.get(envelope_id)
         if by != envelope.author and not await self.may_write_rules(by):
-            raise NotAllowed(
+            raise EnvelopeNotAllowed(
                 f"{by} may not revoke envelope {envelope_id}: its author or a rule-writer may"
             )
         now = self.clock()
@@ -289,7 +295,7 @@ class SpendDesk:
 
     async def check_author(self, user: str, tool: str) -> None:
         if not await self.may_hand_out(user, tool):
-            raise NotAllowed(
+            raise EnvelopeNotAllowed(
                 f"{user} may not hand out envelopes for {tool}: an approver its policy names, "
                 "or a rule-writer, may"
             )
@@ -301,13 +307,12 @@ class SpendDesk:
         return found
 
     def _check_expressions(self, tool: Tool, condition: str, amount: str | None) -> None:
-        from runtime.approvals.routing import tool_arg_types
-        from runtime.approvals.rule_check import check
+        from runtime.approvals import check_rule, tool_arg_types
 
         types = tool_arg_types(tool)
         for expression in [condition, *([amount] if amount else [])]:
             try:
-                problems = check(expression, tool.name, types)
+                problems = check_rule(expression, tool.name, types)
             except RuleSyntaxError as exc:
                 raise EnvelopeRefused(str(exc)) from None
             if problems:

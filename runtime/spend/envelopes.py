@@ -16,9 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from runtime import errors
-from runtime.approvals.policy import SYSTEM_ACTOR
-from runtime.approvals.policy_types import parse_duration
-from runtime.approvals.rules import RuleEvaluationError, holds
+from runtime.approvals import SYSTEM_ACTOR, RuleEvaluationError, parse_duration, rule_holds
 from runtime.display import NO_MINOR_UNIT, Display
 from runtime.spend.counting import CallValues, LimitEvaluationError
 from store import Approval, ApprovalState, AuditEvent
@@ -30,7 +28,7 @@ class EnvelopeRefused(errors.InvalidRequest):
     """This envelope may not be made, confirmed or revoked (the message says why)."""
 
 
-class NotAllowed(errors.SignoffRuntimeError):
+class EnvelopeNotAllowed(errors.SignoffRuntimeError):
     """This person may not hand out, confirm or revoke this envelope (the message says who may)."""
 
 
@@ -95,9 +93,9 @@ def attempt(
     """The call's try on an envelope whose condition (and the tool's ceiling) holds for it;
     None if either does not, or fails to evaluate, or its amount cannot be worked out."""
     try:
-        if not holds(envelope.condition, context):
+        if not rule_holds(envelope.condition, context):
             return None
-        if ceiling is not None and not holds(ceiling, context):
+        if ceiling is not None and not rule_holds(ceiling, context):
             return None
         amount = call.amount(envelope.amount) if envelope.amount else 0
     except (RuleEvaluationError, LimitEvaluationError):

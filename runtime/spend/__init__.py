@@ -1,0 +1,63 @@
+"""Spending limits and envelopes: what a tool may spend in a window, checked when an
+approval is asked and counted in its transaction.
+
+`__all__` names what the other packages may import, each loaded on first use
+(`runtime.exports.lazy`); a module path is private to the package."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runtime.exports import lazy
+
+if TYPE_CHECKING:
+    from runtime.spend.checks import check_limits, counted
+    from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+    from runtime.spend.desk import SpendDesk
+    from runtime.spend.envelopes import (
+        EnvelopeNotAllowed,
+        EnvelopeNotFound,
+        EnvelopeRefused,
+        budget,
+        currency_of,
+        lasting,
+    )
+    from runtime.spend.words import envelope_line, envelope_used
+
+__all__ = [
+    "EnvelopeNotAllowed",
+    "EnvelopeNotFound",
+    "EnvelopeRefused",
+    "EnvelopesConfig",
+    "LimitConfig",
+    "SpendConfig",
+    "SpendDesk",
+    "budget",
+    "check_limits",
+    "check_names",
+    "counted",
+    "currency_of",
+    "envelope_line",
+    "envelope_used",
+    "lasting",
+]
+
+_HOME = {
+    "check_limits": "runtime.spend.checks",
+    "check_names": "runtime.spend.config",
+    "counted": "runtime.spend.checks",
+    "EnvelopesConfig": "runtime.spend.config",
+    "LimitConfig": "runtime.spend.config",
+    "SpendConfig": "runtime.spend.config",
+    "SpendDesk": "runtime.spend.desk",
+    "EnvelopeNotAllowed": "runtime.spend.envelopes",
+    "EnvelopeNotFound": "runtime.spend.envelopes",
+    "EnvelopeRefused": "runtime.spend.envelopes",
+    "budget": "runtime.spend.envelopes",
+    "currency_of": "runtime.spend.envelopes",
+    "lasting": "runtime.spend.envelopes",
+    "envelope_line": "runtime.spend.words",
+    "envelope_used": "runtime.spend.words",
+}
+
+__getattr__, __dir__ = lazy(__name__, _HOME)
