@@ -21,6 +21,7 @@ from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
+from bot.cli.away import away
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
 from bot.cli.doctor import doctor
@@ -42,6 +43,7 @@ app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
 app.add_typer(receipts, name="receipts")
 app.add_typer(envelopes, name="envelopes")
+app.add_typer(away, name="away")
 app.command()(mcp)
 app.command()(doctor)
 

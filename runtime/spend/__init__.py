@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         lasting,
     )
     from runtime.spend.words import envelope_line, envelope_used
+    from runtime.spend.words import line as limit_line
 
 __all__ = [
     "EnvelopeNotAllowed",
@@ -40,12 +41,14 @@ __all__ = [
     "envelope_line",
     "envelope_used",
     "lasting",
+    "limit_line",
 ]
 
 _HOME = {
     "check_limits": "runtime.spend.checks",
     "check_names": "runtime.spend.config",
     "counted": "runtime.spend.checks",
+    "limit_line": "runtime.spend.words:line",
     "EnvelopesConfig": "runtime.spend.config",
     "LimitConfig": "runtime.spend.config",
     "SpendConfig": "runtime.spend.config",
