@@ -34,7 +34,7 @@ from store import (
 )
 from store import errors as store_errors
 from store.base import ApprovalPage
-from store.records import AuditAnchor, LearnedRule
+from store.records import AuditAnchor, Envelope, LearnedRule
 
 NOT_FOUND: tuple[type[Exception], ...] = (
     store_errors.NotFound,
@@ -177,6 +177,11 @@ class Queries:
     ) -> list[tuple[str, str | None, datetime]]:
         """(approval id, run id, when) for each approval the rule approved after then."""
         return await self._store.learned_rule_uses_since(rule_id, after=after)
+
+    # envelopes
+
+    async def envelope(self, envelope_id: str) -> Envelope:
+        return await self._store.get_envelope(envelope_id)
 
     # audit
 
