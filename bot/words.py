@@ -387,7 +387,8 @@ def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
 
 def _decider(approval: Approval, voice: Voice) -> str:
     who = approval.decided_by
-    return voice.person(who) if who else UNKNOWN_PERSON
+    said = voice.person(who) if who else UNKNOWN_PERSON
+    return f"{said} for {voice.person(approval.decided_for)}" if approval.decided_for else said
 
 
 def _asker(approval: object, by: str | None) -> bool:

@@ -30,6 +30,7 @@ from store.records import (
     AuditAnchor,
     AuditEvent,
     Authority,
+    Away,
     Budget,
     Checkpoint,
     Delivery,
@@ -304,6 +305,7 @@ class SqlStore:
         approved_digest: str | None = None,
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
+        decided_for: str | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -317,6 +319,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
+            decided_for=decided_for,
         ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
@@ -492,9 +495,9 @@ class SqlStore:
     # outbox
 
     async def claim_outbox(
-        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50, email: bool = False
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
+        params = {"owner": owner, "limit": limit, "test_now": self._judge_now(), "email": email}
         params |= _lease_times(now, until) | {"known_schema": self.known_schema}
         claimed = await self._write(lambda: core.claim_outbox(params))
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
@@ -519,6 +522,41 @@ class SqlStore:
         params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
         return int(await self._one("queue_home_refresh", params, "count"))
 
+    async def use_email_link(
+        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
+    ) -> bool:
+        params = {
+            "nonce": nonce,
+            "approval_id": approval_id,
+            "person": person,
+            "decision": decision,
+            "used_at": rows.ts(at),
+        }
+        return await self._changed_one("use_email_link", params)
+
+    async def email_link_used(self, nonce: str) -> datetime | None:
+        found = await self._read("email_link_used", {"nonce": nonce})
+        return rows.utc(found[0]["used_at"]) if found else None
+
+    async def set_away(self, person: str, *, until: datetime, delegate: str, at: datetime) -> None:
+        params = {"person": person, "until": rows.ts(until), "delegate": delegate}
+        await self._one("set_away", params | {"set_at": rows.ts(at)})
+
+    async def clear_away(self, person: str) -> bool:
+        return await self._changed_one("clear_away", {"person": person})
+
+    async def list_away(self, *, now: datetime) -> list[Away]:
+        found = await self._read("list_away", {"now": rows.ts(now)})
+        return [
+            Away(
+                person=row["person"],
+                until=rows.utc(row["until"]),
+                delegate=row["delegate"],
+                set_at=rows.utc(row["set_at"]),
+            )
+            for row in found
+        ]
+
     async def release_outbox_claims(self, owner: str) -> int:
         return int(await self._one("release_outbox_claims", {"owner": owner}, "count"))
 
@@ -529,6 +567,18 @@ class SqlStore:
     async def outbox_backlog(self) -> tuple[int, datetime | None]:
         count, oldest = (await self._read("outbox_backlog", {}))[0]
         return count, rows.dt(oldest)
+
+    # requests from outside, handled once
+
+    async def note_inbound(self, key: str, *, keep_for: float) -> bool:
+        # Not synced before it returns: a note a crash loses lets a retry be handled again
+        # (every handler is idempotent), while one that outlived its handling would lose it.
+        params = {"key": key, "keep_for": keep_for, "test_now": self._judge_now()}
+        return await self._one("note_inbound", params, "one", durable=False) is not None
+
+    async def forget_inbound(self, *, limit: int = 1000) -> int:
+        params = {"limit": limit, "test_now": self._judge_now()}
+        return int(await self._one("forget_inbound", params, "count", durable=False))
 
     # audit
 
@@ -829,6 +879,7 @@ def _decision_params(
     approved_digest: str | None,
     key_suffix: str | None,
     test_now: float | None,
+    decided_for: str | None = None,
 ) -> dict[str, Any]:
     if state == ApprovalState.PENDING:
         raise ValueError("a decision is approved or declined, never pending")
@@ -844,6 +895,7 @@ def _decision_params(
         "test_now": test_now,
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
+        "decided_for": decided_for,
     }
 
 

@@ -10,6 +10,7 @@ from aiohttp import web
 from bot.approvers.oidc import Provider
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
+from bot.approvers.tokens import Links
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display
@@ -24,6 +25,8 @@ class Approvers:
     provider: Provider | None = None
     public_url: str | None = None
     displays: dict[str, Display] = field(default_factory=dict)
+    links: Links | None = None
+    """Reads e-mailed decision links (`bot.approvers.confirm`)."""
 
     def callback_url(self, request: web.Request) -> str:
         """The URL the provider sent the person back to, as the provider saw it."""

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.approvers import access, html
+from bot.approvers import access, away_view, html
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session, check_csrf
@@ -56,7 +56,8 @@ def signed_in(request: web.Request) -> tuple[Approvers, Session]:
 
 async def index(request: web.Request) -> web.Response:
     parts, session = signed_in(request)
-    return page(await listing(parts, session), session=session)
+    body = await listing(parts, session) + await away_view.section(parts, session)
+    return page(body, session=session)
 
 
 async def listing(parts: Approvers, session: Session, note: str | None = None) -> str:

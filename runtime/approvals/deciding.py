@@ -146,6 +146,7 @@ async def cast(
     open_only: bool,
     key_suffix: str | None,
     spend_amounts: dict[str, int] | None = None,
+    decided_for: str | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
     forms, the decision once it is reached or at once)."""
@@ -158,6 +159,7 @@ async def cast(
         at=at,
         approved_args=approved_args,
         key_suffix=key_suffix,
+        decided_for=decided_for,
     )
     try:
         voted = await store.cast_vote(
@@ -172,6 +174,7 @@ async def cast(
             approved_digest=recording.approved_digest(approval, state, approved_args),
             key_suffix=key_suffix,
             spend_amounts=spend_amounts,
+            decided_for=decided_for,
         )
     except store_errors.OverLimit as exc:
         raise errors.EditRefused(f"{exc}; decline and ask for a new request instead") from None

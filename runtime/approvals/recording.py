@@ -37,8 +37,10 @@ def decision_event(
     at: datetime,
     approved_args: dict[str, Any] | None = None,
     key_suffix: str | None = None,
+    decided_for: str | None = None,
 ) -> AuditEvent:
-    """The audit event of a decision (`approval_approved`, `approval_declined`)."""
+    """The audit event of a decision (`approval_approved`, `approval_declined`); a
+    delegate's says whom for (`for`)."""
     digest = approved_digest(approval, state, approved_args)
     return AuditEvent(
         action=f"approval_{state.value}",
@@ -56,6 +58,7 @@ def decision_event(
                 else {}
             ),
             **_binding_detail(approval, approved_args, digest, key_suffix),
+            **({"for": decided_for} if decided_for else {}),
         },
     )
 

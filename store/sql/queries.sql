@@ -624,7 +624,7 @@ ORDER BY created_at, id LIMIT :limit
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args, approved_digest = :approved_digest,
-    key_suffix = :key_suffix
+    key_suffix = :key_suffix, decided_for = :decided_for
 WHERE id = :id AND state = 'pending'
   AND (NOT :due_only OR deadline <= {clock})
   AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
@@ -1010,7 +1010,8 @@ WHERE status = 'waiting_approval'
 
 -- claim_outbox [sqlite] --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
--- of the same subject precedes (a card is posted before it is updated). `attempts` counts
+-- of the same subject precedes (a card is posted before it is updated): the e-mail rows
+-- (`email_*`) for the e-mail sender (`:email`), the others for Slack's. `attempts` counts
 -- claims, so a sender knows when an earlier one may have delivered before dying. One
 -- machine, one clock: the caller's `now` and `until` date it.
 UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
@@ -1022,6 +1023,7 @@ WHERE id IN (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
       )
+      AND (o.topic LIKE 'email%') = :email
     ORDER BY o.id
     LIMIT :limit
 )
@@ -1045,6 +1047,7 @@ claimed AS (
               SELECT 1 FROM outbox p
               WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
           )
+          AND (o.topic LIKE 'email%') = :email::boolean
           AND (SELECT version FROM schema) <= :known_schema
         ORDER BY o.id
         LIMIT :limit
@@ -1627,3 +1630,41 @@ SELECT definition FROM spend_limits WHERE name = :name
 INSERT INTO spend_limits (name, definition, changed_at) VALUES (:name, :definition, :changed_at)
 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
                                  changed_at = excluded.changed_at
+
+-- note_inbound --
+-- Note a request from outside (an event's id, an interaction's trigger) as handled: a row
+-- when this delivery is its first within the window (or the earlier note expired), none when
+-- another delivery, to any process, noted it first.
+INSERT INTO inbound_seen (key, seen_at, expires_at)
+VALUES (:key, {clock}, {seconds_from_clock(:keep_for)})
+ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at, expires_at = excluded.expires_at
+WHERE inbound_seen.expires_at <= excluded.seen_at
+RETURNING key
+
+-- forget_inbound --
+-- Drop notes past their window, at most :limit of them.
+DELETE FROM inbound_seen
+WHERE key IN (SELECT key FROM inbound_seen WHERE expires_at < {clock} LIMIT :limit)
+
+-- use_email_link --
+-- Spend an e-mailed decision link, once: a second use of its nonce inserts nothing.
+INSERT INTO email_links (nonce, approval_id, person, decision, used_at)
+VALUES (:nonce, :approval_id, :person, :decision, :used_at)
+ON CONFLICT DO NOTHING
+
+-- email_link_used --
+-- When an e-mailed link's nonce was used, and by whom for what (none: never).
+SELECT person, decision, used_at FROM email_links WHERE nonce = :nonce
+
+-- set_away --
+-- A person is away until a time, with a delegate (replacing what they said before).
+INSERT INTO away (person, until, delegate, set_at) VALUES (:person, :until, :delegate, :set_at)
+ON CONFLICT (person) DO UPDATE SET until = :until, delegate = :delegate, set_at = :set_at
+
+-- clear_away --
+-- A person is back.
+DELETE FROM away WHERE person = :person
+
+-- list_away --
+-- Who is away (and until when, and who decides for them) at :now, by person.
+SELECT person, until, delegate, set_at FROM away WHERE until > :now ORDER BY person
