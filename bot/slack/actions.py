@@ -1,7 +1,7 @@
 """Every id Slack sends back to the app, defined once: the action ids of buttons and the
 callback ids of modals.
 
-The block builders (`bot.slack.cards`, `replies`, `similar`) put them in cards, modals,
+The block builders (`bot.slack.cards`, `replies`, `similar`, `envelopes`) put them in cards, modals,
 `/runs` replies and the Home tab; `bot.slack.listeners.register` attaches a listener to each;
 a test builds every message and modal and checks both sets against a real bolt App.
 """
@@ -25,6 +25,10 @@ class Action(StrEnum):
     SETTLE_NOT_HAPPENED = "resolve_did_not_happen"
     CONFIRM_RULE = "confirm_rule"
     """A second rule-writer confirms a learned rule for an effect that cannot be undone."""
+    APPROVE_ENVELOPE = "approve_envelope"
+    """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
+    CONFIRM_ENVELOPE = "confirm_envelope"
+    REVOKE_ENVELOPE = "revoke_envelope"
 
 
 class Modal(StrEnum):
@@ -33,7 +37,10 @@ class Modal(StrEnum):
     DECLINE_REASON = "decline_reason"
     EDIT_ARGS = "edit_args"
     SIMILAR_RULE = "similar_rule"
+    ENVELOPE = "envelope"
 
 
-OPENS_MODAL = frozenset({Action.DECLINE, Action.EDIT, Action.APPROVE_SIMILAR})
+OPENS_MODAL = frozenset(
+    {Action.DECLINE, Action.EDIT, Action.APPROVE_SIMILAR, Action.APPROVE_ENVELOPE}
+)
 """Buttons whose listener answers by opening a modal (with the click's trigger id)."""

@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import clicks, commands, inbound, replies, similar, texts
+from bot.slack import clicks, commands, envelopes, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
@@ -94,6 +94,7 @@ def register(
     app.command("/runs")(listeners.runs_command)
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)
+    envelopes.register(app, rt, background)
 
 
 @dataclass(eq=False)
