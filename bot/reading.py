@@ -113,6 +113,24 @@ class _Encoded(dict[str, str]):
         return quote(show(found), safe="")
 
 
+def context_lines(approval: Approval) -> list[str]:
+    """Why it is asked again, the facts its tool read (masked as everywhere) or why they
+    could not be read, and the agent's stated reason: plain text, as the console shows
+    them beside the call (the card and Home say the same in Slack's words)."""
+    shown = approval.shown()
+    lines = []
+    if approval.reasked:
+        lines.append(f"asked again: {approval.reasked.get('text', '')}")
+    if shown.context is not None:
+        facts = ", ".join(f"{k.replace('_', ' ')}: {show(v)}" for k, v in shown.context.items())
+        lines.append(f"context: {facts or 'none'}")
+    elif approval.context_error:
+        lines.append(f"context unavailable: {approval.context_error}")
+    if approval.agent_reason:
+        lines.append(f"the agent's reason: {approval.agent_reason}")
+    return lines
+
+
 def limit_lines(approval: Approval) -> list[str]:
     """Each limit a call counted against, as it stood when it was asked: "$420 of $500 for
     this customer in 30 days, after this refund" (plain text; it holds nothing an agent or

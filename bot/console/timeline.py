@@ -199,6 +199,7 @@ def approval_view(approval: Approval) -> View:
         "separate": approval.key_suffix is not None,
         "conflict_run": approval.conflict.run_id if approval.conflict else None,
         "limits": reading.limit_lines(approval),
+        "context": reading.context_lines(approval),
         "envelope_id": approval.rule.envelope_id if approval.rule else None,
         "deciders": words.who_may_decide(Runtime.authority(approval)),
     }

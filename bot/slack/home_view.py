@@ -40,7 +40,7 @@ def home_view(
     if pending:
         for approval in pending[:SECTION]:
             line = f"{cards.shown_action(approval)} · {_asked(approval, now)}"
-            blocks += [kit.section(line), cards.decision_actions(approval)]
+            blocks += [kit.section(line), *_context(approval), cards.decision_actions(approval)]
         blocks += _more((len(pending) if waiting is None else waiting) - min(len(pending), SECTION))
     else:
         blocks.append(kit.section(words.NOTHING_PENDING))
@@ -87,6 +87,13 @@ def _ended(approval: Approval, runs: Mapping[str, Run]) -> str:
 def _page(page: Page) -> str:
     tool = escape.code(page.tool, limit=40) if page.tool else words.AN_EFFECT
     return f"{tool} · {escape.code(page.reason, limit=40)}"
+
+
+def _context(approval: Approval) -> list[Block]:
+    """The facts its tool read (masked) or why they could not be, and the agent's reason:
+    what the card shows beside the call (issue 42.1)."""
+    lines = cards.context_lines(approval)
+    return [kit.context(*lines)] if lines else []
 
 
 def _more(hidden: int) -> list[Block]:

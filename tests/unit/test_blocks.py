@@ -876,3 +876,20 @@ def test_home_view_with_huge_inputs() -> None:
     view = home(pending=approvals, requests=approvals, decisions=recent, pages=pages)
     assert_view(view)
     assert_inert({"blocks": view["blocks"]})
+
+
+def test_home_shows_the_context_and_the_agents_reason_masked() -> None:
+    asked = make_approval(
+        context={"order_total": "$25.00", "card": "4242"},
+        sensitive=("card",),
+        agent_reason="The customer asked twice.",
+    )
+    lines = " ".join(t for b in home(pending=[asked])["blocks"] for t in _texts(b))
+    assert "order total: $25.00" in lines
+    assert "The customer asked twice." in lines
+    assert "4242" not in lines
+
+
+def _texts(block: dict[str, Any]) -> list[str]:
+    found = [e.get("text") for e in block.get("elements", []) if isinstance(e, dict)]
+    return [t for t in found if isinstance(t, str)]

@@ -279,6 +279,7 @@ function callView(call) {
     line.dataset.state = approval.state;
     box.appendChild(line);
     for (const limit of approval.limits || []) box.appendChild(el("div", "limit", limit));
+    for (const line of approval.context || []) box.appendChild(el("div", "context", line));
     if (approval.state === "pending" && approval.deciders) box.appendChild(el("div", "deciders", withNames(approval.deciders)));
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));
