@@ -331,8 +331,10 @@ class Store(Protocol):
         approved_digest: str | None = None,
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
+        question: str | None = None,
     ) -> Voted:
-        """A person's decision, in one transaction. On an approval that needs a quorum, an
+        """A person's decision, in one transaction (`question`: an approver's question back
+        to the agent, recorded with a decline). On an approval that needs a quorum, an
         approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
         second one), audited as a `vote` event, and deciding the approval (with `event`) once
         the quorum is reached. A decline, or an approval that needs one approver, decides at

@@ -528,6 +528,9 @@ class Approval(Record):
     agent_reason: str | None = None
     """The agent's stated reason: the text of the model's turn that made the call, shortened."""
     reasked: dict[str, Any] | None = None
+    question: str | None = None
+    """An approver's question back to the agent instead of a decision (stored declined):
+    the agent reads it as the tool's result, and its next call is asked again."""
     """Set on an approval asked again for a call already approved: `approval_id` (the one
     it replaces), `why` (`facts_changed` or `lapsed`) and `text` (what changed)."""
 

@@ -303,6 +303,7 @@ class SqlStore:
         approved_digest: str | None = None,
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
+        question: str | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -316,7 +317,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
-        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now(), "question": question}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -843,6 +844,7 @@ def _decision_params(
         "test_now": test_now,
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
+        "question": None,
     }
 
 

@@ -121,6 +121,8 @@ def outcome(approval: Approval) -> str:
     state = words.approval_state(approval)
     by = f" by {approval.decided_by}" if approval.decided_by else ""
     reason = f": {approval.reason}" if approval.reason and state == "declined" else ""
+    if state == words.ASKED:
+        reason = f": {approval.question}"
     return f"{state.capitalize()}{by} {when(approval.decided_at)}{reason}"
 
 
@@ -136,7 +138,10 @@ def _context(approval: Approval, task: str | None) -> str:
     lines = []
     if task:
         lines.append(("Task", task))
-    if approval.reasked:
+    asked = words.question(approval.reasked)
+    if asked is not None:
+        lines.append((words.question_from(asked[0]), asked[1]))
+    elif approval.reasked:
         lines.append(("Asked again", str(approval.reasked.get("text", ""))))
     facts = approval.shown().context
     if facts:
@@ -145,7 +150,8 @@ def _context(approval: Approval, task: str | None) -> str:
     elif approval.context_error:
         lines.append(("Context unavailable", approval.context_error))
     if approval.agent_reason:
-        lines.append(("Agent's reason", approval.agent_reason))
+        label = words.ANSWER if asked is not None else "Agent's reason"
+        lines.append((label, approval.agent_reason))
     lines += [("Limit", line) for line in reading.limit_lines(approval)]
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in lines)
     return f'<dl class="context">{rows}</dl>' if rows else ""
@@ -192,6 +198,13 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
             f"{hidden('decision', 'declined')}"
             '<input type="text" name="reason" placeholder="Why not? (optional)">'
             '<button class="danger" name="decline">Decline</button></form>'
+        )
+    if words.ASKED in allowed:
+        forms.append(
+            f'<form class="inline ask" method="post" action="{url}">{token}'
+            f"{hidden('decision', words.ASKED)}"
+            '<input type="text" name="reason" placeholder="Your question for the agent">'
+            f'<button name="ask">{esc(words.ASK)}</button></form>'
         )
     if "edit" in allowed:
         args = json.dumps(approval.shown_args, indent=2, ensure_ascii=False)

@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.readers import Readers
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import clicks, commands, inbound, replies, similar, texts
+from bot.slack import batch, clicks, commands, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
@@ -89,14 +89,17 @@ def register(
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
     app.action(Action.EDIT)(listeners.open_edit)
+    app.action(Action.ASK)(listeners.open_ask)
     app.action(Action.ACKNOWLEDGE)(listeners.acknowledge)
     app.action(Action.SETTLE_HAPPENED)(listeners.settle_happened)
     app.action(Action.SETTLE_NOT_HAPPENED)(listeners.settle_not_happened)
     app.view(Modal.DECLINE_REASON)(listeners.decline)
     app.view(Modal.EDIT_ARGS)(listeners.approve_edited)
+    app.view(Modal.ASK_QUESTION)(listeners.ask)
     app.command("/runs")(listeners.runs_command)
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)
+    batch.register(app, rt, background, homes)
 
 
 @dataclass(eq=False)
@@ -146,6 +149,10 @@ class Listeners:
         await ack()
         self.background.spawn(self._open(body, client, replies.edit_modal, "approved"), name="edit")
 
+    async def open_ask(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await ack()
+        self.background.spawn(self._open(body, client, replies.ask_modal, "asked"), name="ask")
+
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
         acknowledged = self._on_card(
@@ -192,6 +199,15 @@ class Listeners:
             await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
             return
         await self._submit(ack, client, body, view, user, "declined", "reason", reason=reason)
+
+    async def ask(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
+        """A question back to the agent instead of a decision (`words.ASKED`)."""
+        question = _input(view, "question").strip()
+        if not question:
+            await ack(response_action="errors", errors={"question": "Say what to ask the agent."})
+            return
+        user = _clicker(body)
+        await self._submit(ack, client, body, view, user, "asked", "question", reason=question)
 
     async def approve_edited(
         self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient

@@ -211,7 +211,7 @@ class ApprovalDesk:
         `resume=False`: return once the decision is durable; the caller resumes the run.
         `separate`: approve a call whose key an earlier effect used with other arguments as
         an effect of its own (it is re-keyed); without it such an approval is refused."""
-        deciding.check_request(decision, by)
+        deciding.check_request(decision, by, reason)
         approval = await self.with_authority(await self.get(approval_id))
         policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
