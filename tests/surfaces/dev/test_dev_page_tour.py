@@ -171,10 +171,7 @@ def _approved(browser: Any, wait: Any, who: Any, folder: Path) -> str:
     wait.until(lambda d: "Approved by" in card_text(d, first))
     wait.until(lambda d: card_actions(d, first) == [])
     select_run(browser, wait, first, until_text="send_email")
-    head = "#run h2"
-    wait.until(lambda d: "failed (a tool failed)" in d.find_element(By.CSS_SELECTOR, head).text)
-    ended = browser.find_element(By.CSS_SELECTOR, "#run .ended").text
-    assert "ended at step 2: failed (ship: did not happen, according to @bob)" in ended
+    wait.until(lambda d: "done" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
     assert ("refund", "4471", 2500) in payments(folder, "refund")
     return first
 
@@ -250,10 +247,7 @@ def _edited_and_approved(browser: Any, wait: Any, who: Any, folder: Path, *, not
     assert "Refund $20.00 on order 4471" in approved  # what runs, with what was asked beside
     assert "$25.00" in approved
     run = select_run(browser, wait, third, until_text="send_email")
-    head = "#run h2"
-    wait.until(lambda d: "failed (a tool failed)" in d.find_element(By.CSS_SELECTOR, head).text)
-    ended = browser.find_element(By.CSS_SELECTOR, "#run .ended").text
-    assert "ended at step 2: failed (ship: did not happen, according to @bob)" in ended
+    wait.until(lambda d: "done" in d.find_element(By.CSS_SELECTOR, "#run h2").text)
     approval = run.find_element(By.CSS_SELECTOR, "[data-tool=issue_refund] .approval")
     assert "edited" in approval.text
     assert payments(folder, "refund")[-1] == ("refund", "4471", 2000)
