@@ -303,7 +303,11 @@ def test_quorum_progress_rule_and_escalation() -> None:
         "rule: amount over $200 · escalated to <!subteam^S0OPS>"
     )
     # a quorum votes on the proposed arguments: no Edit
-    assert [b["action_id"] for b in message["blocks"][-1]["elements"]] == ["approve", "ask", "decline"]
+    assert [b["action_id"] for b in message["blocks"][-1]["elements"]] == [
+        "approve",
+        "ask",
+        "decline",
+    ]
 
 
 def test_requester_that_is_not_a_user_id_is_text() -> None:
