@@ -32,6 +32,7 @@ from store.records import (
     LimitState,
     OutboxItem,
     Page,
+    Passkey,
     Run,
     RunState,
     RunStatus,
@@ -686,6 +687,19 @@ class Store(Protocol):
     ) -> None:
         """A worker says which configuration it runs (at start, and again while it lives);
         seen now by the database's clock."""
+        ...
+
+    async def add_passkey(self, passkey: Passkey) -> bool:
+        """Register a person's passkey; False if its credential id is known already."""
+        ...
+
+    async def list_passkeys(self, person: str) -> list[Passkey]:
+        """A person's passkeys, oldest first."""
+        ...
+
+    async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
+        """Move a passkey's signature counter forward, by compare-and-set; False (nothing
+        changed) if it is not `person`'s or the counter did not grow."""
         ...
 
     async def list_workers(self, *, within: float) -> list[Worker]:

@@ -428,6 +428,16 @@ class Worker(Record):
     seen_at: datetime
 
 
+class Passkey(Record):
+    """A WebAuthn credential a person registered for step-up (`public_key`: COSE, base64url)."""
+
+    id: str
+    person: str
+    public_key: str
+    sign_count: int
+    created_at: datetime
+
+
 class EffectConflict(Record):
     """An effect made under the key an approval asks for, with other arguments: running the
     call under that key would not do what the approver sees. Shown on the approval's card."""

@@ -40,6 +40,7 @@ from store.records import (
     LimitState,
     OutboxItem,
     Page,
+    Passkey,
     Run,
     RunState,
     RunStatus,
@@ -781,6 +782,17 @@ class SqlStore:
             "started_at": rows.ts(started_at),
         }
         await self._one("record_worker", params, durable=False)
+
+    async def add_passkey(self, passkey: Passkey) -> bool:
+        return await self._changed_one("insert_passkey", rows.passkey_params(passkey))
+
+    async def list_passkeys(self, person: str) -> list[Passkey]:
+        found = await self._read("list_passkeys", {"person": person})
+        return [rows.passkey_from_row(row) for row in found]
+
+    async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
+        params = {"id": passkey_id, "person": person, "sign_count": sign_count}
+        return await self._changed_one("use_passkey", params)
 
     async def list_workers(self, *, within: float) -> list[Worker]:
         found = await self._read("list_workers", {"ago": -within})

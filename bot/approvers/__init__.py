@@ -16,6 +16,7 @@ from bot import reading
 from bot.approvers import routes
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
+from bot.approvers.passkeys import Passkeys
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
 from bot.settings import ConfigError, WebSettings, secret
@@ -39,6 +40,7 @@ def mount(
         provider=_provider(web_settings),
         public_url=public,
         displays=reading.displays(rt),
+        passkeys=Passkeys(rt, public) if public else None,
     )
     app[APPROVERS] = parts
     routes.add_routes(app)

@@ -32,6 +32,8 @@ async def actions(rt: Runtime, approval: Approval, person: str) -> tuple[str, ..
     if "declined" in found:  # who may decline may ask the agent a question instead
         found.append("asked")
     policy = rt.policy_of(approval)
+    if "approved" in found and policy.step_up:  # approved with a passkey, as proposed
+        return tuple("passkey" if d == "approved" else d for d in found)
     if "approved" in found and policy.allow_edit and approval.required_approvals == 1:
         found.append("edit")
     return tuple(found)

@@ -186,6 +186,12 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
     url = f"/approvals/{esc(approval.id)}/decide"
     token = hidden("csrf", csrf)
     forms = []
+    if "passkey" in allowed:  # the policy requires step-up: approve with a passkey
+        forms.append(
+            f'<button class="primary" name="approve" data-passkey="{url[: -len("/decide")]}'
+            f'/passkey">Approve with your passkey</button> '
+            '<a class="muted" href="/approvals/passkeys">your passkeys</a>' + passkey_script()
+        )
     if "approved" in allowed:
         forms.append(
             f'<form class="inline" method="post" action="{url}">{token}'
@@ -215,6 +221,11 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
             f'<button name="edit">Approve as edited</button></form></details>'
         )
     return f'<div class="decide">{"".join(forms)}</div>'
+
+
+def passkey_script() -> str:
+    """Where the passkey ceremony says how it went, and its script."""
+    return '<p id="passkey-said" role="status"></p><script src="/approvals/passkey.js"></script>'
 
 
 def page_item(page: Page) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.approvers import access, batch, html
+from bot.approvers import access, batch, html, stepup
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session, check_csrf
@@ -237,6 +237,7 @@ async def logout(request: web.Request) -> web.StreamResponse:
 
 
 def add_routes(app: web.Application) -> None:
+    stepup.add_routes(app)  # before /approvals/{approval_id}
     app.router.add_get("/approvals", index)
     app.router.add_get("/approvals/signin", signin)
     app.router.add_get("/approvals/login", login)

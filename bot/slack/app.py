@@ -240,7 +240,15 @@ def slack_surface(
     resolvers = frozenset(settings.slack.page_resolvers)
     homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.slack.home_publish_per_minute)
     readers = Readers.of(settings.slack.readers, resolvers)
-    listeners.register(app, rt, background, resolvers=resolvers, homes=homes, readers=readers)
+    listeners.register(
+        app,
+        rt,
+        background,
+        resolvers=resolvers,
+        homes=homes,
+        readers=readers,
+        page_url=settings.web.public_url,
+    )
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.

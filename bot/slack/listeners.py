@@ -80,11 +80,14 @@ def register(
     resolvers: frozenset[str] = frozenset(),
     homes: HomeTabs | None = None,
     readers: Readers | None = None,
+    page_url: str | None = None,
 ) -> None:
     """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
-    `readers` (`bot.readers`) read runs with `/runs`."""
+    `readers` (`bot.readers`) read runs with `/runs`; `page_url`: where the approvals page
+    is, for an approval that needs a passkey there."""
     homes = homes or HomeTabs(rt, resolvers=resolvers)
     listeners = Listeners(rt, background, resolvers, homes, readers or Readers(resolvers=resolvers))
+    listeners.page_url = page_url
     app.action(Action.APPROVE)(listeners.approve)
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
@@ -112,6 +115,7 @@ class Listeners:
     homes: HomeTabs
     readers: Readers
     names: Names = field(default_factory=Names)
+    page_url: str | None = None
 
     # buttons
 
@@ -132,7 +136,15 @@ class Listeners:
                 approval_id, "approved", by=user, resume=False, separate=separate
             ),
         )
-        await self._record(ack, client, body, decide, field=None)
+        await self._record(ack, client, body, decide, field=None, explain=self._step_up)
+
+    def _step_up(self, exc: Exception) -> str:
+        """A refusal; for an approval that needs a passkey, the link to the page for it."""
+        approval = getattr(exc, "approval", None)
+        if isinstance(exc, errors.StepUpRequired) and isinstance(approval, Approval):
+            base = (self.page_url or "").rstrip("/")
+            return texts.step_up(f"{base}/approvals/{approval.id}" if base else None)
+        return refusal(exc)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """Approve a call whose key an earlier effect used with other arguments, as an effect

@@ -218,6 +218,20 @@ def waiter(note: str) -> str:
     return f":zzz: {note[:1].upper()}{note[1:]}"
 
 
+def step_up(link: str | None) -> str:
+    """A click on a card whose policy needs a passkey: where to confirm it."""
+    if link is None:
+        return (
+            ":closed_lock_with_key: This approval counts only once you confirm it with your "
+            "passkey on the approvals page (this server has no public_url to link to); "
+            "nothing changed."
+        )
+    return (
+        f":closed_lock_with_key: This approval counts only once you confirm it with your "
+        f"passkey: <{link}|approve it on the approvals page>. Nothing changed yet."
+    )
+
+
 def ask_prompt(action: str) -> str:
     return f"What would you like the agent to answer before you decide {action}?"
 

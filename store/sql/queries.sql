@@ -554,6 +554,23 @@ VALUES (:id, :config_digest, :started_at, {now})
 ON CONFLICT (id) DO UPDATE
 SET config_digest = excluded.config_digest, started_at = excluded.started_at, seen_at = {now}
 
+-- insert_passkey --
+-- A passkey a person registered; a credential id already known is not taken again.
+INSERT INTO passkeys (id, person, public_key, sign_count, created_at)
+VALUES (:id, :person, :public_key, :sign_count, :created_at)
+ON CONFLICT (id) DO NOTHING
+
+-- list_passkeys --
+-- A person's passkeys, oldest first.
+SELECT * FROM passkeys WHERE person = :person ORDER BY created_at, id
+
+-- use_passkey --
+-- Compare-and-set a passkey's signature counter forward: a signature whose counter did not
+-- grow (a replay, a cloned key) changes nothing. A counter of 0 is an authenticator's that
+-- keeps none: it always passes.
+UPDATE passkeys SET sign_count = :sign_count
+WHERE id = :id AND person = :person AND (sign_count < :sign_count OR :sign_count = 0)
+
 -- list_workers --
 -- The workers seen since :ago seconds from now (negative: in the past; by the database's
 -- clock), the most recently seen first.
