@@ -129,7 +129,7 @@ SELECT 'h-' || (i / 1000), 'c-' || i, 'h-' || (i / 1000), 1, 'issue_refund', 're
        'refund:h-' || i, 0, 'completed', 'ap-h-' || i, {now} - (i % {days}) * 86400.0,
        {now} - (i % {days}) * 86400.0,
        '{{"customer_id":"c' || (i % {customers}) || '","order_id":"h-' || i
-       || '","amount_cents":2500}}', '{{}}', 'd' || i
+       || '","amount_cents":2500}}', '{{}}', randomblob(32)
 FROM n;
 WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < {count} - 1)
 INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args, policy,
@@ -165,7 +165,7 @@ SELECT 'h-' || (i / 1000), 'c-' || i, 'h-' || (i / 1000), 1, 'issue_refund', 're
        'refund:h-' || i, false, 'completed', 'ap-h-' || i,
        to_timestamp({now} - (i % {days}) * 86400.0), to_timestamp({now} - (i % {days}) * 86400.0),
        jsonb_build_object('customer_id', 'c' || (i % {customers}), 'order_id', 'h-' || i,
-                          'amount_cents', 2500), '{{}}'::jsonb, 'd' || i
+                          'amount_cents', 2500), '{{}}'::jsonb, sha256(('d' || i)::bytea)
 FROM generate_series(0, {count} - 1) AS i;
 INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, args, policy,
                        state, decided_by, decided_at, required_approvals, reminders_sent,

@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable
 
 from store import open_store, queries
-from store.digest import args_digest
+from store.digest import args_digest, packed
 from store.records import MESSAGES
 
 Q = queries.load("sqlite")
 TEXT = "t" * 300
 RESULT = json.dumps({"rows": "r" * 480})
 ARGS = json.dumps({"key": "k", "payload": "p" * 80})
-ARGS_DIGEST = args_digest(json.loads(ARGS))  # the ledger keeps each effect's args digest
+ARGS_DIGEST = packed(args_digest(json.loads(ARGS)))  # the ledger keeps each effect's args digest
 
 
 def step_messages(step: int) -> tuple[str, str]:

@@ -70,10 +70,11 @@ def floor_ms_per_step(directory: str, steps: int) -> float:
     return floor_costs(directory, steps)[0]
 
 
-def floor_costs(directory: str, steps: int) -> tuple[float, float]:
+def floor_costs(directory: str, steps: int, path: str | None = None) -> tuple[float, float]:
     """The raw floor's wall and CPU ms per step; the difference is what the disk's fsync
     costs a commit (near zero on a tmpfs, whose fsync writes nothing)."""
-    conn = sqlite3.connect(os.path.join(directory, f"floor-{next(ids)}.db"), isolation_level=None)
+    path = path or os.path.join(directory, f"floor-{next(ids)}.db")
+    conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute(
@@ -103,6 +104,16 @@ def floor_costs(directory: str, steps: int) -> tuple[float, float]:
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     conn.close()
     return elapsed / steps * 1000, cpu / steps * 1000
+
+
+def floor_bytes_per_step(directory: str, steps: int) -> float:
+    """The raw floor's database bytes per step (the file after a WAL checkpoint; one step's
+    file subtracted, as Signoff's is measured after a warm-up run): what storing only each
+    step's new messages takes."""
+    one, many = (os.path.join(directory, f"floor-{next(ids)}.db") for _ in range(2))
+    floor_costs(directory, 1, one)
+    floor_costs(directory, steps + 1, many)
+    return (file_bytes(many) - file_bytes(one)) / steps
 
 
 def file_bytes(path: str) -> int:
@@ -164,7 +175,7 @@ async def single_runs(directory: str, rounds: int) -> None:
     print(
         f"{'tool':>7} {'steps':>5} {'signoff ms/step':>16} {'cpu ms/step':>12} "
         f"{'floor ms/step':>14} {'fsync ms':>9} {'ratio':>6} {'bytes/step':>11} "
-        f"{'load latest ms':>15}"
+        f"{'x floor bytes':>13} {'load latest ms':>15}"
     )
     for chosen in (lookup, record):
         for steps in (40, 200):
@@ -175,13 +186,15 @@ async def single_runs(directory: str, rounds: int) -> None:
             ratio = statistics.median(
                 r["ms_per_step"] / f[0] for r, f in zip(results, floors, strict=True)
             )
+            stored = statistics.median(r["bytes_per_step"] for r in results)
+            floor_bytes = floor_bytes_per_step(directory, steps)
             print(
                 f"{chosen.name:>7} {steps:>5} "
                 f"{statistics.median(r['ms_per_step'] for r in results):>16.3f} "
                 f"{statistics.median(r['cpu_ms_per_step'] for r in results):>12.3f} "
                 f"{statistics.median(f[0] for f in floors):>14.3f} "
                 f"{statistics.median(f[0] - f[1] for f in floors):>9.3f} {ratio:>6.2f} "
-                f"{statistics.median(r['bytes_per_step'] for r in results):>11.0f} "
+                f"{stored:>11.0f} {stored / floor_bytes:>13.2f} "
                 f"{statistics.median(r['load_latest_ms'] for r in results):>15.3f}"
             )
 

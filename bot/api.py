@@ -68,7 +68,7 @@ from bot.requests import (
 )
 from bot.settings import ApiToken
 from bot.tasks import Background
-from runtime import Runtime, errors
+from runtime import Actor, Permission, Runtime, errors
 from runtime.records import ApprovalState, AuditEvent
 
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
@@ -100,6 +100,7 @@ async def start_run(request: web.Request) -> web.Response:
 async def get_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     run = await rt.get(request.match_info["run_id"])
+    await rt.check(_actor(request), Permission.READ, run)
     return web.json_response(await run_view(rt, run))
 
 
@@ -108,6 +109,7 @@ async def cancel_run(request: web.Request) -> web.Response:
     """Stop a run for good (its pending approvals are withdrawn); audited under the token."""
     rt = request.app[RUNTIME]
     body = await _body(request, CancelRequest) if request.body_exists else CancelRequest()
+    await rt.check(_actor(request), Permission.CANCEL, await rt.get(request.match_info["run_id"]))
     run = await rt.cancel(
         request.match_info["run_id"],
         by=request[CALLER].actor,
@@ -134,6 +136,7 @@ async def resolve_effect(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     body = await _body(request, ResolveRequest)
     run_id, call_id = request.match_info["run_id"], request.match_info["call_id"]
+    await rt.check(_actor(request), Permission.SETTLE, await rt.settled_on(run_id, call_id))
     effect = await rt.resolve(run_id, call_id, happened=body.happened, by=request[CALLER].actor)
     request.app[BACKGROUND].spawn(rt.resume(run_id), name=f"resume {run_id}")
     view = {"call_id": effect.call_id, "tool": effect.tool, "status": effect.status.value}
@@ -256,6 +259,12 @@ async def audit(request: web.Request) -> web.Response:
             "more": len(chosen) > limit,
         }
     )
+
+
+def _actor(request: web.Request) -> Actor:
+    """The token the request came with, as the permission table knows it."""
+    caller = request[CALLER]
+    return Actor(token=caller.actor, scopes=caller.scopes)
 
 
 def _instant(text: str | None) -> datetime | None:

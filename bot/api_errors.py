@@ -31,6 +31,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.SelfApproval, 403),
     (errors.StepUpRequired, 403),
     (errors.NotTheAsker, 403),
+    (errors.NotPermitted, 403),
     (errors.EditRefused, 400),
     (errors.KeyConflict, 409),
     (errors.SharedEffect, 409),  # other runs rely on what would be undone

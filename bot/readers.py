@@ -1,5 +1,6 @@
-"""Who may read a run outside the HTTP API (whose tokens carry `runs:read`): in Slack's
-`/runs` and in the console of `signoff dev`. One rule, in one place:
+"""Who may read a run in Slack's `/runs` and in the console when it reads as a person: the
+permission table's `read` row (`runtime.permissions`, configured from
+`SIGNOFF_SLACK_READERS` and `SIGNOFF_PAGE_RESOLVERS`):
 
 - the run's requester;
 - whoever may decide its approvals: the approvers of the policies they were asked under (the
@@ -17,59 +18,19 @@ read gets one line, and nothing of the run.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from runtime import Runtime
-from runtime.approvals.policy import Policy, may_decide
+from runtime import Actor, Permission, Runtime
 from runtime.records import Run
 
-CHANNEL_PREFIXES = ("C", "G")
+
+async def may_read(rt: Runtime, run: Run, user: str, *, channel: str | None = None) -> bool:
+    return await rt.may(Actor.of_person(user, channel=channel), Permission.READ, run)
 
 
-@dataclass(frozen=True)
-class Readers:
-    configured: frozenset[str] = frozenset()
-    """User, user-group and channel ids that may read every run."""
-    resolvers: frozenset[str] = field(default_factory=frozenset)
-
-    @classmethod
-    def of(cls, configured: Iterable[str], resolvers: Iterable[str] = ()) -> Readers:
-        return cls(frozenset(configured), frozenset(resolvers))
-
-    @property
-    def channels(self) -> frozenset[str]:
-        return frozenset(i for i in self.configured if i.startswith(CHANNEL_PREFIXES))
-
-    async def may_read(
-        self, rt: Runtime, run: Run, user: str, *, channel: str | None = None
-    ) -> bool:
-        if user == run.requested_by or user in self.resolvers or user in self.configured:
-            return True
-        if channel is not None and channel in self.channels:
-            return True
-        if await self._in_group(rt, user):
-            return True
-        for policy in await _policies(rt, run):
-            if await may_decide(policy, user, rt.directory, escalated=True):
-                return True
-        return False
-
-    async def _in_group(self, rt: Runtime, user: str) -> bool:
-        for group in (i for i in self.configured if i.startswith("S")):
-            if user in await rt.directory.members(group):
-                return True
-        return False
-
-    async def readable(
-        self, rt: Runtime, runs: Iterable[Run], user: str, *, channel: str | None = None
-    ) -> list[Run]:
-        return [r for r in runs if await self.may_read(rt, r, user, channel=channel)]
-
-
-async def _policies(rt: Runtime, run: Run) -> list[Policy]:
-    """The policies the run's approvals were asked under, or the default before any."""
-    approvals = await rt.approvals(run.id)
-    return [rt.policy_of(a) for a in approvals] or [rt.policies.default]
+async def readable(
+    rt: Runtime, runs: Iterable[Run], user: str, *, channel: str | None = None
+) -> list[Run]:
+    return await rt.permitted(Actor.of_person(user, channel=channel), Permission.READ, runs)
 
 
 def not_a_reader(run_id: str) -> str:

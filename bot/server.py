@@ -28,7 +28,6 @@ from bot.metrics import (
     MetricsNotifier,
     PrometheusTelemetry,
 )
-from bot.readers import Readers
 from bot.settings import ConfigError, Settings, check_token_secrets, secret
 from bot.slack import rule_notes
 from bot.slack.app import OutboxNudge, SlackSurface, check_slack_settings, slack_surface
@@ -165,8 +164,7 @@ def _pages(
     app: web.Application, settings: Settings, process: Process, people: SlackPeople | None
 ) -> None:
     """The run console (/console/) and the approvals page (/approvals)."""
-    readers = Readers.of(settings.slack.readers, settings.slack.page_resolvers)
-    console.mount(app, readers, people=people)
+    console.mount(app, people=people)
     approvers.mount(app, process.runtime, settings.web, process.background)
 
 

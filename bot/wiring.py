@@ -17,7 +17,7 @@ from bot.config_digest import config_digest
 from bot.settings import ConfigError, Settings, secret
 from bot.signing_keys import load_signer
 from bot.tasks import Background
-from runtime import Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime import Access, Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.deliveries import Deliveries
 from runtime.errors import DefinitionError
 from runtime.models.config import configure
@@ -133,6 +133,7 @@ def _runtime(
         protected_facts=settings.runtime.protected_facts,
         config_digest=config_digest(settings),
         signer=signer,
+        access=Access.of(settings.slack.readers, settings.slack.page_resolvers),
     )
 
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runtime import errors
     from runtime.agent import Agent
-    from runtime.approvals.desk import ApprovalDesk, Decision
+    from runtime.approvals.deciding import Decision
+    from runtime.approvals.desk import ApprovalDesk
     from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
     from runtime.database import Database
     from runtime.display import Display
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from runtime.history.rollback import RollbackReport
     from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
     from runtime.notifier import FanOut, Notifier, NullNotifier
+    from runtime.permissions import Access, Actor, Permission
     from runtime.queries import Queries
     from runtime.records import (
         Approval,
@@ -43,6 +45,8 @@ if TYPE_CHECKING:
     from runtime.tools import Tool, ToolContext, ToolSpec, tool
 
 __all__ = [
+    "Access",
+    "Actor",
     "Agent",
     "Approval",
     "ApprovalDesk",
@@ -64,6 +68,7 @@ __all__ = [
     "Notifier",
     "NullNotifier",
     "Page",
+    "Permission",
     "Policies",
     "Policy",
     "Queries",
@@ -87,6 +92,8 @@ __all__ = [
 
 _RECORDS = "runtime.records"
 _HOME = {  # each public name's module
+    "Access": "runtime.permissions",
+    "Actor": "runtime.permissions",
     "Agent": "runtime.agent",
     "Approval": _RECORDS,
     "ApprovalDesk": "runtime.approvals.desk",
@@ -95,7 +102,7 @@ _HOME = {  # each public name's module
     "Budget": _RECORDS,
     "Checkpoint": _RECORDS,
     "Database": "runtime.database",
-    "Decision": "runtime.approvals.desk",
+    "Decision": "runtime.approvals.deciding",
     "Directory": "runtime.approvals.policy",
     "Display": "runtime.display",
     "Effect": _RECORDS,
@@ -108,6 +115,7 @@ _HOME = {  # each public name's module
     "Notifier": "runtime.notifier",
     "NullNotifier": "runtime.notifier",
     "Page": _RECORDS,
+    "Permission": "runtime.permissions",
     "Policies": "runtime.approvals.policy",
     "Policy": "runtime.approvals.policy",
     "Queries": "runtime.queries",

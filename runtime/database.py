@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.deliveries import Deliveries
 from runtime.queries import Queries
-from runtime.runs.skew import ClockSkew
+from runtime.runs import ClockSkew
 from store import Store, migration, open_store
 
 

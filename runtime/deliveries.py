@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from runtime.runs.aside import Aside
+from runtime.runs import Aside
 from store import Approval, AuditEvent, Store, errors
 from store.records import OutboxItem
 

@@ -14,9 +14,9 @@ import os
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from runtime import errors
+from runtime import errors, permissions
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.approvals import askers, authority, paging, remote
@@ -35,6 +35,7 @@ from runtime.history import anchors, inbox, listing, rollback, shared, timetrave
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
+from runtime.permissions import Access, Actor, Permission, Permissions, Subject
 from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
@@ -66,6 +67,7 @@ from store import (
 )
 from store.records import AuditAnchor, Passkey, Worker, utcnow
 
+SubjectT = TypeVar("SubjectT", Run, Approval, Page)
 WORKER_SEEN_WITHIN = 180.0
 """Seconds after which a worker that has not said it is alive is taken for gone."""
 
@@ -88,9 +90,11 @@ class Runtime:
         spend: SpendConfig | None = None,
         config_digest: str | None = None,
         signer: Signer | None = None,
+        access: Access | None = None,
     ) -> None:
         """`config_digest`: the digest of the configuration this process runs, recorded on
-        each approval it asks (and, by `signoff serve`, in the workers table)."""
+        each approval it asks (and, by `signoff serve`, in the workers table). `access`: who
+        reads every run and who handles pages, for the permission table."""
         self.store = store
         self.agents = _by_name(agents)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"
@@ -154,12 +158,59 @@ class Runtime:
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
             spend=self.spend,
         )
+        self.permissions = Permissions(
+            access=access or Access(),
+            directory=directory,
+            default=lambda: self.policies.default,
+            policy_of=self.policy_of,
+            approvals_of=lambda run_id: listing.list_approvals(self._deps, run_id, None),
+            find_run=self._deps.find_run,
+            clock=clock,
+        )
+        """Who may do what, at every door (`runtime.permissions`)."""
         self.queries = Queries(store, signer)
         """What surfaces read: runs, approvals, pages, audit, metrics counts, health."""
         self.deliveries = Deliveries(store, aside=self._deps.aside)
         """The bookkeeping of delivering notifications (outbox, message refs, callbacks)."""
         self.queue: RunQueue | None = None
         """The run queue this process drives runs through, once `serve_queue` made it."""
+
+    async def may(self, actor: Actor, permission: Permission, subject: Subject) -> bool:
+        """Whether `actor` may do this to this run, approval or page: the one permission
+        table every door asks (`runtime.permissions`)."""
+        return await self.permissions.may(actor, permission, subject)
+
+    async def check(self, actor: Actor, permission: Permission, subject: Subject) -> None:
+        """Refuse (`NotPermitted`, changing nothing) what the table does not allow."""
+        if not await self.may(actor, permission, subject):
+            raise errors.NotPermitted(
+                permissions.refusal(actor, permission, subject),
+                actor=actor,
+                permission=permission,
+            )
+
+    async def permitted(
+        self, actor: Actor, permission: Permission, subjects: Iterable[SubjectT]
+    ) -> builtins.list[SubjectT]:
+        """Those of `subjects` the actor may (the runs a person may read, say)."""
+        return [s for s in subjects if await self.may(actor, permission, s)]
+
+    async def allowed(
+        self, actor: Actor, subject: Subject, asked: Iterable[Permission]
+    ) -> builtins.list[str]:
+        """Which of `asked` the actor may on this subject (the buttons a surface offers)."""
+        return [p.value for p in asked if await self.may(actor, p, subject)]
+
+    async def settled_on(self, run_id: str, call_id: str) -> Page | Run:
+        """What settling an effect is judged on: its latest page (on-call's row of the
+        table), else its run."""
+        run = await self.get(run_id)
+        pages = await self.queries.pages(open_only=False, run_id=run_id)
+        return next((p for p in reversed(pages) if p.call_id == call_id), run)
+
+    @property
+    def access(self) -> Access:
+        return self.permissions.access
 
     @property
     def clock(self) -> Callable[[], datetime]:

@@ -24,6 +24,7 @@ SignoffRuntimeError
  │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
  │    │                    it as a separate effect
  │    └── NotTheAsker      only whoever asked for an approval may withdraw it
+ ├── NotPermitted        the permission table refuses this actor this (`runtime.permissions`)
  ├── RunBusy             another worker holds the run's lease
  └── SigningKeyError     a signing key file cannot be read, is malformed, or is in the way
 """
@@ -148,6 +149,10 @@ class KeyConflict(DecisionRefused):
 
 class NotTheAsker(DecisionRefused):
     """Only whoever asked for an approval may withdraw it."""
+
+
+class NotPermitted(SignoffRuntimeError):
+    """This actor may not do this (`runtime.permissions`); nothing changed."""
 
 
 class RunBusy(SignoffRuntimeError):

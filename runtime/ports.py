@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from runtime.approvals.policy import Policy
+from runtime.approvals import Policy
 from store import Approval, Run
 from store.spend import SpendPlan
 

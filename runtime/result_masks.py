@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from runtime.approvals.policy import Policies
+from runtime.approvals import Policies
 from runtime.records import SENSITIVE_MASK, AuditEvent, Effect, Message
 
 

@@ -28,6 +28,7 @@ from store.body import Fetch as Fetch
 from store.body import MakeBody as MakeBody
 from store.body import Stmt as Stmt
 from store.body import drive as drive
+from store.digest import packed
 from store.records import (
     Approval,
     ApprovalState,
@@ -644,7 +645,7 @@ def conflicting_effect(effect: Effect, key: str) -> Body[Effect | None]:
     starting this one would either repeat that effect's receipt or do a second one unasked."""
     if effect.reversibility == Reversibility.READ:
         return None
-    params = {"idempotency_key": key, "args_digest": effect.digest}
+    params = {"idempotency_key": key, "args_digest": packed(effect.digest)}
     row = yield Stmt("conflicting_effect_by_key", params, "one")
     if row is None or (row["run_id"], row["call_id"]) == (effect.run_id, effect.call_id):
         return None

@@ -34,6 +34,26 @@ def canonical_digest(canonical: str) -> str:
     return DIGEST_PREFIX + sha256(canonical.encode()).hexdigest()
 
 
+def packed(digest: str | None) -> bytes | None:
+    """A digest as the ledger stores it: its 32 raw bytes (None stays None)."""
+    if digest is None:
+        return None
+    return bytes.fromhex(digest.removeprefix(DIGEST_PREFIX))
+
+
+def unpacked(raw: bytes | None) -> str | None:
+    """A stored digest as every surface shows it, `sha256:<hex>`."""
+    return None if raw is None else DIGEST_PREFIX + bytes(raw).hex()
+
+
+def unhex(text: str | None) -> bytes | None:
+    """SQLite's `unhex` (3.41), for the migration that packs digests on older libraries."""
+    try:
+        return None if text is None else bytes.fromhex(text)
+    except ValueError:
+        return None
+
+
 def short(digest: str | None) -> str:
     """A digest as people read it in a message: enough of it to tell two apart."""
     if digest is None:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from store import errors
-from store.digest import args_digest
+from store.digest import args_digest, packed, unpacked
 from store.records import (
     MESSAGES,
     Approval,
@@ -137,9 +137,10 @@ def join_messages(chunks: Iterable[str]) -> tuple[Message, ...]:
 class Columns(Generic[R]):
     """A record's columns, both ways: each field in the column of its name, as it is
     (`plain`), as epoch seconds (`times`), as 0/1 read back as a bool (`flags`), as its enum's
-    value (`enums`), or as JSON text (`json`, where None is JSON's null; `json_or_null`, where
-    it is NULL). `unwritten`: columns read back but not written with the record (a later
-    write or the database fills them). A field not held as one column is given to the call."""
+    value (`enums`), as JSON text (`json`, where None is JSON's null; `json_or_null`, where
+    it is NULL), or as a digest's raw bytes, read back as `sha256:<hex>` (`digests`).
+    `unwritten`: columns read back but not written with the record (a later write or the
+    database fills them). A field not held as one column is given to the call."""
 
     record: type[R]
     plain: tuple[str, ...] = ()
@@ -148,6 +149,7 @@ class Columns(Generic[R]):
     enums: tuple[str, ...] = ()
     json: tuple[str, ...] = ()
     json_or_null: tuple[str, ...] = ()
+    digests: tuple[str, ...] = ()
     unwritten: frozenset[str] = frozenset()
 
     def read(self, row: Row, **given: Any) -> R:
@@ -156,6 +158,7 @@ class Columns(Generic[R]):
             values.update((name, dt(row[name])) for name in self.times)
             values.update((name, bool(row[name])) for name in self.flags)
             values.update((name, maybe_loads(row[name])) for name in self.json + self.json_or_null)
+            values.update((name, unpacked(row[name])) for name in self.digests)
             return self.record(**values, **given)
         except (ValueError, KeyError) as exc:
             raise unreadable(self.record.__name__, exc) from exc
@@ -169,6 +172,7 @@ class Columns(Generic[R]):
         values.update((name, ts(value)) for name, value in written(self.times))
         values.update((name, dumps(value)) for name, value in written(self.json))
         values.update((name, maybe_dumps(value)) for name, value in written(self.json_or_null))
+        values.update((name, packed(value)) for name, value in written(self.digests))
         return values | given
 
 
@@ -259,20 +263,22 @@ _EFFECT = Columns(
         "compensates",
         "compensated_by",
         "error",
-        "args_digest",
-        "asked_digest",
     ),
     times=("started_at", "finished_at"),
     flags=("idempotent",),
     enums=("reversibility", "status"),
     json=("args", "sensitive", "result"),
+    digests=("args_digest", "asked_digest"),
     unwritten=frozenset({"status", "result", "error", "compensated_by", "finished_at"}),
 )
-"""An effect's row; how it ended is written when it does (`outcome_params`)."""
+"""An effect's row; how it ended is written when it does (`outcome_params`). Its digests are
+32 raw bytes each; `asked_digest` is NULL unless an edit made it differ from `args_digest`."""
 
 
 def effect_params(effect: Effect) -> dict[str, Any]:
-    return _EFFECT.params(effect, args_digest=effect.digest)
+    digest = effect.digest
+    asked = None if effect.asked_digest == digest else effect.asked_digest
+    return _EFFECT.params(effect, args_digest=packed(digest), asked_digest=packed(asked))
 
 
 effect_from_row = _EFFECT.read

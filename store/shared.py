@@ -12,6 +12,7 @@ from datetime import datetime
 
 from store import announce, rows
 from store.body import Body, Stmt
+from store.digest import packed
 from store.records import SYSTEM_ACTOR, AuditEvent, Effect, EffectReuse, Reversibility
 
 
@@ -20,7 +21,8 @@ def shared_effect(effect: Effect, key: str) -> Body[Effect | None]:
     happened: the outside system dedupes by the key, so this one does what that one did."""
     if effect.reversibility == Reversibility.READ:
         return None
-    params = {"idempotency_key": key, "lineage_id": effect.lineage_id, "args_digest": effect.digest}
+    digest = packed(effect.digest)
+    params = {"idempotency_key": key, "lineage_id": effect.lineage_id, "args_digest": digest}
     row = yield Stmt("shared_effect_by_key", params, "one")
     return None if row is None else rows.effect_from_row(row)
 

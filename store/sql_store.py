@@ -23,6 +23,7 @@ from store.base import (
     refuse_protected,
 )
 from store.core import MakeBody
+from store.digest import packed
 from store.records import (
     Approval,
     ApprovalState,
@@ -217,7 +218,7 @@ class SqlStore:
         return rows.effect_from_row(found[0]) if found else None
 
     async def conflicting_effect(self, idempotency_key: str, args_digest: str) -> Effect | None:
-        params = {"idempotency_key": idempotency_key, "args_digest": args_digest}
+        params = {"idempotency_key": idempotency_key, "args_digest": packed(args_digest)}
         found = await self._read("conflicting_effect_by_key", params)
         return rows.effect_from_row(found[0]) if found else None
 

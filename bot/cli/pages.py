@@ -50,6 +50,11 @@ def acknowledge(
     check_user_id("--by", by)
 
     async def work(p: Process) -> Any:
+        from runtime import Permission
+        from runtime.permissions import OPERATOR
+
+        found = await p.runtime.queries.page(page_id)
+        await p.runtime.check(OPERATOR.acting_for(by), Permission.ACKNOWLEDGE, found)
         page = await p.runtime.acknowledge_page(page_id, by=by)
         return page, await people.of(p.settings, [page])
 

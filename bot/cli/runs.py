@@ -415,9 +415,16 @@ def resolve(
 
     Then `runs resume` continues the run."""
     check_user_id("--by", by)
-    effect = with_process(
-        ctx, lambda p: p.runtime.resolve(run_id, call_id, happened=happened, by=by)
-    )
+
+    async def work(p: Process) -> Effect:
+        from runtime import Permission
+        from runtime.permissions import OPERATOR
+
+        about = await p.runtime.settled_on(run_id, call_id)
+        await p.runtime.check(OPERATOR.acting_for(by), Permission.SETTLE, about)
+        return await p.runtime.resolve(run_id, call_id, happened=happened, by=by)
+
+    effect = with_process(ctx, work)
     show(
         effect.shown().model_dump(mode="json"),
         as_json=as_json,

@@ -13,22 +13,20 @@ from pathlib import Path
 from aiohttp import web
 
 from bot.console import routes
-from bot.readers import Readers
 
 STATIC = Path(__file__).parent / "static"
 
 
 def mount(
     app: web.Application,
-    readers: Readers | None = None,
     *,
     people: routes.People | None = None,
 ) -> None:
-    """`readers`: who may read which run when the console reads as a person (`bot.readers`);
-    `people`: who the ids on runs are (names for the page); without it ids are shown."""
+    """`people`: who the ids on runs are (names for the page); without it ids are shown.
+    Who may read or operate which run is the runtime's permission table."""
     if people is not None:
         app[routes.PEOPLE] = people
-    routes.add_routes(app, readers)
+    routes.add_routes(app)
     app.router.add_get("/console", _to_console)
     app.router.add_get("/console/", _index)
     app.router.add_static("/console/static/", STATIC, show_index=False)

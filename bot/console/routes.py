@@ -1,7 +1,12 @@
 """The run console's JSON, under /v1/console/ behind the HTTP API's bearer token: the runs
 list, one run's timeline, a rollback's preview, and the operations (fork, roll back, cancel,
 resume), each one call of the Runtime facade. Handlers raise; `bot.api_errors` answers
-refusals as the API does. Arguments tools mark sensitive are masked, as everywhere."""
+refusals as the API does. Arguments tools mark sensitive are masked, as everywhere.
+
+The console acts as its token, or, with `X-Signoff-Reader`, as its token for that person:
+every handler asks the runtime's permission table (`Runtime.check`) before it reads or
+changes a run, and a run's view lists what the actor may do to it (`allowed`), so the page
+offers only those buttons."""
 
 from __future__ import annotations
 
@@ -18,15 +23,15 @@ from bot.api_keys import RUNTIME
 from bot.api_views import run_view
 from bot.console import rules, timeline
 from bot.masking import ResultMasks, masked_history, sensitive_by_tool
-from bot.readers import Readers, not_a_reader
-from runtime import errors
-from runtime.records import RunStatus
+from bot.readers import not_a_reader
+from runtime import Actor, Permission, Runtime, errors
+from runtime.records import Run, RunStatus
 
 log = logging.getLogger("signoff.console")
-READERS = web.AppKey("readers", Readers)
 READER_HEADER = "X-Signoff-Reader"
-"""The person the console reads as (the dev workspace sends whom it plays): runs are then
-narrowed to those that person may read in Slack (`bot.readers`)."""
+"""The person the console acts as (the dev workspace sends whom it plays): runs are then
+narrowed to those that person may read in Slack, and operations to those they may do."""
+OPERATIONS = (Permission.FORK, Permission.ROLLBACK, Permission.RESUME, Permission.CANCEL)
 PREFIX = "/v1/console"
 MAX_LIST = 500
 
@@ -62,10 +67,8 @@ async def list_runs(request: web.Request) -> web.Response:
         raise BadRequest(f"unknown status {status!r}")
     query = (request.query.get("q") or "").lower()
     now = rt.clock()
-    runs = await rt.list(status, limit=MAX_LIST)
-    reader = request.headers.get(READER_HEADER)
-    if reader:
-        runs = await request.app[READERS].readable(rt, runs, reader)
+    listed = await rt.list(status, limit=MAX_LIST)
+    runs = await rt.permitted(actor(request), Permission.READ, listed)
     runs = [run for run in runs if not query or query in f"{run.id} {run.agent} {run.task}".lower()]
     parked = [r.id for r in runs if r.status == RunStatus.WAITING_APPROVAL]
     decided = {i for i in parked if not await rt.approvals(i, state="pending")}
@@ -78,8 +81,7 @@ async def show_run(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     detail = await rt.queries.run_detail(request.match_info["run_id"])
     run, pages, effects, approvals = detail.run, detail.pages, detail.effects, detail.approvals
-    reader = request.headers.get(READER_HEADER)
-    if reader and not await request.app[READERS].may_read(rt, run, reader):
+    if not await rt.may(actor(request), Permission.READ, run):
         return error(403, not_a_reader(run.id))
     results = ResultMasks(rt.policies)
     sensitive = sensitive_by_tool([*effects, *approvals])
@@ -100,6 +102,7 @@ async def show_run(request: web.Request) -> web.Response:
         "timeline": rows,
         "events": [timeline.event_view(e) for e in events],
         "forks": forks,
+        "allowed": await rt.allowed(actor(request), run, OPERATIONS),
         "names": await _names(request, [*ids, *(e.actor for e in events)]),
     }
     return web.json_response(body)
@@ -109,7 +112,7 @@ async def show_run(request: web.Request) -> web.Response:
 async def rollback_preview(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     run_id, step = request.match_info["run_id"], _step(request.query.get("to_step"))
-    run = await rt.get(run_id)
+    run = await _checked(request, Permission.READ, run_id)
     if step > run.step:
         raise errors.InvalidRequest(f"run {run_id} is at step {run.step}; pick an earlier one")
     latest = await rt.queries.latest_state(run_id)
@@ -127,24 +130,26 @@ async def rollback_preview(request: web.Request) -> web.Response:
 @requires("runs:write")
 async def rollback(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    await _checked(request, Permission.ROLLBACK, run_id)
     body = await _json(request)
     shared = body.get("compensate_shared", False)
     if not isinstance(shared, bool):
         raise BadRequest("compensate_shared: true or false")
     step = _step(body.get("to_step"))
-    report = await rt.rollback(run_id, step, by=_actor(request), compensate_shared=shared)
+    report = await rt.rollback(run_id, step, by=_by(request), compensate_shared=shared)
     return web.json_response(report.as_dict())
 
 
 @requires("runs:write")
 async def fork(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    await _checked(request, Permission.FORK, run_id)
     body = await _json(request)
     step, dry_run = _step(body.get("from_step")), body.get("dry_run", False)
     if not isinstance(dry_run, bool):
         raise BadRequest("dry_run: true or false")
     happened = await rt.effects_after(run_id, step)
-    new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_actor(request))
+    new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_by(request))
     already = [{"tool": e.tool, "call_id": e.call_id, "step": e.step} for e in happened]
     return web.json_response({"run_id": new_id, "already_happened": already}, status=201)
 
@@ -152,19 +157,20 @@ async def fork(request: web.Request) -> web.Response:
 @requires("runs:write")
 async def cancel(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
-    run = await rt.cancel(run_id, by=_actor(request), reason="cancelled from the console")
+    await _checked(request, Permission.CANCEL, run_id)
+    run = await rt.cancel(run_id, by=_by(request), reason="cancelled from the console")
     return web.json_response(await run_view(rt, run))
 
 
 @requires("runs:write")
 async def resume(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
+    await _checked(request, Permission.RESUME, run_id)
     run = await rt.resume(run_id)
     return web.json_response(await run_view(rt, run))
 
 
-def add_routes(app: web.Application, readers: Readers | None = None) -> None:
-    app[READERS] = readers or Readers()
+def add_routes(app: web.Application) -> None:
     app.router.add_get(f"{PREFIX}/runs", list_runs)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}", show_run)
     app.router.add_get(f"{PREFIX}/runs/{{run_id}}/rollback", rollback_preview)
@@ -175,8 +181,28 @@ def add_routes(app: web.Application, readers: Readers | None = None) -> None:
     app.router.add_get(f"{PREFIX}/rules", rules.list_rules)
 
 
-def _actor(request: web.Request) -> str:
-    return request[CALLER].actor
+def actor(request: web.Request) -> Actor:
+    """The token, acting for the person named in `X-Signoff-Reader` when there is one."""
+    caller = request[CALLER]
+    token = Actor(token=caller.actor, scopes=caller.scopes)
+    return token.acting_for(request.headers.get(READER_HEADER, "").strip() or None)
+
+
+def _by(request: web.Request) -> str:
+    """Who the audit names: the person the console acts for, else its token."""
+    return actor(request).name
+
+
+async def _checked(request: web.Request, permission: Permission, run_id: str) -> Run:
+    """The run, once the permission table allows the console's actor `permission` on it
+    (a person who may not read it is told only that)."""
+    rt: Runtime = request.app[RUNTIME]
+    run = await rt.get(run_id)
+    who = actor(request)
+    if permission != Permission.READ and not await rt.may(who, Permission.READ, run):
+        raise errors.NotPermitted(not_a_reader(run_id))
+    await rt.check(who, permission, run)
+    return run
 
 
 def _step(value: Any) -> int:

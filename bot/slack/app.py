@@ -24,7 +24,6 @@ from slack_bolt.logger.messages import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
-from bot.readers import Readers
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.channels import configured
@@ -237,18 +236,8 @@ def slack_surface(
         link.socket = AsyncSocketModeHandler(
             app, app_token, logger=socket_logger(), web_client=client
         )
-    resolvers = frozenset(settings.slack.page_resolvers)
-    homes = HomeTabs(rt, resolvers=resolvers, per_minute=settings.slack.home_publish_per_minute)
-    readers = Readers.of(settings.slack.readers, resolvers)
-    listeners.register(
-        app,
-        rt,
-        background,
-        resolvers=resolvers,
-        homes=homes,
-        readers=readers,
-        page_url=settings.web.public_url,
-    )
+    homes = HomeTabs(rt, per_minute=settings.slack.home_publish_per_minute)
+    listeners.register(app, rt, background, homes=homes, page_url=settings.web.public_url)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.

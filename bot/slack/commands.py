@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.readers import Readers, not_a_reader
+from bot import readers
+from bot.readers import not_a_reader
 from bot.reading import displays
 from bot.slack import blocks as kit
 from bot.slack import escape, replies, similar
-from runtime import Runtime, errors
-from runtime.approvals.policy import may_decide
+from runtime import Actor, Permission, Runtime, errors
 from runtime.records import Approval, ApprovalState, Run, RunStatus
 
 NOTE_TEXT = 450
@@ -22,7 +22,6 @@ NOTE_TEXT = 450
 LIST_LIMIT = 20
 LIST_SCAN = 200
 """Runs read for `/runs list` before those the caller may not read are left out."""
-DEFAULT_READERS = Readers()
 
 
 async def answer(
@@ -31,7 +30,6 @@ async def answer(
     *,
     user: str,
     channel: str | None = None,
-    readers: Readers = DEFAULT_READERS,
 ) -> dict[str, Any]:
     """The reply to `/runs <text>` from `user` in `channel`; runs they may not read
     (`bot.readers`) are neither listed nor shown."""
@@ -41,7 +39,7 @@ async def answer(
         if verb == "help":
             return replies.runs_help()
         if verb == "list":
-            readable = await _readable(rt, rest[0] if rest else None, user, channel, readers)
+            readable = await _readable(rt, rest[0] if rest else None, user, channel)
             return await _list(rt, readable, rest[0] if rest else None)
         if verb == "pending":
             mine = sorted(await waiting_for(rt, user), key=lambda a: a.created_at)  # longest first
@@ -67,9 +65,7 @@ async def answer(
     return replies.unknown_command(text)
 
 
-async def _readable(
-    rt: Runtime, status: str | None, user: str, channel: str | None, readers: Readers
-) -> list[Run]:
+async def _readable(rt: Runtime, status: str | None, user: str, channel: str | None) -> list[Run]:
     runs = await rt.list(status, limit=LIST_SCAN)
     return await readers.readable(rt, runs, user, channel=channel)
 
@@ -114,14 +110,8 @@ async def _cancel(rt: Runtime, run: Run, *, user: str, compensate: bool = False)
 
 
 async def may_cancel(rt: Runtime, run: Run, user: str) -> bool:
-    """Whoever may approve the run's actions: under the policies of its approvals, or the
-    default policy before it asked for any (a policy naming no approvers lets anyone)."""
-    approvals = await rt.approvals(run.id)
-    policies = [rt.policy_of(a) for a in approvals]  # as their rules chose
-    for policy in policies or [rt.policies.default]:
-        if await may_decide(policy, user, rt.directory, escalated=False):
-            return True
-    return False
+    """The permission table's `cancel` row: whoever may approve the run's actions."""
+    return await rt.may(Actor.of_person(user), Permission.CANCEL, run)
 
 
 async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
@@ -135,12 +125,9 @@ async def waiting_for(rt: Runtime, user: str) -> list[Approval]:
 
 
 async def may_decide_approval(rt: Runtime, approval: Approval, user: str) -> bool:
-    """Whether `user` may decide this pending approval (a requester only where the policy
-    allows self-approval)."""
-    policy = rt.policy_of(approval)
-    if approval.requested_by == user and not policy.allow_self_approval:
-        return False
-    return await may_decide(policy, user, rt.directory, escalated=approval.escalated)
+    """The permission table's `decide` row: an approver under the approval's recorded
+    authority (a requester only where the policy allows self-approval)."""
+    return await rt.may(Actor.of_person(user), Permission.DECIDE, approval)
 
 
 def _with_note(reply: dict[str, Any], note: str) -> dict[str, Any]:

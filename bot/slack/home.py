@@ -97,11 +97,10 @@ class HomeTabs:
         self,
         rt: Runtime,
         *,
-        resolvers: frozenset[str] = frozenset(),
         per_minute: float = PUBLISH_PER_MINUTE,
     ) -> None:
         self.rt = rt
-        self.resolvers = resolvers
+        self.resolvers = rt.access.resolvers
         self.pace = Pace(per_minute, clock=lambda: rt.clock().timestamp())
         self.wake: Callable[[], None] = lambda: None
         """Tells the outbox sender rows were queued (set once the sender exists)."""

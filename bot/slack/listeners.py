@@ -29,7 +29,6 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.readers import Readers
 from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import batch, clicks, commands, inbound, replies, similar, texts
@@ -40,7 +39,7 @@ from bot.slack.home import HomeTabs
 from bot.slack.people import Names
 from bot.slack.refusals import edit_refusal, refusal
 from bot.tasks import Background
-from runtime import Decision, Runtime, errors
+from runtime import Actor, Decision, Page, Permission, Runtime, errors
 from runtime.display import Display
 from runtime.limits import MAX_DEPTH
 from runtime.records import Approval, ApprovalState, DatabaseError, StoreError
@@ -77,17 +76,14 @@ def register(
     rt: Runtime,
     background: Background,
     *,
-    resolvers: frozenset[str] = frozenset(),
     homes: HomeTabs | None = None,
-    readers: Readers | None = None,
     page_url: str | None = None,
 ) -> None:
-    """Attach every listener to `app`; `resolvers` may settle in-doubt pages from the card,
-    `readers` (`bot.readers`) read runs with `/runs`; `page_url`: where the approvals page
-    is, for an approval that needs a passkey there."""
-    homes = homes or HomeTabs(rt, resolvers=resolvers)
-    listeners = Listeners(rt, background, resolvers, homes, readers or Readers(resolvers=resolvers))
-    listeners.page_url = page_url
+    """Attach every listener to `app`. Who may do what (acknowledge or settle a page, read
+    a run with `/runs`, cancel it) is the runtime's permission table (`Runtime.may`);
+    `page_url`: where the approvals page is, for an approval that needs a passkey there."""
+    homes = homes or HomeTabs(rt)
+    listeners = Listeners(rt, background, homes, page_url=page_url)
     app.action(Action.APPROVE)(listeners.approve)
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
@@ -111,9 +107,7 @@ class Listeners:
 
     rt: Runtime
     background: Background
-    resolvers: frozenset[str]
     homes: HomeTabs
-    readers: Readers
     names: Names = field(default_factory=Names)
     page_url: str | None = None
 
@@ -168,9 +162,14 @@ class Listeners:
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
         acknowledged = self._on_card(
-            body, "page", page_id, lambda: self.rt.acknowledge_page(page_id, by=user)
+            body, "page", page_id, lambda: self._acknowledge(page_id, user)
         )
         await self._record(ack, client, body, acknowledged, field=None)
+
+    async def _acknowledge(self, page_id: str, user: str) -> Page:
+        page = await self.rt.queries.page(page_id)
+        await self.rt.check(Actor.of_person(user), Permission.ACKNOWLEDGE, page)
+        return await self.rt.acknowledge_page(page_id, by=user)
 
     async def settle_happened(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await self._settle(ack, body, client, happened=True)
@@ -185,13 +184,13 @@ class Listeners:
         came): the page is acknowledged in the same write, which updates the card for
         everyone; the run goes on after the ack."""
         user, page_id = _clicker(body), _button_value(body)
-        if user not in self.resolvers:
-            await ack()
-            self._tell(client, body, texts.NOT_A_RESOLVER)
-            return
         try:
-            await clicks.remember_card(self.rt.deliveries, body, "page", page_id)
             page = await self.rt.queries.page(page_id)
+            if not await self.rt.may(Actor.of_person(user), Permission.SETTLE, page):
+                await ack()
+                self._tell(client, body, texts.NOT_A_RESOLVER)
+                return
+            await clicks.remember_card(self.rt.deliveries, body, "page", page_id)
             if page.run_id is None or page.call_id is None:
                 raise errors.InvalidRequest(f"page {page_id} is about no effect to settle")
             await self.rt.resolve(page.run_id, page.call_id, happened=happened, by=user)
@@ -335,7 +334,6 @@ class Listeners:
                 command.get("text", ""),
                 user=command["user_id"],
                 channel=command.get("channel_id"),
-                readers=self.readers,
             )
         )
         done, _ = await asyncio.wait({answer}, timeout=COMMAND_ACK_WITHIN)

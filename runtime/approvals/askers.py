@@ -18,6 +18,7 @@ from runtime.approvals.desk import ApprovalDesk
 from runtime.approvals.naming import decided_text
 from runtime.approvals.policy import SYSTEM_ACTOR
 from runtime.deps import Deps
+from runtime.permissions import asked_by
 from store import Approval, ApprovalState
 
 MIN_GRACE = 2.0
@@ -33,7 +34,7 @@ def grace(seconds: float) -> float:
 def may_withdraw(approval: Approval, actor: str) -> bool:
     """Who may take a request for approval back: the API token that made it, and no one
     else (a person declines instead). The permission table's `withdraw` row."""
-    return approval.requester_token is not None and approval.requester_token == actor
+    return asked_by(approval, actor)
 
 
 async def withdraw(

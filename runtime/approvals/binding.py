@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtime.runs.keys import separate_key
+from runtime.runs import separate_key
 from store import Approval, Effect
 from store.digest import args_digest, short
 from store.records import EffectConflict, masked

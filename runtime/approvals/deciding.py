@@ -13,9 +13,10 @@ from runtime import errors
 from runtime.approvals import recording
 from runtime.approvals.binding import conflict_text, differences
 from runtime.approvals.drafting import key_conflict
-from runtime.approvals.naming import about, decided_text, log_ids, overdue
-from runtime.approvals.policy import Directory, Policy, may_decide
+from runtime.approvals.naming import about, decided_text, log_ids
+from runtime.approvals.policy import Directory, Policy
 from runtime.deps import Deps
+from runtime.permissions import approver
 from runtime.tools import ToolArgumentError
 from store import Approval, ApprovalState, Store
 from store import errors as store_errors
@@ -59,11 +60,7 @@ async def check_decider(
     name, or by the requester approving their own call when the policy forbids it."""
     if approval.state != ApprovalState.PENDING:
         raise errors.AlreadyDecided(decided_text(approval), approval=approval)
-    # Past an escalating deadline the escalation is due, whether or not a scheduler has
-    # run since (the server may be down while someone decides from the CLI).
-    due = policy.on_timeout == "escalate" and overdue(approval, now)
-    escalated = approval.escalated or due
-    if not await may_decide(policy, by, directory, escalated=escalated):
+    if not await approver(approval, policy, by, directory, now):  # the permission table's
         raise errors.NotAnApprover(
             f"{by} is not an approver for {approval.tool} under policy {approval.policy!r}",
             approval=approval,

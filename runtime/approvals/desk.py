@@ -26,7 +26,7 @@ from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
 from runtime.approvals.routing import Route, decided_at_once, reads_limits, route
 from runtime.approvals.routing import unasked as unasked_route
 from runtime.deps import Deps
-from runtime.spend.desk import SpendDesk
+from runtime.spend import SpendDesk
 from store import Approval, ApprovalState, Delivery, Run, Store
 from store import errors as store_errors
 from store.spend import SpendPlan

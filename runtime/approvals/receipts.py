@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime.approvals.shown import card_digest
-from runtime.runs.keys import separate_key
+from runtime.runs import separate_key
 from runtime.signing import Signer
 from store import Approval, ApprovalState, Store
 from store import errors as store_errors

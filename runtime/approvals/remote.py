@@ -11,7 +11,7 @@ from runtime import errors
 from runtime.approvals.desk import ApprovalDesk
 from runtime.approvals.naming import log_rule_decision
 from runtime.deps import Deps
-from runtime.runs.keys import canonical_json
+from runtime.runs import canonical_json
 from store import Approval, ApprovalState
 from store import errors as store_errors
 

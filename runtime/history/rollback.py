@@ -18,13 +18,12 @@ from typing import Any
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import paging
+from runtime.approvals import new_page, post_page
 from runtime.deps import Deps
 from runtime.history import shared, timetravel
 from runtime.history.undo_log import unfinished
 from runtime.ports import Withdrawals
-from runtime.runs.budget import StopReason
-from runtime.runs.keys import compensation_key
+from runtime.runs import StopReason, compensation_key
 from runtime.tools import Tool, ToolContext, ToolTimeout
 from store import (
     AuditEvent,
@@ -383,7 +382,7 @@ async def _invoke(
 
 
 async def _page(deps: Deps, run: Run, effect: Effect, reason: str, detail: str) -> None:
-    page = paging.new_page(
+    page = new_page(
         deps, run_id=run.id, call_id=effect.call_id, tool=effect.tool, reason=reason, detail=detail
     )
-    await paging.page(deps, run, page)
+    await post_page(deps, run, page)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import paging
+from runtime.approvals import new_page, post_page
 from runtime.deps import Deps
 from store import AuditEvent, Effect, EffectStatus, Reversibility, Run
 from store import errors as store_errors
@@ -133,7 +133,7 @@ async def undone(
         f"{effect.tool} of run {run.id} was compensated ({undo}), by {by}'s explicit choice, "
         f"though {named(relying)} relied on it: what they did or told may no longer hold"
     )
-    page = paging.new_page(
+    page = new_page(
         deps,
         run_id=run.id,
         call_id=effect.call_id,
@@ -141,7 +141,7 @@ async def undone(
         reason="shared_undone",
         detail=detail,
     )
-    await paging.page(deps, run, page)
+    await post_page(deps, run, page)
     marks = [
         (
             d.reuse,
@@ -170,7 +170,7 @@ async def kept(deps: Deps, run: Run, effect: Effect, relying: Sequence[Dependent
         f"{effect.tool} of run {run.id} was not compensated: {named(relying)} rely on it; "
         f"roll back with compensate_shared (CLI: --compensate-shared) to undo it all the same"
     )
-    page = paging.new_page(
+    page = new_page(
         deps,
         run_id=run.id,
         call_id=effect.call_id,
@@ -178,4 +178,4 @@ async def kept(deps: Deps, run: Run, effect: Effect, relying: Sequence[Dependent
         reason="shared_kept",
         detail=detail,
     )
-    await paging.page(deps, run, page)
+    await post_page(deps, run, page)

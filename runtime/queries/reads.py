@@ -10,9 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from runtime import errors, lookups
-from runtime.approvals import receipts
-from runtime.history import audit_chain, listing
-from runtime.history.audit_chain import ChainReport
+from runtime.approvals import ensure_receipt
+from runtime.history import (
+    ChainReport,
+    approval_state,
+    check_anchors,
+    run_status,
+    walk_chain,
+)
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
 from runtime.signing import Signer
 from store import (
@@ -57,7 +62,7 @@ class Queries:
 
     async def runs(self, status: RunStatus | str | None = None, *, limit: int = 100) -> list[Run]:
         """Runs, newest first; of one status if given (an unknown one is `InvalidRequest`)."""
-        return await self._store.list_runs(listing.run_status(status), limit=limit)
+        return await self._store.list_runs(run_status(status), limit=limit)
 
     async def run_detail(self, run_id: str) -> RunDetail:
         run = await self.run(run_id)
@@ -96,7 +101,7 @@ class Queries:
         limit: int = 1000,
     ) -> list[Approval]:
         """Oldest first; in one state if given (an unknown one is `InvalidRequest`)."""
-        checked = listing.approval_state(state)
+        checked = approval_state(state)
         return await self._store.list_approvals(run_id=run_id, state=checked, limit=limit)
 
     async def approvals_of_person(
@@ -110,7 +115,7 @@ class Queries:
         """The signed receipt of a decided approval (signed now if its decision's process
         died before it could); None while pending, or when this process signs nothing."""
         approval = await self.approval(approval_id)
-        return (await receipts.ensure(self._store, self._signer, approval)).receipt
+        return (await ensure_receipt(self._store, self._signer, approval)).receipt
 
     def signing_keys(self) -> dict[str, Any]:
         """The public keys receipts and anchors are signed with, as a JWKS (none: empty)."""
@@ -185,8 +190,8 @@ class Queries:
         ):
             events.extend(page)
         anchors = await self._store.list_anchors()
-        report = audit_chain.walk(events, cuts=[a for a in anchors if a.kind == "cut"])
-        audit_chain.check_anchors(report, events, anchors)
+        report = walk_chain(events, cuts=[a for a in anchors if a.kind == "cut"])
+        check_anchors(report, events, anchors)
         return report
 
     async def audit_anchors(self) -> list[AuditAnchor]:

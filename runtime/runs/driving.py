@@ -15,7 +15,7 @@ from tenacity import (
 )
 
 from runtime import errors
-from runtime.approvals import receipts
+from runtime.approvals import ensure_receipt
 from runtime.deps import Deps
 from runtime.model import identity
 from runtime.ports import Approvals
@@ -164,7 +164,7 @@ async def after_decision(
 ) -> None:
     """What follows a recorded decision: sign its receipt, tell the notifier, resume the run
     it unblocks."""
-    approval = await receipts.ensure(deps.store, deps.signer, approval)
+    approval = await ensure_receipt(deps.store, deps.signer, approval)
     run = await deps.find_run(approval.run_id)
     await deps.announcer.approval_decided(approval, run)
     if run is not None and resume and approval.state != ApprovalState.PENDING:

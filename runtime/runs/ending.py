@@ -10,7 +10,7 @@ from typing import Any
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history import rollback, shared
+from runtime.history import compensate_all, shared_effects, shared_refusal
 from runtime.ports import Withdrawals
 from runtime.runs.budget import BUDGET_REASONS, StopReason
 from store import (
@@ -61,9 +61,9 @@ async def cancel(
     detail: dict[str, Any] = {"reason": reason}
     if compensate:
         flight = await in_flight(deps, run_id)
-        found = {} if compensate_shared else await shared.shared(deps, flight)
+        found = {} if compensate_shared else await shared_effects(deps, flight)
         if found:
-            raise shared.refusal(run_id, found, {e.call_id: e.tool for e in flight})
+            raise shared_refusal(run_id, found, {e.call_id: e.tool for e in flight})
         detail["compensate"] = [e.call_id for e in flight]
         if compensate_shared:
             detail["compensate_shared"] = True
@@ -238,7 +238,7 @@ async def saga(deps: Deps, run: Run) -> None:
             return
         by, allow = asked.actor, bool(asked.detail.get("compensate_shared"))
     try:
-        await rollback.compensate_all(deps, run, only=only, by=by, compensate_shared=allow)
+        await compensate_all(deps, run, only=only, by=by, compensate_shared=allow)
     except errors.RunBusy:
         log.info("run %s: its driver compensates it when it stops", run.id)
 

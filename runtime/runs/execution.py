@@ -14,8 +14,15 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from runtime.approvals import context, paging, receipts
-from runtime.approvals.binding import Unbound, bind
+from runtime.approvals import (
+    CallContext,
+    Unbound,
+    bind,
+    context_changes,
+    ensure_receipt,
+    gather_context,
+    post_page,
+)
 from runtime.runs import refusals, results, tool_log
 from runtime.runs.budget import StopReason
 from runtime.runs.gate import Gate
@@ -45,7 +52,7 @@ class Execution:
         if not await self._still_good(replace(plan, args=bound.args), approval):
             return False
         deps = self.session.deps
-        approval = await receipts.ensure(deps.store, deps.signer, approval)
+        approval = await ensure_receipt(deps.store, deps.signer, approval)
         if approval.receipt is not None:
             self.receipts[plan.call.id] = approval.receipt
         return await self.execute(
@@ -68,7 +75,7 @@ class Execution:
             )
             return await self._ask_again(plan, approval, "approval_lapsed", text, None)
         if plan.tool is not None and approval.context_digest is not None:
-            found = await context.gather(plan.tool, plan.args or {})
+            found = await gather_context(plan.tool, plan.args or {})
             if found is None or found.digest != approval.context_digest:
                 text = _changed(approval, found)
                 return await self._ask_again(plan, approval, "facts_changed", text, found)
@@ -80,7 +87,7 @@ class Execution:
         approval: Approval,
         action: str,
         text: str,
-        found: context.Context | None,
+        found: CallContext | None,
     ) -> bool:
         self.session.journal.event(
             action, call_id=plan.call.id, approval_id=approval.id, tool=plan.call.name, why=text
@@ -88,9 +95,9 @@ class Execution:
         log.info("%s in run %s not run: %s; asked again", plan.call.name, self.session.run.id, text)
         fresh = found
         if fresh is None and plan.tool is not None:
-            fresh = await context.gather(plan.tool, plan.args or {})
+            fresh = await gather_context(plan.tool, plan.args or {})
         reasked = {"why": action, "text": text}
-        await self.gate.ask_again(plan, approval, reasked, fresh or context.Context())
+        await self.gate.ask_again(plan, approval, reasked, fresh or CallContext())
         return False
 
     async def _unbound(self, plan: Plan, approval: Approval, unbound: Unbound) -> None:
@@ -275,14 +282,14 @@ class Execution:
         session = self.session
         for outcome, resolved in acted_late:
             page = refusals.acted_late(session.deps, session.run.id, outcome, resolved)
-            await paging.page(session.deps, session.journal.run_now(), page)
+            await post_page(session.deps, session.journal.run_now(), page)
 
 
-def _changed(approval: Approval, found: context.Context | None) -> str:
+def _changed(approval: Approval, found: CallContext | None) -> str:
     if found is None or found.facts is None:
         why = found.unavailable if found is not None else "the tool no longer reads them"
         return f"the facts it was approved on could not be read again ({why})"
-    return context.changes(approval.context or {}, found.facts)
+    return context_changes(approval.context or {}, found.facts)
 
 
 def _duration(length: timedelta) -> str:

@@ -9,9 +9,13 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 
-from runtime.approvals import context
-from runtime.approvals.binding import conflict_of
-from runtime.approvals.naming import log_rule_decision
+from runtime.approvals import (
+    CallContext,
+    conflict_of,
+    gather_context,
+    log_rule_decision,
+    stated_reason,
+)
 from runtime.ports import Approvals
 from runtime.runs import results, shadow
 from runtime.runs.budget import StopReason
@@ -70,14 +74,14 @@ class Gate:
         return prior
 
     async def shown(
-        self, plan: Plan, approval: Approval, found: context.Context | None = None
+        self, plan: Plan, approval: Approval, found: CallContext | None = None
     ) -> Approval:
         """The approval with what its approver is shown beside the call: the agent's stated
         reason and the facts the tool's context function reads (`found`, if read already)."""
         transcript = self.session.journal.transcript
-        reason = context.stated_reason(transcript, plan.call.id)
+        reason = stated_reason(transcript, plan.call.id)
         if found is None and plan.tool is not None:
-            found = await context.gather(plan.tool, plan.args or {})
+            found = await gather_context(plan.tool, plan.args or {})
         update: dict[str, object] = {"agent_reason": reason}
         question = results.question_before(transcript, plan.call.name)
         if question is not None and approval.reasked is None:  # the agent's answer: its reason
@@ -113,7 +117,7 @@ class Gate:
         )
 
     async def ask_again(
-        self, plan: Plan, approved: Approval, reasked: dict[str, str], found: context.Context
+        self, plan: Plan, approved: Approval, reasked: dict[str, str], found: CallContext
     ) -> bool:
         """Park the run on a new approval of a call already approved, which must not run as
         it was approved (the facts changed, or the approval outlived its validity), showing

@@ -5,8 +5,7 @@ was taken over. Each says why, and what a person should do."""
 
 from __future__ import annotations
 
-from runtime.approvals import paging
-from runtime.approvals.binding import Unbound, differences, said
+from runtime.approvals import Unbound, differences, new_page, said
 from runtime.deps import Deps
 from store import Approval, Effect, EffectOutcome, Page, ToolCall
 from store.records import masked
@@ -17,7 +16,7 @@ def unbound(
 ) -> tuple[str, Page]:
     """A call that is not the one approved: nothing was done."""
     why = f"{call.name} was not run: {found.why}"
-    page = paging.new_page(
+    page = new_page(
         deps,
         run_id=run_id,
         call_id=call.id,
@@ -97,7 +96,7 @@ def acted_late(deps: Deps, run_id: str, outcome: EffectOutcome, resolved: Effect
 
 def _about(deps: Deps, run_id: str, effect: Effect, reason: str, detail: str) -> Page:
     """The page about one effect of the run, saying why (`reason`) and what to do (`detail`)."""
-    return paging.new_page(
+    return new_page(
         deps,
         run_id=run_id,
         call_id=effect.call_id,

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history.undo_log import unfinished
+from runtime.history import unfinished_rollback
 from runtime.runs.ending import compensated
 from store import EffectStatus, Run, RunStatus
 
 
 async def check_resumable(deps: Deps, run: Run) -> None:
-    if await unfinished(deps.store, run.id) is not None:
+    if await unfinished_rollback(deps.store, run.id) is not None:
         raise errors.InvalidRequest(
             f"run {run.id}: a rollback was interrupted; recovery finishes it (or run the "
             "rollback again) before the run can go on"

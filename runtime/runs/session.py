@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runtime.agent import Agent
-from runtime.approvals import paging
+from runtime.approvals import announce_pages
 from runtime.deps import Deps
 from runtime.runs.budget import StopReason
 from runtime.runs.journal import Journal
@@ -46,4 +46,4 @@ class Session:
             status=status, stop_reason=reason, error=error, pages=pages
         )
         self.ended = True
-        await paging.announce_new(self.deps, pages, committed, self.journal.run_now())
+        await announce_pages(self.deps, pages, committed, self.journal.run_now())

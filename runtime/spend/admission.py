@@ -19,8 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.routing import Route, asks_text, restrictiveness, snapshot
+from runtime.approvals import (
+    Policies,
+    Policy,
+    Route,
+    asks_text,
+    policy_snapshot,
+    restrictiveness,
+)
 from runtime.spend import words
 from runtime.spend.config import LimitConfig
 from store import Approval, ApprovalState
@@ -130,7 +136,7 @@ class Admitting:
             action="deny" if deny else "ask",
             deny=deny,
             summary=summary,
-            policy=snapshot(bare),
+            policy=policy_snapshot(bare),
             limits=tuple(_outcome(s, held=False) for s in states),
             limit=decider.name,
             shadow=(*(before.shadow if before else ()), *notes),

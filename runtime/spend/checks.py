@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals.policy import Policies
+from runtime.approvals import Policies
 from runtime.spend.config import ALL, LimitConfig
 
 Loc = tuple[str, ...]
@@ -31,8 +31,7 @@ def check_limits(
 def limit_problems(
     limits: Mapping[str, LimitConfig], policies: Policies, agents: list[Agent]
 ) -> list[tuple[Loc, str]]:
-    from runtime.approvals.routing import tool_arg_types
-    from runtime.approvals.rule_check import check
+    from runtime.approvals import check_rule, tool_arg_types
 
     tools = {name: t for agent in agents for name, t in agent.tools.items()}
     found: list[tuple[Loc, str]] = []
@@ -55,7 +54,7 @@ def limit_problems(
                 expression = getattr(limit, field)
                 if expression == ALL or expression.isdigit():
                     continue
-                found += [((*loc, field), p) for p in check(expression, tool_name, types)]
+                found += [((*loc, field), p) for p in check_rule(expression, tool_name, types)]
     return found
 
 

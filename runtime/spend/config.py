@@ -19,8 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from runtime.approvals.policy_types import PositiveDuration, parse_duration
-from runtime.approvals.rules import program
+from runtime.approvals import PositiveDuration, parse_duration, rule_program
 from store.records import SpendWindow
 
 BUCKETS = 30
@@ -63,7 +62,7 @@ class LimitConfig(BaseModel):
     @classmethod
     def _compiles(cls, expression: str) -> str:
         if expression != ALL and not _NUMBER.match(expression):
-            program(expression)
+            rule_program(expression)
         return expression
 
     @field_validator("window")

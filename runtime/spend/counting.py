@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.approvals.rules import Facts, activation, program
+from runtime.approvals import Facts, rule_activation, rule_program
 from runtime.spend.config import ALL, LimitConfig
 from store.records import LimitState
 
@@ -108,9 +108,9 @@ class CallValues:
         if path is not None:
             return self._path(path[1], path[2].split(".")[1:], expression)
         if self._context is None:
-            self._context = activation(self.tool, self.args, self.facts)
+            self._context = rule_activation(self.tool, self.args, self.facts)
         try:
-            value = program(expression).evaluate(dict(self._context))
+            value = rule_program(expression).evaluate(dict(self._context))
         except Exception as exc:  # cel-python raises CELEvalError and, rarely, Python's own
             raise LimitEvaluationError(f"`{expression}` failed: {_one_line(exc)}") from None
         return _plain(value)

@@ -17,10 +17,16 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from runtime.approvals.drafting import facts_of
-from runtime.approvals.learned_rules import LearnedRulesConfig
-from runtime.approvals.policy import Directory, Policies, may_decide
-from runtime.approvals.rules import Facts, RuleSyntaxError, activation
+from runtime.approvals import (
+    Directory,
+    Facts,
+    LearnedRulesConfig,
+    Policies,
+    RuleSyntaxError,
+    facts_of,
+    may_decide,
+    rule_activation,
+)
 from runtime.spend import counting, envelopes
 from runtime.spend.admission import Admitting, Redraft, values
 from runtime.spend.config import EnvelopesConfig, LimitConfig
@@ -150,7 +156,7 @@ class SpendDesk:
         if not found:
             return (), {}
         facts = _facts(run, approval.created_at)
-        context = activation(approval.tool, approval.args, facts)
+        context = rule_activation(approval.tool, approval.args, facts)
         call = counting.CallValues(approval.tool, approval.args, facts)
         ceiling = self.learned.ceilings.get(approval.tool)
         shadow = self.config.mode == "shadow"
@@ -298,13 +304,12 @@ class SpendDesk:
         return found
 
     def _check_expressions(self, tool: Tool, condition: str, amount: str | None) -> None:
-        from runtime.approvals.routing import tool_arg_types
-        from runtime.approvals.rule_check import check
+        from runtime.approvals import check_rule, tool_arg_types
 
         types = tool_arg_types(tool)
         for expression in [condition, *([amount] if amount else [])]:
             try:
-                problems = check(expression, tool.name, types)
+                problems = check_rule(expression, tool.name, types)
             except RuleSyntaxError as exc:
                 raise EnvelopeRefused(str(exc)) from None
             if problems:

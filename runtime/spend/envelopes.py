@@ -14,8 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime import errors
-from runtime.approvals.policy import SYSTEM_ACTOR
-from runtime.approvals.rules import RuleEvaluationError, holds
+from runtime.approvals import SYSTEM_ACTOR, RuleEvaluationError, rule_holds
 from runtime.spend.counting import CallValues, LimitEvaluationError
 from store import Approval, ApprovalState, AuditEvent
 from store.records import Envelope, RuleMatch
@@ -41,9 +40,9 @@ def attempt(
     """The call's try on an envelope whose condition (and the tool's ceiling) holds for it;
     None if either does not, or fails to evaluate, or its amount cannot be worked out."""
     try:
-        if not holds(envelope.condition, context):
+        if not rule_holds(envelope.condition, context):
             return None
-        if ceiling is not None and not holds(ceiling, context):
+        if ceiling is not None and not rule_holds(ceiling, context):
             return None
         amount = call.amount(envelope.amount) if envelope.amount else 0
     except (RuleEvaluationError, LimitEvaluationError):

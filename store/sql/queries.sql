@@ -305,7 +305,7 @@ started AS (
         :st_reversibility::text[], :st_compensator::text[], :st_idempotency_key::text[],
         :st_idempotent::bool[], :st_approval_id::text[], :st_compensates::text[],
         :st_started_at::timestamptz[], :st_args::jsonb[], :st_sensitive::jsonb[],
-        :st_args_digest::text[], :st_asked_digest::text[]) WITH ORDINALITY
+        :st_args_digest::bytea[], :st_asked_digest::bytea[]) WITH ORDINALITY
          AS s(call_id, lineage_id, step, tool, reversibility, compensator, idempotency_key,
               idempotent, approval_id, compensates, started_at, args, sensitive, args_digest,
               asked_digest, n)
@@ -346,7 +346,7 @@ SELECT signoff_start_step(
     :st_reversibility::text[], :st_compensator::text[], :st_idempotency_key::text[],
     :st_idempotent::bool[], :st_approval_id::text[], :st_compensates::text[],
     :st_started_at::timestamptz[], :st_args::jsonb[], :st_sensitive::jsonb[],
-    :st_args_digest::text[], :st_asked_digest::text[],
+    :st_args_digest::bytea[], :st_asked_digest::bytea[],
     :ev_at::timestamptz[], :ev_actor::text[], :ev_action::text[], :ev_run_id::text[],
     :ev_approval_id::text[], :ev_detail::jsonb[],
     :lineages::text[], :keys::text[])

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 
 from store import migration, queries
+from store.digest import unhex
 
 Q = queries.load("sqlite")
 DIALECT = "sqlite"
@@ -30,6 +31,7 @@ def apply_migrations(conn: sqlite3.Connection, *, stop_the_world: bool = False) 
     """Apply pending migrations in one transaction; (version before, version after).
     Refused, changing nothing (`UnsafeMigration`), while workers the migrations would leave
     behind hold leases, unless `stop_the_world` takes their leases in it."""
+    conn.create_function("unhex", 1, unhex, deterministic=True)  # SQLite's own from 3.41
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(Q["create_schema_table"])

@@ -65,10 +65,15 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, 
     paths = {
         module_name(path, root): path for package in packages for path in modules_of(package, root)
     }
+    trees = {name: ast.parse(path.read_text("utf-8"), str(path)) for name, path in paths.items()}
+    lazy = {
+        name: lazy_names(tree, name, set(paths))
+        for name, tree in trees.items()
+        if paths[name].name == "__init__.py"
+    }
     graph: dict[str, set[str]] = {}
-    for name, path in paths.items():
-        is_package = path.name == "__init__.py"
-        tree = ast.parse(path.read_text("utf-8"), str(path))
+    for name, tree in trees.items():
+        is_package = paths[name].name == "__init__.py"
         edges: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
@@ -78,11 +83,30 @@ def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, 
                 for alias in node.names:
                     if f"{base}.{alias.name}" in paths:
                         edges.add(f"{base}.{alias.name}")
+                    elif alias.name in lazy.get(base, {}):
+                        edges.add(lazy[base][alias.name])
                     elif base in paths:
                         edges.add(base)
         edges.discard(name)
         graph[name] = edges
     return graph
+
+
+def lazy_names(tree: ast.Module, package: str, modules: set[str]) -> dict[str, str]:
+    """A package's names loaded on first use (`runtime.exports.lazy`): each name its
+    `__init__` imports under `if TYPE_CHECKING:`, and the module it comes from. Importing
+    such a name runs that module, not the rest the `__init__` names."""
+    found: dict[str, str] = {}
+    for block in tree.body:
+        if not (isinstance(block, ast.If) and ast.unparse(block.test).endswith("TYPE_CHECKING")):
+            continue
+        for node in block.body:
+            if isinstance(node, ast.ImportFrom):
+                base = _absolute(node, package, True)
+                for alias in node.names:
+                    home = f"{base}.{alias.name}"
+                    found[alias.asname or alias.name] = home if home in modules else base
+    return found
 
 
 def _absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
@@ -222,6 +246,59 @@ def private_imports(root: Path) -> dict[str, list[str]]:
     return wrong
 
 
+def public_names(root: Path, package: str) -> set[str]:
+    """The names a package's `__init__` lists in `__all__` (none without one)."""
+    init = root.joinpath(*package.split("."), "__init__.py")
+    if not init.exists():
+        return set()
+    for node in ast.parse(init.read_text("utf-8"), str(init)).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+def past_public_names(
+    root: Path, importers: list[str], packages: list[str]
+) -> dict[str, list[str]]:
+    """Modules of `importers` (packages or modules) that import from one of `packages` other
+    than by a name its `__init__` lists in `__all__`: a module path below it, or a name it
+    does not list (anywhere in the file: type hints and function bodies too). A package's own
+    modules import it as they like."""
+    listed = {package: public_names(root, package) for package in packages}
+    wrong: dict[str, list[str]] = {}
+    for top in sorted({importer.split(".")[0] for importer in importers}):
+        for module, (tree, is_package) in _trees(root, top).items():
+            if not any(in_package(module, importer) for importer in importers):
+                continue
+            found = set()
+            for package in packages:
+                if not in_package(module, package):
+                    found.update(_past(tree, module, is_package, package, listed[package]))
+            if found:
+                wrong[module] = sorted(found)
+    return wrong
+
+
+def _past(
+    tree: ast.Module, module: str, is_package: bool, package: str, listed: set[str]
+) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(
+                a.name for a in node.names if in_package(a.name, package) and a.name != package
+            )
+        elif isinstance(node, ast.ImportFrom):
+            base = _absolute(node, module, is_package)
+            if base == package:
+                found.update(f"{base}.{a.name}" for a in node.names if a.name not in listed)
+            elif in_package(base, package):
+                found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
 def _private(name: str) -> bool:
     return name.startswith("_") and not name.startswith("__")
 
@@ -329,7 +406,7 @@ def test_the_runtime_modules_surfaces_import_hand_out_no_store() -> None:
 def test_the_surfaces_enter_by_the_facade_and_the_queries(graph: dict[str, set[str]]) -> None:
     """The door checks look at the real surface: the process opens the `Database`, and the
     surfaces read through the queries."""
-    assert "runtime" in graph["bot.wiring"]
+    assert "runtime.database" in graph["bot.wiring"]  # `from runtime import Database`
     assert "runtime.queries" in graph["bot.metrics"]
     assert "runtime.queries.reads" in graph["runtime.engine"] | graph["runtime.queries"]
 

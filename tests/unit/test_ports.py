@@ -4,16 +4,25 @@ not even through another module, and no module under `runtime/` outside `runtime
 (and the facade that builds the desk) names `ApprovalDesk`: they take
 `runtime.ports.Approvals` or `Withdrawals`.
 
+Every sub-package of `runtime` (approvals, runs, history, spend, models, queries) is reached
+by the others only through its public names, the ones its `__init__` lists in `__all__`, or
+through `runtime.ports`: no module outside a sub-package imports one of its module paths or a
+name it does not list. Only the wiring (the package's `__init__`, the engine and `deps`, which
+build the parts) is exempt.
+
 Each check runs on the real tree, and on a small synthetic tree that breaks it."""
 
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
 
-from .test_layers import ROOT, _tree, import_graph, module_name
+import runtime
+
+from .test_layers import ROOT, _tree, import_graph, module_name, past_public_names
 
 DESK = "runtime.approvals.desk"
 DESK_CLASS = "ApprovalDesk"
@@ -21,6 +30,27 @@ LOOP = ("runtime.runs", "runtime.history")
 """The packages that reach approvals only through the ports."""
 MAY_NAME_THE_DESK = ("runtime.approvals", "runtime.engine")
 """The approvals package and the facade, which builds the desk (the package re-exports it)."""
+WIRING = {"runtime", "runtime.engine", "runtime.deps"}
+"""The modules that build the parts, and may import any module of a sub-package."""
+
+
+def sub_packages(root: Path) -> list[str]:
+    """Every sub-package of `runtime` (a folder of modules)."""
+    return sorted(
+        f"runtime.{path.name}"
+        for path in (root / "runtime").iterdir()
+        if path.is_dir() and any(path.glob("*.py"))
+    )
+
+
+def reaching_past_public_names(root: Path) -> dict[str, list[str]]:
+    """Modules under `runtime/` (besides the wiring) that import another sub-package other than
+    by its public names."""
+    importers = [
+        *sub_packages(root),
+        *(module_name(p, root) for p in sorted((root / "runtime").glob("*.py"))),
+    ]
+    return past_public_names(root, [i for i in importers if i not in WIRING], sub_packages(root))
 
 
 def reaches(graph: dict[str, set[str]], start: str) -> set[str]:
@@ -118,6 +148,39 @@ def test_the_loop_takes_the_ports(graph: dict[str, set[str]]) -> None:
     assert names_the_desk(ROOT / "runtime" / "engine.py")
 
 
+def test_every_sub_package_is_reached_only_by_its_public_names() -> None:
+    assert reaching_past_public_names(ROOT) == {}
+
+
+@pytest.mark.parametrize("package", ["approvals", "runs", "history", "spend"])
+def test_the_public_names_are_what_they_say(package: str) -> None:
+    """Each listed name loads, and is the object its `TYPE_CHECKING` import (what the type
+    checker and the import graph read) says it is."""
+    module = importlib.import_module(f"runtime.{package}")
+    init = ROOT / "runtime" / package / "__init__.py"
+    said = {
+        alias.asname or alias.name: (node.module, alias.name)
+        for block in ast.parse(init.read_text("utf-8")).body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.module
+        for alias in node.names
+    }
+
+    assert sorted(module.__all__) == sorted(said)
+    for name, (home, attribute) in said.items():
+        assert getattr(module, name) is getattr(importlib.import_module(home), attribute), name
+
+
+def test_importing_a_public_name_loads_its_module_only(graph: dict[str, set[str]]) -> None:
+    """`from runtime.approvals import bind` is an edge to `runtime.approvals.binding`, not to
+    the package (whose `__init__` names the desk too) and so not to the desk."""
+    assert "runtime.approvals.binding" in graph["runtime.runs.execution"]
+    assert "runtime.approvals" not in graph["runtime.runs.execution"]
+    assert DESK in graph["runtime.approvals"]
+    assert runtime.approvals.__name__ == "runtime.approvals"
+
+
 # the checks fail on trees that break them
 
 
@@ -163,3 +226,68 @@ def test_a_module_naming_the_desk_is_found(tmp_path: Path) -> None:
     )
 
     assert desk_namers(root) == ["runtime.deps", "runtime.runs.driving", "runtime.runs.ending"]
+
+
+def test_a_module_reaching_past_a_sub_package_s_public_names_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "from runtime.runs.keys import key\n",
+            "runtime/engine.py": "from runtime.approvals.desk import ApprovalDesk\n",
+            "runtime/deps.py": "from runtime.runs.lease import Lease\n",
+            "runtime/ports.py": "from runtime.approvals.policy import Policy\n",
+            "runtime/fine.py": "from runtime.approvals import Policy\nfrom runtime import ports\n",
+            "runtime/approvals/__init__.py": "__all__ = ['Policy', 'bind']\n",
+            "runtime/approvals/policy.py": "from runtime.approvals.binding import bind\n",
+            "runtime/approvals/binding.py": "from runtime.runs import key\n",
+            "runtime/runs/__init__.py": "__all__ = ['key']\n",
+            "runtime/runs/keys.py": "",
+            "runtime/runs/gate.py": "from runtime.approvals.binding import bind\n",
+            "runtime/runs/asks.py": "from runtime.approvals import bind, hidden\n",
+            "runtime/runs/late.py": "def f():\n    import runtime.approvals.paging\n",
+            "runtime/history/rollback.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ..runs.keys import key\n",
+            "runtime/spend/desk.py": "from runtime.approvals import Policy, bind\n",
+            "runtime/spend/rules.py": "from runtime.approvals import rules\n",
+        },
+    )
+
+    assert reaching_past_public_names(root) == {
+        "runtime.history.rollback": ["runtime.runs.keys.key"],
+        "runtime.ports": ["runtime.approvals.policy.Policy"],
+        "runtime.runs.asks": ["runtime.approvals.hidden"],
+        "runtime.runs.gate": ["runtime.approvals.binding.bind"],
+        "runtime.runs.late": ["runtime.approvals.paging"],
+        "runtime.spend.rules": ["runtime.approvals.rules"],
+    }
+
+
+def test_a_public_name_is_an_edge_to_its_module(tmp_path: Path) -> None:
+    """A name the package loads lazily leads to its module; one it defines, or imports at
+    once, leads to the package (whose imports then count)."""
+    root = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "",
+            "runtime/approvals/__init__.py": "from typing import TYPE_CHECKING\n"
+            "from runtime.approvals.policy import Policy\n"
+            "if TYPE_CHECKING:\n"
+            "    from runtime.approvals.binding import bind\n"
+            "    from runtime.approvals.desk import ApprovalDesk as Desk\n",
+            "runtime/approvals/binding.py": "",
+            "runtime/approvals/desk.py": "",
+            "runtime/approvals/policy.py": "",
+            "runtime/runs/__init__.py": "",
+            "runtime/runs/gate.py": "from runtime.approvals import bind\n",
+            "runtime/runs/asks.py": "from runtime.approvals import Desk\n",
+            "runtime/runs/policy.py": "from runtime.approvals import Policy\n",
+        },
+    )
+    graph = import_graph(root, ("runtime",))
+
+    assert graph["runtime.runs.gate"] == {"runtime.approvals.binding"}
+    assert graph["runtime.runs.policy"] == {"runtime.approvals"}
+    assert loop_reaching_the_desk(graph) == {
+        "runtime.runs.asks": ["runtime.runs.asks", DESK],
+        "runtime.runs.policy": ["runtime.runs.policy", "runtime.approvals", DESK],
+    }

@@ -12,6 +12,8 @@ DESIGN_STORE = {"open_store"}
 
 def test_runtime_exports_exactly_its_public_names() -> None:
     assert set(runtime.__all__) == {
+        "Access",
+        "Actor",
         "Agent",
         "Approval",
         "ApprovalDesk",
@@ -33,6 +35,7 @@ def test_runtime_exports_exactly_its_public_names() -> None:
         "Notifier",
         "NullNotifier",
         "Page",
+        "Permission",
         "Policies",
         "Policy",
         "Queries",

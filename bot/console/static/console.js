@@ -3,7 +3,9 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const state = { token: "", reader: "", selected: null, busy: false, shown: "", rules: "", names: {} };
+// `who` counts the people the console has acted as: an answer that comes back after the
+// person changed is about the one before and is dropped, never drawn.
+const state = { token: "", reader: "", selected: null, busy: false, shown: "", rules: "", names: {}, who: 0, allowed: [] };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -13,6 +15,7 @@ function el(tag, cls, text) {
 }
 
 async function api(method, path, body) {
+  const asked = state.who;
   const answer = await fetch("/v1/console" + path, {
     method,
     headers: Object.assign(
@@ -23,6 +26,7 @@ async function api(method, path, body) {
   });
   const data = await answer.json().catch(() => ({}));
   if (answer.status === 401) { showLogin(); throw new Error("the token was refused"); }
+  if (asked !== state.who) throw new Error("the person changed; not shown");
   if (!answer.ok) throw new Error(data.error || answer.statusText);
   return data;
 }
@@ -119,9 +123,23 @@ async function select(runId) {
 
 // -- one run -----------------------------------------------------------------------------
 
+// The run pane: emptied and hidden, with nothing of the run left to read or click.
+function clearRun() {
+  state.selected = null;
+  state.shown = "";
+  state.allowed = [];
+  const box = $("run");
+  box.replaceChildren();
+  box.hidden = true;
+  delete box.dataset.runId;
+}
+
 async function loadRun() {
   if (!state.selected) return;
   const data = await api("GET", "/runs/" + encodeURIComponent(state.selected));
+  if (!state.selected) return;
+  // What this person may do to the run (the server's permission table): only those buttons.
+  state.allowed = data.allowed || [];
   // Redraw only on news, so what someone reads or clicks stays put between polls.
   const shown = JSON.stringify({ ...data, run: { ...data.run, age_seconds: 0 } });
   if (shown === state.shown) return;
@@ -191,6 +209,8 @@ function budget(lines) {
   return box;
 }
 
+function may(what) { return state.allowed.includes(what); }
+
 function runButtons(run) {
   const box = el("div", "actions");
   const cancel = el("button", "danger", "Cancel run");
@@ -204,7 +224,8 @@ function runButtons(run) {
   // A finished run has nothing left to stop or to drive on.
   cancel.disabled = resume.disabled = run.status === "done" || run.status === "cancelled";
   resume.addEventListener("click", () => operate("resume", () => api("POST", "/runs/" + encodeURIComponent(run.id) + "/resume")));
-  box.append(cancel, resume);
+  if (may("cancel")) box.append(cancel);
+  if (may("resume")) box.append(resume);
   return box;
 }
 
@@ -216,14 +237,17 @@ function stepRow(row, run) {
   // Each step says what it came to (a finished step is not "running").
   head.appendChild(el("span", row.outcome ? statusClass(row) : "status " + (row.status === "running" ? "finished" : row.status), row.label || row.status));
   head.appendChild(el("span", "grow"));
-  if (!row.rolled_back) {
+  if (!row.rolled_back && may("fork")) {
     const fork = el("button", "fork", "Fork from here");
     fork.addEventListener("click", () => forkFrom(run.id, row.step, false));
     const dry = el("button", "dry-fork", "Dry-run fork");
     dry.addEventListener("click", () => forkFrom(run.id, row.step, true));
+    head.append(fork, dry);
+  }
+  if (!row.rolled_back && may("rollback")) {
     const back = el("button", "rollback danger", "Roll back to here");
     back.addEventListener("click", () => rollbackTo(run.id, row.step));
-    head.append(fork, dry, back);
+    head.append(back);
   }
   box.appendChild(head);
   for (const note of row.notes) box.appendChild(el("div", "note", note));
@@ -358,12 +382,17 @@ function showLogin() {
   $("login").hidden = false;
 }
 
-// The dev workspace plays another person: read as them from now on.
+// The dev workspace plays another person: from now on act as them. The run pane of the
+// person before is cleared at once (and a panel they opened closed), and whatever was
+// asked as them is dropped when it answers.
 window.addEventListener("hashchange", () => {
   const hash = new URLSearchParams(location.hash.slice(1));
   if (!hash.has("reader")) return;
+  state.who += 1;
   state.reader = hash.get("reader") || "";
-  state.selected = null;
+  clearRun();
+  if (!$("panel").hidden) $("panel-cancel").click();
+  say("");
   history.replaceState(null, "", location.pathname);
   loadRuns().catch(() => {});
 });

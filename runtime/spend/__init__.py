@@ -1,0 +1,38 @@
+"""Spending limits and envelopes: what a tool may spend in a window, checked when an
+approval is asked and counted in its transaction.
+
+`__all__` names what the other packages may import, each loaded on first use
+(`runtime.exports.lazy`); a module path is private to the package."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runtime.exports import lazy
+
+if TYPE_CHECKING:
+    from runtime.spend.checks import check_limits, counted
+    from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+    from runtime.spend.desk import SpendDesk
+
+__all__ = [
+    "EnvelopesConfig",
+    "LimitConfig",
+    "SpendConfig",
+    "SpendDesk",
+    "check_limits",
+    "check_names",
+    "counted",
+]
+
+_HOME = {
+    "check_limits": "runtime.spend.checks",
+    "check_names": "runtime.spend.config",
+    "counted": "runtime.spend.checks",
+    "EnvelopesConfig": "runtime.spend.config",
+    "LimitConfig": "runtime.spend.config",
+    "SpendConfig": "runtime.spend.config",
+    "SpendDesk": "runtime.spend.desk",
+}
+
+__getattr__, __dir__ = lazy(__name__, _HOME)
