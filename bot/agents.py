@@ -6,32 +6,62 @@ none of the process `bot.wiring` assembles."""
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Iterable
+from types import ModuleType
 
+from bot.near import did_you_mean, near
+from bot.policy_ids import CHANNEL_ID, named_channels
 from bot.settings import ConfigError, Settings, where
 from runtime import Agent
 from runtime.errors import RuleError
 
-AGENTS_SETTING = "agents (SIGNOFF_AGENTS, or `agents` in signoff.toml)"
+VARIABLE = "SIGNOFF_AGENTS"
+POLICIES_VARIABLE = "SIGNOFF_POLICIES"
+AGENTS_SETTING = f"agents ({VARIABLE}, or `agents` in signoff.toml)"
 
 
-def load_agents(paths: Iterable[str]) -> list[Agent]:
-    """Import agents from `module:attribute` paths; the attribute is an Agent or a list of them."""
+def load_agents(paths: Iterable[str], *, settings: Settings | None = None) -> list[Agent]:
+    """Import agents from `module:attribute` paths; the attribute is an Agent or a list of
+    them. With the `settings` they came from, a refusal names the file and line (or the
+    variable) that set them."""
+    place = agents_place(settings) if settings is not None else AGENTS_SETTING
     agents: list[Agent] = []
     for path in paths:
         module_name, _, attribute = path.partition(":")
         if not module_name or not attribute:
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not a 'module:attribute' import path")
+            raise ConfigError(f"{place}: {path!r} is not a 'module:attribute' import path")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise ConfigError(f"{AGENTS_SETTING}: cannot import {module_name!r}: {exc}") from None
+            raise ConfigError(f"{place}: cannot import {module_name!r}: {exc}") from None
         found = getattr(module, attribute, None)
         found = found if isinstance(found, list | tuple) else [found]
         if not found or not all(isinstance(agent, Agent) for agent in found):
-            raise ConfigError(f"{AGENTS_SETTING}: {path!r} is not an Agent (or a list of Agents)")
+            raise ConfigError(f"{place}: {path!r}: {_not_an_agent(module, attribute)}")
         agents.extend(found)
     return agents
+
+
+def agents_place(settings: Settings) -> str:
+    """Where the agents were set: `signoff.toml:3: agents`, or the environment variable."""
+    if VARIABLE in os.environ:
+        return f"environment {VARIABLE}"
+    return f"{where(settings, ('agents',))}: agents"
+
+
+def _not_an_agent(module: ModuleType, attribute: str) -> str:
+    """Why `module:attribute` is no agent, and the agent it may have meant."""
+    agents = [name for name, value in vars(module).items() if _is_agents(value)]
+    hint = did_you_mean(attribute, agents)
+    if not hasattr(module, attribute):
+        return f"{module.__name__} has no attribute {attribute}{hint}"
+    return f"{module.__name__}.{attribute} is not an Agent (or a list of Agents){hint}"
+
+
+def _is_agents(value: object) -> bool:
+    found = value if isinstance(value, list | tuple) else [value]
+    return bool(found) and all(isinstance(agent, Agent) for agent in found)
 
 
 def rule_error_text(settings: Settings, exc: RuleError) -> str:
@@ -51,8 +81,67 @@ def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
     from runtime.spend.checks import check_limits, counted
 
     limits = settings.runtime.limits
+    check_policy_tools(settings, agents)
     try:
         check_limits(limits, settings.runtime.policies, agents)
         check_rules(settings.runtime.policies, agents, counted(limits))
     except RuleError as exc:
         raise ConfigError(rule_error_text(settings, exc)) from None
+
+
+def check_policy_tools(settings: Settings, agents: list[Agent]) -> None:
+    """A policy named for a tool no loaded agent has, when a loaded tool's name is within a
+    typo of it, would leave that tool under the default policy, silently: refused, at its
+    line, with the name it is near. A policy meant for tools asked over the HTTP API says
+    `external = true`; a name near no loaded tool is only warned about
+    (`unguarded_warnings`)."""
+    known = {name for agent in agents for name in agent.tools}
+    for tool, policy in settings.runtime.policies.tools.items():
+        if tool in known or policy.external:
+            continue
+        meant = near(tool, known)
+        if meant is not None:
+            raise ConfigError(
+                f"{policy_place(settings, tool)}: no loaded agent has a tool {tool!r}; did you "
+                f"mean `{meant}`? (a policy for a tool asked for only over the HTTP API says "
+                "external = true)"
+            )
+
+
+def unguarded_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:
+    """Policies for a tool no loaded agent has, near none of theirs, not marked external:
+    each may be meant for the HTTP API, or may guard nothing."""
+    known = {name for agent in agents for name in agent.tools}
+    return [
+        f"{policy_place(settings, tool)}: no loaded agent has a tool {tool!r}; if only the "
+        "HTTP API asks for it, say external = true (else this policy guards nothing)"
+        for tool, policy in settings.runtime.policies.tools.items()
+        if tool not in known and not policy.external
+    ]
+
+
+def policy_place(settings: Settings, tool: str) -> str:
+    """`signoff.toml:12: policies.tools.delete_custmer`, or the environment variable."""
+    if POLICIES_VARIABLE in os.environ:
+        return f"environment {POLICIES_VARIABLE}: policies.tools.{tool}"
+    loc = ("policies", "tools", tool)
+    return f"{where(settings, loc)}: {'.'.join(loc)}"
+
+
+def check_channel_ids(settings: Settings) -> None:
+    """A policy's channel given by name (`#refunds`) is refused at its line, as `signoff
+    serve` refuses it once Slack is asked (`bot.slack.channels`): cards are updated and found
+    by channel id, so a name would fail card by card later. For the commands that never ask
+    Slack (`signoff dev`, `signoff policy check`)."""
+    for loc, channel in named_channels(settings.runtime.policies):
+        if not CHANNEL_ID.fullmatch(channel):
+            place = (
+                f"environment {POLICIES_VARIABLE}"
+                if POLICIES_VARIABLE in os.environ
+                else where(settings, loc)
+            )
+            raise ConfigError(
+                f"{place}: {'.'.join(loc)} {channel!r} is a channel name; Signoff needs the "
+                "channel's id (C…, in Slack: the channel's details, at the bottom), as "
+                "`signoff serve` does"
+            )

@@ -31,7 +31,7 @@ def _material(settings: Settings) -> dict[str, Any]:
     runtime, slack = settings.runtime, settings.slack
     return {
         "agents": list(runtime.agents),
-        "policies": runtime.policies.model_dump(mode="json"),
+        "policies": _policies(settings),
         "learned_rules": runtime.learned_rules.model_dump(mode="json"),
         "limits": {name: limit.model_dump(mode="json") for name, limit in runtime.limits.items()},
         "envelopes": runtime.envelopes.model_dump(mode="json"),
@@ -44,3 +44,12 @@ def _material(settings: Settings) -> dict[str, Any]:
         },
         "legacy_token": settings.api.token is not None,  # every scope
     }
+
+
+def _policies(settings: Settings) -> dict[str, Any]:
+    """The policies as they decide: without `external`, which only start-up checks (so a
+    file that marks a policy external runs the same configuration as before)."""
+    policies: dict[str, Any] = settings.runtime.policies.model_dump(mode="json")
+    for policy in [policies["default"], *policies["tools"].values()]:
+        policy.pop("external", None)
+    return policies

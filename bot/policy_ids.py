@@ -20,6 +20,9 @@ EMAIL_APPROVER = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 """A person outside Slack, named by address: asked by e-mail (`bot.approvers.mail`)."""
 SLACK_USER_ID = r"[UW][A-Z0-9]{2,}"
 """A person, as decisions name them (the CLI's `--by`, the API's `by`)."""
+CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
+"""A channel as Slack answers for it (`chat.update` and `conversations.history` take only
+ids; `#name` works only for posting)."""
 
 
 def slack_ids(approvers: tuple[str, ...]) -> tuple[str, ...]:
@@ -60,3 +63,17 @@ class SlackPolicies(Policies):
 
 class SlackLearnedRules(LearnedRulesConfig):
     writers: SlackApprovers = ()
+
+
+def named_channels(policies: Policies) -> list[tuple[tuple[str, ...], str]]:
+    """Each channel the policies and their rules set, with where (`policies.tools.x.channel`)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    tables: list[tuple[tuple[str, ...], Policy]] = [(("policies", "default"), policies.default)]
+    tables += [(("policies", "tools", tool), policy) for tool, policy in policies.tools.items()]
+    for loc, policy in tables:
+        if policy.channel:
+            found.append(((*loc, "channel"), policy.channel))
+        for number, rule in enumerate(policy.rules):
+            if rule.channel:
+                found.append(((*loc, "rules", str(number), "channel"), rule.channel))
+    return found

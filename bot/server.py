@@ -16,6 +16,7 @@ from contextlib import suppress
 from aiohttp import web
 
 from bot import approvers, console, health
+from bot.agents import unguarded_warnings
 from bot.api import api_app
 from bot.aside import unless_aside
 from bot.callback_policy import CallbackPolicy
@@ -324,12 +325,7 @@ def startup_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:
         for name in agent.approval_waived:
             why = agent.tools[name].description
             warnings.append(f"agent {agent.name}: {name} runs WITHOUT approval (by design: {why})")
-    known_tools = {name for agent in agents for name in agent.tools}
-    for tool in sorted(set(settings.runtime.policies.tools) - known_tools):
-        warnings.append(
-            f"policy for {tool!r}: no configured agent has this tool (fine if only HTTP API "
-            "approvals name it)"
-        )
+    warnings += unguarded_warnings(settings, agents)
     for name in open_policies(settings.runtime.policies):
         warnings.append(f"policy {name} names no approvers: anyone but the requester may approve")
     for name in ["default", *settings.runtime.policies.tools]:

@@ -42,6 +42,7 @@ from pydantic_settings import (
 )
 
 from bot.callback_policy import parse_allowed
+from bot.near import did_you_mean, keys_at
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
 from runtime.approvals.policy_types import Duration
 from runtime.models.config import ModelConfig
@@ -512,10 +513,23 @@ def _explain(file: Path, text: str, exc: ValidationError) -> str:
     lines = _key_lines(text)
     problems = []
     for error in exc.errors():
-        loc = _as_written(tuple(str(part) for part in error["loc"]), lines)
+        given = tuple(str(part) for part in error["loc"])
+        loc = _as_written(given, lines)
         where = _where(file, loc, lines)
-        problems.append(f"{where}: {_what(loc, where)}{_said(error)}")
+        problems.append(f"{where}: {_what(loc, where)}{_said(error)}{_hint(error, given)}")
     return "\n".join(problems)
+
+
+def _hint(error: Any, loc: tuple[str, ...]) -> str:
+    """For a setting nobody knows, the known one it is nearest to (`aprovers`: `approvers`;
+    `[policy.default]`: `policies`)."""
+    if error["type"] != "extra_forbidden" or not loc or loc[-1].isupper():
+        return ""
+    if len(loc) == 1:
+        known = [*SECTIONS, *(key for m in SECTIONS.values() for _, key in names_of(m).values())]
+    else:
+        known = keys_at(Settings, loc[:-1])
+    return did_you_mean(loc[-1], known)
 
 
 def _as_written(loc: tuple[str, ...], lines: dict[tuple[str, ...], int]) -> tuple[str, ...]:
@@ -564,7 +578,8 @@ def _key_lines(text: str) -> dict[tuple[str, ...], int]:
     for number, line in enumerate(text.splitlines(), start=1):
         if header := _HEADER.match(line):
             table = _split(header[1])
-            found.setdefault(table, number)
+            for end in range(1, len(table) + 1):  # `[policy.default]` names `policy` too
+                found.setdefault(table[:end], number)
             if line.lstrip().startswith("[["):
                 entries[table] = entries.get(table, -1) + 1
                 table = (*table, str(entries[table]))

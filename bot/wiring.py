@@ -90,7 +90,7 @@ async def assemble(
     before the store is opened: a key file that cannot be used stops start-up having changed
     nothing (`create_key`: `serve` makes one when none is configured).
     """
-    agents = load_agents(settings.runtime.agents) if with_agents else []
+    agents = load_agents(settings.runtime.agents, settings=settings) if with_agents else []
     try:
         agents = (
             configure(agents, settings.runtime.models, settings.runtime.prices)

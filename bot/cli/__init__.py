@@ -100,15 +100,10 @@ def dev(
 
     from bot.dev import run_dev
     from bot.dev.project import find
-    from bot.settings import ConfigError
 
-    try:  # a project that cannot load starts nothing
+    with refusals():  # a project that cannot load starts nothing
         project = find(config or options(ctx).config)
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    logging.getLogger("signoff").setLevel(logging.INFO)
-    with refusals():
+        logging.getLogger("signoff").setLevel(logging.INFO)
         asyncio.run(run_dev(database=Path(db).resolve(), port=port, project=project))
 
 
@@ -126,7 +121,7 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except Failure as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(1)
+        sys.exit(exc.code)
     sys.exit(code if isinstance(code, int) else 0)
 
 

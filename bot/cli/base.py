@@ -21,8 +21,20 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
 
+REFUSED = 1
+"""The exit code of a refused command: it changed nothing."""
+CONFIG_ERROR = 2
+"""The exit code of a configuration that cannot be used (signoff.toml, the environment, the
+agents it names), in every command: nothing started and nothing changed. Also the code of
+a command line that cannot be parsed."""
+
+
 class Failure(Exception):
-    """A one-line reason to exit non-zero."""
+    """A one-line reason to exit non-zero (`code`)."""
+
+    def __init__(self, message: str, *, code: int = REFUSED) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass(frozen=True)

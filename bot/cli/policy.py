@@ -57,20 +57,29 @@ def _check(
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
-    from bot.agents import check_configured_rules, load_agents
+    from bot.agents import (
+        check_channel_ids,
+        check_configured_rules,
+        load_agents,
+        unguarded_warnings,
+    )
+    from bot.near import did_you_mean
     from runtime.approvals.routing import route
     from runtime.approvals.rules import Facts
     from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
 
-    agents = load_agents(settings.runtime.agents)
+    agents = load_agents(settings.runtime.agents, settings=settings)
     check_configured_rules(settings, agents)
+    check_channel_ids(settings)
+    for warning in unguarded_warnings(settings, agents):
+        typer.echo(f"warning: {warning}", err=True)
     found = next((a.tools[tool] for a in agents if tool in a.tools), None)
     if found is None and agents and tool not in settings.runtime.policies.tools:  # a typo, likely
         known = sorted({name for a in agents for name in a.tools})
         raise Failure(
-            f"no configured agent has a tool {tool!r} and no policy names it; "
-            f"the tools are: {', '.join(known)}"
+            f"no configured agent has a tool {tool!r} and no policy names it"
+            f"{did_you_mean(tool, known)}; the tools are: {', '.join(known)}"
         )
     if found is not None:
         try:

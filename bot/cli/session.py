@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from bot.cli.base import Failure, options
+from bot.cli.base import CONFIG_ERROR, Failure, options
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -109,7 +109,8 @@ def load(ctx: typer.Context) -> Settings:
 
 @contextmanager
 def refusals() -> Iterator[None]:
-    """Errors of the settings, the database and the runtime, as one-line refusals."""
+    """Errors of the settings, the database and the runtime, as one-line refusals; the
+    settings' exit with CONFIG_ERROR, whichever command read them."""
     from bot.settings import ConfigError
     from bot.settle import refusal_text
     from runtime.errors import SignoffRuntimeError
@@ -117,7 +118,9 @@ def refusals() -> Iterator[None]:
 
     try:
         yield
-    except (ConfigError, SignoffRuntimeError, StoreError, OSError) as exc:
+    except ConfigError as exc:
+        raise Failure(refusal_text(exc), code=CONFIG_ERROR) from None
+    except (SignoffRuntimeError, StoreError, OSError) as exc:
         raise Failure(refusal_text(exc)) from None
 
 

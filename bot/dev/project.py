@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.agents import check_configured_rules, load_agents
+from bot.agents import check_channel_ids, check_configured_rules, load_agents
 from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
 from bot.settings import RuntimeSettings, config_path, load_settings
@@ -90,9 +90,12 @@ def find(explicit: str | None) -> Project:
         return demo()
     settings = load_settings(explicit)  # which also puts the file's folder on the import path
     found = tuple(
-        (path, agent) for path in settings.runtime.agents for agent in load_agents([path])
+        (path, agent)
+        for path in settings.runtime.agents
+        for agent in load_agents([path], settings=settings)
     )
     check_configured_rules(settings, [agent for _, agent in found])
+    check_channel_ids(settings)
     return Project(settings.runtime, file.resolve(), found)
 
 

@@ -10,20 +10,19 @@ the outbox, saying so, until it is fixed (a channel can also go away while the b
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.policy_ids import CHANNEL_ID
 from bot.settings import ConfigError
 from bot.slack.delivery import slack_error
 from runtime.approvals.policy import Policies
 
 log = logging.getLogger("signoff.slack")
 
-CHANNEL_ID = re.compile(r"[CG][A-Z0-9]{2,}")
 PAGES = 20
 """`conversations.list` pages read to find a channel by name (200 channels each)."""
 

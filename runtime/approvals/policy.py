@@ -28,6 +28,12 @@ class Policy(Settings):
     """Ordered refinements by the call's arguments and run (`runtime.approvals.rules`); first
     match wins."""
 
+    external: bool = False
+    """The policy of a tool no agent of this runtime has: one asked for only over the HTTP
+    API (an agent on another stack, the MCP proxy). Says that the name is meant, so start-up
+    does not take it for a typo of a loaded tool's name. Checking only: approvals do not
+    keep it, and it decides nothing."""
+
 
 class Policies(BaseModel):
     """The default policy and per-tool overrides of it."""
@@ -36,6 +42,15 @@ class Policies(BaseModel):
 
     default: Policy = Policy()
     tools: dict[str, Policy] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _default_is_for_every_tool(self) -> Policies:
+        if self.default.external:
+            raise ValueError(
+                "default.external: only a tool's policy is external (asked for over the "
+                "HTTP API); the default policy is every tool's"
+            )
+        return self
 
     @model_validator(mode="after")
     def _escalations_name_someone(self) -> Policies:

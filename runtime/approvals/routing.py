@@ -166,7 +166,8 @@ def _bare(policy: Policy) -> Policy:
 
 def snapshot(policy: Policy) -> dict[str, Any]:
     """The policy as JSON; durations in seconds, which `Policy` reads back as such."""
-    values = policy.model_dump(exclude={"rules", "sensitive_results"})  # display only
+    # display and start-up checking only
+    values = policy.model_dump(exclude={"rules", "sensitive_results", "external"})
     if values.get("step_up") is None:  # as recorded before step-up existed
         values.pop("step_up", None)
     return {

@@ -41,7 +41,7 @@ def test_runs_start_refuses_a_hosted_agent_without_a_key_and_creates_nothing(
     done = run_text(
         [SIGNOFF, "runs", "start", "refund-agent", "Refund order 2"], cwd=tmp_path, env=env
     )
-    assert done.returncode == 1
+    assert done.returncode == 2  # a configuration error
     assert done.stderr.strip().splitlines() == [
         "error: models: OpenAIModel('gpt-5.5') has no API key: set OPENAI_API_KEY"
     ]

@@ -86,7 +86,7 @@ def test_a_limit_mistake_is_one_line_with_file_and_line_and_creates_nothing(
 
     done = run(tmp_path, "runs", "start", "refund-agent", "Refund order 4471")
 
-    assert done.code == 1
+    assert done.code == 2  # a configuration error, in every command
     assert done.err.count("\n") == 1, done.err
     assert done.err.startswith(f"error: signoff.toml:{line}: "), done.err
     assert expected in done.err
@@ -103,7 +103,7 @@ deny = "no"
 
     done = run(tmp_path, "policy", "check", "issue_refund", "{}")
 
-    assert done.code == 1
+    assert done.code == 2
     assert done.err.startswith("error: signoff.toml:13: "), done.err
     assert "no limit 'per_customer' counts issue_refund's calls (its limits: per_order)" in (
         done.err

@@ -92,7 +92,7 @@ def test_a_rule_mistake_is_one_line_with_file_and_line_and_creates_nothing(
 
     done = signoff("runs", "start", "refund-agent", "Refund order 4471")  # type: ignore[operator]
 
-    assert done.code == 1
+    assert done.code == 2  # a configuration error, in every command
     assert done.err.count("\n") == 1
     assert done.err.startswith("error: signoff.toml:11: ")
     assert expected in done.err
@@ -107,7 +107,7 @@ def test_a_rule_both_approving_and_denying_is_refused_at_its_line(
 
     done = signoff("policy", "check", "issue_refund", "{}")  # type: ignore[operator]
 
-    assert done.code == 1
+    assert done.code == 2
     # the rule as a whole is wrong: its header's line
     assert done.err.startswith("error: signoff.toml:10: policies.tools.issue_refund.rules.1: ")
     assert "either approves at once (auto_approve) or denies, not both" in done.err
