@@ -91,7 +91,8 @@ def measure(
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    found = [line for line in done.stdout.splitlines() if line.startswith("{")]  # not py-spy's
+    return dict(json.loads(found[-1]))
 
 
 def top_frames(raw: Path, top: int) -> list[str]:

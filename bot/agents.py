@@ -77,8 +77,8 @@ def rule_error_text(settings: Settings, exc: RuleError) -> str:
 def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
     """The rules and limits, checked against the agents' tools before any store is opened
     (or created): a bad rule or limit stops the command at its line and changes nothing."""
-    from runtime.approvals.routing import check_rules
-    from runtime.spend.checks import check_limits, counted
+    from runtime.approvals import check_rules
+    from runtime.spend import check_limits, counted
 
     limits = settings.runtime.limits
     check_policy_tools(settings, agents)

@@ -4,7 +4,9 @@
 
 Every attempt at POSTing its decision to its `callback_url`, oldest first: when, the
 receiver's status or the error, and when it is tried next (`bot.callbacks` audits each
-attempt as it ends, so the history is the audit trail's `callback_attempt` events).
+attempt as it ends, so the history is the audit trail's `callback_attempt` events); and
+every attempt at e-mailing an approver (`channel`: "email", `bot.email.sender`'s
+`email_attempt` events).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from bot.api_keys import RUNTIME
 from runtime.records import AuditEvent
 
 ATTEMPT = "callback_attempt"
+EMAIL = "email_attempt"
+"""An attempt at e-mailing an approver (`bot.email.sender`)."""
 PAGE = 1000
 MAX_ATTEMPTS = 10_000
 """The most attempts listed (far past any retry schedule: six a round)."""
@@ -31,7 +35,7 @@ async def list_deliveries(request: web.Request) -> web.Response:
     after = 0
     while len(attempts) < MAX_ATTEMPTS:
         events = await rt.queries.audit(approval_id=approval.id, after=after, limit=PAGE)
-        attempts += [delivery_view(e) for e in events if e.action == ATTEMPT]
+        attempts += [delivery_view(e) for e in events if e.action in (ATTEMPT, EMAIL)]
         if len(events) < PAGE:
             break
         after = events[-1].id or after
@@ -41,6 +45,7 @@ async def list_deliveries(request: web.Request) -> web.Response:
 def delivery_view(event: AuditEvent) -> dict[str, Any]:
     detail = event.detail
     return {
+        "channel": "email" if event.action == EMAIL else "callback",
         "attempt": detail.get("attempt", 1),
         "at": event.at.isoformat(),
         "url": detail.get("url", ""),

@@ -24,7 +24,7 @@ from bot.api_auth import requires
 from bot.api_errors import BadRequest
 from bot.api_keys import RUNTIME
 from bot.api_views import approval_view
-from runtime.history.inbox import MAX_PAGE
+from runtime.history import INBOX_PAGE
 from runtime.records import Run
 
 APPROVAL_FILTERS = ("state", "run_id", "tool", "requested_by")
@@ -74,8 +74,8 @@ def _query(
 def _limit(text: str | None) -> int:
     if text is None:
         return DEFAULT_PAGE
-    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_PAGE:
-        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_PAGE}")
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= INBOX_PAGE:
+        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {INBOX_PAGE}")
     return int(text)
 
 

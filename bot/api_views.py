@@ -26,6 +26,7 @@ APPROVAL_FIELDS = {
     "run_id",
     "call_id",
     "decided_by",
+    "decided_for",
     "decided_at",
     "reason",
     "requested_by",

@@ -12,7 +12,7 @@ from aiohttp.typedefs import Middleware
 
 from bot import words
 from bot.api_auth import Handler, error
-from runtime.runs.aside import RETRY_AFTER, Aside
+from runtime.runs import RETRY_AFTER, Aside
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 KIND = "SchemaTooNew"

@@ -37,7 +37,7 @@ from bot.callbacks import sign
 from bot.masking import ResultMasks, masked_events
 from bot.metrics import AUDIT_SINK_DELIVERED, AUDIT_SINK_FAILURES, AUDIT_SINK_LAG
 from runtime import Runtime
-from runtime.history.sinks import SinkLease
+from runtime.history import SinkLease
 from runtime.records import AuditEvent
 
 log = logging.getLogger("signoff.audit_sink")

@@ -20,7 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.metrics import metrics_handler
-from runtime.approvals.policy import Policies
+from runtime.approvals import Policies
 from runtime.queries import Queries
 
 log = logging.getLogger("signoff.health")

@@ -29,9 +29,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from runtime import NullNotifier
-from runtime.approvals import slo
-from runtime.approvals.authority import policy_of
-from runtime.approvals.policy import Policies
+from runtime.approvals import Policies, policy_of, slo_missed
 from runtime.queries import Counts, Queries
 from runtime.records import SYSTEM_ACTOR, Approval, LearnedRule, Page, Run, StoreError, Usage
 
@@ -171,7 +169,7 @@ class MetricsNotifier(NullNotifier):
         DECISION_SECONDS.observe(waited)
         TIME_TO_DECISION.labels(approval.policy, outcome(approval)).observe(waited)
         policy = policy_of(approval, self.policies)
-        if slo.missed(approval, policy, approval.decided_at):
+        if slo_missed(approval, policy, approval.decided_at):
             PAST_TARGET.labels(approval.policy).inc()
 
     async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
@@ -266,7 +264,7 @@ class PendingPastTarget(Collector):
             if policy.decide_within is None:
                 continue
             late.setdefault(approval.policy, 0)
-            if slo.missed(approval, policy, self.now):
+            if slo_missed(approval, policy, self.now):
                 late[approval.policy] += 1
         gauge = GaugeMetricFamily(
             "signoff_approvals_pending_past_target",

@@ -164,7 +164,7 @@ def _paths() -> Json:
         "/v1/approvals/{approval_id}/deliveries": {
             "get": _op(
                 "listDeliveries",
-                "Every attempt at POSTing the decision to the approval's callback_url",
+                "Every attempt at POSTing the decision to its callback_url or e-mailing it",
                 READ_APPROVALS,
                 params=[approval_id],
                 ok={"200": "DeliveryList"},

@@ -11,9 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, model_validator
 
-from runtime.approvals.learned_rules import LearnedRulesConfig
-from runtime.approvals.policy import Policies, Policy
-from runtime.approvals.rules import Rule
+from runtime.approvals import LearnedRulesConfig, Policies, Policy, Rule
 
 SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
 EMAIL_APPROVER = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

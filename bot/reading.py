@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from runtime.display import Display, money_text
 from runtime.records import SENSITIVE_MASK, Approval
-from runtime.spend import words as spend_words
+from runtime.spend import limit_line
 
 
 class HasTools(Protocol):
@@ -118,4 +118,4 @@ def limit_lines(approval: Approval) -> list[str]:
     this customer in 30 days, after this refund" (plain text; it holds nothing an agent or
     a requester wrote)."""
     match = approval.rule
-    return [spend_words.line(state, approval.tool) for state in (match.limits if match else ())]
+    return [limit_line(state, approval.tool) for state in (match.limits if match else ())]

@@ -7,8 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from runtime.approvals.learned_rules import Backtest
-from runtime.approvals.policy import Policies
+from runtime.approvals import Backtest, Policies
 from runtime.records import LearnedRule
 
 

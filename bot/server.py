@@ -15,7 +15,7 @@ from contextlib import suppress
 
 from aiohttp import web
 
-from bot import approvers, console, health
+from bot import approvers, console, email, health
 from bot.agents import unguarded_warnings
 from bot.api import api_app
 from bot.aside import unless_aside
@@ -37,9 +37,8 @@ from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
 from bot.workers import ANNOUNCE_EVERY, Workers
 from runtime import Agent, FanOut, Notifier, Runtime
-from runtime.approvals.policy import open_policies
-from runtime.runs.queue import RunQueue
-from runtime.runs.wakeups import Wakeups
+from runtime.approvals import open_policies
+from runtime.runs import RunQueue, Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
@@ -63,9 +62,7 @@ async def serve(
     (`signoff dev` mounts its workspace view). Slack is reached in the background: the
     process serves and is ready whether or not Slack answers, and a refusal only a person
     can fix (a revoked token, a channel set by name) stops it with that `ConfigError`."""
-    check_slack_settings(settings)
-    check_token_secrets(settings)
-    approvers.check_settings(settings.web)
+    _check(settings)
     redact_secrets(settings.secrets())
     stop = stop or stop_on_signals()
     fatal: list[ConfigError] = []
@@ -76,7 +73,8 @@ async def serve(
 
     nudge = OutboxNudge()
     metrics = MetricsNotifier(settings.runtime.policies)
-    told: list[Notifier] = [metrics] if settings.api.only else [nudge, metrics]
+    mail = email.EmailNudge()
+    told: list[Notifier] = [metrics, mail] if settings.api.only else [nudge, metrics, mail]
     process = await assemble(
         settings, notifier=FanOut(told), telemetry=PrometheusTelemetry(), create_key=True
     )
@@ -106,7 +104,8 @@ async def serve(
     # process takes its lease first; new deadlines re-arm the scheduler; rows wake the sender.
     queue = _run_queue(rt, settings)
     wakeups = Wakeups(rt, schedule=scheduler.tick, outbox=nudge.wake, queue=queue)
-    running = {"scheduler": lambda: scheduler.running}
+    mail.sender = mailer = email.email_sender(settings, rt)
+    running = {"scheduler": lambda: scheduler.running, "email_sender": lambda: mailer.running}
     if slack is not None:
         running["outbox_sender"] = lambda: slack.sender.running
     skew = process.database.clock_skew(rt.clock, unready_at=rt.lease_ttl / 4, report=CLOCK_SKEW.set)
@@ -131,6 +130,7 @@ async def serve(
         scheduler.every(ANNOUNCE_EVERY, lambda: _announce(workers), name="signoff-workers")
         if slack is not None:
             await slack.start()
+        mailer.start()
         if await wakeups.start():
             log.info("listening for other processes' decisions and outbox rows")
         # Runs wait in the database's queue; this worker claims what it has room for.
@@ -153,12 +153,21 @@ async def serve(
                 ("driving runs", lambda: _stop_driving(lapses, wakeups, queue)),
                 ("the scheduler", scheduler.stop),
                 ("Slack", slack.stop if slack is not None else _nothing),
+                ("e-mail", mailer.stop),
                 ("the HTTP server", runner.cleanup),
                 ("the database", lambda: process.close(grace=BACKGROUND_GRACE)),
             ]
         )
     if fatal:
         raise fatal[0]
+
+
+def _check(settings: Settings) -> None:
+    """Refuse a configuration only a person can fix before anything is opened."""
+    check_slack_settings(settings)
+    check_token_secrets(settings)
+    approvers.check_settings(settings.web)
+    email.check_settings(settings)
 
 
 def _pages(

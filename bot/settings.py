@@ -44,10 +44,9 @@ from pydantic_settings import (
 from bot.callback_policy import parse_allowed
 from bot.near import did_you_mean, keys_at
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
-from runtime.approvals.policy_types import Duration
-from runtime.models.config import ModelConfig
-from runtime.models.pricing import Price
-from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+from runtime.approvals import Duration
+from runtime.models import ModelConfig, Price
+from runtime.spend import EnvelopesConfig, LimitConfig, SpendConfig, check_names
 
 DEFAULT_CONFIG = "signoff.toml"
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]
@@ -323,6 +322,37 @@ class WebSettings(Section):
         return {address.lower(): person for address, person in value.items()}
 
 
+class EmailSettings(Section):
+    """`[email]`: the SMTP server that carries approvals to people outside Slack (`bot.email`).
+    `from` is the sender's address (`email_from` at the file's top level)."""
+
+    host: str | None = setting("email_host", None)
+    """The SMTP server; unset: nobody is e-mailed (policies' addresses decide on the page)."""
+    port: int = setting("email_port", 587, ge=1, le=65535)
+    sender: str | None = setting("email_from", None)
+    username: str | None = setting("email_username", None)
+    password: SecretStr | None = setting("email_password", None)
+    security: Literal["starttls", "tls", "none"] = setting("email_security", "starttls")
+    """`starttls` (port 587), `tls` (implicit, port 465), or `none` (a relay on localhost)."""
+    timeout: float = setting("email_timeout", 20.0, gt=0, le=300)
+    """Seconds one SMTP conversation may take before the row is tried again later."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "from" in data:
+            data = dict(data)
+            data["sender"] = data.pop("from")
+        return data
+
+    @field_validator("sender")
+    @classmethod
+    def _sender(cls, value: str | None) -> str | None:
+        if value is not None and not EMAIL.search(value):
+            raise ValueError(f"{value!r} is not an e-mail address")
+        return value
+
+
 class Settings(BaseSettings):
     """Every setting, by section. signoff.toml and `Settings(...)` name a setting by its key
     (`database_url`, `api_tokens`, `[policies]`) or inside its section (`[database] url`);
@@ -339,6 +369,7 @@ class Settings(BaseSettings):
     slack: SlackSettings = Field(default_factory=SlackSettings)
     proof: ProofSettings = Field(default_factory=ProofSettings)
     web: WebSettings = Field(default_factory=WebSettings)
+    email: EmailSettings = Field(default_factory=EmailSettings)
     _source: tuple[Path, str] | None = PrivateAttr(None)
 
     @property
@@ -405,6 +436,7 @@ SECTIONS: dict[str, type[Section]] = {
     "slack": SlackSettings,
     "proof": ProofSettings,
     "web": WebSettings,
+    "email": EmailSettings,
 }
 
 

@@ -22,7 +22,7 @@ from bot import words
 from bot.reading import limit_lines
 from bot.settle import settle_commands
 from bot.slack.escape import flat, plain
-from runtime.approvals.binding import call_trail
+from runtime.approvals import call_trail
 from runtime.records import (
     Approval,
     ApprovalState,

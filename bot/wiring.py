@@ -20,9 +20,9 @@ from bot.tasks import Background
 from runtime import Access, Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
 from runtime.deliveries import Deliveries
 from runtime.errors import DefinitionError
-from runtime.models.config import configure
+from runtime.models import configure_models
 from runtime.records import Approval, Run
-from runtime.runs.telemetry import Telemetry
+from runtime.runs import Telemetry
 from runtime.signing import Signer
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ async def assemble(
     agents = load_agents(settings.runtime.agents, settings=settings) if with_agents else []
     try:
         agents = (
-            configure(agents, settings.runtime.models, settings.runtime.prices)
+            configure_models(agents, settings.runtime.models, settings.runtime.prices)
             if agents
             else agents
         )

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from runtime import errors
-from runtime.approvals.binding import differences, said
+from runtime.approvals import differences, said
 from runtime.records import (
     Approval,
     ApprovalState,
@@ -409,7 +409,8 @@ def already_decided(approval: Approval, voice: Voice = PLAIN) -> str:
 
 def _decider(approval: Approval, voice: Voice) -> str:
     who = approval.decided_by
-    return voice.person(who) if who else UNKNOWN_PERSON
+    said = voice.person(who) if who else UNKNOWN_PERSON
+    return f"{said} for {voice.person(approval.decided_for)}" if approval.decided_for else said
 
 
 def _asker(approval: object, by: str | None) -> bool:

@@ -25,7 +25,7 @@ from bot import views
 from examples import world
 from examples.refund_agent import agent
 from runtime import Runtime, errors
-from runtime.approvals.binding import conflict_text
+from runtime.approvals import conflict_text
 from store import ApprovalState, open_store
 
 REQUESTER, MANAGER = "U0REQUESTER", "U0MANAGER"

@@ -26,15 +26,18 @@ class Deliveries:
         return await self._store.database_now()
 
     async def claim_outbox(
-        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50, email: bool = False
     ) -> list[OutboxItem]:
-        """Rows due now, claimed for `owner` until then (never two of one subject). None once
-        this worker stepped aside; a claim that finds the schema newer than this Signoff
-        knows makes it step aside (`SchemaTooNew` where no one watches for that)."""
+        """Rows due now, claimed for `owner` until then (never two of one subject). None
+        once this worker stepped aside. `email`: the e-mail rows (`email_*`), else the
+        others. A claim that finds the schema newer than this Signoff knows makes it step
+        aside (`SchemaTooNew` where no one watches for that)."""
         if self._aside is not None and self._aside.active:
             return []
         try:
-            return await self._store.claim_outbox(owner, now=now, until=until, limit=limit)
+            return await self._store.claim_outbox(
+                owner, now=now, until=until, limit=limit, email=email
+            )
         except errors.SchemaTooNew as newer:
             if self._aside is None:
                 raise
@@ -48,6 +51,18 @@ class Deliveries:
 
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         return await self._store.retry_outbox(item_id, owner, after=after, error=error)
+
+    async def use_email_link(
+        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
+    ) -> bool:
+        """Spend an e-mailed decision link: True the first time, False once it was used."""
+        return await self._store.use_email_link(
+            nonce, approval_id=approval_id, person=person, decision=decision, at=at
+        )
+
+    async def email_link_used(self, nonce: str) -> datetime | None:
+        """When an e-mailed decision link was used; None if never."""
+        return await self._store.email_link_used(nonce)
 
     async def release_outbox_claims(self, owner: str) -> int:
         """Give up this owner's claims (its rows are sent again at once)."""

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from runtime import errors, permissions
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import askers, authority, paging, remote
+from runtime.approvals import askers, authority, delegation, paging, remote
 from runtime.approvals.binding import CallTrail, call_trail
 from runtime.approvals.desk import ApprovalDesk, Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
@@ -65,7 +65,7 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import AuditAnchor, Passkey, Worker, utcnow
+from store.records import AuditAnchor, Away, Passkey, Worker, utcnow
 
 SubjectT = TypeVar("SubjectT", Run, Approval, Page)
 WORKER_SEEN_WITHIN = 180.0
@@ -166,6 +166,7 @@ class Runtime:
             approvals_of=lambda run_id: listing.list_approvals(self._deps, run_id, None),
             find_run=self._deps.find_run,
             clock=clock,
+            away=lambda: store.list_away(now=clock()),
         )
         """Who may do what, at every door (`runtime.permissions`)."""
         self.queries = Queries(store, signer)
@@ -686,6 +687,21 @@ class Runtime:
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
+
+    async def set_away(self, person: str, *, until: datetime, delegate: str) -> Away:
+        """`person` is away until `until`: `delegate` decides for them meanwhile what names
+        them directly (`runtime.approvals.delegation`). Audited."""
+        return await delegation.set_away(
+            self.store, person, until=until, delegate=delegate, now=self.clock()
+        )
+
+    async def back(self, person: str) -> bool:
+        """`person` is back (whether they had said they were away). Audited."""
+        return await delegation.back(self.store, person, now=self.clock())
+
+    async def away(self) -> builtins.list[Away]:
+        """Who is away now, until when, and their delegates."""
+        return await self.store.list_away(now=self.clock())
 
     async def anchor_audit(self, kind: str = "daily") -> AuditAnchor | None:
         """Anchor the audit chain's head now and sign it (and any anchor not signed yet, a

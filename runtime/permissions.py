@@ -31,8 +31,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 
-from runtime.approvals import Directory, Policy, may_decide, overdue
+from runtime.approvals import Directory, Policy, delegated_for, may_decide, overdue
 from store import Approval, Page, Run
+from store.records import Away
 
 Subject = Run | Approval | Page
 
@@ -120,6 +121,8 @@ class Permissions:
     approvals_of: Callable[[str], Awaitable[list[Approval]]]
     find_run: Callable[[str | None], Awaitable[Run | None]]
     clock: Callable[[], datetime]
+    away: Callable[[], Awaitable[list[Away]]] | None = None
+    """Who is away now (`runtime.approvals.delegation`): their delegates decide for them."""
 
     async def may(self, actor: Actor, permission: Permission, subject: Subject) -> bool:
         if actor.person is None and actor.token is None:
@@ -156,11 +159,20 @@ class Permissions:
 
     async def decides(self, approval: Approval, person: str, *, approving: bool = True) -> bool:
         """Whether `person` may decide (approve, or with `approving=False` decline) this
-        approval under its recorded authority."""
+        approval under its recorded authority, themselves or as an away person's delegate."""
         policy = self.policy_of(approval)
         if approving and approval.requested_by == person and not policy.allow_self_approval:
             return False
-        return await self.names_approver(approval, policy, person)
+        if await self.names_approver(approval, policy, person):
+            return True
+        if self.away is None:
+            return False
+        due = policy.on_timeout == "escalate" and overdue(approval, self.clock())
+        escalated = approval.escalated or due
+        absent = delegated_for(await self.away(), policy, person, escalated=escalated)
+        if absent is None or (approving and approval.requested_by == person):
+            return False  # a delegate never approves their own request
+        return await self.decides(approval, absent, approving=approving)
 
     async def names_approver(self, approval: Approval, policy: Policy, person: str) -> bool:
         return await approver(approval, policy, person, self.directory, self.clock())

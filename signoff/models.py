@@ -81,6 +81,9 @@ class Approval(Wire):
     run_id: str | None = None
     call_id: str | None = None
     decided_by: str | None = None
+    decided_for: str | None = Field(
+        None, description="the away person decided_by decided for, as their delegate"
+    )
     decided_at: datetime | None = None
     reason: str | None = None
     requested_by: str | None = None
@@ -231,12 +234,14 @@ class ApprovalList(Wire):
 
 
 class DeliveryAttempt(Wire):
-    """One attempt at POSTing an approval's decision to its callback URL."""
+    """One attempt at POSTing an approval's decision to its callback URL, or at e-mailing
+    an approver (`channel`: "email")."""
 
+    channel: Literal["callback", "email"] = "callback"
     attempt: int = Field(ge=1, description="1 for the first attempt of a delivery round")
     at: datetime
-    url: str
-    state: ApprovalState = Field(description="the decision it carried")
+    url: str = Field(description="the callback URL, or mailto: the approver")
+    state: ApprovalState = Field(description="the decision it carried (pending: a request)")
     delivered: bool
     status_code: int | None = Field(None, description="the receiver's HTTP status, if any")
     error: str | None = Field(None, description="what went wrong; null once delivered")

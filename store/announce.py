@@ -34,8 +34,29 @@ def approval_created(approval: Approval, params: dict[str, Any]) -> Body[None]:
     yield Stmt("insert_event", requested_event(approval, params))
     if approval.state == ApprovalState.PENDING:
         yield outbox("approval_requested", approval.id)
+        settings = approval.authority.settings if approval.authority else {}
+        yield from emails("email_requested", approval.id, addresses(settings))
     if approval.rule is not None and approval.rule.shadow:
         yield Stmt("insert_event", shadow_events(approval, params), "many")
+
+
+def addresses(settings: dict[str, Any], *, escalated: bool = False) -> list[str]:
+    """The approvers an approval's settings name by e-mail address (people outside Slack),
+    with its escalation's once escalated: each is e-mailed (`bot.email`)."""
+    named = list(settings.get("approvers") or ())
+    if escalated and settings.get("escalate_to"):
+        named.append(settings["escalate_to"])
+    return list(dict.fromkeys(who.lower() for who in named if "@" in who))
+
+
+def emails(
+    topic: str, approval_id: str, to: list[str], detail: dict[str, Any] | None = None
+) -> Body[None]:
+    """One e-mail row per address: its own subject, so one address's outage or retries
+    never hold up another's, and its reminder never goes out before its request."""
+    for address in to:
+        about = {"approval_id": approval_id, "to": address} | (detail or {})
+        yield outbox(topic, f"email:{address}:{approval_id}", about)
 
 
 def shadow_events(approval: Approval, params: dict[str, Any]) -> list[dict[str, Any]]:
@@ -103,6 +124,9 @@ def reminded(before: Any, *, reminders_sent: int, escalated: bool) -> Body[None]
         return
     detail = {"reminders_sent": reminders_sent, "escalated": escalating}
     yield outbox("approval_reminded", before["id"], detail)
+    authority = rows.maybe_loads(before["authority"]) or {}
+    to = addresses(authority.get("settings") or {}, escalated=escalated)
+    yield from emails("email_reminded", before["id"], to, detail)
     if escalating:
         event = {
             "tool": before["tool"],

@@ -21,6 +21,7 @@ from store.records import (
     AuditAnchor,
     AuditEvent,
     Authority,
+    Away,
     Budget,
     Checkpoint,
     Effect,
@@ -318,7 +319,7 @@ class Store(Protocol):
         (created_at, id) of the previous page's last one), at most `limit`."""
         ...
 
-    async def cast_vote(
+    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
         self,
         approval_id: str,
         state: ApprovalState,
@@ -333,6 +334,7 @@ class Store(Protocol):
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
+        decided_for: str | None = None,
     ) -> Voted:
         """A person's decision, in one transaction (`question`: an approver's question back
         to the agent, recorded with a decline). On an approval that needs a quorum, an
@@ -341,7 +343,8 @@ class Store(Protocol):
         the quorum is reached. A decline, or an approval that needs one approver, decides at
         once, as `decide_approval` does. `AlreadyDecided` if it is no longer pending,
         `Expired` past its deadline with `open_only`, and then nothing is written.
-        `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`)."""
+        `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`).
+        `decided_for`: the person a delegate decides for (their vote, and the record says so)."""
         ...
 
     async def list_votes(self, approval_id: str) -> list[str]:
@@ -457,17 +460,42 @@ class Store(Protocol):
 
     # outbox (rows are written by the database itself, with the change they announce)
     async def claim_outbox(
-        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50, email: bool = False
     ) -> list[OutboxItem]:
         """Claim due rows until `until`, oldest first, never one whose subject has an
-        earlier row unsent. Each claim counts in `attempts`: above 1, an earlier sender may
-        have delivered the row before it could mark it sent. `SchemaTooNew`, claiming none,
-        once the database's schema is newer than `known_schema`."""
+        earlier row unsent; the e-mail rows (`email_*`) with `email`, else the others. Each
+        claim counts in `attempts`: above 1, an earlier sender may have delivered the row
+        before it could mark it sent. `SchemaTooNew`, claiming none, once the database's
+        schema is newer than `known_schema`."""
         ...
 
     async def finish_outbox(
         self, item_id: int, owner: str, *, at: datetime, error: str | None = None
     ) -> bool: ...
+
+    # approvers beyond Slack
+    async def use_email_link(
+        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
+    ) -> bool:
+        """Spend an e-mailed link: True the first time its nonce is used, False after."""
+        ...
+
+    async def email_link_used(self, nonce: str) -> datetime | None:
+        """When an e-mailed link was used; None if never."""
+        ...
+
+    async def set_away(self, person: str, *, until: datetime, delegate: str, at: datetime) -> None:
+        """`person` is away until `until`; `delegate` decides for them meanwhile."""
+        ...
+
+    async def clear_away(self, person: str) -> bool:
+        """`person` is back; whether they had said they were away."""
+        ...
+
+    async def list_away(self, *, now: datetime) -> list[Away]:
+        """Who is away at `now`, by person."""
+        ...
+
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         """Release a claimed row for another attempt `after` seconds from now by the
         database's clock."""

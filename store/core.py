@@ -186,27 +186,31 @@ def cast_vote(params: dict[str, Any], event: dict[str, Any] | None) -> Body[tupl
     needed = approval.required_approvals
     if params["state"] != ApprovalState.APPROVED.value or needed <= 1:
         return (yield from decide_approval(params, event, timeout=False)), 0
-    votes = yield from _add_vote(approval, params["decided_by"], params["decided_at"])
+    voter = params.get("decided_for") or params["decided_by"]  # a delegate votes for them
+    votes = yield from _add_vote(approval, voter, params["decided_at"], params["decided_by"])
     if votes < needed:
         return approval, votes
     return (yield from decide_approval(params, event, timeout=False)), votes
 
 
-def _add_vote(approval: Approval, by: str, at: Any) -> Body[int]:
-    """Record one person's vote with its audit event; `AlreadyVoted` (with the count) if
-    they voted already: the key (approval, user) is the judge."""
-    vote = {"approval_id": approval.id, "user_id": by, "at": at}
+def _add_vote(approval: Approval, voter: str, at: Any, by: str) -> Body[int]:
+    """Record one person's vote (`by` casts it, for `voter` when delegated) with its audit
+    event; `AlreadyVoted` (with the count) if they voted already: the key (approval, voter)
+    is the judge."""
+    vote = {"approval_id": approval.id, "user_id": voter, "at": at}
     inserted = yield Stmt("insert_vote", vote, "count")
     votes: int = (yield Stmt("count_votes", vote, "one"))[0]
     if not inserted:
         raise errors.AlreadyVoted(
-            f"{by} already voted on approval {approval.id!r}",
+            f"{voter} already voted on approval {approval.id!r}",
             approval_id=approval.id,
-            user_id=by,
+            user_id=voter,
             votes=votes,
         )
     yield announce.outbox("approval_voted", approval.id)
-    detail = {"votes": votes, "required": approval.required_approvals}
+    detail: dict[str, Any] = {"votes": votes, "required": approval.required_approvals}
+    if voter != by:
+        detail["for"] = voter
     yield Stmt(
         "insert_event",
         {

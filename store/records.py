@@ -418,6 +418,15 @@ class Authority(Record):
         )
 
 
+class Away(Record):
+    """A person away until a time, and who decides for them meanwhile (their delegate)."""
+
+    person: str
+    until: datetime
+    delegate: str
+    set_at: datetime
+
+
 class Worker(Record):
     """A `signoff serve` process as it told the others: its id, the digest of the
     configuration it decides new approvals by, when it started and when it last said so."""
@@ -466,6 +475,8 @@ class Approval(Record):
     idempotency_key: str | None = None
     approved_args: dict[str, Any] | None = None
     decided_by: str | None = None
+    decided_for: str | None = None
+    """The person a delegate decided for while they were away (`decided_by` is the delegate)."""
     decided_at: datetime | None = None
     reason: str | None = None
     requested_by: str | None = None
@@ -648,6 +659,8 @@ class OutboxItem(Record):
         "home_stale",
         "envelope_opened",
         "envelope_changed",
+        "email_requested",
+        "email_reminded",
     ]
     subject_id: str
     detail: dict[str, Any] = Field(default_factory=dict)

@@ -30,6 +30,7 @@ from store.records import (
     AuditAnchor,
     AuditEvent,
     Authority,
+    Away,
     Budget,
     Checkpoint,
     Delivery,
@@ -291,7 +292,7 @@ class SqlStore:
         found = await self._read("page_approvals", params)
         return [rows.approval_from_row(row) for row in found]
 
-    async def cast_vote(
+    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
         self,
         approval_id: str,
         state: ApprovalState,
@@ -306,6 +307,7 @@ class SqlStore:
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
+        decided_for: str | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -319,6 +321,7 @@ class SqlStore:
             approved_digest=approved_digest,
             key_suffix=key_suffix,
             test_now=self._judge_now(),
+            decided_for=decided_for,
         ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now(), "question": question}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
@@ -494,9 +497,9 @@ class SqlStore:
     # outbox
 
     async def claim_outbox(
-        self, owner: str, *, now: datetime, until: datetime, limit: int = 50
+        self, owner: str, *, now: datetime, until: datetime, limit: int = 50, email: bool = False
     ) -> list[OutboxItem]:
-        params = {"owner": owner, "limit": limit, "test_now": self._judge_now()}
+        params = {"owner": owner, "limit": limit, "test_now": self._judge_now(), "email": email}
         params |= _lease_times(now, until) | {"known_schema": self.known_schema}
         claimed = await self._write(lambda: core.claim_outbox(params))
         return sorted((rows.outbox_from_row(row) for row in claimed), key=lambda i: i.id)
@@ -520,6 +523,41 @@ class SqlStore:
             return 0
         params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
         return int(await self._one("queue_home_refresh", params, "count"))
+
+    async def use_email_link(
+        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
+    ) -> bool:
+        params = {
+            "nonce": nonce,
+            "approval_id": approval_id,
+            "person": person,
+            "decision": decision,
+            "used_at": rows.ts(at),
+        }
+        return await self._changed_one("use_email_link", params)
+
+    async def email_link_used(self, nonce: str) -> datetime | None:
+        found = await self._read("email_link_used", {"nonce": nonce})
+        return rows.utc(found[0]["used_at"]) if found else None
+
+    async def set_away(self, person: str, *, until: datetime, delegate: str, at: datetime) -> None:
+        params = {"person": person, "until": rows.ts(until), "delegate": delegate}
+        await self._one("set_away", params | {"set_at": rows.ts(at)})
+
+    async def clear_away(self, person: str) -> bool:
+        return await self._changed_one("clear_away", {"person": person})
+
+    async def list_away(self, *, now: datetime) -> list[Away]:
+        found = await self._read("list_away", {"now": rows.ts(now)})
+        return [
+            Away(
+                person=row["person"],
+                until=rows.utc(row["until"]),
+                delegate=row["delegate"],
+                set_at=rows.utc(row["set_at"]),
+            )
+            for row in found
+        ]
 
     async def release_outbox_claims(self, owner: str) -> int:
         return int(await self._one("release_outbox_claims", {"owner": owner}, "count"))
@@ -842,6 +880,7 @@ def _decision_params(
     approved_digest: str | None,
     key_suffix: str | None,
     test_now: float | None,
+    decided_for: str | None = None,
 ) -> dict[str, Any]:
     if state == ApprovalState.PENDING:
         raise ValueError("a decision is approved or declined, never pending")
@@ -858,6 +897,7 @@ def _decision_params(
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
         "question": None,
+        "decided_for": decided_for,
     }
 
 

@@ -13,12 +13,13 @@ import secrets
 from aiohttp import web
 
 from bot import reading
-from bot.approvers import routes
+from bot.approvers import away, confirm, routes
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
+from bot.approvers.tokens import Links
 from bot.settings import ConfigError, WebSettings, secret
 from bot.tasks import Background
 from runtime import Runtime
@@ -41,8 +42,11 @@ def mount(
         public_url=public,
         displays=reading.displays(rt),
         passkeys=Passkeys(rt, public) if public else None,
+        links=Links(key),
     )
     app[APPROVERS] = parts
+    confirm.add_routes(app)  # before /approvals/{approval_id}
+    away.add_routes(app)
     routes.add_routes(app)
     return parts
 

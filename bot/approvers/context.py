@@ -11,6 +11,7 @@ from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
+from bot.approvers.tokens import Links
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display
@@ -27,6 +28,8 @@ class Approvers:
     displays: dict[str, Display] = field(default_factory=dict)
     passkeys: Passkeys | None = None
     """Step-up with passkeys (`bot.approvers.passkeys`); None without a public_url."""
+    links: Links | None = None
+    """Reads e-mailed decision links (`bot.approvers.confirm`)."""
 
     def callback_url(self, request: web.Request) -> str:
         """The URL the provider sent the person back to, as the provider saw it."""

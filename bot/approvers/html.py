@@ -120,6 +120,7 @@ def card(view: Card, csrf: str, *, full: bool = False) -> str:
 def outcome(approval: Approval) -> str:
     state = words.approval_state(approval)
     by = f" by {approval.decided_by}" if approval.decided_by else ""
+    by += f" for {approval.decided_for}" if approval.decided_for else ""
     reason = f": {approval.reason}" if approval.reason and state == "declined" else ""
     if state == words.ASKED:
         reason = f": {approval.question}"

@@ -12,12 +12,12 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.approvers import access, batch, html, stepup
+from bot.approvers import access, away_view, batch, html, stepup
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session, check_csrf
 from runtime import errors
-from runtime.approvals.deciding import Decision
+from runtime.approvals import Decision
 from runtime.records import Approval, ApprovalState
 
 log = logging.getLogger("signoff.approvers")
@@ -60,7 +60,8 @@ def signed_in(request: web.Request) -> tuple[Approvers, Session]:
 
 async def index(request: web.Request) -> web.Response:
     parts, session = signed_in(request)
-    return page(await listing(parts, session), session=session)
+    body = await listing(parts, session) + await away_view.section(parts, session)
+    return page(body, session=session)
 
 
 async def listing(parts: Approvers, session: Session, note: str | None = None) -> str:

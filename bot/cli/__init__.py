@@ -19,6 +19,7 @@ from bot.cli import learned as _learned  # noqa: F401  (its commands join `polic
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
+from bot.cli.away import away
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
 from bot.cli.doctor import doctor
@@ -38,6 +39,7 @@ app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
 app.add_typer(receipts, name="receipts")
+app.add_typer(away, name="away")
 app.command()(mcp)
 app.command()(doctor)
 

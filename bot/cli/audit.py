@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from bot.masking import ResultMasks
     from bot.wiring import Process
     from runtime import Database, Queries
-    from runtime.history.audit_chain import ChainReport
+    from runtime.history import ChainReport
     from runtime.records import AuditAnchor, AuditEvent
 
 audit = group("The audit trail: every request, decision, execution, page and undo.")
@@ -223,7 +223,7 @@ def _verify_file(file: Path) -> ChainReport:
     """An export checked on its own: each line's hash from its content and the line before."""
     import json
 
-    from runtime.history.audit_chain import walk
+    from runtime.history import walk_chain
     from runtime.records import AuditEvent
 
     events, masked = [], set()
@@ -242,13 +242,13 @@ def _verify_file(file: Path) -> ChainReport:
         if record.get("masked") and event.id is not None:
             masked.add(event.id)
         events.append(event)
-    return walk(events, start=None, masked=frozenset(masked))
+    return walk_chain(events, start=None, masked=frozenset(masked))
 
 
 def _anchor_signatures(ctx: typer.Context, anchors: list[AuditAnchor], keys: Path | None) -> str:
     """Each signed anchor checked with the keys; a line saying how many, and any unsigned."""
     from bot.cli.receipts import configured_keys, read_json
-    from runtime.history.anchors import document
+    from runtime.history import anchor_document
     from signoff.receipts import BadReceipt, check_signature
 
     if not anchors:
@@ -258,7 +258,9 @@ def _anchor_signatures(ctx: typer.Context, anchors: list[AuditAnchor], keys: Pat
         jwks = read_json(keys, "--keys") if keys is not None else configured_keys(ctx)
         for anchor in signed:
             assert anchor.signed is not None
-            if {k: v for k, v in anchor.signed.items() if k != "signature"} != document(anchor):
+            if {k: v for k, v in anchor.signed.items() if k != "signature"} != anchor_document(
+                anchor
+            ):
                 raise Failure(
                     f"the {anchor.kind} anchor at event {anchor.seq} changed since signed"
                 )

@@ -136,7 +136,7 @@ def check_user_id(flag: str, user: str) -> None:
 def positive_age(flag: str, text: str, *, what: str = "duration", also: str = "") -> timedelta:
     """`text` as a positive duration with its unit (30d), or a Failure naming `flag`; `also`:
     the other form the flag takes, which the refusal names too."""
-    from runtime.approvals.policy import parse_duration
+    from runtime.approvals import parse_duration
 
     try:
         age: timedelta = parse_duration(text, unit_required=True)

@@ -69,7 +69,7 @@ def add(
     as_json: JsonFlag = False,
 ) -> None:
     """Make a rule that approves calls like these at once, until it expires."""
-    from runtime.approvals.policy_types import parse_duration
+    from runtime.approvals import parse_duration
 
     check_user_id("--by", by)
     try:
@@ -78,7 +78,7 @@ def add(
         raise Failure(f"--expires: {exc}") from None
 
     async def work(p: Process) -> Any:
-        from runtime.approvals.learned_rules import NeedsConfirmation
+        from runtime.approvals import NeedsConfirmation
 
         try:
             return await p.runtime.rules.make(
@@ -156,10 +156,10 @@ def export(
     ] = None,
 ) -> None:
     """The learned rules as TOML, for review in version control."""
-    from runtime.approvals.learned_rules import as_toml
+    from runtime.approvals import learned_rules_toml
 
     async def work(p: Process) -> str:
-        return as_toml(await p.runtime.rules.list(), now=p.runtime.clock())
+        return learned_rules_toml(await p.runtime.rules.list(), now=p.runtime.clock())
 
     text = with_process(ctx, work, agents=False)
     if output is None:

@@ -14,7 +14,7 @@ from bot.cli.session import load, refusals
 
 if TYPE_CHECKING:
     from bot.settings import Settings
-    from runtime.approvals.routing import Route
+    from runtime.approvals import Route
     from runtime.tools import Tool
 
 policy = group("Approval policies: which rule a call matches, and what would happen.")
@@ -64,8 +64,7 @@ def _check(
         unguarded_warnings,
     )
     from bot.near import did_you_mean
-    from runtime.approvals.routing import route
-    from runtime.approvals.rules import Facts
+    from runtime.approvals import Facts, route
     from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
 
@@ -93,7 +92,7 @@ def _check(
 
 
 def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
-    from runtime.approvals.routing import snapshot
+    from runtime.approvals import policy_snapshot
 
     needs_approval = found is None or found.requires_approval
     return {
@@ -103,7 +102,7 @@ def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) 
         "needs_approval": needs_approval,
         "action": routed.action if needs_approval else "run",
         "rule": routed.match.model_dump(mode="json") if routed.match else None,
-        "policy": snapshot(routed.policy),
+        "policy": policy_snapshot(routed.policy),
     }
 
 

@@ -207,7 +207,7 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
     run, approvals, effects, votes, names = with_reader(ctx, work)
     people.show(names)
     if as_json:
-        from runtime.approvals.binding import call_trail
+        from runtime.approvals import call_trail
 
         trail = [c.as_dict() for c in call_trail(approvals, effects)]
         data = {"approvals": dumped(approvals), "effects": dumped(effects), "calls": trail}

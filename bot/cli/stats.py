@@ -21,7 +21,7 @@ def stats(
     as_json: JsonFlag = False,
 ) -> None:
     """p50/p90 waiting time, decline, edit and expiry rates, and the busiest approvers."""
-    from runtime.approvals.policy_types import parse_duration
+    from runtime.approvals import parse_duration
 
     try:
         window = parse_duration(since, unit_required=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 from bot import reading, words
 from runtime import Runtime
-from runtime.approvals.binding import call_trail, differences, said
+from runtime.approvals import call_trail, differences, said
 from runtime.display import Display
 from runtime.records import (
     Approval,

@@ -19,7 +19,7 @@ from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
 from bot.settings import RuntimeSettings, config_path, load_settings
 from runtime.agent import Agent
-from runtime.approvals.policy import Policy
+from runtime.approvals import Policy
 
 REFUND_AGENT = "examples.refund_agent:agent"
 

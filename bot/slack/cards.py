@@ -19,7 +19,7 @@ from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
-from runtime.approvals.binding import differences
+from runtime.approvals import differences
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run
 
@@ -426,22 +426,28 @@ def outcome_line(approval: Approval, votes: Sequence[str] = ()) -> str:
     if approval.state == ApprovalState.PENDING:
         return texts.STILL_PENDING
     if approval.state == ApprovalState.APPROVED:
-        approvers = [a for a in dict.fromkeys([*votes, approval.decided_by or ""]) if a]
-        names = ", ".join(kit.mention(a) for a in approvers[:MAX_VOTERS])
-        line = texts.approved(names or texts.UNKNOWN_PERSON, at)
+        last = {approval.decided_by, approval.decided_for}
+        others = [a for a in dict.fromkeys(votes) if a and a not in last]
+        names = [kit.mention(a) for a in others][: MAX_VOTERS - 1]
+        if approval.decided_by:
+            names.append(decider(approval))
+        line = texts.approved(", ".join(names) or texts.UNKNOWN_PERSON, at)
         edits = _edits(approval)
-        return (
-            line
-            if edits is None
-            else f"{line} · {texts.edits_note(kit.mention(approval.decided_by), edits)}"
-        )
+        return line if edits is None else f"{line} · {texts.edits_note(decider(approval), edits)}"
     if reason == "expired":
         return texts.expired(at)
     if reason.startswith("withdrawn"):
         return texts.withdrawn(withdrawal(reason))
     if approval.question is not None:
-        return texts.asked(kit.mention(approval.decided_by), _reason(approval.question) or "")
-    return texts.declined(kit.mention(approval.decided_by), _reason(reason))
+        return texts.asked(decider(approval), _reason(approval.question) or "")
+    return texts.declined(decider(approval), _reason(reason))
+
+
+def decider(approval: Approval) -> str:
+    """Who decided: "<@carol>", or "<@carol> for <@alice>" when a delegate decided for
+    someone away."""
+    by = kit.mention(approval.decided_by)
+    return f"{by} for {kit.mention(approval.decided_for)}" if approval.decided_for else by
 
 
 def withdrawal(reason: str) -> str:
@@ -486,12 +492,12 @@ def _verdict(approval: Approval) -> str:
     if approval.state == ApprovalState.PENDING:
         return texts.VERDICT_PENDING
     if approval.state == ApprovalState.APPROVED:
-        return texts.verdict_approved(kit.mention(approval.decided_by), _edits(approval))
+        return texts.verdict_approved(decider(approval), _edits(approval))
     if reason == "expired":
         return texts.VERDICT_EXPIRED
     if reason.startswith("withdrawn"):
         return texts.verdict_withdrawn(withdrawal(reason))
-    return texts.verdict_declined(kit.mention(approval.decided_by), _reason(reason))
+    return texts.verdict_declined(decider(approval), _reason(reason))
 
 
 def reminder_message(

@@ -29,9 +29,7 @@ from bot.slack import blocks as kit
 from bot.slack import cards, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
-from runtime.approvals import slo
-from runtime.approvals.authority import policy_of
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals import Policies, Policy, duration_text, policy_of, slo_missed
 from runtime.deliveries import Deliveries
 from runtime.display import Display
 from runtime.queries import NOT_FOUND, Queries
@@ -605,5 +603,5 @@ def _target(approval: Approval, policy: Policy, now: datetime) -> str | None:
     """The policy's decision target as the card and reminders say it, if it has one."""
     if policy.decide_within is None:
         return None
-    late = slo.missed(approval, policy, now)
-    return texts.decision_target(slo.duration_text(policy.decide_within), missed=late)
+    late = slo_missed(approval, policy, now)
+    return texts.decision_target(duration_text(policy.decide_within), missed=late)

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 from bot import words
 from bot.slack import blocks as kit
 from bot.slack.home_view import age
-from runtime.approvals.policy import Policy
+from runtime.approvals import Policy
 from runtime.records import Approval
 
 MAX_NAMED = 5

@@ -26,7 +26,7 @@ from bot.slack import commands, home_view
 from bot.slack.delivery import slack_error
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
-from runtime.approvals.policy import Policy
+from runtime.approvals import Policy
 from runtime.records import Approval, ApprovalState, OutboxItem, Page, Run
 
 SUBJECT = "home:"

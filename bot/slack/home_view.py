@@ -87,6 +87,7 @@ def _state(approval: Approval, now: datetime) -> str:
     if approval.state == ApprovalState.PENDING:
         return words.waiting(approval, age(now - approval.created_at))
     by = kit.mention(approval.decided_by) if approval.decided_by else words.UNKNOWN_PERSON
+    by += f" for {kit.mention(approval.decided_for)}" if approval.decided_for else ""
     return words.decided(approval, age(now - _decided(approval)), by=by)
 
 

@@ -127,8 +127,12 @@ class OutboxSender:
         poll_every: float = POLL_EVERY,
         claim_for: timedelta = CLAIM_FOR,
         jitter: Callable[[float, float], float] = random.uniform,
+        email: bool = False,
     ) -> None:
         self.deliveries = deliveries
+        self.email = email
+        """Whether this sender delivers the e-mail rows (`email_*`) rather than Slack's."""
+        self.poll_job = f"{POLL_JOB}-email" if email else POLL_JOB
         self.deliver = deliver
         self.owner = owner
         self.timers = timers
@@ -158,16 +162,16 @@ class OutboxSender:
 
     def start(self) -> None:
         self._started = True
-        self.timers.every(self.poll_every, self._poll, name=POLL_JOB)
+        self.timers.every(self.poll_every, self._poll, name=self.poll_job)
         self.wake()
 
     @property
     def running(self) -> bool:
-        return self._started and POLL_JOB in self.timers.job_names
+        return self._started and self.poll_job in self.timers.job_names
 
     async def stop(self) -> None:
         self._started = False
-        self.timers.cancel(POLL_JOB)
+        self.timers.cancel(self.poll_job)
         tasks = [t for t in (self._filling, *self._inflight) if t is not None]
         for task in tasks:
             task.cancel()
@@ -198,7 +202,7 @@ class OutboxSender:
         claimed_at = time.monotonic()
         now = await self.deliveries.database_now()  # the database's clock decides claims
         items = await self.deliveries.claim_outbox(
-            self.owner, now=now, until=now + self.claim_for, limit=free
+            self.owner, now=now, until=now + self.claim_for, limit=free, email=self.email
         )
         # The claim never holds two rows of one subject, so these may go out together.
         for item in items:

@@ -15,7 +15,7 @@ from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
 from runtime import Runtime
-from runtime.approvals.binding import CallTrail
+from runtime.approvals import CallTrail
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
 

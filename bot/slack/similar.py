@@ -27,7 +27,7 @@ from bot.slack.actions import Action, Modal
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
-from runtime.approvals.learned_rules import Backtest, Draft, Hit, NeedsConfirmation, RuleNotFound
+from runtime.approvals import Backtest, Draft, Hit, NeedsConfirmation, RuleNotFound
 from runtime.records import ApprovalState, LearnedRule
 
 log = logging.getLogger("signoff.slack")

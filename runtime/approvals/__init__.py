@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         stated_reason,
     )
     from runtime.approvals.deciding import Decision
+    from runtime.approvals.delegation import principal as delegated_for
     from runtime.approvals.desk import ApprovalDesk
     from runtime.approvals.drafting import facts_of
     from runtime.approvals.learned_rules import (
@@ -136,6 +137,7 @@ __all__ = [
     "conflict_of",
     "conflict_text",
     "context_changes",
+    "delegated_for",
     "differences",
     "duration_text",
     "ensure_receipt",
@@ -178,6 +180,7 @@ _HOME = {
     "conflict_text": "runtime.approvals.binding",
     "context_changes": "runtime.approvals.context:changes",
     "Decision": "runtime.approvals.deciding",
+    "delegated_for": "runtime.approvals.delegation:principal",
     "differences": "runtime.approvals.binding",
     "Directory": "runtime.approvals.policy",
     "Draft": "runtime.approvals.learned_rules",

@@ -157,6 +157,7 @@ async def cast(
     open_only: bool,
     key_suffix: str | None,
     spend_amounts: dict[str, int] | None = None,
+    decided_for: str | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
     forms, the decision once it is reached or at once). A question decides at once, as a
@@ -172,6 +173,7 @@ async def cast(
         approved_args=approved_args,
         key_suffix=key_suffix,
         asked=asked,
+        decided_for=decided_for,
     )
     try:
         voted = await store.cast_vote(
@@ -187,6 +189,7 @@ async def cast(
             key_suffix=key_suffix,
             spend_amounts=spend_amounts,
             question=reason.strip() if asked and reason else None,
+            decided_for=decided_for,
         )
     except store_errors.OverLimit as exc:
         raise errors.EditRefused(f"{exc}; decline and ask for a new request instead") from None

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime import errors, lookups
-from runtime.approvals import authority, deciding, drafting, recording, timers
+from runtime.approvals import authority, deciding, delegation, drafting, recording, timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
 from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
@@ -219,7 +219,7 @@ class ApprovalDesk:
         approval = await self.with_authority(await self.get(approval_id))
         policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
-        await self._check_decider(approval, policy, decision, by)
+        decided_for = await self._check_decider(approval, policy, decision, by)
         if decision == "approved" and policy.step_up and not stepped_up:
             raise errors.StepUpRequired(
                 f"policy {approval.policy!r} requires {by} to confirm this approval with a "
@@ -247,6 +247,7 @@ class ApprovalDesk:
                 open_only=policy.on_timeout == "decline",
                 key_suffix=key_suffix,
                 spend_amounts=amounts,
+                decided_for=decided_for,
             )
         except errors.ApprovalExpired:  # past the deadline by the database's clock
             await self._expire(approval)
@@ -272,10 +273,34 @@ class ApprovalDesk:
 
     async def _check_decider(
         self, approval: Approval, policy: Policy, decision: Decision, by: str
-    ) -> None:
+    ) -> str | None:
+        """Refuse `by` as `decide` would; the away person they decide for as a delegate
+        (`runtime.approvals.delegation`), None when they decide as themselves."""
+        now = self.deps.clock()
+        try:
+            await deciding.check_decider(
+                approval, policy, decision, by, directory=self.directory, now=now
+            )
+            return None
+        except errors.NotAnApprover:
+            escalated = approval.escalated or (
+                policy.on_timeout == "escalate" and overdue(approval, now)
+            )
+            away = await self.store.list_away(now=now)
+            person = delegation.principal(away, policy, by, escalated=escalated)
+            if person is None:
+                raise
+        if decision == "approved" and by == approval.requested_by:
+            raise errors.SelfApproval(
+                f"{by} requested this action: a delegate never approves their own request, "
+                f"not even for {person}",
+                approval=approval,
+                by=by,
+            )
         await deciding.check_decider(
-            approval, policy, decision, by, directory=self.directory, now=self.deps.clock()
+            approval, policy, decision, person, directory=self.directory, now=now
         )
+        return person
 
     async def _expire_if_due(self, approval: Approval, policy: Policy) -> None:
         """A decision after the deadline of a policy that declines then comes too late: the

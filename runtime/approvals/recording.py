@@ -38,9 +38,11 @@ def decision_event(
     approved_args: dict[str, Any] | None = None,
     key_suffix: str | None = None,
     asked: bool = False,
+    decided_for: str | None = None,
 ) -> AuditEvent:
     """The audit event of a decision (`approval_approved`, `approval_declined`), or of a
-    question back to the agent (`approval_asked`, the question its reason)."""
+    question back to the agent (`approval_asked`, the question its reason); a delegate's
+    says whom for (`for`)."""
     digest = approved_digest(approval, state, approved_args)
     return AuditEvent(
         action="approval_asked" if asked else f"approval_{state.value}",
@@ -58,6 +60,7 @@ def decision_event(
                 else {}
             ),
             **_binding_detail(approval, approved_args, digest, key_suffix),
+            **({"for": decided_for} if decided_for else {}),
         },
     )
 

@@ -8,27 +8,25 @@ the configuration (`runtime.models.config`) does not load them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from runtime.exports import lazy
 
 if TYPE_CHECKING:
     from runtime.models.anthropic import AnthropicModel
+    from runtime.models.config import ModelConfig
+    from runtime.models.config import configure as configure_models
     from runtime.models.openai import OpenAIModel
     from runtime.models.pricing import Price
 
-__all__ = ["AnthropicModel", "OpenAIModel", "Price"]
+__all__ = ["AnthropicModel", "ModelConfig", "OpenAIModel", "Price", "configure_models"]
 
 _HOME = {
     "AnthropicModel": "runtime.models.anthropic",
+    "configure_models": "runtime.models.config:configure",
+    "ModelConfig": "runtime.models.config",
     "OpenAIModel": "runtime.models.openai",
     "Price": "runtime.models.pricing",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """A public name, imported from its module on first use."""
-    if name not in _HOME:
-        raise AttributeError(f"module 'runtime.models' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_HOME[name]), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy(__name__, _HOME)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from runtime.spend.checks import check_limits, counted
     from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
     from runtime.spend.desk import SpendDesk
+    from runtime.spend.words import line as limit_line
 
 __all__ = [
     "EnvelopesConfig",
@@ -23,12 +24,14 @@ __all__ = [
     "check_limits",
     "check_names",
     "counted",
+    "limit_line",
 ]
 
 _HOME = {
     "check_limits": "runtime.spend.checks",
     "check_names": "runtime.spend.config",
     "counted": "runtime.spend.checks",
+    "limit_line": "runtime.spend.words:line",
     "EnvelopesConfig": "runtime.spend.config",
     "LimitConfig": "runtime.spend.config",
     "SpendConfig": "runtime.spend.config",

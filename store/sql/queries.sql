@@ -641,7 +641,7 @@ ORDER BY created_at, id LIMIT :limit
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args, approved_digest = :approved_digest,
-    key_suffix = :key_suffix, question = :question
+    key_suffix = :key_suffix, question = :question, decided_for = :decided_for
 WHERE id = :id AND state = 'pending'
   AND (NOT :due_only OR deadline <= {clock})
   AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
@@ -1027,7 +1027,8 @@ WHERE status = 'waiting_approval'
 
 -- claim_outbox [sqlite] --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
--- of the same subject precedes (a card is posted before it is updated). `attempts` counts
+-- of the same subject precedes (a card is posted before it is updated): the e-mail rows
+-- (`email_*`) for the e-mail sender (`:email`), the others for Slack's. `attempts` counts
 -- claims, so a sender knows when an earlier one may have delivered before dying. One
 -- machine, one clock: the caller's `now` and `until` date it.
 UPDATE outbox SET claimed_by = :owner, claimed_until = :until, attempts = attempts + 1
@@ -1039,6 +1040,7 @@ WHERE id IN (
           SELECT 1 FROM outbox p
           WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
       )
+      AND (o.topic LIKE 'email%') = :email
     ORDER BY o.id
     LIMIT :limit
 )
@@ -1062,6 +1064,7 @@ claimed AS (
               SELECT 1 FROM outbox p
               WHERE p.subject_id = o.subject_id AND p.id < o.id AND p.sent_at IS NULL
           )
+          AND (o.topic LIKE 'email%') = :email::boolean
           AND (SELECT version FROM schema) <= :known_schema
         ORDER BY o.id
         LIMIT :limit
@@ -1644,3 +1647,26 @@ SELECT definition FROM spend_limits WHERE name = :name
 INSERT INTO spend_limits (name, definition, changed_at) VALUES (:name, :definition, :changed_at)
 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
                                  changed_at = excluded.changed_at
+
+-- use_email_link --
+-- Spend an e-mailed decision link, once: a second use of its nonce inserts nothing.
+INSERT INTO email_links (nonce, approval_id, person, decision, used_at)
+VALUES (:nonce, :approval_id, :person, :decision, :used_at)
+ON CONFLICT DO NOTHING
+
+-- email_link_used --
+-- When an e-mailed link's nonce was used, and by whom for what (none: never).
+SELECT person, decision, used_at FROM email_links WHERE nonce = :nonce
+
+-- set_away --
+-- A person is away until a time, with a delegate (replacing what they said before).
+INSERT INTO away (person, until, delegate, set_at) VALUES (:person, :until, :delegate, :set_at)
+ON CONFLICT (person) DO UPDATE SET until = :until, delegate = :delegate, set_at = :set_at
+
+-- clear_away --
+-- A person is back.
+DELETE FROM away WHERE person = :person
+
+-- list_away --
+-- Who is away (and until when, and who decides for them) at :now, by person.
+SELECT person, until, delegate, set_at FROM away WHERE until > :now ORDER BY person

@@ -41,6 +41,7 @@ SMALLEST = {
         "this / old, steps/s",
     ),
     "freeze_soak.py": (["--seconds", "2"], "0 duplicate effects"),
+    "resume_bench.py": (["--runs", "3", "--rounds", "1"], "p99, median of rounds"),
     "slack_soak_bench.py": (["--backlog", "5", "--phases", "1", "--per-phase", "2"], "per card"),
     "proof_bench.py": (
         ["--rounds", "1", "--decisions", "20", "--events", "20", "--sink-events", "50"],
@@ -71,6 +72,13 @@ def test_the_postgres_benchmark_runs(tmp_path: Path) -> None:
         "postgres_bench.py", [*args, "--workers", "1", "--decisions", "3"], tmp_path
     )
     assert "decision in one process" in out
+
+
+@pytest.mark.skipif(not HAVE_ASYNCPG, reason="needs asyncpg (the postgres extra)")
+def test_the_resume_benchmark_runs_through_notify(tmp_path: Path) -> None:
+    args = ["--url", POSTGRES_URL, "--runs", "3", "--rounds", "1", "--poll", "60"]
+    out = run_benchmark("resume_bench.py", args, tmp_path)
+    assert "postgres: 3 decisions at once" in out
 
 
 @pytest.mark.parametrize("system", ["floor", "floor_two_commits", "signoff_read", "signoff_record"])

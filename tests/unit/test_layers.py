@@ -6,7 +6,9 @@ other, even through others or only for type hints.
 One door per layer: no surface (`bot`) imports `store` or names a `Store`, reaches for a
 runtime's `store`, `deps` or `desk`, or imports another module's private (`_`) names; and
 the runtime modules the surfaces import, besides the facade and the queries, hand out no
-`Store` (no public function returns one, no public attribute holds one).
+`Store` (no public function returns one, no public attribute holds one). Of a sub-package of
+`runtime` (approvals, runs, history, ...) the surfaces, the client and the examples import
+only the public names its `__init__` lists in `__all__`, never a module path below it.
 
 Each check runs on the real tree, and on a small synthetic tree that breaks it: a check that
 could not fail would prove nothing."""
@@ -246,6 +248,15 @@ def private_imports(root: Path) -> dict[str, list[str]]:
     return wrong
 
 
+def sub_packages(root: Path) -> list[str]:
+    """Every sub-package of `runtime` (a folder of modules)."""
+    return sorted(
+        f"runtime.{path.name}"
+        for path in (root / "runtime").iterdir()
+        if path.is_dir() and any(path.glob("*.py"))
+    )
+
+
 def public_names(root: Path, package: str) -> set[str]:
     """The names a package's `__init__` lists in `__all__` (none without one)."""
     init = root.joinpath(*package.split("."), "__init__.py")
@@ -401,6 +412,10 @@ def test_no_surface_imports_another_module_s_private_names() -> None:
 
 def test_the_runtime_modules_surfaces_import_hand_out_no_store() -> None:
     assert store_handed_out(ROOT) == {}
+
+
+def test_surfaces_import_only_a_sub_package_s_public_names() -> None:
+    assert past_public_names(ROOT, ["bot", "signoff", "examples"], sub_packages(ROOT)) == {}
 
 
 def test_the_surfaces_enter_by_the_facade_and_the_queries(graph: dict[str, set[str]]) -> None:
@@ -592,4 +607,34 @@ def test_a_runtime_module_handing_out_the_store_is_found(tmp_path: Path) -> None
 
     assert store_handed_out(root) == {
         "runtime.leaky": ["opened", "Holder.store", "Keeper.get", "Keeper.self.store"]
+    }
+
+
+def test_a_surface_importing_past_the_public_names_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "runtime/__init__.py": "",
+            "runtime/approvals/__init__.py": "__all__ = ['Policy', 'call_trail']\n",
+            "runtime/approvals/policy.py": "class Policy: ...\n",
+            "runtime/approvals/slo.py": "",
+            "runtime/runs/__init__.py": "",
+            "runtime/runs/queue.py": "",
+            "bot/__init__.py": "",
+            "bot/health.py": "from runtime.approvals.policy import Policy\n",
+            "bot/cli/__init__.py": "",
+            "bot/cli/runs.py": "def f():\n    from runtime.approvals import call_trail, slo\n",
+            "bot/server.py": "import runtime.runs.queue\n",
+            "bot/fine.py": "from runtime.approvals import Policy, call_trail\n"
+            "import runtime.approvals\n",
+            "examples/demo.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from runtime.approvals import policy\n",
+        },
+    )
+
+    assert past_public_names(root, ["bot", "examples"], sub_packages(root)) == {
+        "bot.cli.runs": ["runtime.approvals.slo"],
+        "bot.health": ["runtime.approvals.policy.Policy"],
+        "bot.server": ["runtime.runs.queue"],
+        "examples.demo": ["runtime.approvals.policy"],
     }

@@ -22,7 +22,7 @@ import pytest
 
 import runtime
 
-from .test_layers import ROOT, _tree, import_graph, module_name, past_public_names
+from .test_layers import ROOT, _tree, import_graph, module_name, past_public_names, sub_packages
 
 DESK = "runtime.approvals.desk"
 DESK_CLASS = "ApprovalDesk"
@@ -32,15 +32,6 @@ MAY_NAME_THE_DESK = ("runtime.approvals", "runtime.engine")
 """The approvals package and the facade, which builds the desk (the package re-exports it)."""
 WIRING = {"runtime", "runtime.engine", "runtime.deps"}
 """The modules that build the parts, and may import any module of a sub-package."""
-
-
-def sub_packages(root: Path) -> list[str]:
-    """Every sub-package of `runtime` (a folder of modules)."""
-    return sorted(
-        f"runtime.{path.name}"
-        for path in (root / "runtime").iterdir()
-        if path.is_dir() and any(path.glob("*.py"))
-    )
 
 
 def reaching_past_public_names(root: Path) -> dict[str, list[str]]:
@@ -152,7 +143,7 @@ def test_every_sub_package_is_reached_only_by_its_public_names() -> None:
     assert reaching_past_public_names(ROOT) == {}
 
 
-@pytest.mark.parametrize("package", ["approvals", "runs", "history", "spend"])
+@pytest.mark.parametrize("package", ["approvals", "runs", "history", "spend", "models"])
 def test_the_public_names_are_what_they_say(package: str) -> None:
     """Each listed name loads, and is the object its `TYPE_CHECKING` import (what the type
     checker and the import graph read) says it is."""

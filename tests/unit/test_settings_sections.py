@@ -116,6 +116,13 @@ VARIABLES: list[tuple[str, str, str, Any]] = [
     ("SIGNOFF_OIDC_CLIENT_SECRET", "s", "web.oidc_client_secret", "s"),
     ("SIGNOFF_SESSION_SECRET", "s", "web.session_secret", "s"),
     ("SIGNOFF_PEOPLE", '{"Bob@Example.com": "U0BOB"}', "web.people", {"bob@example.com": "U0BOB"}),
+    ("SIGNOFF_EMAIL_HOST", "smtp.example.com", "email.host", "smtp.example.com"),
+    ("SIGNOFF_EMAIL_PORT", "465", "email.port", 465),
+    ("SIGNOFF_EMAIL_FROM", "signoff@example.com", "email.sender", "signoff@example.com"),
+    ("SIGNOFF_EMAIL_USERNAME", "signoff", "email.username", "signoff"),
+    ("SIGNOFF_EMAIL_PASSWORD", "pw", "email.password", "pw"),
+    ("SIGNOFF_EMAIL_SECURITY", "tls", "email.security", "tls"),
+    ("SIGNOFF_EMAIL_TIMEOUT", "7.5", "email.timeout", 7.5),
     (
         "SIGNOFF_RETIRED_SIGNING_KEYS",
         "a.pem, b.pem",
@@ -179,7 +186,7 @@ def old_variable(request: pytest.FixtureRequest) -> tuple[str, str, str, Any]:
 def test_the_sections_read_exactly_the_old_variables() -> None:
     variables = {v for model in SECTIONS.values() for v, _ in names_of(model).values()}
     assert variables == {variable for variable, *_ in VARIABLES}
-    assert len(VARIABLES) == 46
+    assert len(VARIABLES) == 53
 
 
 def test_every_old_variable_sets_the_same_value(

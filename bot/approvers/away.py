@@ -1,0 +1,56 @@
+"""Out of office on the approvals page: "away until …, delegate to …", and "I'm back"
+(`Runtime.set_away`, `Runtime.back`; the rules are `runtime.approvals.delegation`'s)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from aiohttp import web
+
+from bot import words
+from bot.approvers import html
+from bot.approvers.routes import page, signed_in
+from bot.approvers.session import check_csrf
+from runtime import errors
+
+
+async def set_away(request: web.Request) -> web.StreamResponse:
+    parts, session = signed_in(request)
+    form = await request.post()
+    check_csrf(session, _field(form, "csrf"))
+    delegate = _field(form, "delegate") or ""
+    if "@" in delegate:
+        delegate = parts.people.person_of(delegate)
+    try:
+        until = _until(_field(form, "until") or "")
+        await parts.rt.set_away(session.person, until=until, delegate=delegate)
+    except (ValueError, errors.InvalidRequest) as exc:
+        text = words.refusal(exc) if isinstance(exc, errors.InvalidRequest) else str(exc)
+        return page(html.notice(text, refused=True), session=session, status=400)
+    return web.HTTPSeeOther("/approvals")
+
+
+async def back(request: web.Request) -> web.StreamResponse:
+    parts, session = signed_in(request)
+    check_csrf(session, _field(await request.post(), "csrf"))
+    await parts.rt.back(session.person)
+    return web.HTTPSeeOther("/approvals")
+
+
+def _until(text: str) -> datetime:
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a date and time") from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
+
+
+def _field(form: Any, name: str) -> str | None:
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/approvals/away", set_away)
+    app.router.add_post("/approvals/back", back)

@@ -1,0 +1,135 @@
+"""The page an e-mailed decision link opens: `GET /approvals/mail/<token>` shows the approval
+and asks the person to confirm; only the button's POST decides. A mail scanner that follows
+the link (a GET) decides nothing.
+
+A link that cannot be taken shows a page saying which, and changes nothing: *foreign* (not
+signed here, altered, or for another approval: 403), *used* (its nonce is in the database:
+409), *expired* (the approval's deadline passed, or it was decided already: 410). A
+confirmed link is spent (its nonce written) before the decision it carries is cast, so a
+double POST decides once.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from bot import words
+from bot.approvers import html
+from bot.approvers.context import APPROVERS, Approvers
+from bot.approvers.routes import page
+from bot.approvers.tokens import Link
+from runtime import errors
+from runtime.records import Approval, ApprovalState
+
+log = logging.getLogger("signoff.approvers")
+PATH = "/approvals/mail/{token}"
+LABELS = {"approved": "Approve", "declined": "Decline"}
+
+
+def refused(kind: str, text: str, status: int) -> web.Response:
+    body = f'<h2 id="link-{kind}">This link is {kind}</h2>' + html.notice(text, refused=True)
+    return page(
+        body + '<p>Nothing changed.</p><p><a href="/approvals">Your approvals</a></p>',
+        status=status,
+    )
+
+
+async def check(parts: Approvers, token: str) -> tuple[Link, Approval] | web.Response:
+    """The link and its approval, or the page saying why it cannot be taken."""
+    link = parts.links.read(token) if parts.links is not None else None
+    if link is None:
+        return refused("foreign", "It was not issued by this server, or was altered.", 403)
+    try:
+        approval = await parts.rt.queries.approval(link.approval_id)
+    except errors.ApprovalNotFound:
+        return refused("foreign", "It names no approval this server knows.", 403)
+    used = await parts.rt.deliveries.email_link_used(link.nonce)
+    if used is not None:
+        return refused("used", f"It was used on {html.when(used)}; each link works once.", 409)
+    if approval.state != ApprovalState.PENDING:
+        said = "It expired" if words.approval_state(approval) == words.EXPIRED else "It ended"
+        return refused("expired", f"{said} with the approval: {html.outcome(approval)}.", 410)
+    deadline = approval.deadline
+    if deadline is not None and deadline <= parts.rt.clock():
+        return refused("expired", f"The approval's deadline passed ({html.when(deadline)}).", 410)
+    return link, approval
+
+
+async def show(request: web.Request) -> web.Response:
+    parts = request.app[APPROVERS]
+    found = await check(parts, request.match_info["token"])
+    if isinstance(found, web.Response):
+        return found
+    link, approval = found
+    return page(confirmation(parts, link, approval))
+
+
+def confirmation(parts: Approvers, link: Link, approval: Approval) -> str:
+    label = LABELS[link.decision]
+    display = parts.displays.get(approval.tool)
+    args = approval.shown_approved_args or approval.shown_args
+    fields = "".join(f"<dt>{html.esc(k)}</dt><dd>{html.esc(v)}</dd>" for k, v in args.items())
+    reason = (
+        '<input type="text" name="reason" placeholder="Why not? (optional)">'
+        if link.decision == "declined"
+        else ""
+    )
+    primary = "primary" if link.decision == "approved" else "danger"
+    return (
+        f'<section class="card" data-approval="{html.esc(approval.id)}">'
+        f"<h3>{html.esc(html.title(approval, display))}</h3>"
+        f'<div class="muted">{html.esc(approval.tool)} · asked by '
+        f"{html.esc(approval.requested_by or words.UNKNOWN_PERSON)}</div>"
+        f'<dl class="args">{fields}</dl>'
+        f"<p>You are deciding as {html.esc(link.person)}. Nothing is decided until you press "
+        f"{html.esc(label)}.</p>"
+        f'<form method="post">{reason}'
+        f'<button class="{primary}" id="confirm">{html.esc(label)}</button></form></section>'
+    )
+
+
+async def confirm(request: web.Request) -> web.Response:
+    parts = request.app[APPROVERS]
+    found = await check(parts, request.match_info["token"])
+    if isinstance(found, web.Response):
+        return found
+    link, approval = found
+    form = await request.post()
+    reason = form.get("reason")
+    rt = parts.rt
+    spent = await rt.deliveries.use_email_link(
+        link.nonce,
+        approval_id=approval.id,
+        person=link.person,
+        decision=link.decision,
+        at=rt.clock(),
+    )
+    if not spent:  # a second POST raced the first
+        return refused("used", "It was used a moment ago; each link works once.", 409)
+    try:
+        decided = await rt.decide(
+            approval.id,
+            "approved" if link.decision == "approved" else "declined",
+            by=link.person,
+            reason=reason.strip() or None if isinstance(reason, str) else None,
+            resume=False,
+        )
+    except (errors.DecisionRefused, errors.ApprovalNotFound) as exc:
+        body = html.notice(words.refusal(exc), refused=True) + "<p>Nothing changed.</p>"
+        return page(body, status=400)
+    log.info("%s decided approval %s by e-mail link", link.person, approval.id)
+    if decided.state == ApprovalState.PENDING:
+        text = f"Your approval is counted; it waits for {decided.required_approvals} in all."
+        return page(html.notice(text))
+    parts.background.spawn(rt.after_decision(decided), name=f"after decision {decided.id}")
+    return page(f'<h2 id="decided">{html.esc(html.outcome(decided))}</h2><p>Thank you.</p>')
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get(PATH, show)
+    app.router.add_post(PATH, confirm)
+
+
+__all__ = ["add_routes"]
