@@ -30,7 +30,7 @@ from bot.metrics import (
     PrometheusTelemetry,
 )
 from bot.settings import ConfigError, Settings, check_token_secrets, secret
-from bot.slack import rule_notes
+from bot.slack import once, rule_notes
 from bot.slack.app import OutboxNudge, SlackSurface, check_slack_settings, slack_surface
 from bot.slack.people import SlackPeople
 from bot.stopping import run_steps, stop_on_signals
@@ -205,6 +205,9 @@ def _periodic_jobs(process: Process, slack: SlackSurface | None) -> None:
         return
     if process.settings.runtime.learned_rules.writers:
         _remind_rule_authors(rt, slack.sender.wake)
+    if slack.once is not None:  # notes of Slack's requests past their hour
+        forget = unless_aside(rt.aside, slack.once.prune)
+        rt.scheduler.every(once.PRUNE_EVERY, forget, name="signoff-slack-inbound")
     stop_slack = slack.stop
     rt.aside.on_step_aside(lambda: process.background.spawn(stop_slack(), name="aside"))
 

@@ -52,6 +52,16 @@ class Deliveries:
     async def retry_outbox(self, item_id: int, owner: str, *, after: float, error: str) -> bool:
         return await self._store.retry_outbox(item_id, owner, after=after, error=error)
 
+    async def first_delivery(self, key: str, *, keep_for: float) -> bool:
+        """Whether this is the first delivery of the inbound request `key` (Slack's event
+        id, an interaction's trigger) to any process on this database within `keep_for`
+        seconds; noted as handled either way."""
+        return await self._store.note_inbound(key, keep_for=keep_for)
+
+    async def forget_deliveries(self, *, limit: int = 1000) -> int:
+        """Forget inbound requests past their time; how many."""
+        return await self._store.forget_inbound(limit=limit)
+
     async def use_email_link(
         self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
     ) -> bool:

@@ -524,6 +524,18 @@ class Store(Protocol):
         """How many rows wait to be sent, and when the oldest was written."""
         ...
 
+    # requests from outside, handled once
+
+    async def note_inbound(self, key: str, *, keep_for: float) -> bool:
+        """Note the request `key` (a sender's id for it) as handled for `keep_for` seconds:
+        True when this is its first delivery within that time, to any process on this
+        database; False when another delivery noted it first."""
+        ...
+
+    async def forget_inbound(self, *, limit: int = 1000) -> int:
+        """Drop up to `limit` notes past their time; how many."""
+        ...
+
     # audit
     async def record_event(self, event: AuditEvent) -> None: ...
     async def add_anchor(self, kind: str, *, at: datetime | None = None) -> AuditAnchor | None:

@@ -570,6 +570,18 @@ class SqlStore:
         count, oldest = (await self._read("outbox_backlog", {}))[0]
         return count, rows.dt(oldest)
 
+    # requests from outside, handled once
+
+    async def note_inbound(self, key: str, *, keep_for: float) -> bool:
+        # Not synced before it returns: a note a crash loses lets a retry be handled again
+        # (every handler is idempotent), while one that outlived its handling would lose it.
+        params = {"key": key, "keep_for": keep_for, "test_now": self._judge_now()}
+        return await self._one("note_inbound", params, "one", durable=False) is not None
+
+    async def forget_inbound(self, *, limit: int = 1000) -> int:
+        params = {"limit": limit, "test_now": self._judge_now()}
+        return int(await self._one("forget_inbound", params, "count", durable=False))
+
     # audit
 
     async def record_event(self, event: AuditEvent) -> None:

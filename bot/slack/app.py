@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import timedelta
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.logger.messages import (
@@ -30,10 +29,12 @@ from bot.slack.channels import configured
 from bot.slack.delivery import Channels, SlackDelivery
 from bot.slack.home import HomeTabs
 from bot.slack.link import SlackLink, socket_logger
+from bot.slack.once import Once
 from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.page_reminders import PageReminders
 from bot.slack.reconcile import Reconciler
+from bot.slack.socket_mode import CheckedSocketModeHandler
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.deliveries import Deliveries
@@ -104,7 +105,8 @@ class SlackSurface:
     page_reminders: PageReminders
     verifier: inbound.Signature | None = None
     """Checks Slack's signature on the raw body (None: Socket Mode only)."""
-    seen: inbound.SeenEvents = field(default_factory=inbound.SeenEvents)
+    once: Once | None = None
+    """Notes each request in the database, so a retry reaching any process is handled once."""
     reconciler: Reconciler | None = None
     """Sweeps where a duplicate may be (None: nothing is ever swept)."""
     stopped: bool = False
@@ -135,9 +137,8 @@ class SlackSurface:
         except inbound.Malformed as exc:
             log.warning("slack: refused a signed request to %s: %s", EVENTS_PATH, exc)
             return web.json_response({"error": f"malformed request: {exc}"}, status=400)
-        if body.get("type") == "event_callback" and not self.seen.first_time(body["event_id"]):
-            retry = request.headers.get("X-Slack-Retry-Num", "?")
-            log.info("slack: event %s again (retry %s): already handled", body["event_id"], retry)
+        retry = request.headers.get("X-Slack-Retry-Num")
+        if self.once is not None and not await self.once.first_time(body, retry=retry):
             return web.Response(status=200)
         answer = await self.app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(answer)
@@ -232,9 +233,10 @@ def slack_surface(
         on_fatal=on_fatal,
     )
     app = bolt_app(token, base_url=base_url, signing_secret=signing_secret, link=link)
+    once = Once(rt.deliveries)
     if app_token:
-        link.socket = AsyncSocketModeHandler(
-            app, app_token, logger=socket_logger(), web_client=client
+        link.socket = CheckedSocketModeHandler(
+            app, app_token, once=once, logger=socket_logger(), web_client=client
         )
     homes = HomeTabs(rt, per_minute=settings.slack.home_publish_per_minute)
     listeners.register(app, rt, background, homes=homes, page_url=settings.web.public_url)
@@ -288,5 +290,6 @@ def slack_surface(
             rt.deliveries, settings.slack.page_remind_every, rt.scheduler, sender.wake
         ),
         verifier=inbound.Signature(signing_secret) if signing_secret else None,
+        once=once,
         reconciler=reconciler,
     )

@@ -1648,6 +1648,21 @@ INSERT INTO spend_limits (name, definition, changed_at) VALUES (:name, :definiti
 ON CONFLICT (name) DO UPDATE SET definition = excluded.definition,
                                  changed_at = excluded.changed_at
 
+-- note_inbound --
+-- Note a request from outside (an event's id, an interaction's trigger) as handled: a row
+-- when this delivery is its first within the window (or the earlier note expired), none when
+-- another delivery, to any process, noted it first.
+INSERT INTO inbound_seen (key, seen_at, expires_at)
+VALUES (:key, {clock}, {seconds_from_clock(:keep_for)})
+ON CONFLICT (key) DO UPDATE SET seen_at = excluded.seen_at, expires_at = excluded.expires_at
+WHERE inbound_seen.expires_at <= excluded.seen_at
+RETURNING key
+
+-- forget_inbound --
+-- Drop notes past their window, at most :limit of them.
+DELETE FROM inbound_seen
+WHERE key IN (SELECT key FROM inbound_seen WHERE expires_at < {clock} LIMIT :limit)
+
 -- use_email_link --
 -- Spend an e-mailed decision link, once: a second use of its nonce inserts nothing.
 INSERT INTO email_links (nonce, approval_id, person, decision, used_at)

@@ -43,6 +43,7 @@ SCOPES: dict[str, str | frozenset[str] | None] = {
     "views_update": None,  # a modal that opened at once, completed when its work is done
     "views_publish": None,
     "auth_test": None,
+    "send_socket_mode_response": None,  # a Socket Mode ack, on the socket: no Web API scope
 }
 COMMAND_SCOPE = "commands"  # any slash command needs it
 
