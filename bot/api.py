@@ -23,6 +23,8 @@
     GET  /v1/openapi.json     this API's OpenAPI 3.1 document (`bot.openapi`)
     GET  /v1/keys             the public keys receipts are signed with (no token needed)
     GET  /v1/approvals/{id}/receipt, POST /v1/receipts/verify   (`bot.api_receipts`)
+    POST /v1/envelopes, GET /v1/envelopes[/{id}], POST /v1/envelopes/{id}/confirm|revoke
+                                                    budgets handed out (`bot.api_envelopes`)
 
 Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
@@ -48,6 +50,7 @@ from bot import words
 from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_body import parse_body as _body
 from bot.api_deliveries import add_deliveries_route
+from bot.api_envelopes import add_envelope_routes
 from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes
@@ -325,6 +328,7 @@ def add_routes(app: web.Application) -> None:
     add_deliveries_route(app)
     add_document_route(app)
     add_receipt_routes(app)
+    add_envelope_routes(app)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -12,6 +12,7 @@ from bot import words
 from bot.api_auth import Handler, error
 from bot.api_views import approval_view
 from runtime import errors
+from runtime import spend as budgets
 from runtime.records import Approval, DiskFull, UnreadableRecord
 
 log = logging.getLogger("signoff.api")
@@ -37,6 +38,8 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.SharedEffect, 409),  # other runs rely on what would be undone
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
+    (budgets.EnvelopeNotAllowed, 403),
+    (budgets.EnvelopeNotFound, 404),
 )
 
 

@@ -19,6 +19,8 @@ from bot.requests import (
     ApprovalRequest,
     CancelRequest,
     DecisionRequest,
+    EnvelopeChangeRequest,
+    EnvelopeRequest,
     ReceiptCheckRequest,
     ResolveRequest,
     RunRequest,
@@ -32,6 +34,8 @@ REQUESTS: tuple[type[BaseModel], ...] = (
     CancelRequest,
     ResolveRequest,
     ReceiptCheckRequest,
+    EnvelopeRequest,
+    EnvelopeChangeRequest,
 )
 REF = "#/components/schemas/{model}"
 Json = dict[str, Any]
@@ -229,6 +233,7 @@ def _paths() -> Json:
                 "responses": {"200": _response("KeySet", "OK")},
             },
         },
+        **_envelope_paths(),
         "/v1/audit": {
             "get": _op(
                 "listAudit",
@@ -241,6 +246,55 @@ def _paths() -> Json:
     }
 
 
+def _envelope_paths() -> Json:
+    envelope_id = _path_param("envelope_id")
+    read = ["approvals:decide", "runs:read"]
+
+    def change(name: str, summary: str) -> Json:
+        return _op(
+            name,
+            summary,
+            ["approvals:decide"],
+            params=[envelope_id],
+            body="EnvelopeChangeRequest",
+            ok={"200": "Envelope"},
+        )
+
+    return {
+        "/v1/envelopes": {
+            "post": _op(
+                "createEnvelope",
+                "Hand out a budget: calls like these are approved at once while it lasts",
+                ["approvals:decide"],
+                body="EnvelopeRequest",
+                ok={"201": "Envelope"},
+            ),
+            "get": _op(
+                "listEnvelopes",
+                "Budgets handed out, newest first",
+                read,
+                params=[_query("tool", {"type": "string"}, "only this tool's")],
+                ok={"200": "EnvelopeList"},
+            ),
+        },
+        "/v1/envelopes/{envelope_id}": {
+            "get": _op(
+                "getEnvelope",
+                "A budget and what is used of it",
+                read,
+                params=[envelope_id],
+                ok={"200": "Envelope"},
+            ),
+        },
+        "/v1/envelopes/{envelope_id}/confirm": {
+            "post": change("confirmEnvelope", "A second writer's confirmation of a budget")
+        },
+        "/v1/envelopes/{envelope_id}/revoke": {
+            "post": change("revokeEnvelope", "End a budget now (its author or a rule-writer)")
+        },
+    }
+
+
 # What a client (or a stateful fuzzer) may do next with what an operation answered.
 LINKS: dict[str, dict[str, tuple[str, str]]] = {
     "requestApproval": {
@@ -249,6 +303,10 @@ LINKS: dict[str, dict[str, tuple[str, str]]] = {
         "Decide": ("decide", "approval_id"),
         "Withdraw": ("withdraw", "approval_id"),
         "ListDeliveries": ("listDeliveries", "approval_id"),
+    },
+    "createEnvelope": {
+        "GetEnvelope": ("getEnvelope", "envelope_id"),
+        "RevokeEnvelope": ("revokeEnvelope", "envelope_id"),
     },
     "startRun": {
         "GetRun": ("getRun", "run_id"),

@@ -122,6 +122,49 @@ class CancelRequest(BaseModel):
     )
 
 
+def _slack_user_id(by: str) -> str:
+    if not re.fullmatch(SLACK_USER_ID, by):
+        raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
+    return by
+
+
+class EnvelopeRequest(BaseModel):
+    """A budget handed out: calls of `tool` for which `when` holds are approved at once
+    while they fit `max_amount` (each counting `amount`) and `max_calls`, until it expires."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str = Field(min_length=1, max_length=MAX_TOOL)
+    when: str = Field(min_length=1, max_length=2000, description="CEL over the call")
+    by: str = Field(description="the Slack user id handing it out (an approver or rule-writer)")
+    reason: str = Field(min_length=1, max_length=MAX_REASON)
+    max_amount: int | None = Field(None, ge=1, le=2**62, description="in the amount's unit")
+    max_calls: int | None = Field(None, ge=1, le=2**31)
+    amount: str | None = Field(
+        None,
+        max_length=500,
+        description="CEL: what a call uses (default: the tool's money argument)",
+    )
+    expires_in_seconds: int | None = Field(
+        None, ge=1, le=2**31, description="default: [envelopes] default_expiry"
+    )
+    channel: str | None = Field(
+        None, pattern=r"^[CG][A-Z0-9]{2,20}$", description="where its live message goes"
+    )
+
+    _by = field_validator("by")(_slack_user_id)
+
+
+class EnvelopeChangeRequest(BaseModel):
+    """A second writer's confirmation, or a revocation (its author or a rule-writer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(description="the Slack user id acting")
+
+    _by = field_validator("by")(_slack_user_id)
+
+
 def decision_refusal(**values: Any) -> tuple[str, str] | None:
     """The field and the reason the HTTP API would refuse this decision for, or None: the one
     check every surface (API, CLI, Slack) puts a decision through before recording it."""

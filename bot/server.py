@@ -45,6 +45,7 @@ RECOVER_EVERY = 30.0
 SKEW_EVERY = 60.0
 RULE_REMINDERS_EVERY = 600.0  # learned rules due the author's "expires in a day" DM
 RULE_NOTES_EVERY = 900.0  # one thread note per rule per quarter hour, at most
+ENVELOPES_EVERY = 5.0  # envelopes that expired are ended (audited, their message edited)
 ANCHOR_EVERY = 86_400.0  # the audit chain's head, signed once a day (and at start-up)
 REQUESTS_WITHIN = 1.0
 """Seconds requests in flight (a long poll, a click) get to finish on the way out."""
@@ -196,11 +197,14 @@ async def _listen(runner: web.AppRunner, host: str, port: int) -> int:
 def _periodic_jobs(process: Process, slack: SlackSurface | None) -> None:
     """Callbacks not delivered yet are sent again (including those that failed every
     attempt: a receiver that was down gets its decision once it is back), learned rules'
-    authors reminded. None of them runs, and Slack's side stops, once this worker stepped
-    aside for a newer schema."""
+    authors reminded, expired envelopes ended. None of them runs, and Slack's side stops,
+    once this worker stepped aside for a newer schema."""
     rt = process.runtime
     redeliver = unless_aside(rt.aside, process.callbacks.redeliver)
     rt.scheduler.every(RECOVER_EVERY, redeliver, name="signoff-callbacks")
+    wake = slack.sender.wake if slack is not None else None
+    end = unless_aside(rt.aside, lambda: _end_envelopes(rt, wake))
+    rt.scheduler.every(ENVELOPES_EVERY, end, name="signoff-envelopes")
     if slack is None:
         return
     if process.settings.runtime.learned_rules.writers:
@@ -223,6 +227,12 @@ def _remind_rule_authors(rt: Runtime, wake: Callable[[], None]) -> None:
         unless_aside(rt.aside, lambda: rule_notes.note_uses(rt, wake)),
         name="signoff-rule-notes",
     )
+
+
+async def _end_envelopes(rt: Runtime, wake: Callable[[], None] | None) -> None:
+    """End the envelopes that expired, once each (by the database's clock)."""
+    if await rt.spend.end_expired() and wake is not None:
+        wake()
 
 
 async def _nothing() -> None:

@@ -101,6 +101,10 @@ class Deliveries:
     ) -> None:
         await self._store.set_page_message(page_id, channel=channel, ts=ts, delivery=delivery)
 
+    async def set_envelope_message(self, envelope_id: str, *, channel: str, ts: str) -> None:
+        """Where an envelope's live message is (its burn-down is edited there)."""
+        await self._store.set_envelope_message(envelope_id, channel=channel, ts=ts)
+
     async def adopt_message(self, kind: str, subject_id: str, *, channel: str, ts: str) -> bool:
         """Where an approval's or a page's message is, as a click on it says: recorded only
         if no message is (the click carries what a post's answer may have left out)."""

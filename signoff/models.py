@@ -327,6 +327,34 @@ class InDoubt(Wire):
     tool: str | None = None
 
 
+class Envelope(Wire):
+    """A budget an approver handed out, and how much of it is used."""
+
+    id: str
+    tool: str
+    when: str
+    amount: str | None = Field(None, description="CEL: what a call uses of max_amount")
+    max_amount: int | None = None
+    max_calls: int | None = None
+    used_amount: int
+    used_calls: int
+    status: Literal["proposed", "active", "exhausted", "expired", "revoked"]
+    mode: Literal["enforce", "shadow"]
+    author: str
+    reason: str
+    needs_second: bool
+    confirmed_by: str | None = None
+    revoked_by: str | None = None
+    channel: str | None = None
+    created_at: str
+    expires_at: str
+    line: str = Field(description="how every surface says it")
+
+
+class EnvelopeList(Wire):
+    envelopes: list[Envelope] = Field(description="newest first")
+
+
 class Error(Wire):
     """Every refusal and failure: the reason, and what a client needs to act on it."""
 
@@ -347,5 +375,7 @@ RESPONSES: tuple[type[Wire], ...] = (
     Receipt,
     KeySet,
     ReceiptCheck,
+    Envelope,
+    EnvelopeList,
     Error,
 )

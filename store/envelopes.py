@@ -46,7 +46,6 @@ _ENVELOPE = rows.Columns(
         {
             "used_amount",
             "used_calls",
-            "channel",
             "message_ts",
             "confirmed_by",
             "confirmed_at",

@@ -1,6 +1,7 @@
 """The `signoff` command line: serve, operate runs, decide approvals, handle pages, migrate.
 
-One module per command group (`runs`, `approvals`, `pages`, `db`, `policy`, `audit`); `base`
+One module per command group (`runs`, `approvals`, `pages`, `db`, `policy`, `audit`,
+`envelopes`); `base`
 holds what they share and `session` opens the database for a command. Every command is one
 async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
 one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
@@ -16,6 +17,7 @@ from typing import Annotated
 import typer
 
 from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
+from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
@@ -23,6 +25,7 @@ from bot.cli.away import away
 from bot.cli.base import Failure, Options, group, options
 from bot.cli.db import db
 from bot.cli.doctor import doctor
+from bot.cli.envelopes import envelopes
 from bot.cli.mcp import mcp
 from bot.cli.pages import pages
 from bot.cli.policy import policy
@@ -39,6 +42,7 @@ app.add_typer(db, name="db")
 app.add_typer(policy, name="policy")
 app.add_typer(audit, name="audit")
 app.add_typer(receipts, name="receipts")
+app.add_typer(envelopes, name="envelopes")
 app.add_typer(away, name="away")
 app.command()(mcp)
 app.command()(doctor)

@@ -1,7 +1,7 @@
 """Every id Slack sends back to the app, defined once: the action ids of buttons and the
 callback ids of modals.
 
-The block builders (`bot.slack.cards`, `replies`, `similar`) put them in cards, modals,
+The block builders (`bot.slack.cards`, `replies`, `similar`, `envelopes`) put them in cards, modals,
 `/runs` replies and the Home tab; `bot.slack.listeners.register` attaches a listener to each;
 a test builds every message and modal and checks both sets against a real bolt App.
 """
@@ -29,6 +29,10 @@ class Action(StrEnum):
     """A second rule-writer confirms a learned rule for an effect that cannot be undone."""
     BATCH = "batch"
     """Decide several pending approvals of one tool together; its value is the tool."""
+    APPROVE_ENVELOPE = "approve_envelope"
+    """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
+    CONFIRM_ENVELOPE = "confirm_envelope"
+    REVOKE_ENVELOPE = "revoke_envelope"
 
 
 class Modal(StrEnum):
@@ -39,9 +43,17 @@ class Modal(StrEnum):
     ASK_QUESTION = "ask_question"
     SIMILAR_RULE = "similar_rule"
     BATCH = "batch_decide"
+    ENVELOPE = "envelope"
 
 
 OPENS_MODAL = frozenset(
-    {Action.DECLINE, Action.EDIT, Action.APPROVE_SIMILAR, Action.BATCH, Action.ASK}
+    {
+        Action.DECLINE,
+        Action.EDIT,
+        Action.APPROVE_SIMILAR,
+        Action.APPROVE_ENVELOPE,
+        Action.BATCH,
+        Action.ASK,
+    }
 )
 """Buttons whose listener answers by opening a modal (with the click's trigger id)."""

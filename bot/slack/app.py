@@ -267,6 +267,7 @@ def slack_surface(
         outcomes=outcomes,
         clock=rt.clock,
         after_row=homes.on_row,
+        currency=rt.spend.currency,
     )
     every = max(0.5, timing.settle / 3)
     reconciler = Reconciler(client, delivery, outcomes, every=every, timers=rt.scheduler)

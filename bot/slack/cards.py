@@ -166,6 +166,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     rule: str | None = None,
     escalate_to: Sequence[str] = (),
     similar: bool = False,
+    envelope: bool = False,
     target: str | None = None,
     display: Display | None = None,
     chain: str | None = None,
@@ -212,6 +213,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
                 compensator=compensator,
                 allow_edit=allow_edit,
                 similar=similar,
+                envelope=envelope,
                 display=display,
             )
         )
@@ -377,6 +379,7 @@ def decision_actions(
     compensator: str | None = None,
     allow_edit: bool = False,
     similar: bool = False,
+    envelope: bool = False,
     display: Display | None = None,
 ) -> Block:
     """Approve (with a confirm dialog), Edit (when allowed) and Decline; each button's value
@@ -414,6 +417,8 @@ def decision_actions(
         buttons.append(kit.button(texts.EDIT, Action.EDIT, approval.id))
     if similar and approval.required_approvals == 1:  # "Approve + similar…" (learned rules)
         buttons.append(kit.button(texts.APPROVE_SIMILAR, Action.APPROVE_SIMILAR, approval.id))
+    if envelope and approval.required_approvals == 1:  # "Approve + budget…" (envelopes)
+        buttons.append(kit.button(texts.APPROVE_ENVELOPE, Action.APPROVE_ENVELOPE, approval.id))
     buttons.append(kit.button(texts.ASK, Action.ASK, approval.id))
     buttons.append(kit.button(texts.DECLINE, Action.DECLINE, approval.id, style="danger"))
     return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)

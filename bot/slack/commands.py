@@ -2,7 +2,8 @@
 
 `status <id>`, `list [status]`, `pending` (what waits for the caller), `history <id>`,
 `cancel <id> [compensate]` (approvers of the run's policies only; `compensate` undoes a
-reversible tool in flight once it ends) and `help`. Every answer is ephemeral.
+reversible tool in flight once it ends), `envelope …`/`envelopes` (`bot.slack.envelopes`)
+and `help`. Every answer is ephemeral.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from bot import readers
 from bot.readers import not_a_reader
 from bot.reading import displays
 from bot.slack import blocks as kit
-from bot.slack import escape, replies, similar
+from bot.slack import envelopes, escape, replies, similar
 from runtime import Actor, Permission, Runtime, errors
 from runtime.records import Approval, ApprovalState, Run, RunStatus
 
@@ -55,6 +56,8 @@ async def answer(
             return await _about_run(rt, verb, rest[0], user=user)
         if verb == "cancel" and len(rest) == 2 and rest[1].lower() == "compensate":
             return await _cancel(rt, await rt.get(rest[0]), user=user, compensate=True)
+        if verb in ("envelope", "envelopes"):
+            return await envelopes.answer(rt, text, user=user, channel=channel)
         learned = await similar.answer(rt, verb, rest, user=user)
         if learned is not None:
             return learned

@@ -26,14 +26,23 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack import cards, escalation, rule_notes, texts
+from bot.slack import cards, envelopes, escalation, rule_notes, texts
 from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import Policies, Policy, duration_text, policy_of, slo_missed
 from runtime.deliveries import Deliveries
 from runtime.display import Display
 from runtime.queries import NOT_FOUND, Queries
-from runtime.records import Approval, ApprovalState, Delivery, LearnedRule, OutboxItem, Page, Run
+from runtime.records import (
+    Approval,
+    ApprovalState,
+    Delivery,
+    Envelope,
+    LearnedRule,
+    OutboxItem,
+    Page,
+    Run,
+)
 from runtime.tools import Tool
 
 log = logging.getLogger("signoff.slack")
@@ -86,6 +95,7 @@ ToolOf = Callable[[Approval], Awaitable[Tool | None]]
 AfterRow = Callable[[OutboxItem, AsyncWebClient], Awaitable[None]]
 """Run after each row's own delivery (the App Home: `bot.slack.home.HomeTabs.on_row`)."""
 FindRun = Callable[[str | None], Awaitable[Run | None]]
+Currency = Callable[[str, str | None], str | None]
 
 
 @dataclass(frozen=True)
@@ -97,7 +107,7 @@ class Channels:
 
 
 class SlackDelivery:
-    def __init__(
+    def __init__(  # noqa: PLR0913 - the delivery's collaborators, each a keyword
         self,
         client: AsyncWebClient,
         queries: Queries,
@@ -112,10 +122,13 @@ class SlackDelivery:
         outcomes: Outcomes | None = None,
         clock: Callable[[], datetime],
         after_row: AfterRow | None = None,
+        currency: Currency | None = None,
     ) -> None:
         self.clock = clock
         """The runtime's clock: whether a card says its decision target was missed."""
         self.after_row = after_row
+        self.currency = currency or (lambda tool, amount: None)
+        """The currency an envelope's amounts are in (`Runtime.spend.currency`)."""
         self.resolvable_pages = resolvable_pages
         """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
         self.outcomes = outcomes or Outcomes(Timing())
@@ -191,10 +204,10 @@ class SlackDelivery:
                 await self.update_page(page)
         elif topic in ("run_finished", "run_noted"):
             await self._run_news(item)
-        elif topic == "rule_expiring":
-            await self.rule_expiring(await self.queries.learned_rule(item.subject_id))
-        elif topic == "rule_uses_noted":
-            await self.rule_uses(await self.queries.approval(item.subject_id), item)
+        elif topic in ("rule_expiring", "rule_uses_noted"):
+            await self._rule_news(item)
+        elif topic in ("envelope_opened", "envelope_changed"):
+            await self.envelope_news(await self.queries.envelope(item.subject_id), item)
 
     # approvals
 
@@ -215,6 +228,7 @@ class SlackDelivery:
             rule=approval.rule.summary if approval.rule else None,
             escalate_to=[policy.escalate_to] if policy.escalate_to else [],
             similar=self.similar,
+            envelope=bool(approval.rule and approval.rule.limits),  # a tool limits count
             target=_target(approval, policy, self.clock()),
             display=tool.display if tool else None,
             chain=escalation.chain_line(approval, policy)
@@ -364,6 +378,12 @@ class SlackDelivery:
 
     # learned rules
 
+    async def _rule_news(self, item: OutboxItem) -> None:
+        if item.topic == "rule_expiring":
+            await self.rule_expiring(await self.queries.learned_rule(item.subject_id))
+        else:
+            await self.rule_uses(await self.queries.approval(item.subject_id), item)
+
     async def rule_expiring(self, rule: LearnedRule) -> None:
         """The author's DM that the rule expires within a day, with its uses as they are now.
         A DM has no history this app may read (no `im:history`), so a try whose outcome is
@@ -382,6 +402,31 @@ class SlackDelivery:
         if batch:
             text = rule_notes.uses_note(rule_id, batch)
             await self._thread_note(card, text, item, f"rule-{rule_id}-{until.timestamp()}")
+
+    # envelopes
+
+    async def envelope_news(self, envelope: Envelope, item: OutboxItem) -> None:
+        """Post the envelope's live message once (its channel, else the approvals one), or
+        draw it again as the envelope is now (its edits are rate-limited in the outbox)."""
+        currency = self.currency(envelope.tool, envelope.amount)
+        message = envelopes.live_message(envelope, currency, self.clock())
+        if envelope.channel and envelope.message_ts:
+            await self.client.chat_update(
+                channel=envelope.channel,
+                ts=envelope.message_ts,
+                text=message["text"],
+                blocks=message["blocks"],
+            )
+            return
+        channel = envelope.channel or self.channels.approvals
+        if item.topic != "envelope_opened" or channel is None:
+            return  # never posted: nothing to edit
+        ts = await self._find(item, channel, None, "envelope_id", envelope.id)
+        if ts is None:
+            ts = await self._post(channel, message)
+        if ts is None:
+            raise RetryAt(UNNAMED_WAIT, "posted, but Slack did not say its ts; looked up next")
+        await self.deliveries.set_envelope_message(envelope.id, channel=channel, ts=ts)
 
     # Slack calls
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from runtime.approvals import replay as replaying
 from runtime.approvals.learned_rules import (
     Backtest,
     Draft,
@@ -30,7 +31,7 @@ from runtime.approvals.learned_rules import (
     backtest,
     suggest,
 )
-from runtime.approvals.policy import SYSTEM_ACTOR, Directory
+from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies
 from runtime.approvals.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState, AuditEvent, Run, Store
@@ -85,6 +86,12 @@ class RuleBook:
         requests = await self.store.backtest_requests(tool, limit=size or self.config.backtest_size)
         tested = backtest(tool, condition, requests, ceiling=self.config.ceilings.get(tool))
         return await self._with_cards(tested)
+
+    async def replay(self, policies: Policies, tool: str, *, size: int) -> replaying.Replay:
+        """The newest `size` requests of `tool` replayed through `policies`' rules: those
+        that would have gone otherwise (`signoff policy backtest`)."""
+        requests = await self.store.backtest_requests(tool, limit=size)
+        return replaying.replay(policies, tool, requests)
 
     async def _with_cards(self, tested: Backtest) -> Backtest:
         """Each declined or edited request with its card's place, so surfaces can link it."""

@@ -33,7 +33,7 @@ from store import (
     Store,
 )
 from store import errors as store_errors
-from store.records import AuditAnchor, LearnedRule
+from store.records import AuditAnchor, Envelope, LearnedRule
 
 NOT_FOUND: tuple[type[Exception], ...] = (
     store_errors.NotFound,
@@ -160,6 +160,11 @@ class Queries:
     ) -> list[tuple[str, str | None, datetime]]:
         """(approval id, run id, when) for each approval the rule approved after then."""
         return await self._store.learned_rule_uses_since(rule_id, after=after)
+
+    # envelopes
+
+    async def envelope(self, envelope_id: str) -> Envelope:
+        return await self._store.get_envelope(envelope_id)
 
     # audit
 

@@ -14,16 +14,33 @@ if TYPE_CHECKING:
     from runtime.spend.checks import check_limits, counted
     from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
     from runtime.spend.desk import SpendDesk
+    from runtime.spend.envelopes import (
+        EnvelopeNotAllowed,
+        EnvelopeNotFound,
+        EnvelopeRefused,
+        budget,
+        currency_of,
+        lasting,
+    )
+    from runtime.spend.words import envelope_line, envelope_used
     from runtime.spend.words import line as limit_line
 
 __all__ = [
+    "EnvelopeNotAllowed",
+    "EnvelopeNotFound",
+    "EnvelopeRefused",
     "EnvelopesConfig",
     "LimitConfig",
     "SpendConfig",
     "SpendDesk",
+    "budget",
     "check_limits",
     "check_names",
     "counted",
+    "currency_of",
+    "envelope_line",
+    "envelope_used",
+    "lasting",
     "limit_line",
 ]
 
@@ -36,6 +53,14 @@ _HOME = {
     "LimitConfig": "runtime.spend.config",
     "SpendConfig": "runtime.spend.config",
     "SpendDesk": "runtime.spend.desk",
+    "EnvelopeNotAllowed": "runtime.spend.envelopes",
+    "EnvelopeNotFound": "runtime.spend.envelopes",
+    "EnvelopeRefused": "runtime.spend.envelopes",
+    "budget": "runtime.spend.envelopes",
+    "currency_of": "runtime.spend.envelopes",
+    "lasting": "runtime.spend.envelopes",
+    "envelope_line": "runtime.spend.words",
+    "envelope_used": "runtime.spend.words",
 }
 
 __getattr__, __dir__ = lazy(__name__, _HOME)

@@ -30,7 +30,7 @@ from runtime.approvals import (
 from runtime.spend import counting, envelopes
 from runtime.spend.admission import Admitting, Redraft, values
 from runtime.spend.config import EnvelopesConfig, LimitConfig
-from runtime.spend.envelopes import EnvelopeNotFound, EnvelopeRefused
+from runtime.spend.envelopes import EnvelopeNotAllowed, EnvelopeNotFound, EnvelopeRefused
 from runtime.tools import Tool
 from store import Approval, AuditEvent, Run, Store
 from store import errors as store_errors
@@ -178,11 +178,13 @@ class SpendDesk:
         amount: str | None = None,
         expires_in: timedelta | None = None,
         from_approval: str | None = None,
+        channel: str | None = None,
     ) -> Envelope:
         """Hand out an envelope: active at once, or `proposed` until a second writer
-        confirms it (a tool whose effect cannot be compensated, as `[envelopes]` says)."""
+        confirms it (a tool whose effect cannot be compensated, as `[envelopes]` says).
+        `channel`: where its live message goes (else the approvals channel)."""
         found = self._check_tool(tool)
-        await self._check_author(author, tool)
+        await self.check_author(author, tool)
         if not reason.strip():
             raise EnvelopeRefused("an envelope needs a reason (why these calls need no one)")
         if max_amount is None and max_calls is None:
@@ -216,6 +218,7 @@ class SpendDesk:
             needs_second=second,
             mode=self.config.mode,
             from_approval=from_approval,
+            channel=channel,
             created_at=now,
             expires_at=now + expiry,
         )
@@ -227,7 +230,7 @@ class SpendDesk:
     async def confirm(self, envelope_id: str, *, by: str) -> Envelope:
         """A second writer's confirmation: the envelope is active from now."""
         envelope = await self.get(envelope_id)
-        await self._check_author(by, envelope.tool)
+        await self.check_author(by, envelope.tool)
         if envelope.state != "proposed":
             raise EnvelopeRefused(
                 f"envelope {envelope_id} is {envelope.status(self.clock())}, not proposed"
@@ -249,7 +252,7 @@ class SpendDesk:
         """End an envelope now (its author or a rule-writer); calls then ask again."""
         envelope = await self.get(envelope_id)
         if by != envelope.author and not await self.may_write_rules(by):
-            raise EnvelopeRefused(
+            raise EnvelopeNotAllowed(
                 f"{by} may not revoke envelope {envelope_id}: its author or a rule-writer may"
             )
         now = self.clock()
@@ -290,9 +293,9 @@ class SpendDesk:
                 return True
         return False
 
-    async def _check_author(self, user: str, tool: str) -> None:
+    async def check_author(self, user: str, tool: str) -> None:
         if not await self.may_hand_out(user, tool):
-            raise EnvelopeRefused(
+            raise EnvelopeNotAllowed(
                 f"{user} may not hand out envelopes for {tool}: an approver its policy names, "
                 "or a rule-writer, may"
             )
@@ -318,6 +321,17 @@ class SpendDesk:
     def _needs_second(self, tool: Tool) -> bool:
         rule = self.config.second_writer
         return rule == "always" or (rule == "irreversible" and tool.effect == "irreversible")
+
+    def currency(self, tool: str, amount: str | None) -> str | None:
+        """The currency an envelope's amounts are minor units of (`USD`), when it counts a
+        money argument of its tool; None for a plain number."""
+        found = self.tool(tool)
+        return envelopes.currency_of(found.display if found else None, amount)
+
+    def money_arg(self, tool: str) -> str | None:
+        """What a call of `tool` counts against an envelope's amount by default."""
+        found = self.tool(tool)
+        return self._money_arg(found) if found else None
 
     @staticmethod
     def _money_arg(tool: Tool) -> str | None:

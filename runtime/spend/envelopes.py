@@ -9,12 +9,15 @@ within what is left of it, before it expires, never past the tool's ceiling
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, time, timedelta
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from runtime import errors
-from runtime.approvals import SYSTEM_ACTOR, RuleEvaluationError, rule_holds
+from runtime.approvals import SYSTEM_ACTOR, RuleEvaluationError, parse_duration, rule_holds
+from runtime.display import NO_MINOR_UNIT, Display
 from runtime.spend.counting import CallValues, LimitEvaluationError
 from store import Approval, ApprovalState, AuditEvent
 from store.records import Envelope, RuleMatch
@@ -25,8 +28,58 @@ class EnvelopeRefused(errors.InvalidRequest):
     """This envelope may not be made, confirmed or revoked (the message says why)."""
 
 
+class EnvelopeNotAllowed(errors.SignoffRuntimeError):
+    """This person may not hand out, confirm or revoke this envelope (the message says who may)."""
+
+
 class EnvelopeNotFound(errors.SignoffRuntimeError):
     """No envelope with this id."""
+
+
+_TIME_OF_DAY = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
+_AMOUNT = re.compile(r"^[$€£]?\s*([0-9][0-9,]*(\.[0-9]+)?)$")
+
+
+def lasting(text: str, now: datetime) -> timedelta:
+    """How long an envelope lasts from `now`: a duration (`8h`, `2d`) or a time of day in
+    UTC (`18:00`: the next one)."""
+    text = text.strip()
+    found = _TIME_OF_DAY.match(text)
+    if found is None:
+        try:
+            length: timedelta = parse_duration(text, unit_required=True)
+        except ValueError:
+            raise EnvelopeRefused(
+                f"until: {text[:40]!r} is neither a time of day (18:00, UTC) nor a duration (8h)"
+            ) from None
+        return length
+    at = datetime.combine(now.date(), time(int(found[1]), int(found[2])), now.tzinfo)
+    return (at if at > now else at + timedelta(days=1)) - now
+
+
+def budget(text: str, currency: str | None) -> int:
+    """An amount as a person types it (`2000`, `$2,000`, `2000.50`), in the minor unit of
+    `currency` (cents), or a whole number when there is none."""
+    found = _AMOUNT.match(text.strip())
+    try:
+        value = Decimal(found[1].replace(",", "")) if found else None
+    except InvalidOperation:
+        value = None
+    digits = 0 if currency is None or currency in NO_MINOR_UNIT else 2
+    scaled = value.scaleb(digits) if value is not None else None
+    if scaled is None or scaled != scaled.to_integral_value() or scaled < 1:
+        unit = "a whole number" if digits == 0 else f"an amount in {currency} (e.g. 2000)"
+        raise EnvelopeRefused(f"up to: {text.strip()[:40]!r} is not {unit}")
+    return int(scaled)
+
+
+def currency_of(display: Display | None, amount: str | None) -> str | None:
+    """The currency an envelope's amounts are minor units of (`USD`), when it counts a
+    money argument of its tool (`args.amount_cents`); None for a plain number."""
+    if display is None or amount is None or not amount.startswith("args."):
+        return None
+    code = display.money.get(amount.removeprefix("args."))
+    return code if code is not None and re.fullmatch(r"[A-Z]{3}", code) else None
 
 
 def attempt(

@@ -4,8 +4,10 @@ value is never shown, only what it names), so a surface need not escape it."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from runtime.display import money_text
-from store.records import LimitState, SpendWindow
+from store.records import Envelope, LimitState, SpendWindow
 
 _UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 
@@ -47,3 +49,29 @@ def now_line(state: LimitState) -> str:
     each = f" for this {state.each}" if state.each else ""
     used = f"{quantity(state, state.used)} of {quantity(state, state.max)}"
     return f"{state.name}: {used}{each} {window_text(state.window)}"
+
+
+def envelope_amount(value: int, currency: str | None) -> str:
+    return money_text(value, currency, whole=True) if currency else f"{value:,}"
+
+
+def envelope_used(envelope: Envelope, currency: str | None) -> str:
+    """`$1,200 of $2,000 and 12 of 20 refunds used`."""
+    parts = []
+    if envelope.max_amount is not None:
+        used = envelope_amount(envelope.used_amount, currency)
+        parts.append(f"{used} of {envelope_amount(envelope.max_amount, currency)}")
+    if envelope.max_calls is not None:
+        parts.append(f"{envelope.used_calls} of {envelope.max_calls} {noun(envelope.tool)}s")
+    return " and ".join(parts) + " used"
+
+
+def envelope_line(envelope: Envelope, currency: str | None, now: datetime) -> str:
+    """One envelope as every surface lists it (plain text; the condition is the author's)."""
+    status = envelope.status(now)
+    shadow = " (shadow: approves nothing)" if envelope.mode == "shadow" else ""
+    until = f"until {envelope.expires_at:%Y-%m-%d %H:%M} UTC"
+    return (
+        f"{envelope.id} {status}{shadow}: {envelope.tool} when {envelope.condition}: "
+        f"{envelope_used(envelope, currency)}, {until}; by {envelope.author}: {envelope.reason}"
+    )

@@ -1600,9 +1600,10 @@ SELECT pg_notify(left('signoff:' || current_schema(), 63), topic) FROM queued
 -- insert_envelope --
 -- Store an envelope an approver handed out.
 INSERT INTO envelopes (id, tool, condition, amount, max_amount, max_calls, author, reason,
-                       state, needs_second, mode, from_approval, created_at, expires_at)
+                       state, needs_second, mode, from_approval, channel, created_at,
+                       expires_at)
 VALUES (:id, :tool, :condition, :amount, :max_amount, :max_calls, :author, :reason, :state,
-        :needs_second, :mode, :from_approval, :created_at, :expires_at)
+        :needs_second, :mode, :from_approval, :channel, :created_at, :expires_at)
 
 -- list_envelopes --
 -- Envelopes, newest first, optionally of one tool or one id.

@@ -19,6 +19,7 @@ import typer.main
 import runtime
 import store
 from bot.cli import app
+from bot.policy_fixtures import load as load_fixtures
 from bot.settings import SECTIONS, load_settings, names_of
 from signoff.mcp_rules import load_rules
 
@@ -166,6 +167,9 @@ def test_every_toml_block_loads(
 
     if "[[rule]]" in block.body:  # `signoff mcp --rules`, not a signoff.toml
         assert load_rules(path)
+        return
+    if "[[calls]]" in block.body:  # `signoff policy test FILE`, not a signoff.toml
+        assert load_fixtures(path).calls
         return
     settings = load_settings(path)
 

@@ -389,3 +389,55 @@ async def test_a_limit_changed_counts_new_calls_by_its_new_terms_and_is_audited(
     changes = [e for e in await store.list_audit() if e.action == "limit_changed"]
     assert [e.detail.get("was", {}).get("max") for e in changes] == [None, 50000]
     assert [e.detail["now"]["max"] for e in changes] == [50000, 100000]
+
+
+async def test_a_rule_and_an_envelope_in_shadow_mode_decide_nothing_and_record_it(
+    store: Store, clock: Clock, world: Path
+) -> None:
+    """A shadow rule that would approve small refunds, and an envelope handed out while
+    `[envelopes] mode = "shadow"`: each refund still asks a person, and each says (on its
+    match, in the audit trail and to telemetry) what they would have done."""
+    shadows = Shadows()
+    policies = {
+        "default": {"approvers": [APPROVER]},
+        "tools": {
+            "issue_refund": {
+                "rules": [
+                    {"when": "args.amount_cents <= 1000", "auto_approve": True, "mode": "shadow"}
+                ]
+            }
+        },
+    }
+    rt = Runtime(
+        store,
+        [spend_agents.agent],
+        policies=Policies.model_validate(policies),
+        clock=clock,
+        spend=SpendConfig.model_validate({"envelopes": {"mode": "shadow"}}),
+        telemetry=shadows,
+    )
+    envelope = await rt.spend.make(
+        "issue_refund", "true", author=APPROVER, reason="backlog", max_calls=5
+    )
+    assert envelope.mode == "shadow"
+    run_id, small = await run(rt, "c1", "o1", 500)
+    _, large = await run(rt, "c1", "o2", 5000)
+
+    assert [small.state, large.state] == ["pending", "pending"]  # nothing approved them
+    assert (await rt.get(run_id)).status == RunStatus.WAITING_APPROVAL
+    assert spend_agents.refunded("c1") == 0
+    assert small.rule is not None
+    assert large.rule is not None
+    assert [(n.kind, n.would) for n in small.rule.shadow] == [
+        ("rule", "approve"),
+        ("envelope", "approve"),
+    ]
+    assert [(n.kind, n.would) for n in large.rule.shadow] == [("envelope", "approve")]
+    assert sorted(shadows.seen) == [
+        ("envelope", envelope.id, "approve"),
+        ("envelope", envelope.id, "approve"),
+        ("rule", "rule 1", "approve"),
+    ]
+    events = [e for e in await store.list_events() if e.action == "shadow_decision"]
+    assert len(events) == 3
+    assert (await rt.spend.get(envelope.id)).used_calls == 2  # it counts what it would use

@@ -167,7 +167,7 @@ def start_server(
             [SIGNOFF, "serve"], cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     server = SlackServer(process, port, log)
-    server.wait_until(server.healthy, within=20)
+    server.wait_until(server.healthy, within=60)  # a loaded machine starts slowly
     return server
 
 
@@ -283,7 +283,7 @@ class FakeSlackProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60  # a loaded machine starts slowly
         while not ready.exists():
             assert self.process.poll() is None, self.log.read_text()
             assert time.monotonic() < deadline, "the fake Slack did not start"

@@ -18,7 +18,7 @@ from slack_bolt.response import BoltResponse
 from bot.dev.workspace import click_payload
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import batch, cards, replies, similar
+from bot.slack import batch, cards, envelopes, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import OutboxNudge, slack_surface
 from bot.slack.home_view import home_view
@@ -36,7 +36,7 @@ from store import (
     RunStatus,
     open_store,
 )
-from store.records import EffectConflict, LearnedRule
+from store.records import EffectConflict, Envelope, LearnedRule
 from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -123,6 +123,7 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
             f"card {name} editable, similar",
             cards.approval_message(shown, run(), allow_edit=True, similar=True),
         )
+        yield f"card {name} budget", cards.approval_message(shown, run(), envelope=True)
     yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
     for shown in pages:
         yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
@@ -180,6 +181,39 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     )
     yield "rule confirm", similar.confirm_request(rule)
     yield "/runs rules", similar.rules_reply([])
+    yield from envelope_views()
+
+
+def envelope_views() -> Iterator[tuple[str, dict[str, Any]]]:
+    budget = Envelope(
+        id="env_1",
+        tool="issue_refund",
+        condition="args.amount_cents <= 50000",
+        amount="args.amount_cents",
+        max_amount=200_000,
+        author=BOB,
+        reason="outage",
+        state="proposed",
+        needs_second=True,
+        created_at=AT,
+        expires_at=AT + timedelta(hours=8),
+    )
+    yield "budget confirm", envelopes.confirm_request(budget)
+    for state in ("active", "revoked"):
+        shown = budget.model_copy(update={"state": state})
+        yield f"budget {state}", envelopes.live_message(shown, "USD", AT)
+    yield (
+        "budget modal",
+        envelopes.envelope_modal(
+            "apr_1",
+            "issue_refund",
+            "args.amount_cents <= 50000",
+            currency="USD",
+            amount="args.amount_cents",
+            channel="C0APPROVALS",
+            default_until="8h",
+        ),
+    )
 
 
 def ids_in(node: Any) -> tuple[set[str], set[str]]:
