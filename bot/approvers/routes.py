@@ -237,7 +237,13 @@ async def logout(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def passkeys_page(request: web.Request) -> web.Response:
+    parts, session = signed_in(request)
+    return page(await stepup.passkeys_body(parts, session), session=session)
+
+
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/approvals/passkeys", passkeys_page)
     stepup.add_routes(app)  # before /approvals/{approval_id}
     app.router.add_get("/approvals", index)
     app.router.add_get("/approvals/signin", signin)

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from bot import words
 from bot.approvers import html
-from bot.approvers.context import Approvers
+from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.passkey_js import SCRIPT
 from bot.approvers.passkeys import PasskeyRefused, Passkeys
 from bot.approvers.session import Session, check_csrf
@@ -29,23 +29,20 @@ async def script(request: web.Request) -> web.Response:
     )
 
 
-async def passkeys_page(request: web.Request) -> web.Response:
-    from bot.approvers import routes
-
-    parts, session = routes.signed_in(request)
+async def passkeys_body(parts: Approvers, session: Session) -> str:
+    """The person's passkeys, and the button that registers one."""
     theirs = await parts.rt.passkeys(session.person)
     rows = "".join(
         f"<li>{html.esc(p.id[:16])}… · registered {html.esc(html.when(p.created_at))}</li>"
         for p in theirs
     )
-    body = (
+    return (
         "<h2>Your passkeys</h2><p>Approvals whose policy asks for a second factor count only "
         "once you confirm them with one of these.</p>"
         + (f'<ul id="passkeys">{rows}</ul>' if rows else "<p>None yet.</p>")
         + '<button class="primary" id="register" data-passkey="/approvals/passkeys">'
         "Register a passkey</button>" + html.passkey_script()
     )
-    return routes.page(body, session=session)
 
 
 async def registration_options(request: web.Request) -> web.Response:
@@ -98,9 +95,10 @@ async def approve(request: web.Request) -> web.Response:
 
 
 async def _ceremony(request: web.Request) -> tuple[Approvers, Session, Passkeys, dict[str, Any]]:
-    from bot.approvers import routes
-
-    parts, session = routes.signed_in(request)
+    parts = request.app[APPROVERS]
+    session = parts.sessions.read(request)
+    if session is None:
+        raise web.HTTPForbidden(text="Sign in again: this page's session ended.")
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=request.content_length)
     try:
@@ -138,7 +136,6 @@ def _refused(message: str) -> web.Response:
 
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/approvals/passkey.js", script)
-    app.router.add_get("/approvals/passkeys", passkeys_page)
     app.router.add_post("/approvals/passkeys/options", registration_options)
     app.router.add_post("/approvals/passkeys", register)
     app.router.add_post("/approvals/{approval_id}/passkey/options", approval_options)
