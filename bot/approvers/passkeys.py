@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from runtime import Runtime
-from store.records import Passkey
+from runtime.records import Passkey
 
 CHALLENGE_TTL = 300.0
 MAX_CHALLENGES = 10_000
