@@ -26,10 +26,10 @@
     POST /v1/envelopes, GET /v1/envelopes[/{id}], POST /v1/envelopes/{id}/confirm|revoke
                                                     budgets handed out (`bot.api_envelopes`)
 
-Every request needs `Authorization: Bearer <token>` (`bot.api_auth`): without a known token
+Every request needs `Authorization: Bearer <token>` (`bot.http_auth`): without a known token
 401, without the scope 403, over the token's rate 429 with `Retry-After`; malformed 400 with
 the reason, a body over 1 MiB 413; none of them changes anything. Every error is JSON,
-`{"error": reason}` (`bot.api_errors` maps refusals to statuses); a full database disk 503
+`{"error": reason}` (`bot.http_errors` maps refusals to statuses); a full database disk 503
 `{"error": reason, "kind": "DiskFull"}` (reads still answer). Without any configured token
 the API is off: 503 saying so. What a token creates or decides is audited under its name
 (`token:<name>`). The request bodies are `bot.requests`' models (the CLI checks against them
@@ -47,19 +47,19 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.api_auth import CALLER, RateLimiter, authenticate, callers, requires
 from bot.api_body import parse_body as _body
 from bot.api_deliveries import add_deliveries_route
 from bot.api_envelopes import add_envelope_routes
-from bot.api_errors import MAX_BODY, BadRequest, json_errors
 from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes
-from bot.api_keys import BACKGROUND, RUNTIME
 from bot.api_receipts import add_key_route, add_receipt_routes
-from bot.api_views import approval_view, run_view, voted_view
 from bot.api_wait import add_wait_route
 from bot.aside import refuse_writes
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.http_auth import CALLER, RateLimiter, authenticate, callers, requires
+from bot.http_errors import MAX_BODY, BadRequest, json_errors
+from bot.http_keys import BACKGROUND, RUNTIME
+from bot.json_views import approval_view, run_view, voted_view
 from bot.masking import ResultMasks, masked_events
 from bot.openapi import add_document_route
 from bot.requests import (

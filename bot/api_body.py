@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
-from bot.api_errors import BadRequest
+from bot.http_errors import BadRequest
 from runtime.limits import MAX_DEPTH, plain_reason
 
 M = TypeVar("M", bound=BaseModel)

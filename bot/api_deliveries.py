@@ -15,8 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api_auth import requires
-from bot.api_keys import RUNTIME
+from bot.http_auth import requires
+from bot.http_keys import RUNTIME
 from runtime.records import AuditEvent
 
 ATTEMPT = "callback_attempt"

@@ -19,10 +19,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api_auth import CALLER, requires
 from bot.api_body import parse_body
-from bot.api_errors import BadRequest
-from bot.api_keys import RUNTIME
+from bot.http_auth import CALLER, requires
+from bot.http_errors import BadRequest
+from bot.http_keys import RUNTIME
 from bot.requests import EnvelopeChangeRequest, EnvelopeRequest
 from runtime import Runtime, spend
 from runtime.records import AuditEvent, Envelope

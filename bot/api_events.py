@@ -19,9 +19,9 @@ import json
 
 from aiohttp import web
 
-from bot.api_auth import requires
-from bot.api_keys import RUNTIME
 from bot.api_wait import Timeouts, decision_view, rechecks, waited_on
+from bot.http_auth import requires
+from bot.http_keys import RUNTIME
 from runtime import Runtime
 from runtime.records import Approval, ApprovalState
 

@@ -20,10 +20,10 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.api_auth import requires
-from bot.api_errors import BadRequest
-from bot.api_keys import RUNTIME
-from bot.api_views import approval_view
+from bot.http_auth import requires
+from bot.http_errors import BadRequest
+from bot.http_keys import RUNTIME
+from bot.json_views import approval_view
 from runtime.history import INBOX_PAGE
 from runtime.records import Run
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.api_auth import requires
 from bot.api_body import parse_body
-from bot.api_errors import BadRequest
-from bot.api_keys import RUNTIME
+from bot.http_auth import requires
+from bot.http_errors import BadRequest
+from bot.http_keys import RUNTIME
 from bot.requests import ReceiptCheckRequest
 from bot.settings import Scope
 from signoff.receipts import BadReceipt, check_signature, verify

@@ -21,10 +21,10 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.api_auth import requires
-from bot.api_errors import BadRequest
-from bot.api_keys import RUNTIME
-from bot.api_views import approval_view
+from bot.http_auth import requires
+from bot.http_errors import BadRequest
+from bot.http_keys import RUNTIME
+from bot.json_views import approval_view
 from runtime import Runtime
 from runtime.records import Approval, ApprovalState
 

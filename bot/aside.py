@@ -11,7 +11,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from bot import words
-from bot.api_auth import Handler, error
+from bot.http_auth import Handler, error
 from runtime.runs import RETRY_AFTER, Aside
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})

@@ -36,8 +36,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from bot.api_views import approval_view
 from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.json_views import approval_view
 from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier

@@ -1,6 +1,9 @@
 """What a client may ask of Signoff: the HTTP API's request bodies, which the CLI checks its
 options against too, so both refuse the same input for the same reason. The numbers live in
 `runtime.limits`. No aiohttp is imported here: the CLI loads this without the server.
+
+One validation layer for every surface (the API, the CLI, Slack's `decision_refusal`), so it
+belongs to none: it imports no surface module, and the layers test keeps it that way.
 """
 
 from __future__ import annotations

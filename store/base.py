@@ -145,6 +145,18 @@ class Voted:
     votes: int
 
 
+ANYONE = "*"
+"""The decider `approval_deciders` names for a policy that names no approvers."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPage:
+    """One page of approvals and how many there are from its start on (this page's too)."""
+
+    approvals: list[Approval]
+    waiting: int
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     """A run the run queue handed this worker: its lease's new epoch, and the worker whose
@@ -317,6 +329,23 @@ class Store(Protocol):
     ) -> list[Approval]:
         """Approvals oldest first, each filter optional, those after `after` (the
         (created_at, id) of the previous page's last one), at most `limit`."""
+        ...
+
+    async def decider_groups(self) -> list[str]:
+        """The user groups that may decide some pending approval (`approval_deciders`)."""
+        ...
+
+    async def pending_for(
+        self,
+        user: str,
+        *,
+        groups: Sequence[str] = (),
+        after: tuple[datetime, str] | None = None,
+        limit: int = 10,
+    ) -> ApprovalPage:
+        """One page of the pending approvals `user` may decide (as a person, as a member of
+        `groups`, or as anyone), longest-waiting first, after `after` (the previous page's
+        last (created_at, id)), at most `limit`, with how many wait from `after` on."""
         ...
 
     async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision

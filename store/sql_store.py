@@ -8,12 +8,15 @@ It is the one table of what each method does.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from store import core, envelopes, errors, learned, rows, shared, spend
 from store.base import (
+    ANYONE,
+    ApprovalPage,
     Batch,
     Claim,
     Committed,
@@ -291,6 +294,24 @@ class SqlStore:
         }
         found = await self._read("page_approvals", params)
         return [rows.approval_from_row(row) for row in found]
+
+    async def decider_groups(self) -> list[str]:
+        found = await self._read("decider_groups", {})
+        return [row[0] for row in found]
+
+    async def pending_for(
+        self,
+        user: str,
+        *,
+        groups: Sequence[str] = (),
+        after: tuple[datetime, str] | None = None,
+        limit: int = 10,
+    ) -> ApprovalPage:
+        deciders = json.dumps([user, *groups, ANYONE])
+        params = {"user": user, "deciders": deciders, **_cursor(after), "limit": limit}
+        found = await self._read("pending_for_deciders", params)
+        waiting = int(found[0]["waiting"]) if found else 0
+        return ApprovalPage([rows.approval_from_row(row) for row in found], waiting)
 
     async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
         self,

@@ -36,7 +36,8 @@ STORE_BACKENDS = [
 SIGNOFF_TABLES = (
     "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox,"
     " learned_rules, workers, audit_anchors, audit_sinks, spend_counters, spend_holds,"
-    " envelopes, spend_limits, effect_reuses, email_links, away, inbound_seen"
+    " envelopes, spend_limits, effect_reuses, email_links, away, inbound_seen,"
+    " approval_deciders"
 )
 
 

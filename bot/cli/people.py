@@ -33,7 +33,7 @@ async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
     import asyncio  # not at the top: `--help` does without it
 
     from bot.directory import web_client
-    from bot.slack.people import SlackPeople
+    from bot.people import SlackPeople
 
     client = web_client(token, base_url=settings.slack.api_url, idempotent_only=True, timeout=2)
     try:

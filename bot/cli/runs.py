@@ -134,7 +134,7 @@ async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
     """A run and what it waits for: for scripts as `GET /v1/runs/{id}` shows it, for
     people with the command that decides each pending approval."""
     if as_json:
-        from bot.api_views import run_view  # the API's own view: scripts see one shape
+        from bot.json_views import run_view  # the API's own view: scripts see one shape
 
         show(await run_view(rt, run), as_json=True)
         return

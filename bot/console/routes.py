@@ -1,6 +1,6 @@
 """The run console's JSON, under /v1/console/ behind the HTTP API's bearer token: the runs
 list, one run's timeline, a rollback's preview, and the operations (fork, roll back, cancel,
-resume), each one call of the Runtime facade. Handlers raise; `bot.api_errors` answers
+resume), each one call of the Runtime facade. Handlers raise; `bot.http_errors` answers
 refusals as the API does. Arguments tools mark sensitive are masked, as everywhere.
 
 The console acts as its token, or, with `X-Signoff-Reader`, as its token for that person:
@@ -17,11 +17,11 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from bot import reading
-from bot.api_auth import CALLER, error, requires
-from bot.api_errors import BadRequest
-from bot.api_keys import RUNTIME
-from bot.api_views import run_view
 from bot.console import rules, timeline
+from bot.http_auth import CALLER, error, requires
+from bot.http_errors import BadRequest
+from bot.http_keys import RUNTIME
+from bot.json_views import run_view
 from bot.masking import ResultMasks, masked_history, sensitive_by_tool
 from bot.readers import not_a_reader
 from runtime import Actor, Permission, Runtime, errors

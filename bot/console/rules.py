@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.api_auth import requires
-from bot.api_keys import RUNTIME
+from bot.http_auth import requires
+from bot.http_keys import RUNTIME
 from bot.rule_views import all_rules
 
 

@@ -22,12 +22,12 @@ import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
-from bot.api_auth import Handler
 from bot.dev import people
 from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub
+from bot.http_auth import Handler
 from bot.slack.actions import OPENS_MODAL
 from bot.wiring import Process
 

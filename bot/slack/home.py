@@ -22,7 +22,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import commands, home_view
+from bot.slack import home_view
 from bot.slack.delivery import slack_error
 from bot.slack.outbox import RetryAt
 from runtime import Runtime
@@ -42,8 +42,6 @@ RECENT = timedelta(days=30)
 """How far back a Home lists a person's own requests and decisions."""
 READ_LIMIT = 200
 """At most this many of a person's own requests and decisions are read for their Home."""
-PENDING_READ = 500
-"""Pending approvals read to choose those a person may decide (the longest waiting)."""
 APPROVAL_TOPICS = frozenset(
     {"approval_requested", "approval_decided", "approval_voted", "approval_reminded"}
 )
@@ -136,11 +134,14 @@ class HomeTabs:
     # the view
 
     async def view(self, user: str, *, notice: str | None = None) -> dict[str, Any]:
-        """What concerns `user` only, each read bounded: the oldest pending approvals (what
-        they may decide is chosen from those), their own recent requests and decisions, and
-        the open pages they may settle or that are about their runs."""
+        """What concerns `user` only, each read bounded: the pending approvals they may
+        decide (selected and counted in the store, longest-waiting first), their own recent
+        requests and decisions, and the open pages they may settle or that are about their
+        runs."""
         now = self.rt.clock()
-        pending = await self._pending_for(user)
+        pending = await self.rt.queries.pending_for(
+            user, self.rt.directory, limit=home_view.SECTION
+        )
         theirs = await self.rt.queries.approvals_of_person(
             user, since=now - RECENT, limit=READ_LIMIT
         )
@@ -155,7 +156,8 @@ class HomeTabs:
             None if resolver else user, limit=home_view.SECTION + 1
         )
         return home_view.home_view(
-            pending=pending,
+            pending=pending.approvals,
+            waiting=pending.waiting,
             pages=pages,
             requests=mine,
             runs=await self._runs_of(mine[: home_view.SECTION]),
@@ -169,13 +171,6 @@ class HomeTabs:
         """The runs of the requests a Home shows, by id: each row says how its run ended."""
         runs = [await self.rt.find_run(i) for i in {a.run_id for a in approvals if a.run_id}]
         return {run.id: run for run in runs if run is not None}
-
-    async def _pending_for(self, user: str) -> list[Approval]:
-        """Pending approvals `user` may decide (not their own), newest first, from the
-        `PENDING_READ` that have waited longest."""
-        waiting = await self.rt.queries.approvals(state=ApprovalState.PENDING, limit=PENDING_READ)
-        theirs = [a for a in waiting if await commands.may_decide_approval(self.rt, a, user)]
-        return sorted(theirs, key=_created, reverse=True)
 
     # the outbox
 
@@ -257,10 +252,6 @@ class HomeTabs:
 
 def _deciders(policy: Policy) -> list[str]:
     return [*policy.approvers, *([policy.escalate_to] if policy.escalate_to else [])]
-
-
-def _created(approval: Approval) -> datetime:
-    return approval.created_at
 
 
 def _decided(approval: Approval) -> datetime:

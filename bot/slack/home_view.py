@@ -28,10 +28,12 @@ def home_view(
     resolver: bool,
     notice: str | None = None,
     runs: Mapping[str, Run] | None = None,
+    waiting: int | None = None,
 ) -> dict[str, Any]:
     """Sections in the order a person acts: theirs to decide, theirs to settle, their own
     requests, their decisions; each row with its state and age. `runs`: the requests' runs,
-    by id; a request whose run ended says how (done, declined, failed, ...)."""
+    by id; a request whose run ended says how (done, declined, failed, ...). `waiting`: how
+    many approvals wait for this person in all (`pending` is the first of them)."""
     blocks: list[Block] = []
     if notice:
         blocks.append(kit.section(f":warning: {notice}"))
@@ -41,7 +43,7 @@ def home_view(
         for approval in pending[:SECTION]:
             line = f"{cards.shown_action(approval)} · {_asked(approval, now)}"
             blocks += [kit.section(line), cards.decision_actions(approval)]
-        blocks += _more(len(pending) - SECTION)
+        blocks += _more((len(pending) if waiting is None else waiting) - min(len(pending), SECTION))
     else:
         blocks.append(kit.section(words.NOTHING_PENDING))
     if pages:

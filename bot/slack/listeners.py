@@ -29,6 +29,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import batch, clicks, commands, envelopes, inbound, replies, similar, texts
@@ -36,7 +37,6 @@ from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
-from bot.slack.people import Names
 from bot.slack.refusals import edit_refusal, refusal
 from bot.tasks import Background
 from runtime import Actor, Decision, Page, Permission, Runtime, errors

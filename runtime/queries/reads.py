@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from runtime import errors, lookups
-from runtime.approvals import ensure_receipt
+from runtime.approvals import Directory, ensure_receipt
 from runtime.history import (
     ChainReport,
     approval_state,
@@ -33,6 +33,7 @@ from store import (
     Store,
 )
 from store import errors as store_errors
+from store.base import ApprovalPage
 from store.records import AuditAnchor, Envelope, LearnedRule
 
 NOT_FOUND: tuple[type[Exception], ...] = (
@@ -110,6 +111,22 @@ class Queries:
         """The approvals `user` asked for or decided, created since `since`, newest first, at
         most `limit` (one person's App Home, not a scan of every approval)."""
         return await self._store.approvals_of_person(user, since=since, limit=limit)
+
+    async def pending_for(
+        self,
+        user: str,
+        directory: Directory,
+        *,
+        after: tuple[datetime, str] | None = None,
+        limit: int = 10,
+    ) -> ApprovalPage:
+        """One page of the pending approvals `user` may decide (not their own unless the
+        policy allows it), longest-waiting first, selected in the store by who their
+        authority names: `user`, a user group the directory says they belong to, or anyone;
+        with how many wait from `after` on."""
+        named = await self._store.decider_groups()
+        groups = [g for g in named if user in await directory.members(g)]
+        return await self._store.pending_for(user, groups=groups, after=after, limit=limit)
 
     async def receipt(self, approval_id: str) -> dict[str, Any] | None:
         """The signed receipt of a decided approval (signed now if its decision's process

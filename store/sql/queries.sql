@@ -614,13 +614,54 @@ ORDER BY created_at, id LIMIT :limit
 
 -- approvals_of_person --
 -- The approvals one person asked for or decided, created at or after :since, newest first, at
--- most :limit: what their App Home lists. Each state is a range of the state index on
--- created_at (every state is listed), so the read stays small however many approvals exist.
+-- most :limit: what their App Home lists. Each side is a range of its own index (requester,
+-- decider), so the read stays small however many approvals other people have.
 SELECT * FROM approvals
-WHERE state IN ('pending', 'approved', 'declined')
-  AND created_at >= :since::timestamptz
-  AND (requested_by = :user OR decided_by = :user)
+WHERE id IN (
+    SELECT id FROM approvals {indexed_by(approvals_by_requester)}
+    WHERE requested_by = :user AND created_at >= :since::timestamptz
+    UNION
+    SELECT id FROM approvals {indexed_by(approvals_by_decider)}
+    WHERE decided_by = :user AND created_at >= :since::timestamptz
+)
 ORDER BY created_at DESC, id DESC LIMIT :limit
+
+-- decider_groups --
+-- The user groups among the deciders of pending approvals (by the deciders' index): a
+-- person's Home asks the directory which of them they belong to.
+SELECT DISTINCT decider FROM approval_deciders WHERE decider >= 'S' AND decider < 'T'
+ORDER BY decider
+
+-- pending_for_deciders [sqlite] --
+-- One page of the pending approvals :user may decide, longest-waiting first: those whose
+-- deciders name :user, a group of theirs or anyone (the JSON list :deciders; an escalation's
+-- approver is one once it escalated), the requester only where self-approval is allowed;
+-- after the cursor (created_at, id) of the previous page's last one. Each row carries how
+-- many there are from the cursor on (`waiting`), counted on the deciders' index alone; only
+-- the page's rows of `approvals` are read.
+WITH mine AS (
+    SELECT DISTINCT d.created_at, d.approval_id FROM approval_deciders d
+    WHERE d.decider IN (SELECT value FROM json_each(:deciders))
+      AND (:after_at IS NULL OR d.created_at > :after_at
+           OR (d.created_at = :after_at AND d.approval_id > :after_id))
+      AND (d.self_ok OR d.requested_by IS NULL OR d.requested_by <> :user)
+)
+SELECT a.*, (SELECT count(*) FROM mine) AS waiting FROM approvals a
+WHERE a.id IN (SELECT approval_id FROM mine ORDER BY created_at, approval_id LIMIT :limit)
+ORDER BY a.created_at, a.id
+
+-- pending_for_deciders [postgres] --
+-- The same, over PostgreSQL's JSON.
+WITH mine AS (
+    SELECT DISTINCT d.created_at, d.approval_id FROM approval_deciders d
+    WHERE d.decider = ANY (ARRAY(SELECT jsonb_array_elements_text(:deciders::jsonb)))
+      AND (:after_at::timestamptz IS NULL OR d.created_at > :after_at
+           OR (d.created_at = :after_at AND d.approval_id > :after_id::text))
+      AND (d.self_ok OR d.requested_by IS NULL OR d.requested_by <> :user)
+)
+SELECT a.*, (SELECT count(*) FROM mine) AS waiting FROM approvals a
+WHERE a.id IN (SELECT approval_id FROM mine ORDER BY created_at, approval_id LIMIT :limit)
+ORDER BY a.created_at, a.id
 
 -- page_approvals --
 -- One page of approvals, oldest first, filtered by state, run, tool and requester (each

@@ -10,6 +10,13 @@ the runtime modules the surfaces import, besides the facade and the queries, han
 `runtime` (approvals, runs, history, ...) the surfaces, the client and the examples import
 only the public names its `__init__` lists in `__all__`, never a module path below it.
 
+No surface imports another's modules: Slack (`bot/slack/`), the CLI (`bot/cli/`), the console
+(`bot/console/`), the approvers' page (`bot/approvers/`) and the HTTP
+API (`bot/api.py`, `bot/api_*.py`, `bot/openapi.py`) share what they must through modules that
+belong to none (the request models and their validation, `bot/requests.py`; the JSON views,
+`bot/json_views.py`; the HTTP app's auth, keys and errors, `bot/http_*.py`), and those import
+no surface. The process entry points (`bot/server.py`, `bot/dev/`) put the surfaces together.
+
 Each check runs on the real tree, and on a small synthetic tree that breaks it: a check that
 could not fail would prove nothing."""
 
@@ -257,6 +264,39 @@ def sub_packages(root: Path) -> list[str]:
     )
 
 
+SURFACE_PACKAGES = ("slack", "cli", "console", "approvers")
+"""`bot/email/` is not yet among them: it sends through the Slack outbox and the approvers'
+tokens (issue 45, left open)."""
+SHARED = ("bot.requests", "bot.json_views", "bot.http_auth", "bot.http_errors", "bot.http_keys")
+"""Modules every surface may use and none owns."""
+
+
+def surface_of(module: str) -> str | None:
+    """Which surface a `bot` module belongs to (None: to none)."""
+    parts = module.split(".")
+    if parts[0] != SURFACES or len(parts) < 2:
+        return None
+    if parts[1] in SURFACE_PACKAGES:
+        return parts[1]
+    if parts[1] in ("api", "openapi") or parts[1].startswith("api_"):
+        return "api"
+    return None
+
+
+def cross_surface_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Surface modules that import another surface's modules, and shared modules that import
+    any surface's."""
+    wrong: dict[str, list[str]] = {}
+    for module, targets in graph.items():
+        own = surface_of(module)
+        if own is None and module not in SHARED:
+            continue
+        found = sorted(t for t in targets if surface_of(t) not in (None, own))
+        if found:
+            wrong[module] = found
+    return wrong
+
+
 def public_names(root: Path, package: str) -> set[str]:
     """The names a package's `__init__` lists in `__all__` (none without one)."""
     init = root.joinpath(*package.split("."), "__init__.py")
@@ -416,6 +456,20 @@ def test_the_runtime_modules_surfaces_import_hand_out_no_store() -> None:
 
 def test_surfaces_import_only_a_sub_package_s_public_names() -> None:
     assert past_public_names(ROOT, ["bot", "signoff", "examples"], sub_packages(ROOT)) == {}
+
+
+def test_no_surface_imports_another_surface_s_modules(graph: dict[str, set[str]]) -> None:
+    assert cross_surface_imports(graph) == {}
+
+
+def test_the_shared_modules_are_shared(graph: dict[str, set[str]]) -> None:
+    """The check looks at real users: the CLI, the console and the API all use the run view,
+    the CLI and the API the request models."""
+    users = {m for m, targets in graph.items() if "bot.json_views" in targets}
+    assert {"bot.cli.runs", "bot.console.routes", "bot.api"} <= users
+    assert "bot.requests" in graph["bot.cli.runs"]
+    assert "bot.requests" in graph["bot.api"]
+    assert all(module in graph for module in SHARED)
 
 
 def test_the_surfaces_enter_by_the_facade_and_the_queries(graph: dict[str, set[str]]) -> None:
@@ -637,4 +691,32 @@ def test_a_surface_importing_past_the_public_names_is_found(tmp_path: Path) -> N
         "bot.health": ["runtime.approvals.policy.Policy"],
         "bot.server": ["runtime.runs.queue"],
         "examples.demo": ["runtime.approvals.policy"],
+    }
+
+
+def test_a_surface_leaning_on_another_is_found(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "bot/__init__.py": "",
+            "bot/api.py": "from bot import api_views\n",
+            "bot/api_views.py": "from bot.requests import RunRequest\n",
+            "bot/requests.py": "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from bot.slack.cards import card\n",
+            "bot/json_views.py": "from bot import words\n",
+            "bot/words.py": "",
+            "bot/server.py": "from bot import api\nfrom bot.slack import app\n",
+            "bot/slack/__init__.py": "",
+            "bot/slack/app.py": "from bot.slack import cards\nfrom bot import json_views\n",
+            "bot/slack/cards.py": "",
+            "bot/cli/__init__.py": "",
+            "bot/cli/runs.py": "def show():\n    from bot.api_views import run_view\n",
+            "bot/console/routes.py": "from bot import api\nfrom bot.slack.cards import card\n",
+        },
+    )
+
+    assert cross_surface_imports(import_graph(root)) == {
+        "bot.cli.runs": ["bot.api_views"],
+        "bot.console.routes": ["bot.api", "bot.slack.cards"],
+        "bot.requests": ["bot.slack.cards"],
     }

@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from bot import reading, views, words
-from bot.api_errors import refusal as api_refusal
 from bot.console import timeline
+from bot.http_errors import refusal as api_refusal
 from bot.settle import refusal_text
 from bot.slack import cards, replies
 from bot.slack.home_view import home_view

@@ -15,7 +15,7 @@ import pytest
 from support.api_support import ApiServers, bearer, token
 from support.helpers import AUTH, Api, eventually
 
-from bot.api_auth import Caller, RateLimiter
+from bot.http_auth import Caller, RateLimiter
 from bot.server import api_warnings
 from bot.settings import Settings, load_settings
 from examples import world

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from bot.api_views import run_view
+from bot.json_views import run_view
 from bot.settle import settle_commands
 from bot.views import pages_table
 from runtime import Runtime

@@ -16,15 +16,14 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from support.helpers import eventually
 from support.slack_inprocess import SECRET, Slack, slack_app
 
-from bot.slack import home
+from bot.slack import home, home_view
 from bot.slack.inbound import Signature
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies, Policy, StaticDirectory
 from store import Store
 
 BOB, EVE = "U0BOB", "U0EVE"
 OTHERS = 250
-PENDING_READ = 40
 
 
 async def open_home(slack: Slack, user: str) -> None:
@@ -79,7 +78,6 @@ async def test_a_home_reads_only_what_concerns_its_person(
     ]
     await rt.decide(hers[0].id, "declined", by=BOB, reason="no", resume=False)
 
-    monkeypatch.setattr(home, "PENDING_READ", PENDING_READ)
     fetched: dict[str, list[int]] = defaultdict(list)
     read = store._read  # type: ignore[attr-defined]
 
@@ -108,9 +106,40 @@ async def test_a_home_reads_only_what_concerns_its_person(
 
     for reads in (for_eve, fetched):
         assert not {"list_approvals", "list_pages"} & reads.keys(), reads
-        assert reads["list_approvals_by_state"] == [PENDING_READ]  # the longest waiting
+        assert "list_approvals_by_state" not in reads  # no scan of everyone's pending
+        assert reads["decider_groups"] == [0]
         assert reads["approvals_of_person"][0] <= home.READ_LIMIT
         assert reads["open_pages_for"] == [0]
     assert for_eve["approvals_of_person"] == [3]  # Eve's own, not a row more
+    assert for_eve["pending_for_deciders"] == [0]  # Eve decides nothing
+    assert fetched["pending_for_deciders"] == [home_view.SECTION]  # Bob's first page
     total = sum(sum(rows) for rows in for_eve.values())
-    assert total <= PENDING_READ + 3 + 1, for_eve  # the store holds OTHERS + 3 approvals
+    assert total <= 3 + 1, for_eve  # the store holds OTHERS + 3 approvals
+
+
+async def test_a_home_shows_its_persons_approvals_behind_a_backlog_of_others(
+    make_runtime: Callable[..., Runtime], store: Store
+) -> None:
+    """600 older approvals for someone else, then 12 for a user group Bob belongs to: Bob's
+    Home lists his 10 longest-waiting and says exactly how many more (issue 40.4)."""
+    others = make_runtime([], policies=Policies(default=Policy(approvers=("U0OTHER",))))
+    for n in range(600):
+        await others.request_approval("issue_refund", {"order_id": f"other{n}"}, requested_by=EVE)
+    rt = make_runtime(
+        [],
+        policies=Policies(default=Policy(approvers=("S0FINANCE",))),
+        directory=StaticDirectory({"S0FINANCE": {BOB}}),
+    )
+    for n in range(12):
+        await rt.request_approval("issue_refund", {"order_id": f"bob{n:02}"}, requested_by=EVE)
+    async with slack_app(rt) as slack:
+        await open_home(slack, BOB)
+        bob = "".join(await eventually(lambda: shown_now(slack, BOB)))
+        await open_home(slack, EVE)
+        eve = "".join(await eventually(lambda: shown_now(slack, EVE)))
+    shown = [n for n in range(12) if f"bob{n:02}" in bob]
+    assert shown == list(range(10))  # longest-waiting first
+    assert "and 2 more" in bob
+    assert "other" not in bob
+    assert "Nothing waits" not in bob
+    assert "Nothing waits" in eve  # she decides none of them

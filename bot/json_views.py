@@ -1,6 +1,6 @@
 """What the HTTP API (and its callbacks) answer with for an approval and a run: the fields a
 caller may see, as JSON. The CLI's `--json` and the console show a run in the same shape, so
-scripts and pages see one view."""
+scripts and pages see one view: a module of no surface, which each of them uses."""
 
 from __future__ import annotations
 

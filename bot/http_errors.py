@@ -1,5 +1,6 @@
 """How errors answer over HTTP: one middleware turns every refusal and failure under /v1/
-into JSON with its status, so handlers raise and never build error responses themselves."""
+into JSON with its status, so handlers raise and never build error responses themselves.
+The API and the console share it; neither owns it."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.api_auth import Handler, error
-from bot.api_views import approval_view
+from bot.http_auth import Handler, error
+from bot.json_views import approval_view
 from runtime import errors
 from runtime import spend as budgets
 from runtime.records import Approval, DiskFull, UnreadableRecord

@@ -1,5 +1,6 @@
 """People by name where Slack shows no mentions: a modal's plain text shows `<@U0BOB>` as
-written, so the modal says "@bob", looked up with `users.info` (cached) like Slack would."""
+written, so the modal says "@bob", looked up with `users.info` (cached) like Slack would.
+Slack's listeners and `signoff people` both use it, so it belongs to neither surface."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""What the API's handlers find on the aiohttp application: the runtime and the background
-tasks. A leaf module, so handlers in several modules share the keys without a cycle."""
+"""What the HTTP handlers (the API's and the console's) find on the aiohttp application: the
+runtime and the background tasks. A leaf module, so handlers in several modules share the
+keys without a cycle."""
 
 from __future__ import annotations
 

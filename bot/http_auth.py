@@ -1,4 +1,6 @@
 """Who is calling the HTTP API and what they may do: named tokens with scopes, a rate each.
+Shared by every surface the HTTP app serves (the API, the console, the workspace page), and
+owned by none of them.
 
 A token is recognised by the SHA-256 of what the client sends, compared with every
 configured hash by `hmac.compare_digest` (no early exit), so neither the configuration nor

@@ -1,0 +1,96 @@
+"""A person's pending approvals are selected and counted in the store by who their authority
+names (issue 40.4): the person, a user group of theirs, or anyone; longest-waiting first,
+at any backlog of other people's; on every backend."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from store import ApprovalState, AuditEvent, Store
+from store.records import Authority
+
+from .builders import Clock, MakeApproval
+
+ME, OTHER, GROUP = "U0ME", "U0OTHER", "S0FINANCE"
+
+
+def asked(**settings: Any) -> Authority:
+    return Authority.of("issue_refund", settings)
+
+
+async def ask(store: Store, make_approval: MakeApproval, clock: Clock, **fields: Any) -> str:
+    clock.advance(seconds=1)
+    approval = make_approval(**fields)
+    await store.create_approval(approval)
+    return approval.id
+
+
+async def test_mine_come_first_behind_any_backlog_of_others(
+    store: Store, make_approval: MakeApproval, clock: Clock
+) -> None:
+    for _ in range(600):  # older, for another approver
+        await ask(store, make_approval, clock, authority=asked(approvers=[OTHER]))
+    mine = [
+        await ask(store, make_approval, clock, authority=asked(approvers=[OTHER, ME]))
+        for _ in range(5)
+    ]
+    page = await store.pending_for(ME, limit=3)
+    assert [a.id for a in page.approvals] == mine[:3]  # longest-waiting first
+    assert page.waiting == 5
+    rest = await store.pending_for(ME, after=_cursor(page.approvals[-1]), limit=3)
+    assert [a.id for a in rest.approvals] == mine[3:]
+    assert rest.waiting == 2
+    assert (await store.pending_for("U0NOBODY")).waiting == 0
+
+
+async def test_groups_anyone_escalation_and_self_approval(
+    store: Store, make_approval: MakeApproval, clock: Clock
+) -> None:
+    group = await ask(store, make_approval, clock, authority=asked(approvers=[GROUP]))
+    anyone = await ask(store, make_approval, clock, authority=asked(approvers=[]))
+    escalated = await ask(
+        store,
+        make_approval,
+        clock,
+        authority=asked(approvers=[OTHER], escalate_to=ME),
+        escalated=True,
+    )
+    later = await ask(
+        store, make_approval, clock, authority=asked(approvers=[OTHER], escalate_to=ME)
+    )
+    await ask(store, make_approval, clock, authority=asked(approvers=[ME]), requested_by=ME)
+    own_ok = await ask(
+        store,
+        make_approval,
+        clock,
+        authority=asked(approvers=[ME], allow_self_approval=True),
+        requested_by=ME,
+    )
+    assert await store.decider_groups() == [GROUP]
+    without = await store.pending_for(ME)
+    assert [a.id for a in without.approvals] == [anyone, escalated, own_ok]
+    with_group = await store.pending_for(ME, groups=[GROUP])
+    assert [a.id for a in with_group.approvals] == [group, anyone, escalated, own_ok]
+    assert with_group.waiting == 4
+
+    assert await store.extend_deadline(later, deadline=None, expected=None)  # it escalates
+    after = await store.pending_for(ME)
+    assert [a.id for a in after.approvals] == [anyone, escalated, later, own_ok]
+
+
+async def test_decided_leave_and_filled_in_arrive(
+    store: Store, make_approval: MakeApproval, clock: Clock
+) -> None:
+    decided = await ask(store, make_approval, clock, authority=asked(approvers=[ME]))
+    old = await ask(store, make_approval, clock)  # asked before approvals carried authority
+    kept = await ask(store, make_approval, clock, authority=asked(approvers=[ME]))
+    await store.decide_approval(decided, ApprovalState.APPROVED, by=ME, at=clock())
+    assert [a.id for a in (await store.pending_for(ME)).approvals] == [kept]
+
+    event = AuditEvent(action="authority_filled", actor="signoff", approval_id=old, at=clock())
+    assert await store.fill_authority(old, asked(approvers=[ME]), event=event)
+    assert [a.id for a in (await store.pending_for(ME)).approvals] == [old, kept]
+
+
+def _cursor(approval: Any) -> tuple[Any, str]:
+    return approval.created_at, approval.id
