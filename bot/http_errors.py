@@ -31,6 +31,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.RunBusy, 409),
     (errors.NotAnApprover, 403),
     (errors.SelfApproval, 403),
+    (errors.StepUpRequired, 403),
     (errors.NotTheAsker, 403),
     (errors.NotPermitted, 403),
     (errors.EditRefused, 400),

@@ -17,6 +17,7 @@ APPROVAL_FIELDS = {
     "context_error",
     "agent_reason",
     "reasked",
+    "question",
     "tool",
     "args",
     "approved_args",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
 
 from bot.policy_ids import SLACK_USER_ID
 from runtime.limits import (
@@ -70,7 +70,11 @@ class ApprovalRequest(BaseModel):
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    decision: Literal["approved", "declined"]
+    decision: Literal["approved", "declined", "asked"] = Field(
+        description="`asked`: a question back to the agent instead of a decision (the "
+        "question is `reason`); the call does not run, the agent reads the question as the "
+        "tool's result, and its next call is asked again"
+    )
     by: str = Field(description="the deciding human's Slack user id")
     reason: str | None = Field(None, max_length=MAX_REASON)
     args: dict[str, Any] | None = None
@@ -88,6 +92,12 @@ class DecisionRequest(BaseModel):
         if not re.fullmatch(SLACK_USER_ID, by):
             raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
         return by
+
+    @model_validator(mode="after")
+    def _question_said(self) -> DecisionRequest:
+        if self.decision == "asked" and not (self.reason or "").strip():
+            raise ValueError("reason: asking needs the question (the reason)")
+        return self
 
 
 class ResolveRequest(BaseModel):

@@ -64,6 +64,25 @@ WITHDRAWN = "withdrawn"
 DERIVED_APPROVAL_STATES = (EXPIRED, WITHDRAWN)
 """A declined approval that no person declined: its deadline passed, or its run moved on."""
 
+ASKED = "asked"
+"""The one word for a question back to the agent instead of a decision: the approval's
+state, the API's and CLI's decision (`asked`), the Ask button."""
+ASK = "Ask"
+ANSWER = "Agent's answer"
+
+
+def question_from(by: str) -> str:
+    """The label of an approver's question on the card asked again: `Question from @bob`."""
+    return f"Question from {by}"
+
+
+def question(reasked: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """(who asked, the question) when an approval is the agent's call after a question."""
+    if not reasked or reasked.get("why") != "question":
+        return None
+    return str(reasked.get("by") or UNKNOWN_PERSON), str(reasked.get("text") or "")
+
+
 AGENT_STOPPED_WAITING = "the agent stopped waiting"
 """Why an approval was withdrawn when the agent that asked left (cancelled, disconnected)."""
 NOBODY_WAITING = "nobody is waiting for this answer now"
@@ -121,12 +140,15 @@ def state_of_run(run: Run, *, decided: bool = False) -> str:
 
 
 def approval_state(approval: Approval) -> str:
-    """`pending`, `approved`, `declined`, or `expired` / `withdrawn` (declined by no one)."""
+    """`pending`, `approved`, `declined`, or `expired` / `withdrawn` (declined by no one), or
+    `asked` (a question back to the agent)."""
     reason = approval.reason or ""
     if approval.state == ApprovalState.DECLINED and reason == "expired":
         return EXPIRED
     if approval.state == ApprovalState.DECLINED and reason.startswith("withdrawn"):
         return WITHDRAWN
+    if approval.state == ApprovalState.DECLINED and approval.question is not None:
+        return ASKED
     return APPROVAL_STATES[approval.state.value]
 
 
@@ -447,6 +469,38 @@ def decided(approval: Approval, ago: str, *, by: str) -> str:
     if state in DERIVED_APPROVAL_STATES:
         return f"{state} · {ago} ago"
     return f"{state} by {by} · {ago} ago"
+
+
+# batches: several approvals of one tool decided together (`bot.batches`)
+
+BATCH_EACH_ITS_OWN = (
+    "Each chosen request is decided on its own, under its own policy: any you may not "
+    "decide are left as they are and named. A batch never makes a rule."
+)
+BATCH_EMPTY = "Choose at least one request to decide."
+BATCH_NOT_RECORDED = "not recorded — nothing changed, try again in a moment"
+
+
+def batch_heading(count: int, tool: str) -> str:
+    return f"Decide {count} {tool} requests together"
+
+
+def batch_too_big(count: int, limit: int) -> str:
+    return f"{count} requests chosen; a batch decides at most {limit}."
+
+
+def not_in_batch(tool: str, batch_tool: str) -> str:
+    """A chosen approval of another tool than the batch's."""
+    return f"it is a {tool} request, not {batch_tool}; a batch decides one tool's requests"
+
+
+def batch_outcome(decision: str, tool: str, count: int, refused: Sequence[str]) -> str:
+    """`Approved 18 issue_refund requests, each on its own; not decided: ap_1: …; ap_2: …`."""
+    verb = APPROVAL_STATES.get(decision, decision).capitalize()
+    said = f"{verb} {count} {tool} request{'s' if count != 1 else ''}, each on its own"
+    if refused:
+        said += f"; {len(refused)} not decided: " + "; ".join(refused)
+    return said + "."
 
 
 def page_opened(about: str, ago: str) -> str:

@@ -65,7 +65,7 @@ from store import (
     RunStatus,
     Store,
 )
-from store.records import AuditAnchor, Away, Worker, utcnow
+from store.records import AuditAnchor, Away, Passkey, Worker, utcnow
 
 SubjectT = TypeVar("SubjectT", Run, Approval, Page)
 WORKER_SEEN_WITHIN = 180.0
@@ -468,6 +468,7 @@ class Runtime:
         args: dict[str, Any] | None = None,
         resume: bool = True,
         separate: bool = False,
+        stepped_up: bool = False,
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
@@ -476,6 +477,8 @@ class Runtime:
         3-second ack needs. `separate=True` approves a call whose key an earlier effect used
         with other arguments as an effect of its own (re-keyed); a plain approval of such a
         call is refused (`KeyConflict`), since it would not do what the approver sees.
+        `stepped_up`: the approver confirmed with a passkey (only the approvals page can say
+        so); a policy's `step_up` refuses an approval without it (`StepUpRequired`).
         """
         return await self.desk.decide(
             approval_id,
@@ -485,6 +488,7 @@ class Runtime:
             args=args,
             resume=resume,
             separate=separate,
+            stepped_up=stepped_up,
         )
 
     async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
@@ -665,6 +669,20 @@ class Runtime:
     async def workers(self, *, within: float = WORKER_SEEN_WITHIN) -> builtins.list[Worker]:
         """The workers seen lately, each with the configuration digest it runs."""
         return await self.store.list_workers(within=within)
+
+    # passkeys for step-up (the approvals page verifies them; the runtime keeps them)
+
+    async def add_passkey(self, passkey: Passkey) -> bool:
+        """Keep a passkey a person registered; False if its credential is known already."""
+        return await self.store.add_passkey(passkey)
+
+    async def passkeys(self, person: str) -> builtins.list[Passkey]:
+        return await self.store.list_passkeys(person)
+
+    async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
+        """Move `person`'s passkey's signature counter forward; False if it is not theirs or
+        the counter did not grow (a replay, a cloned key)."""
+        return await self.store.use_passkey(passkey_id, person=person, sign_count=sign_count)
 
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""

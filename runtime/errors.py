@@ -19,6 +19,7 @@ SignoffRuntimeError
  │    │    └── ApprovalExpired  its deadline passed and it was declined as expired
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
+ │    ├── StepUpRequired   the policy wants a passkey's confirmation (the approvals page)
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
  │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
  │    │                    it as a separate effect
@@ -127,6 +128,11 @@ class NotAnApprover(DecisionRefused):
 
 class SelfApproval(DecisionRefused):
     """The requester may not approve their own action."""
+
+
+class StepUpRequired(DecisionRefused):
+    """This approval counts only once the approver confirms it with a passkey, on the
+    approvals page (the policy's `step_up = "passkey"`)."""
 
 
 class EditRefused(DecisionRefused):

@@ -18,7 +18,7 @@ from signoff.errors import ApiError, SignoffError
 from signoff.models import Approval, ApprovalList, Run, RunList
 
 M = TypeVar("M", bound=BaseModel)
-Decision = Literal["approved", "declined"]
+Decision = Literal["approved", "declined", "asked"]
 RETRIED = frozenset({429, 502, 503, 504})
 LONG_POLL = 25.0  # seconds one wait request may take on the server
 DEFAULT_URL = "http://127.0.0.1:8000"

@@ -99,7 +99,14 @@ class Approval(Wire):
     agent_reason: str | None = Field(None, description="the agent's stated reason, shortened")
     reasked: dict[str, Any] | None = Field(
         None,
-        description="why a call approved before is asked again (approval_id, why, text)",
+        description="why a call is asked again (approval_id, why, text): a call approved "
+        "before that must not run as approved, or (why `question`, with `by`) the agent's "
+        "call after an approver's question, its answer being `agent_reason`",
+    )
+    question: str | None = Field(
+        None,
+        description="an approver's question back to the agent instead of a decision (state "
+        "`declined`, decided_by who asked): the call did not run and may be asked again",
     )
     limits: list[LimitLine] = Field(
         default_factory=list, description="the limits the call counted against"

@@ -33,6 +33,7 @@ from store.records import (
     LimitState,
     OutboxItem,
     Page,
+    Passkey,
     Run,
     RunState,
     RunStatus,
@@ -347,7 +348,7 @@ class Store(Protocol):
         last (created_at, id)), at most `limit`, with how many wait from `after` on."""
         ...
 
-    async def cast_vote(
+    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
         self,
         approval_id: str,
         state: ApprovalState,
@@ -361,9 +362,11 @@ class Store(Protocol):
         approved_digest: str | None = None,
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
+        question: str | None = None,
         decided_for: str | None = None,
     ) -> Voted:
-        """A person's decision, in one transaction. On an approval that needs a quorum, an
+        """A person's decision, in one transaction (`question`: an approver's question back
+        to the agent, recorded with a decline). On an approval that needs a quorum, an
         approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
         second one), audited as a `vote` event, and deciding the approval (with `event`) once
         the quorum is reached. A decline, or an approval that needs one approver, decides at
@@ -753,6 +756,19 @@ class Store(Protocol):
     ) -> None:
         """A worker says which configuration it runs (at start, and again while it lives);
         seen now by the database's clock."""
+        ...
+
+    async def add_passkey(self, passkey: Passkey) -> bool:
+        """Register a person's passkey; False if its credential id is known already."""
+        ...
+
+    async def list_passkeys(self, person: str) -> list[Passkey]:
+        """A person's passkeys, oldest first."""
+        ...
+
+    async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
+        """Move a passkey's signature counter forward, by compare-and-set; False (nothing
+        changed) if it is not `person`'s or the counter did not grow."""
         ...
 
     async def list_workers(self, *, within: float) -> list[Worker]:

@@ -437,6 +437,16 @@ class Worker(Record):
     seen_at: datetime
 
 
+class Passkey(Record):
+    """A WebAuthn credential a person registered for step-up (`public_key`: COSE, base64url)."""
+
+    id: str
+    person: str
+    public_key: str
+    sign_count: int
+    created_at: datetime
+
+
 class EffectConflict(Record):
     """An effect made under the key an approval asks for, with other arguments: running the
     call under that key would not do what the approver sees. Shown on the approval's card."""
@@ -539,6 +549,9 @@ class Approval(Record):
     agent_reason: str | None = None
     """The agent's stated reason: the text of the model's turn that made the call, shortened."""
     reasked: dict[str, Any] | None = None
+    question: str | None = None
+    """An approver's question back to the agent instead of a decision (stored declined):
+    the agent reads it as the tool's result, and its next call is asked again."""
     """Set on an approval asked again for a call already approved: `approval_id` (the one
     it replaces), `why` (`facts_changed` or `lapsed`) and `text` (what changed)."""
 

@@ -39,6 +39,7 @@ from store.records import (
     Message,
     OutboxItem,
     Page,
+    Passkey,
     Record,
     Run,
     RunState,
@@ -431,3 +432,7 @@ reuse_from_row = _REUSE.read
 
 _WORKER = Columns(Worker, ("id", "config_digest"), times=("started_at", "seen_at"))
 worker_from_row = _WORKER.read
+
+_PASSKEY = Columns(Passkey, ("id", "person", "public_key", "sign_count"), times=("created_at",))
+passkey_params = _PASSKEY.params
+passkey_from_row = _PASSKEY.read

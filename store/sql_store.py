@@ -45,6 +45,7 @@ from store.records import (
     LimitState,
     OutboxItem,
     Page,
+    Passkey,
     Run,
     RunState,
     RunStatus,
@@ -312,7 +313,7 @@ class SqlStore:
         waiting = int(found[0]["waiting"]) if found else 0
         return ApprovalPage([rows.approval_from_row(row) for row in found], waiting)
 
-    async def cast_vote(
+    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
         self,
         approval_id: str,
         state: ApprovalState,
@@ -326,6 +327,7 @@ class SqlStore:
         approved_digest: str | None = None,
         key_suffix: str | None = None,
         spend_amounts: Mapping[str, int] | None = None,
+        question: str | None = None,
         decided_for: str | None = None,
     ) -> Voted:
         params = _decision_params(
@@ -341,7 +343,7 @@ class SqlStore:
             key_suffix=key_suffix,
             test_now=self._judge_now(),
             decided_for=decided_for,
-        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
+        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now(), "question": question}
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -853,6 +855,17 @@ class SqlStore:
         }
         await self._one("record_worker", params, durable=False)
 
+    async def add_passkey(self, passkey: Passkey) -> bool:
+        return await self._changed_one("insert_passkey", rows.passkey_params(passkey))
+
+    async def list_passkeys(self, person: str) -> list[Passkey]:
+        found = await self._read("list_passkeys", {"person": person})
+        return [rows.passkey_from_row(row) for row in found]
+
+    async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
+        params = {"id": passkey_id, "person": person, "sign_count": sign_count}
+        return await self._changed_one("use_passkey", params)
+
     async def list_workers(self, *, within: float) -> list[Worker]:
         found = await self._read("list_workers", {"ago": -within})
         return [rows.worker_from_row(row) for row in found]
@@ -916,6 +929,7 @@ def _decision_params(
         "test_now": test_now,
         "approved_digest": approved_digest,
         "key_suffix": key_suffix,
+        "question": None,
         "decided_for": decided_for,
     }
 

@@ -16,6 +16,7 @@ from bot import reading
 from bot.approvers import away, confirm, routes
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
+from bot.approvers.passkeys import Passkeys
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
 from bot.approvers.tokens import Links
@@ -40,6 +41,7 @@ def mount(
         provider=_provider(web_settings),
         public_url=public,
         displays=reading.displays(rt),
+        passkeys=Passkeys(rt, public) if public else None,
         links=Links(key),
     )
     app[APPROVERS] = parts

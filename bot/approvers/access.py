@@ -25,11 +25,15 @@ async def may(rt: Runtime, approval: Approval, person: str, decision: str) -> bo
 
 
 async def actions(rt: Runtime, approval: Approval, person: str) -> tuple[str, ...]:
-    """The decisions `person` may make on this approval here."""
+    """The decisions `person` may make on this approval here ("edit" and "asked" too)."""
     if approval.state != ApprovalState.PENDING:
         return ()
     found = [d for d in ("approved", "declined") if await may(rt, approval, person, d)]
+    if "declined" in found:  # who may decline may ask the agent a question instead
+        found.append("asked")
     policy = rt.policy_of(approval)
+    if "approved" in found and policy.step_up:  # approved with a passkey, as proposed
+        return tuple("passkey" if d == "approved" else d for d in found)
     if "approved" in found and policy.allow_edit and approval.required_approvals == 1:
         found.append("edit")
     return tuple(found)

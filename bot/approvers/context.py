@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from aiohttp import web
 
 from bot.approvers.oidc import Provider
+from bot.approvers.passkeys import Passkeys
 from bot.approvers.people import People
 from bot.approvers.session import Sessions
 from bot.approvers.tokens import Links
@@ -25,6 +26,8 @@ class Approvers:
     provider: Provider | None = None
     public_url: str | None = None
     displays: dict[str, Display] = field(default_factory=dict)
+    passkeys: Passkeys | None = None
+    """Step-up with passkeys (`bot.approvers.passkeys`); None without a public_url."""
     links: Links | None = None
     """Reads e-mailed decision links (`bot.approvers.confirm`)."""
 

@@ -122,6 +122,8 @@ def outcome(approval: Approval) -> str:
     by = f" by {approval.decided_by}" if approval.decided_by else ""
     by += f" for {approval.decided_for}" if approval.decided_for else ""
     reason = f": {approval.reason}" if approval.reason and state == "declined" else ""
+    if state == words.ASKED:
+        reason = f": {approval.question}"
     return f"{state.capitalize()}{by} {when(approval.decided_at)}{reason}"
 
 
@@ -137,7 +139,10 @@ def _context(approval: Approval, task: str | None) -> str:
     lines = []
     if task:
         lines.append(("Task", task))
-    if approval.reasked:
+    asked = words.question(approval.reasked)
+    if asked is not None:
+        lines.append((words.question_from(asked[0]), asked[1]))
+    elif approval.reasked:
         lines.append(("Asked again", str(approval.reasked.get("text", ""))))
     facts = approval.shown().context
     if facts:
@@ -146,7 +151,8 @@ def _context(approval: Approval, task: str | None) -> str:
     elif approval.context_error:
         lines.append(("Context unavailable", approval.context_error))
     if approval.agent_reason:
-        lines.append(("Agent's reason", approval.agent_reason))
+        label = words.ANSWER if asked is not None else "Agent's reason"
+        lines.append((label, approval.agent_reason))
     lines += [("Limit", line) for line in reading.limit_lines(approval)]
     rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in lines)
     return f'<dl class="context">{rows}</dl>' if rows else ""
@@ -181,6 +187,12 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
     url = f"/approvals/{esc(approval.id)}/decide"
     token = hidden("csrf", csrf)
     forms = []
+    if "passkey" in allowed:  # the policy requires step-up: approve with a passkey
+        forms.append(
+            f'<button class="primary" name="approve" data-passkey="{url[: -len("/decide")]}'
+            f'/passkey">Approve with your passkey</button> '
+            '<a class="muted" href="/approvals/passkeys">your passkeys</a>' + passkey_script()
+        )
     if "approved" in allowed:
         forms.append(
             f'<form class="inline" method="post" action="{url}">{token}'
@@ -194,6 +206,13 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
             '<input type="text" name="reason" placeholder="Why not? (optional)">'
             '<button class="danger" name="decline">Decline</button></form>'
         )
+    if words.ASKED in allowed:
+        forms.append(
+            f'<form class="inline ask" method="post" action="{url}">{token}'
+            f"{hidden('decision', words.ASKED)}"
+            '<input type="text" name="reason" placeholder="Your question for the agent">'
+            f'<button name="ask">{esc(words.ASK)}</button></form>'
+        )
     if "edit" in allowed:
         args = json.dumps(approval.shown_args, indent=2, ensure_ascii=False)
         forms.append(
@@ -203,6 +222,11 @@ def decision_forms(approval: Approval, actions: Iterable[str], csrf: str) -> str
             f'<button name="edit">Approve as edited</button></form></details>'
         )
     return f'<div class="decide">{"".join(forms)}</div>'
+
+
+def passkey_script() -> str:
+    """Where the passkey ceremony says how it went, and its script."""
+    return '<p id="passkey-said" role="status"></p><script src="/approvals/passkey.js"></script>'
 
 
 def page_item(page: Page) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.approvers import access, away_view, html
+from bot.approvers import access, away_view, batch, html, stepup
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session, check_csrf
@@ -23,7 +23,11 @@ from runtime.records import Approval, ApprovalState
 log = logging.getLogger("signoff.approvers")
 RECENT = timedelta(days=14)
 LISTED = 50
-DECISIONS: dict[str, Decision] = {"approved": "approved", "declined": "declined"}
+DECISIONS: dict[str, Decision] = {
+    "approved": "approved",
+    "declined": "declined",
+    "asked": "asked",
+}
 
 
 def page(body: str, *, session: Session | None = None, status: int = 200) -> web.Response:
@@ -72,7 +76,8 @@ async def listing(parts: Approvers, session: Session, note: str | None = None) -
         if a.decided_by == person and a.state != ApprovalState.PENDING
     ]
     more = max(0, len(pending) - LISTED)
-    return html.notice(note) + html.listing(cards, pages, decided, more=more)
+    several = batch.forms(pending, parts.displays, session.csrf)
+    return html.notice(note) + several + html.listing(cards, pages, decided, more=more)
 
 
 async def card_of(
@@ -115,11 +120,21 @@ async def decide(request: web.Request) -> web.Response:
     return page(body, session=session, status=400 if refused else 200)
 
 
+async def decide_batch(request: web.Request) -> web.Response:
+    """Several approvals of one tool decided together (`bot.approvers.batch`)."""
+    parts, session = signed_in(request)
+    form = await request.post()
+    check_csrf(session, _field(form, "csrf"))
+    note, refused = await batch.decide(parts, session.person, form)
+    body = html.notice(note, refused=refused) + await listing(parts, session)
+    return page(body, session=session, status=400 if refused else 200)
+
+
 async def _decide(parts: Approvers, approval_id: str, person: str, form: Any) -> tuple[str, bool]:
     """Decide as `person`; what to say, and whether it was refused (nothing changed)."""
     decision = DECISIONS.get(_field(form, "decision") or "")
     if decision is None:
-        return "Choose Approve or Decline.", True
+        return "Choose Approve, Decline or Ask.", True
     try:
         args = _args(_field(form, "args"))
         approval = await parts.rt.decide(
@@ -222,12 +237,20 @@ async def logout(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def passkeys_page(request: web.Request) -> web.Response:
+    parts, session = signed_in(request)
+    return page(await stepup.passkeys_body(parts, session), session=session)
+
+
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/approvals/passkeys", passkeys_page)
+    stepup.add_routes(app)  # before /approvals/{approval_id}
     app.router.add_get("/approvals", index)
     app.router.add_get("/approvals/signin", signin)
     app.router.add_get("/approvals/login", login)
     app.router.add_get("/approvals/callback", callback)
     app.router.add_post("/approvals/logout", logout)
+    app.router.add_post(batch.URL, decide_batch)
     app.router.add_get("/approvals/{approval_id}", show)
     app.router.add_post("/approvals/{approval_id}/decide", decide)
 

@@ -38,6 +38,8 @@ DECISIONS: dict[str, Decision] = {
     "approved": "approved",
     "decline": "declined",
     "declined": "declined",
+    "ask": "asked",
+    "asked": "asked",
 }
 
 
@@ -67,9 +69,17 @@ def list_approvals(
 def decide(
     ctx: typer.Context,
     approval_id: Annotated[str, typer.Argument(metavar="APPROVAL", help="The approval's id.")],
-    decision: Annotated[str, typer.Argument(metavar="DECISION", help="approve or decline")],
+    decision: Annotated[
+        str,
+        typer.Argument(
+            metavar="DECISION",
+            help="approve, decline, or ask (a question back to the agent, given as --reason)",
+        ),
+    ],
     by: Annotated[str, typer.Option(help="Slack user id of the decider.")],
-    reason: Annotated[str | None, typer.Option(help="Why (shown to the agent).")] = None,
+    reason: Annotated[
+        str | None, typer.Option(help="Why (shown to the agent); with ask, the question.")
+    ] = None,
     edit: Annotated[
         str | None,
         typer.Option(
@@ -88,13 +98,15 @@ def decide(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Approve or decline, under the same policy checks as Slack.
+    """Approve, decline or ask the agent a question, under the same policy checks as Slack.
 
     The run resumes here if its agent is loaded here, else where it is."""
     from bot.requests import DecisionRequest
 
     if decision not in DECISIONS:
-        raise Failure("decision must be 'approve' or 'decline'")
+        raise Failure("decision must be 'approve', 'decline' or 'ask'")
+    if DECISIONS[decision] == "asked" and not (reason or "").strip():
+        raise Failure("ask needs the question: --reason 'what would you like to know?'")
     state, args = DECISIONS[decision], edited_args(edit)
     check_user_id("--by", by)
     flags = {"by": "--by", "reason": "--reason", "args": "--edit"}

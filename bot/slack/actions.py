@@ -20,11 +20,15 @@ class Action(StrEnum):
     EDIT = "edit"
     APPROVE_SIMILAR = "approve_similar"
     DECLINE = "decline"
+    ASK = "ask"
+    """Ask the agent a question instead of deciding (a modal takes the question)."""
     ACKNOWLEDGE = "acknowledge"
     SETTLE_HAPPENED = "resolve_happened"
     SETTLE_NOT_HAPPENED = "resolve_did_not_happen"
     CONFIRM_RULE = "confirm_rule"
     """A second rule-writer confirms a learned rule for an effect that cannot be undone."""
+    BATCH = "batch"
+    """Decide several pending approvals of one tool together; its value is the tool."""
     APPROVE_ENVELOPE = "approve_envelope"
     """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
     CONFIRM_ENVELOPE = "confirm_envelope"
@@ -36,11 +40,20 @@ class Modal(StrEnum):
 
     DECLINE_REASON = "decline_reason"
     EDIT_ARGS = "edit_args"
+    ASK_QUESTION = "ask_question"
     SIMILAR_RULE = "similar_rule"
+    BATCH = "batch_decide"
     ENVELOPE = "envelope"
 
 
 OPENS_MODAL = frozenset(
-    {Action.DECLINE, Action.EDIT, Action.APPROVE_SIMILAR, Action.APPROVE_ENVELOPE}
+    {
+        Action.DECLINE,
+        Action.EDIT,
+        Action.APPROVE_SIMILAR,
+        Action.APPROVE_ENVELOPE,
+        Action.BATCH,
+        Action.ASK,
+    }
 )
 """Buttons whose listener answers by opening a modal (with the click's trigger id)."""

@@ -239,7 +239,7 @@ def slack_surface(
             app, app_token, once=once, logger=socket_logger(), web_client=client
         )
     homes = HomeTabs(rt, per_minute=settings.slack.home_publish_per_minute)
-    listeners.register(app, rt, background, homes=homes)
+    listeners.register(app, rt, background, homes=homes, page_url=settings.web.public_url)
     app.error(listeners.one_line_error)
     # Posting may not be retried blindly (see `web_client`), and a call must end well
     # before the sender's claim on its row lapses and another sender takes the row.

@@ -242,7 +242,11 @@ def context_lines(approval: Approval) -> list[str]:
     """Why it is asked again, the facts the tool read (or why it could not), and the
     agent's stated reason: each escaped, none a mention or a hidden link."""
     lines = []
-    if approval.reasked:
+    asked = words.question(approval.reasked)
+    if asked is not None:
+        by, text = asked
+        lines.append(texts.question(kit.mention(by), escape.mrkdwn(text, limit=1500)))
+    elif approval.reasked:
         lines.append(texts.asked_again(escape.mrkdwn(str(approval.reasked.get("text", "")))))
     if approval.context is not None:
         facts = approval.shown().context or {}
@@ -251,7 +255,8 @@ def context_lines(approval: Approval) -> list[str]:
     elif approval.context_error:
         lines.append(texts.context_unavailable(escape.mrkdwn(approval.context_error)))
     if approval.agent_reason:
-        lines.append(texts.agent_reason(escape.mrkdwn(approval.agent_reason, limit=600)))
+        said = escape.mrkdwn(approval.agent_reason, limit=600)
+        lines.append(texts.agent_answer(said) if asked else texts.agent_reason(said))
     return lines
 
 
@@ -414,6 +419,7 @@ def decision_actions(
         buttons.append(kit.button(texts.APPROVE_SIMILAR, Action.APPROVE_SIMILAR, approval.id))
     if envelope and approval.required_approvals == 1:  # "Approve + budget…" (envelopes)
         buttons.append(kit.button(texts.APPROVE_ENVELOPE, Action.APPROVE_ENVELOPE, approval.id))
+    buttons.append(kit.button(texts.ASK, Action.ASK, approval.id))
     buttons.append(kit.button(texts.DECLINE, Action.DECLINE, approval.id, style="danger"))
     return kit.actions(kit.APPROVAL_BLOCK + approval.id, buttons)
 
@@ -437,6 +443,8 @@ def outcome_line(approval: Approval, votes: Sequence[str] = ()) -> str:
         return texts.expired(at)
     if reason.startswith("withdrawn"):
         return texts.withdrawn(withdrawal(reason))
+    if approval.question is not None:
+        return texts.asked(decider(approval), _reason(approval.question) or "")
     return texts.declined(decider(approval), _reason(reason))
 
 

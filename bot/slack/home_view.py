@@ -10,6 +10,7 @@ from typing import Any
 from bot import words
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
+from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.records import Approval, ApprovalState, Page, Run
 
@@ -38,6 +39,7 @@ def home_view(
         blocks.append(kit.section(f":warning: {notice}"))
     blocks.append(kit.header(words.HOME_PENDING))
     if pending:
+        blocks += batch_buttons(pending)
         for approval in pending[:SECTION]:
             line = f"{cards.shown_action(approval)} · {_asked(approval, now)}"
             blocks += [kit.section(line), *_context(approval), cards.decision_actions(approval)]
@@ -62,6 +64,20 @@ def home_view(
     rows = [f"{cards.shown_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_RECENT)]
     return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
+
+
+def batch_buttons(pending: Sequence[Approval]) -> list[Block]:
+    """A "decide together" button per tool with two or more of `pending` (`bot.slack.batch`
+    opens its modal)."""
+    counts: dict[str, int] = {}
+    for approval in pending:
+        counts[approval.tool] = counts.get(approval.tool, 0) + 1
+    several = [
+        kit.button(words.batch_heading(n, tool), Action.BATCH, tool)
+        for tool, n in counts.items()
+        if n > 1
+    ]
+    return [kit.actions("batches", several)] if several else []
 
 
 def _asked(approval: Approval, now: datetime) -> str:

@@ -32,7 +32,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import clicks, commands, envelopes, inbound, replies, similar, texts
+from bot.slack import batch, clicks, commands, envelopes, inbound, replies, similar, texts
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
@@ -77,23 +77,28 @@ def register(
     background: Background,
     *,
     homes: HomeTabs | None = None,
+    page_url: str | None = None,
 ) -> None:
     """Attach every listener to `app`. Who may do what (acknowledge or settle a page, read
-    a run with `/runs`, cancel it) is the runtime's permission table (`Runtime.may`)."""
+    a run with `/runs`, cancel it) is the runtime's permission table (`Runtime.may`);
+    `page_url`: where the approvals page is, for an approval that needs a passkey there."""
     homes = homes or HomeTabs(rt)
-    listeners = Listeners(rt, background, homes)
+    listeners = Listeners(rt, background, homes, page_url=page_url)
     app.action(Action.APPROVE)(listeners.approve)
     app.action(Action.APPROVE_SEPARATE)(listeners.approve_separate)
     app.action(Action.DECLINE)(listeners.open_decline)
     app.action(Action.EDIT)(listeners.open_edit)
+    app.action(Action.ASK)(listeners.open_ask)
     app.action(Action.ACKNOWLEDGE)(listeners.acknowledge)
     app.action(Action.SETTLE_HAPPENED)(listeners.settle_happened)
     app.action(Action.SETTLE_NOT_HAPPENED)(listeners.settle_not_happened)
     app.view(Modal.DECLINE_REASON)(listeners.decline)
     app.view(Modal.EDIT_ARGS)(listeners.approve_edited)
+    app.view(Modal.ASK_QUESTION)(listeners.ask)
     app.command("/runs")(listeners.runs_command)
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)
+    batch.register(app, rt, background, homes)
     envelopes.register(app, rt, background)
 
 
@@ -105,6 +110,7 @@ class Listeners:
     background: Background
     homes: HomeTabs
     names: Names = field(default_factory=Names)
+    page_url: str | None = None
 
     # buttons
 
@@ -125,7 +131,15 @@ class Listeners:
                 approval_id, "approved", by=user, resume=False, separate=separate
             ),
         )
-        await self._record(ack, client, body, decide, field=None)
+        await self._record(ack, client, body, decide, field=None, explain=self._step_up)
+
+    def _step_up(self, exc: Exception) -> str:
+        """A refusal; for an approval that needs a passkey, the link to the page for it."""
+        approval = getattr(exc, "approval", None)
+        if isinstance(exc, errors.StepUpRequired) and isinstance(approval, Approval):
+            base = (self.page_url or "").rstrip("/")
+            return texts.step_up(f"{base}/approvals/{approval.id}" if base else None)
+        return refusal(exc)
 
     async def approve_separate(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """Approve a call whose key an earlier effect used with other arguments, as an effect
@@ -141,6 +155,10 @@ class Listeners:
     async def open_edit(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         await ack()
         self.background.spawn(self._open(body, client, replies.edit_modal, "approved"), name="edit")
+
+    async def open_ask(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        await ack()
+        self.background.spawn(self._open(body, client, replies.ask_modal, "asked"), name="ask")
 
     async def acknowledge(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         user, page_id = _clicker(body), _button_value(body)
@@ -193,6 +211,15 @@ class Listeners:
             await ack(response_action="errors", errors={"reason": "Say why, for the agent."})
             return
         await self._submit(ack, client, body, view, user, "declined", "reason", reason=reason)
+
+    async def ask(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
+        """A question back to the agent instead of a decision (`words.ASKED`)."""
+        question = _input(view, "question").strip()
+        if not question:
+            await ack(response_action="errors", errors={"question": "Say what to ask the agent."})
+            return
+        user = _clicker(body)
+        await self._submit(ack, client, body, view, user, "asked", "question", reason=question)
 
     async def approve_edited(
         self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient

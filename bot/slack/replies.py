@@ -76,6 +76,22 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
     return _asking(Modal.EDIT_ARGS, approval, texts.EDIT_TITLE, texts.EDIT_SUBMIT, prompt, editor)
 
 
+def ask_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
+    """Asks the approver's question; it goes back to the agent as the tool's result."""
+    action = cards.shown_action(approval, display)
+    question = kit.text_input(
+        "question",
+        texts.ASK_LABEL,
+        multiline=True,
+        placeholder=texts.ASK_PLACEHOLDER,
+        max_length=DECLINE_REASON,
+    )
+    prompt = texts.ask_prompt(action)
+    return _asking(
+        Modal.ASK_QUESTION, approval, texts.ASK_TITLE, texts.ASK_SUBMIT, prompt, question
+    )
+
+
 def _asking(
     kind: str, approval: Approval, title: str, submit: str, prompt: str, field: Block
 ) -> dict[str, Any]:

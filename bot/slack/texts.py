@@ -20,6 +20,11 @@ APPROVE_ENVELOPE = "Approve + budget…"
 CONFIRM_ENVELOPE = "Confirm budget"
 REVOKE_ENVELOPE = "Revoke"
 DECLINE = "Decline…"
+ASK = f"{words.ASK}…"
+ASK_TITLE = "Ask the agent"
+ASK_SUBMIT = words.ASK
+ASK_LABEL = "Your question. The agent reads it and asks again with its answer."
+ASK_PLACEHOLDER = "e.g. why is the refund more than the order total?"
 BACK = "Back"
 ACKNOWLEDGE = "Acknowledge"
 HAPPENED = "It happened"
@@ -154,6 +159,15 @@ def asked_again(why: str) -> str:
     return f":arrows_counterclockwise: *Asked again:* {why}; it was not run"
 
 
+def question(by: str, text: str) -> str:
+    """The approver's question this call answers (a card asked again after it)."""
+    return f":grey_question: *{words.question_from(by)}:* {text}"
+
+
+def agent_answer(text: str) -> str:
+    return f":speech_balloon: *{words.ANSWER}:* {text}"
+
+
 def possible_duplicate(run: str, differs: str | None = None) -> str:
     if differs:
         return f":warning: possible duplicate of run {run}: the same effect, but {differs}"
@@ -205,6 +219,33 @@ STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 def waiter(note: str) -> str:
     """Whether anyone waits for the answer (`bot.words.waiter_note`)."""
     return f":zzz: {note[:1].upper()}{note[1:]}"
+
+
+def step_up(link: str | None) -> str:
+    """A click on a card whose policy needs a passkey: where to confirm it."""
+    if link is None:
+        return (
+            ":closed_lock_with_key: This approval counts only once you confirm it with your "
+            "passkey on the approvals page (this server has no public_url to link to); "
+            "nothing changed."
+        )
+    return (
+        f":closed_lock_with_key: This approval counts only once you confirm it with your "
+        f"passkey: <{link}|approve it on the approvals page>. Nothing changed yet."
+    )
+
+
+def ask_prompt(action: str) -> str:
+    return f"What would you like the agent to answer before you decide {action}?"
+
+
+def asked(by: str, question: str) -> str:
+    """An approver asked the agent instead of deciding: it was not run, and the agent's
+    answer comes back as a new card."""
+    return (
+        f":grey_question: {words.ASKED.capitalize()} by {by}: {question} "
+        "(not run; the agent answers on a new card)"
+    )
 
 
 def withdrawn(reason: str) -> str:

@@ -26,14 +26,25 @@ from store.records import SENSITIVE_MASK, masked
 
 log = logging.getLogger("signoff.approvals")
 
-Decision = Literal["approved", "declined"]
+Decision = Literal["approved", "declined", "asked"]
+"""What a person answers: approve, decline, or ask the agent a question (`ASKED`)."""
+ASKED = "asked"
+"""A question back to the agent instead of a decision: recorded as a decline carrying the
+question, which the agent reads as the tool's result; its next call is asked again."""
+MAX_QUESTION = 2000
 
 
-def check_request(decision: str, by: str) -> None:
-    if decision not in ("approved", "declined"):
-        raise errors.InvalidRequest(f"a decision is 'approved' or 'declined', not {decision!r}")
+def check_request(decision: str, by: str, reason: str | None = None) -> None:
+    if decision not in ("approved", "declined", ASKED):
+        raise errors.InvalidRequest(
+            f"a decision is 'approved', 'declined' or 'asked', not {decision!r}"
+        )
     if not by:
         raise errors.InvalidRequest("a decision needs the deciding user's id")
+    if decision == ASKED and not (reason or "").strip():
+        raise errors.InvalidRequest("a question needs its text (the reason)")
+    if decision == ASKED and len(reason or "") > MAX_QUESTION:
+        raise errors.InvalidRequest(f"a question is at most {MAX_QUESTION} characters")
 
 
 async def check_decider(
@@ -149,8 +160,10 @@ async def cast(
     decided_for: str | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
-    forms, the decision once it is reached or at once)."""
-    state = ApprovalState(decision)
+    forms, the decision once it is reached or at once). A question decides at once, as a
+    decline carrying it."""
+    asked = decision == ASKED
+    state = ApprovalState.DECLINED if asked else ApprovalState(decision)
     event = recording.decision_event(
         approval,
         state,
@@ -159,6 +172,7 @@ async def cast(
         at=at,
         approved_args=approved_args,
         key_suffix=key_suffix,
+        asked=asked,
         decided_for=decided_for,
     )
     try:
@@ -174,6 +188,7 @@ async def cast(
             approved_digest=recording.approved_digest(approval, state, approved_args),
             key_suffix=key_suffix,
             spend_amounts=spend_amounts,
+            question=reason.strip() if asked and reason else None,
             decided_for=decided_for,
         )
     except store_errors.OverLimit as exc:

@@ -205,17 +205,28 @@ class ApprovalDesk:
         args: dict[str, Any] | None = None,
         resume: bool = True,
         separate: bool = False,
+        stepped_up: bool = False,
     ) -> Approval:
         """Record a human's decision; returns the approval (still pending while a quorum forms).
+
+        `stepped_up`: the approver confirmed with a passkey just now (the approvals page
+        verified it); an approval whose policy requires step-up is refused without it.
 
         `resume=False`: return once the decision is durable; the caller resumes the run.
         `separate`: approve a call whose key an earlier effect used with other arguments as
         an effect of its own (it is re-keyed); without it such an approval is refused."""
-        deciding.check_request(decision, by)
+        deciding.check_request(decision, by, reason)
         approval = await self.with_authority(await self.get(approval_id))
         policy = self.policy_of(approval)
         await self._expire_if_due(approval, policy)
         decided_for = await self._check_decider(approval, policy, decision, by)
+        if decision == "approved" and policy.step_up and not stepped_up:
+            raise errors.StepUpRequired(
+                f"policy {approval.policy!r} requires {by} to confirm this approval with a "
+                "passkey on the approvals page",
+                approval=approval,
+                by=by,
+            )
         approved_args = None
         amounts = None
         if args is not None:

@@ -68,6 +68,10 @@ class Settings(BaseModel):
     valid_for: PositiveDuration | None = None
     """How long an approval stays good: approved but not run within it (a run parked
     behind a slow worker, an outage), the call is asked again."""
+    step_up: Literal["passkey"] | None = None
+    """`"passkey"`: an approval counts only once the approver confirms it with a WebAuthn
+    passkey registered on the approvals page (`bot.approvers.passkeys`); a decline does not
+    need one."""
     decide_within: PositiveDuration | None = None
     """The decision target ("decided within 30m"): cards, reminders and metrics say when an
     approval misses it (`runtime.approvals.slo`); it changes nothing about who decides or when."""

@@ -37,13 +37,15 @@ def decision_event(
     at: datetime,
     approved_args: dict[str, Any] | None = None,
     key_suffix: str | None = None,
+    asked: bool = False,
     decided_for: str | None = None,
 ) -> AuditEvent:
-    """The audit event of a decision (`approval_approved`, `approval_declined`); a
-    delegate's says whom for (`for`)."""
+    """The audit event of a decision (`approval_approved`, `approval_declined`), or of a
+    question back to the agent (`approval_asked`, the question its reason); a delegate's
+    says whom for (`for`)."""
     digest = approved_digest(approval, state, approved_args)
     return AuditEvent(
-        action=f"approval_{state.value}",
+        action="approval_asked" if asked else f"approval_{state.value}",
         actor=by,
         run_id=approval.run_id,
         approval_id=approval.id,

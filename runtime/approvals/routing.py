@@ -168,6 +168,8 @@ def snapshot(policy: Policy) -> dict[str, Any]:
     """The policy as JSON; durations in seconds, which `Policy` reads back as such."""
     # display and start-up checking only
     values = policy.model_dump(exclude={"rules", "sensitive_results", "external"})
+    if values.get("step_up") is None:  # as recorded before step-up existed
+        values.pop("step_up", None)
     return {
         key: value.total_seconds() if isinstance(value, timedelta) else value
         for key, value in values.items()

@@ -21,7 +21,10 @@ def card_text(approval: Approval) -> str:
     for name, value in sorted(approval.shown_args.items()):
         lines.append(f"{name}: {_value(value)}")
     lines.append(f"asked by: {approval.requested_by or 'unknown'}")
-    if approval.reasked:
+    if approval.reasked and approval.reasked.get("why") == "question":
+        by, text = approval.reasked.get("by", ""), approval.reasked.get("text", "")
+        lines.append(f"question from {by}: {text}")
+    elif approval.reasked:
         lines.append(f"asked again: {approval.reasked.get('text', '')}")
     if approval.context is None and approval.context_error:
         lines.append(f"context unavailable: {approval.context_error}")

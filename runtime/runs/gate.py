@@ -17,7 +17,7 @@ from runtime.approvals import (
     stated_reason,
 )
 from runtime.ports import Approvals
-from runtime.runs import shadow
+from runtime.runs import results, shadow
 from runtime.runs.budget import StopReason
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
@@ -78,10 +78,14 @@ class Gate:
     ) -> Approval:
         """The approval with what its approver is shown beside the call: the agent's stated
         reason and the facts the tool's context function reads (`found`, if read already)."""
-        reason = stated_reason(self.session.journal.transcript, plan.call.id)
+        transcript = self.session.journal.transcript
+        reason = stated_reason(transcript, plan.call.id)
         if found is None and plan.tool is not None:
             found = await gather_context(plan.tool, plan.args or {})
         update: dict[str, object] = {"agent_reason": reason}
+        question = results.question_before(transcript, plan.call.name)
+        if question is not None and approval.reasked is None:  # the agent's answer: its reason
+            update["reasked"] = question
         if found is not None:
             update |= {
                 "context": found.facts,

@@ -6,6 +6,8 @@ result from a refusal without parsing prose.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic_core import to_json
@@ -31,6 +33,8 @@ def failure(call_id: str, tool: str, reason: str) -> Message:
 
 
 def declined(call_id: str, tool: str, approval: Approval) -> Message:
+    if approval.question is not None:
+        return asked(call_id, tool, approval)
     denied = approval.rule is not None and approval.rule.action == "deny"
     who = "A policy rule" if denied else "A human"
     return _message(
@@ -47,6 +51,53 @@ def declined(call_id: str, tool: str, approval: Approval) -> Message:
             "continue without it or tell the user.",
         },
     )
+
+
+ASKS = "the approver asks: "
+"""How an approver's question reads in the tool's result (`asked`)."""
+
+
+def asked(call_id: str, tool: str, approval: Approval) -> Message:
+    """An approver's question instead of a decision: the call did not run; the agent answers
+    in its reason and calls again, which asks again showing the question and the answer."""
+    return _message(
+        call_id,
+        tool,
+        {
+            "executed": False,
+            "decision": "asked",
+            "asked_by": approval.decided_by,
+            "question": approval.question,
+            "approval_id": approval.id,
+            "said": ASKS + (approval.question or ""),
+            "instruction": f"The call was not run: the approver asks a question first. "
+            f"Answer it in your reply's text and call {tool} again to ask for approval "
+            "again.",
+        },
+    )
+
+
+def question_before(messages: Sequence[Message], tool: str) -> dict[str, Any] | None:
+    """The question an approver asked about the last call of `tool` in the transcript, if
+    that call's result was one: what a call asked again shows beside the agent's answer."""
+    for message in reversed(messages):
+        if message.role != "tool" or message.name != tool:
+            continue
+        if not message.content.startswith("{") or '"asked"' not in message.content:
+            return None
+        try:
+            said = json.loads(message.content)
+        except ValueError:
+            return None
+        if not isinstance(said, dict) or said.get("decision") != "asked":
+            return None
+        return {
+            "why": "question",
+            "text": str(said.get("question") or ""),
+            "by": str(said.get("asked_by") or ""),
+            "approval_id": str(said.get("approval_id") or ""),
+        }
+    return None
 
 
 def dry_run(call_id: str, tool: str, args: dict[str, Any]) -> Message:

@@ -525,7 +525,7 @@ INSERT INTO approvals (id, run_id, call_id, lineage_id, idempotency_key, tool, a
                        callback_status, duplicate_of, rule, authority, created_at,
                        sensitive, args_digest, approved_digest, key_suffix, conflict,
                        duplicate_args, resume_state, requester_token, context,
-                       context_error, context_digest, agent_reason, reasked)
+                       context_error, context_digest, agent_reason, reasked, question)
 VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :approved_args,
         :policy, :state, :decided_by, :decided_at, :reason, :requested_by,
         :required_approvals,
@@ -535,7 +535,7 @@ VALUES (:id, :run_id, :call_id, :lineage_id, :idempotency_key, :tool, :args, :ap
         :channel, :message_ts, :delivery, :callback_url, :callback_status, :duplicate_of,
         :rule, :authority, :created_at, :sensitive, :args_digest, :approved_digest,
         :key_suffix, :conflict, :duplicate_args, :resume_state, :requester_token, :context,
-        :context_error, :context_digest, :agent_reason, :reasked)
+        :context_error, :context_digest, :agent_reason, :reasked, :question)
 
 -- approvals_without_authority --
 -- Pending approvals asked before approvals carried their authority, oldest first.
@@ -554,6 +554,23 @@ VALUES (:id, :config_digest, :started_at, {now})
 ON CONFLICT (id) DO UPDATE
 SET config_digest = excluded.config_digest, started_at = excluded.started_at, seen_at = {now}
 
+-- insert_passkey --
+-- A passkey a person registered; a credential id already known is not taken again.
+INSERT INTO passkeys (id, person, public_key, sign_count, created_at)
+VALUES (:id, :person, :public_key, :sign_count, :created_at)
+ON CONFLICT (id) DO NOTHING
+
+-- list_passkeys --
+-- A person's passkeys, oldest first.
+SELECT * FROM passkeys WHERE person = :person ORDER BY created_at, id
+
+-- use_passkey --
+-- Compare-and-set a passkey's signature counter forward: a signature whose counter did not
+-- grow (a replay, a cloned key) changes nothing. A counter of 0 is an authenticator's that
+-- keeps none: it always passes.
+UPDATE passkeys SET sign_count = :sign_count
+WHERE id = :id AND person = :person AND (sign_count < :sign_count OR :sign_count = 0)
+
 -- list_workers --
 -- The workers seen since :ago seconds from now (negative: in the past; by the database's
 -- clock), the most recently seen first.
@@ -570,11 +587,11 @@ ORDER BY created_at DESC LIMIT 1
 -- declined_approval_by_key --
 -- A decline of this call (this idempotency key and arguments) in a lineage, if any: a
 -- person's, or an expiry; not a withdrawal by Signoff when its run was cancelled or rolled
--- back. Without statistics SQLite would pick the index on state, and read every decline.
+-- back, nor an approver's question (the agent answers it by asking again). Without statistics SQLite would pick the index on state, and read every decline.
 SELECT * FROM approvals {indexed_by(approvals_by_key)}
 WHERE lineage_id = :lineage_id AND idempotency_key = :idempotency_key AND state = 'declined'
   AND (args_digest IS NULL OR args_digest = :args_digest)
-  AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%')
+  AND NOT (decided_by = 'signoff' AND reason LIKE 'withdrawn:%') AND question IS NULL
 ORDER BY created_at LIMIT 1
 
 -- get_approval --
@@ -665,7 +682,7 @@ ORDER BY created_at, id LIMIT :limit
 UPDATE approvals
 SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
     approved_args = :approved_args, approved_digest = :approved_digest,
-    key_suffix = :key_suffix, decided_for = :decided_for
+    key_suffix = :key_suffix, question = :question, decided_for = :decided_for
 WHERE id = :id AND state = 'pending'
   AND (NOT :due_only OR deadline <= {clock})
   AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})

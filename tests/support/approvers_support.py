@@ -73,9 +73,13 @@ def oidc_provider(folder: Path) -> Iterator[str]:
 class PageServer:
     """`signoff serve` with the approvals page on, no Slack, the refund agent."""
 
-    def __init__(self, folder: Path, issuer: str | None, config: str = "") -> None:
+    def __init__(
+        self, folder: Path, issuer: str | None, config: str = "", *, host: str = "127.0.0.1"
+    ) -> None:
+        """`host`: the name the page is reached by (`localhost` for passkeys: WebAuthn takes
+        no IP address for a site)."""
         self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = f"http://{host}:{self.port}"
         self.folder = folder
         signin = (
             f'oidc_issuer = "{issuer}"\noidc_client_id = "{CLIENT_ID}"\n'

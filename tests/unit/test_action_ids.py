@@ -18,7 +18,7 @@ from slack_bolt.response import BoltResponse
 from bot.dev.workspace import click_payload
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import cards, envelopes, replies, similar
+from bot.slack import batch, cards, envelopes, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import OutboxNudge, slack_surface
 from bot.slack.home_view import home_view
@@ -133,6 +133,8 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     yield "decline modal", replies.decline_modal(approval())
     yield "edit modal", replies.edit_modal(approval())
     yield "edit modal too long", replies.edit_modal(approval(args={"x": "y" * 4000}))
+    yield "ask modal", replies.ask_modal(approval())
+    yield "batch modal", batch.batch_modal("issue_refund", [approval(), approval()])
     yield "/runs help", replies.runs_help()
     yield "/runs unknown", replies.unknown_command("frobnicate")
     yield "/runs not found", replies.not_found("run", "nope")
@@ -215,7 +217,8 @@ def envelope_views() -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def ids_in(node: Any) -> tuple[set[str], set[str]]:
-    """The action ids of the interactive elements and the callback ids of the modals."""
+    """The action ids of the interactive elements and the callback ids of the modals (an
+    element of an input block is read with the modal's submission, not clicked)."""
     actions: set[str] = set()
     modals: set[str] = set()
     if isinstance(node, dict):
@@ -225,6 +228,9 @@ def ids_in(node: Any) -> tuple[set[str], set[str]]:
         if kind == "modal":
             modals.add(str(node["callback_id"]))
         children: list[Any] = list(node.values())
+        if kind == "input" and not node.get("dispatch_action"):
+            # a modal's input (a select, radio buttons) sends nothing until the submission
+            children = [v for k, v in node.items() if k != "element"]
     elif isinstance(node, list):
         children = node
     else:
@@ -390,4 +396,4 @@ async def test_the_check_can_fail(app: AsyncApp) -> None:
     """An id no listener knows is not matched (so the checks above can fail)."""
     assert await listeners_for(app, click("approve_everything")) == 0
     assert await listeners_for(app, submission("no_such_modal")) == 0
-    assert ids_in(cards.approval_message(approval(), run()))[0] == {"approve", "decline"}
+    assert ids_in(cards.approval_message(approval(), run()))[0] == {"approve", "ask", "decline"}

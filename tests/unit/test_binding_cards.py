@@ -47,6 +47,7 @@ def test_a_conflict_is_said_in_plain_words_and_offers_separate_not_approve() -> 
     assert buttons(message) == [
         ("approve_separate", "Approve as separate"),
         ("edit", "Edit…"),
+        ("ask", "Ask…"),
         ("decline", "Decline…"),
     ]
     assert_message(message)

@@ -258,9 +258,9 @@ def test_pending_card_has_the_sketched_shape() -> None:
     ]
     assert context["elements"][0]["text"] == f"expires {AT_SLACK} · policy `refunds`"
     assert actions["block_id"] == "approval:apr_123"
-    assert [b["action_id"] for b in actions["elements"]] == ["approve", "edit", "decline"]
-    assert [b["value"] for b in actions["elements"]] == ["apr_123"] * 3
-    assert [b.get("style") for b in actions["elements"]] == ["primary", None, "danger"]
+    assert [b["action_id"] for b in actions["elements"]] == ["approve", "edit", "ask", "decline"]
+    assert [b["value"] for b in actions["elements"]] == ["apr_123"] * 4
+    assert [b.get("style") for b in actions["elements"]] == ["primary", None, None, "danger"]
     confirm = actions["elements"][0]["confirm"]
     assert confirm["title"]["text"] == "Approve issue_refund 2500 cents on 4471?"
     assert "can be reversed" in confirm["text"]["text"]
@@ -278,7 +278,7 @@ def test_pending_card_has_the_sketched_shape() -> None:
 def test_pending_card_without_edit_or_effect() -> None:
     message = card(allow_edit=False, reversibility=None, compensator=None)
     actions = message["blocks"][-1]
-    assert [b["action_id"] for b in actions["elements"]] == ["approve", "decline"]
+    assert [b["action_id"] for b in actions["elements"]] == ["approve", "ask", "decline"]
     assert [f["text"] for f in message["blocks"][2]["fields"]][:2] == [
         "*Tool*\n`issue_refund`",
         "*order\u2060_\u2060id*\n4471",
@@ -303,7 +303,11 @@ def test_quorum_progress_rule_and_escalation() -> None:
         "rule: amount over $200 · escalated to <!subteam^S0OPS>"
     )
     # a quorum votes on the proposed arguments: no Edit
-    assert [b["action_id"] for b in message["blocks"][-1]["elements"]] == ["approve", "decline"]
+    assert [b["action_id"] for b in message["blocks"][-1]["elements"]] == [
+        "approve",
+        "ask",
+        "decline",
+    ]
 
 
 def test_requester_that_is_not_a_user_id_is_text() -> None:
@@ -761,7 +765,7 @@ def test_pending_list_has_the_card_buttons() -> None:
     assert_ephemeral(reply)
     actions = [b for b in reply["blocks"] if b["type"] == "actions"]
     assert [a["block_id"] for a in actions] == ["approval:apr_123", "approval:apr_2"]
-    assert [b["action_id"] for b in actions[0]["elements"]] == ["approve", "decline"]
+    assert [b["action_id"] for b in actions[0]["elements"]] == ["approve", "ask", "decline"]
     plain_card = card(allow_edit=False, reversibility=None, compensator=None)
     assert actions[0]["elements"] == plain_card["blocks"][-1]["elements"]
     assert replies.pending_list([], more=0)["text"] == "Nothing waits for your decision."

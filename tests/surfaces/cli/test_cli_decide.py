@@ -266,3 +266,18 @@ def test_db_migrate_fills_in_the_authority_of_approvals_asked_before_it_was_kept
     assert recorded.authority.filled
     assert recorded.authority.settings["approvers"] == ["U0BOSS"]
     assert "filled in" not in cli("db", "migrate").out  # once
+
+
+def test_ask_is_a_question_back_to_the_agent(cli: Cli) -> None:
+    """`ask` needs the question; then the call does not run, and the refund agent (which
+    does not answer questions) goes on as its script says, nothing refunded."""
+    approval_id = parked(cli)
+    unsaid = decide(cli, approval_id, "ask", *BOSS)
+    assert unsaid.code != 0
+    assert "ask needs the question" in unsaid.err
+    asked = decide(cli, approval_id, "ask", *BOSS, "--reason", "Why this amount?")
+    assert asked.code == 0, asked.err
+    (done,) = cli.inspect("list_approvals", run_id="r1", state="declined")
+    assert (done.question, done.decided_by) == ("Why this amount?", "U0BOSS")
+    assert words.approval_state(done) == words.ASKED
+    assert world.payments() == []

@@ -51,8 +51,10 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
     card, approval_id = parked(fake, server, "order-4471")
-    actions = [b for b in card["blocks"] if b["type"] == "actions"]
-    assert [e["value"] for e in actions[0]["elements"]] == [approval_id] * 3
+    actions = [b for b in card["blocks"] if b["type"] == "actions"]  # approve, edit, ask, decline
+    assert [e["value"] for e in actions[0]["elements"]] == [
+        approval_id
+    ] * 4  # approve, edit, ask, decline
 
     status, body, seconds = server.slack(button("approve", approval_id, user=BOB, ts=card["ts"]))
 
