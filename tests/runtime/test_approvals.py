@@ -341,7 +341,7 @@ async def test_bad_decision_string_is_refused(
     approval = await start_wire(rt)
     before = await snapshot(rt.store, approval.id)
 
-    with pytest.raises(errors.InvalidRequest, match="approved' or 'declined"):
+    with pytest.raises(errors.InvalidRequest, match="'approved', 'declined' or 'asked'"):
         await rt.decide(approval.id, decision, by=APPROVER)  # type: ignore[arg-type]
 
     assert await snapshot(rt.store, approval.id) == before

@@ -109,6 +109,11 @@ HTTP: dict[tuple[str, str], Permission | str] = {
     ("GET", "/console"): "a redirect to the page",
     ("GET", "/console/"): "the static page; it reads through /v1/console",
     ("GET", "/console/static"): "static files",
+    ("POST", "/v1/envelopes"): "hands out a budget: SpendDesk's hand-out check, about no run",
+    ("GET", "/v1/envelopes"): "a token's list of budgets: scopes approvals:decide, runs:read",
+    ("GET", "/v1/envelopes/{envelope_id}"): "one budget: scopes approvals:decide, runs:read",
+    ("POST", "/v1/envelopes/{envelope_id}/confirm"): "a second writer: SpendDesk's check",
+    ("POST", "/v1/envelopes/{envelope_id}/revoke"): "its author or a rule writer: SpendDesk",
 }
 
 # Every Slack button: the permission it is judged by, or the row it shares.
@@ -122,6 +127,11 @@ SLACK: dict[Action | str, Permission | str] = {
     Action.EDIT: "decide, as approve (opens a form after Runtime.check_decider)",
     Action.DECLINE: "decide (opens a form after Runtime.check_decider)",
     Action.APPROVE_SIMILAR: "decide, then the rule writers' check of learned rules",
+    Action.ASK: "decide (a question is a decision: Runtime.check_decider)",
+    Action.BATCH: "decide, each approval of the batch by its own policy",
+    Action.APPROVE_ENVELOPE: "decide, then SpendDesk's hand-out check",
+    Action.CONFIRM_ENVELOPE: "a second writer: SpendDesk's check",
+    Action.REVOKE_ENVELOPE: "its author or a rule writer: SpendDesk's check",
     Action.SETTLE_HAPPENED: "settle, as resolve_did_not_happen",
     Action.CONFIRM_RULE: "the rule writers' check of learned rules, about no run",
 }

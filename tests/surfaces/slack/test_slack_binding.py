@@ -73,6 +73,7 @@ def test_a_second_refund_for_another_amount_is_asked_as_a_conflict_and_approved_
     assert [e["action_id"] for e in actions["elements"]] == [
         "approve_separate",
         "edit",
+        "ask",
         "decline",
     ]
     status, view = server.api("GET", f"/v1/approvals/{approval_id}")
