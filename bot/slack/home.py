@@ -22,6 +22,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import batches
 from bot.slack import home_view
 from bot.slack.delivery import slack_error
 from bot.slack.outbox import RetryAt
@@ -139,8 +140,9 @@ class HomeTabs:
         requests and decisions, and the open pages they may settle or that are about their
         runs."""
         now = self.rt.clock()
+        # more than the section shows: the "decide together" buttons count up to a batch
         pending = await self.rt.queries.pending_for(
-            user, self.rt.directory, limit=home_view.SECTION
+            user, self.rt.directory, limit=max(home_view.SECTION, batches.MAX_BATCH)
         )
         theirs = await self.rt.queries.approvals_of_person(
             user, since=now - RECENT, limit=READ_LIMIT
