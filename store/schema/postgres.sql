@@ -284,6 +284,14 @@ CREATE TABLE pages (
     CONSTRAINT pages_pkey PRIMARY KEY (id)
 );
 
+CREATE TABLE passkey_challenges (
+    challenge text NOT NULL,
+    person text NOT NULL,
+    purpose text NOT NULL,
+    expires_at timestamp with time zone NOT NULL,
+    CONSTRAINT passkey_challenges_pkey PRIMARY KEY (challenge)
+);
+
 CREATE TABLE passkeys (
     id text NOT NULL,
     person text NOT NULL,
@@ -439,6 +447,8 @@ CREATE INDEX outbox_unsent_due ON outbox USING btree (next_attempt_at) WHERE (se
 CREATE INDEX pages_by_run ON pages USING btree (run_id);
 
 CREATE INDEX pages_open ON pages USING btree (created_at) WHERE (acknowledged_by IS NULL);
+
+CREATE INDEX passkey_challenges_expiry ON passkey_challenges USING btree (expires_at);
 
 CREATE INDEX passkeys_by_person ON passkeys USING btree (person);
 

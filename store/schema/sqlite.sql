@@ -259,6 +259,13 @@ CREATE TABLE pages (
     created_at REAL NOT NULL
 );
 
+CREATE TABLE passkey_challenges (
+    challenge TEXT PRIMARY KEY,
+    person TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+
 CREATE TABLE passkeys (
     id TEXT PRIMARY KEY,
     person TEXT NOT NULL,
@@ -410,6 +417,8 @@ CREATE INDEX outbox_unsent_due ON outbox (next_attempt_at) WHERE sent_at IS NULL
 CREATE INDEX pages_by_run ON pages (run_id);
 
 CREATE INDEX pages_open ON pages (created_at) WHERE acknowledged_by IS NULL;
+
+CREATE INDEX passkey_challenges_expiry ON passkey_challenges (expires_at);
 
 CREATE INDEX passkeys_by_person ON passkeys (person);
 
