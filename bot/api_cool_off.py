@@ -19,8 +19,7 @@ from bot.http_auth import CALLER, requires
 from bot.http_keys import RUNTIME
 from bot.json_views import voted_view
 from bot.requests import PersonRequest
-from runtime import Actor, Permission
-from store import AuditEvent
+from runtime import Actor, AuditEvent, Permission
 
 
 @requires("approvals:decide")
