@@ -613,7 +613,7 @@ class Runtime:
         """Drive the run a decision unblocked (the queue's worker with room, when this
         process runs one); past a few seconds' wait, recovery does."""
         if self.queue is not None:
-            self.queue.wake(requeue=True)
+            self.queue.wake(decided=run_id)
             return
         await driving.resume_after_decision(self._deps, self.desk, run_id)
 
