@@ -1,4 +1,6 @@
-"""The Runtime: the public facade. It wires the runtime's modules together and holds no
+"""One job, long because every command and query has its door here: the facade.
+
+The Runtime: the public facade. It wires the runtime's modules together and holds no
 logic of its own; each method hands over to the module whose job it is:
 
 runs/ (creation, the loop in driving and driver, resumability, ending, recovery),

@@ -1,4 +1,6 @@
-"""The one interface the runtime calls. Every backend implements `Store`.
+"""One job, long because each call says what it guarantees: the Store protocol.
+
+The one interface the runtime calls. Every backend implements `Store`.
 
 Writes that must land together go through `commit(Batch)`: one transaction holding a
 checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit

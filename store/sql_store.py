@@ -1,4 +1,6 @@
-"""Every `Store` method, once, for the SQL backends.
+"""One job, long because it is every Store method once: the SQL backends' store.
+
+Every `Store` method, once, for the SQL backends.
 
 A method prepares its parameters (`store.rows`), then either reads through a named query or
 hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
