@@ -1,4 +1,6 @@
-"""The one interface the runtime calls. Every backend implements `Store`.
+"""One job, long because each call says what it guarantees: the Store protocol.
+
+The one interface the runtime calls. Every backend implements `Store`.
 
 Writes that must land together go through `commit(Batch)`: one transaction holding a
 checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit
@@ -447,6 +449,38 @@ class Store(Protocol):
         database's clock), so nobody waits for it now; False if it did not (or changed)."""
         ...
 
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        """An approved call about to run (issue 42.6): its cool-off of `cool_off` seconds
+        begins if none has (audited with `event`), and the call is claimed to run once no
+        cool-off is left by the store's clock, its undo window of `undo` seconds beginning.
+        The approval after: `cool_off` says whether to run, wait or drop the call."""
+        ...
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` cancels the approved call in its cool-off (audited); False
+        if it is in none (it ran, or was cancelled before)."""
+        ...
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` undoes the call the approval let run, once, within its undo
+        window by the store's clock (audited); False otherwise."""
+        ...
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        """The runs parked on a cool-off that ended by the store's clock."""
+        ...
+
+    async def next_cool_off_end(self) -> datetime | None:
+        """When the next cool-off still running ends."""
+        ...
+
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
@@ -775,6 +809,18 @@ class Store(Protocol):
     async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
         """Move a passkey's signature counter forward, by compare-and-set; False (nothing
         changed) if it is not `person`'s or the counter did not grow."""
+        ...
+
+    async def keep_challenge(
+        self, challenge: str, *, person: str, purpose: str, ttl: float
+    ) -> None:
+        """Keep a WebAuthn challenge issued to `person` for `purpose`, `ttl` seconds by the
+        database's clock (and drop some that expired unanswered)."""
+        ...
+
+    async def take_challenge(self, challenge: str) -> tuple[str, str] | None:
+        """Use a challenge, once, in one statement: its (person, purpose) the first time
+        before it expires; None after, or if it was never issued."""
         ...
 
     async def list_workers(self, *, within: float) -> list[Worker]:

@@ -1,4 +1,6 @@
-"""Every `Store` method, once, for the SQL backends.
+"""One job, long because it is every Store method once: the SQL backends' store.
+
+Every `Store` method, once, for the SQL backends.
 
 A method prepares its parameters (`store.rows`), then either reads through a named query or
 hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from store import cool_off as cool_offs
 from store import core, envelopes, errors, learned, rows, shared, spend
 from store.base import (
     ANYONE,
@@ -54,6 +57,8 @@ from store.records import (
 
 T = TypeVar("T")
 Row = Mapping[str, Any]
+CHALLENGES_FORGOTTEN = 100
+"""At most this many unanswered, expired passkey challenges are dropped per challenge kept."""
 
 
 class SqlStore:
@@ -439,6 +444,33 @@ class SqlStore:
     async def waiter_left(self, approval_id: str) -> bool:
         params = {"id": approval_id, "test_now": self._judge_now()}
         return await self._write(lambda: core.waiter_left(params))
+
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.advance(params, cool_off, undo, event))
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by}
+        return await self._write(lambda: cool_offs.cancel(params, event))
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.claim_undo(params, event))
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        found = await self._read("cool_offs_ended", {"test_now": self._judge_now(), "limit": limit})
+        return [row[0] for row in found]
+
+    async def next_cool_off_end(self) -> datetime | None:
+        found = await self._read("next_cool_off_end", {"test_now": self._judge_now()})
+        return rows.dt(found[0][0]) if found else None
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
@@ -870,6 +902,20 @@ class SqlStore:
     async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
         params = {"id": passkey_id, "person": person, "sign_count": sign_count}
         return await self._changed_one("use_passkey", params)
+
+    async def keep_challenge(
+        self, challenge: str, *, person: str, purpose: str, ttl: float
+    ) -> None:
+        judge = self._judge_now()
+        forget = {"limit": CHALLENGES_FORGOTTEN, "test_now": judge}
+        await self._one("forget_challenges", forget, "count", durable=False)
+        params = {"challenge": challenge, "person": person, "purpose": purpose, "ttl": ttl}
+        await self._one("keep_challenge", params | {"test_now": judge})
+
+    async def take_challenge(self, challenge: str) -> tuple[str, str] | None:
+        params = {"challenge": challenge, "test_now": self._judge_now()}
+        found = await self._one("take_challenge", params, "one")
+        return (str(found[0]), str(found[1])) if found is not None else None
 
     async def list_workers(self, *, within: float) -> list[Worker]:
         found = await self._read("list_workers", {"ago": -within})
