@@ -38,6 +38,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.EditRefused, 400),
     (errors.KeyConflict, 409),
     (errors.SharedEffect, 409),  # other runs rely on what would be undone
+    (errors.TooLate, 409),  # a cool-off over, an undo window closed or used
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
     (budgets.EnvelopeNotAllowed, 403),

@@ -1,4 +1,6 @@
-"""The Runtime: the public facade. It wires the runtime's modules together and holds no
+"""One job, long because every command and query has its door here: the facade.
+
+The Runtime: the public facade. It wires the runtime's modules together and holds no
 logic of its own; each method hands over to the module whose job it is:
 
 runs/ (creation, the loop in driving and driver, resumability, ending, recovery),
@@ -31,7 +33,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import anchors, inbox, listing, rollback, shared, timetravel
+from runtime.history import anchors, cool_off, inbox, listing, rollback, shared, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
@@ -158,6 +160,7 @@ class Runtime:
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
             spend=self.spend,
         )
+        self.desk.resume_run = self.resume_after_decision
         self.permissions = Permissions(
             access=access or Access(),
             directory=directory,
@@ -598,6 +601,20 @@ class Runtime:
                 by=by,
                 compensate_shared=compensate_shared,
             )
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str) -> Approval:
+        """`by` cancels an approved call waiting out its policy's cool-off: it never runs, and
+        its run reads the cancel as the call's result (audited). `TooLate` once it ran (or
+        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first."""
+        return await cool_off.cancel(
+            self._deps, approval_id, by=by, resume_run=self.resume_after_decision
+        )
+
+    async def undo(self, approval_id: str, *, by: str) -> RollbackReport:
+        """`by` undoes the call an approval let run, through its tool's compensator, once and
+        within its policy's `undo_for`: the rollback of that one effect (audited). `TooLate`
+        otherwise, changing nothing. Surfaces check `Permission.UNDO` first."""
+        return await cool_off.undo(self._deps, approval_id, by=by)
 
     # what the surfaces (CLI, Slack, HTTP) call besides the above
 

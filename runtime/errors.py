@@ -9,6 +9,8 @@ SignoffRuntimeError
  │    ├── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
  │    ├── SharedEffect     an effect to compensate is relied on by other runs: undone only
  │    │                    when the operator says so (compensate_shared)
+ │    ├── TooLate          an approved call's cool-off is over (no cancel), or its undo window
+ │    │                    closed or it was undone already (no undo)
  │    └── ModelChanged     the run started on another model than this process is configured with
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
@@ -79,6 +81,10 @@ class SharedEffect(InvalidRequest):
 
     run_id: str
     shared: dict[str, list[tuple[str, str]]]
+
+
+class TooLate(InvalidRequest):
+    """The approved call can no longer be cancelled or undone; nothing changed."""
 
 
 class EffectInDoubt(InvalidRequest):

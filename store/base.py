@@ -1,4 +1,6 @@
-"""The one interface the runtime calls. Every backend implements `Store`.
+"""One job, long because each call says what it guarantees: the Store protocol.
+
+The one interface the runtime calls. Every backend implements `Store`.
 
 Writes that must land together go through `commit(Batch)`: one transaction holding a
 checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit
@@ -448,6 +450,38 @@ class Store(Protocol):
     async def waiter_left(self, approval_id: str) -> bool:
         """Compare-and-set: the pending approval's waiter's heartbeat lapsed (by the
         database's clock), so nobody waits for it now; False if it did not (or changed)."""
+        ...
+
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        """An approved call about to run (issue 42.6): its cool-off of `cool_off` seconds
+        begins if none has (audited with `event`), and the call is claimed to run once no
+        cool-off is left by the store's clock, its undo window of `undo` seconds beginning.
+        The approval after: `cool_off` says whether to run, wait or drop the call."""
+        ...
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` cancels the approved call in its cool-off (audited); False
+        if it is in none (it ran, or was cancelled before)."""
+        ...
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` undoes the call the approval let run, once, within its undo
+        window by the store's clock (audited); False otherwise."""
+        ...
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        """The runs parked on a cool-off that ended by the store's clock."""
+        ...
+
+    async def next_cool_off_end(self) -> datetime | None:
+        """When the next cool-off still running ends."""
         ...
 
     async def set_approval_message(

@@ -1,4 +1,6 @@
-"""The safety-critical write logic, once for every backend, as sans-IO transaction bodies.
+"""One job, long because every safety-critical write is here: the commit path.
+
+The safety-critical write logic, once for every backend, as sans-IO transaction bodies.
 
 A body is a generator: it yields `Stmt`s (a query's name, its parameters, what to fetch)
 and receives each one's result; what it returns is the write's result, what it raises

@@ -332,6 +332,9 @@ def approval_params(approval: Approval, test_now: float | None = None) -> dict[s
         created_at=ts(approval.created_at),
         waiter_until=ts(approval.waiter_until),
         waiter_left_at=ts(approval.waiter_left_at),
+        cool_off_until=ts(approval.cool_off_until),
+        undo_until=ts(approval.undo_until),
+        undone_at=ts(approval.undone_at),
         sensitive=dumps(list(approval.sensitive)),
         args_digest=approval.shown_digest,
         approved_digest=approval.approved_digest or decided_digest(approval),
@@ -374,6 +377,9 @@ def approval_from_row(row: Row) -> Approval:
         created_at=dt(row["created_at"]),
         waiter_until=dt(row["waiter_until"]),
         waiter_left_at=dt(row["waiter_left_at"]),
+        cool_off_until=dt(row["cool_off_until"]),
+        undo_until=dt(row["undo_until"]),
+        undone_at=dt(row["undone_at"]),
         sensitive=tuple(json.loads(row["sensitive"])),
     )
     return Approval.model_validate(values)

@@ -1,4 +1,6 @@
-"""Every `Store` method, once, for the SQL backends.
+"""One job, long because it is every Store method once: the SQL backends' store.
+
+Every `Store` method, once, for the SQL backends.
 
 A method prepares its parameters (`store.rows`), then either reads through a named query or
 hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from store import cool_off as cool_offs
 from store import core, envelopes, errors, learned, rows, shared, spend
 from store.base import (
     ANYONE,
@@ -447,6 +450,33 @@ class SqlStore:
     async def waiter_left(self, approval_id: str) -> bool:
         params = {"id": approval_id, "test_now": self._judge_now()}
         return await self._write(lambda: core.waiter_left(params))
+
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.advance(params, cool_off, undo, event))
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by}
+        return await self._write(lambda: cool_offs.cancel(params, event))
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.claim_undo(params, event))
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        found = await self._read("cool_offs_ended", {"test_now": self._judge_now(), "limit": limit})
+        return [row[0] for row in found]
+
+    async def next_cool_off_end(self) -> datetime | None:
+        found = await self._read("next_cool_off_end", {"test_now": self._judge_now()})
+        return rows.dt(found[0][0]) if found else None
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str

@@ -11,10 +11,11 @@ that is attempted twice, or by two processes at once, happens once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +55,9 @@ class ApprovalDesk:
         self.directory = directory
         self.after_decision = after_decision
         self.spend = spend
+        self.resume_run: Callable[[str], Coroutine[Any, Any, None]] | None = None
+        """Resumes a run whose cool-off ended (the facade's; None: recovery does)."""
+        self._resuming: set[asyncio.Task[None]] = set()
 
     # creating
 
@@ -381,4 +385,18 @@ class ApprovalDesk:
         A worker that stepped aside for a newer schema leaves them to the workers that know it."""
         if self.deps.aside.active:
             return None
-        return await timers.tick(self, self.deps.announcer, now)
+        await self._cool_offs_ended()
+        due = await timers.tick(self, self.deps.announcer, now)
+        ends = await self.store.next_cool_off_end()
+        return min((at for at in (due, ends) if at is not None), default=None)
+
+    async def _cool_offs_ended(self) -> None:
+        """Resume each run parked on an approved call whose cool-off ended (issue 42.6), in a
+        task of its own: the call runs in its run's driver, which claims it by
+        compare-and-set; a run resumed twice runs it once."""
+        if self.resume_run is None:
+            return
+        for run_id in await self.store.cool_offs_ended():
+            task = asyncio.get_running_loop().create_task(self.resume_run(run_id))
+            self._resuming.add(task)
+            task.add_done_callback(self._resuming.discard)
