@@ -1,4 +1,6 @@
-"""The Runtime: the public facade. It wires the runtime's modules together and holds no
+"""One job, long because every command and query has its door here: the facade.
+
+The Runtime: the public facade. It wires the runtime's modules together and holds no
 logic of its own; each method hands over to the module whose job it is:
 
 runs/ (creation, the loop in driving and driver, resumability, ending, recovery),
@@ -470,6 +472,7 @@ class Runtime:
         resume: bool = True,
         separate: bool = False,
         stepped_up: bool = False,
+        link_nonce: str | None = None,
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
@@ -480,6 +483,8 @@ class Runtime:
         call is refused (`KeyConflict`), since it would not do what the approver sees.
         `stepped_up`: the approver confirmed with a passkey (only the approvals page can say
         so); a policy's `step_up` refuses an approval without it (`StepUpRequired`).
+        `link_nonce`: the e-mailed link the decision comes through, recorded as used with
+        the decision, in one transaction (`LinkUsed` if it was used already).
         """
         return await self.desk.decide(
             approval_id,
@@ -490,6 +495,7 @@ class Runtime:
             resume=resume,
             separate=separate,
             stepped_up=stepped_up,
+            link_nonce=link_nonce,
         )
 
     async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
@@ -637,7 +643,7 @@ class Runtime:
         """Drive the run a decision unblocked (the queue's worker with room, when this
         process runs one); past a few seconds' wait, recovery does."""
         if self.queue is not None:
-            self.queue.wake(requeue=True)
+            self.queue.wake(decided=run_id)
             return
         await driving.resume_after_decision(self._deps, self.desk, run_id)
 

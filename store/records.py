@@ -1,4 +1,6 @@
-"""The durable records: immutable pydantic models, one per table.
+"""One job, long because each table has its model: the durable records.
+
+The durable records: immutable pydantic models, one per table.
 
 Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
 
