@@ -4,7 +4,7 @@ run (Signoff's own loggers, under `signoff`), and the libraries' chatter only wh
 Two formats: for people (the default) and JSON, one object per line, for a log pipeline
 (`--log-format json` or `SIGNOFF_LOG_FORMAT=json`), carrying `run_id`, `approval_id`,
 `step` and `event` when the line is about them. In both, the message is made inert as the
-CLI's tables are (`bot.slack.escape.plain` after `flat`): what an agent, a request or a user
+CLI's tables are (`bot.inert.plain` after `flat`): what an agent, a request or a user
 wrote cannot start a forged line, move the cursor or clear an operator's terminal.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from bot.slack.escape import flat, plain
+from bot.inert import flat, plain
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LIBRARIES = ("apscheduler", "aiohttp.access", "slack_bolt", "slack_sdk")

@@ -2,7 +2,7 @@
 
 What agents and people wrote (tasks, arguments, reasons, user ids) reaches the terminal as
 `Text`, never read as rich markup, on one line, with control characters and bidirectional
-overrides written out inert by the same escapes as in Slack (`bot.slack.escape.plain`).
+overrides written out inert by the same escapes as in Slack (`bot.inert.plain`).
 Times are UTC, and every table that shows one says so.
 """
 
@@ -19,9 +19,9 @@ from rich.table import Table
 from rich.text import Text
 
 from bot import words
+from bot.inert import flat, plain
 from bot.reading import limit_lines
 from bot.settle import settle_commands
-from bot.slack.escape import flat, plain
 from runtime.approvals import call_trail
 from runtime.records import (
     Approval,

@@ -684,6 +684,18 @@ class Runtime:
         the counter did not grow (a replay, a cloned key)."""
         return await self.store.use_passkey(passkey_id, person=person, sign_count=sign_count)
 
+    async def keep_challenge(
+        self, challenge: str, *, person: str, purpose: str, ttl: float
+    ) -> None:
+        """Keep a passkey ceremony's challenge for `ttl` seconds, in the database: whichever
+        process the answer reaches can take it (`take_challenge`)."""
+        await self.store.keep_challenge(challenge, person=person, purpose=purpose, ttl=ttl)
+
+    async def take_challenge(self, challenge: str) -> tuple[str, str] | None:
+        """Use a kept challenge once: (person, purpose), or None if it was used already,
+        expired, or never issued."""
+        return await self.store.take_challenge(challenge)
+
     async def check_decider(self, approval: Approval, decision: Decision, by: str) -> None:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)

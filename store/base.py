@@ -771,6 +771,18 @@ class Store(Protocol):
         changed) if it is not `person`'s or the counter did not grow."""
         ...
 
+    async def keep_challenge(
+        self, challenge: str, *, person: str, purpose: str, ttl: float
+    ) -> None:
+        """Keep a WebAuthn challenge issued to `person` for `purpose`, `ttl` seconds by the
+        database's clock (and drop some that expired unanswered)."""
+        ...
+
+    async def take_challenge(self, challenge: str) -> tuple[str, str] | None:
+        """Use a challenge, once, in one statement: its (person, purpose) the first time
+        before it expires; None after, or if it was never issued."""
+        ...
+
     async def list_workers(self, *, within: float) -> list[Worker]:
         """The workers seen in the last `within` seconds, the most recently seen first."""
         ...

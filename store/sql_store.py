@@ -54,6 +54,8 @@ from store.records import (
 
 T = TypeVar("T")
 Row = Mapping[str, Any]
+CHALLENGES_FORGOTTEN = 100
+"""At most this many unanswered, expired passkey challenges are dropped per challenge kept."""
 
 
 class SqlStore:
@@ -865,6 +867,20 @@ class SqlStore:
     async def use_passkey(self, passkey_id: str, *, person: str, sign_count: int) -> bool:
         params = {"id": passkey_id, "person": person, "sign_count": sign_count}
         return await self._changed_one("use_passkey", params)
+
+    async def keep_challenge(
+        self, challenge: str, *, person: str, purpose: str, ttl: float
+    ) -> None:
+        judge = self._judge_now()
+        forget = {"limit": CHALLENGES_FORGOTTEN, "test_now": judge}
+        await self._one("forget_challenges", forget, "count", durable=False)
+        params = {"challenge": challenge, "person": person, "purpose": purpose, "ttl": ttl}
+        await self._one("keep_challenge", params | {"test_now": judge})
+
+    async def take_challenge(self, challenge: str) -> tuple[str, str] | None:
+        params = {"challenge": challenge, "test_now": self._judge_now()}
+        found = await self._one("take_challenge", params, "one")
+        return (str(found[0]), str(found[1])) if found is not None else None
 
     async def list_workers(self, *, within: float) -> list[Worker]:
         found = await self._read("list_workers", {"ago": -within})

@@ -37,7 +37,7 @@ SIGNOFF_TABLES = (
     "runs, checkpoints, effects, approvals, approval_votes, facts, pages, audit_events, outbox,"
     " learned_rules, workers, audit_anchors, audit_sinks, spend_counters, spend_holds,"
     " envelopes, spend_limits, effect_reuses, email_links, away, inbound_seen,"
-    " approval_deciders"
+    " approval_deciders, passkeys, passkey_challenges"
 )
 
 

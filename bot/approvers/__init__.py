@@ -13,13 +13,13 @@ import secrets
 from aiohttp import web
 
 from bot import reading
+from bot.addresses import People
 from bot.approvers import away, confirm, routes
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
-from bot.approvers.people import People
 from bot.approvers.session import Sessions
-from bot.approvers.tokens import Links
+from bot.decision_links import Links
 from bot.settings import ConfigError, WebSettings, secret
 from bot.tasks import Background
 from runtime import Runtime

@@ -10,7 +10,7 @@ from aiohttp import web
 
 from bot import words
 from bot.approvers import html
-from bot.approvers.routes import page, signed_in
+from bot.approvers.routes import page, see_other, signed_in
 from bot.approvers.session import check_csrf
 from runtime import errors
 
@@ -28,14 +28,14 @@ async def set_away(request: web.Request) -> web.StreamResponse:
     except (ValueError, errors.InvalidRequest) as exc:
         text = words.refusal(exc) if isinstance(exc, errors.InvalidRequest) else str(exc)
         return page(html.notice(text, refused=True), session=session, status=400)
-    return web.HTTPSeeOther("/approvals")
+    return see_other("/approvals")
 
 
 async def back(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
     check_csrf(session, _field(await request.post(), "csrf"))
     await parts.rt.back(session.person)
-    return web.HTTPSeeOther("/approvals")
+    return see_other("/approvals")
 
 
 def _until(text: str) -> datetime:

@@ -19,7 +19,7 @@ from bot import words
 from bot.approvers import html
 from bot.approvers.context import APPROVERS, Approvers
 from bot.approvers.routes import page
-from bot.approvers.tokens import Link
+from bot.decision_links import Link
 from runtime import errors
 from runtime.records import Approval, ApprovalState
 

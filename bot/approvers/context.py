@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from bot.addresses import People
 from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
-from bot.approvers.people import People
 from bot.approvers.session import Sessions
-from bot.approvers.tokens import Links
+from bot.decision_links import Links
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display

@@ -6,16 +6,15 @@ Each ceremony's challenge is made here, for one person and one purpose (register
 approving one approval), lives `CHALLENGE_TTL` seconds and is used once: an assertion sent
 again finds no challenge and is refused. An assertion is checked against the person's own
 passkeys only (another person's credential is not theirs, whatever it signs), and its
-signature counter must grow (a compare-and-set in the store). Challenges are this process's:
-behind several processes, send a person's page requests to one of them (sticky sessions).
+signature counter must grow (a compare-and-set in the store). Challenges are kept in the
+database and taken by one statement, so behind several processes (or across a restart) an
+answer is checked by whichever process it reaches, and used once.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-import time
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -23,42 +22,41 @@ from runtime import Runtime
 from runtime.records import Passkey
 
 CHALLENGE_TTL = 300.0
-MAX_CHALLENGES = 10_000
 
 
 class PasskeyRefused(ValueError):
     """The passkey ceremony failed; the message says why (nothing changed)."""
 
 
-@dataclass
 class Challenges:
-    """Challenges issued and not yet used, by their base64url text."""
+    """Challenges issued and not yet used, kept in the database (`Runtime.keep_challenge`):
+    an answer may reach another process than the one that issued its challenge."""
 
-    issued: dict[str, tuple[str, str, float]] = field(default_factory=dict)
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
 
-    def issue(self, person: str, purpose: str) -> bytes:
-        now = time.monotonic()
-        if len(self.issued) >= MAX_CHALLENGES:
-            self.issued = {k: v for k, v in self.issued.items() if v[2] > now}
+    async def issue(self, person: str, purpose: str) -> bytes:
         challenge = secrets.token_bytes(32)
-        self.issued[_b64(challenge)] = (person, purpose, now + CHALLENGE_TTL)
+        await self.rt.keep_challenge(
+            _b64(challenge), person=person, purpose=purpose, ttl=CHALLENGE_TTL
+        )
         return challenge
 
-    def take(self, credential: dict[str, Any], person: str, purpose: str) -> bytes:
+    async def take(self, credential: dict[str, Any], person: str, purpose: str) -> bytes:
         """The challenge the credential answers, once, if it was issued to `person` for
-        `purpose` and has not expired."""
+        `purpose` and has not expired (taken either way: an answer is never tried twice)."""
         from webauthn.helpers import base64url_to_bytes
 
-        said = _client_data(credential).get("challenge")
-        found = self.issued.pop(str(said), None) if said else None
-        if found is None or found[2] < time.monotonic():
+        said = str(_client_data(credential).get("challenge") or "")
+        found = await self.rt.take_challenge(said) if said else None
+        if found is None:
             raise PasskeyRefused(
                 "This confirmation was used already, or it took too long: nothing changed. "
                 "Try again."
             )
-        if found[:2] != (person, purpose):
+        if found != (person, purpose):
             raise PasskeyRefused("This confirmation was not made for you here: nothing changed.")
-        return base64url_to_bytes(str(said))
+        return base64url_to_bytes(said)
 
 
 class Passkeys:
@@ -67,7 +65,7 @@ class Passkeys:
         self.rt = rt
         self.rp_id = parts.hostname or "localhost"
         self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.challenges = Challenges()
+        self.challenges = Challenges(rt)
 
     async def registration_options(self, person: str, email: str) -> str:
         from webauthn import generate_registration_options, options_to_json
@@ -83,7 +81,7 @@ class Passkeys:
             rp_name="Signoff",
             user_name=email,
             user_id=person.encode(),
-            challenge=self.challenges.issue(person, "register"),
+            challenge=await self.challenges.issue(person, "register"),
             exclude_credentials=[PublicKeyCredentialDescriptor(id=k) for k in known],
             authenticator_selection=AuthenticatorSelectionCriteria(
                 resident_key=ResidentKeyRequirement.DISCOURAGED
@@ -96,7 +94,7 @@ class Passkeys:
         from webauthn.helpers import bytes_to_base64url
         from webauthn.helpers.exceptions import InvalidRegistrationResponse
 
-        challenge = self.challenges.take(credential, person, "register")
+        challenge = await self.challenges.take(credential, person, "register")
         try:
             verified = verify_registration_response(
                 credential=credential,
@@ -128,7 +126,7 @@ class Passkeys:
             )
         options = generate_authentication_options(
             rp_id=self.rp_id,
-            challenge=self.challenges.issue(person, f"approve {approval_id}"),
+            challenge=await self.challenges.issue(person, f"approve {approval_id}"),
             allow_credentials=[PublicKeyCredentialDescriptor(id=_b64_bytes(p.id)) for p in theirs],
         )
         return str(options_to_json(options))
@@ -139,7 +137,7 @@ class Passkeys:
         from webauthn import verify_authentication_response
         from webauthn.helpers.exceptions import InvalidAuthenticationResponse
 
-        challenge = self.challenges.take(credential, person, f"approve {approval_id}")
+        challenge = await self.challenges.take(credential, person, f"approve {approval_id}")
         used = str(credential.get("id") or "")
         passkey = next((p for p in await self.rt.passkeys(person) if p.id == used), None)
         if passkey is None:

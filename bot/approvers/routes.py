@@ -40,6 +40,11 @@ def page(body: str, *, session: Session | None = None, status: int = 200) -> web
     return web.Response(text=text, status=status, content_type="text/html", headers=HEADERS)
 
 
+def see_other(location: str) -> web.Response:
+    """A 303 to `location`, returned (aiohttp deprecates returning an HTTPException)."""
+    return web.Response(status=303, headers={"Location": location, "Cache-Control": "no-store"})
+
+
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
@@ -200,7 +205,7 @@ async def login(request: web.Request) -> web.StreamResponse:
     except SignInFailed as exc:
         log.warning("sign-in could not start: %s", exc)
         return page(html.sign_in(f"The sign-in provider could not be reached: {exc}"), status=502)
-    response = web.HTTPSeeOther(url)
+    response = see_other(url)
     parts.sessions.remember_login(response, flow)
     return response
 
@@ -223,7 +228,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
         return page(html.sign_in(f"Sign-in failed: {exc}"), status=400)
     person = parts.people.person_of(email)
     log.info("%s signed in to the approvals page as %s", email, person)
-    response = web.HTTPSeeOther("/approvals")
+    response = see_other("/approvals")
     parts.sessions.start(response, person, email)
     response.del_cookie("signoff_login", path="/")
     return response
@@ -232,7 +237,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
 async def logout(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
     check_csrf(session, _field(await request.post(), "csrf"))
-    response = web.HTTPSeeOther("/approvals/signin")
+    response = see_other("/approvals/signin")
     parts.sessions.end(response)
     return response
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from bot import reading
-from bot.approvers.people import People
-from bot.approvers.tokens import Links
+from bot.addresses import People
+from bot.decision_links import Links
 from bot.email.sender import EmailDelivery
 from bot.email.smtp import Smtp
+from bot.outbox import OutboxSender
 from bot.settings import ConfigError, Settings, secret
-from bot.slack.outbox import OutboxSender
 from runtime import Runtime
 from runtime.records import Approval, Page, Run
 

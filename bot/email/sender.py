@@ -15,11 +15,11 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from bot.approvers.people import People
-from bot.approvers.tokens import Links
+from bot.addresses import People
+from bot.decision_links import Links
 from bot.email import message
 from bot.email.smtp import Smtp
-from bot.slack.outbox import Attempt, Undeliverable
+from bot.outbox import Attempt, Undeliverable
 from runtime import Runtime
 from runtime.display import Display
 from runtime.queries import NOT_FOUND

@@ -23,6 +23,7 @@ from slack_bolt.logger.messages import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
+from bot.outbox import OutboxSender, Timing
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.channels import configured
@@ -30,7 +31,6 @@ from bot.slack.delivery import Channels, SlackDelivery
 from bot.slack.home import HomeTabs
 from bot.slack.link import SlackLink, socket_logger
 from bot.slack.once import Once
-from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.page_reminders import PageReminders
 from bot.slack.reconcile import Reconciler

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from bot.inert import flat
 from bot.slack import escape, texts
 
 Block = dict[str, Any]
@@ -59,7 +60,7 @@ def md(text: str, *, limit: int = SECTION_TEXT) -> Block:
 
 
 def pt(text: str, *, limit: int = SECTION_TEXT) -> Block:
-    return {"type": "plain_text", "text": escape.plain(escape.flat(text), limit=limit) or " "}
+    return {"type": "plain_text", "text": escape.plain(flat(text), limit=limit) or " "}
 
 
 def is_user_id(ident: str | None) -> bool:
@@ -72,7 +73,7 @@ def mention(user_id: str | None) -> str:
         return texts.UNKNOWN_PERSON
     if is_user_id(user_id):
         return f"<@{user_id}>"
-    return escape.mrkdwn(escape.flat(user_id), limit=80)
+    return escape.mrkdwn(flat(user_id), limit=80)
 
 
 def target(ident: str) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot import reading, words
+from bot.inert import flat
 from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
@@ -60,7 +61,7 @@ def action_summary(tool: str, args: Mapping[str, Any], display: Display | None =
     arguments ("issue_refund 2500 cents on 4471")."""
     titled = reading.title(display, args)
     if titled:
-        return escape.cut(escape.flat(titled), ACTION_TEXT)
+        return escape.cut(flat(titled), ACTION_TEXT)
     amount = _first(args, _AMOUNT, numeric=True)
     subject = _first(args, _SUBJECT, skip=amount)
     pairs = []
@@ -77,7 +78,7 @@ def action_summary(tool: str, args: Mapping[str, Any], display: Display | None =
         _short(args[subject]) if subject is not None else None,
         pairs,
     )
-    return escape.cut(escape.flat(words), ACTION_TEXT)
+    return escape.cut(flat(words), ACTION_TEXT)
 
 
 def _scalars(args: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -96,7 +97,7 @@ def _first(
 
 
 def _short(value: Any) -> str:
-    return escape.cut(escape.flat(show(value)), SUMMARY_VALUE)
+    return escape.cut(flat(show(value)), SUMMARY_VALUE)
 
 
 def arg_fields(
@@ -123,7 +124,7 @@ def _arg_field(
     approved_args: Mapping[str, Any] | None,
     display: Display | None,
 ) -> str:
-    label = escape.mrkdwn(escape.flat(name), limit=ARG_NAME) or " "
+    label = escape.mrkdwn(flat(name), limit=ARG_NAME) or " "
     before = args.get(name, _MISSING)
     after = _UNEDITED if approved_args is None else approved_args.get(name, _MISSING)
     if after is _UNEDITED or after == before:
@@ -287,7 +288,7 @@ def conflict_line(approval: Approval) -> str:
 def _changes(changes: list[tuple[str, Any, Any]], side: int) -> str:
     """One side of the differing arguments, escaped: `amount_cents 2500, note "x"`."""
     said = ", ".join(
-        f"{escape.mrkdwn(escape.flat(c[0]), limit=ARG_NAME)} {_value(c[side], SUMMARY_VALUE)}"
+        f"{escape.mrkdwn(flat(c[0]), limit=ARG_NAME)} {_value(c[side], SUMMARY_VALUE)}"
         for c in changes
     )
     return said or "the same arguments"
@@ -311,7 +312,7 @@ def _edits(approval: Approval) -> str | None:
         return None
     changes = differences(approval.shown_args, approval.shown_approved_args)
     parts = [
-        f"{escape.mrkdwn(escape.flat(name), limit=ARG_NAME)} "
+        f"{escape.mrkdwn(flat(name), limit=ARG_NAME)} "
         + texts.edited(_value(before, SUMMARY_VALUE), _value(after, SUMMARY_VALUE))
         for name, before, after in changes
     ]
@@ -319,7 +320,7 @@ def _edits(approval: Approval) -> str | None:
 
 
 def _about(approval: Approval, run: Run | None, run_id: str | None, step: int | None) -> str:
-    task = escape.mrkdwn(escape.flat(run.task), limit=TASK_TEXT) if run else None
+    task = escape.mrkdwn(flat(run.task), limit=TASK_TEXT) if run else None
     step = step if step is not None else (run.step if run else None)
     return texts.about(task, kit.mention(approval.requested_by), _code(run_id), step)
 
@@ -353,7 +354,7 @@ def _terms(approval: Approval, rule: str | None) -> list[str]:
     terms = [texts.expires(kit.date(approval.deadline))] if approval.deadline else []
     terms.append(texts.policy(escape.code(approval.policy, limit=ARG_NAME)))
     if rule:
-        terms.append(texts.rule(escape.mrkdwn(escape.flat(rule), limit=REASON_TEXT)))
+        terms.append(texts.rule(escape.mrkdwn(flat(rule), limit=REASON_TEXT)))
     return terms
 
 
@@ -388,7 +389,7 @@ def decision_actions(
     instead of Approve: approving it as it is would not do what the card shows."""
     action = action or action_summary(approval.tool, approval.shown_args, display)
     if approval.conflict is not None:
-        tool = escape.flat(approval.tool)
+        tool = flat(approval.tool)
         sure = kit.confirm(
             texts.confirm_title(action),
             texts.separate_confirm(tool),
@@ -463,12 +464,12 @@ def withdrawal(reason: str) -> str:
     cause = reason.removeprefix("withdrawn").lstrip(": ")
     head, sep, actor = cause.rpartition(" by ")
     if sep and kit.is_user_id(actor):
-        return f"{escape.mrkdwn(escape.flat(head), limit=REASON_TEXT)} by {kit.mention(actor)}"
-    return escape.mrkdwn(escape.flat(cause), limit=REASON_TEXT)
+        return f"{escape.mrkdwn(flat(head), limit=REASON_TEXT)} by {kit.mention(actor)}"
+    return escape.mrkdwn(flat(cause), limit=REASON_TEXT)
 
 
 def _reason(reason: str) -> str | None:
-    return escape.mrkdwn(escape.flat(reason), limit=REASON_TEXT) or None
+    return escape.mrkdwn(flat(reason), limit=REASON_TEXT) or None
 
 
 def asked_at(history: Sequence[Checkpoint], call_id: str) -> int | None:
@@ -550,7 +551,7 @@ def relied_on_note(detail: Mapping[str, Any]) -> str:
 
 NOTE_VOICE = words.Voice(
     person=kit.mention,
-    text=lambda text: escape.mrkdwn(escape.flat(text), limit=DETAIL_TEXT),
+    text=lambda text: escape.mrkdwn(flat(text), limit=DETAIL_TEXT),
     code=lambda ident: escape.code(ident, limit=ARG_NAME + 40),
     time=kit.date,
 )
@@ -589,7 +590,7 @@ def page_message(
     else:
         blocks.append(page_actions(page, resolve=allow_resolve and page.reason in IN_DOUBT))
     text = texts.page_fallback(
-        escape.mrkdwn(escape.flat(tool), limit=ARG_NAME),
+        escape.mrkdwn(flat(tool), limit=ARG_NAME),
         escape.mrkdwn(run_id, limit=ARG_NAME) if run_id else None,
         escape.mrkdwn(page.reason, limit=ARG_NAME),
     )
@@ -605,7 +606,7 @@ def page_reminder(page: Page) -> str:
 def _page_body(page: Page, run: Run | None) -> str:
     why = texts.PAGE_REASONS.get(page.reason) or escape.mrkdwn(page.reason, limit=ARG_NAME)
     detail = escape.mrkdwn(page.detail, limit=DETAIL_TEXT)
-    task = escape.mrkdwn(escape.flat(run.task), limit=REASON_TEXT) if run else None
+    task = escape.mrkdwn(flat(run.task), limit=REASON_TEXT) if run else None
     tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
     return texts.page_body(tool, why, detail, task)
 

@@ -25,9 +25,9 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack import blocks as kit
 from bot.slack import cards, envelopes, escalation, rule_notes, texts
-from bot.slack.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import Policies, Policy, duration_text, policy_of, slo_missed
 from runtime.deliveries import Deliveries

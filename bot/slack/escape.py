@@ -14,8 +14,8 @@ those rules: as a letter, each marker sits inside a word; as a space, an opening
 followed by one and a closing marker preceded by one. Text reads the same; ids and names
 are shown with `code()` instead, which needs no joiners, so they stay copyable.
 
-Control characters (C0 but newline and tab, DEL, C1) and the bidirectional overrides that
-reorder what is shown ("52 dnufer") are written out as escapes, e.g. ESC as `\\x1b`.
+Control characters and the bidirectional overrides that reorder what is shown are written out
+as escapes by the tables of `bot.inert`, which every surface shares; `flat` is its too.
 
 Every text object that carries this text also sets `"verbatim": True`, so Slack does not
 auto-link URLs or channel names in it (see `bot.slack.blocks.md`).
@@ -28,21 +28,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.inert import BIDI, CONTROLS, PLAIN, flat
+
 WORD_JOINER = "\u2060"
-_BIDI = (0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-_CONTROLS = (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))
 
+_JSON_INERT = re.compile("[" + "".join(f"\\u{c:04x}" for c in (*CONTROLS, *BIDI)) + "]")
 
-_JSON_INERT = re.compile("[" + "".join(f"\\u{c:04x}" for c in (*_CONTROLS, *_BIDI)) + "]")
-
-
-def _inert(code: int) -> str:
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
-
-
-_PLAIN: dict[int, str] = {code: _inert(code) for code in (*_CONTROLS, *_BIDI)}
 _MRKDWN: dict[int, str] = {
-    **_PLAIN,
+    **PLAIN,
     ord("&"): "&amp;",
     ord("<"): "&lt;",
     ord(">"): "&gt;",
@@ -67,7 +60,7 @@ def mrkdwn(text: str, *, limit: int | None = None) -> str:
 def plain(text: str, *, limit: int | None = None) -> str:
     """Untrusted text for a plain_text object: Slack parses nothing there but control
     characters and bidirectional overrides are still written out inert."""
-    return _fit(text, _PLAIN, limit)
+    return _fit(text, PLAIN, limit)
 
 
 def code(text: str, *, limit: int | None = None) -> str:
@@ -107,15 +100,6 @@ def cut(text: str, limit: int) -> str:
     `plain(text, limit=...)`, which never split an escape.
     """
     return _fit(text, {}, limit)
-
-
-def flat(text: str) -> str:
-    """One line: runs of whitespace (newlines, tabs, C0 separators) become one space.
-
-    For headers, list rows and inline text, where a newline from an agent could forge a
-    line of the card (a fake "Asked by …").
-    """
-    return " ".join(text.split())
 
 
 def _fit(text: str, table: Mapping[int, str], limit: int | None) -> str:

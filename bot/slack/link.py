@@ -24,10 +24,10 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.outbox import backoff
 from bot.settings import ConfigError
 from bot.slack.channels import check_channels
 from bot.slack.delivery import MISCONFIGURED, slack_error
-from bot.slack.outbox import backoff
 
 log = logging.getLogger("signoff.slack")
 

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.slack.outbox import RetryAt, Timing
+from bot.outbox import RetryAt, Timing
 
 UNKNOWN, NOT_SENT, POSTED = "unknown", "not_sent", "posted"
 

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from bot import reading, words
+from bot.inert import flat
 from bot.slack import blocks as kit
 from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
@@ -119,14 +120,14 @@ def _help() -> list[Block]:
 
 
 def unknown_command(text: str) -> dict[str, Any]:
-    said = escape.code(f"/runs {escape.flat(text)}", limit=ID_TEXT) if text.strip() else ""
+    said = escape.code(f"/runs {flat(text)}", limit=ID_TEXT) if text.strip() else ""
     line = texts.unknown_command(said)
     return kit.ephemeral(line, [kit.section(line), *_help()])
 
 
 def not_found(what: str, ident: str) -> dict[str, Any]:
     line = texts.not_found(
-        escape.mrkdwn(escape.flat(what), limit=NAME_TEXT), escape.code(ident, limit=ID_TEXT)
+        escape.mrkdwn(flat(what), limit=NAME_TEXT), escape.code(ident, limit=ID_TEXT)
     )
     return kit.ephemeral(line, [kit.section(line)])
 
@@ -156,7 +157,7 @@ def run_status(
         ready = texts.ready_to_resume(escape.code(run.id, limit=ID_TEXT), how)
         blocks.append(kit.context(ready))
     if calls:
-        lines = [escape.mrkdwn(escape.flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
+        lines = [escape.mrkdwn(flat(c.line()), limit=LINE_TEXT * 3) for c in calls]
         blocks.append(kit.section("\n".join(lines[:MAX_STATUS_APPROVALS])))
     limits = [
         f"{escape.code(a.tool, limit=NAME_TEXT)} {escape.mrkdwn(line, limit=LINE_TEXT)}"
@@ -187,11 +188,11 @@ def _overview(run: Run, decided: bool = False) -> str:
     status = escape.mrkdwn(status, limit=NAME_TEXT)
     lines = [
         texts.run_summary(escape.mrkdwn(run.agent, limit=NAME_TEXT), status, run.step),
-        texts.task(escape.mrkdwn(escape.flat(run.task), limit=TASK_TEXT)),
+        texts.task(escape.mrkdwn(flat(run.task), limit=TASK_TEXT)),
         texts.usage(_usage(run)),
     ]
     if run.error:
-        lines.append(texts.error(escape.mrkdwn(escape.flat(run.error), limit=LINE_TEXT * 3)))
+        lines.append(texts.error(escape.mrkdwn(flat(run.error), limit=LINE_TEXT * 3)))
     return "\n".join(lines)
 
 
@@ -215,7 +216,7 @@ def _detail(approval: Approval, display: Display | None = None) -> str:
     items = list(approval.shown_args.items())
     for name, _ in items[:MAX_STATUS_ARGS]:
         read = reading.value(display, name, approval.shown_args)
-        shown = escape.mrkdwn(escape.flat(read), limit=VALUE_TEXT)
+        shown = escape.mrkdwn(flat(read), limit=VALUE_TEXT)
         lines.append(f"{escape.code(name, limit=NAME_TEXT)} {shown}")
     if len(items) > MAX_STATUS_ARGS:
         lines.append(texts.and_more(len(items) - MAX_STATUS_ARGS))
@@ -244,7 +245,7 @@ def _open_pages(pages: Sequence[Page], limit: int) -> list[Block]:
 def _page_line(page: Page) -> str:
     tool = escape.code(page.tool, limit=NAME_TEXT) if page.tool else texts.AN_EFFECT
     reason = escape.code(page.reason, limit=NAME_TEXT)
-    return texts.page_line(tool, reason, escape.mrkdwn(escape.flat(page.detail), limit=LINE_TEXT))
+    return texts.page_line(tool, reason, escape.mrkdwn(flat(page.detail), limit=LINE_TEXT))
 
 
 def _more(hidden: int) -> list[Block]:
@@ -256,7 +257,7 @@ def run_list(
 ) -> dict[str, Any]:
     """One line per run, newest as given; past MAX_ROWS the rest is counted in "…and N more".
     `decided`: the parked runs whose approvals are all decided (ready to resume)."""
-    which = escape.mrkdwn(escape.flat(status), limit=NAME_TEXT) if status else None
+    which = escape.mrkdwn(flat(status), limit=NAME_TEXT) if status else None
     if not runs:
         line = texts.no_runs(which)
         return kit.ephemeral(line, [kit.section(line)])
@@ -275,8 +276,8 @@ def _run_line(run: Run, decided: bool = False) -> str:
         escape.code(run.id, limit=ID_TEXT),
         escape.mrkdwn(status, limit=NAME_TEXT),
         run.step,
-        escape.mrkdwn(escape.flat(run.agent), limit=NAME_TEXT),
-        escape.mrkdwn(escape.flat(run.task), limit=VALUE_TEXT // 2),
+        escape.mrkdwn(flat(run.agent), limit=NAME_TEXT),
+        escape.mrkdwn(flat(run.task), limit=VALUE_TEXT // 2),
     )
 
 
@@ -323,7 +324,7 @@ def run_history(run: Run, checkpoints: Sequence[Checkpoint]) -> dict[str, Any]:
 
 def _checkpoint_line(checkpoint: Checkpoint) -> str:
     status = texts.status_text(checkpoint.status.value, checkpoint.stop_reason)
-    appended = escape.mrkdwn(escape.flat(appended_text(checkpoint)), limit=LINE_TEXT)
+    appended = escape.mrkdwn(flat(appended_text(checkpoint)), limit=LINE_TEXT)
     return texts.checkpoint_line(
         checkpoint.seq, checkpoint.step, escape.mrkdwn(status, limit=NAME_TEXT), appended
     )

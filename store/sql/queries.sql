@@ -571,6 +571,22 @@ SELECT * FROM passkeys WHERE person = :person ORDER BY created_at, id
 UPDATE passkeys SET sign_count = :sign_count
 WHERE id = :id AND person = :person AND (sign_count < :sign_count OR :sign_count = 0)
 
+-- keep_challenge --
+-- A WebAuthn challenge the page issued, for one person and one purpose, for :ttl seconds.
+INSERT INTO passkey_challenges (challenge, person, purpose, expires_at)
+VALUES (:challenge, :person, :purpose, {seconds_from_clock(:ttl)})
+
+-- take_challenge --
+-- Use a challenge, once: whichever answer deletes it first gets its person and purpose; an
+-- expired one, or one used already, gives nothing.
+DELETE FROM passkey_challenges WHERE challenge = :challenge AND expires_at > {clock}
+RETURNING person, purpose
+
+-- forget_challenges --
+-- Drop challenges nobody answered in time, at most :limit of them.
+DELETE FROM passkey_challenges
+WHERE challenge IN (SELECT challenge FROM passkey_challenges WHERE expires_at < {clock} LIMIT :limit)
+
 -- list_workers --
 -- The workers seen since :ago seconds from now (negative: in the past; by the database's
 -- clock), the most recently seen first.

@@ -15,8 +15,8 @@ from typing import Any
 
 from bot.dev.slack.fake import FakeSlack
 from bot.directory import web_client
+from bot.outbox import OutboxSender, Timing
 from bot.slack.delivery import Channels, SlackDelivery
-from bot.slack.outbox import OutboxSender, Timing
 from bot.slack.outcomes import Outcomes
 from bot.slack.rule_notes import note_uses, remind_expiring
 from bot.slack.similar import rule_modal

@@ -27,6 +27,7 @@ BOB_MAIL, ANN_MAIL, EVE_MAIL, REQ_MAIL = (
     "req@example.com",
 )
 BOB, ANN, REQUESTER = "U0BOB", "U0ANN", "U0REQ"
+PEOPLE_MAP = {BOB_MAIL: BOB, ANN_MAIL: ANN, REQ_MAIL: REQUESTER}
 PEOPLE = f"""
 [people]
 "{BOB_MAIL}" = "{BOB}"

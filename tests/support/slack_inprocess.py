@@ -44,12 +44,14 @@ class Slack:
 
 
 @asynccontextmanager
-async def slack_app(rt: Runtime) -> AsyncIterator[Slack]:
+async def slack_app(rt: Runtime, *, page_url: str | None = None) -> AsyncIterator[Slack]:
+    """`page_url`: the approvals page's address (`public_url`), for a card that needs a
+    passkey there."""
     fake = FakeSlack(channels=(CHANNEL,), users={BOB: "bob"})
     await fake.start()
     background = Background()
     app = bolt_app("xoxb-test", base_url=fake.base_url, signing_secret=SECRET, link=None)
-    listeners.register(app, rt, background)
+    listeners.register(app, rt, background, page_url=page_url)
     app.error(listeners.one_line_error)
     try:
         yield Slack(app, fake, background)

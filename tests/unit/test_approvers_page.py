@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.addresses import People
 from bot.approvers import check_settings, html
-from bot.approvers.people import People
 from bot.settings import ConfigError, WebSettings
 from store import Approval
 

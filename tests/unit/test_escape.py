@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.inert import flat
 from bot.slack import escape, texts
 
 WJ = "\u2060"
@@ -71,7 +72,7 @@ def test_preformatted_cannot_be_closed_early() -> None:
 
 
 def test_flat_joins_lines() -> None:
-    assert escape.flat(" a\n\nb\tc \x1c d ") == "a b c d"
+    assert flat(" a\n\nb\tc \x1c d ") == "a b c d"
 
 
 def test_cut_leaves_short_text_alone() -> None:

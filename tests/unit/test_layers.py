@@ -11,11 +11,13 @@ the runtime modules the surfaces import, besides the facade and the queries, han
 only the public names its `__init__` lists in `__all__`, never a module path below it.
 
 No surface imports another's modules: Slack (`bot/slack/`), the CLI (`bot/cli/`), the console
-(`bot/console/`), the approvers' page (`bot/approvers/`) and the HTTP
-API (`bot/api.py`, `bot/api_*.py`, `bot/openapi.py`) share what they must through modules that
-belong to none (the request models and their validation, `bot/requests.py`; the JSON views,
-`bot/json_views.py`; the HTTP app's auth, keys and errors, `bot/http_*.py`), and those import
-no surface. The process entry points (`bot/server.py`, `bot/dev/`) put the surfaces together.
+(`bot/console/`), the approvers' page (`bot/approvers/`), the e-mail channel (`bot/email/`)
+and the HTTP API (`bot/api.py`, `bot/api_*.py`, `bot/openapi.py`) share what they must
+through modules that belong to none (the request models and their validation,
+`bot/requests.py`; the JSON views, `bot/json_views.py`; the HTTP app's auth, keys and errors,
+`bot/http_*.py`; the outbox sender, `bot/outbox.py`; the inert text, `bot/inert.py`), and no
+module of `bot` outside a surface imports one. Only the process entry points (`bot/server.py`,
+`bot/dev/`) put the surfaces together.
 
 Each check runs on the real tree, and on a small synthetic tree that breaks it: a check that
 could not fail would prove nothing."""
@@ -264,11 +266,12 @@ def sub_packages(root: Path) -> list[str]:
     )
 
 
-SURFACE_PACKAGES = ("slack", "cli", "console", "approvers")
-"""`bot/email/` is not yet among them: it sends through the Slack outbox and the approvers'
-tokens (issue 45, left open)."""
+SURFACE_PACKAGES = ("slack", "cli", "console", "approvers", "email")
 SHARED = ("bot.requests", "bot.json_views", "bot.http_auth", "bot.http_errors", "bot.http_keys")
-"""Modules every surface may use and none owns."""
+"""Modules every surface may use and none owns (the test below checks that they are used)."""
+ENTRY_POINTS = ("bot.server", "bot.dev")
+"""The process entry points, which put the surfaces together: the only modules of `bot`
+outside a surface that may import one."""
 
 
 def surface_of(module: str) -> str | None:
@@ -284,12 +287,13 @@ def surface_of(module: str) -> str | None:
 
 
 def cross_surface_imports(graph: dict[str, set[str]]) -> dict[str, list[str]]:
-    """Surface modules that import another surface's modules, and shared modules that import
-    any surface's."""
+    """Surface modules that import another surface's modules, and modules of `bot` that
+    belong to no surface (the shared ones, settings, logs, views...) that import any
+    surface's; only the entry points put surfaces together."""
     wrong: dict[str, list[str]] = {}
     for module, targets in graph.items():
         own = surface_of(module)
-        if own is None and module not in SHARED:
+        if not in_package(module, SURFACES) or any(in_package(module, e) for e in ENTRY_POINTS):
             continue
         found = sorted(t for t in targets if surface_of(t) not in (None, own))
         if found:
@@ -712,11 +716,21 @@ def test_a_surface_leaning_on_another_is_found(tmp_path: Path) -> None:
             "bot/cli/__init__.py": "",
             "bot/cli/runs.py": "def show():\n    from bot.api_views import run_view\n",
             "bot/console/routes.py": "from bot import api\nfrom bot.slack.cards import card\n",
+            "bot/logs.py": "from bot.slack.escape import plain\n",
+            "bot/slack/escape.py": "from bot.inert import flat\n",
+            "bot/inert.py": "",
+            "bot/email/__init__.py": "",
+            "bot/email/sender.py": "from bot.slack.outbox import Attempt\nfrom bot import outbox\n",
+            "bot/slack/outbox.py": "",
+            "bot/outbox.py": "",
+            "bot/dev/__init__.py": "from bot.slack import app\nfrom bot import api\n",
         },
     )
 
     assert cross_surface_imports(import_graph(root)) == {
         "bot.cli.runs": ["bot.api_views"],
         "bot.console.routes": ["bot.api", "bot.slack.cards"],
+        "bot.email.sender": ["bot.slack.outbox"],
+        "bot.logs": ["bot.slack.escape"],
         "bot.requests": ["bot.slack.cards"],
     }

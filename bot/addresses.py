@@ -1,6 +1,7 @@
 """Who a signed-in person is: the `[people]` table maps an e-mail address to the person id
 policies name (a Slack user id); a person the table does not list is their address, which
-a policy may name as an approver (someone outside Slack)."""
+a policy may name as an approver (someone outside Slack). The approvals page signs people
+in by it and the e-mail channel finds their addresses by it, so it belongs to neither."""
 
 from __future__ import annotations
 

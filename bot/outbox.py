@@ -10,6 +10,8 @@ hung request never holds up the other cards. A failed row is retried later with 
 jittered backoff (the web client has already retried rate limits in place); a row that can
 never succeed (an unknown channel, say) is given up with its reason, so it does not hold
 back the rows of its subject behind it.
+
+Every channel sends through it (Slack's cards, the e-mails), so it belongs to no surface.
 """
 
 from __future__ import annotations

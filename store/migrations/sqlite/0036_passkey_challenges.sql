@@ -1,0 +1,12 @@
+-- While older workers run: safe. It adds a table older code neither reads nor writes (an older
+-- worker goes on keeping its own challenges in memory, as before).
+-- The WebAuthn challenges the approvals page issued and no answer has used yet (issue 43.3):
+-- for whom and for what (registering, or approving one approval), until when. Taking one
+-- deletes it, so whichever process an answer reaches uses a challenge once.
+CREATE TABLE passkey_challenges (
+    challenge  TEXT PRIMARY KEY,
+    person     TEXT NOT NULL,
+    purpose    TEXT NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE INDEX passkey_challenges_expiry ON passkey_challenges (expires_at);
