@@ -9,6 +9,7 @@ import importlib
 import os
 from collections.abc import Iterable
 from types import ModuleType
+from typing import Any
 
 from bot.near import did_you_mean, near
 from bot.policy_ids import CHANNEL_ID, named_channels
@@ -82,6 +83,7 @@ def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
 
     limits = settings.runtime.limits
     check_policy_tools(settings, agents)
+    check_cool_off_tools(settings, agents)
     try:
         check_limits(limits, settings.runtime.policies, agents)
         check_rules(settings.runtime.policies, agents, counted(limits))
@@ -106,6 +108,42 @@ def check_policy_tools(settings: Settings, agents: list[Agent]) -> None:
                 f"mean `{meant}`? (a policy for a tool asked for only over the HTTP API says "
                 "external = true)"
             )
+
+
+UNDOABLE = ("cool_off", "undo_for")
+
+
+def check_cool_off_tools(settings: Settings, agents: list[Agent]) -> None:
+    """`cool_off` and `undo_for` (issue 42.6) wait on, or undo, a call through its tool's
+    compensator: set on a tool that has none, or on the default policy (every tool's), they
+    would promise what nothing can do, so start-up stops at their line."""
+    policies = settings.runtime.policies
+    tools = {name: t for agent in agents for name, t in agent.tools.items()}
+    named: list[tuple[tuple[str, ...], str | None]] = [(("policies", "default"), None)]
+    named += [(("policies", "tools", name), name) for name in policies.tools]
+    for loc, tool_name in named:
+        policy = policies.default if tool_name is None else policies.tools[tool_name]
+        for rule_loc in _undo_settings(policy, loc):
+            tool = tools.get(tool_name or "")
+            if tool_name is not None and (tool is None or tool.compensate is not None):
+                continue  # no agent here has it: asked over the HTTP API, no run ever waits on it
+            why = (
+                "the default policy is every tool's; set it on the policy of a tool that "
+                "has a compensator"
+                if tool_name is None
+                else f"{tool_name} has no compensator (a reversible tool names one with "
+                "compensate=), so nothing could undo it"
+            )
+            raise ConfigError(f"{where(settings, rule_loc)}: {'.'.join(rule_loc)}: {why}")
+
+
+def _undo_settings(policy: Any, loc: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """Where the policy and its rules set a cool-off or an undo window."""
+    found = [(*loc, key) for key in UNDOABLE if getattr(policy, key) is not None]
+    for number, rule in enumerate(policy.rules):
+        place = (*loc, "rules", str(number))
+        found += [(*place, key) for key in UNDOABLE if getattr(rule, key) is not None]
+    return found
 
 
 def unguarded_warnings(settings: Settings, agents: Iterable[Agent]) -> list[str]:

@@ -69,7 +69,7 @@ from bot.requests import (
     ResolveRequest,
     RunRequest,
 )
-from bot.settings import ApiToken
+from bot.sections import ApiToken
 from bot.tasks import Background
 from runtime import Actor, Permission, Runtime, errors
 from runtime.records import ApprovalState, AuditEvent

@@ -15,7 +15,7 @@ from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.requests import ReceiptCheckRequest
-from bot.settings import Scope
+from bot.sections import Scope
 from signoff.receipts import BadReceipt, check_signature, verify
 
 KEYS_PATH = "/v1/keys"

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from bot.settings import SCOPES, ApiToken, Scope
+from bot.sections import SCOPES, ApiToken, Scope
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LEGACY = "SIGNOFF_API_TOKEN"

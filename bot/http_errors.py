@@ -27,6 +27,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.PageNotFound, 404),
     (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
     (errors.AlreadyVoted, 409),
+    (errors.LinkUsed, 409),
     (errors.RunFinished, 409),
     (errors.RunBusy, 409),
     (errors.NotAnApprover, 403),
@@ -37,6 +38,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.EditRefused, 400),
     (errors.KeyConflict, 409),
     (errors.SharedEffect, 409),  # other runs rely on what would be undone
+    (errors.TooLate, 409),  # a cool-off over, an undo window closed or used
     (errors.UnknownAgent, 400),
     (errors.InvalidRequest, 400),
     (budgets.EnvelopeNotAllowed, 403),

@@ -1,4 +1,6 @@
-"""Signoff's vocabulary: the one word for each state of a run, an approval, a page and an
+"""One job, long because it holds every shared word and refusal: Signoff's vocabulary.
+
+Signoff's vocabulary: the one word for each state of a run, an approval, a page and an
 effect, the label of a step, and the one sentence for each refusal, shared by every surface
 (Slack, the CLI, the HTTP API's messages, the `signoff dev` console).
 

@@ -1,4 +1,6 @@
-"""The Runtime: the public facade. It wires the runtime's modules together and holds no
+"""One job, long because every command and query has its door here: the facade.
+
+The Runtime: the public facade. It wires the runtime's modules together and holds no
 logic of its own; each method hands over to the module whose job it is:
 
 runs/ (creation, the loop in driving and driver, resumability, ending, recovery),
@@ -31,7 +33,7 @@ from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import anchors, inbox, listing, rollback, shared, timetravel
+from runtime.history import anchors, cool_off, inbox, listing, rollback, shared, timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
@@ -158,6 +160,7 @@ class Runtime:
             after_decision=lambda approval, resume: self.after_decision(approval, resume=resume),
             spend=self.spend,
         )
+        self.desk.resume_run = self.resume_after_decision
         self.permissions = Permissions(
             access=access or Access(),
             directory=directory,
@@ -469,6 +472,7 @@ class Runtime:
         resume: bool = True,
         separate: bool = False,
         stepped_up: bool = False,
+        link_nonce: str | None = None,
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
@@ -479,6 +483,8 @@ class Runtime:
         call is refused (`KeyConflict`), since it would not do what the approver sees.
         `stepped_up`: the approver confirmed with a passkey (only the approvals page can say
         so); a policy's `step_up` refuses an approval without it (`StepUpRequired`).
+        `link_nonce`: the e-mailed link the decision comes through, recorded as used with
+        the decision, in one transaction (`LinkUsed` if it was used already).
         """
         return await self.desk.decide(
             approval_id,
@@ -489,6 +495,7 @@ class Runtime:
             resume=resume,
             separate=separate,
             stepped_up=stepped_up,
+            link_nonce=link_nonce,
         )
 
     async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
@@ -595,6 +602,20 @@ class Runtime:
                 compensate_shared=compensate_shared,
             )
 
+    async def cancel_cool_off(self, approval_id: str, *, by: str) -> Approval:
+        """`by` cancels an approved call waiting out its policy's cool-off: it never runs, and
+        its run reads the cancel as the call's result (audited). `TooLate` once it ran (or
+        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first."""
+        return await cool_off.cancel(
+            self._deps, approval_id, by=by, resume_run=self.resume_after_decision
+        )
+
+    async def undo(self, approval_id: str, *, by: str) -> RollbackReport:
+        """`by` undoes the call an approval let run, through its tool's compensator, once and
+        within its policy's `undo_for`: the rollback of that one effect (audited). `TooLate`
+        otherwise, changing nothing. Surfaces check `Permission.UNDO` first."""
+        return await cool_off.undo(self._deps, approval_id, by=by)
+
     # what the surfaces (CLI, Slack, HTTP) call besides the above
 
     async def find_run(self, run_id: str | None) -> Run | None:
@@ -613,7 +634,7 @@ class Runtime:
         """Drive the run a decision unblocked (the queue's worker with room, when this
         process runs one); past a few seconds' wait, recovery does."""
         if self.queue is not None:
-            self.queue.wake(requeue=True)
+            self.queue.wake(decided=run_id)
             return
         await driving.resume_after_decision(self._deps, self.desk, run_id)
 

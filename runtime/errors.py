@@ -9,6 +9,8 @@ SignoffRuntimeError
  │    ├── EffectInDoubt    an effect that may not run twice is in doubt: a human resolves it
  │    ├── SharedEffect     an effect to compensate is relied on by other runs: undone only
  │    │                    when the operator says so (compensate_shared)
+ │    ├── TooLate          an approved call's cool-off is over (no cancel), or its undo window
+ │    │                    closed or it was undone already (no undo)
  │    └── ModelChanged     the run started on another model than this process is configured with
  ├── RunNotFound         no run with this id
  ├── ApprovalNotFound    no approval with this id
@@ -20,6 +22,7 @@ SignoffRuntimeError
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
  │    ├── StepUpRequired   the policy wants a passkey's confirmation (the approvals page)
+ │    ├── LinkUsed         an e-mailed decision link was used already (it decides once)
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
  │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
  │    │                    it as a separate effect
@@ -80,6 +83,10 @@ class SharedEffect(InvalidRequest):
     shared: dict[str, list[tuple[str, str]]]
 
 
+class TooLate(InvalidRequest):
+    """The approved call can no longer be cancelled or undone; nothing changed."""
+
+
 class EffectInDoubt(InvalidRequest):
     """An effect that may not run twice is in doubt; a human resolves it first.
 
@@ -128,6 +135,10 @@ class NotAnApprover(DecisionRefused):
 
 class SelfApproval(DecisionRefused):
     """The requester may not approve their own action."""
+
+
+class LinkUsed(DecisionRefused):
+    """This e-mailed decision link was used already: each link decides once."""
 
 
 class StepUpRequired(DecisionRefused):

@@ -1,4 +1,6 @@
-"""The one interface the runtime calls. Every backend implements `Store`.
+"""One job, long because each call says what it guarantees: the Store protocol.
+
+The one interface the runtime calls. Every backend implements `Store`.
 
 Writes that must land together go through `commit(Batch)`: one transaction holding a
 checkpoint, the effects it starts or finishes, the approvals it requests, pages and audit
@@ -364,14 +366,17 @@ class Store(Protocol):
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
         decided_for: str | None = None,
+        link_nonce: str | None = None,
     ) -> Voted:
         """A person's decision, in one transaction (`question`: an approver's question back
-        to the agent, recorded with a decline). On an approval that needs a quorum, an
-        approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
-        second one), audited as a `vote` event, and deciding the approval (with `event`) once
-        the quorum is reached. A decline, or an approval that needs one approver, decides at
-        once, as `decide_approval` does. `AlreadyDecided` if it is no longer pending,
-        `Expired` past its deadline with `open_only`, and then nothing is written.
+        to the agent, recorded with a decline; `link_nonce`: the e-mailed link it comes
+        through, recorded as used in the same transaction, `LinkUsed` if it was already).
+        On an approval that needs a quorum, an approval is a vote: recorded once per person
+        (`AlreadyVoted`, with `votes`, for a second one), audited as a `vote` event, and
+        deciding the approval (with `event`) once the quorum is reached. A decline, or an
+        approval that needs one approver, decides at once, as `decide_approval` does.
+        `AlreadyDecided` if it is no longer pending, `Expired` past its deadline with
+        `open_only`, and then nothing is written.
         `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`).
         `decided_for`: the person a delegate decides for (their vote, and the record says so)."""
         ...
@@ -447,6 +452,38 @@ class Store(Protocol):
         database's clock), so nobody waits for it now; False if it did not (or changed)."""
         ...
 
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        """An approved call about to run (issue 42.6): its cool-off of `cool_off` seconds
+        begins if none has (audited with `event`), and the call is claimed to run once no
+        cool-off is left by the store's clock, its undo window of `undo` seconds beginning.
+        The approval after: `cool_off` says whether to run, wait or drop the call."""
+        ...
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` cancels the approved call in its cool-off (audited); False
+        if it is in none (it ran, or was cancelled before)."""
+        ...
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        """Compare-and-set: `by` undoes the call the approval let run, once, within its undo
+        window by the store's clock (audited); False otherwise."""
+        ...
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        """The runs parked on a cool-off that ended by the store's clock."""
+        ...
+
+    async def next_cool_off_end(self) -> datetime | None:
+        """When the next cool-off still running ends."""
+        ...
+
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
     ) -> None: ...
@@ -503,12 +540,6 @@ class Store(Protocol):
     ) -> bool: ...
 
     # approvers beyond Slack
-    async def use_email_link(
-        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
-    ) -> bool:
-        """Spend an e-mailed link: True the first time its nonce is used, False after."""
-        ...
-
     async def email_link_used(self, nonce: str) -> datetime | None:
         """When an e-mailed link was used; None if never."""
         ...
@@ -730,6 +761,12 @@ class Store(Protocol):
     async def requeue_runs(self) -> int:
         """Make ready every run that should be moving and is neither driven nor queued
         (running without a live lease, parked with no approval pending); how many."""
+        ...
+
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        """Make ready each of these parked runs that no approval keeps waiting any more (a
+        decision's own transaction does; two decisions committed at once on PostgreSQL may
+        each have seen the other pending): what `requeue_runs` does for these runs only."""
         ...
 
     async def release_own_leases(self, owner: str) -> int:

@@ -17,7 +17,8 @@ the shared one for its dialect. Small differences inside a shared query are plac
 - `{skip_locked}`: a row lock that passes over rows another transaction holds (a queue's
   claim), which SQLite's single writer has no need of;
 - `{drivable}`: whether a run (a row of `runs`) has something to drive: running, or parked
-  with no approval pending;
+  with no approval pending and no approved call waiting out its cool-off (by the database's
+  clock);
 - `{indexed_by(name)}`: SQLite's index hint (PostgreSQL's planner has statistics);
 - `{joined_column(table.column)}`: a column of an `UPDATE ... FROM` table in `RETURNING`,
   which SQLite cannot return (NULL there);
@@ -50,7 +51,8 @@ _SQLITE_CLOCK = f"coalesce(:test_now, {_SQLITE_NOW})"
 _PG_CLOCK = "coalesce(:test_now::timestamptz, now())"
 _DRIVABLE = (
     "(status = 'running' OR (status = 'waiting_approval' AND NOT EXISTS ("
-    "SELECT 1 FROM approvals a {indexed} WHERE a.run_id = runs.id AND a.state = 'pending')))"
+    "SELECT 1 FROM approvals a {indexed} WHERE a.run_id = runs.id AND (a.state = 'pending' "
+    "OR (a.cool_off = 'waiting' AND a.cool_off_until > {now})))))"
 )
 _HEADER = re.compile(r"^-- ([a-z0-9_]+)(?: \[([a-z0-9_]+)\])? --\n((?:-- .*\n)*)", re.MULTILINE)
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?:\(([^(){}]*)\))?\}")
@@ -95,8 +97,8 @@ PLACEHOLDERS: dict[str, Placeholder] = {
     "skip_locked": Placeholder(0, "", "FOR UPDATE SKIP LOCKED"),
     "drivable": Placeholder(
         0,
-        _DRIVABLE.format(indexed="INDEXED BY approvals_by_run"),
-        _DRIVABLE.format(indexed=""),
+        _DRIVABLE.format(indexed="INDEXED BY approvals_by_run", now=_SQLITE_NOW),
+        _DRIVABLE.format(indexed="", now="now()"),
     ),
     "indexed_by": Placeholder(1, "INDEXED BY {0}", ""),
     "joined_column": Placeholder(1, "NULL", "{0}"),

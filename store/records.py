@@ -1,4 +1,6 @@
-"""The durable records: immutable pydantic models, one per table.
+"""One job, long because each table has its model: the durable records.
+
+The durable records: immutable pydantic models, one per table.
 
 Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
 
@@ -554,6 +556,18 @@ class Approval(Record):
     the agent reads it as the tool's result, and its next call is asked again."""
     """Set on an approval asked again for a call already approved: `approval_id` (the one
     it replaces), `why` (`facts_changed` or `lapsed`) and `text` (what changed)."""
+    cool_off: Literal["waiting", "ran", "cancelled"] | None = None
+    """Where an approved call of a policy with `cool_off` or `undo_for` is (issue 42.6):
+    `waiting` out its cool-off until `cool_off_until`, `ran` (claimed to run), or
+    `cancelled` by `cool_off_by` (it never runs). None: no cool-off, or not reached yet."""
+    cool_off_until: datetime | None = None
+    cool_off_by: str | None = None
+    undo_until: datetime | None = None
+    """Until when the call that ran may be undone through its compensator (None: never)."""
+    undone_by: str | None = None
+    """Who undid the call that ran (once): its compensation is the rollback of that one
+    effect."""
+    undone_at: datetime | None = None
 
     resume_state: str | None = Field(None, exclude=True, repr=False)
     """What the agent that asked needs to resume once this is decided (opaque text, e.g. the

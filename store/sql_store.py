@@ -1,4 +1,6 @@
-"""Every `Store` method, once, for the SQL backends.
+"""One job, long because it is every Store method once: the SQL backends' store.
+
+Every `Store` method, once, for the SQL backends.
 
 A method prepares its parameters (`store.rows`), then either reads through a named query or
 hands a transaction body (`store.core`) to the backend. A backend supplies only `_read` and
@@ -13,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from store import cool_off as cool_offs
 from store import core, envelopes, errors, learned, rows, shared, spend
 from store.base import (
     ANYONE,
@@ -331,6 +334,7 @@ class SqlStore:
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
         decided_for: str | None = None,
+        link_nonce: str | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -345,7 +349,12 @@ class SqlStore:
             key_suffix=key_suffix,
             test_now=self._judge_now(),
             decided_for=decided_for,
-        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now(), "question": question}
+        ) | {
+            "spend_amounts": spend_amounts,
+            "spend_now": self._spend_now(),
+            "question": question,
+            "link_nonce": link_nonce,
+        }
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -441,6 +450,33 @@ class SqlStore:
     async def waiter_left(self, approval_id: str) -> bool:
         params = {"id": approval_id, "test_now": self._judge_now()}
         return await self._write(lambda: core.waiter_left(params))
+
+    async def advance_cool_off(
+        self,
+        approval_id: str,
+        *,
+        cool_off: float | None,
+        undo: float | None,
+        event: AuditEvent,
+    ) -> Approval:
+        params = {"id": approval_id, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.advance(params, cool_off, undo, event))
+
+    async def cancel_cool_off(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by}
+        return await self._write(lambda: cool_offs.cancel(params, event))
+
+    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+        params = {"id": approval_id, "by": by, "test_now": self._judge_now()}
+        return await self._write(lambda: cool_offs.claim_undo(params, event))
+
+    async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
+        found = await self._read("cool_offs_ended", {"test_now": self._judge_now(), "limit": limit})
+        return [row[0] for row in found]
+
+    async def next_cool_off_end(self) -> datetime | None:
+        found = await self._read("next_cool_off_end", {"test_now": self._judge_now()})
+        return rows.dt(found[0][0]) if found else None
 
     async def set_approval_message(
         self, approval_id: str, *, channel: str | None, ts: str | None, delivery: str
@@ -546,18 +582,6 @@ class SqlStore:
             return 0
         params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
         return int(await self._one("queue_home_refresh", params, "count"))
-
-    async def use_email_link(
-        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
-    ) -> bool:
-        params = {
-            "nonce": nonce,
-            "approval_id": approval_id,
-            "person": person,
-            "decision": decision,
-            "used_at": rows.ts(at),
-        }
-        return await self._changed_one("use_email_link", params)
 
     async def email_link_used(self, nonce: str) -> datetime | None:
         found = await self._read("email_link_used", {"nonce": nonce})
@@ -834,6 +858,11 @@ class SqlStore:
 
     async def requeue_runs(self) -> int:
         return int(await self._one("requeue_runs", {}, "count", durable=False))
+
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            params = [{"run_id": run_id} for run_id in run_ids]
+            await self._one("ready_decided_run", params, "many", durable=False)
 
     async def release_own_leases(self, owner: str) -> int:
         params = {"owner": owner}

@@ -20,7 +20,8 @@ from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
 from bot.approvers.session import Sessions
 from bot.decision_links import Links
-from bot.settings import ConfigError, WebSettings, secret
+from bot.sections import WebSettings
+from bot.settings import ConfigError, secret
 from bot.tasks import Background
 from runtime import Runtime
 

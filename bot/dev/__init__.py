@@ -28,15 +28,8 @@ from bot.dev.project import Project, demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
 from bot.masking import ResultMasks
-from bot.settings import (
-    ApiSettings,
-    ApiToken,
-    ConfigError,
-    DatabaseSettings,
-    Settings,
-    SlackSettings,
-    WorkerSettings,
-)
+from bot.sections import ApiSettings, ApiToken, DatabaseSettings, SlackSettings, WorkerSettings
+from bot.settings import ConfigError, Settings
 from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")

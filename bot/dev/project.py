@@ -17,7 +17,8 @@ from pathlib import Path
 from bot.agents import check_channel_ids, check_configured_rules, load_agents
 from bot.dev import people
 from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
-from bot.settings import RuntimeSettings, config_path, load_settings
+from bot.sections import RuntimeSettings
+from bot.settings import config_path, load_settings
 from runtime.agent import Agent
 from runtime.approvals import Policy
 

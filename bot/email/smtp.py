@@ -8,7 +8,8 @@ import smtplib
 import ssl
 from email.message import EmailMessage
 
-from bot.settings import EmailSettings, secret
+from bot.sections import EmailSettings
+from bot.settings import secret
 
 
 class Smtp:

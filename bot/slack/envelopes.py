@@ -13,7 +13,6 @@ the proposal (it reads nothing, well within the 3 s a click's trigger lasts)."""
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 from datetime import datetime
 from typing import Any
@@ -24,14 +23,13 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.actions import Action, Modal
+from bot.slack.answer_first import AnswerFirst, Body, value
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime import spend as budgets
-from runtime.records import ApprovalState, Envelope
+from runtime.records import Envelope
 
-log = logging.getLogger("signoff.slack")
-Body = dict[str, Any]
 EVENT = "signoff_envelope"
 FIELDS = ("when", "up_to", "calls", "until", "reason")
 DEFAULT_CALLS = "20"
@@ -141,29 +139,16 @@ def _optional(block: Body) -> Body:
 # listeners
 
 
-class Envelopes:
-    def __init__(self, rt: Runtime, background: Background) -> None:
-        self.rt = rt
-        self.background = background
-
+class Envelopes(AnswerFirst):
     async def approve_envelope(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """Approve (refused, changing nothing, for someone who may not hand out budgets for
         the tool), then open the modal at once."""
-        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
-        try:
-            approval = await self.rt.queries.approval(approval_id)
-            await self.rt.spend.check_author(user, approval.tool)
-            decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
+        decided = await self.approve(ack, body, client, check=self._may_hand_out)
+        if decided is None:
             return
-        await ack()
-        if decided.state != ApprovalState.PENDING:
-            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
         amount = self.rt.spend.money_arg(decided.tool)
         view = envelope_modal(
-            approval_id,
+            decided.id,
             decided.tool,
             self.rt.rules.draft(decided.tool, None, decided.args).condition,
             currency=self.rt.spend.currency(decided.tool, amount),
@@ -173,10 +158,14 @@ class Envelopes:
         )
         await client.views_open(trigger_id=body["trigger_id"], view=view)
 
+    async def _may_hand_out(self, user: str, approval_id: str) -> None:
+        approval = await self.rt.queries.approval(approval_id)
+        await self.rt.spend.check_author(user, approval.tool)
+
     async def submit(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
         user = body["user"]["id"]
         meta = json.loads(view["private_metadata"])
-        values = {b: _value(view, b).strip() for b in FIELDS}
+        values = {b: value(view, b).strip() for b in FIELDS}
         tool, amount = meta["tool"], meta.get("amount")
         try:
             envelope = await self.rt.spend.make(
@@ -201,34 +190,15 @@ class Envelopes:
             self.background.spawn(post, name="envelope confirm")
 
     async def confirm(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
-        user, envelope_id = body["user"]["id"], body["actions"][0]["value"]
-        try:
-            envelope = await self.rt.spend.confirm(envelope_id, by=user)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
-            return
-        await ack()
-        channel = (body.get("channel") or {}).get("id")
-        ts = (body.get("message") or {}).get("ts")
-        text = f"Budget {escape.code(envelope.id)} confirmed by <@{user}>."
-        if channel and ts:
-            update = client.chat_update(channel=channel, ts=ts, text=text, blocks=[])
-            self.background.spawn(update, name="envelope confirmed")
+        envelope = await self.act(ack, body, client, self.rt.spend.confirm)
+        if envelope is not None:
+            user = body["user"]["id"]
+            text = f"Budget {escape.code(envelope.id)} confirmed by <@{user}>."
+            self.replace_card(client, body, text, [], name="envelope confirmed")
 
     async def revoke(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """End it now (its author or a rule-writer); its message says so through the outbox."""
-        user, envelope_id = body["user"]["id"], body["actions"][0]["value"]
-        try:
-            await self.rt.spend.revoke(envelope_id, by=user)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
-            return
-        await ack()
-
-    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
-        self.background.spawn(_tell(client, body, text), name="ephemeral")
+        await self.act(ack, body, client, self.rt.spend.revoke)
 
 
 # /runs envelope
@@ -327,16 +297,3 @@ def _field(message: str) -> str:
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:g}h"
-
-
-def _value(view: Body, block: str) -> str:
-    found = view["state"]["values"].get(block, {}).get(block, {})
-    return str(found.get("value") or "")
-
-
-async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
-    channel = (body.get("channel") or {}).get("id") or body["user"]["id"]
-    try:
-        await client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text)
-    except Exception:
-        log.exception("could not tell %s: %s", body["user"]["id"], text)

@@ -1,4 +1,6 @@
-"""Slack listeners: buttons, modals, `/runs` and the App Home tab, registered on one AsyncApp.
+"""One job, long because each Slack interaction has its listener: registering them.
+
+Slack listeners: buttons, modals, `/runs` and the App Home tab, registered on one AsyncApp.
 
 Each listener checks the decision as the HTTP API does (`bot.requests.decision_refusal`),
 records it (one compare-and-set, a few milliseconds), then acks, well inside Slack's 3

@@ -24,14 +24,14 @@ from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_lin
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
 from bot.slack.actions import Action, Modal
+from bot.slack.answer_first import AnswerFirst, Body, tell, value
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Runtime, errors
 from runtime.approvals import Backtest, Draft, Hit, NeedsConfirmation, RuleNotFound
-from runtime.records import ApprovalState, LearnedRule
+from runtime.records import LearnedRule
 
 log = logging.getLogger("signoff.slack")
-Body = dict[str, Any]
 YES = "yes"
 MAX_HITS = 15
 FIELDS = ("when", "expires", "reason", "confirm")
@@ -178,29 +178,18 @@ def _context(text: str) -> Body:
 # listeners
 
 
-class Similar:
-    def __init__(self, rt: Runtime, background: Background) -> None:
-        self.rt = rt
-        self.background = background
-
+class Similar(AnswerFirst):
     async def approve_similar(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
         """Approve (refused, changing nothing, for someone who may not write rules), then
         open the modal in the background."""
-        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        user = body["user"]["id"]
         if not await self.rt.rules.may_write(user):
-            await ack()
-            self._tell(client, body, f"<@{user}> may not write approval rules.")
+            await self.refuse(ack, client, body, f"<@{user}> may not write approval rules.")
             return
-        try:
-            decided = await self.rt.decide(approval_id, "approved", by=user, resume=False)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
-            return
-        await ack()
-        if decided.state != ApprovalState.PENDING:
-            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
-        self.background.spawn(self._open(body, client, decided.tool, decided.args), name="similar")
+        decided = await self.approve(ack, body, client)
+        if decided is not None:
+            spawned = self._open(body, client, decided.tool, decided.args)
+            self.background.spawn(spawned, name="similar")
 
     async def _open(self, body: Body, client: AsyncWebClient, tool: str, args: Body) -> None:
         """Open the modal with the proposed rule at once (the trigger lasts 3 s), then run
@@ -213,7 +202,7 @@ class Similar:
         try:
             tested = await self.rt.rules.backtest(tool, drafted.condition)
         except errors.SignoffRuntimeError as exc:
-            await _tell(client, body, refusal(exc))
+            await tell(client, body, refusal(exc))
             return
         view = rule_modal(approval_id, drafted, channel=channel, tested=tested)
         try:  # by its hash: a modal the person closed or submitted meanwhile stays as it is
@@ -224,7 +213,7 @@ class Similar:
     async def submit(self, ack: AsyncAck, body: Body, view: Body, client: AsyncWebClient) -> None:
         user = body["user"]["id"]
         meta = json.loads(view["private_metadata"])
-        values = {b: _value(view, b) for b in FIELDS}
+        values = {b: value(view, b) for b in FIELDS}
         try:
             days = float(values["expires"] or "0")
         except ValueError:
@@ -280,25 +269,13 @@ class Similar:
             await client.chat_postEphemeral(channel=channel, user=rule.author, text=text)
 
     async def confirm(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
-        user, rule_id = body["user"]["id"], body["actions"][0]["value"]
-        try:
-            rule = await self.rt.rules.confirm(rule_id, by=user)
-        except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, refusal(exc))
-            return
-        await ack()
-        channel = (body.get("channel") or {}).get("id")
-        ts = (body.get("message") or {}).get("ts")
-        text = f"Rule {rule.id} confirmed by <@{user}>; active until {rule.expires_at:%Y-%m-%d}."
-        if channel and ts:
-            self.background.spawn(
-                client.chat_update(channel=channel, ts=ts, text=text, blocks=[_section(text)]),
-                name="rule confirmed",
+        rule = await self.act(ack, body, client, self.rt.rules.confirm)
+        if rule is not None:
+            user = body["user"]["id"]
+            text = (
+                f"Rule {rule.id} confirmed by <@{user}>; active until {rule.expires_at:%Y-%m-%d}."
             )
-
-    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
-        self.background.spawn(_tell(client, body, text), name="ephemeral")
+            self.replace_card(client, body, text, [_section(text)], name="rule confirmed")
 
 
 async def answer(rt: Runtime, verb: str, rest: list[str], *, user: str) -> dict[str, Any] | None:
@@ -320,16 +297,3 @@ def _has_block(view: Body, block: str) -> bool:
     """Whether the submitted view holds the input `block` (in its blocks, or its state)."""
     shown = any(b.get("block_id") == block for b in view.get("blocks", []))
     return shown or block in view["state"]["values"]
-
-
-def _value(view: Body, block: str) -> str:
-    found = view["state"]["values"].get(block, {}).get(block, {})
-    return str(found.get("value") or "")
-
-
-async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
-    channel = (body.get("channel") or {}).get("id") or body["user"]["id"]
-    try:
-        await client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text)
-    except Exception:
-        log.exception("could not tell %s: %s", body["user"]["id"], text)

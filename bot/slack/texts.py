@@ -1,4 +1,6 @@
-"""Every word Signoff says in Slack, in one place.
+"""One job, long because it is every sentence the app says in Slack: Slack's words.
+
+Every word Signoff says in Slack, in one place.
 
 Arguments are already-safe mrkdwn (escaped text, mentions, dates, code spans) unless a
 function says it takes plain text; these functions add only the words around them. Every

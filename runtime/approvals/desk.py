@@ -11,10 +11,11 @@ that is attempted twice, or by two processes at once, happens once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +55,9 @@ class ApprovalDesk:
         self.directory = directory
         self.after_decision = after_decision
         self.spend = spend
+        self.resume_run: Callable[[str], Coroutine[Any, Any, None]] | None = None
+        """Resumes a run whose cool-off ended (the facade's; None: recovery does)."""
+        self._resuming: set[asyncio.Task[None]] = set()
 
     # creating
 
@@ -206,8 +210,13 @@ class ApprovalDesk:
         resume: bool = True,
         separate: bool = False,
         stepped_up: bool = False,
+        link_nonce: str | None = None,
     ) -> Approval:
         """Record a human's decision; returns the approval (still pending while a quorum forms).
+
+        `link_nonce`: the decision comes through an e-mailed link; the link is recorded as
+        used in the decision's own transaction (`LinkUsed` if it was already), so a refused
+        decision leaves it unused.
 
         `stepped_up`: the approver confirmed with a passkey just now (the approvals page
         verified it); an approval whose policy requires step-up is refused without it.
@@ -248,6 +257,7 @@ class ApprovalDesk:
                 key_suffix=key_suffix,
                 spend_amounts=amounts,
                 decided_for=decided_for,
+                link_nonce=link_nonce,
             )
         except errors.ApprovalExpired:  # past the deadline by the database's clock
             await self._expire(approval)
@@ -375,4 +385,18 @@ class ApprovalDesk:
         A worker that stepped aside for a newer schema leaves them to the workers that know it."""
         if self.deps.aside.active:
             return None
-        return await timers.tick(self, self.deps.announcer, now)
+        await self._cool_offs_ended()
+        due = await timers.tick(self, self.deps.announcer, now)
+        ends = await self.store.next_cool_off_end()
+        return min((at for at in (due, ends) if at is not None), default=None)
+
+    async def _cool_offs_ended(self) -> None:
+        """Resume each run parked on an approved call whose cool-off ended (issue 42.6), in a
+        task of its own: the call runs in its run's driver, which claims it by
+        compare-and-set; a run resumed twice runs it once."""
+        if self.resume_run is None:
+            return
+        for run_id in await self.store.cool_offs_ended():
+            task = asyncio.get_running_loop().create_task(self.resume_run(run_id))
+            self._resuming.add(task)
+            task.add_done_callback(self._resuming.discard)

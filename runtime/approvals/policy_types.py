@@ -68,6 +68,12 @@ class Settings(BaseModel):
     valid_for: PositiveDuration | None = None
     """How long an approval stays good: approved but not run within it (a run parked
     behind a slow worker, an outage), the call is asked again."""
+    cool_off: PositiveDuration | None = None
+    """An approved call of a reversible tool (one with a compensator) waits this long before
+    it runs, and any of its approvers may cancel it meanwhile (issue 42.6)."""
+    undo_for: PositiveDuration | None = None
+    """How long after an approved reversible call ran its approvers may undo it, once,
+    through the tool's compensator (recorded as a rollback of that one effect)."""
     step_up: Literal["passkey"] | None = None
     """`"passkey"`: an approval counts only once the approver confirms it with a WebAuthn
     passkey registered on the approvals page (`bot.approvers.passkeys`); a decline does not

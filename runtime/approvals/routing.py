@@ -168,8 +168,9 @@ def snapshot(policy: Policy) -> dict[str, Any]:
     """The policy as JSON; durations in seconds, which `Policy` reads back as such."""
     # display and start-up checking only
     values = policy.model_dump(exclude={"rules", "sensitive_results", "external"})
-    if values.get("step_up") is None:  # as recorded before step-up existed
-        values.pop("step_up", None)
+    for later in ("step_up", "cool_off", "undo_for"):  # as recorded before each existed
+        if values.get(later) is None:
+            values.pop(later, None)
     return {
         key: value.total_seconds() if isinstance(value, timedelta) else value
         for key, value in values.items()

@@ -29,7 +29,7 @@ from runtime.runs.gate import Gate
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
 from runtime.tools import Tool, ToolContext, ToolTimeout
-from store import Approval, Effect, EffectOutcome, EffectStatus, RunStatus
+from store import Approval, AuditEvent, Effect, EffectOutcome, EffectStatus, RunStatus
 
 log = logging.getLogger("signoff.driver")
 
@@ -49,6 +49,9 @@ class Execution:
             await self._unbound(plan, approval, bound)
             return False
         plan = replace(plan, key=bound.key)
+        held = await self._cool_off(plan, approval)
+        if held is not None:
+            return held
         if not await self._still_good(replace(plan, args=bound.args), approval):
             return False
         deps = self.session.deps
@@ -58,6 +61,49 @@ class Execution:
         return await self.execute(
             plan, bound.args, approval_id=approval.id, asked_digest=bound.asked_digest
         )
+
+    async def _cool_off(self, plan: Plan, approval: Approval) -> bool | None:
+        """A reversible call under a policy's `cool_off` or `undo_for` (issue 42.6) is claimed
+        before it runs, by compare-and-set: None to run it now; False when the run parked to
+        wait out the cool-off (the scheduler and recovery resume it when it ends, by the
+        database's clock); True when a person cancelled it (the agent reads that it did not
+        run). The claim and a cancel are one statement each, so never both."""
+        policy = self.gate.approvals.policy_of(approval)
+        tool, session = plan.tool, self.session
+        if policy.cool_off is None and policy.undo_for is None:
+            return None
+        if tool is None or tool.compensate is None or session.run.dry_run:
+            return None  # start-up refuses these settings on a tool nothing can undo
+        event = AuditEvent(
+            action="cool_off_started",
+            actor=session.deps.worker_id,
+            run_id=session.run.id,
+            approval_id=approval.id,
+            at=session.deps.clock(),
+            detail={
+                "call_id": plan.call.id,
+                "tool": plan.call.name,
+                "cool_off": _seconds(policy.cool_off),
+            },
+        )
+        for attempt in range(2):  # read again once parked: a cancel or the end may land meanwhile
+            current = await session.deps.store.advance_cool_off(
+                approval.id,
+                cool_off=_seconds(policy.cool_off),
+                undo=_seconds(policy.undo_for),
+                event=event,
+            )
+            if current.cool_off == "ran":
+                return None
+            if current.cool_off == "cancelled":
+                session.journal.add(results.cool_off_cancelled(plan.call.id, tool.name, current))
+                return True
+            if attempt == 0:
+                await session.park()
+                if current.cool_off_until is not None:
+                    session.deps.announcer.on_due(current.cool_off_until)
+        log.info("%s in run %s waits out its cool-off", plan.call.name, session.run.id)
+        return False
 
     async def _still_good(self, plan: Plan, approval: Approval) -> bool:
         """Whether the approval still holds right before the call runs: within its policy's
@@ -290,6 +336,10 @@ def _changed(approval: Approval, found: CallContext | None) -> str:
         why = found.unavailable if found is not None else "the tool no longer reads them"
         return f"the facts it was approved on could not be read again ({why})"
     return context_changes(approval.context or {}, found.facts)
+
+
+def _seconds(length: timedelta | None) -> float | None:
+    return None if length is None else length.total_seconds()
 
 
 def _duration(length: timedelta) -> str:

@@ -53,6 +53,23 @@ def declined(call_id: str, tool: str, approval: Approval) -> Message:
     )
 
 
+def cool_off_cancelled(call_id: str, tool: str, approval: Approval) -> Message:
+    """An approved call a person cancelled in its cool-off: it never ran (issue 42.6)."""
+    return _message(
+        call_id,
+        tool,
+        {
+            "executed": False,
+            "decision": "cancelled",
+            "approved_by": approval.decided_by,
+            "cancelled_by": approval.cool_off_by,
+            "approval_id": approval.id,
+            "instruction": "The call was approved, then cancelled before it ran (cool-off). "
+            "Nothing was done. Do not retry it; continue without it or tell the user.",
+        },
+    )
+
+
 ASKS = "the approver asks: "
 """How an approver's question reads in the tool's result (`asked`)."""
 

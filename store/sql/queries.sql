@@ -1071,8 +1071,9 @@ SELECT count(*), min(ready_at) FROM runs {indexed_by(runs_ready)} WHERE ready_at
 
 -- runs_to_recover --
 -- Runs that should be moving but nobody drives: running without a live lease (or leased to
--- this worker before a restart), and parked runs whose approvals are all decided. Several
--- processes may list the same run: taking its lease (compare-and-set) picks one.
+-- this worker before a restart), and parked runs whose approvals are all decided and whose
+-- approved calls wait out no cool-off. Several processes may list the same run: taking its
+-- lease (compare-and-set) picks one.
 SELECT id FROM runs
 WHERE status = 'running'
   AND (lease_owner IS NULL OR lease_owner = :owner OR lease_expires_at < {now})
@@ -1080,7 +1081,8 @@ UNION
 SELECT id FROM runs r
 WHERE status = 'waiting_approval'
   AND NOT EXISTS (SELECT 1 FROM approvals a {indexed_by(approvals_by_run)}
-                  WHERE a.run_id = r.id AND a.state = 'pending')
+                  WHERE a.run_id = r.id AND (a.state = 'pending'
+                        OR (a.cool_off = 'waiting' AND a.cool_off_until > {now})))
 
 -- claim_outbox [sqlite] --
 -- Claim the due, unsent outbox rows that no live claim holds and that no earlier unsent row
@@ -1743,3 +1745,40 @@ DELETE FROM away WHERE person = :person
 -- list_away --
 -- Who is away (and until when, and who decides for them) at :now, by person.
 SELECT person, until, delegate, set_at FROM away WHERE until > :now ORDER BY person
+
+-- start_cool_off --
+-- Compare-and-set: an approved call's cool-off begins, once: it runs no sooner than
+-- :seconds from now by the store's clock (issue 42.6).
+UPDATE approvals SET cool_off = 'waiting', cool_off_until = {seconds_from_clock(:seconds)}
+WHERE id = :id AND state = 'approved' AND cool_off IS NULL
+
+-- claim_cool_off --
+-- Compare-and-set: the approved call runs now. Its cool-off, if any, ended by the store's
+-- clock and nobody cancelled it; its undo window (:undo_seconds; NULL: none) begins. One
+-- statement, so a cancel that lands as the cool-off ends either wins or loses, whole.
+UPDATE approvals SET cool_off = 'ran',
+    undo_until = CASE WHEN :has_undo THEN {seconds_from_clock(:undo_seconds)} END
+WHERE id = :id AND state = 'approved'
+  AND (cool_off IS NULL OR (cool_off = 'waiting' AND cool_off_until <= {clock}))
+
+-- cancel_cool_off --
+-- Compare-and-set: a person cancels an approved call still in its cool-off; it never runs.
+UPDATE approvals SET cool_off = 'cancelled', cool_off_by = :by
+WHERE id = :id AND cool_off = 'waiting'
+
+-- claim_undo --
+-- Compare-and-set: a person undoes the call an approval let run: once, and only within its
+-- undo window by the store's clock.
+UPDATE approvals SET undone_by = :by, undone_at = {clock}
+WHERE id = :id AND cool_off = 'ran' AND undone_by IS NULL AND undo_until > {clock}
+
+-- cool_offs_ended --
+-- Runs parked on an approved call whose cool-off ended by the store's clock: to resume.
+SELECT DISTINCT run_id FROM approvals {indexed_by(approvals_cooling)}
+WHERE cool_off = 'waiting' AND cool_off_until <= {clock} AND run_id IS NOT NULL
+LIMIT :limit
+
+-- next_cool_off_end --
+-- When the next cool-off still running ends (the scheduler wakes then).
+SELECT min(cool_off_until) FROM approvals {indexed_by(approvals_cooling)}
+WHERE cool_off = 'waiting' AND cool_off_until > {clock}

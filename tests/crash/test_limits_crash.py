@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from support import spend_agents
 from support.helpers import SIGNOFF, free_port
-from support.pg_support import fresh_schema_fixture
+from support.pg_support import database_url
 
 from runtime import Runtime
 from runtime.spend.config import SpendConfig
@@ -56,10 +56,7 @@ ask = "refund_leads"
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'signoff.db'}"
-        return
-    async for url in fresh_schema_fixture("signoff_limits"):
+    async for url in database_url(request.param, tmp_path, "signoff_limits"):
         yield url
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.pg_support import fresh_schema_fixture
+from support.pg_support import database_url
 
 from store import Batch, Checkpoint, Effect, Reversibility, Run, migration, open_store
 from store.digest import args_digest
@@ -28,11 +28,8 @@ ROWS = [  # call, reversibility, args_digest, asked_digest, as a Signoff before 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'signoff.db'}"
-        return
-    async for found in fresh_schema_fixture("signoff_digests"):
-        yield found
+    async for url in database_url(request.param, tmp_path, "signoff_digests"):
+        yield url
 
 
 def is_sqlite(url: str) -> bool:

@@ -36,6 +36,7 @@ SHARED_SOURCES = (
     "spend.py",
     "envelopes.py",
     "shared.py",
+    "cool_off.py",
 )
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "

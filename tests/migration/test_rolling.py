@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.future_schema import known_with_future
-from support.pg_support import fresh_schema_fixture, postgres
+from support.pg_support import database_url, postgres
 
 from store import Approval, Batch, Checkpoint, Run, Store, errors, migration, open_store
 
@@ -27,11 +27,8 @@ LATER = {
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'signoff.db'}"
-        return
-    async for found in fresh_schema_fixture("signoff_rolling"):
-        yield found
+    async for url in database_url(request.param, tmp_path, "signoff_rolling"):
+        yield url
 
 
 def dialect(url: str) -> str:

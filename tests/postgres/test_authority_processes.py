@@ -88,9 +88,7 @@ async def test_the_asking_processes_approvers_decide_through_every_door_of_the_o
         assert "not an approver" in cli.stderr
         status, _, _ = other.server.slack(card_click("approve", card, user=other.approver))
         assert status == 200
-        told = other.server.wait_until(
-            lambda: [e for e in fake.ephemerals() if e["user"] == other.approver]
-        )
+        told = other.server.wait_until(lambda: fake.told(other.approver))
         assert "not an approver" in told[-1]["text"]
         assert other.server.run("refund-4471")["status"] == "waiting_approval"
         assert _refunds() == []

@@ -90,7 +90,7 @@ def test_a_retried_event_and_a_click_reaching_other_processes_are_handled_once(
         assert status == 200, decided
         assert [v["by"] for v in decided["votes"]] in ([BOB], [])  # one vote, or a single decision
         assert decided["decided_by"] == BOB
-        assert [e for e in fake.ephemerals() if e["user"] == BOB] == []
+        assert fake.told(BOB) == []
 
         # Socket Mode refuses what HTTP refuses (400 there): not acknowledged, one log line
         malformed = {"type": "event_callback", "event": {"type": "app_home_opened"}}

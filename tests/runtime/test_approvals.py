@@ -1,4 +1,6 @@
-"""Approvals on the runtime side (issue 4; docs/architecture.md rules 4 and 9): the gate, decisions,
+"""One job, long because the desk has many rules: approvals on the runtime side.
+
+Approvals on the runtime side (issue 4; docs/architecture.md rules 4 and 9): the gate, decisions,
 edits, declines, refusals that change nothing, quorum, audit, reminders and timeouts."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""One driver per run (docs/architecture.md rule 7): a live lease keeps other workers out, an
+"""One job, long because each way a lease is lost has its test: leases.
+
+One driver per run (docs/architecture.md rule 7): a live lease keeps other workers out, an
 expired one is taken over by recover(), recovering twice is harmless, start() with a known id
 resumes it, and a cancelled run's driver is refused its next write."""
 

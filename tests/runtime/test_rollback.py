@@ -1,4 +1,6 @@
-"""Rollback and the saga (issue 5, runtime side; docs/architecture.md rule 6): compensate what can
+"""One job, long because each kind of effect undoes its own way: rollback.
+
+Rollback and the saga (issue 5, runtime side; docs/architecture.md rule 6): compensate what can
 be undone, page a human for the rest, restore the state as a new checkpoint, and survive being
 killed."""
 

@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
-from bot.settings import ApiToken
+from bot.sections import ApiToken
 from bot.tasks import Background
 from runtime import Runtime
 from store import Store

@@ -140,6 +140,24 @@ class PageServer:
         return self.process.wait(20)
 
 
+@contextmanager
+def page_server(folder: Path, config: str, *, host: str = "127.0.0.1") -> Iterator[PageServer]:
+    """A `PageServer` signing people in through its own OpenID Connect provider; it must
+    stop cleanly at the end."""
+    with oidc_provider(folder) as issuer:
+        server = PageServer(folder, issuer, config, host=host)
+        yield server
+        assert server.stop() == 0, server.log.read_text()
+
+
+def ask(server: PageServer, args: dict[str, Any], requester: str) -> str:
+    """A refund asked for over the API (no run): its approval's id."""
+    body = {"tool": "issue_refund", "args": args, "requested_by": requester}
+    status, answer = server.api("POST", "/v1/approvals", body)
+    assert status in (200, 201), answer
+    return str(answer["id"])
+
+
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
     request = urllib.request.Request(url)
     for name, value in (headers or {}).items():

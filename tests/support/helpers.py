@@ -60,6 +60,27 @@ def run_text(
     )
 
 
+@dataclass
+class Done:
+    """What a `signoff` command did: its exit code and its output."""
+
+    code: int
+    out: str
+    err: str
+
+
+def signoff_in(folder: Path, path: Path, *args: str) -> Done:
+    """`signoff ARGS` run in `folder` on its own SQLite file and world, with `path` on the
+    import path, and no SIGNOFF_ or SLACK_ variable of this shell."""
+    env = clean_env("SIGNOFF_", "SLACK_") | {
+        "SIGNOFF_DATABASE_URL": f"sqlite:///{folder / 'signoff.db'}",
+        "SIGNOFF_WORLD_DB": str(folder / "world.db"),
+        "PYTHONPATH": str(path),
+    }
+    done = run_text([SIGNOFF, *args], cwd=folder, env=env)
+    return Done(done.returncode, done.stdout, done.stderr)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

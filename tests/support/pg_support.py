@@ -7,6 +7,7 @@ import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 HAVE_ASYNCPG = importlib.util.find_spec("asyncpg") is not None
 POSTGRES_URL = os.environ.get(
@@ -47,4 +48,14 @@ async def fresh_schema_fixture(prefix: str) -> AsyncIterator[str]:
 
         pytest.skip("asyncpg is not installed")
     async with fresh_schema(prefix) as url:
+        yield url
+
+
+async def database_url(backend: str, tmp_path: Path, prefix: str) -> AsyncIterator[str]:
+    """The body of a fixture parametrized over `["sqlite", "postgres"]`: a SQLite file in
+    `tmp_path`, or `fresh_schema_fixture(prefix)`."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'signoff.db'}"
+        return
+    async for url in fresh_schema_fixture(prefix):
         yield url

@@ -320,6 +320,10 @@ class FakeSlackProcess:
     def ephemerals(self) -> list[dict[str, Any]]:
         return list(self._get("ephemerals"))
 
+    def told(self, user: str) -> list[dict[str, Any]]:
+        """The ephemeral messages `user` was shown."""
+        return [e for e in self.ephemerals() if e["user"] == user]
+
     def views(self) -> list[dict[str, Any]]:
         return list(self._get("views"))
 
@@ -375,6 +379,19 @@ def open_home(server: SlackServer, user: str) -> None:
 
 def approval_id_of(card: dict[str, Any]) -> str:
     return str(card["metadata"]["event_payload"]["approval_id"])
+
+
+def buttons_of(card: dict[str, Any]) -> list[str]:
+    """The action ids of the card's buttons (its one actions block)."""
+    [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
+    return [e["action_id"] for e in actions["elements"]]
+
+
+def slash_text(server: SlackServer, text: str, user: str) -> str:
+    """What `/runs TEXT` answers `user` (the command's own reply)."""
+    status, body, _ = server.slack(slash(text, user=user))
+    assert status == 200, body
+    return str(json.loads(body)["text"])
 
 
 def wait_while_alive(

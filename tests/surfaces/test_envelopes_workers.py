@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from support import spend_agents
 from support.helpers import SIGNOFF
-from support.pg_support import fresh_schema_fixture
+from support.pg_support import database_url
 
 from runtime import Runtime
 from store import ApprovalState, RunStatus, open_store
@@ -34,10 +34,7 @@ approvers = ["U0APPROVER", "U0LEAD"]
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'signoff.db'}"
-        return
-    async for url in fresh_schema_fixture("signoff_envelopes"):
+    async for url in database_url(request.param, tmp_path, "signoff_envelopes"):
         yield url
 
 

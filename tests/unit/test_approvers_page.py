@@ -7,7 +7,8 @@ import pytest
 
 from bot.addresses import People
 from bot.approvers import check_settings, html
-from bot.settings import ConfigError, WebSettings
+from bot.sections import WebSettings
+from bot.settings import ConfigError
 from store import Approval
 
 

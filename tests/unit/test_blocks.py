@@ -1,4 +1,6 @@
-"""Slack messages built by pure functions: their shape, their words, and Block Kit's limits."""
+"""One job, long because each Slack message has its tests: the Block Kit builders.
+
+Slack messages built by pure functions: their shape, their words, and Block Kit's limits."""
 
 from __future__ import annotations
 

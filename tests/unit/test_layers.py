@@ -1,4 +1,6 @@
-"""Imports point down only: `store` knows nothing of agents or Slack, `runtime` nothing of
+"""One job, long because each door has a check and a synthetic breach: layers.
+
+Imports point down only: `store` knows nothing of agents or Slack, `runtime` nothing of
 Slack or the process entry points, and the examples use only the public layers. Inside
 `runtime`, no module reaches back to the `Runtime` facade, and no two modules import each
 other, even through others or only for type hints.

@@ -13,16 +13,8 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.settings import (
-    SECTIONS,
-    ApiSettings,
-    ConfigError,
-    Settings,
-    SlackSettings,
-    load_settings,
-    names_of,
-    secret,
-)
+from bot.sections import ApiSettings, SlackSettings
+from bot.settings import SECTIONS, ConfigError, Settings, load_settings, names_of, secret
 
 HASH = "a" * 64
 TOKENS = {"ci": {"scopes": ["runs:read"], "sha256": HASH}}

@@ -1,4 +1,6 @@
-"""The HTTP API over real HTTP: runs and approvals, auth, and bad input that changes nothing."""
+"""One job, long because the API has many routes: the API over real HTTP.
+
+The HTTP API over real HTTP: runs and approvals, auth, and bad input that changes nothing."""
 
 from __future__ import annotations
 

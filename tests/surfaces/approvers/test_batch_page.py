@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, Clients, PageServer, oidc_provider, sign_in
+from support.approvers_support import BOB, BOB_MAIL, Clients, PageServer, ask, page_server, sign_in
 
 pytestmark = pytest.mark.slow  # real processes: the provider and `signoff serve`
 
@@ -24,33 +24,20 @@ BATCH = 20
 
 
 @pytest.fixture
-def clients() -> Iterator[Clients]:
-    opened = Clients()
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def server(tmp_path: Path) -> Iterator[PageServer]:
-    with oidc_provider(tmp_path) as issuer:
-        server = PageServer(tmp_path, issuer, POLICY)
+    with page_server(tmp_path, POLICY) as server:
         yield server
-        assert server.stop() == 0, server.log.read_text()
 
 
-def ask(server: PageServer, n: int, requester: str) -> str:
-    args = {"order_id": f"o{n}", "amount_cents": 100 + n}
-    body = {"tool": "issue_refund", "args": args, "requested_by": requester}
-    status, answer = server.api("POST", "/v1/approvals", body)
-    assert status in (200, 201), answer
-    return str(answer["id"])
+def refund(n: int) -> dict[str, object]:
+    return {"order_id": f"o{n}", "amount_cents": 100 + n}
 
 
 def test_a_batch_of_twenty_is_twenty_decisions(
     server: PageServer, clients: Clients, tmp_path: Path
 ) -> None:
-    asked = [ask(server, n, "U0REQ") for n in range(BATCH)]
-    own = ask(server, 99, BOB)  # bob's own request: the policy forbids self-approval
+    asked = [ask(server, refund(n), "U0REQ") for n in range(BATCH)]
+    own = ask(server, refund(99), BOB)  # bob's own request: the policy forbids self-approval
 
     bob = sign_in(clients, server.base, BOB_MAIL)
     listed = bob.get(server.base + "/approvals").text

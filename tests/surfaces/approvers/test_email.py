@@ -6,7 +6,6 @@ visible in the approval's deliveries), never the run."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,13 +28,6 @@ POLICY = """
 [policies.tools.issue_refund]
 approvers = ["U0BOB", "eve@example.com"]
 """
-
-
-@pytest.fixture
-def clients() -> Iterator[Clients]:
-    opened = Clients()
-    yield opened
-    opened.close()
 
 
 def serve(tmp_path: Path, issuer: str, smtp_port: int, policy: str = POLICY) -> PageServer:

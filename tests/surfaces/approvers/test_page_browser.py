@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, PageServer, oidc_provider, wait_until
+from support.approvers_support import BOB, BOB_MAIL, PageServer, page_server, wait_until
 from support.dev_page import wait_for
 from support.dev_support import NEEDS_CHROMIUM, chromium, requested_urls
 
@@ -24,10 +24,8 @@ approvers = ["U0BOB"]
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[PageServer]:
-    with oidc_provider(tmp_path) as issuer:
-        server = PageServer(tmp_path, issuer, POLICY)
+    with page_server(tmp_path, POLICY) as server:
         yield server
-        assert server.stop() == 0, server.log.read_text()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from support.approvers_support import (
     Clients,
     PageServer,
     csrf_of,
-    oidc_provider,
+    page_server,
     sign_in,
     wait_until,
 )
@@ -32,18 +32,9 @@ allow_edit = true
 
 
 @pytest.fixture
-def clients() -> Iterator[Clients]:
-    opened = Clients()
-    yield opened
-    opened.close()
-
-
-@pytest.fixture
 def server(tmp_path: Path) -> Iterator[PageServer]:
-    with oidc_provider(tmp_path) as issuer:
-        server = PageServer(tmp_path, issuer, POLICY)
+    with page_server(tmp_path, POLICY) as server:
         yield server
-        assert server.stop() == 0, server.log.read_text()
 
 
 def test_only_a_signed_in_approver_decides_and_every_post_needs_its_csrf_token(

@@ -18,7 +18,8 @@ from support.approvers_support import (
     BOB,
     BOB_MAIL,
     PageServer,
-    oidc_provider,
+    ask,
+    page_server,
     wait_until,
 )
 from support.dev_page import wait_for
@@ -59,10 +60,8 @@ const [url, theirs, done] = arguments;
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[PageServer]:
-    with oidc_provider(tmp_path) as issuer:
-        server = PageServer(tmp_path, issuer, POLICY, host="localhost")
+    with page_server(tmp_path, POLICY, host="localhost") as server:
         yield server
-        assert server.stop() == 0, server.log.read_text()
 
 
 @pytest.fixture
@@ -86,12 +85,8 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     driver.quit()
 
 
-def ask(server: PageServer, n: int) -> str:
-    args = {"order_id": f"o{n}", "amount_cents": 5_000_000 + n}
-    body = {"tool": "issue_refund", "args": args, "requested_by": "U0REQ"}
-    status, answer = server.api("POST", "/v1/approvals", body)
-    assert status in (200, 201), answer
-    return str(answer["id"])
+def big_refund(n: int) -> dict[str, object]:
+    return {"order_id": f"o{n}", "amount_cents": 5_000_000 + n}
 
 
 def sign_in(browser: Any, base: str, email: str) -> None:
@@ -127,7 +122,7 @@ def test_register_approve_replay_and_someone_elses_passkey(
     from selenium.webdriver.common.by import By
 
     wait = wait_for(browser)
-    first, second, third = ask(server, 1), ask(server, 2), ask(server, 3)
+    first, second, third = (ask(server, big_refund(n), "U0REQ") for n in (1, 2, 3))
 
     # without the passkey, no door approves it
     status, said = server.api(

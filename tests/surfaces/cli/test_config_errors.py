@@ -172,3 +172,23 @@ def test_dev_refuses_a_channel_given_by_name_at_its_line_as_serve_does(tmp_path:
         "name; Signoff needs the channel's id (C…, in Slack: the channel's details, at the "
         "bottom), as `signoff serve` does"
     )
+
+
+def test_a_cool_off_on_a_tool_nothing_can_undo_stops_every_command(tmp_path: Path) -> None:
+    _project(tmp_path, HEAD + '\n[policies.tools.delete_customer]\ncool_off = "5m"\n')
+
+    line = _refused_alike(tmp_path, ALL)
+
+    assert line == (
+        "signoff.toml:7: policies.tools.delete_customer.cool_off: delete_customer has no "
+        "compensator (a reversible tool names one with compensate=), so nothing could undo it"
+    )
+
+
+@pytest.mark.parametrize("duration", ['"5 minutes"', '"-5m"'])
+def test_a_bad_cool_off_or_undo_window_names_its_line(tmp_path: Path, duration: str) -> None:
+    _project(tmp_path, HEAD + f"undo_for = {duration}\n")
+
+    line = _refused_alike(tmp_path, ["serve", "policy check"])
+
+    assert line.startswith("signoff.toml:5: policies.default.undo_for: "), line

@@ -5,11 +5,10 @@ limit that does not count its tool."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import Done, signoff_in
 
 ROOT = Path(__file__).parents[3]
 HEAD = """\
@@ -24,22 +23,8 @@ max = 50000
 """  # the limit's other settings follow, from line 9
 
 
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
 def run(tmp_path: Path, *args: str) -> Done:
-    env = clean_env("SIGNOFF_", "SLACK_")
-    env |= {
-        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
-        "SIGNOFF_WORLD_DB": str(tmp_path / "world.db"),
-        "PYTHONPATH": str(ROOT),
-    }
-    done = run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
-    return Done(done.returncode, done.stdout, done.stderr)
+    return signoff_in(tmp_path, ROOT, *args)
 
 
 MISTAKES = {

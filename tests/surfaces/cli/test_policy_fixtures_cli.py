@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from support import spend_agents
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import Done, signoff_in
 
 from runtime import Policies, Runtime
 from store import open_store
@@ -71,22 +70,8 @@ ago = "32d"
 """
 
 
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
 def signoff(tmp_path: Path, *args: str) -> Done:
-    env = clean_env("SIGNOFF_", "SLACK_")
-    env |= {
-        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
-        "SIGNOFF_WORLD_DB": str(tmp_path / "world.db"),
-        "PYTHONPATH": str(SUPPORT),
-    }
-    done = run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
-    return Done(done.returncode, done.stdout, done.stderr)
+    return signoff_in(tmp_path, SUPPORT, *args)
 
 
 def test_fixtures_pass_and_a_wrong_expectation_fails_by_name(tmp_path: Path) -> None:

@@ -6,11 +6,10 @@ and what would happen; the refund example's signoff.toml passes it; `approvals l
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import Done, signoff_in
 
 ROOT = Path(__file__).parents[3]
 EXAMPLE = ROOT / "examples" / "signoff.toml"
@@ -28,25 +27,10 @@ auto_approve = true
 """  # the second rule's settings follow, from line 11
 
 
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
-
-
 @pytest.fixture
 def signoff(tmp_path: Path) -> object:
-    env = clean_env("SIGNOFF_", "SLACK_")
-    env |= {
-        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
-        "SIGNOFF_WORLD_DB": str(tmp_path / "world.db"),
-        "PYTHONPATH": str(ROOT),
-    }
-
     def run(*args: str) -> Done:
-        done = run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
-        return Done(done.returncode, done.stdout, done.stderr)
+        return signoff_in(tmp_path, ROOT, *args)
 
     return run
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import SIGNOFF, Done, clean_env, run_text
 
 from runtime import Policies, Runtime
 from store import open_store
@@ -34,13 +33,6 @@ writers = ["U0WRITER1", "U0WRITER2"]
 ceilings = { issue_refund = "args.amount_cents <= 5000" }
 """
 RULE = 'tool == "issue_refund" && args.currency == "EUR" && args.amount_cents <= 2500'
-
-
-@dataclass
-class Done:
-    code: int
-    out: str
-    err: str
 
 
 class Signoff:

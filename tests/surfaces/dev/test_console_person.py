@@ -6,11 +6,8 @@ run but is offered no button she may not use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from support.dev_page import open_page, select_run, start_refund, wait_for
 from support.dev_support import (
     APPROVER,
@@ -18,7 +15,6 @@ from support.dev_support import (
     OUTSIDER,
     REQUESTER,
     DevServer,
-    chromium,
 )
 
 pytestmark = NEEDS_CHROMIUM
@@ -28,21 +24,6 @@ LISTS = (
     ".filter(e => e.name.includes('/v1/console/runs?')).length"
 )
 """How many times the console has fetched its runs list (it polls every 1.5 s)."""
-
-
-@pytest.fixture
-def dev(tmp_path: Path) -> Iterator[DevServer]:
-    server = DevServer(tmp_path)
-    yield server
-    assert server.interrupt() == 0, server.log.read_text()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = chromium(tmp_path)
-    driver.implicitly_wait(0)
-    yield driver
-    driver.quit()
 
 
 def test_the_run_pane_clears_when_the_person_changes(dev: DevServer, browser: Any) -> None:

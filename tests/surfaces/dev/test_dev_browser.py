@@ -5,11 +5,9 @@ Screenshots of each stage land in the test's temporary folder."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from support.dev_page import (
     button,
     card,
@@ -26,27 +24,11 @@ from support.dev_support import (
     NEEDS_CHROMIUM,
     REQUESTER,
     DevServer,
-    chromium,
     requested_urls,
 )
 
 pytestmark = NEEDS_CHROMIUM
 LOADED = "['navigation', 'resource'].flatMap(t => performance.getEntriesByType(t)).map(e => e.name)"
-
-
-@pytest.fixture
-def dev(tmp_path: Path) -> Iterator[DevServer]:
-    server = DevServer(tmp_path)
-    yield server
-    assert server.interrupt() == 0, server.log.read_text()
-
-
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
-    driver = chromium(tmp_path)
-    driver.implicitly_wait(0)
-    yield driver
-    driver.quit()
 
 
 def test_refund_approved_declined_and_rolled_back_in_the_browser(

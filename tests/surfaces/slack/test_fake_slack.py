@@ -1,4 +1,6 @@
-"""The fake Slack, driven by slack_sdk's real clients: if these pass, code tested against the
+"""One job, long because each method and failure has a test: the fake Slack.
+
+The fake Slack, driven by slack_sdk's real clients: if these pass, code tested against the
 fake sends what Slack accepts and survives what Slack does when it misbehaves."""
 
 from __future__ import annotations

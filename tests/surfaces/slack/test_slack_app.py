@@ -75,7 +75,7 @@ def test_a_parked_run_posts_a_card_and_an_approve_click_resumes_it_once(
     # A second click, after the fact, changes nothing and says who decided.
     status, _, _ = server.slack(button("approve", approval_id, user=ANN, ts=card["ts"]))
     assert status == 200
-    told = server.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == ANN])
+    told = server.wait_until(lambda: fake.told(ANN))
     assert BOB in told[0]["text"]
     assert "Already approved" in told[0]["text"]
     assert len(refunds()) == 1

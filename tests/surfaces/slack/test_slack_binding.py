@@ -23,6 +23,7 @@ from support.slack_harness import (
     SlackServer,
     approval_id_of,
     button,
+    buttons_of,
     card_click,
     environment,
     slash,
@@ -69,8 +70,7 @@ def test_a_second_refund_for_another_amount_is_asked_as_a_conflict_and_approved_
     assert "was already done with amount\\u2060_\\u2060cents 2500 by run `run-a`" in shown
     assert f"(approved by <@{BOB}> at <!date^" in shown
     assert "this run asks amount\\u2060_\\u2060cents 2000" in shown
-    [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
-    assert [e["action_id"] for e in actions["elements"]] == [
+    assert buttons_of(card) == [
         "approve_separate",
         "edit",
         "ask",

@@ -24,7 +24,8 @@ from support.slack_harness import (
     SlackServer,
     approval_id_of,
     button,
-    slash,
+    buttons_of,
+    slash_text,
     start_server,
     submission,
 )
@@ -122,25 +123,18 @@ def envelope_of(text: str) -> str:
     return found[0]
 
 
-def slash_text(server: SlackServer, text: str, user: str) -> str:
-    status, body, _ = server.slack(slash(text, user=user))
-    assert status == 200, body
-    return str(json.loads(body)["text"])
-
-
 def test_a_budget_from_a_card_approves_refunds_like_it_until_it_is_used_up(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
     refund(server, "first", 4000)
     [card] = server.wait_until(lambda: fake.cards())
     approval_id = approval_id_of(card)
-    [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
-    assert "approve_envelope" in [e["action_id"] for e in actions["elements"]]
+    assert "approve_envelope" in buttons_of(card)
 
     # Someone who may not hand out budgets: refused, and the refund still waits.
     status, _, _ = server.slack(button("approve_envelope", approval_id, user=EVE, ts=card["ts"]))
     assert status == 200
-    told = server.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == EVE])
+    told = server.wait_until(lambda: fake.told(EVE))
     assert "may not hand out envelopes" in told[0]["text"]
     assert server.run("first")["status"] == "waiting_approval"
 

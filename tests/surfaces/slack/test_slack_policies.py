@@ -38,7 +38,7 @@ def start(server: SlackServer, fake: FakeSlackProcess, run_id: str, *, by: str) 
 
 
 def told(server: SlackServer, fake: FakeSlackProcess, user: str) -> str:
-    found = server.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == user])
+    found = server.wait_until(lambda: fake.told(user))
     return str(found[-1]["text"])
 
 
@@ -70,7 +70,7 @@ def test_a_click_after_expiry_or_withdrawal_is_refused_with_what_happened(
         assert status == 200
         server.wait_until(lambda: server.run("withdrawn")["status"] == "cancelled")
         server.slack(card_click("approve", card, user=BOB))
-        server.wait_until(lambda: len([e for e in fake.ephemerals() if e["user"] == BOB]) == 2)
+        server.wait_until(lambda: len(fake.told(BOB)) == 2)
         assert "withdrawn" in told(server, fake, BOB)
 
 

@@ -24,7 +24,8 @@ from support.slack_harness import (
     SlackServer,
     approval_id_of,
     button,
-    slash,
+    buttons_of,
+    slash_text,
     start_server,
     submission,
 )
@@ -57,25 +58,18 @@ def status_of(server: SlackServer, run_id: str) -> str:
     return str(server.run(run_id)["status"])
 
 
-def slash_text(server: SlackServer, text: str, user: str) -> str:
-    status, body, _ = server.slack(slash(text, user=user))
-    assert status == 200, body
-    return str(json.loads(body)["text"])
-
-
 def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     fake: FakeSlackProcess, server: SlackServer
 ) -> None:
     start(server, "first", "4471")  # 41.36, no restocking fee
     [card] = server.wait_until(lambda: fake.cards())
     approval_id = approval_id_of(card)
-    [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
-    assert "approve_similar" in [e["action_id"] for e in actions["elements"]]
+    assert "approve_similar" in buttons_of(card)
 
     # Someone who may not write rules: refused, and the approval still waits.
     status, _, _ = server.slack(button("approve_similar", approval_id, user=EVE, ts=card["ts"]))
     assert status == 200
-    told = server.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == EVE])
+    told = server.wait_until(lambda: fake.told(EVE))
     assert "may not write approval rules" in told[0]["text"]
     assert status_of(server, "first") == "waiting_approval"
 
@@ -202,8 +196,7 @@ def test_without_rule_writers_the_card_has_no_approve_similar(
     with start_server(tmp_path, world, fake.base_url) as running:
         start(running, "plain", "4471")
         [card] = running.wait_until(lambda: fake.cards(APPROVALS))
-        [actions] = [b for b in card["blocks"] if b["type"] == "actions"]
-        assert "approve_similar" not in [e["action_id"] for e in actions["elements"]]
+        assert "approve_similar" not in buttons_of(card)
 
 
 WIRE_CONFIG = f"""
@@ -256,7 +249,7 @@ def test_a_rule_for_an_effect_that_cannot_be_undone_waits_for_a_second_writer(
         assert ask_wire(running, 50)["state"] == "pending"  # not in force yet
 
         running.slack(button("confirm_rule", rule_id, user=BOB, ts=asking[0]["ts"]))
-        told = running.wait_until(lambda: [e for e in fake.ephemerals() if e["user"] == BOB])
+        told = running.wait_until(lambda: fake.told(BOB))
         assert "someone else" in told[-1]["text"]
         running.slack(button("confirm_rule", rule_id, user=ANN, ts=asking[0]["ts"]))
         running.wait_until(

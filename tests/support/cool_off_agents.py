@@ -1,0 +1,49 @@
+"""An agent whose one gated call can be undone (issue 42.6): it holds a seat (reversible, its
+compensator releases it), then answers. Its fake provider appends every call it receives to
+the file `SIGNOFF_TEST_SEATS` names, so a test in this process or another one counts what
+really ran (the ledger alone could not show a call made twice)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
+
+SEATS = "SIGNOFF_TEST_SEATS"
+
+
+def provider_calls() -> list[str]:
+    """Every call the seat provider received, oldest first."""
+    path = Path(os.environ[SEATS])
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _provider(line: str) -> None:
+    with Path(os.environ[SEATS]).open("a") as calls:
+        calls.write(line + "\n")
+
+
+@tool(
+    description="Hold a seat for the customer.",
+    effect="reversible",
+    compensate="release_seat",
+    requires_approval=True,
+)
+def hold_seat(seat: str, *, ctx: ToolContext) -> dict[str, Any]:
+    _provider(f"hold {seat}")
+    return {"held": seat}
+
+
+@tool(description="Release a held seat.", effect="irreversible", requires_approval=False)
+def release_seat(seat: str, *, ctx: ToolContext) -> dict[str, Any]:
+    _provider(f"release {seat}")
+    return {"released": seat}
+
+
+seat_agent = Agent(
+    "seat-agent",
+    model=ScriptedModel([tool_call("hold_seat", {"seat": "12A"}), "Done."]),
+    tools=[hold_seat, release_seat],
+)
