@@ -4,8 +4,9 @@ signed tokens, each bound to one approval, one person and one decision, and sing
 A token is the approval id, the person it was sent to (they decide as that person), the
 decision, and a nonce, signed (HMAC, `itsdangerous`) with the session secret under its own
 salt. A token changed by hand, signed with another secret, or naming another approval than
-the page it is opened on is *foreign*; its nonce is written to the database the first time a
-person confirms it (`Runtime.deliveries.use_email_link`), so a second use is *used*; and it
+the page it is opened on is *foreign*; its nonce is written to the database with the decision a
+person confirms through it (`Runtime.decide(..., link_nonce=)`, one transaction), so a
+second use is *used*; and it
 lives as long as its approval waits (*expired* past the deadline, or once decided).
 """
 

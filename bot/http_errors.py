@@ -27,6 +27,7 @@ REFUSALS: tuple[tuple[type[errors.SignoffRuntimeError], int], ...] = (
     (errors.PageNotFound, 404),
     (errors.AlreadyDecided, 409),  # and expired: declined at its deadline
     (errors.AlreadyVoted, 409),
+    (errors.LinkUsed, 409),
     (errors.RunFinished, 409),
     (errors.RunBusy, 409),
     (errors.NotAnApprover, 403),

@@ -62,14 +62,6 @@ class Deliveries:
         """Forget inbound requests past their time; how many."""
         return await self._store.forget_inbound(limit=limit)
 
-    async def use_email_link(
-        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
-    ) -> bool:
-        """Spend an e-mailed decision link: True the first time, False once it was used."""
-        return await self._store.use_email_link(
-            nonce, approval_id=approval_id, person=person, decision=decision, at=at
-        )
-
     async def email_link_used(self, nonce: str) -> datetime | None:
         """When an e-mailed decision link was used; None if never."""
         return await self._store.email_link_used(nonce)

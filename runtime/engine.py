@@ -472,6 +472,7 @@ class Runtime:
         resume: bool = True,
         separate: bool = False,
         stepped_up: bool = False,
+        link_nonce: str | None = None,
     ) -> Approval:
         """Record a decision by compare-and-set, then resume the run it unblocks.
 
@@ -482,6 +483,8 @@ class Runtime:
         call is refused (`KeyConflict`), since it would not do what the approver sees.
         `stepped_up`: the approver confirmed with a passkey (only the approvals page can say
         so); a policy's `step_up` refuses an approval without it (`StepUpRequired`).
+        `link_nonce`: the e-mailed link the decision comes through, recorded as used with
+        the decision, in one transaction (`LinkUsed` if it was used already).
         """
         return await self.desk.decide(
             approval_id,
@@ -492,6 +495,7 @@ class Runtime:
             resume=resume,
             separate=separate,
             stepped_up=stepped_up,
+            link_nonce=link_nonce,
         )
 
     async def call_trail(self, run_id: str) -> builtins.list[CallTrail]:
@@ -630,7 +634,7 @@ class Runtime:
         """Drive the run a decision unblocked (the queue's worker with room, when this
         process runs one); past a few seconds' wait, recovery does."""
         if self.queue is not None:
-            self.queue.wake(requeue=True)
+            self.queue.wake(decided=run_id)
             return
         await driving.resume_after_decision(self._deps, self.desk, run_id)
 

@@ -22,6 +22,7 @@ SignoffRuntimeError
  │    ├── NotAnApprover    the user is not an approver under the policy
  │    ├── SelfApproval     the requester may not approve their own action
  │    ├── StepUpRequired   the policy wants a passkey's confirmation (the approvals page)
+ │    ├── LinkUsed         an e-mailed decision link was used already (it decides once)
  │    ├── EditRefused      the policy forbids edits, or the edited arguments are invalid
  │    ├── KeyConflict      the call's key was used with other arguments: decline, or approve
  │    │                    it as a separate effect
@@ -134,6 +135,10 @@ class NotAnApprover(DecisionRefused):
 
 class SelfApproval(DecisionRefused):
     """The requester may not approve their own action."""
+
+
+class LinkUsed(DecisionRefused):
+    """This e-mailed decision link was used already: each link decides once."""
 
 
 class StepUpRequired(DecisionRefused):

@@ -366,14 +366,17 @@ class Store(Protocol):
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
         decided_for: str | None = None,
+        link_nonce: str | None = None,
     ) -> Voted:
         """A person's decision, in one transaction (`question`: an approver's question back
-        to the agent, recorded with a decline). On an approval that needs a quorum, an
-        approval is a vote: recorded once per person (`AlreadyVoted`, with `votes`, for a
-        second one), audited as a `vote` event, and deciding the approval (with `event`) once
-        the quorum is reached. A decline, or an approval that needs one approver, decides at
-        once, as `decide_approval` does. `AlreadyDecided` if it is no longer pending,
-        `Expired` past its deadline with `open_only`, and then nothing is written.
+        to the agent, recorded with a decline; `link_nonce`: the e-mailed link it comes
+        through, recorded as used in the same transaction, `LinkUsed` if it was already).
+        On an approval that needs a quorum, an approval is a vote: recorded once per person
+        (`AlreadyVoted`, with `votes`, for a second one), audited as a `vote` event, and
+        deciding the approval (with `event`) once the quorum is reached. A decline, or an
+        approval that needs one approver, decides at once, as `decide_approval` does.
+        `AlreadyDecided` if it is no longer pending, `Expired` past its deadline with
+        `open_only`, and then nothing is written.
         `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`).
         `decided_for`: the person a delegate decides for (their vote, and the record says so)."""
         ...
@@ -537,12 +540,6 @@ class Store(Protocol):
     ) -> bool: ...
 
     # approvers beyond Slack
-    async def use_email_link(
-        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
-    ) -> bool:
-        """Spend an e-mailed link: True the first time its nonce is used, False after."""
-        ...
-
     async def email_link_used(self, nonce: str) -> datetime | None:
         """When an e-mailed link was used; None if never."""
         ...
@@ -764,6 +761,12 @@ class Store(Protocol):
     async def requeue_runs(self) -> int:
         """Make ready every run that should be moving and is neither driven nor queued
         (running without a live lease, parked with no approval pending); how many."""
+        ...
+
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        """Make ready each of these parked runs that no approval keeps waiting any more (a
+        decision's own transaction does; two decisions committed at once on PostgreSQL may
+        each have seen the other pending): what `requeue_runs` does for these runs only."""
         ...
 
     async def release_own_leases(self, owner: str) -> int:

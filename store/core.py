@@ -183,6 +183,8 @@ def cast_vote(params: dict[str, Any], event: dict[str, Any] | None) -> Body[tupl
     if row is None:
         raise errors.NotFound(f"no approval {approval_id!r}", approval_id=approval_id)
     approval = rows.approval_from_row(row)
+    if params.get("link_nonce"):  # first: a link used already says so, whatever came after
+        yield from _spend_link(params)
     if approval.state != ApprovalState.PENDING:
         raise already_decided(approval)
     needed = approval.required_approvals
@@ -193,6 +195,23 @@ def cast_vote(params: dict[str, Any], event: dict[str, Any] | None) -> Body[tupl
     if votes < needed:
         return approval, votes
     return (yield from decide_approval(params, event, timeout=False)), votes
+
+
+def _spend_link(params: dict[str, Any]) -> Body[None]:
+    """Record the e-mailed link this decision comes through as used, in the decision's own
+    transaction: a decision refused later in it leaves the link unused, and a link used
+    already refuses the decision (`LinkUsed`)."""
+    use = {
+        "nonce": params["link_nonce"],
+        "approval_id": params["id"],
+        "person": params["decided_by"],
+        "decision": params["state"],
+        "used_at": params["decided_at"],
+    }
+    if not (yield Stmt("use_email_link", use, "count")):
+        raise errors.LinkUsed(
+            f"the link {use['nonce']!r} was used already", approval_id=params["id"]
+        )
 
 
 def _add_vote(approval: Approval, voter: str, at: Any, by: str) -> Body[int]:
@@ -452,6 +471,8 @@ def _step_params(batch: Batch) -> dict[str, Any] | None:
 def ledger_locks(batch: Batch) -> tuple[list[str], list[str]]:
     """The lineages and the keys a batch's claims lock, in the order every writer takes them
     (lineages, then keys; each sorted), so two writers never wait on each other in a circle."""
+    if not batch.request and all(e.reversibility == Reversibility.READ for e in batch.start):
+        return [], []  # a read step's batch, most batches: it claims no key
     lineages = sorted(
         {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
         | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}

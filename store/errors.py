@@ -7,6 +7,7 @@ StoreError
  │    ├── AlreadyDecided an approval that is no longer pending
  │    ├── Expired        an approval whose deadline passed (it declines at the deadline)
  │    ├── AlreadyVoted   one person's second vote on an approval (the first counts)
+ │    ├── LinkUsed       an e-mailed decision link whose use was recorded already
  │    ├── OverLimit      an edited amount that would pass a limit the call was within
  │    └── LeaseLost      another worker holds the run's lease
  ├── InvalidRecord       a record that cannot be stored as given
@@ -57,6 +58,10 @@ class Expired(Conflict):
 
 class AlreadyVoted(Conflict):
     """This person already voted on the approval; their vote counts once."""
+
+
+class LinkUsed(Conflict):
+    """This e-mailed decision link was used already; each link decides once."""
 
 
 class OverLimit(Conflict):

@@ -334,6 +334,7 @@ class SqlStore:
         spend_amounts: Mapping[str, int] | None = None,
         question: str | None = None,
         decided_for: str | None = None,
+        link_nonce: str | None = None,
     ) -> Voted:
         params = _decision_params(
             approval_id,
@@ -348,7 +349,12 @@ class SqlStore:
             key_suffix=key_suffix,
             test_now=self._judge_now(),
             decided_for=decided_for,
-        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now(), "question": question}
+        ) | {
+            "spend_amounts": spend_amounts,
+            "spend_now": self._spend_now(),
+            "question": question,
+            "link_nonce": link_nonce,
+        }
         event_params = rows.event_params(event) if event else None
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
@@ -576,18 +582,6 @@ class SqlStore:
             return 0
         params = {"subjects": rows.dumps(sorted(set(subjects))), "test_now": self._judge_now()}
         return int(await self._one("queue_home_refresh", params, "count"))
-
-    async def use_email_link(
-        self, nonce: str, *, approval_id: str, person: str, decision: str, at: datetime
-    ) -> bool:
-        params = {
-            "nonce": nonce,
-            "approval_id": approval_id,
-            "person": person,
-            "decision": decision,
-            "used_at": rows.ts(at),
-        }
-        return await self._changed_one("use_email_link", params)
 
     async def email_link_used(self, nonce: str) -> datetime | None:
         found = await self._read("email_link_used", {"nonce": nonce})
@@ -864,6 +858,11 @@ class SqlStore:
 
     async def requeue_runs(self) -> int:
         return int(await self._one("requeue_runs", {}, "count", durable=False))
+
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            params = [{"run_id": run_id} for run_id in run_ids]
+            await self._one("ready_decided_run", params, "many", durable=False)
 
     async def release_own_leases(self, owner: str) -> int:
         params = {"owner": owner}

@@ -5,8 +5,9 @@ the link (a GET) decides nothing.
 A link that cannot be taken shows a page saying which, and changes nothing: *foreign* (not
 signed here, altered, or for another approval: 403), *used* (its nonce is in the database:
 409), *expired* (the approval's deadline passed, or it was decided already: 410). A
-confirmed link is spent (its nonce written) before the decision it carries is cast, so a
-double POST decides once.
+confirmed link is spent (its nonce written) in the same transaction as the decision it
+carries: a double POST decides once, and a decision refused (or never committed) leaves
+the link as it was.
 """
 
 from __future__ import annotations
@@ -99,24 +100,20 @@ async def confirm(request: web.Request) -> web.Response:
     form = await request.post()
     reason = form.get("reason")
     rt = parts.rt
-    spent = await rt.deliveries.use_email_link(
-        link.nonce,
-        approval_id=approval.id,
-        person=link.person,
-        decision=link.decision,
-        at=rt.clock(),
-    )
-    if not spent:  # a second POST raced the first
-        return refused("used", "It was used a moment ago; each link works once.", 409)
-    try:
+    try:  # the link is spent in the decision's own transaction, or not at all
         decided = await rt.decide(
             approval.id,
             "approved" if link.decision == "approved" else "declined",
             by=link.person,
             reason=reason.strip() or None if isinstance(reason, str) else None,
             resume=False,
+            link_nonce=link.nonce,
         )
     except (errors.DecisionRefused, errors.ApprovalNotFound) as exc:
+        if isinstance(exc, errors.LinkUsed) or await rt.deliveries.email_link_used(link.nonce):
+            # a second POST raced the first (refused either by the link, or by the decision
+            # the first one made)
+            return refused("used", "It was used a moment ago; each link works once.", 409)
         body = html.notice(words.refusal(exc), refused=True) + "<p>Nothing changed.</p>"
         return page(body, status=400)
     log.info("%s decided approval %s by e-mail link", link.person, approval.id)

@@ -158,6 +158,7 @@ async def cast(
     key_suffix: str | None,
     spend_amounts: dict[str, int] | None = None,
     decided_for: str | None = None,
+    link_nonce: str | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
     forms, the decision once it is reached or at once). A question decides at once, as a
@@ -190,7 +191,10 @@ async def cast(
             spend_amounts=spend_amounts,
             question=reason.strip() if asked and reason else None,
             decided_for=decided_for,
+            link_nonce=link_nonce,
         )
+    except store_errors.LinkUsed as exc:
+        raise errors.LinkUsed(str(exc), approval=approval) from None
     except store_errors.OverLimit as exc:
         raise errors.EditRefused(f"{exc}; decline and ask for a new request instead") from None
     except store_errors.AlreadyDecided as exc:

@@ -210,8 +210,13 @@ class ApprovalDesk:
         resume: bool = True,
         separate: bool = False,
         stepped_up: bool = False,
+        link_nonce: str | None = None,
     ) -> Approval:
         """Record a human's decision; returns the approval (still pending while a quorum forms).
+
+        `link_nonce`: the decision comes through an e-mailed link; the link is recorded as
+        used in the decision's own transaction (`LinkUsed` if it was already), so a refused
+        decision leaves it unused.
 
         `stepped_up`: the approver confirmed with a passkey just now (the approvals page
         verified it); an approval whose policy requires step-up is refused without it.
@@ -252,6 +257,7 @@ class ApprovalDesk:
                 key_suffix=key_suffix,
                 spend_amounts=amounts,
                 decided_for=decided_for,
+                link_nonce=link_nonce,
             )
         except errors.ApprovalExpired:  # past the deadline by the database's clock
             await self._expire(approval)
