@@ -3,8 +3,6 @@ takes back what an approval let through, under the same permission table as Slac
 API (the CLI is the operator, acting for the person `--by` names). Too late is exit 1 with
 why, and nothing changes."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -28,7 +26,7 @@ def cancel_cool_off(
     its agent is loaded here) with the cancel as the call's result."""
     check_user_id("--by", by)
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         from runtime import Permission
         from runtime.permissions import OPERATOR
 
@@ -48,7 +46,7 @@ def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag 
     its policy's undo_for (the rollback of that one effect; the agent must be loaded here)."""
     check_user_id("--by", by)
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         from runtime import Permission
         from runtime.permissions import OPERATOR
 
