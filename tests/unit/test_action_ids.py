@@ -16,11 +16,12 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.dev.workspace import click_payload
+from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
 from bot.slack import batch, cards, envelopes, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
-from bot.slack.app import OutboxNudge, slack_surface
+from bot.slack.app import slack_surface
 from bot.slack.home_view import home_view
 from bot.tasks import Background
 from runtime import Runtime
