@@ -6,6 +6,9 @@ holds what they share and `session` opens the database for a command. Every comm
 async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
 one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
 and the server are imported only by the commands that use them, so `--help` and reads start quickly.
+The command modules keep their annotations as objects (no `from __future__ import
+annotations`): typer reads every command's on every start, and a string costs an `eval` each
+(docs/benchmarks.md, issue 44.1).
 """
 
 import sys
