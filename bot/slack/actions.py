@@ -33,6 +33,10 @@ class Action(StrEnum):
     """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
     CONFIRM_ENVELOPE = "confirm_envelope"
     REVOKE_ENVELOPE = "revoke_envelope"
+    AWAY = "away"
+    """On the Home: say "away until …, delegate to …" (a modal asks both)."""
+    BACK = "back"
+    """On the Home: back now; the delegate no longer decides for the person."""
 
 
 class Modal(StrEnum):
@@ -44,6 +48,7 @@ class Modal(StrEnum):
     SIMILAR_RULE = "similar_rule"
     BATCH = "batch_decide"
     ENVELOPE = "envelope"
+    AWAY = "away_until"
 
 
 OPENS_MODAL = frozenset(
@@ -54,6 +59,7 @@ OPENS_MODAL = frozenset(
         Action.APPROVE_ENVELOPE,
         Action.BATCH,
         Action.ASK,
+        Action.AWAY,
     }
 )
 """Buttons whose listener answers by opening a modal (with the click's trigger id)."""
