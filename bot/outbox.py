@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from runtime.deliveries import Deliveries
-from runtime.records import OutboxItem
+from runtime.records import Approval, OutboxItem, Page, Run
 from runtime.scheduler import Timers
 
 log = logging.getLogger("signoff.outbox")
@@ -309,3 +309,32 @@ def backoff(
     a backlog after an outage does not come back as one burst."""
     ceiling = min(cap, 2.0 ** max(attempts - 1, 0))
     return jitter(ceiling / 2, ceiling)
+
+
+class OutboxNudge:
+    """The runtime's notifier beside an outbox sender: every notification is already an
+    outbox row (the database wrote it with the change), so telling only wakes the sender.
+    Slack's sender delivers every kind of row; a channel that delivers fewer (the e-mails)
+    leaves the others out."""
+
+    def __init__(self) -> None:
+        self.sender: OutboxSender | None = None
+
+    def wake(self) -> None:
+        if self.sender is not None:
+            self.sender.wake()
+
+    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
+        self.wake()
+
+    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
+        self.wake()
+
+    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
+        self.wake()
+
+    async def effect_needs_human(self, page: Page, run: Run | None) -> None:
+        self.wake()
+
+    async def run_finished(self, run: Run) -> None:
+        self.wake()

@@ -29,10 +29,11 @@ from bot.metrics import (
     MetricsNotifier,
     PrometheusTelemetry,
 )
+from bot.outbox import OutboxNudge
 from bot.people import SlackPeople
 from bot.settings import ConfigError, Settings, check_token_secrets, secret
 from bot.slack import once, rule_notes
-from bot.slack.app import OutboxNudge, SlackSurface, check_slack_settings, slack_surface
+from bot.slack.app import SlackSurface, check_slack_settings, slack_surface
 from bot.stopping import run_steps, stop_on_signals
 from bot.wiring import Process, assemble
 from bot.workers import ANNOUNCE_EVERY, Workers

@@ -763,6 +763,12 @@ class Store(Protocol):
         (running without a live lease, parked with no approval pending); how many."""
         ...
 
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        """Make ready each of these parked runs that no approval keeps waiting any more (a
+        decision's own transaction does; two decisions committed at once on PostgreSQL may
+        each have seen the other pending): what `requeue_runs` does for these runs only."""
+        ...
+
     async def release_own_leases(self, owner: str) -> int:
         """Give back the leases `owner` holds on running runs (it started again under its
         id: its drivers died with the process), putting those runs in the queue; how many."""

@@ -471,6 +471,8 @@ def _step_params(batch: Batch) -> dict[str, Any] | None:
 def ledger_locks(batch: Batch) -> tuple[list[str], list[str]]:
     """The lineages and the keys a batch's claims lock, in the order every writer takes them
     (lineages, then keys; each sorted), so two writers never wait on each other in a circle."""
+    if not batch.request and all(e.reversibility == Reversibility.READ for e in batch.start):
+        return [], []  # a read step's batch, most batches: it claims no key
     lineages = sorted(
         {e.lineage_id for e in batch.start if e.reversibility != Reversibility.READ}
         | {a.lineage_id for a in batch.request if a.lineage_id and a.idempotency_key}

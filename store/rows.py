@@ -112,7 +112,14 @@ def _why(exc: Exception) -> str:
 
 def known_fields(record: type[Record], row: Row) -> dict[str, Any]:
     """The row's columns the record has fields for: one a newer Signoff added is left out."""
-    return {name: value for name, value in dict(row).items() if name in record.model_fields}
+    fields = _field_names(record)
+    return {name: value for name, value in dict(row).items() if name in fields}
+
+
+@functools.cache
+def _field_names(record: type[Record]) -> frozenset[str]:
+    """Asked once per record type: `model_fields` builds its answer on each access."""
+    return frozenset(record.model_fields)
 
 
 def dumps(value: Any) -> str:
@@ -155,12 +162,10 @@ class Columns(Generic[R]):
     json_or_null: tuple[str, ...] = ()
     digests: tuple[str, ...] = ()
     unwritten: frozenset[str] = frozenset()
-    _writers: tuple[tuple[str, Callable[[Any], Any] | None], ...] = field(
-        init=False, repr=False, compare=False
-    )
-    """Each written column and how its value is converted (None: as it is), made once: a
-    step converts a checkpoint and an effect, and building these per call was a fifth of a
-    read step's Python (issue 46's profile)."""
+    _writers: Callable[[Any], dict[str, Any]] = field(init=False, repr=False, compare=False)
+    """The record's written columns, each converted, made once (`_compiled`): a step
+    converts a checkpoint and an effect, and building these per call was a fifth of a read
+    step's Python (issue 46's profile)."""
 
     def __post_init__(self) -> None:
         kinds: list[tuple[tuple[str, ...], Callable[[Any], Any] | None]] = [
@@ -177,7 +182,7 @@ class Columns(Generic[R]):
             for name in names
             if name not in self.unwritten
         )
-        object.__setattr__(self, "_writers", writers)
+        object.__setattr__(self, "_writers", _compiled(writers))
 
     def read(self, row: Row, **given: Any) -> R:
         try:
@@ -191,12 +196,33 @@ class Columns(Generic[R]):
             raise unreadable(self.record.__name__, exc) from exc
 
     def params(self, record: R, **given: Any) -> dict[str, Any]:
-        values = {
-            name: getattr(record, name) if convert is None else convert(getattr(record, name))
-            for name, convert in self._writers
-        }
-        values.update(given)
+        values = self._writers(record)
+        if given:
+            values.update(given)
         return values
+
+
+def _compiled(
+    writers: Sequence[tuple[str, Callable[[Any], Any] | None]],
+) -> Callable[[Any], dict[str, Any]]:
+    """One function that reads a record's written columns as a dict literal, as one would
+    write it by hand: a step converts a checkpoint and an effect, and a loop over the
+    columns (a `getattr` and a call each) was most of a read step's record-to-row Python.
+    The names are a model's field names, so they are identifiers."""
+    scope: dict[str, Any] = {}
+    items = []
+    for number, (name, convert) in enumerate(writers):
+        if not name.isidentifier():
+            raise ValueError(f"not a field name: {name!r}")
+        if convert is None:
+            items.append(f"{name!r}: r.{name}")
+        elif convert is _value:
+            items.append(f"{name!r}: r.{name}.value")
+        else:
+            scope[f"convert{number}"] = convert
+            items.append(f"{name!r}: convert{number}(r.{name})")
+    exec(f"def params(r):\n    return {{{', '.join(items)}}}", scope)
+    return scope["params"]  # type: ignore[no-any-return]
 
 
 _USAGE = Columns(Usage, ("steps", "input_tokens", "cached_input_tokens", "output_tokens", "cost"))
@@ -246,7 +272,10 @@ _CHECKPOINT = Columns(
 
 
 def checkpoint_params(cp: Checkpoint) -> dict[str, Any]:
-    return _CHECKPOINT.params(cp, **_USAGE.params(cp.usage), messages=messages_json(cp.messages))
+    values = _CHECKPOINT.params(cp)
+    values.update(_USAGE.params(cp.usage))
+    values["messages"] = messages_json(cp.messages)
+    return values
 
 
 @decoder("Checkpoint")
@@ -292,7 +321,10 @@ _EFFECT = Columns(
     enums=("reversibility", "status"),
     json=("args", "sensitive", "result"),
     digests=("args_digest", "asked_digest"),
-    unwritten=frozenset({"status", "result", "error", "compensated_by", "finished_at"}),
+    unwritten=frozenset(
+        {"status", "result", "error", "compensated_by", "finished_at"}
+        | {"args_digest", "asked_digest"}  # written by `effect_params`
+    ),
 )
 """An effect's row; how it ended is written when it does (`outcome_params`). Its digests are
 32 raw bytes each; `asked_digest` is NULL unless an edit made it differ from `args_digest`."""

@@ -859,6 +859,11 @@ class SqlStore:
     async def requeue_runs(self) -> int:
         return int(await self._one("requeue_runs", {}, "count", durable=False))
 
+    async def ready_decided_runs(self, run_ids: Sequence[str]) -> None:
+        if run_ids:
+            params = [{"run_id": run_id} for run_id in run_ids]
+            await self._one("ready_decided_run", params, "many", durable=False)
+
     async def release_own_leases(self, owner: str) -> int:
         params = {"owner": owner}
         return int(await self._one("release_own_leases", params, "count", durable=False))

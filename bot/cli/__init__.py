@@ -6,11 +6,11 @@ holds what they share and `session` opens the database for a command. Every comm
 async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
 one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
 and the server are imported only by the commands that use them, so `--help` and reads start quickly.
+The command modules keep their annotations as objects (no `from __future__ import
+annotations`): typer reads every command's on every start, and a string costs an `eval` each
+(docs/benchmarks.md, issue 44.1).
 """
 
-from __future__ import annotations
-
-import logging
 import sys
 from typing import Annotated
 
@@ -19,10 +19,11 @@ import typer
 from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
 from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
+from bot.cli import take_back as _take_back  # noqa: F401  (`approvals cancel-cool-off`, `undo`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.away import away
-from bot.cli.base import Failure, Options, group, options
+from bot.cli.base import Failure, LogFormatChoice, Options, group, options
 from bot.cli.db import db
 from bot.cli.doctor import doctor
 from bot.cli.envelopes import envelopes
@@ -32,7 +33,6 @@ from bot.cli.policy import policy
 from bot.cli.receipts import receipts
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
-from bot.logs import LogFormatChoice, configure_logging
 
 app = group("Durable agent runs with human sign-off in Slack.")
 app.add_typer(runs, name="runs")
@@ -62,6 +62,8 @@ def main_options(
         typer.Option(envvar="SIGNOFF_LOG_FORMAT", help="Log lines for people, or JSON."),
     ] = LogFormatChoice.human,
 ) -> None:
+    from bot.logs import configure_logging
+
     configure_logging(verbose, log_format.value)
     ctx.obj = Options(config, verbose)
 
@@ -76,6 +78,7 @@ def serve(
 ) -> None:
     """Run the server (HTTP API, Slack, scheduler, recovery) until SIGTERM or Ctrl-C."""
     import asyncio
+    import logging
 
     with refusals():
         settings = load(ctx)
@@ -102,6 +105,7 @@ def dev(
 ) -> None:
     """Everything on this machine: the bot, a local Slack workspace and the run console."""
     import asyncio
+    import logging
     from pathlib import Path
 
     from bot.dev import run_dev

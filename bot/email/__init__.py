@@ -15,7 +15,7 @@ from bot.addresses import People
 from bot.decision_links import Links
 from bot.email.sender import EmailDelivery
 from bot.email.smtp import Smtp
-from bot.outbox import OutboxSender
+from bot.outbox import OutboxNudge, OutboxSender
 from bot.settings import ConfigError, Settings, secret
 from runtime import Runtime
 from runtime.records import Approval, Page, Run
@@ -61,25 +61,12 @@ def email_sender(settings: Settings, rt: Runtime) -> OutboxSender:
     )
 
 
-class EmailNudge:
+class EmailNudge(OutboxNudge):
     """Wakes the e-mail sender when the runtime tells of a new approval or reminder (their
-    rows are written already)."""
-
-    def __init__(self) -> None:
-        self.sender: OutboxSender | None = None
-
-    def wake(self) -> None:
-        if self.sender is not None:
-            self.sender.wake()
-
-    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
-        self.wake()
+    rows are written already); the e-mails say nothing of the rest."""
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:
         return None
-
-    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
-        self.wake()
 
     async def effect_needs_human(self, page: Page, run: Run | None) -> None:
         return None

@@ -23,7 +23,7 @@ from slack_bolt.logger.messages import (
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
-from bot.outbox import OutboxSender, Timing
+from bot.outbox import OutboxNudge, OutboxSender, Timing
 from bot.settings import ConfigError, Settings, secret
 from bot.slack import inbound, listeners
 from bot.slack.channels import configured
@@ -38,7 +38,6 @@ from bot.slack.socket_mode import CheckedSocketModeHandler
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.deliveries import Deliveries
-from runtime.records import Approval, Page, Run
 
 log = logging.getLogger("signoff.slack")
 
@@ -63,33 +62,6 @@ def quiet_unused_token_notice() -> None:
 EVENTS_PATH = "/slack/events"
 LINK_TIMEOUT = 10
 """Seconds one check of Slack (auth.test, a channel) may take before it counts as failed."""
-
-
-class OutboxNudge:
-    """The runtime's notifier in a Slack process: every notification is already an outbox
-    row (the database wrote it with the change), so telling only wakes the sender."""
-
-    def __init__(self) -> None:
-        self.sender: OutboxSender | None = None
-
-    def wake(self) -> None:
-        if self.sender is not None:
-            self.sender.wake()
-
-    async def approval_requested(self, approval: Approval, run: Run | None) -> None:
-        self.wake()
-
-    async def approval_decided(self, approval: Approval, run: Run | None) -> None:
-        self.wake()
-
-    async def reminder_due(self, approval: Approval, run: Run | None, *, escalated: bool) -> None:
-        self.wake()
-
-    async def effect_needs_human(self, page: Page, run: Run | None) -> None:
-        self.wake()
-
-    async def run_finished(self, run: Run) -> None:
-        self.wake()
 
 
 @dataclass

@@ -34,7 +34,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import away, batch, clicks, commands, envelopes, inbound, replies, similar, texts
+from bot.slack import (
+    away,
+    batch,
+    clicks,
+    commands,
+    envelopes,
+    inbound,
+    replies,
+    similar,
+    take_back,
+    texts,
+)
 from bot.slack.actions import Action, Modal
 from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
@@ -103,6 +114,7 @@ def register(
     batch.register(app, rt, background, homes)
     away.register(app, rt, background, homes)
     envelopes.register(app, rt, background)
+    take_back.register(app, rt, background)
 
 
 @dataclass(eq=False)

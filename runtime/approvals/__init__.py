@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         Policies,
         Policy,
         StaticDirectory,
+        approved_at_once,
         may_decide,
         open_policies,
     )
@@ -129,6 +130,7 @@ __all__ = [
     "StaticDirectory",
     "Unbound",
     "announce_pages",
+    "approved_at_once",
     "asks_text",
     "bind",
     "call_trail",
@@ -221,6 +223,7 @@ _HOME = {
     "stated_reason": "runtime.approvals.context",
     "StaticDirectory": "runtime.approvals.policy",
     "SYSTEM_ACTOR": "runtime.approvals.policy",
+    "approved_at_once": "runtime.approvals.policy",
     "tool_arg_types": "runtime.approvals.routing",
     "Unbound": "runtime.approvals.binding",
 }

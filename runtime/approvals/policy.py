@@ -7,15 +7,33 @@ when it loads policies (`bot.policy_ids`).
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from runtime.approvals.policy_types import Settings
 from runtime.approvals.policy_types import parse_duration as parse_duration  # its old home
 from runtime.approvals.rules import Rule
+from store import Approval, ApprovalState
+from store.records import RuleMatch
 
 SYSTEM_ACTOR = "signoff"
+
+
+def approved_at_once(approval: Approval, match: RuleMatch, **more: Any) -> Approval:
+    """`approval`, approved when it was asked by what `match` cites (a learned rule, an
+    envelope): decided by Signoff itself, nothing left to remind of or wait for; `more`
+    sets other fields too."""
+    update = {
+        "rule": match,
+        "state": ApprovalState.APPROVED,
+        "decided_by": SYSTEM_ACTOR,
+        "decided_at": approval.created_at,
+        "reason": match.summary,
+        "deadline": None,
+        "next_reminder_at": None,
+    }
+    return approval.model_copy(update=update | more)
 
 
 class Policy(Settings):

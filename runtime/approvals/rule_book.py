@@ -31,7 +31,7 @@ from runtime.approvals.learned_rules import (
     backtest,
     suggest,
 )
-from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies
+from runtime.approvals.policy import Directory, Policies, approved_at_once
 from runtime.approvals.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
 from runtime.tools import Tool
 from store import Approval, ApprovalState, AuditEvent, Run, Store
@@ -308,17 +308,7 @@ def _approved_by(approval: Approval, rule: LearnedRule) -> Approval:
         policy=approval.rule.policy if approval.rule else {},
         learned_id=rule.id,
     )
-    return approval.model_copy(
-        update={
-            "rule": match,
-            "state": ApprovalState.APPROVED,
-            "decided_by": SYSTEM_ACTOR,
-            "decided_at": approval.created_at,
-            "reason": summary,
-            "deadline": None,
-            "next_reminder_at": None,
-        }
-    )
+    return approved_at_once(approval, match)
 
 
 def _event(action: str, actor: str, rule: LearnedRule, at: datetime, **more: object) -> AuditEvent:

@@ -113,7 +113,8 @@ class Driver:
         """Ask the model for the next step, unless the budget is spent. None when stopped."""
         session, journal = self.session, self.session.journal
         agent = session.agent
-        over = model_turn.over_budget(session.run.budget, journal.usage, agent, journal.transcript)
+        transcript = journal.transcript  # the same before and after the write below
+        over = model_turn.over_budget(session.run.budget, journal.usage, agent, transcript)
         if over is not None:
             await session.stop(RunStatus.FAILED, over[0], error=over[1])
             return None
@@ -127,7 +128,7 @@ class Driver:
                 journal.seal()
         asked = time.monotonic()
         try:
-            reply = await self._ask()
+            reply = await self._ask(transcript)
         except model_turn.ModelFailed as failed:
             await session.stop(RunStatus.FAILED, StopReason.ERROR, error=str(failed))
             return None
@@ -138,7 +139,7 @@ class Driver:
         set_log_step(journal.step)
         return reply
 
-    async def _ask(self) -> Reply:
+    async def _ask(self, transcript: Sequence[Message]) -> Reply:
         """The model's reply, unless the worker steps aside first or meanwhile (nothing of
         this step is written while it waits: it is cancelled then, `SteppingAside`)."""
         session = self.session
@@ -148,7 +149,7 @@ class Driver:
         if task is not None:
             aside.asking[run_id] = task
         try:
-            return await model_turn.ask(session.agent, session.journal.transcript, run_id)
+            return await model_turn.ask(session.agent, transcript, run_id)
         except asyncio.CancelledError:
             if not aside.active or task is None:
                 raise

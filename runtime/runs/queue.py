@@ -59,42 +59,57 @@ class RunQueue:
         self._wake = asyncio.Event()
         self._requeue = True  # the first pass looks for stranded runs too
         self._check = False
+        self._decided: set[str] = set()
+        self._stopping = False
         self._loop: asyncio.Task[None] | None = None
         deps.aside.on_step_aside(self._wake.set)
 
     def start(self) -> None:
         if self._loop is None:
+            self._stopping = False
             self._loop = asyncio.get_running_loop().create_task(self._run(), name="signoff-queue")
 
-    def wake(self, *, requeue: bool = False, schema: bool = False) -> None:
+    def wake(self, *, requeue: bool = False, schema: bool = False, decided: str = "") -> None:
         """Claim what is ready now. `requeue`: first put back in the queue the runs that need
         a driver and are not in it (a lapsed lease, a parked run with every approval
         decided), which costs a look at every running and parked run. `schema`: first read
-        the schema's version (a migration was announced)."""
+        the schema's version (a migration was announced). `decided`: a run a decision made
+        here unblocked: first make that run ready if its decision's transaction could not
+        (`Store.ready_decided_runs`), which costs a look at that run only."""
         self._requeue = self._requeue or requeue
         self._check = self._check or schema
+        if decided:
+            self._decided.add(decided)
         self._wake.set()
 
     async def _run(self) -> None:
-        while not self.deps.aside.active:
+        while not self._stopping and not self.deps.aside.active:
+            # Not `asyncio.wait_for`: on Python 3.11 it swallows a cancellation that comes
+            # in the loop turn its wait ends in (a driver's end wakes the queue as `stop`
+            # cancels both), and the queue then never stopped (issue 44.4's lost round).
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self.poll)
+                async with asyncio.timeout(self.poll):
+                    await self._wake.wait()
+            if self._stopping:
+                return
             if not self._wake.is_set():
                 self._requeue = self._check = True  # the poll: a lost notification, a lapse
             self._wake.clear()
             requeue, self._requeue = self._requeue, False
             check, self._check = self._check, False
+            decided, self._decided = self._decided, set()
             try:
-                await self._pass(requeue=requeue, check=check)
+                await self._pass(requeue=requeue, check=check, decided=decided)
             except errors.SchemaTooNew as newer:
                 self.deps.aside.seen(newer.details["found"], newer.details["supported"])
             except Exception:
                 log.exception("could not claim ready runs; trying again")
                 self._requeue = requeue or self._requeue
+                self._decided |= decided
                 await asyncio.sleep(ERROR_PAUSE)
                 self._wake.set()
 
-    async def _pass(self, *, requeue: bool, check: bool) -> None:
+    async def _pass(self, *, requeue: bool, check: bool, decided: set[str]) -> None:
         store = self.deps.store
         if check:
             self.deps.aside.seen(await store.schema_version(), store.known_schema)
@@ -102,6 +117,8 @@ class RunQueue:
             return
         if requeue and (stranded := await store.requeue_runs()):
             log.info("recovering %d run(s): nobody drove them; back in the queue", stranded)
+        elif decided:
+            await store.ready_decided_runs(sorted(decided))
         await self._fill()
 
     async def _fill(self) -> None:
@@ -164,7 +181,9 @@ class RunQueue:
 
     async def stop(self) -> None:
         """Stop claiming and stop the drivers: their runs keep their checkpoints, and their
-        leases are given back for another worker to claim them."""
+        leases are given back for another worker to claim them. The loop stops first, and
+        says so by a flag as well as by cancelling, so it claims nothing after this."""
+        self._stopping = True
         tasks = [t for t in (self._loop, *self.driving.values()) if t is not None]
         for task in tasks:
             task.cancel()

@@ -119,7 +119,9 @@ class Wakeups:
             self._outbox()
         if topic in RESUMES:
             if self._queue is not None:
-                self._queue.wake(requeue=True)
+                # The decision's transaction made its run ready (or, where it could not, the
+                # deciding process wakes that run): nothing to look for beyond the queue.
+                self._queue.wake()
             else:
                 self._resume.request()
         if topic in SCHEDULES and self._schedule is not None:

@@ -16,7 +16,12 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from runtime import errors
-from runtime.approvals import SYSTEM_ACTOR, RuleEvaluationError, parse_duration, rule_holds
+from runtime.approvals import (
+    RuleEvaluationError,
+    approved_at_once,
+    parse_duration,
+    rule_holds,
+)
 from runtime.display import NO_MINOR_UNIT, Display
 from runtime.spend.counting import CallValues, LimitEvaluationError
 from store import Approval, ApprovalState, AuditEvent
@@ -119,18 +124,7 @@ def approved_by(approval: Approval, envelope: Envelope) -> Approval:
         shadow=before.shadow if before else (),
         envelope_id=envelope.id,
     )
-    return approval.model_copy(
-        update={
-            "rule": match,
-            "state": ApprovalState.APPROVED,
-            "decided_by": SYSTEM_ACTOR,
-            "decided_at": approval.created_at,
-            "reason": summary,
-            "deadline": None,
-            "next_reminder_at": None,
-            "approved_digest": approval.shown_digest,
-        }
-    )
+    return approved_at_once(approval, match, approved_digest=approval.shown_digest)
 
 
 def may_apply(approval: Approval) -> bool:

@@ -146,3 +146,25 @@ async def test_a_worker_started_again_gives_its_old_leases_back_to_the_queue(
     assert await store.release_own_leases("W1") == 1
 
     assert await claim(store, "W2") == [(run.id, epoch + 1)]
+
+
+async def test_a_decided_run_is_made_ready_by_its_id_alone(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    """What the deciding process's queue does once a decision committed (`RunQueue.wake`'s
+    `decided`): that run is ready if nothing keeps it waiting, which two decisions committed
+    at once may each have missed; no other run is looked at (`requeue_runs` looks at all)."""
+    decided, waiting, other = [await make_run() for _ in range(3)]
+    assert len(await claim(store, "W1")) == 3
+    for parked in (decided, waiting, other):
+        await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+        await store.release_lease(parked.id, "W1")
+    await store.create_approval(make_approval(waiting.id))
+
+    await store.ready_decided_runs([decided.id, waiting.id, "no-such-run"])
+    await store.ready_decided_runs([decided.id])  # in the queue already: it stays as it is
+    await store.ready_decided_runs([])
+
+    assert (await store.ready_runs())[0] == 1
+    assert await claim(store, "W2") == [(decided.id, 2)]
+    assert await store.requeue_runs() == 1  # `other` was left for the scan

@@ -12,8 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from approvals_conftest_helpers import REQUESTER, wire_agent
 
-from bot.outbox import Attempt, OutboxSender
-from bot.slack.app import OutboxNudge
+from bot.outbox import Attempt, OutboxNudge, OutboxSender
 from bot.slack.page_reminders import PageReminders
 from runtime import Policies, Policy, Runtime
 from runtime.scheduler import Scheduler

@@ -16,11 +16,12 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 
 from bot.dev.workspace import click_payload
+from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
 from bot.slack import away_view, batch, cards, envelopes, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
-from bot.slack.app import OutboxNudge, slack_surface
+from bot.slack.app import slack_surface
 from bot.slack.away_view import Absence
 from bot.slack.home_view import home_view
 from bot.tasks import Background
@@ -126,6 +127,12 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         )
         yield f"card {name} budget", cards.approval_message(shown, run(), envelope=True)
     yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
+    cooling = decided().model_copy(
+        update={"cool_off": "waiting", "cool_off_until": AT + timedelta(minutes=5)}
+    )
+    yield "card in its cool-off", cards.approval_message(cooling, run(), now=AT)
+    ran = decided().model_copy(update={"cool_off": "ran", "undo_until": AT + timedelta(hours=1)})
+    yield "card in its undo window", cards.approval_message(ran, run(), now=AT)
     for shown in pages:
         yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
         yield f"page {shown.reason} no resolvers", cards.page_message(shown, run())
