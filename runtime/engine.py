@@ -602,12 +602,21 @@ class Runtime:
                 compensate_shared=compensate_shared,
             )
 
-    async def cancel_cool_off(self, approval_id: str, *, by: str) -> Approval:
+    async def cancel_cool_off(self, approval_id: str, *, by: str, resume: bool = True) -> Approval:
         """`by` cancels an approved call waiting out its policy's cool-off: it never runs, and
         its run reads the cancel as the call's result (audited). `TooLate` once it ran (or
-        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first."""
+        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first.
+        `resume=False`: return once the cancel is durable; the caller resumes the run
+        (`resume_after_decision`), as Slack's 3-second ack needs."""
+
+        async def later(run_id: str) -> None:
+            return None
+
         return await cool_off.cancel(
-            self._deps, approval_id, by=by, resume_run=self.resume_after_decision
+            self._deps,
+            approval_id,
+            by=by,
+            resume_run=self.resume_after_decision if resume else later,
         )
 
     async def undo(self, approval_id: str, *, by: str) -> RollbackReport:

@@ -18,6 +18,9 @@ with `by`): each part present must be allowed. A person may:
               a page       the page resolvers; where none are configured, whoever may cancel
                            the page's run
     withdraw  an approval  nobody: only the token that asked for it
+    cancel_cool_off, undo
+              an approval  an approver it was asked of (as a decline: the requester too if
+                           they are one); a person's act, so a token alone never may
 
 A token may do what its scope allows (`SCOPE`); a decision is always a person's, so a
 token alone never decides. The CLI is the operator: it holds the database, so it acts as a
@@ -48,6 +51,8 @@ class Permission(StrEnum):
     RESUME = "resume"
     CANCEL = "cancel"
     WITHDRAW = "withdraw"
+    CANCEL_COOL_OFF = "cancel_cool_off"
+    UNDO = "undo"
 
 
 SCOPE: dict[Permission, str] = {
@@ -60,11 +65,17 @@ SCOPE: dict[Permission, str] = {
     Permission.RESUME: "runs:write",
     Permission.CANCEL: "runs:write",
     Permission.WITHDRAW: "approvals:request",
+    Permission.CANCEL_COOL_OFF: "approvals:decide",
+    Permission.UNDO: "approvals:decide",
 }
 """The API scope a token needs for each permission."""
 
 OPERATES = frozenset({Permission.FORK, Permission.ROLLBACK, Permission.RESUME, Permission.CANCEL})
 ON_PAGES = frozenset({Permission.SETTLE, Permission.ACKNOWLEDGE})
+PERSONS_ONLY = frozenset({Permission.DECIDE, Permission.CANCEL_COOL_OFF, Permission.UNDO})
+"""A person's judgement on an approval: a token alone never makes it."""
+AFTER_APPROVAL = frozenset({Permission.CANCEL_COOL_OFF, Permission.UNDO})
+"""Taking back what an approval let through (issue 42.6): its approvers, as a decline."""
 CHANNEL_PREFIXES = ("C", "G")
 
 
@@ -130,7 +141,7 @@ class Permissions:
         if actor.token is not None and not self._token_may(actor, permission, subject):
             return False
         if actor.person is None:
-            return permission != Permission.DECIDE  # a decision is a person's
+            return permission not in PERSONS_ONLY  # a decision is a person's
         return await self._person_may(actor, permission, subject)
 
     def _token_may(self, actor: Actor, permission: Permission, subject: Subject) -> bool:
@@ -146,6 +157,10 @@ class Permissions:
             return False
         if permission == Permission.DECIDE:
             return isinstance(subject, Approval) and await self.decides(subject, person)
+        if permission in AFTER_APPROVAL:
+            return isinstance(subject, Approval) and await self.decides(
+                subject, person, approving=False
+            )
         if permission in ON_PAGES:
             return isinstance(subject, Page) and await self._handles(subject, person)
         run = await self._run_of(subject)
@@ -253,7 +268,7 @@ def refusal(actor: Actor, permission: Permission, subject: Subject) -> str:
         who = f": {actor.token} does not have the scope {scope}"
     else:
         who = WHO[permission]
-    verb = permission.value.replace("rollback", "roll back")
+    verb = permission.value.replace("rollback", "roll back").replace("_", " ")
     return f"{actor.name} may not {verb} {kind} {subject.id}{who}; nothing changed."
 
 
@@ -269,4 +284,6 @@ WHO: dict[Permission, str] = {
     Permission.RESUME: ": only an approver of its actions may",
     Permission.CANCEL: ": only an approver of its actions may",
     Permission.WITHDRAW: ": only the token that asked for it may",
+    Permission.CANCEL_COOL_OFF: ": only an approver it was asked of may",
+    Permission.UNDO: ": only an approver it was asked of may",
 }

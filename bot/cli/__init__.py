@@ -19,6 +19,7 @@ import typer
 from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
 from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
+from bot.cli import take_back as _take_back  # noqa: F401  (`approvals cancel-cool-off`, `undo`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.away import away

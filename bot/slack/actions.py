@@ -33,6 +33,10 @@ class Action(StrEnum):
     """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
     CONFIRM_ENVELOPE = "confirm_envelope"
     REVOKE_ENVELOPE = "revoke_envelope"
+    CANCEL_COOL_OFF = "cancel_cool_off"
+    """Cancel an approved call waiting out its cool-off (issue 42.6); the value: its approval."""
+    UNDO = "undo"
+    """Undo the call an approval let run, within its undo window; the value: its approval."""
 
 
 class Modal(StrEnum):

@@ -234,6 +234,7 @@ class SlackDelivery:
             chain=escalation.chain_line(approval, policy)
             if approval.state == ApprovalState.PENDING
             else None,
+            now=self.clock(),
         )
 
     async def _asked_at(self, approval: Approval, run: Run | None) -> int | None:

@@ -126,6 +126,12 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         )
         yield f"card {name} budget", cards.approval_message(shown, run(), envelope=True)
     yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
+    cooling = decided().model_copy(
+        update={"cool_off": "waiting", "cool_off_until": AT + timedelta(minutes=5)}
+    )
+    yield "card in its cool-off", cards.approval_message(cooling, run(), now=AT)
+    ran = decided().model_copy(update={"cool_off": "ran", "undo_until": AT + timedelta(hours=1)})
+    yield "card in its undo window", cards.approval_message(ran, run(), now=AT)
     for shown in pages:
         yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
         yield f"page {shown.reason} no resolvers", cards.page_message(shown, run())
