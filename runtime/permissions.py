@@ -21,6 +21,8 @@ with `by`): each part present must be allowed. A person may:
     cancel_cool_off, undo
               an approval  an approver it was asked of (as a decline: the requester too if
                            they are one); a person's act, so a token alone never may
+    set away  a person     that person only ("away until …, delegate to …", and back), from
+                           Slack's Home or the approvals page (`may_set_away`)
 
 A token may do what its scope allows (`SCOPE`); a decision is always a person's, so a
 token alone never decides. The CLI is the operator: it holds the database, so it acts as a
@@ -241,6 +243,22 @@ class Permissions:
         if isinstance(subject, Run):
             return subject
         return await self.find_run(subject.run_id) if subject.run_id else None
+
+
+AWAY_SCOPE = "runs:write"
+"""The scope a token needs to say someone is away (the CLI's operator has it)."""
+
+
+def may_set_away(actor: Actor, person: str) -> bool:
+    """Whether `actor` may say `person` is away (or back): a person, only for themselves;
+    a token with `AWAY_SCOPE` (the CLI), for anyone, or only for the person it acts for."""
+    if actor.token is not None:
+        return AWAY_SCOPE in actor.scopes and actor.person in (None, person)
+    return actor.person is not None and actor.person == person
+
+
+def away_refusal(actor: Actor, person: str) -> str:
+    return f"{actor.name} may not say whether {person} is away: only they may; nothing changed."
 
 
 def asked_by(approval: Approval, token: str | None) -> bool:

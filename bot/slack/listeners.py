@@ -35,6 +35,7 @@ from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
 from bot.slack import (
+    away,
     batch,
     clicks,
     commands,
@@ -111,6 +112,7 @@ def register(
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)
     batch.register(app, rt, background, homes)
+    away.register(app, rt, background, homes)
     envelopes.register(app, rt, background)
     take_back.register(app, rt, background)
 

@@ -140,6 +140,8 @@ SLACK: dict[Action | str, Permission | str] = {
     Action.REVOKE_ENVELOPE: "its author or a rule writer: SpendDesk's check",
     Action.SETTLE_HAPPENED: "settle, as resolve_did_not_happen",
     Action.CONFIRM_RULE: "the rule writers' check of learned rules, about no run",
+    Action.AWAY: "the clicker's own absence: may_set_away (tests/surfaces/slack/test_slack_away)",
+    Action.BACK: "the clicker's own absence: may_set_away (tests/surfaces/slack/test_slack_away)",
 }
 
 CLI: dict[Permission, tuple[str, ...]] = {

@@ -19,9 +19,10 @@ from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import batch, cards, envelopes, replies, similar
+from bot.slack import away_view, batch, cards, envelopes, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import slack_surface
+from bot.slack.away_view import Absence
 from bot.slack.home_view import home_view
 from bot.tasks import Background
 from runtime import Runtime
@@ -37,7 +38,7 @@ from store import (
     RunStatus,
     open_store,
 )
-from store.records import EffectConflict, Envelope, LearnedRule
+from store.records import Away, EffectConflict, Envelope, LearnedRule
 from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -167,6 +168,16 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         "home empty",
         home_view(pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False),
     )
+    gone = Away(person=BOB, until=AT + timedelta(days=3), delegate="U0CAROL", set_at=AT)
+    for absence in (Absence(), Absence(gone), Absence(covering=(gone,))):
+        yield (
+            f"home {absence}",
+            home_view(
+                pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False,
+                absence=absence,
+            ),
+        )  # fmt: skip
+    yield "away modal", away_view.away_modal(AT)
     for declined in (False, True):
         proposed = proposal(declined=declined)
         tested = (None, proposed.backtest)
