@@ -26,8 +26,8 @@ def advance(
             yield announce.outbox("approval_waiting", params["id"], {"why": "cool_off"})
             yield from insert_event(event)
     claim = params | {"has_undo": undo is not None, "undo_seconds": undo or 0.0}
-    if (yield Stmt("claim_cool_off", claim, "count")) and undo is not None:
-        yield announce.outbox("approval_waiting", params["id"], {"why": "undo"})
+    if (yield Stmt("claim_cool_off", claim, "count")):  # the card loses Cancel, gains Undo
+        yield announce.outbox("approval_waiting", params["id"], {"why": "ran"})
     row = yield Stmt("get_approval", {"id": params["id"]}, "one")
     return rows.approval_from_row(row)
 
