@@ -17,7 +17,6 @@ import re
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any, Literal
 
 from bot.inert import flat, plain
@@ -27,13 +26,6 @@ LIBRARIES = ("apscheduler", "aiohttp.access", "slack_bolt", "slack_sdk")
 """Loggers that report every job run, request or API call at INFO: WARNING unless verbose."""
 LogFormat = Literal["human", "json"]
 LOG_FORMATS: tuple[LogFormat, ...] = ("human", "json")
-
-
-class LogFormatChoice(StrEnum):
-    """The formats as a command-line choice."""
-
-    human = "human"
-    json = "json"
 
 
 IDS = ("run_id", "approval_id", "step", "event")

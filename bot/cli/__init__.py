@@ -8,9 +8,6 @@ one-line reason on stderr; `--json` prints machine-readable output. The store, t
 and the server are imported only by the commands that use them, so `--help` and reads start quickly.
 """
 
-from __future__ import annotations
-
-import logging
 import sys
 from typing import Annotated
 
@@ -22,7 +19,7 @@ from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.away import away
-from bot.cli.base import Failure, Options, group, options
+from bot.cli.base import Failure, LogFormatChoice, Options, group, options
 from bot.cli.db import db
 from bot.cli.doctor import doctor
 from bot.cli.envelopes import envelopes
@@ -32,7 +29,6 @@ from bot.cli.policy import policy
 from bot.cli.receipts import receipts
 from bot.cli.runs import runs
 from bot.cli.session import load, refusals
-from bot.logs import LogFormatChoice, configure_logging
 
 app = group("Durable agent runs with human sign-off in Slack.")
 app.add_typer(runs, name="runs")
@@ -62,6 +58,8 @@ def main_options(
         typer.Option(envvar="SIGNOFF_LOG_FORMAT", help="Log lines for people, or JSON."),
     ] = LogFormatChoice.human,
 ) -> None:
+    from bot.logs import configure_logging
+
     configure_logging(verbose, log_format.value)
     ctx.obj = Options(config, verbose)
 
@@ -76,6 +74,7 @@ def serve(
 ) -> None:
     """Run the server (HTTP API, Slack, scheduler, recovery) until SIGTERM or Ctrl-C."""
     import asyncio
+    import logging
 
     with refusals():
         settings = load(ctx)
@@ -102,6 +101,7 @@ def dev(
 ) -> None:
     """Everything on this machine: the bot, a local Slack workspace and the run console."""
     import asyncio
+    import logging
     from pathlib import Path
 
     from bot.dev import run_dev

@@ -5,8 +5,6 @@ process only if the run's agent is loaded here; otherwise the command says where
 resume (`signoff serve` recovers it, or `signoff runs resume`).
 """
 
-from __future__ import annotations
-
 import json
 import math
 from itertools import chain
@@ -33,7 +31,7 @@ if TYPE_CHECKING:
     from runtime.records import Approval, Run
 
 approvals = group("Approvals, pending and decided.")
-DECISIONS: dict[str, Decision] = {
+DECISIONS: "dict[str, Decision]" = {
     "approve": "approved",
     "approved": "approved",
     "decline": "declined",
@@ -112,7 +110,7 @@ def decide(
     flags = {"by": "--by", "reason": "--reason", "args": "--edit"}
     checked_as_api(DecisionRequest, flags, decision=state, by=by, reason=reason, args=args)
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         rt = p.runtime
         if args is not None:
             await check_edit_here(rt, approval_id)
@@ -143,7 +141,12 @@ def decide(
 
 
 def tell_decided(
-    decided: Approval, run: Run | None, *, resumed: bool, votes: dict[str, list[str]], as_json: bool
+    decided: "Approval",
+    run: "Run | None",
+    *,
+    resumed: bool,
+    votes: dict[str, list[str]],
+    as_json: bool,
 ) -> None:
     """The approval, then one line on what happens next (on stderr under --json)."""
     from bot import views, words
@@ -171,7 +174,7 @@ def tell_decided(
         say(views.inert(line))
 
 
-async def check_edit_here(rt: Runtime, approval_id: str) -> None:
+async def check_edit_here(rt: "Runtime", approval_id: str) -> None:
     """Edited arguments are checked against the tool's argument model, which only the run's
     agent has: without it here, the edit is refused rather than taken unchecked."""
     approval = await rt.queries.approval(approval_id)

@@ -9,8 +9,6 @@ the policies mark `sensitive_results` masked (`bot.masking`). `verify` walks the
 event edited, deleted or reordered; `anchor` signs the chain's head now.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -66,7 +64,7 @@ def list_events(
     start = _since(since)
     masks = _result_masks(ctx)
 
-    async def work(database: Database) -> list[AuditEvent]:
+    async def work(database: "Database") -> "list[AuditEvent]":
         found = await database.queries.audit(
             since=start, run_id=run_id, approval_id=approval_id, limit=limit
         )
@@ -98,7 +96,7 @@ def export(
     as_csv = export_format == ExportFormat.csv
     masks = _result_masks(ctx)
 
-    async def work(database: Database) -> int:
+    async def work(database: "Database") -> int:
         written = 0
         with _destination(output) as out:
             async for found in _pages(database.queries, start, run_id, approval_id):
@@ -118,12 +116,12 @@ def export(
         typer.echo(f"exported {written} audit event(s) to {output}", err=True)
 
 
-def _changed(found: list[AuditEvent], shown: list[AuditEvent]) -> frozenset[int]:
+def _changed(found: "list[AuditEvent]", shown: "list[AuditEvent]") -> frozenset[int]:
     """The events whose detail masking changed (their hash is of what is not shown)."""
     return frozenset(a.id for a, b in zip(found, shown, strict=True) if a.id is not None and a != b)
 
 
-def _result_masks(ctx: typer.Context) -> ResultMasks:
+def _result_masks(ctx: typer.Context) -> "ResultMasks":
     """The policies' masks for results (the audit reads the database, not the runtime)."""
     from bot.masking import ResultMasks
     from bot.settings import load_settings
@@ -133,8 +131,8 @@ def _result_masks(ctx: typer.Context) -> ResultMasks:
 
 
 async def _pages(
-    queries: Queries, since: datetime | None, run_id: str | None, approval_id: str | None
-) -> AsyncIterator[list[AuditEvent]]:
+    queries: "Queries", since: datetime | None, run_id: str | None, approval_id: str | None
+) -> "AsyncIterator[list[AuditEvent]]":
     after = 0
     while True:
         page = await queries.audit(
@@ -199,7 +197,7 @@ def verify(
         report: ChainReport = _verify_file(file)
     else:
 
-        async def work(database: Database) -> tuple[ChainReport, list[AuditAnchor]]:
+        async def work(database: "Database") -> "tuple[ChainReport, list[AuditAnchor]]":
             return await database.queries.audit_chain(), await database.queries.audit_anchors()
 
         report, anchors = with_database(ctx, work)
@@ -208,7 +206,7 @@ def verify(
     typer.echo(_summary(report) + _anchor_signatures(ctx, anchors, keys))
 
 
-def _summary(report: ChainReport) -> str:
+def _summary(report: "ChainReport") -> str:
     parts = [f"audit trail intact: {report.checked} event(s) chained"]
     if report.anchors:
         parts.append(f"{report.anchors} anchor(s) match")
@@ -219,7 +217,7 @@ def _summary(report: ChainReport) -> str:
     return "; ".join(parts) + "".join(f"\n{note}" for note in report.notes)
 
 
-def _verify_file(file: Path) -> ChainReport:
+def _verify_file(file: Path) -> "ChainReport":
     """An export checked on its own: each line's hash from its content and the line before."""
     import json
 
@@ -245,7 +243,7 @@ def _verify_file(file: Path) -> ChainReport:
     return walk_chain(events, start=None, masked=frozenset(masked))
 
 
-def _anchor_signatures(ctx: typer.Context, anchors: list[AuditAnchor], keys: Path | None) -> str:
+def _anchor_signatures(ctx: typer.Context, anchors: "list[AuditAnchor]", keys: Path | None) -> str:
     """Each signed anchor checked with the keys; a line saying how many, and any unsigned."""
     from bot.cli.receipts import configured_keys, read_json
     from runtime.history import anchor_document
@@ -278,7 +276,7 @@ def anchor(ctx: typer.Context) -> None:
     """Anchor the chain's head now, signed with the configured key, and print it."""
     import json
 
-    async def work(process: Process) -> AuditAnchor | None:
+    async def work(process: "Process") -> "AuditAnchor | None":
         return await process.runtime.anchor_audit("manual")
 
     made = with_process(ctx, work, agents=False)

@@ -1,8 +1,6 @@
 """`signoff away set|back|list`: out of office. While a person is away, their delegate
 decides for them what names them directly (docs/approvers.md, "Away and delegates")."""
 
-from __future__ import annotations
-
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -41,7 +39,7 @@ def set_away(
     """PERSON is away until --until; --delegate decides for them meanwhile."""
     end = _until(until)
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         return await p.runtime.set_away(person, until=end, delegate=delegate)
 
     found = with_process(ctx, work, agents=False)
@@ -57,7 +55,7 @@ def set_away(
 def back(ctx: typer.Context, person: Person) -> None:
     """PERSON is back: their delegate no longer decides for them."""
 
-    async def work(p: Process) -> bool:
+    async def work(p: "Process") -> bool:
         return await p.runtime.back(person)
 
     was = with_process(ctx, work, agents=False)
@@ -68,7 +66,7 @@ def back(ctx: typer.Context, person: Person) -> None:
 def list_away(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Who is away now, until when, and their delegates."""
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         return await p.runtime.away()
 
     found = with_process(ctx, work, agents=False)

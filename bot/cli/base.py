@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -43,6 +44,14 @@ class Options:
 
     config: str | None = None
     verbose: bool = False
+
+
+class LogFormatChoice(StrEnum):
+    """`--log-format`: `bot.logs`' formats as a command-line choice (that module, and
+    logging with it, loads only when a command runs)."""
+
+    human = "human"
+    json = "json"
 
 
 def options(ctx: typer.Context) -> Options:

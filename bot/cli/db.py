@@ -1,7 +1,5 @@
 """`signoff db ...`: the database itself."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -39,7 +37,7 @@ def migrate(
     Pending approvals asked before approvals carried their authority get it from the policy
     in force in this configuration (each once; `signoff serve` does the same at start)."""
 
-    async def work(database: Database) -> Migrated:
+    async def work(database: "Database") -> "Migrated":
         return await database.migrate(stop_the_world=stop_the_world)
 
     done = with_database(ctx, work)
@@ -61,7 +59,7 @@ def migrate(
     )
 
 
-def report(done: Migrated, filled: int) -> list[str]:
+def report(done: "Migrated", filled: int) -> list[str]:
     """What `db migrate` says to a person, a line each."""
     lines = [
         f"applied {s.label}: {'safe' if s.safe else 'NOT safe'} while older workers run ({s.why})"

@@ -5,8 +5,6 @@ command reads. It exits 1 when a live worker runs another digest than the others
 this file): approvals keep the authority they were asked under, but new ones ask as the
 worker that asks them is configured."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -24,7 +22,7 @@ def doctor(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Which configuration each live worker runs; exit 1 when they differ."""
     from bot.config_digest import short
 
-    async def work(p: Process) -> dict[str, Any]:
+    async def work(p: "Process") -> dict[str, Any]:
         workers = await p.runtime.workers()
         return {
             "config": p.runtime.config_digest,

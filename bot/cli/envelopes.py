@@ -2,8 +2,6 @@
 these approved at once, up to an amount and/or a number of calls, until a time). Each acts
 through `Runtime.spend`, under the same checks as Slack and the HTTP API."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -49,7 +47,7 @@ def create(
         EnvelopeRequest, flags, tool=tool, when=when, by=by, reason=reason, channel=channel
     )
 
-    async def work(p: Process) -> tuple[Envelope, str]:
+    async def work(p: "Process") -> "tuple[Envelope, str]":
         from runtime import spend as budgets
 
         spend = p.runtime.spend
@@ -81,7 +79,7 @@ def list_envelopes(
 ) -> None:
     """Budgets handed out, newest first, with what is used of each."""
 
-    async def work(p: Process) -> list[tuple[Envelope, str]]:
+    async def work(p: "Process") -> "list[tuple[Envelope, str]]":
         return [(e, _line(p, e)) for e in await p.runtime.spend.list(tool=tool)]
 
     found = with_process(ctx, work)
@@ -99,7 +97,7 @@ def _change(name: str, help: str) -> None:
     ) -> None:
         check_user_id("--by", by)
 
-        async def work(p: Process) -> tuple[Envelope, str]:
+        async def work(p: "Process") -> "tuple[Envelope, str]":
             spend = p.runtime.spend
             act = spend.confirm if name == "confirm" else spend.revoke
             changed = await act(envelope_id, by=by)
@@ -113,7 +111,7 @@ _change("confirm", "A second writer's confirmation of a budget for an effect not
 _change("revoke", "End a budget now (its author or a rule-writer); calls like these ask again.")
 
 
-def _line(p: Process, envelope: Envelope) -> str:
+def _line(p: "Process", envelope: "Envelope") -> str:
     from runtime import spend
 
     currency = p.runtime.spend.currency(envelope.tool, envelope.amount)

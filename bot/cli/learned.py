@@ -1,8 +1,6 @@
 """`signoff policy propose|add|confirm|revoke|list|export`: approval rules people make from
 decisions ("approve + similar"), beside the file's. Each acts through `Runtime.rules`."""
 
-from __future__ import annotations
-
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -35,7 +33,7 @@ def propose(
     if when is None and args is None:
         raise Failure("give ARGS (a call to derive the rule from) or --when")
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         return await p.runtime.rules.propose(tool, when, arguments)
 
     proposal = with_process(ctx, work)
@@ -77,7 +75,7 @@ def add(
     except ValueError as exc:
         raise Failure(f"--expires: {exc}") from None
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         from runtime.approvals import NeedsConfirmation
 
         try:
@@ -108,8 +106,8 @@ def add(
 def _writer_command(
     name: str,
     help: str,
-    change: Callable[[Process, str, str], Awaitable[LearnedRule]],
-    said: Callable[[LearnedRule], str],
+    change: "Callable[[Process, str, str], Awaitable[LearnedRule]]",
+    said: "Callable[[LearnedRule], str]",
 ) -> None:
     """`signoff policy NAME RULE --by WRITER`: a rule-writer's change to a learned rule."""
 
@@ -140,7 +138,7 @@ def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """The file's rules and the learned ones, with author, expiry and uses."""
     from bot.rule_views import all_rules, rule_line
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         learned = await p.runtime.rules.list()
         return all_rules(p.settings.runtime.policies, learned, p.runtime.clock())
 
@@ -158,7 +156,7 @@ def export(
     """The learned rules as TOML, for review in version control."""
     from runtime.approvals import learned_rules_toml
 
-    async def work(p: Process) -> str:
+    async def work(p: "Process") -> str:
         return learned_rules_toml(await p.runtime.rules.list(), now=p.runtime.clock())
 
     text = with_process(ctx, work, agents=False)

@@ -3,8 +3,6 @@ line. It reaches Signoff over its HTTP API (`--url`, `--token` or `SIGNOFF_URL`,
 `SIGNOFF_API_TOKEN`) and keeps its ledger of forwarded calls in `--state`. Needs the `mcp`
 extra (`pip install 'signoff[mcp]'`)."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`signoff pages ...`: effects a human must handle (in doubt, not undoable)."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -49,7 +47,7 @@ def acknowledge(
 
     check_user_id("--by", by)
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         from runtime import Permission
         from runtime.permissions import OPERATOR
 

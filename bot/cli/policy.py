@@ -2,8 +2,6 @@
 happen, from the configuration alone. It opens no database and creates nothing, so a team
 can test its policy file in CI (`--expect` makes a surprise exit non-zero)."""
 
-from __future__ import annotations
-
 import json
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -53,7 +51,7 @@ def check(
 
 
 def _check(
-    settings: Settings, tool: str, args: dict[str, Any], requested_by: str | None
+    settings: "Settings", tool: str, args: dict[str, Any], requested_by: str | None
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
@@ -91,7 +89,9 @@ def _check(
     return _report(tool, args, routed, found)
 
 
-def _report(tool: str, args: dict[str, Any], routed: Route, found: Tool | None) -> dict[str, Any]:
+def _report(
+    tool: str, args: dict[str, Any], routed: "Route", found: "Tool | None"
+) -> dict[str, Any]:
     from runtime.approvals import policy_snapshot
 
     needs_approval = found is None or found.requires_approval

@@ -3,9 +3,6 @@ exit 1 naming each wrong expectation) and `signoff policy backtest` (the audit t
 requests replayed through this configuration's rules: run it with `--config` of the changed
 file; it lists what would have gone otherwise)."""
 
-from __future__ import annotations
-
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -28,6 +25,8 @@ def run_fixtures(
 ) -> None:
     """Run fixtures: each call after its history through the file's rules and limits, on a
     database of its own; exit 1 naming each wrong expectation."""
+    import asyncio
+
     from bot import policy_fixtures
     from bot.agents import check_configured_rules, load_agents
 
@@ -50,7 +49,7 @@ def run_fixtures(
         raise typer.Exit(1)
 
 
-def _line(outcome: Outcome) -> str:
+def _line(outcome: "Outcome") -> str:
     mark = "FAIL" if outcome.wrong else "ok"
     policy = f" (policy {outcome.policy})" if outcome.got == "ask" else ""
     limits = "".join(
@@ -74,7 +73,7 @@ def backtest(
     """Replay the audit trail's requests through this configuration's rules (`signoff
     --config changed.toml policy backtest`) and list what would have gone otherwise."""
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         rt = p.runtime
         names = tool or sorted(
             {*rt.policies.tools, *(t for a in rt.agents.values() for t in a.tools)}

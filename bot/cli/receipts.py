@@ -6,8 +6,6 @@ key it must approve: exit 0 and the key id that signed it, or exit 1 and why not
 no server and no database.
 """
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -89,7 +87,7 @@ def show(
 ) -> None:
     """A decided approval's receipt, as JSON (to save and hand on)."""
 
-    async def work(process: Process) -> dict[str, Any] | None:
+    async def work(process: "Process") -> dict[str, Any] | None:
         return await process.runtime.queries.receipt(approval_id)
 
     found = with_process(ctx, work, agents=False)

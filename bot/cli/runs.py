@@ -1,9 +1,6 @@
 """`signoff runs ...`: start runs, look at them, and operate them (resume, fork, roll back,
 cancel, settle an effect in doubt, prune). One thin function per command."""
 
-from __future__ import annotations
-
-import hashlib
 import math
 import re
 from collections.abc import Sequence
@@ -66,7 +63,7 @@ def start(
     # Idempotent by default, like the API with an id: the same request names the same run.
     chosen = run_id or derived_run_id(agent, task, requested_by)
 
-    async def work(p: Process) -> Run:
+    async def work(p: "Process") -> "Run":
         from runtime.errors import SignoffRuntimeError
         from runtime.records import StoreError
 
@@ -98,6 +95,8 @@ def start(
 def derived_run_id(agent: str, task: str, requested_by: str | None) -> str:
     """A run id from the request itself: the agent's name to read, then a hash of the agent,
     task and requester to tell requests apart. The same request names the same run."""
+    import hashlib  # here: only `runs start` hashes (OpenSSL's module is slow to load)
+
     material = "\x00".join((agent, task, requested_by or ""))
     digest = hashlib.blake2b(material.encode(), digest_size=8).hexdigest()
     return f"{re.sub(r'[^A-Za-z0-9_.:-]', '-', agent)[:60]}-{digest}"
@@ -119,7 +118,7 @@ it called failed too) or was cancelled: the command did its work (1 is for a ref
 changes nothing)."""
 
 
-def exit_if_it_failed(run: Run) -> None:
+def exit_if_it_failed(run: "Run") -> None:
     from bot import words
 
     if words.outcome_of(run) in (words.FAILED, words.CANCELLED, words.ROLLED_BACK):
@@ -130,7 +129,7 @@ def exit_if_it_failed(run: Run) -> None:
         raise typer.Exit(RUN_FAILED)
 
 
-async def answer(rt: Runtime, run: Run, *, as_json: bool) -> None:
+async def answer(rt: "Runtime", run: "Run", *, as_json: bool) -> None:
     """A run and what it waits for: for scripts as `GET /v1/runs/{id}` shows it, for
     people with the command that decides each pending approval."""
     if as_json:
@@ -181,7 +180,7 @@ def list_runs(
     say(views.runs_table(found, decided=decided, caption=f"{len(found)} run(s) {where}"))
 
 
-async def decided_runs(queries: Queries, runs: Sequence[Run]) -> set[str]:
+async def decided_runs(queries: "Queries", runs: "Sequence[Run]") -> set[str]:
     """The parked runs among `runs` with no approval pending: ready to resume."""
     parked = [run.id for run in runs if run.status == "waiting_approval"]
     return {
@@ -225,7 +224,7 @@ def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> Non
     from bot import views
     from bot.masking import ResultMasks, masked_history, sensitive_by_tool
 
-    async def work(p: Process) -> tuple[list[Checkpoint], list[Approval]]:
+    async def work(p: "Process") -> "tuple[list[Checkpoint], list[Approval]]":
         found = await p.runtime.history(run_id)
         approvals = await p.runtime.approvals(run_id)
         records: list[Effect | Approval] = [*await p.runtime.queries.effects(run_id), *approvals]
@@ -278,7 +277,7 @@ def resume(
     if override_model_by is not None:
         check_user_id("--override-model-by", override_model_by)
 
-    async def work(p: Process) -> Run:
+    async def work(p: "Process") -> "Run":
         budget = None
         if limits:
             budget = (await p.runtime.get(run_id)).budget.model_copy(update=limits)
@@ -305,7 +304,7 @@ def fork(
     from bot import views
     from bot.masking import ResultMasks
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         happened = ResultMasks(p.runtime.policies).effects(
             await p.runtime.effects_after(run_id, from_step)
         )
@@ -351,7 +350,7 @@ def rollback(
             err=True,
         )
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         report = await p.runtime.rollback(
             run_id, to_step, by="cli", compensate_shared=compensate_shared
         )
@@ -381,7 +380,7 @@ def cancel(
 
     checked_as_api(CancelRequest, {"reason": "--reason"}, reason=reason)
 
-    async def cancel(p: Process) -> tuple[Run, str | None]:
+    async def cancel(p: "Process") -> "tuple[Run, str | None]":
         run = await p.runtime.cancel(
             run_id,
             by="cli",
@@ -416,7 +415,7 @@ def resolve(
     Then `runs resume` continues the run."""
     check_user_id("--by", by)
 
-    async def work(p: Process) -> Effect:
+    async def work(p: "Process") -> "Effect":
         from runtime import Permission
         from runtime.permissions import OPERATOR
 
@@ -460,7 +459,7 @@ def prune(
             err=True,  # stdout stays the command's answer (--json)
         )
 
-    async def work(p: Process) -> tuple[int, int]:
+    async def work(p: "Process") -> tuple[int, int]:
         try:
             cutoff = p.runtime.clock() - age
         except OverflowError:

@@ -1,7 +1,5 @@
 """`signoff approvals stats`: how long approvals wait for a person, over a window."""
 
-from __future__ import annotations
-
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -28,7 +26,7 @@ def stats(
     except ValueError as exc:
         raise Failure(f"--since: {exc}") from None
 
-    async def work(p: Process) -> Any:
+    async def work(p: "Process") -> Any:
         return await p.runtime.approval_stats(since=p.runtime.clock() - window)
 
     found = with_process(ctx, work, agents=False).as_dict()

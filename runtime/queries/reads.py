@@ -7,19 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime import errors, lookups
-from runtime.approvals import Directory, ensure_receipt
-from runtime.history import (
-    ChainReport,
-    approval_state,
-    check_anchors,
-    run_status,
-    walk_chain,
-)
+from runtime.history import approval_state, run_status
 from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
-from runtime.signing import Signer
 from store import (
     Approval,
     ApprovalState,
@@ -35,6 +27,11 @@ from store import (
 from store import errors as store_errors
 from store.base import ApprovalPage
 from store.records import AuditAnchor, Envelope, LearnedRule
+
+if TYPE_CHECKING:  # receipts and the audit chain load when asked for: a listing signs nothing
+    from runtime.approvals import Directory
+    from runtime.history import ChainReport
+    from runtime.signing import Signer
 
 NOT_FOUND: tuple[type[Exception], ...] = (
     store_errors.NotFound,
@@ -131,6 +128,8 @@ class Queries:
     async def receipt(self, approval_id: str) -> dict[str, Any] | None:
         """The signed receipt of a decided approval (signed now if its decision's process
         died before it could); None while pending, or when this process signs nothing."""
+        from runtime.approvals import ensure_receipt
+
         approval = await self.approval(approval_id)
         return (await ensure_receipt(self._store, self._signer, approval)).receipt
 
@@ -206,6 +205,8 @@ class Queries:
     async def audit_chain(self) -> ChainReport:
         """The audit trail's hash chain walked whole: the first event edited, deleted or
         moved, if any (`runtime.history.audit_chain`)."""
+        from runtime.history import check_anchors, walk_chain
+
         events: list[AuditEvent] = []
         while page := await self._store.list_audit(
             after=events[-1].id or 0 if events else 0, limit=CHAIN_PAGE

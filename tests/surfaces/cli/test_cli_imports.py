@@ -1,15 +1,23 @@
-"""A command imports what it uses: `signoff --help` loads no database, runtime, server or
-model code, and the read commands no server, engine, PostgreSQL driver or CEL. Each command
-runs in a fresh interpreter (the console script's own `main`), which then lists the modules
-it imported."""
+"""A command imports what it uses: `signoff --help` loads no database, runtime, server,
+model code, event loop or logging; the read commands no server, engine, PostgreSQL driver,
+CEL or signing; `policy check` no server and no database. Each command runs in a fresh
+interpreter (the console script's own `main`), which then lists the modules it imported.
+And typer reads every command's annotations on every start, so they are objects, not strings
+to evaluate (`from __future__ import annotations` stays out of the command modules)."""
 
 from __future__ import annotations
 
+import inspect
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
 from support.helpers import run_text
+
+from bot.cli import app
 
 from .test_cli import Cli
 from .test_cli_decide import fresh_cli, parked
@@ -33,6 +41,10 @@ SERVER = ("aiohttp", "slack_bolt", "slack_sdk", "bot.api", "bot.requests", "bot.
 """The server: the HTTP stack, Slack, the API's request models."""
 DRIVING = ("asyncpg", "celpy", "apscheduler", "runtime.engine", "bot.wiring")
 """The PostgreSQL driver, the rules' CEL, the scheduler and the engine that drives runs."""
+SIGNING = ("cryptography", "runtime.signing")
+"""Receipts' and anchors' signatures: loaded by the commands that sign or verify."""
+DATABASE = ("store.sqlite", "aiosqlite", "asyncpg", "runtime.database")
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "signoff.toml"
 
 
 @pytest.fixture
@@ -56,7 +68,7 @@ def test_help_imports_no_database_runtime_or_server(cli: Cli) -> None:
 
     assert "bot.cli.runs" in modules  # the probe sees what the command imported
     heavy = (*SERVER, *DRIVING, "pydantic", "pydantic_settings", "store", "runtime", "rich")
-    assert loaded(modules, heavy) == []
+    assert loaded(modules, (*heavy, "asyncio", "bot.logs", "signoff")) == []
 
 
 @pytest.mark.parametrize(
@@ -70,4 +82,36 @@ def test_a_read_imports_no_server_engine_driver_or_cel(cli: Cli, command: tuple[
     modules = imported(cli, *command)
 
     assert "store.sqlite.store" in modules  # it did read the database
-    assert loaded(modules, (*SERVER, *DRIVING)) == []
+    assert loaded(modules, (*SERVER, *DRIVING, *SIGNING)) == []
+
+
+def test_policy_check_imports_no_server_or_database(cli: Cli) -> None:
+    args = '{"order_id": "4471", "amount_cents": 30000}'
+
+    modules = imported(cli, "--config", str(EXAMPLE), "policy", "check", "issue_refund", args)
+
+    assert "celpy" in modules  # it did evaluate the rules
+    assert loaded(modules, (*SERVER, *DATABASE, "signoff.client")) == []
+
+
+def callbacks(group: typer.Typer) -> Iterator[Callable[..., Any]]:
+    """Every command's function in `group` and its sub-groups, their callbacks too."""
+    if group.registered_callback and group.registered_callback.callback:
+        yield group.registered_callback.callback
+    yield from (c.callback for c in group.registered_commands if c.callback)
+    for sub in group.registered_groups:
+        assert sub.typer_instance is not None
+        yield from callbacks(sub.typer_instance)
+
+
+def test_commands_annotations_are_objects_not_strings() -> None:
+    found = list(callbacks(app))
+
+    stringly = [
+        f"{f.__module__}.{f.__qualname__}({name})"
+        for f in found
+        for name, annotation in inspect.get_annotations(f).items()
+        if isinstance(annotation, str)
+    ]
+    assert len(found) > 40  # every command of every group
+    assert stringly == []
