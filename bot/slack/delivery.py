@@ -27,7 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack import blocks as kit
-from bot.slack import cards, envelopes, escalation, rule_notes, texts
+from bot.slack import cards, envelopes, escalation, page_cards, rule_notes, texts
 from bot.slack.outcomes import Outcomes
 from runtime.approvals import Policies, Policy, duration_text, policy_of, slo_missed
 from runtime.deliveries import Deliveries
@@ -321,7 +321,7 @@ class SlackDelivery:
 
     async def _page_card(self, page: Page, run: Run | None) -> dict[str, Any]:
         about = Approval(id=page.id, tool=page.tool or "", args={}, run_id=page.run_id)
-        return cards.page_message(
+        return page_cards.page_message(
             page,
             run,
             args=await self._args_of(page),
@@ -332,7 +332,7 @@ class SlackDelivery:
     async def remind_page(self, page: Page, item: OutboxItem) -> None:
         if page.acknowledged_by or not page.message_ts or not page.channel:
             return
-        message = {"text": cards.page_reminder(page)}
+        message = {"text": page_cards.page_reminder(page)}
         note_id = f"{page.id}:reminder-{item.id}"
         await self._reply_once(item, page.channel, page.message_ts, message, note_id)
 

@@ -19,7 +19,7 @@ from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import batch, cards, envelopes, replies, similar
+from bot.slack import batch, cards, envelopes, page_cards, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import slack_surface
 from bot.slack.home_view import home_view
@@ -127,10 +127,10 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         yield f"card {name} budget", cards.approval_message(shown, run(), envelope=True)
     yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
     for shown in pages:
-        yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
-        yield f"page {shown.reason} no resolvers", cards.page_message(shown, run())
+        yield f"page {shown.reason}", page_cards.page_message(shown, run(), allow_resolve=True)
+        yield f"page {shown.reason} no resolvers", page_cards.page_message(shown, run())
     acknowledged = page().model_copy(update={"acknowledged_by": BOB, "acknowledged_at": AT})
-    yield "page acknowledged", cards.page_message(acknowledged, run(), allow_resolve=True)
+    yield "page acknowledged", page_cards.page_message(acknowledged, run(), allow_resolve=True)
     yield "decline modal", replies.decline_modal(approval())
     yield "edit modal", replies.edit_modal(approval())
     yield "edit modal too long", replies.edit_modal(approval(args={"x": "y" * 4000}))
