@@ -18,7 +18,7 @@ from bot import batches, reading, words
 from bot.slack import action_text, commands, escape
 from bot.slack import blocks as kit
 from bot.slack.actions import Action, Modal
-from bot.slack.delivery import slack_error
+from bot.slack.posting import slack_error
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display
