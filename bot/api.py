@@ -14,6 +14,8 @@
                                           approvals:request, approvals:decide or runs:read
     POST /v1/approvals/{id}/decision  {decision, by, reason?, args?}  approvals:decide
     POST /v1/approvals/{id}/withdraw  the asker stopped waiting  approvals:request (its asker)
+    POST /v1/approvals/{id}/cancel-cool-off, POST /v1/approvals/{id}/undo  {by}
+                                        taking back what it let through (`bot.api_cool_off`)
     GET  /v1/audit?run_id=&approval_id=&since=&limit=                 audit:read
     GET  /v1/approvals?state=&run_id=&tool=&requested_by=&cursor=&limit=  (`bot.api_inbox`)
     GET  /v1/runs?status=&agent=&requested_by=&cursor=&limit=
@@ -48,6 +50,7 @@ from aiohttp import web
 
 from bot import words
 from bot.api_body import parse_body as _body
+from bot.api_cool_off import add_cool_off_routes
 from bot.api_deliveries import add_deliveries_route
 from bot.api_envelopes import add_envelope_routes
 from bot.api_events import add_events_route
@@ -329,6 +332,7 @@ def add_routes(app: web.Application) -> None:
     add_document_route(app)
     add_receipt_routes(app)
     add_envelope_routes(app)
+    add_cool_off_routes(app)
 
 
 async def healthz(request: web.Request) -> web.Response:

@@ -13,6 +13,12 @@ from runtime.records import Approval, ApprovalState, Run
 
 APPROVAL_FIELDS = {
     "id",
+    "cool_off",
+    "cool_off_until",
+    "cool_off_by",
+    "undo_until",
+    "undone_by",
+    "undone_at",
     "context",
     "context_error",
     "agent_reason",

@@ -21,6 +21,7 @@ from bot.requests import (
     DecisionRequest,
     EnvelopeChangeRequest,
     EnvelopeRequest,
+    PersonRequest,
     ReceiptCheckRequest,
     ResolveRequest,
     RunRequest,
@@ -36,6 +37,7 @@ REQUESTS: tuple[type[BaseModel], ...] = (
     ReceiptCheckRequest,
     EnvelopeRequest,
     EnvelopeChangeRequest,
+    PersonRequest,
 )
 REF = "#/components/schemas/{model}"
 Json = dict[str, Any]
@@ -190,6 +192,26 @@ def _paths() -> Json:
                 "The asker stopped waiting: withdraw its approval (only the token that asked)",
                 ["approvals:request"],
                 params=[approval_id],
+                ok={"200": "Approval"},
+            ),
+        },
+        "/v1/approvals/{approval_id}/cancel-cool-off": {
+            "post": _op(
+                "cancelCoolOff",
+                "Cancel an approved call in its cool-off (an approver of it, `by`): it never runs",
+                ["approvals:decide"],
+                params=[approval_id],
+                body="PersonRequest",
+                ok={"200": "Approval"},
+            ),
+        },
+        "/v1/approvals/{approval_id}/undo": {
+            "post": _op(
+                "undoApprovedCall",
+                "Undo the call an approval let run, once, within its policy's undo_for",
+                ["approvals:decide"],
+                params=[approval_id],
+                body="PersonRequest",
                 ok={"200": "Approval"},
             ),
         },

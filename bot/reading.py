@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
@@ -129,6 +130,26 @@ def context_lines(approval: Approval) -> list[str]:
     if approval.agent_reason:
         lines.append(f"the agent's reason: {approval.agent_reason}")
     return lines
+
+
+def cool_off_lines(approval: Approval) -> list[str]:
+    """Where an approved call is in its cool-off or undo window (issue 42.6), as plain text
+    with UTC times: the console shows them beside the call (the card says the same)."""
+
+    def at(moment: datetime | None) -> str:
+        return f"{moment:%Y-%m-%d %H:%M:%S} UTC" if moment else "?"
+
+    if approval.cool_off == "waiting":
+        return [f"cool-off: runs at {at(approval.cool_off_until)} unless an approver cancels it"]
+    if approval.cool_off == "cancelled":
+        return [f"cool-off: cancelled by {approval.cool_off_by} before it ran; nothing was done"]
+    if approval.cool_off != "ran":
+        return []
+    if approval.undone_by is not None:
+        return [f"undone by {approval.undone_by} at {at(approval.undone_at)}"]
+    if approval.undo_until is not None:
+        return [f"may be undone until {at(approval.undo_until)}"]
+    return []
 
 
 def limit_lines(approval: Approval) -> list[str]:

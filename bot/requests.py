@@ -67,6 +67,21 @@ class ApprovalRequest(BaseModel):
     _args = field_validator("args", mode="before")(_small_args)
 
 
+class PersonRequest(BaseModel):
+    """Who acts on an approval after its decision: cancel its call's cool-off, or undo it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    by: str = Field(description="the acting human's Slack user id (an approver of it)")
+
+    @field_validator("by")
+    @classmethod
+    def _slack_user(cls, by: str) -> str:
+        if not re.fullmatch(SLACK_USER_ID, by):
+            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
+        return by
+
+
 class DecisionRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

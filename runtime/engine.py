@@ -37,7 +37,7 @@ from runtime.history import anchors, cool_off, inbox, listing, rollback, shared,
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
 from runtime.notifier import FanOut, Notifier, NullNotifier
-from runtime.permissions import Access, Actor, Permission, Permissions, Subject
+from runtime.permissions import OPERATOR, Access, Actor, Permission, Permissions, Subject
 from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
 from runtime.runs import creation, driving, ending, recovery
@@ -602,12 +602,21 @@ class Runtime:
                 compensate_shared=compensate_shared,
             )
 
-    async def cancel_cool_off(self, approval_id: str, *, by: str) -> Approval:
+    async def cancel_cool_off(self, approval_id: str, *, by: str, resume: bool = True) -> Approval:
         """`by` cancels an approved call waiting out its policy's cool-off: it never runs, and
         its run reads the cancel as the call's result (audited). `TooLate` once it ran (or
-        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first."""
+        was cancelled), changing nothing. Surfaces check `Permission.CANCEL_COOL_OFF` first.
+        `resume=False`: return once the cancel is durable; the caller resumes the run
+        (`resume_after_decision`), as Slack's 3-second ack needs."""
+
+        async def later(run_id: str) -> None:
+            return None
+
         return await cool_off.cancel(
-            self._deps, approval_id, by=by, resume_run=self.resume_after_decision
+            self._deps,
+            approval_id,
+            by=by,
+            resume_run=self.resume_after_decision if resume else later,
         )
 
     async def undo(self, approval_id: str, *, by: str) -> RollbackReport:
@@ -721,16 +730,26 @@ class Runtime:
         """Refuse `by` as `decide` would, without deciding (before a surface opens a form)."""
         await self.desk.check_decider(approval, decision, by)
 
-    async def set_away(self, person: str, *, until: datetime, delegate: str) -> Away:
+    async def set_away(
+        self, person: str, *, until: datetime, delegate: str, by: Actor = OPERATOR
+    ) -> Away:
         """`person` is away until `until`: `delegate` decides for them meanwhile what names
-        them directly (`runtime.approvals.delegation`). Audited."""
+        them directly (`runtime.approvals.delegation`). Audited. `by`: who says so (the
+        permission table's `may_set_away`: a person for themselves only; `NotPermitted`)."""
+        self._check_away(by, person)
         return await delegation.set_away(
             self.store, person, until=until, delegate=delegate, now=self.clock()
         )
 
-    async def back(self, person: str) -> bool:
-        """`person` is back (whether they had said they were away). Audited."""
+    async def back(self, person: str, *, by: Actor = OPERATOR) -> bool:
+        """`person` is back (whether they had said they were away). Audited. `by`: as for
+        `set_away`."""
+        self._check_away(by, person)
         return await delegation.back(self.store, person, now=self.clock())
+
+    def _check_away(self, actor: Actor, person: str) -> None:
+        if not permissions.may_set_away(actor, person):
+            raise errors.NotPermitted(permissions.away_refusal(actor, person), actor=actor)
 
     async def away(self) -> builtins.list[Away]:
         """Who is away now, until when, and their delegates."""

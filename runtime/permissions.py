@@ -18,6 +18,11 @@ with `by`): each part present must be allowed. A person may:
               a page       the page resolvers; where none are configured, whoever may cancel
                            the page's run
     withdraw  an approval  nobody: only the token that asked for it
+    cancel_cool_off, undo
+              an approval  an approver it was asked of (as a decline: the requester too if
+                           they are one); a person's act, so a token alone never may
+    set away  a person     that person only ("away until …, delegate to …", and back), from
+                           Slack's Home or the approvals page (`may_set_away`)
 
 A token may do what its scope allows (`SCOPE`); a decision is always a person's, so a
 token alone never decides. The CLI is the operator: it holds the database, so it acts as a
@@ -48,6 +53,8 @@ class Permission(StrEnum):
     RESUME = "resume"
     CANCEL = "cancel"
     WITHDRAW = "withdraw"
+    CANCEL_COOL_OFF = "cancel_cool_off"
+    UNDO = "undo"
 
 
 SCOPE: dict[Permission, str] = {
@@ -60,11 +67,17 @@ SCOPE: dict[Permission, str] = {
     Permission.RESUME: "runs:write",
     Permission.CANCEL: "runs:write",
     Permission.WITHDRAW: "approvals:request",
+    Permission.CANCEL_COOL_OFF: "approvals:decide",
+    Permission.UNDO: "approvals:decide",
 }
 """The API scope a token needs for each permission."""
 
 OPERATES = frozenset({Permission.FORK, Permission.ROLLBACK, Permission.RESUME, Permission.CANCEL})
 ON_PAGES = frozenset({Permission.SETTLE, Permission.ACKNOWLEDGE})
+PERSONS_ONLY = frozenset({Permission.DECIDE, Permission.CANCEL_COOL_OFF, Permission.UNDO})
+"""A person's judgement on an approval: a token alone never makes it."""
+AFTER_APPROVAL = frozenset({Permission.CANCEL_COOL_OFF, Permission.UNDO})
+"""Taking back what an approval let through (issue 42.6): its approvers, as a decline."""
 CHANNEL_PREFIXES = ("C", "G")
 
 
@@ -130,7 +143,7 @@ class Permissions:
         if actor.token is not None and not self._token_may(actor, permission, subject):
             return False
         if actor.person is None:
-            return permission != Permission.DECIDE  # a decision is a person's
+            return permission not in PERSONS_ONLY  # a decision is a person's
         return await self._person_may(actor, permission, subject)
 
     def _token_may(self, actor: Actor, permission: Permission, subject: Subject) -> bool:
@@ -146,6 +159,10 @@ class Permissions:
             return False
         if permission == Permission.DECIDE:
             return isinstance(subject, Approval) and await self.decides(subject, person)
+        if permission in AFTER_APPROVAL:
+            return isinstance(subject, Approval) and await self.decides(
+                subject, person, approving=False
+            )
         if permission in ON_PAGES:
             return isinstance(subject, Page) and await self._handles(subject, person)
         run = await self._run_of(subject)
@@ -228,6 +245,22 @@ class Permissions:
         return await self.find_run(subject.run_id) if subject.run_id else None
 
 
+AWAY_SCOPE = "runs:write"
+"""The scope a token needs to say someone is away (the CLI's operator has it)."""
+
+
+def may_set_away(actor: Actor, person: str) -> bool:
+    """Whether `actor` may say `person` is away (or back): a person, only for themselves;
+    a token with `AWAY_SCOPE` (the CLI), for anyone, or only for the person it acts for."""
+    if actor.token is not None:
+        return AWAY_SCOPE in actor.scopes and actor.person in (None, person)
+    return actor.person is not None and actor.person == person
+
+
+def away_refusal(actor: Actor, person: str) -> str:
+    return f"{actor.name} may not say whether {person} is away: only they may; nothing changed."
+
+
 def asked_by(approval: Approval, token: str | None) -> bool:
     """Whether `token` (an API token's audit name) asked for this approval: the one that may
     withdraw it."""
@@ -253,7 +286,7 @@ def refusal(actor: Actor, permission: Permission, subject: Subject) -> str:
         who = f": {actor.token} does not have the scope {scope}"
     else:
         who = WHO[permission]
-    verb = permission.value.replace("rollback", "roll back")
+    verb = permission.value.replace("rollback", "roll back").replace("_", " ")
     return f"{actor.name} may not {verb} {kind} {subject.id}{who}; nothing changed."
 
 
@@ -269,4 +302,6 @@ WHO: dict[Permission, str] = {
     Permission.RESUME: ": only an approver of its actions may",
     Permission.CANCEL: ": only an approver of its actions may",
     Permission.WITHDRAW: ": only the token that asked for it may",
+    Permission.CANCEL_COOL_OFF: ": only an approver it was asked of may",
+    Permission.UNDO: ": only an approver it was asked of may",
 }

@@ -136,6 +136,18 @@ class Approval(Wire):
         description="'nobody is waiting for this answer now' while pending with no waiter; "
         "on an approval decided with nobody waiting, that the call runs only if asked again",
     )
+    cool_off: Literal["waiting", "ran", "cancelled"] | None = Field(
+        None,
+        description="an approved call under a policy's cool_off or undo_for: waiting out its "
+        "cool-off (until cool_off_until), ran, or cancelled (by cool_off_by; it never ran)",
+    )
+    cool_off_until: datetime | None = Field(None, description="when its cool-off ends")
+    cool_off_by: str | None = Field(None, description="who cancelled it in its cool-off")
+    undo_until: datetime | None = Field(
+        None, description="until when the call that ran may be undone (its policy's undo_for)"
+    )
+    undone_by: str | None = Field(None, description="who undid the call that ran")
+    undone_at: datetime | None = None
 
     @property
     def decided(self) -> bool:

@@ -12,7 +12,7 @@ from bot import words
 from bot.approvers import html
 from bot.approvers.routes import page, see_other, signed_in
 from bot.approvers.session import check_csrf
-from runtime import errors
+from runtime import Actor, errors
 
 
 async def set_away(request: web.Request) -> web.StreamResponse:
@@ -24,7 +24,8 @@ async def set_away(request: web.Request) -> web.StreamResponse:
         delegate = parts.people.person_of(delegate)
     try:
         until = _until(_field(form, "until") or "")
-        await parts.rt.set_away(session.person, until=until, delegate=delegate)
+        me = Actor.of_person(session.person)
+        await parts.rt.set_away(session.person, until=until, delegate=delegate, by=me)
     except (ValueError, errors.InvalidRequest) as exc:
         text = words.refusal(exc) if isinstance(exc, errors.InvalidRequest) else str(exc)
         return page(html.notice(text, refused=True), session=session, status=400)
@@ -34,7 +35,7 @@ async def set_away(request: web.Request) -> web.StreamResponse:
 async def back(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
     check_csrf(session, _field(await request.post(), "csrf"))
-    await parts.rt.back(session.person)
+    await parts.rt.back(session.person, by=Actor.of_person(session.person))
     return see_other("/approvals")
 
 

@@ -6,6 +6,9 @@ holds what they share and `session` opens the database for a command. Every comm
 async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
 one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
 and the server are imported only by the commands that use them, so `--help` and reads start quickly.
+The command modules keep their annotations as objects (no `from __future__ import
+annotations`): typer reads every command's on every start, and a string costs an `eval` each
+(docs/benchmarks.md, issue 44.1).
 """
 
 import sys
@@ -16,6 +19,7 @@ import typer
 from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
 from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
 from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
+from bot.cli import take_back as _take_back  # noqa: F401  (`approvals cancel-cool-off`, `undo`)
 from bot.cli.approvals import approvals
 from bot.cli.audit import audit
 from bot.cli.away import away

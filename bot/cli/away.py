@@ -40,7 +40,9 @@ def set_away(
     end = _until(until)
 
     async def work(p: "Process") -> Any:
-        return await p.runtime.set_away(person, until=end, delegate=delegate)
+        from runtime.permissions import OPERATOR
+
+        return await p.runtime.set_away(person, until=end, delegate=delegate, by=OPERATOR)
 
     found = with_process(ctx, work, agents=False)
     show(
@@ -56,7 +58,9 @@ def back(ctx: typer.Context, person: Person) -> None:
     """PERSON is back: their delegate no longer decides for them."""
 
     async def work(p: "Process") -> bool:
-        return await p.runtime.back(person)
+        from runtime.permissions import OPERATOR
+
+        return await p.runtime.back(person, by=OPERATOR)
 
     was = with_process(ctx, work, agents=False)
     say(f"{person} is back" if was else f"{person} was not away; nothing changed")

@@ -133,11 +133,10 @@ def check_user_id(flag: str, user: str) -> None:
     """A person, named as the HTTP API names one: a Slack user id (as in its decisions), no
     longer than it accepts for a requester."""
     from bot.policy_ids import SLACK_USER_ID
-    from bot.requests import RunRequest
+    from runtime.limits import MAX_REQUESTER  # the API's limit, without its request models
 
-    longest = max_length(RunRequest, "requested_by")
-    if len(user) > longest:
-        raise Failure(f"{flag}: at most {longest} characters, not {len(user):,}")
+    if len(user) > MAX_REQUESTER:
+        raise Failure(f"{flag}: at most {MAX_REQUESTER} characters, not {len(user):,}")
     if not re.fullmatch(SLACK_USER_ID, user):
         raise Failure(f"{flag}: {user!r} is not a Slack user id (U… or W…)")
 
@@ -156,11 +155,3 @@ def positive_age(flag: str, text: str, *, what: str = "duration", also: str = ""
             f"{flag} must be a positive {what} such as 30d" + (f", or {also}" if also else "")
         )
     return age
-
-
-def max_length(model: type[BaseModel], field: str) -> int:
-    """The length limit a request model sets on a field."""
-    from annotated_types import MaxLen
-
-    info = model.model_fields[field]
-    return next(m.max_length for m in info.metadata if isinstance(m, MaxLen))

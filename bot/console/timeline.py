@@ -200,6 +200,7 @@ def approval_view(approval: Approval) -> View:
         "conflict_run": approval.conflict.run_id if approval.conflict else None,
         "limits": reading.limit_lines(approval),
         "context": reading.context_lines(approval),
+        "cool_off": reading.cool_off_lines(approval),
         "envelope_id": approval.rule.envelope_id if approval.rule else None,
         "deciders": words.who_may_decide(Runtime.authority(approval)),
     }

@@ -33,6 +33,14 @@ class Action(StrEnum):
     """Approve, and hand out a budget for the next calls like it (`bot.slack.envelopes`)."""
     CONFIRM_ENVELOPE = "confirm_envelope"
     REVOKE_ENVELOPE = "revoke_envelope"
+    CANCEL_COOL_OFF = "cancel_cool_off"
+    """Cancel an approved call waiting out its cool-off (issue 42.6); the value: its approval."""
+    UNDO = "undo"
+    """Undo the call an approval let run, within its undo window; the value: its approval."""
+    AWAY = "away"
+    """On the Home: say "away until …, delegate to …" (a modal asks both)."""
+    BACK = "back"
+    """On the Home: back now; the delegate no longer decides for the person."""
 
 
 class Modal(StrEnum):
@@ -44,6 +52,7 @@ class Modal(StrEnum):
     SIMILAR_RULE = "similar_rule"
     BATCH = "batch_decide"
     ENVELOPE = "envelope"
+    AWAY = "away_until"
 
 
 OPENS_MODAL = frozenset(
@@ -54,6 +63,7 @@ OPENS_MODAL = frozenset(
         Action.APPROVE_ENVELOPE,
         Action.BATCH,
         Action.ASK,
+        Action.AWAY,
     }
 )
 """Buttons whose listener answers by opening a modal (with the click's trigger id)."""

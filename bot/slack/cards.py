@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from bot import reading, words
@@ -27,6 +28,7 @@ from bot.slack.action_text import (
 )
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
+from bot.slack.cool_off_card import cool_off_blocks
 from runtime.approvals import differences
 from runtime.display import Display
 from runtime.records import Approval, ApprovalState, Checkpoint, Run
@@ -57,8 +59,10 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     target: str | None = None,
     display: Display | None = None,
     chain: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
-    """The card approvers decide from; after a decision, the same card without buttons.
+    """The card approvers decide from; after a decision, the same card without buttons
+    (but Cancel in its call's cool-off, Undo in its undo window; `now` says how long left).
     `chain`: who is asked now and next, and when (`bot.slack.escalation`), while pending.
 
     After an edit the header and fields say what runs, with what was asked beside it.
@@ -110,6 +114,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     else:
         outcome = outcome_line(approval, votes)
         blocks.append(kit.context(outcome, " · ".join(terms)))
+        blocks.extend(cool_off_blocks(approval, now))
         if waiter:
             blocks.append(kit.context(texts.waiter(waiter)))
         text = texts.decided(escape.mrkdwn(action), outcome)

@@ -190,6 +190,7 @@ class SlackDelivery(OncePoster):
             chain=escalation.chain_line(approval, policy)
             if approval.state == ApprovalState.PENDING
             else None,
+            now=self.clock(),
         )
 
     async def _asked_at(self, approval: Approval, run: Run | None) -> int | None:

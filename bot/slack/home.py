@@ -24,9 +24,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import batches
 from bot.outbox import RetryAt
-from bot.slack import home_view
+from bot.slack import away_view, home_view
 from bot.slack.posting import slack_error
-from runtime import Runtime
+from runtime import Actor, Permission, Runtime
 from runtime.approvals import Policy
 from runtime.records import Approval, ApprovalState, OutboxItem, Page, Run
 
@@ -141,9 +141,10 @@ class HomeTabs:
         runs."""
         now = self.rt.clock()
         # more than the section shows: the "decide together" buttons count up to a batch
-        pending = await self.rt.queries.pending_for(
-            user, self.rt.directory, limit=max(home_view.SECTION, batches.MAX_BATCH)
-        )
+        limit = max(home_view.SECTION, batches.MAX_BATCH)
+        pending = await self.rt.queries.pending_for(user, self.rt.directory, limit=limit)
+        absence = away_view.Absence.of(await self.rt.away(), user)
+        covered = await self._delegated(user, absence, limit, known=pending.approvals)
         theirs = await self.rt.queries.approvals_of_person(
             user, since=now - RECENT, limit=READ_LIMIT
         )
@@ -158,8 +159,8 @@ class HomeTabs:
             None if resolver else user, limit=home_view.SECTION + 1
         )
         return home_view.home_view(
-            pending=pending.approvals,
-            waiting=pending.waiting,
+            pending=sorted([*pending.approvals, *covered], key=lambda a: (a.created_at, a.id)),
+            waiting=pending.waiting + len(covered),
             pages=pages,
             requests=mine,
             runs=await self._runs_of(mine[: home_view.SECTION]),
@@ -167,7 +168,27 @@ class HomeTabs:
             now=now,
             resolver=resolver,
             notice=notice,
+            absence=absence,
         )
+
+    async def _delegated(
+        self, user: str, absence: away_view.Absence, limit: int, *, known: Iterable[Approval]
+    ) -> list[Approval]:
+        """The pending approvals of the people `user` decides for that the permission table
+        lets them decide (what names those people directly; never a group's), beyond
+        `known`."""
+        seen = {a.id for a in known}
+        found: list[Approval] = []
+        me = Actor.of_person(user)
+        for each in absence.covering:
+            theirs = await self.rt.queries.pending_for(each.person, self.rt.directory, limit=limit)
+            for approval in theirs.approvals:
+                if approval.id in seen:
+                    continue
+                if await self.rt.may(me, Permission.DECIDE, approval):
+                    seen.add(approval.id)
+                    found.append(approval)
+        return found
 
     async def _runs_of(self, approvals: Iterable[Approval]) -> dict[str, Run]:
         """The runs of the requests a Home shows, by id: each row says how its run ended."""

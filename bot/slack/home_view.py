@@ -11,6 +11,7 @@ from bot import words
 from bot.slack import action_text, cards, escape, page_cards, texts
 from bot.slack import blocks as kit
 from bot.slack.actions import Action
+from bot.slack.away_view import Absence, away_blocks
 from bot.slack.blocks import Block
 from runtime.records import Approval, ApprovalState, Page, Run
 
@@ -29,11 +30,14 @@ def home_view(
     notice: str | None = None,
     runs: Mapping[str, Run] | None = None,
     waiting: int | None = None,
+    absence: Absence | None = None,
 ) -> dict[str, Any]:
     """Sections in the order a person acts: theirs to decide, theirs to settle, their own
     requests, their decisions; each row with its state and age. `runs`: the requests' runs,
     by id; a request whose run ended says how (done, declined, failed, ...). `waiting`: how
-    many approvals wait for this person in all (`pending` is the first of them)."""
+    many approvals wait for this person in all (`pending` is the first of them). `absence`:
+    whether the person is away and whom they decide for (`bot.slack.away`): an "Away"
+    section last, always kept whole."""
     blocks: list[Block] = []
     if notice:
         blocks.append(kit.section(f":warning: {notice}"))
@@ -63,7 +67,8 @@ def home_view(
     blocks += [kit.divider(), kit.header(words.HOME_RECENT)]
     rows = [f"{action_text.shown_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_RECENT)]
-    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS]}
+    last = away_blocks(absence) if absence is not None else []
+    return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS - len(last)] + last}
 
 
 def batch_buttons(pending: Sequence[Approval]) -> list[Block]:

@@ -34,7 +34,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import batch, clicks, commands, envelopes, inbound, replies, similar, texts
+from bot.slack import (
+    away,
+    batch,
+    clicks,
+    commands,
+    envelopes,
+    inbound,
+    replies,
+    similar,
+    take_back,
+    texts,
+)
 from bot.slack.actions import Action, Modal
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
@@ -101,7 +112,9 @@ def register(
     app.event("app_home_opened")(listeners.home)
     similar.register(app, rt, background)
     batch.register(app, rt, background, homes)
+    away.register(app, rt, background, homes)
     envelopes.register(app, rt, background)
+    take_back.register(app, rt, background)
 
 
 @dataclass(eq=False)

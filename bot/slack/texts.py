@@ -218,6 +218,34 @@ def expired(at: str | None) -> str:
 STILL_PENDING = ":hourglass_flowing_sand: Pending: waiting for a decision"
 
 
+CANCEL_COOL_OFF = "Cancel"
+UNDO = "Undo"
+
+
+def runs_in(minutes: int | None, at: str) -> str:
+    """An approved call waiting out its cool-off: "Runs in 4m (at …) unless an approver
+    cancels it"."""
+    left = f"in {minutes}m " if minutes is not None else ""
+    return f":hourglass_flowing_sand: Runs {left}({at}) unless an approver cancels it"
+
+
+def cool_off_cancelled(by: str) -> str:
+    return f":no_entry_sign: Cancelled by {by} before it ran: nothing was done"
+
+
+def undo_until(at: str) -> str:
+    return f":leftwards_arrow_with_hook: Ran. An approver may undo it until {at}"
+
+
+def undone(by: str, at: str | None) -> str:
+    return _at(f":leftwards_arrow_with_hook: Undone by {by}", at)
+
+
+def not_taken_back(why: str) -> str:
+    """A Cancel or Undo click that could not be done (too late, not permitted)."""
+    return f":warning: {why}"
+
+
 def waiter(note: str) -> str:
     """Whether anyone waits for the answer (`bot.words.waiter_note`)."""
     return f":zzz: {note[:1].upper()}{note[1:]}"

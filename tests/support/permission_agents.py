@@ -33,3 +33,31 @@ asker = Agent(
 doubter = Agent(
     "doubter", model=ScriptedModel([tool_call("ship", {"parcel": "p1"}), "Shipped."]), tools=[ship]
 )
+
+
+@tool(description="Hold a seat.", effect="reversible", compensate="release", requires_approval=True)
+async def hold(seat: str) -> str:
+    return f"held {seat}"
+
+
+@tool(description="Book a room.", effect="reversible", compensate="release", requires_approval=True)
+async def book(seat: str) -> str:
+    return f"booked {seat}"
+
+
+@tool(description="Release a seat or a room.", effect="irreversible", requires_approval=False)
+async def release(seat: str) -> str:
+    return f"released {seat}"
+
+
+# Their policies (the test's): `hold` waits out a cool-off, `book` may be undone for a while.
+holder = Agent(
+    "holder",
+    model=ScriptedModel([tool_call("hold", {"seat": "s1"}), "Held."]),
+    tools=[hold, release],
+)
+booker = Agent(
+    "booker",
+    model=ScriptedModel([tool_call("book", {"seat": "r1"}), "Booked."]),
+    tools=[book, release],
+)

@@ -42,6 +42,26 @@ class Slack:
         answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
         return answer.status, answer.body, time.monotonic() - started
 
+    async def send_event(self, event: dict[str, Any]) -> int:
+        """An Events API callback (`app_home_opened`, ...), signed; its status."""
+        envelope = {
+            "type": "event_callback",
+            "team_id": "T0SIGNOFF",
+            "api_app_id": "A0SIGNOFF",
+            "event_id": f"Ev{time.monotonic_ns()}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+        raw = json.dumps(envelope).encode()
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/json",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
+        }
+        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+        return answer.status
+
 
 @asynccontextmanager
 async def slack_app(rt: Runtime, *, page_url: str | None = None) -> AsyncIterator[Slack]:

@@ -1,4 +1,6 @@
-"""One permission table for every door (issue 39.2): every door x every permission x every
+"""One job, long because each door and permission has its row: the one permission table.
+
+One permission table for every door (issue 39.2): every door x every permission x every
 persona, walked from the one table below, gives the table's answer.
 
 The doors are real: the HTTP API and the console over real HTTP (the app `signoff serve`
@@ -31,7 +33,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from support import SUPPORT
 from support.api_support import token
 from support.helpers import SIGNOFF, clean_env
-from support.permission_agents import asker, doubter
+from support.permission_agents import asker, booker, doubter, holder
 from support.slack_inprocess import SECRET, Slack, click, slack_app
 
 from bot import console
@@ -70,6 +72,8 @@ TABLE_TEXT = {
     Permission.RESUME: "      N         Y        N        N        Y        N",
     Permission.CANCEL: "      N         Y        N        N        Y        N",
     Permission.WITHDRAW: "    N         N        N        N        Y        N",
+    Permission.CANCEL_COOL_OFF: "N         Y        N        N        N        N",
+    Permission.UNDO: "          N         Y        N        N        N        N",
 }
 TABLE = {
     (permission, persona): flag == "Y"
@@ -84,6 +88,8 @@ HTTP: dict[tuple[str, str], Permission | str] = {
     ("POST", "/v1/runs/{run_id}/effects/{call_id}/resolve"): Permission.SETTLE,
     ("POST", "/v1/approvals/{approval_id}/decision"): Permission.DECIDE,
     ("POST", "/v1/approvals/{approval_id}/withdraw"): Permission.WITHDRAW,
+    ("POST", "/v1/approvals/{approval_id}/cancel-cool-off"): Permission.CANCEL_COOL_OFF,
+    ("POST", "/v1/approvals/{approval_id}/undo"): Permission.UNDO,
     ("GET", "/v1/console/runs/{run_id}"): Permission.READ,
     ("GET", "/v1/console/runs/{run_id}/rollback"): Permission.READ,
     ("POST", "/v1/console/runs/{run_id}/rollback"): Permission.ROLLBACK,
@@ -121,6 +127,8 @@ SLACK: dict[Action | str, Permission | str] = {
     Action.APPROVE: Permission.DECIDE,
     Action.ACKNOWLEDGE: Permission.ACKNOWLEDGE,
     Action.SETTLE_NOT_HAPPENED: Permission.SETTLE,
+    Action.CANCEL_COOL_OFF: Permission.CANCEL_COOL_OFF,
+    Action.UNDO: Permission.UNDO,
     "/runs status": Permission.READ,
     "/runs cancel": Permission.CANCEL,
     Action.APPROVE_SEPARATE: "decide, as approve (the runtime's decision check)",
@@ -134,6 +142,8 @@ SLACK: dict[Action | str, Permission | str] = {
     Action.REVOKE_ENVELOPE: "its author or a rule writer: SpendDesk's check",
     Action.SETTLE_HAPPENED: "settle, as resolve_did_not_happen",
     Action.CONFIRM_RULE: "the rule writers' check of learned rules, about no run",
+    Action.AWAY: "the clicker's own absence: may_set_away (tests/surfaces/slack/test_slack_away)",
+    Action.BACK: "the clicker's own absence: may_set_away (tests/surfaces/slack/test_slack_away)",
 }
 
 CLI: dict[Permission, tuple[str, ...]] = {
@@ -166,6 +176,10 @@ class Subjects:
     page: Page
     asked: Approval
     """An approval asked over the API by the operator token (the one that may withdraw it)."""
+    cooling: Approval
+    """An approved call waiting out its cool-off (its approvers may cancel it)."""
+    undoable: Approval
+    """An approved call that ran, in its undo window (its approvers may undo it)."""
 
 
 @dataclass
@@ -189,7 +203,15 @@ class World:
         asked, _ = await self.rt.request_approval(
             "refund", {"order": "o9"}, requested_by=RILEY, requester_token="token:operator"
         )
-        return Subjects(run, approval, page, asked)
+        return Subjects(
+            run, approval, page, asked, await self._ran("holder"), await self._ran("booker")
+        )
+
+    async def _ran(self, agent: str) -> Approval:
+        """A run of `agent` whose one call BOB approved (it waits out a cool-off, or ran)."""
+        run_id = await self.rt.start(agent, "Hold it", requested_by=RILEY)
+        [approval] = await self.rt.approvals(run_id)
+        return await self.rt.decide(approval.id, "approved", by=BOB)
 
     async def changed(self, permission: Permission, before: Subjects) -> bool:
         """Whether the case's subject changed (an allowed action did something)."""
@@ -197,6 +219,10 @@ class World:
             return (await self.rt.queries.approval(before.approval.id)).state != "pending"
         if permission == Permission.WITHDRAW:
             return (await self.rt.queries.approval(before.asked.id)).state != "pending"
+        if permission == Permission.CANCEL_COOL_OFF:
+            return (await self.rt.queries.approval(before.cooling.id)).cool_off != "waiting"
+        if permission == Permission.UNDO:
+            return (await self.rt.queries.approval(before.undoable.id)).undone_by is not None
         if permission in (Permission.ACKNOWLEDGE, Permission.SETTLE):
             return (await self.rt.queries.page(before.page.id)).acknowledged_by is not None
         run = await self.rt.get(before.run.id)
@@ -211,8 +237,11 @@ async def doors(tmp_path: Path) -> AsyncIterator[World]:
     store = await open_store(db_url)
     rt = Runtime(
         store,
-        [asker, doubter],
-        policies=Policies(default=Policy(approvers=(BOB,))),
+        [asker, doubter, holder, booker],
+        policies=Policies(
+            default=Policy(approvers=(BOB,)),
+            tools={"hold": Policy(cool_off="1h"), "book": Policy(undo_for="1h")},
+        ),
         access=Access.of(resolvers=[CAROL]),
     )
     tokens = {
@@ -228,8 +257,10 @@ async def doors(tmp_path: Path) -> AsyncIterator[World]:
     await site.start()
     port = runner.addresses[0][1]
     (tmp_path / "signoff.toml").write_text(
-        'agents = ["permission_agents:asker", "permission_agents:doubter"]\n'
+        'agents = ["permission_agents:asker", "permission_agents:doubter", '
+        '"permission_agents:holder", "permission_agents:booker"]\n'
         '[policies.default]\napprovers = ["U0BOB"]\n'
+        '[policies.tools.hold]\ncool_off = "1h"\n[policies.tools.book]\nundo_for = "1h"\n'
     )
     async with aiohttp.ClientSession() as http, slack_app(rt) as slack:
         base = f"http://127.0.0.1:{port}"
@@ -248,6 +279,8 @@ async def runtime_door(
     subject = {
         Permission.DECIDE: s.approval,
         Permission.WITHDRAW: s.asked,
+        Permission.CANCEL_COOL_OFF: s.cooling,
+        Permission.UNDO: s.undoable,
         Permission.SETTLE: s.page,
         Permission.ACKNOWLEDGE: s.page,
     }.get(permission, s.run)
@@ -267,9 +300,9 @@ def http_door(route: tuple[str, str]) -> Callable[[World, str], Awaitable[bool |
     async def door(world: World, persona: str) -> bool | None:
         console_route = path.startswith("/v1/console/")
         permission = HTTP[route]
-        if persona in PEOPLE and not console_route and permission != Permission.DECIDE:
+        if persona in PEOPLE and not console_route and permission not in BY_PERSON:
             return None  # the API acts as its token only; a person reaches it by `by`
-        if permission == Permission.DECIDE and persona == "operator":
+        if permission in BY_PERSON and persona == "operator":
             return None  # a decision names its person: without one it is a 400
         s = await world.subjects()
         headers = {"Authorization": f"Bearer {SECRETS.get(persona, SECRETS['operator'])}"}
@@ -297,9 +330,17 @@ def _permission(route: tuple[str, str]) -> Permission:
     return found
 
 
+BY_PERSON = (Permission.DECIDE, Permission.CANCEL_COOL_OFF, Permission.UNDO)
+"""A person's act on an approval, through a token: the body names the person (`by`)."""
+
+
 def _filled(path: str, s: Subjects) -> str:
     run_id = s.page.run_id if "/effects/" in path else s.run.id
-    approval = s.asked.id if path.endswith("/withdraw") else s.approval.id
+    approval = {
+        "withdraw": s.asked.id,
+        "cancel-cool-off": s.cooling.id,
+        "undo": s.undoable.id,
+    }.get(path.rsplit("/", 1)[-1], s.approval.id)
     return (
         path.replace("{run_id}", run_id or "")
         .replace("{call_id}", s.page.call_id or "")
@@ -310,6 +351,8 @@ def _filled(path: str, s: Subjects) -> str:
 def _body(path: str, s: Subjects, person: str) -> dict[str, Any] | None:
     if path.endswith("/decision"):
         return {"decision": "approved", "by": person}
+    if path.endswith(("/cancel-cool-off", "/undo")):
+        return {"by": person}
     if path.endswith("/resolve"):
         return {"happened": False}
     if path.endswith("/rollback"):
@@ -326,7 +369,11 @@ async def slack_door(world: World, row: Action | str, persona: str) -> bool | No
     permission = SLACK[row]
     assert isinstance(permission, Permission)
     if isinstance(row, Action):
-        value = s.approval.id if permission == Permission.DECIDE else s.page.id
+        value = {
+            Permission.DECIDE: s.approval.id,
+            Permission.CANCEL_COOL_OFF: s.cooling.id,
+            Permission.UNDO: s.undoable.id,
+        }.get(permission, s.page.id)
         await world.slack.send(click(value, row.value, user=user))
         await _settle_down(world)
         return await world.changed(permission, s)

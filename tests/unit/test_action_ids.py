@@ -19,9 +19,10 @@ from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import batch, cards, envelopes, page_cards, replies, similar
+from bot.slack import away_view, batch, cards, envelopes, page_cards, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import slack_surface
+from bot.slack.away_view import Absence
 from bot.slack.home_view import home_view
 from bot.tasks import Background
 from runtime import Runtime
@@ -37,7 +38,7 @@ from store import (
     RunStatus,
     open_store,
 )
-from store.records import EffectConflict, Envelope, LearnedRule
+from store.records import Away, EffectConflict, Envelope, LearnedRule
 from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -126,6 +127,12 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         )
         yield f"card {name} budget", cards.approval_message(shown, run(), envelope=True)
     yield "card quorum", cards.approval_message(approval(required_approvals=2), run())
+    cooling = decided().model_copy(
+        update={"cool_off": "waiting", "cool_off_until": AT + timedelta(minutes=5)}
+    )
+    yield "card in its cool-off", cards.approval_message(cooling, run(), now=AT)
+    ran = decided().model_copy(update={"cool_off": "ran", "undo_until": AT + timedelta(hours=1)})
+    yield "card in its undo window", cards.approval_message(ran, run(), now=AT)
     for shown in pages:
         yield f"page {shown.reason}", page_cards.page_message(shown, run(), allow_resolve=True)
         yield f"page {shown.reason} no resolvers", page_cards.page_message(shown, run())
@@ -161,6 +168,16 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         "home empty",
         home_view(pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False),
     )
+    gone = Away(person=BOB, until=AT + timedelta(days=3), delegate="U0CAROL", set_at=AT)
+    for absence in (Absence(), Absence(gone), Absence(covering=(gone,))):
+        yield (
+            f"home {absence}",
+            home_view(
+                pending=[], pages=[], requests=[], decisions=[], now=AT, resolver=False,
+                absence=absence,
+            ),
+        )  # fmt: skip
+    yield "away modal", away_view.away_modal(AT)
     for declined in (False, True):
         proposed = proposal(declined=declined)
         tested = (None, proposed.backtest)

@@ -280,6 +280,7 @@ function callView(call) {
     box.appendChild(line);
     for (const limit of approval.limits || []) box.appendChild(el("div", "limit", limit));
     for (const line of approval.context || []) box.appendChild(el("div", "context", line));
+    for (const line of approval.cool_off || []) box.appendChild(el("div", "cool-off", line));
     if (approval.state === "pending" && approval.deciders) box.appendChild(el("div", "deciders", withNames(approval.deciders)));
   }
   if (call.binding) box.appendChild(el("div", "binding", withNames(call.binding)));

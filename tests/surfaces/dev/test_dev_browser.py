@@ -70,6 +70,9 @@ def test_refund_approved_declined_and_rolled_back_in_the_browser(
     assert "completed" in refunds[0].find_element(By.CSS_SELECTOR, ".effect-state").text
     assert "Approved by @bob" in refunds[0].text  # people by name, as on the card
     assert "Refund $25.00 on order 4471" in refunds[0].text  # as the tool says it reads
+    # what bob was shown beside the call (issue 42.1): the facts the refund's context read
+    context = refunds[0].find_element(By.CSS_SELECTOR, ".context").text
+    assert context.startswith("context: order total: $"), context
     assert APPROVER not in refunds[0].text
     labels = [s.text for s in run.find_elements(By.CSS_SELECTOR, ".step-head .status")]
     assert "running" not in labels, labels  # each finished step says what it came to

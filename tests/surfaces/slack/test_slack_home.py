@@ -68,7 +68,13 @@ def homes(fake: FakeSlackProcess) -> dict[str, dict[str, Any]]:
 
 
 def buttons(view: dict[str, Any]) -> set[str]:
-    return {e["value"] for b in view["blocks"] if b["type"] == "actions" for e in b["elements"]}
+    """The record buttons' values (every Home also has its "Away" section's button)."""
+    return {
+        e["value"]
+        for b in view["blocks"]
+        if b["type"] == "actions" and b.get("block_id") != "away"
+        for e in b["elements"]
+    }
 
 
 def words(view: dict[str, Any]) -> str:

@@ -1,0 +1,70 @@
+"""Taking back what an approval let through (issue 42.6), over HTTP:
+
+    POST /v1/approvals/{id}/cancel-cool-off  {by}  the call in its cool-off never runs
+    POST /v1/approvals/{id}/undo             {by}  the call that ran is undone, once
+                                                                      approvals:decide
+
+Both act for the person `by`, who must be an approver of that approval (the permission
+table's `cancel_cool_off` and `undo` rows), and are audited under the token beside the
+runtime's own event. Too late (the call ran, the undo window closed, someone undid it
+already) is a 409 that says so, and nothing changes.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bot.api_body import parse_body
+from bot.http_auth import CALLER, requires
+from bot.http_keys import RUNTIME
+from bot.json_views import voted_view
+from bot.requests import PersonRequest
+from runtime import Actor, AuditEvent, Permission
+
+
+@requires("approvals:decide")
+async def cancel_cool_off(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    body = await parse_body(request, PersonRequest)
+    approval = await rt.queries.approval(request.match_info["approval_id"])
+    await rt.check(_actor(request, body.by), Permission.CANCEL_COOL_OFF, approval)
+    cancelled = await rt.cancel_cool_off(approval.id, by=body.by)
+    await _audit(request, "api_cool_off_cancelled", cancelled.run_id, cancelled.id, body.by)
+    return web.json_response(await voted_view(rt, cancelled))
+
+
+@requires("approvals:decide")
+async def undo(request: web.Request) -> web.Response:
+    rt = request.app[RUNTIME]
+    body = await parse_body(request, PersonRequest)
+    approval = await rt.queries.approval(request.match_info["approval_id"])
+    await rt.check(_actor(request, body.by), Permission.UNDO, approval)
+    report = await rt.undo(approval.id, by=body.by)
+    await _audit(request, "api_undo", approval.run_id, approval.id, body.by)
+    undone = await rt.queries.approval(approval.id)
+    return web.json_response(await voted_view(rt, undone) | {"undo": report.as_dict()})
+
+
+def _actor(request: web.Request, person: str) -> Actor:
+    caller = request[CALLER]
+    return Actor(token=caller.actor, scopes=caller.scopes, person=person)
+
+
+async def _audit(
+    request: web.Request, action: str, run_id: str | None, approval_id: str, by: str
+) -> None:
+    rt, caller = request.app[RUNTIME], request[CALLER]
+    event = AuditEvent(
+        action=action,
+        actor=caller.actor,
+        run_id=run_id,
+        approval_id=approval_id,
+        detail={"token": caller.name, "by": by},
+        at=rt.clock(),
+    )
+    await rt.record_event(event)
+
+
+def add_cool_off_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/approvals/{approval_id}/cancel-cool-off", cancel_cool_off)
+    app.router.add_post("/v1/approvals/{approval_id}/undo", undo)

@@ -1,0 +1,59 @@
+"""`signoff approvals cancel-cool-off` and `signoff approvals undo` (issue 42.6): an approver
+takes back what an approval let through, under the same permission table as Slack and the
+API (the CLI is the operator, acting for the person `--by` names). Too late is exit 1 with
+why, and nothing changes."""
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from bot.cli.approvals import approvals
+from bot.cli.base import JsonFlag, check_user_id, show
+from bot.cli.session import with_process
+
+if TYPE_CHECKING:
+    from bot.wiring import Process
+
+ApprovalId = Annotated[str, typer.Argument(metavar="APPROVAL", help="The approval's id.")]
+By = Annotated[str, typer.Option(help="Slack user id of the approver who acts.")]
+
+
+@approvals.command("cancel-cool-off")
+def cancel_cool_off(
+    ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag = False
+) -> None:
+    """Cancel an approved call still in its cool-off: it never runs; its run goes on (here, if
+    its agent is loaded here) with the cancel as the call's result."""
+    check_user_id("--by", by)
+
+    async def work(p: "Process") -> Any:
+        from runtime import Permission
+        from runtime.permissions import OPERATOR
+
+        rt = p.runtime
+        found = await rt.queries.approval(approval_id)
+        await rt.check(OPERATOR.acting_for(by), Permission.CANCEL_COOL_OFF, found)
+        loaded = found.run_id is not None and (await rt.get(found.run_id)).agent in rt.agents
+        return await rt.cancel_cool_off(approval_id, by=by, resume=loaded)
+
+    cancelled = with_process(ctx, work)
+    show(cancelled.shown().model_dump(mode="json"), as_json=as_json)
+
+
+@approvals.command("undo")
+def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag = False) -> None:
+    """Undo the call an approval let run, through its tool's compensator, once and within
+    its policy's undo_for (the rollback of that one effect; the agent must be loaded here)."""
+    check_user_id("--by", by)
+
+    async def work(p: "Process") -> Any:
+        from runtime import Permission
+        from runtime.permissions import OPERATOR
+
+        rt = p.runtime
+        found = await rt.queries.approval(approval_id)
+        await rt.check(OPERATOR.acting_for(by), Permission.UNDO, found)
+        return await rt.undo(approval_id, by=by)
+
+    report = with_process(ctx, work)
+    show(report.as_dict(), as_json=as_json)

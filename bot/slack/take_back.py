@@ -1,0 +1,81 @@
+"""The card's Cancel (in a cool-off) and Undo (in an undo window) buttons (issue 42.6).
+
+Each click is judged by the permission table (`cancel_cool_off`, `undo`: an approver of that
+approval), then acted on by the runtime's compare-and-set: a cancel is recorded before the
+ack and its run resumes after it; an undo (its compensator may take a while) runs after the
+ack. Whatever is refused (not an approver, too late, undone already) is told to the clicker
+alone and changes nothing; the card itself changes through the outbox."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.slack import clicks, texts
+from bot.slack.actions import Action
+from bot.slack.refusals import refusal
+from bot.tasks import Background
+from runtime import Actor, Permission, Runtime, errors
+
+log = logging.getLogger("signoff.slack")
+Body = dict[str, Any]
+
+
+def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
+    buttons = TakeBack(rt, background)
+    app.action(Action.CANCEL_COOL_OFF)(buttons.cancel)
+    app.action(Action.UNDO)(buttons.undo)
+
+
+class TakeBack:
+    def __init__(self, rt: Runtime, background: Background) -> None:
+        self.rt, self.background = rt, background
+
+    async def cancel(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        try:
+            approval = await self.rt.queries.approval(approval_id)
+            await self.rt.check(Actor.of_person(user), Permission.CANCEL_COOL_OFF, approval)
+            await clicks.remember_card(self.rt.deliveries, body, "approval", approval_id)
+            cancelled = await self.rt.cancel_cool_off(approval_id, by=user, resume=False)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            self._tell(client, body, texts.not_taken_back(refusal(exc)))
+            return
+        await ack()
+        if cancelled.run_id is not None:
+            resume = self.rt.resume_after_decision(cancelled.run_id)
+            self.background.spawn(resume, name=f"resume {cancelled.run_id}")
+
+    async def undo(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
+        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        try:
+            approval = await self.rt.queries.approval(approval_id)
+            await self.rt.check(Actor.of_person(user), Permission.UNDO, approval)
+            await clicks.remember_card(self.rt.deliveries, body, "approval", approval_id)
+        except errors.SignoffRuntimeError as exc:
+            await ack()
+            self._tell(client, body, texts.not_taken_back(refusal(exc)))
+            return
+        await ack()
+        self.background.spawn(self._undo(client, body, approval_id, user), name="undo")
+
+    async def _undo(self, client: AsyncWebClient, body: Body, approval_id: str, user: str) -> None:
+        try:
+            await self.rt.undo(approval_id, by=user)
+        except errors.SignoffRuntimeError as exc:
+            await _tell(client, body, texts.not_taken_back(refusal(exc)))
+
+    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
+        self.background.spawn(_tell(client, body, text), name="ephemeral")
+
+
+async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
+    channel = (body.get("channel") or {}).get("id") or body["user"]["id"]
+    try:
+        await client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text)
+    except Exception:
+        log.exception("could not tell %s: %s", body["user"]["id"], text)

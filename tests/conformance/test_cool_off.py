@@ -1,0 +1,121 @@
+"""Cool-off and undo in the store (issue 42.6), on every backend: a cool-off begins once and
+ends by the store's clock; the call is claimed to run, or cancelled, by one compare-and-set
+each, so a cancel and the claim racing as the cool-off ends give exactly one winner; an
+undo is claimed once, and only within its window."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from store import Approval, ApprovalState, AuditEvent, Store
+
+from .builders import Clock
+
+
+def event(approval: Approval, action: str, clock: Clock, actor: str = "w1") -> AuditEvent:
+    return AuditEvent(
+        action=action, actor=actor, run_id=approval.run_id, approval_id=approval.id, at=clock()
+    )
+
+
+async def approved(store: Store, pending: Approval, clock: Clock) -> Approval:
+    return await store.decide_approval(pending.id, ApprovalState.APPROVED, by="U1", at=clock())
+
+
+async def test_a_cool_off_begins_once_and_ends_by_the_stores_clock(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+
+    first = await store.advance_cool_off(approval.id, cool_off=300, undo=None, event=started)
+    clock.advance(seconds=299)
+    again = await store.advance_cool_off(approval.id, cool_off=300, undo=None, event=started)
+
+    assert (first.cool_off, again.cool_off) == ("waiting", "waiting")
+    assert first.cool_off_until == again.cool_off_until == clock() + timedelta(seconds=1)
+    assert await store.cool_offs_ended() == []
+    assert await store.next_cool_off_end() == first.cool_off_until
+    clock.advance(seconds=1)
+    assert await store.cool_offs_ended() == [approval.run_id]
+    ran = await store.advance_cool_off(approval.id, cool_off=300, undo=3600, event=started)
+    assert ran.cool_off == "ran"
+    assert ran.undo_until == clock() + timedelta(hours=1)
+    assert await store.cool_offs_ended() == []
+    actions = [
+        e.action
+        for e in await store.list_events(run_id=approval.run_id)
+        if e.approval_id == approval.id
+    ]
+    assert actions.count("cool_off_started") == 1
+
+
+async def test_a_cancel_and_the_claim_at_the_end_have_one_winner(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+    await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
+    clock.advance(seconds=60)  # the cool-off ends as the cancel lands
+
+    claimed, cancelled = await asyncio.gather(
+        store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started),
+        store.cancel_cool_off(approval.id, by="U2", event=event(approval, "cancel", clock, "U2")),
+    )
+
+    final = await store.get_approval(approval.id)
+    assert (claimed.cool_off == "ran") != cancelled  # exactly one of them won
+    assert final.cool_off == ("cancelled" if cancelled else "ran")
+    assert final.cool_off_by == ("U2" if cancelled else None)
+
+
+async def test_a_cancel_after_the_claim_changes_nothing(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+    await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
+    clock.advance(seconds=61)
+    assert (
+        await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
+    ).cool_off == "ran"
+
+    assert not await store.cancel_cool_off(approval.id, by="U2", event=event(approval, "c", clock))
+    assert (await store.get_approval(approval.id)).cool_off == "ran"
+
+
+async def test_an_undo_is_claimed_once_and_only_within_its_window(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+    await store.advance_cool_off(approval.id, cool_off=None, undo=60, event=started)
+    undo = event(approval, "undo_requested", clock, "U2")
+
+    claims = await asyncio.gather(
+        *(store.claim_undo(approval.id, by=f"U{n}", event=undo) for n in range(2, 6))
+    )
+
+    assert sorted(claims) == [False, False, False, True]
+    undone = await store.get_approval(approval.id)
+    assert undone.undone_by in {"U2", "U3", "U4", "U5"}
+    assert undone.undone_at == clock()
+    actions = [
+        e.action
+        for e in await store.list_events(run_id=approval.run_id)
+        if e.approval_id == approval.id
+    ]
+    assert actions.count("undo_requested") == 1
+
+
+async def test_an_undo_after_its_window_is_refused(
+    store: Store, pending: Approval, clock: Clock
+) -> None:
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+    await store.advance_cool_off(approval.id, cool_off=None, undo=60, event=started)
+    clock.advance(seconds=60)
+
+    assert not await store.claim_undo(approval.id, by="U2", event=event(approval, "u", clock))
+    assert (await store.get_approval(approval.id)).undone_by is None

@@ -1,0 +1,60 @@
+"""`signoff approvals cancel-cool-off` and `signoff approvals undo` (issue 42.6), each a real
+`signoff` process on one SQLite file: someone who is not an approver is refused (exit 1,
+nothing changed); an approver cancels the call in its cool-off (the seat provider never hears
+of it); a second cancel, and an undo of a call that never ran, are too late."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from support import SUPPORT
+from support.helpers import SIGNOFF, clean_env, run_text
+
+CONFIG = """\
+agents = ["cool_off_agents:seat_agent"]
+[policies.default]
+approvers = ["U0BOB"]
+[policies.tools.hold_seat]
+cool_off = "1h"
+undo_for = "1h"
+"""
+
+
+def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
+    (tmp_path / "signoff.toml").write_text(CONFIG, "utf-8")
+    seats = tmp_path / "seats.log"
+    env = clean_env("SIGNOFF_", "SLACK_") | {
+        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
+        "SIGNOFF_TEST_SEATS": str(seats),
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+    def signoff(*argv: str) -> tuple[int, str]:
+        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+
+    assert signoff("runs", "start", "seat-agent", "Hold 12A", "--requested-by", "U0RILEY")[0] == 0
+    code, listed = signoff("approvals", "list", "--json")
+    assert code == 0, listed
+    approval_id = json.loads(listed)[0]["id"]
+    assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
+
+    code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0EVE")
+    assert code == 1
+    assert "U0EVE may not cancel cool off approval" in said
+    assert "nothing changed" in said
+
+    code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0BOB", "--json")
+    assert code == 0, said
+    assert json.loads(said)["cool_off"] == "cancelled"
+    assert not seats.exists()  # the seat provider never heard of the call
+
+    code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0BOB")
+    assert code == 1
+    assert "it was cancelled already by U0BOB; nothing changed" in said
+    code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
+    assert code == 1
+    assert "has not run" in said
+    assert not seats.exists()
