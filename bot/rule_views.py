@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from runtime.approvals import Backtest, Policies
+from runtime.approvals import Backtest, Policies, learned_rule_fields
 from runtime.records import LearnedRule
 
 
@@ -31,22 +31,17 @@ def file_rules(policies: Policies) -> list[dict[str, Any]]:
 
 
 def learned_row(rule: LearnedRule, now: datetime) -> dict[str, Any]:
-    return {
+    row = {
         "source": "learned",
         "id": rule.id,
         "tool": rule.tool,
         "when": rule.condition,
         "action": "auto_approve",
         "label": rule.reason,
-        "status": rule.status(now),
-        "author": rule.author,
-        "reason": rule.reason,
-        "created": rule.created_at.isoformat(timespec="seconds"),
-        "expires": rule.expires_at.isoformat(timespec="seconds"),
-        "uses": rule.uses,
-        "confirmed_by": rule.confirmed_by,
-        "revoked_by": rule.revoked_by,
     }
+    fields = learned_rule_fields(rule, now)
+    del fields["from_approval"]
+    return row | fields
 
 
 def all_rules(

@@ -15,10 +15,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import batches, reading, words
+from bot.slack import action_text, commands, escape
 from bot.slack import blocks as kit
-from bot.slack import cards, commands, escape
 from bot.slack.actions import Action, Modal
-from bot.slack.delivery import slack_error
+from bot.slack.posting import slack_error
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display
@@ -86,7 +86,9 @@ def batch_modal(
 
 
 def _option(approval: Approval, display: Display | None) -> dict[str, Any]:
-    text = f"{cards.action_summary(approval.tool, approval.shown_args, display)} · {approval.id}"
+    text = (
+        f"{action_text.action_summary(approval.tool, approval.shown_args, display)} · {approval.id}"
+    )
     if len(text) > OPTION_TEXT:
         text = text[: OPTION_TEXT - len(approval.id) - 4] + "… · " + approval.id
     return {"text": kit.pt(text, limit=OPTION_TEXT), "value": approval.id}

@@ -1,157 +1,43 @@
-"""The approval card, what goes in its thread, and on-call pages.
+"""The approval card and what goes in its thread (on-call pages: `bot.slack.page_cards`; how a
+call and its arguments read: `bot.slack.action_text`).
 
 Everything an agent or a requester wrote (task, tool arguments, reasons, page details) goes
-through `bot.slack.escape`; mentions are made only from ids that look like Slack ids. One
-job, the messages about one approval or page; it is long because each part of a card keeps
-itself inside Block Kit's limits whatever the input.
+through `bot.slack.escape`; mentions are made only from ids that look like Slack ids. Each
+part of a card keeps itself inside Block Kit's limits whatever the input.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from bot import reading, words
 from bot.inert import flat
-from bot.settle import IN_DOUBT, settle_commands
 from bot.slack import blocks as kit
 from bot.slack import escape, texts
+from bot.slack.action_text import (
+    ARG_NAME,
+    ARG_VALUE,
+    SUMMARY_VALUE,
+    action_summary,
+    arg_fields,
+    shown_action,
+    value_text,
+)
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from bot.slack.cool_off_card import cool_off_blocks
 from runtime.approvals import differences
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState, Checkpoint, Page, Run
+from runtime.records import Approval, ApprovalState, Checkpoint, Run
 
-ACTION_TEXT = 150
-"""The one-line action: header-sized."""
-SUMMARY_VALUE = 40
 TASK_TEXT = 1000
-ARG_NAME = 100
-ARG_VALUE = 500
 REASON_TEXT = 500
 DETAIL_TEXT = 1500
 MAX_VOTERS = 10
 """Page reasons a human settles with `signoff runs resolve`."""
-
-_AMOUNT = re.compile(r"amount|cents|price|total|cost|quantity|qty", re.IGNORECASE)
-_SUBJECT = re.compile(
-    r"(?:^|_)(?:id|to)$|order|account|customer|recipient|email|invoice|user", re.IGNORECASE
-)
-_MISSING = object()
-_UNEDITED = object()
-
-
-# the action and its arguments
-
-
-show = reading.show
-"""An argument's value as it is: strings bare, anything else as JSON."""
-
-
-def shown_action(approval: Approval, display: Display | None = None) -> str:
-    """The approval's `action_summary`, as inline code (safe in mrkdwn)."""
-    return escape.code(action_summary(approval.tool, approval.shown_args, display))
-
-
-def action_summary(tool: str, args: Mapping[str, Any], display: Display | None = None) -> str:
-    """Plain, untrusted text: what the call does in a few words, at most 150 chars: the
-    tool's display title ("Refund $25.00 on order 4471"), else the tool and its most telling
-    arguments ("issue_refund 2500 cents on 4471")."""
-    titled = reading.title(display, args)
-    if titled:
-        return escape.cut(flat(titled), ACTION_TEXT)
-    amount = _first(args, _AMOUNT, numeric=True)
-    subject = _first(args, _SUBJECT, skip=amount)
-    pairs = []
-    if amount is None and subject is None:
-        pairs = [f"{k}={_short(v)}" for k, v in list(_scalars(args))[:2]]
-    shown_amount = None
-    if amount is not None:
-        shown_amount = reading.money(display, amount, args) or _short(args[amount])
-        if amount not in reading.moneys(display) and "cents" in amount.lower():
-            shown_amount = texts.in_cents(shown_amount)  # 2500 is not $2,500: say the unit
-    words = texts.action(
-        tool,
-        shown_amount,
-        _short(args[subject]) if subject is not None else None,
-        pairs,
-    )
-    return escape.cut(flat(words), ACTION_TEXT)
-
-
-def _scalars(args: Mapping[str, Any]) -> list[tuple[str, Any]]:
-    return [(k, v) for k, v in args.items() if isinstance(v, str | int | float)]
-
-
-def _first(
-    args: Mapping[str, Any], pattern: re.Pattern[str], *, numeric: bool = False, skip: Any = None
-) -> str | None:
-    for key, value in _scalars(args):
-        if key == skip or isinstance(value, bool) or not pattern.search(key):
-            continue
-        if not numeric or not isinstance(value, str) or value.replace(".", "", 1).isdigit():
-            return key
-    return None
-
-
-def _short(value: Any) -> str:
-    return escape.cut(flat(show(value)), SUMMARY_VALUE)
-
-
-def arg_fields(
-    args: Mapping[str, Any],
-    approved_args: Mapping[str, Any] | None,
-    *,
-    slots: int,
-    display: Display | None = None,
-) -> list[str]:
-    """One mrkdwn field per argument, as the tool's display reads it (money, links); past
-    `slots`, the rest summarised in the last one."""
-    names = list(dict.fromkeys([*args, *(approved_args or {})]))
-    shown, rest = (names, []) if len(names) <= slots else (names[: slots - 1], names[slots - 1 :])
-    out = [_arg_field(n, args, approved_args, display) for n in shown]
-    if rest:
-        names_text = escape.mrkdwn(", ".join(rest), limit=ARG_VALUE)
-        out.append(texts.more_args(len(rest), names_text))
-    return out
-
-
-def _arg_field(
-    name: str,
-    args: Mapping[str, Any],
-    approved_args: Mapping[str, Any] | None,
-    display: Display | None,
-) -> str:
-    label = escape.mrkdwn(flat(name), limit=ARG_NAME) or " "
-    before = args.get(name, _MISSING)
-    after = _UNEDITED if approved_args is None else approved_args.get(name, _MISSING)
-    if after is _UNEDITED or after == before:
-        return texts.field(label, _read(display, name, args, ARG_VALUE))
-    half = ARG_VALUE // 2
-    edited = texts.edited(
-        _read(display, name, args, half), _read(display, name, approved_args or {}, half)
-    )
-    return texts.field(label, edited)
-
-
-def _read(display: Display | None, name: str, args: Mapping[str, Any], limit: int) -> str:
-    """mrkdwn: an argument as the display reads it; a declared link is the developer's URL
-    with the value percent-encoded, labelled with the value itself (nothing hidden)."""
-    if name not in args:
-        return texts.NOT_SET
-    text = escape.mrkdwn(reading.value(display, name, args), limit=limit)
-    url = reading.link(display, name, args)
-    return f"<{url}|{text}>" if url and text else text
-
-
-def _value(value: Any, limit: int) -> str:
-    if value is _MISSING:
-        return texts.NOT_SET
-    return escape.mrkdwn(show(value), limit=limit)
 
 
 # the approval card
@@ -194,7 +80,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
     if approval.duplicate_of:  # another run asked for the same effect: the approver must know
         differs = _duplicate_differs(approval)
         blocks.append(
-            kit.context(texts.possible_duplicate(_code(approval.duplicate_of) or "", differs))
+            kit.context(texts.possible_duplicate(ident_code(approval.duplicate_of) or "", differs))
         )
     if approval.key_suffix is not None:
         blocks.append(kit.context(texts.separate(escape.code(approval.tool, limit=ARG_NAME))))
@@ -223,7 +109,7 @@ def approval_message(  # noqa: PLR0913 - a keyword for each part of the card, al
             )
         )
         text = texts.needs_approval(
-            escape.mrkdwn(action), _code(run_id), kit.mention(approval.requested_by)
+            escape.mrkdwn(action), ident_code(run_id), kit.mention(approval.requested_by)
         )
     else:
         outcome = outcome_line(approval, votes)
@@ -284,7 +170,7 @@ def conflict_line(approval: Approval) -> str:
     return texts.conflict(
         escape.code(conflict.tool, limit=ARG_NAME),
         f"{done} with {_changes(changes, 1)}",
-        _code(conflict.run_id) or "",
+        ident_code(conflict.run_id) or "",
         approver,
         _changes(changes, 2),
     )
@@ -293,7 +179,7 @@ def conflict_line(approval: Approval) -> str:
 def _changes(changes: list[tuple[str, Any, Any]], side: int) -> str:
     """One side of the differing arguments, escaped: `amount_cents 2500, note "x"`."""
     said = ", ".join(
-        f"{escape.mrkdwn(flat(c[0]), limit=ARG_NAME)} {_value(c[side], SUMMARY_VALUE)}"
+        f"{escape.mrkdwn(flat(c[0]), limit=ARG_NAME)} {value_text(c[side], SUMMARY_VALUE)}"
         for c in changes
     )
     return said or "the same arguments"
@@ -318,7 +204,7 @@ def _edits(approval: Approval) -> str | None:
     changes = differences(approval.shown_args, approval.shown_approved_args)
     parts = [
         f"{escape.mrkdwn(flat(name), limit=ARG_NAME)} "
-        + texts.edited(_value(before, SUMMARY_VALUE), _value(after, SUMMARY_VALUE))
+        + texts.edited(value_text(before, SUMMARY_VALUE), value_text(after, SUMMARY_VALUE))
         for name, before, after in changes
     ]
     return ", ".join(parts) or None
@@ -327,7 +213,7 @@ def _edits(approval: Approval) -> str | None:
 def _about(approval: Approval, run: Run | None, run_id: str | None, step: int | None) -> str:
     task = escape.mrkdwn(flat(run.task), limit=TASK_TEXT) if run else None
     step = step if step is not None else (run.step if run else None)
-    return texts.about(task, kit.mention(approval.requested_by), _code(run_id), step)
+    return texts.about(task, kit.mention(approval.requested_by), ident_code(run_id), step)
 
 
 def _card_fields(
@@ -373,7 +259,8 @@ def _targets(idents: Sequence[str]) -> str:
     return " ".join(kit.target(i) for i in list(dict.fromkeys(idents))[:MAX_VOTERS])
 
 
-def _code(ident: str | None) -> str | None:
+def ident_code(ident: str | None) -> str | None:
+    """An id as inline code (None stays None)."""
     return escape.code(ident, limit=ARG_NAME + 40) if ident else None
 
 
@@ -561,65 +448,3 @@ NOTE_VOICE = words.Voice(
     time=kit.date,
 )
 """How a run's end is written in Slack: mentions, escaped text cut to size, code spans."""
-
-
-# pages
-
-
-def page_message(
-    page: Page,
-    run: Run | None,
-    *,
-    args: dict[str, Any] | None = None,
-    allow_resolve: bool = False,
-    display: Display | None = None,
-) -> dict[str, Any]:
-    """An on-call page: what needs a human, and the exact commands that settle it.
-
-    `allow_resolve` adds "It happened" / "It did not happen" buttons to an in-doubt page,
-    for a bot that handles those actions.
-    """
-    tool = page.tool or texts.AN_EFFECT
-    run_id = page.run_id or (run.id if run else None)
-    blocks = [kit.header(texts.page_header(tool, run_id)), kit.section(_page_body(page, run))]
-    if args:
-        blocks.append(kit.fields(arg_fields(args, None, slots=kit.MAX_FIELDS, display=display)))
-    commands = settle_commands(page, run_id)
-    if commands:
-        blocks.append(kit.section(texts.settle(escape.preformatted("\n".join(commands)))))
-    reason = escape.code(page.reason, limit=ARG_NAME)
-    blocks.append(kit.context(texts.page_context(reason, _code(page.call_id))))
-    if page.acknowledged_by:
-        at = kit.date(page.acknowledged_at) if page.acknowledged_at else None
-        blocks.append(kit.context(texts.acknowledged(kit.mention(page.acknowledged_by), at)))
-    else:
-        blocks.append(page_actions(page, resolve=allow_resolve and page.reason in IN_DOUBT))
-    text = texts.page_fallback(
-        escape.mrkdwn(flat(tool), limit=ARG_NAME),
-        escape.mrkdwn(run_id, limit=ARG_NAME) if run_id else None,
-        escape.mrkdwn(page.reason, limit=ARG_NAME),
-    )
-    return kit.message(text, blocks, metadata=kit.metadata(kit.PAGE_EVENT, page_id=page.id))
-
-
-def page_reminder(page: Page) -> str:
-    """One line under a page nobody acknowledged yet."""
-    tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
-    return texts.page_reminder(tool, kit.date(page.created_at))
-
-
-def _page_body(page: Page, run: Run | None) -> str:
-    why = texts.PAGE_REASONS.get(page.reason) or escape.mrkdwn(page.reason, limit=ARG_NAME)
-    detail = escape.mrkdwn(page.detail, limit=DETAIL_TEXT)
-    task = escape.mrkdwn(flat(run.task), limit=REASON_TEXT) if run else None
-    tool = escape.code(page.tool, limit=ARG_NAME) if page.tool else texts.AN_EFFECT
-    return texts.page_body(tool, why, detail, task)
-
-
-def page_actions(page: Page, *, resolve: bool = False) -> Block:
-    """Acknowledge (and, when asked, the two ways to settle an in-doubt effect)."""
-    buttons = [kit.button(texts.ACKNOWLEDGE, Action.ACKNOWLEDGE, page.id, style="primary")]
-    if resolve:
-        buttons.append(kit.button(texts.HAPPENED, Action.SETTLE_HAPPENED, page.id))
-        buttons.append(kit.button(texts.DID_NOT_HAPPEN, Action.SETTLE_NOT_HAPPENED, page.id))
-    return kit.actions(kit.PAGE_BLOCK + page.id, buttons)

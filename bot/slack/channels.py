@@ -18,7 +18,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.policy_ids import CHANNEL_ID
 from bot.settings import ConfigError
-from bot.slack.delivery import slack_error
+from bot.slack.posting import slack_error
 from runtime.approvals import Policies
 
 log = logging.getLogger("signoff.slack")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.slack.delivery import slack_ts
+from bot.slack.posting import slack_ts
 from runtime.deliveries import Deliveries
 
 log = logging.getLogger("signoff.slack")

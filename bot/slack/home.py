@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import batches
 from bot.outbox import RetryAt
 from bot.slack import away_view, home_view
-from bot.slack.delivery import slack_error
+from bot.slack.posting import slack_error
 from runtime import Actor, Permission, Runtime
 from runtime.approvals import Policy
 from runtime.records import Approval, ApprovalState, OutboxItem, Page, Run

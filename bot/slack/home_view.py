@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot import words
+from bot.slack import action_text, cards, escape, page_cards, texts
 from bot.slack import blocks as kit
-from bot.slack import cards, escape, texts
 from bot.slack.actions import Action
 from bot.slack.away_view import Absence, away_blocks
 from bot.slack.blocks import Block
@@ -45,7 +45,7 @@ def home_view(
     if pending:
         blocks += batch_buttons(pending)
         for approval in pending[:SECTION]:
-            line = f"{cards.shown_action(approval)} · {_asked(approval, now)}"
+            line = f"{action_text.shown_action(approval)} · {_asked(approval, now)}"
             blocks += [kit.section(line), *_context(approval), cards.decision_actions(approval)]
         blocks += _more((len(pending) if waiting is None else waiting) - min(len(pending), SECTION))
     else:
@@ -55,17 +55,17 @@ def home_view(
         for page in pages[:SECTION]:
             blocks.append(kit.section(words.page_opened(_page(page), age(now - page.created_at))))
             if resolver:
-                blocks.append(cards.page_actions(page, resolve=True))
+                blocks.append(page_cards.page_actions(page, resolve=True))
         blocks += _more(len(pages) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_REQUESTS)]
     rows = [
-        f"{cards.shown_action(a)} · {_state(a, now)}{_ended(a, runs or {})}"
+        f"{action_text.shown_action(a)} · {_state(a, now)}{_ended(a, runs or {})}"
         for a in requests[:SECTION]
     ]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_REQUESTS)]
     blocks += _more(len(requests) - SECTION)
     blocks += [kit.divider(), kit.header(words.HOME_RECENT)]
-    rows = [f"{cards.shown_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
+    rows = [f"{action_text.shown_action(a)} · {_state(a, now)}" for a in decisions[:SECTION]]
     blocks += kit.sections(rows) if rows else [kit.section(words.NO_RECENT)]
     last = away_blocks(absence) if absence is not None else []
     return {"type": "home", "blocks": blocks[: kit.MAX_VIEW_BLOCKS - len(last)] + last}

@@ -27,7 +27,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.outbox import backoff
 from bot.settings import ConfigError
 from bot.slack.channels import check_channels
-from bot.slack.delivery import MISCONFIGURED, slack_error
+from bot.slack.posting import MISCONFIGURED, slack_error
 
 log = logging.getLogger("signoff.slack")
 

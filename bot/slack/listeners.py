@@ -47,9 +47,9 @@ from bot.slack import (
     texts,
 )
 from bot.slack.actions import Action, Modal
-from bot.slack.delivery import slack_error
 from bot.slack.escape import WORD_JOINER, mrkdwn
 from bot.slack.home import HomeTabs
+from bot.slack.posting import slack_error
 from bot.slack.refusals import edit_refusal, refusal
 from bot.tasks import Background
 from runtime import Actor, Decision, Page, Permission, Runtime, errors

@@ -22,8 +22,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack.delivery import SlackDelivery, delete_message, history, slack_error
+from bot.slack.delivery import SlackDelivery
 from bot.slack.outcomes import Outcomes
+from bot.slack.posting import delete_message, history, slack_error
 from runtime.queries import NOT_FOUND
 from runtime.records import StoreError
 from runtime.scheduler import Timers

@@ -10,8 +10,8 @@ from typing import Any
 
 from bot import reading, words
 from bot.inert import flat
+from bot.slack import action_text, cards, escape, texts
 from bot.slack import blocks as kit
-from bot.slack import cards, escape, texts
 from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
@@ -43,7 +43,7 @@ DECLINE_REASON = 1000
 
 def decline_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """Asks the decliner why; the reason is required and goes to the agent."""
-    action = cards.shown_action(approval, display)
+    action = action_text.shown_action(approval, display)
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     reason = kit.text_input(
         "reason",
@@ -61,7 +61,7 @@ def decline_modal(approval: Approval, display: Display | None = None) -> dict[st
 def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """The arguments as pretty JSON to edit; too long to fit, the modal only says so."""
     initial = escape.json_text(approval.shown_args, limit=kit.INPUT_VALUE)
-    action = cards.shown_action(approval, display)
+    action = action_text.shown_action(approval, display)
     if initial is None:
         return kit.modal(
             Modal.EDIT_ARGS,
@@ -79,7 +79,7 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
 
 def ask_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """Asks the approver's question; it goes back to the agent as the tool's result."""
-    action = cards.shown_action(approval, display)
+    action = action_text.shown_action(approval, display)
     question = kit.text_input(
         "question",
         texts.ASK_LABEL,
@@ -227,7 +227,7 @@ def _detail(approval: Approval, display: Display | None = None) -> str:
 
 
 def _pending_line(approval: Approval, display: Display | None = None) -> str:
-    action = cards.shown_action(approval, display)
+    action = action_text.shown_action(approval, display)
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
     deadline = kit.date(approval.deadline) if approval.deadline else None
     return texts.pending_line(action, run, kit.mention(approval.requested_by), deadline)

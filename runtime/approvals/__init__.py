@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from runtime.approvals.learned_rules import (
         as_toml as learned_rules_toml,
     )
+    from runtime.approvals.learned_rules import (
+        fields as learned_rule_fields,
+    )
     from runtime.approvals.naming import log_rule_decision, overdue
     from runtime.approvals.paging import (
         announce_new as announce_pages,
@@ -145,6 +148,7 @@ __all__ = [
     "ensure_receipt",
     "facts_of",
     "gather_context",
+    "learned_rule_fields",
     "learned_rules_toml",
     "log_rule_decision",
     "may_decide",
@@ -223,6 +227,7 @@ _HOME = {
     "stated_reason": "runtime.approvals.context",
     "StaticDirectory": "runtime.approvals.policy",
     "SYSTEM_ACTOR": "runtime.approvals.policy",
+    "learned_rule_fields": "runtime.approvals.learned_rules:fields",
     "approved_at_once": "runtime.approvals.policy",
     "tool_arg_types": "runtime.approvals.routing",
     "Unbound": "runtime.approvals.binding",

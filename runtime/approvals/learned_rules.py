@@ -237,27 +237,32 @@ def _hit(request: Mapping[str, Any]) -> Hit:
 # review in version control
 
 
+def fields(rule: LearnedRule, now: datetime) -> dict[str, Any]:
+    """A rule as every surface lists it: what it approves, its state at `now`, and who made,
+    confirmed or revoked it."""
+    return {
+        "id": rule.id,
+        "tool": rule.tool,
+        "when": rule.condition,
+        "status": rule.status(now),
+        "author": rule.author,
+        "reason": rule.reason,
+        "created": rule.created_at.isoformat(timespec="seconds"),
+        "expires": rule.expires_at.isoformat(timespec="seconds"),
+        "uses": rule.uses,
+        "confirmed_by": rule.confirmed_by,
+        "revoked_by": rule.revoked_by,
+        "from_approval": rule.from_approval,
+    }
+
+
 def as_toml(rules: Iterable[LearnedRule], *, now: datetime) -> str:
     """The rules as `[[learned_rules.rule]]` tables (strings JSON-quoted, which TOML reads
     as basic strings), for review; the file is a record, not a configuration to load."""
     out = [f"# learned approval rules, exported {now.isoformat(timespec='seconds')}"]
     for rule in rules:
-        fields: dict[str, Any] = {
-            "id": rule.id,
-            "tool": rule.tool,
-            "when": rule.condition,
-            "status": rule.status(now),
-            "author": rule.author,
-            "reason": rule.reason,
-            "created": rule.created_at.isoformat(timespec="seconds"),
-            "expires": rule.expires_at.isoformat(timespec="seconds"),
-            "uses": rule.uses,
-            "confirmed_by": rule.confirmed_by,
-            "revoked_by": rule.revoked_by,
-            "from_approval": rule.from_approval,
-        }
         out.append("\n[[learned_rules.rule]]")
-        for key, value in fields.items():
+        for key, value in fields(rule, now).items():
             if value is not None:
                 out.append(f"{key} = {json.dumps(value, ensure_ascii=False)}")
     return "\n".join(out) + "\n"

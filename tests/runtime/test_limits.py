@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from support import spend_agents
-from support.spend_agents import refund, task
+from support.spend_agents import PER_CUSTOMER, refund, task
 
 from runtime import Policies, Runtime
 from runtime.errors import EditRefused
@@ -32,16 +32,6 @@ POLICIES = {
         },
         "refund_leads": {"approvers": [LEAD]},
     },
-}
-PER_CUSTOMER = {
-    "tools": ["issue_refund"],
-    "key": "args.customer_id",
-    "amount": "args.amount_cents",
-    "max": 50000,
-    "window": "30d",
-    "ask": "refund_leads",
-    "money": "USD",
-    "each": "customer",
 }
 
 

@@ -59,6 +59,17 @@ def refunded(customer: str | None = None) -> int:
 
 
 MONEY = Display(money={"amount_cents": "USD"})
+PER_CUSTOMER = {
+    "tools": ["issue_refund"],
+    "key": "args.customer_id",
+    "amount": "args.amount_cents",
+    "max": 50000,
+    "window": "30d",
+    "ask": "refund_leads",
+    "money": "USD",
+    "each": "customer",
+}
+"""The limit these tests share: $500 a customer in 30 days, past it `refund_leads` asked."""
 DELAY = float(os.environ.get("SIGNOFF_SPEND_TOOL_DELAY", "0"))
 """Seconds a refund takes at the provider (a crash test widens its window with it)."""
 

@@ -1,4 +1,6 @@
-"""One permission table for every door (issue 39.2): every door x every permission x every
+"""One job, long because each door and permission has its row: the one permission table.
+
+One permission table for every door (issue 39.2): every door x every permission x every
 persona, walked from the one table below, gives the table's answer.
 
 The doors are real: the HTTP API and the console over real HTTP (the app `signoff serve`

@@ -19,7 +19,7 @@ from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import away_view, batch, cards, envelopes, replies, similar
+from bot.slack import away_view, batch, cards, envelopes, page_cards, replies, similar
 from bot.slack.actions import OPENS_MODAL, Action, Modal
 from bot.slack.app import slack_surface
 from bot.slack.away_view import Absence
@@ -134,10 +134,10 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
     ran = decided().model_copy(update={"cool_off": "ran", "undo_until": AT + timedelta(hours=1)})
     yield "card in its undo window", cards.approval_message(ran, run(), now=AT)
     for shown in pages:
-        yield f"page {shown.reason}", cards.page_message(shown, run(), allow_resolve=True)
-        yield f"page {shown.reason} no resolvers", cards.page_message(shown, run())
+        yield f"page {shown.reason}", page_cards.page_message(shown, run(), allow_resolve=True)
+        yield f"page {shown.reason} no resolvers", page_cards.page_message(shown, run())
     acknowledged = page().model_copy(update={"acknowledged_by": BOB, "acknowledged_at": AT})
-    yield "page acknowledged", cards.page_message(acknowledged, run(), allow_resolve=True)
+    yield "page acknowledged", page_cards.page_message(acknowledged, run(), allow_resolve=True)
     yield "decline modal", replies.decline_modal(approval())
     yield "edit modal", replies.edit_modal(approval())
     yield "edit modal too long", replies.edit_modal(approval(args={"x": "y" * 4000}))

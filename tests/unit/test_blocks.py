@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from support.records import a_checkpoint
 
-from bot.slack import cards, replies
+from bot.slack import cards, page_cards, replies
 from bot.slack.home_view import home_view
 from store import (
     Approval,
@@ -579,7 +579,7 @@ def test_run_notes(changes: dict[str, Any], approvals: list[Approval], note: str
 
 
 def test_in_doubt_page_says_how_to_settle_it() -> None:
-    message = cards.page_message(make_page(), make_run(), args={"to": "customer@example.com"})
+    message = page_cards.page_message(make_page(), make_run(), args={"to": "customer@example.com"})
     header, body, fields, settle, context, actions = message["blocks"]
     assert header["text"]["text"] == "Needs a human: send_email in run order-4471"
     assert body["text"]["text"].startswith("*`send_email` may or may not have happened.*")
@@ -603,21 +603,21 @@ def test_in_doubt_page_says_how_to_settle_it() -> None:
 
 
 def test_page_can_offer_resolve_buttons() -> None:
-    message = cards.page_message(make_page(), None, allow_resolve=True)
+    message = page_cards.page_message(make_page(), None, allow_resolve=True)
     ids = [b["action_id"] for b in message["blocks"][-1]["elements"]]
     assert ids == ["acknowledge", "resolve_happened", "resolve_did_not_happen"]
 
 
 def test_uncompensatable_page_points_at_show() -> None:
     page = make_page(reason="uncompensatable", detail="send_email is irreversible")
-    message = cards.page_message(page, make_run())
+    message = page_cards.page_message(page, make_run())
     assert "*To settle it:*\n```signoff runs show order-4471```" in mrkdwn_texts(message)
     assert "cannot be undone automatically" in message["blocks"][1]["text"]["text"]
 
 
 def test_acknowledged_page_has_no_button() -> None:
     page = make_page(acknowledged_by="U0BOB", acknowledged_at=AT)
-    message = cards.page_message(page, make_run())
+    message = page_cards.page_message(page, make_run())
     assert all(b["type"] != "actions" for b in message["blocks"])
     assert message["blocks"][-1]["elements"][0]["text"] == (
         f":eyes: Acknowledged by <@U0BOB> at {AT_SLACK}"
@@ -632,10 +632,10 @@ def test_hostile_and_huge_page() -> None:
         detail=HUGE,
         reason=HOSTILE,
     )
-    message = cards.page_message(page, make_run(task=HOSTILE * 100), args=huge_args())
+    message = page_cards.page_message(page, make_run(task=HOSTILE * 100), args=huge_args())
     assert_message(message)
     assert_inert(message)
-    in_doubt = cards.page_message(
+    in_doubt = page_cards.page_message(
         make_page(call_id=HOSTILE, detail=HUGE), make_run(task=HUGE), args=huge_args()
     )
     assert_message(in_doubt)

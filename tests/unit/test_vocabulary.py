@@ -18,7 +18,7 @@ from bot import reading, views, words
 from bot.console import timeline
 from bot.http_errors import refusal as api_refusal
 from bot.settle import refusal_text
-from bot.slack import cards, replies
+from bot.slack import action_text, cards, page_cards, replies
 from bot.slack.home_view import home_view
 from bot.slack.refusals import refusal as slack_refusal
 from examples.refund_agent import issue_refund
@@ -234,7 +234,7 @@ def test_every_page_state_reads_the_same_on_every_surface(page: Page, word: str)
     assert words.page_state(page) == word
     slack = slack_text(replies.run_status(make_run(), [], [page]))
     if page.acknowledged_by:
-        slack = slack_text(cards.page_message(page, make_run()))
+        slack = slack_text(page_cards.page_message(page, make_run()))
     cli = terminal(views.pages_table([page]))
     if not page.acknowledged_by:  # the Home lists the open ones
         assert word in slack_text(home_of(pages=[page])).lower()
@@ -342,7 +342,7 @@ def test_cards_modals_and_runs_replies_read_the_display() -> None:
         replies.pending_list([approval], more=0, displays={"issue_refund": DISPLAY})
     )
     assert "Refund $25.00 on order 4471" in pending
-    assert cards.action_summary("issue_refund", ARGS) == "issue_refund 2500 cents on 4471"
+    assert action_text.action_summary("issue_refund", ARGS) == "issue_refund 2500 cents on 4471"
 
 
 def test_a_display_naming_an_argument_the_tool_lacks_is_refused() -> None:

@@ -22,22 +22,7 @@ POLICIES = Policies.model_validate(
         },
     }
 )
-SPEND = SpendConfig.model_validate(
-    {
-        "limits": {
-            "per_customer": {
-                "tools": ["issue_refund"],
-                "key": "args.customer_id",
-                "amount": "args.amount_cents",
-                "max": 50000,
-                "window": "30d",
-                "ask": "refund_leads",
-                "money": "USD",
-                "each": "customer",
-            }
-        }
-    }
-)
+SPEND = SpendConfig.model_validate({"limits": {"per_customer": spend_agents.PER_CUSTOMER}})
 
 
 async def start(api: Api, order: str, cents: int) -> dict[str, Any]:
