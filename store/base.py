@@ -471,9 +471,11 @@ class Store(Protocol):
         if it is in none (it ran, or was cancelled before)."""
         ...
 
-    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+    async def claim_undo(self, approval_id: str, *, by: str, events: Sequence[AuditEvent]) -> bool:
         """Compare-and-set: `by` undoes the call the approval let run, once, within its undo
-        window by the store's clock (audited); False otherwise."""
+        window by the store's clock; the events (the request and the undo's intent) commit
+        with the claim, so recovery finishes an undo that died right after it. False
+        otherwise, and nothing written."""
         ...
 
     async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:

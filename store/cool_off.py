@@ -5,7 +5,7 @@ the approval once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from store import announce, rows
@@ -41,11 +41,12 @@ def cancel(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
     return True
 
 
-def claim_undo(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
+def claim_undo(params: dict[str, Any], events: Sequence[AuditEvent]) -> Body[bool]:
     """A person undoes the call that ran: True for the one click that may (the window open,
     nobody before)."""
     if not (yield Stmt("claim_undo", params, "count")):
         return False
     yield announce.outbox("approval_waiting", params["id"], {"why": "undone"})
-    yield from insert_event(event)
+    for event in events:
+        yield from insert_event(event)
     return True

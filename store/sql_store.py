@@ -466,9 +466,9 @@ class SqlStore:
         params = {"id": approval_id, "by": by}
         return await self._write(lambda: cool_offs.cancel(params, event))
 
-    async def claim_undo(self, approval_id: str, *, by: str, event: AuditEvent) -> bool:
+    async def claim_undo(self, approval_id: str, *, by: str, events: Sequence[AuditEvent]) -> bool:
         params = {"id": approval_id, "by": by, "test_now": self._judge_now()}
-        return await self._write(lambda: cool_offs.claim_undo(params, event))
+        return await self._write(lambda: cool_offs.claim_undo(params, events))
 
     async def cool_offs_ended(self, *, limit: int = 100) -> list[str]:
         found = await self._read("cool_offs_ended", {"test_now": self._judge_now(), "limit": limit})

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from runtime import errors, lookups
 from runtime.deps import Deps
-from runtime.history.rollback import RollbackReport, compensate_all
+from runtime.history.rollback import RollbackReport, Undo, compensate_all, intent
 from store import Approval, AuditEvent, Effect, EffectStatus
 
 
@@ -64,11 +64,13 @@ async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
             at=deps.clock(),
             detail={"call_id": approval.call_id, "tool": approval.tool},
         )
-        if not await deps.store.claim_undo(approval.id, by=by, event=event):
+        only = [approval.call_id]
+        started = intent(deps, approval.run_id, Undo(by), to_step=0, restore=False, only=only)
+        if not await deps.store.claim_undo(approval.id, by=by, events=[event, started]):
             current = await lookups.approval(deps.store, approval_id)
             raise errors.TooLate(_not_undoable(current, effect), approval_id=approval_id)
         run = await deps.run(approval.run_id)
-        return await compensate_all(deps, run, only=[approval.call_id], by=by)
+        return await compensate_all(deps, run, only=only, by=by, intended=True)
 
 
 async def _effect_of(deps: Deps, approval: Approval) -> Effect | None:

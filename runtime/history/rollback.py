@@ -126,14 +126,17 @@ async def compensate_all(
     only: Sequence[str] | None = None,
     by: str | None = None,
     compensate_shared: bool = False,
+    intended: bool = False,
 ) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects (or `only` these calls, those a
     cancel asked to undo once they end); its state stays as it ended. An effect other runs
-    rely on is paged, not compensated, unless whoever asked said so (`compensate_shared`)."""
+    rely on is paged, not compensated, unless whoever asked said so (`compensate_shared`).
+    `intended`: the caller committed the `intent` already (with its own claim)."""
     agent = _agent_of(deps, run)
     undo = Undo(by or deps.worker_id, compensate_shared)
     async with deps.lease(run.id):
-        await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
+        if not intended:
+            await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
         report = await _undo_after(deps, run, agent, 0, undo, at_step=run.step, only=only)
         event = AuditEvent(
             action="compensate",
@@ -191,6 +194,26 @@ class Undo:
     compensate_shared: bool = False
 
 
+def intent(
+    deps: Deps,
+    run_id: str,
+    undo: Undo,
+    *,
+    to_step: int,
+    restore: bool,
+    only: Sequence[str] | None = None,
+) -> AuditEvent:
+    """The `undo_started` event an undo writes before it undoes anything."""
+    detail: dict[str, Any] = {"to_step": to_step, "restore": restore}
+    if only is not None:
+        detail["calls"] = list(only)
+    if undo.compensate_shared:
+        detail["compensate_shared"] = True
+    return AuditEvent(
+        action=UNDO_STARTED, actor=undo.by, run_id=run_id, at=deps.clock(), detail=detail
+    )
+
+
 async def _intend(
     deps: Deps,
     run_id: str,
@@ -202,14 +225,7 @@ async def _intend(
 ) -> None:
     """Say what is being undone before undoing it: recovery finishes an interrupted undo,
     with the same choice about shared effects."""
-    detail: dict[str, Any] = {"to_step": to_step, "restore": restore}
-    if only is not None:
-        detail["calls"] = list(only)
-    if undo.compensate_shared:
-        detail["compensate_shared"] = True
-    event = AuditEvent(
-        action=UNDO_STARTED, actor=undo.by, run_id=run_id, at=deps.clock(), detail=detail
-    )
+    event = intent(deps, run_id, undo, to_step=to_step, restore=restore, only=only)
     await deps.store.commit(
         Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
     )

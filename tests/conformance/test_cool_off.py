@@ -94,7 +94,7 @@ async def test_an_undo_is_claimed_once_and_only_within_its_window(
     undo = event(approval, "undo_requested", clock, "U2")
 
     claims = await asyncio.gather(
-        *(store.claim_undo(approval.id, by=f"U{n}", event=undo) for n in range(2, 6))
+        *(store.claim_undo(approval.id, by=f"U{n}", events=[undo]) for n in range(2, 6))
     )
 
     assert sorted(claims) == [False, False, False, True]
@@ -117,5 +117,5 @@ async def test_an_undo_after_its_window_is_refused(
     await store.advance_cool_off(approval.id, cool_off=None, undo=60, event=started)
     clock.advance(seconds=60)
 
-    assert not await store.claim_undo(approval.id, by="U2", event=event(approval, "u", clock))
+    assert not await store.claim_undo(approval.id, by="U2", events=[event(approval, "u", clock)])
     assert (await store.get_approval(approval.id)).undone_by is None

@@ -15,7 +15,7 @@ import pytest
 from support.cool_off_agents import SEATS, provider_calls, seat_agent
 
 from runtime import Policies, Policy, Runtime, errors
-from runtime.history import RollbackReport
+from runtime.history import RollbackReport, cool_off
 from store import ApprovalState, RunStatus, open_store
 
 REQUESTER, APPROVER, OTHER = "U_REQUESTER", "U_APPROVER", "U_OTHER"
@@ -185,3 +185,36 @@ async def test_undo_of_a_call_with_no_undo_window_is_refused(
     with pytest.raises(errors.TooLate, match="nothing to undo"):
         await rt.undo(approval_id, by=APPROVER)
     assert provider_calls() == ["hold 12A"]
+
+
+async def test_an_undo_that_dies_right_after_its_claim_is_finished_by_recovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim and the undo's intent commit together: a worker that dies between the claim
+    and the compensation leaves an undo recovery finishes, once, not one marked done that
+    never ran."""
+    url = f"sqlite:///{tmp_path / 'undo.db'}"
+    first = await open_store(url)
+    rt = Runtime(first, [seat_agent], policies=policies(undo_for="1h"), worker_id="w1")
+    run_id, approval_id = await approved(rt)
+
+    async def dies(*args: Any, **kwargs: Any) -> RollbackReport:
+        raise SystemExit("the worker died after the claim")
+
+    compensate_all = cool_off.compensate_all
+    monkeypatch.setattr(cool_off, "compensate_all", dies)
+    with pytest.raises(SystemExit):
+        await rt.undo(approval_id, by=APPROVER)
+    await first.close()
+    monkeypatch.setattr(cool_off, "compensate_all", compensate_all)
+    assert provider_calls() == ["hold 12A"]
+
+    second = await open_store(url)
+    try:
+        fresh = Runtime(second, [seat_agent], policies=policies(undo_for="1h"), worker_id="w2")
+        assert await fresh.recover() == [run_id]
+        assert await fresh.recover() == []
+        assert (await fresh.queries.approval(approval_id)).undone_by == APPROVER
+    finally:
+        await second.close()
+    assert provider_calls() == ["hold 12A", "release 12A"]
