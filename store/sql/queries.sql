@@ -237,10 +237,11 @@ FROM runs WHERE id = :id
 -- locked row, the first checkpoint one past the latest seq, each finished effect in flight),
 -- then the checkpoints, the run's mirrored status (and the outbox row announcing its end, as
 -- `announce.run_status_changed` writes it, with its notification), the effects' outcomes
--- (and what a completed compensation undid), the reads' starts and the audit events. Every write waits
--- on the checks, and the last line divides by zero when one failed: the error aborts the
--- statement with everything it wrote, and the store runs the whole body instead, which says
--- why. A latest seq read before the row lock was granted can be stale; inserting at it
+-- (and what a completed compensation undid; a read's result kept as the seq of the
+-- checkpoint holding it, as `finish_effect` does), the reads' starts and the audit events.
+-- Every write waits on the checks, and the last line divides by zero when one failed: the
+-- error aborts the statement with everything it wrote, and the store runs the whole body
+-- instead, which says why. A latest seq read before the row lock was granted can be stale; inserting at it
 -- collides with the checkpoint that is there, which aborts the same way.
 WITH head AS MATERIALIZED (
     SELECT (:owner::text IS NULL OR lease_owner = :owner)
@@ -279,10 +280,13 @@ announced AS (
 ),
 finished AS (
     UPDATE effects e
-    SET status = f.status, result = f.result, error = f.error, finished_at = f.finished_at
+    SET status = f.status, error = f.error, finished_at = f.finished_at,
+        result = CASE WHEN e.reversibility = 'read' AND f.result_seq IS NOT NULL THEN NULL
+                      ELSE f.result END,
+        result_seq = CASE WHEN e.reversibility = 'read' THEN f.result_seq END
     FROM unnest(:fin_call_id::text[], :fin_status::text[], :fin_result::jsonb[],
-                :fin_error::text[], :fin_finished_at::timestamptz[])
-         AS f(call_id, status, result, error, finished_at)
+                :fin_error::text[], :fin_finished_at::timestamptz[], :fin_result_seq::int[])
+         AS f(call_id, status, result, error, finished_at, result_seq)
     WHERE e.run_id = :run_id AND e.call_id = f.call_id AND e.status IN ('started', 'in_doubt')
       AND (SELECT ok FROM checked)
     RETURNING e.call_id, e.status, e.compensates
@@ -440,10 +444,23 @@ VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensat
         :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
         :args, :sensitive, :args_digest, :asked_digest)
 
--- finish_effect --
+-- finish_effect [sqlite] --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
-UPDATE effects SET status = :status, result = :result, error = :error,
-                   finished_at = :finished_at
+-- A read whose result the batch's checkpoint holds (`:result_seq`) keeps that seq, not a
+-- copy (`store.read_results`).
+UPDATE effects SET status = :status, error = :error, finished_at = :finished_at,
+                   result = CASE WHEN reversibility = 'read' AND :result_seq IS NOT NULL
+                                 THEN NULL ELSE :result END,
+                   result_seq = CASE WHEN reversibility = 'read' THEN :result_seq END
+WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
+RETURNING compensates
+
+-- finish_effect [postgres] --
+-- As SQLite's.
+UPDATE effects SET status = :status, error = :error, finished_at = :finished_at,
+                   result = CASE WHEN reversibility = 'read' AND :result_seq::int IS NOT NULL
+                                 THEN NULL ELSE :result::jsonb END,
+                   result_seq = CASE WHEN reversibility = 'read' THEN :result_seq::int END
 WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
 RETURNING compensates
 
@@ -514,6 +531,13 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 -- list_effects --
 -- A run's effects in the order they started.
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
+
+-- checkpoint_messages --
+-- The messages of a run's checkpoints from seq :first to :last, where its read effects'
+-- results are (`store.read_results`).
+SELECT seq, messages FROM checkpoints
+WHERE run_id = :run_id AND seq BETWEEN :first AND :last
+ORDER BY seq
 
 -- insert_approval --
 -- Create an approval. Its deadline and first reminder are the database's time plus how far
