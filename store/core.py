@@ -567,6 +567,8 @@ def check_head(
         params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
         yield Stmt("set_run_status", params)
         yield from announce.run_status_changed(run_id, params["status"])
+    elif cps and cps[-1]["stop_reason"] == announce.UNDONE:  # a call of an ended run undone
+        yield from announce.run_status_changed(run_id, status)
 
 
 def finish_effect(params: dict[str, Any]) -> Body[None]:
