@@ -532,12 +532,17 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 -- A run's effects in the order they started.
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
 
--- checkpoint_messages --
--- The messages of a run's checkpoints from seq :first to :last, where its read effects'
+-- checkpoint_messages [sqlite] --
+-- The messages of a run's checkpoints of these seqs (a JSON array), where its read effects'
 -- results are (`store.read_results`).
 SELECT seq, messages FROM checkpoints
-WHERE run_id = :run_id AND seq BETWEEN :first AND :last
-ORDER BY seq
+WHERE run_id = :run_id AND seq IN (SELECT value FROM json_each(:seqs))
+
+-- checkpoint_messages [postgres] --
+-- As SQLite's.
+SELECT seq, messages FROM checkpoints
+WHERE run_id = :run_id
+  AND seq = ANY (ARRAY(SELECT jsonb_array_elements_text(:seqs::jsonb)::int))
 
 -- insert_approval --
 -- Create an approval. Its deadline and first reminder are the database's time plus how far
@@ -714,6 +719,56 @@ WHERE (:state::text IS NULL OR state = :state)
   AND (:after_at::timestamptz IS NULL OR created_at > :after_at
        OR (created_at = :after_at AND id > :after_id::text))
 ORDER BY created_at, id LIMIT :limit
+
+-- decide_at_once [sqlite] --
+-- (None: SQLite runs `cast_vote`'s body; in one process there is no round trip to save.)
+
+-- decide_at_once [postgres] --
+-- A person's decision that needs nothing but its row, in one statement sent without BEGIN
+-- and COMMIT (one round trip, where `cast_vote`'s transaction takes eight): an approval or a
+-- decline that decides at once (no quorum to vote toward, no spend held by its rule), with
+-- what `decide_approval` writes beside it: the outbox row (notified at commit), the run made
+-- ready when none of its other approvals is pending and none waits out a cool-off, and the
+-- audit event. The compare-and-set is `decide_approval`'s. No row when it decided nothing
+-- (not pending, past the deadline it keeps to, a quorum, spend): the store then runs the
+-- body, which says why or does the rest.
+WITH decided AS (
+    UPDATE approvals
+    SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
+        approved_args = :approved_args, approved_digest = :approved_digest,
+        key_suffix = :key_suffix, question = :question, decided_for = :decided_for
+    WHERE id = :id AND state = 'pending'
+      AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
+      AND (:state::text <> 'approved' OR required_approvals <= 1)
+      AND (rule IS NULL OR (coalesce(jsonb_array_length(rule -> 'limits'), 0) = 0
+                            AND rule ->> 'envelope_id' IS NULL))
+    RETURNING *
+),
+queued AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    SELECT 'approval_decided', id, '{}'::jsonb, clock_timestamp(), clock_timestamp()
+    FROM decided
+    RETURNING topic
+),
+ready AS (
+    UPDATE runs SET ready_at = now()
+    FROM decided
+    WHERE runs.id = decided.run_id AND runs.status = 'waiting_approval'
+      AND runs.ready_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM approvals a
+                      WHERE a.run_id = runs.id
+                        AND ((a.state = 'pending' AND a.id <> decided.id)
+                             OR (a.cool_off = 'waiting' AND a.cool_off_until > now())))
+),
+audited AS (
+    INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+    SELECT :ev_at::timestamptz, :ev_actor::text, :ev_action::text, :ev_run_id::text,
+           :ev_approval_id::text, :ev_detail::jsonb
+    FROM decided
+)
+SELECT decided.*,
+       (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), topic)) FROM queued)
+FROM decided
 
 -- decide_approval --
 -- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline
