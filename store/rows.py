@@ -191,7 +191,9 @@ class Columns(Generic[R]):
             values.update((name, bool(row[name])) for name in self.flags)
             values.update((name, maybe_loads(row[name])) for name in self.json + self.json_or_null)
             values.update((name, unpacked(row[name])) for name in self.digests)
-            return self.record(**values, **given)
+            if given:  # a field held otherwise than in its column wins over the column
+                values.update(given)
+            return self.record(**values)
         except (ValueError, KeyError) as exc:
             raise unreadable(self.record.__name__, exc) from exc
 
