@@ -67,6 +67,7 @@ def _read_step(conn: sqlite3.Connection, run_id: str, step: int, result: str, re
         "result": RESULT,
         "error": None,
         "finished_at": time.time(),
+        "result_seq": latest + 1,  # the read's result is kept once, in that checkpoint
     }
     conn.execute(Q["finish_effect"], outcome).fetchone()
     effect = {

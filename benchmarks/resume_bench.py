@@ -23,14 +23,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
 from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
-from runtime.runs.wakeups import Wakeups
+from runtime.runs.queue import RunQueue
+from runtime.runs.wakeups import RESUMES, Wakeups
 from store import ApprovalState, Message, Store, open_store
 
 resumed_at: dict[str, float] = {}
@@ -69,7 +72,7 @@ async def fresh(url: str, directory: str, number: int) -> str:
         await conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE; CREATE SCHEMA {schema}")
     finally:
         await conn.close()
-    return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+    return f"{url}{'&' if '?' in url else '?'}application_name={APP}&search_path={schema}"
 
 
 async def drop(url: str) -> None:
@@ -85,15 +88,121 @@ async def drop(url: str) -> None:
         await conn.close()
 
 
-async def one_round(url: str, runs: int, poll: float, capacity: int) -> list[float]:
+class Phases:
+    """Timestamps of each run's way from click to model call, by run id (`perf_counter`).
+
+    click: just before `decide`; durable: `decide` returned (the decision committed); heard:
+    the worker learned of it (SQLite: the in-process wake; PostgreSQL: the k-th
+    `approval_decided` NOTIFY the worker's listener received, paired with the k-th decision
+    to commit, as a NOTIFY names its topic and not its run); claimed: the queue's claim that
+    took the run returned (its lease taken in that statement); leased: its driver adopted
+    the lease; called: its model was called again."""
+
+    NAMES = ("click", "durable", "heard", "claimed", "leased", "called")
+
+    def __init__(self) -> None:
+        self.at: dict[str, dict[str, float]] = {name: {} for name in self.NAMES}
+        self.notified: list[float] = []
+        self.claims: list[tuple[float, float, int]] = []
+        self.cpu = (0.0, 0.0)
+        """CPU seconds from the first click to the last model call: this process's, and the
+        local PostgreSQL server's processes' (0 on SQLite)."""
+        """Each claim statement: started, returned, runs taken."""
+
+    def mark(self, name: str, run_id: str) -> None:
+        self.at[name].setdefault(run_id, time.perf_counter())
+
+    def pair_notifications(self) -> None:
+        """PostgreSQL: the k-th NOTIFY heard belongs to the k-th decision made durable."""
+        order = sorted(self.at["durable"], key=self.at["durable"].__getitem__)
+        for run_id, heard in zip(order, sorted(self.notified), strict=False):
+            self.at["heard"][run_id] = heard
+
+    def spans(self) -> dict[str, list[float]]:
+        """Each phase's durations over the runs, sorted, seconds."""
+        found: dict[str, list[float]] = {}
+        for before, after in zip(self.NAMES, self.NAMES[1:], strict=False):
+            start, end = self.at[before], self.at[after]
+            found[f"{before} -> {after}"] = sorted(end[r] - start[r] for r in start if r in end)
+        return found
+
+
+APP = f"resume_bench_{os.getpid()}"
+"""The `application_name` of this benchmark's connections: the server CPU counted is theirs."""
+
+
+def server_ticks() -> dict[int, int]:
+    """CPU ticks used so far by each of this machine's PostgreSQL processes."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/stat") as stat:
+                text = stat.read()
+            if text[text.index("(") + 1 :].startswith(("postgres", "postmaster")):
+                fields = text[text.rindex(")") + 2 :].split()
+                found[int(pid)] = int(fields[11]) + int(fields[12])  # utime, stime
+    return found
+
+
+async def server_cpu(url: str, before: dict[int, int]) -> float:
+    """CPU seconds this benchmark's server processes used since `before` (other processes on
+    the server, another suite's say, are not counted); 0 on SQLite or a remote server."""
+    if url.startswith("sqlite"):
+        return 0.0
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        rows = await conn.fetch("SELECT pid FROM pg_stat_activity WHERE application_name = $1", APP)
+    finally:
+        await conn.close()
+    now = server_ticks()
+    ticks = sum(now.get(r[0], 0) - before.get(r[0], 0) for r in rows)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def instrument(worker: Runtime, queue: RunQueue, phases: Phases) -> None:
+    """Wrap the worker's claim, lease and wake to timestamp each run's phases."""
+    store, deps = worker.store, worker._deps
+    claim_runs, lease, wake = store.claim_runs, deps.lease, queue.wake
+
+    async def claimed(*args: object, **kwargs: object) -> object:
+        started = time.perf_counter()
+        found = await claim_runs(*args, **kwargs)  # type: ignore[arg-type]
+        phases.claims.append((started, time.perf_counter(), len(found)))
+        for claim in found:
+            phases.mark("claimed", claim.run_id)
+        return found
+
+    @contextlib.asynccontextmanager
+    async def leased(run_id: str) -> AsyncIterator[object]:
+        async with lease(run_id) as held:
+            phases.mark("leased", run_id)
+            yield held
+
+    def woken(*, requeue: bool = False, schema: bool = False, decided: str = "") -> None:
+        if decided:
+            phases.mark("heard", decided)
+        wake(requeue=requeue, schema=schema, decided=decided)
+
+    store.claim_runs = claimed  # type: ignore[method-assign]
+    deps.lease = leased  # type: ignore[method-assign,assignment]
+    queue.wake = woken  # type: ignore[method-assign]
+
+
+async def one_round(
+    url: str, runs: int, poll: float, capacity: int, *, body: bool = False
+) -> Phases:
     resumed_at.clear()
     everyone.clear()
     everyone[runs] = asyncio.Event()
+    phases = Phases()
     store = await open_store(url)
     worker = Runtime(store, [AGENT], worker_id="worker")
     for i in range(runs):  # parked before the queue runs: each waits on its approval
         await worker.start("payer", f"task {i}", run_id=f"r{i}", requested_by="U0REQ")
     queue = worker.serve_queue(capacity=capacity, poll=poll)
+    instrument(worker, queue, phases)
     await worker.recover_into_queue()
     deciders: Store | None = None
     wakeups = None
@@ -101,35 +210,98 @@ async def one_round(url: str, runs: int, poll: float, capacity: int) -> list[flo
         decider = worker
     else:  # another process, as the database sees it: the worker hears only the NOTIFY
         wakeups = Wakeups(worker, queue=queue)
+        heard = wakeups.heard
+
+        def listened(topic: str) -> None:
+            if topic in RESUMES:
+                phases.notified.append(time.perf_counter())
+            heard(topic)
+
+        wakeups.heard = listened  # type: ignore[method-assign]
         if not await wakeups.start():
             raise SystemExit("the worker could not LISTEN")
         deciders = await open_store(url)
+        if body:  # the reference: each decision by `cast_vote`'s transaction
+            deciders._decide_at_once = by_transaction  # type: ignore[attr-defined]
         decider = Runtime(deciders, [AGENT], worker_id="decider")
     pending = await decider.approvals(state=ApprovalState.PENDING)
     if len(pending) != runs:
         raise SystemExit("every run must park on its approval")
-    tasks = {a.id: (await decider.get(a.run_id or "")).task for a in pending}
 
-    async def click(approval_id: str) -> float:
-        started = time.perf_counter()
+    async def click(approval_id: str, run_id: str) -> None:
+        phases.mark("click", run_id)
         approval = await decider.decide(approval_id, "approved", by="U0BOSS", resume=False)
+        phases.mark("durable", run_id)
         await decider.after_decision(approval, resume=decider is worker)
-        return started
 
-    started = await asyncio.gather(*(click(a.id) for a in pending))
+    cpu, server = time.process_time(), server_ticks()
+    await asyncio.gather(*(click(a.id, a.run_id or "") for a in pending))
     await asyncio.wait_for(everyone[runs].wait(), poll + 60)
-    latencies = [resumed_at[tasks[a.id]] - t for a, t in zip(pending, started, strict=True)]
+    phases.cpu = (time.process_time() - cpu, await server_cpu(url, server))
+    phases.at["called"] = {f"r{task.split()[-1]}": at for task, at in resumed_at.items()}
     if wakeups is not None:
+        phases.pair_notifications()
         await wakeups.stop()
     await queue.stop()
     await store.close()
     if deciders is not None:
         await deciders.close()
-    return sorted(latencies)
+    return phases
+
+
+STATEMENT, TRANSACTION = "one statement", "transaction"
+"""How a decision is written on PostgreSQL: `decide_at_once`, or the reference, the
+transaction of `cast_vote`'s body (eight round trips) that every decision took before it."""
+
+
+async def by_transaction(_params: object, _event: object) -> None:
+    return None
+
+
+def latencies(phases: Phases) -> list[float]:
+    """Click to next model call, each run, sorted."""
+    click, called = phases.at["click"], phases.at["called"]
+    return sorted(called[r] - click[r] for r in click)
 
 
 def p99(values: list[float]) -> float:
     return values[max(0, int(len(values) * 0.99) - 1)]
+
+
+@dataclass
+class Tally:
+    """One way of deciding's rounds: each round's p99, phases, claims and CPU."""
+
+    p99s: list[float] = field(default_factory=list)
+    spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    claims: list[str] = field(default_factory=list)
+    cpus: list[str] = field(default_factory=list)
+
+    def add(self, phases: Phases) -> list[float]:
+        found = latencies(phases)
+        self.p99s.append(p99(found))
+        for name, values in phases.spans().items():
+            if values:
+                self.spans.setdefault(name, []).append((statistics.median(values), p99(values)))
+        took = [end - start for start, end, _ in phases.claims]
+        runs = sum(n for *_, n in phases.claims) / max(1, len(took))
+        self.claims.append(
+            f"{len(took)} of {statistics.median(took) * 1000:.1f} ms, {runs:.1f} runs"
+        )
+        self.cpus.append(f"{phases.cpu[0]:.2f} + {phases.cpu[1]:.2f}")
+        return found
+
+    def report(self, mode: str) -> None:
+        print(f"{mode}: phases, ms (medians over rounds of each round's p50 and p99)")
+        for name, pairs in self.spans.items():
+            middle = statistics.median(p for p, _ in pairs) * 1000
+            high = statistics.median(q for _, q in pairs) * 1000
+            print(f"  {name:<20}{middle:>8.1f}{high:>8.1f}")
+        print(f"  claim statements a round (each's median, runs each): {'; '.join(self.claims)}")
+        print(
+            f"  CPU s, first click to last call (this process + its server): {', '.join(self.cpus)}"
+        )
+        print(f"  p99, median of rounds: {statistics.median(self.p99s) * 1000:.1f} ms")
 
 
 async def main() -> None:
@@ -139,30 +311,38 @@ async def main() -> None:
     parser.add_argument("--poll", type=float, default=10.0, help="the queue's poll, seconds")
     parser.add_argument("--capacity", type=int, default=32, help="runs the worker drives at once")
     parser.add_argument("--url", default="sqlite", help="postgresql://... (default: SQLite)")
+    parser.add_argument(
+        "--reference", action="store_true", help="interleave rounds deciding by the transaction"
+    )
     args = parser.parse_args()
     backend = "sqlite" if args.url.startswith("sqlite") else "postgres"
+    modes = [STATEMENT, TRANSACTION] if args.reference else [STATEMENT]
     print(
         f"{backend}: {args.runs} decisions at once, decide -> next model call, ms "
         f"(capacity {args.capacity}, load average {os.getloadavg()[0]:.1f})"
     )
-    print(f"{'round':>5} {'p50':>8} {'p99':>8} {'max':>8}")
-    p99s = []
+    print(f"{'round':>5} {'p50':>8} {'p99':>8} {'max':>8}  decided by")
+    tallies = {mode: Tally() for mode in modes}
     with tempfile.TemporaryDirectory() as directory:
         for number in range(args.rounds):
-            url = await fresh(args.url, directory, number)
-            try:
-                found = await one_round(url, args.runs, args.poll, args.capacity)
-            finally:
-                await drop(url)
-            p99s.append(p99(found))
-            print(
-                f"{number + 1:>5} {statistics.median(found) * 1000:>8.1f} "
-                f"{p99(found) * 1000:>8.1f} {found[-1] * 1000:>8.1f}"
-            )
+            for mode in modes:
+                url = await fresh(args.url, directory, number)
+                try:
+                    phases = await one_round(
+                        url, args.runs, args.poll, args.capacity, body=mode == TRANSACTION
+                    )
+                finally:
+                    await drop(url)
+                found = tallies[mode].add(phases)
+                print(
+                    f"{number + 1:>5} {statistics.median(found) * 1000:>8.1f} "
+                    f"{p99(found) * 1000:>8.1f} {found[-1] * 1000:>8.1f}  {mode}"
+                )
+    for mode, tally in tallies.items():
+        tally.report(mode)
     print(
-        f"p99, median of rounds: {statistics.median(p99s) * 1000:.1f} ms (target <= 500); "
-        f"without a wake a decision waits for the poll: up to {args.poll * 1000:,.0f} ms "
-        f"(load average {os.getloadavg()[0]:.1f})"
+        f"target p99 <= 500 ms; without a wake a decision waits for the poll: up to "
+        f"{args.poll * 1000:,.0f} ms (load average {os.getloadavg()[0]:.1f})"
     )
 
 

@@ -175,7 +175,7 @@ async def single_runs(directory: str, rounds: int) -> None:
     print(
         f"{'tool':>7} {'steps':>5} {'signoff ms/step':>16} {'cpu ms/step':>12} "
         f"{'floor ms/step':>14} {'fsync ms':>9} {'ratio':>6} {'bytes/step':>11} "
-        f"{'x floor bytes':>13} {'load latest ms':>15}"
+        f"{'floor bytes':>11} {'x floor bytes':>13} {'load latest ms':>15}"
     )
     for chosen in (lookup, record):
         for steps in (40, 200):
@@ -194,7 +194,7 @@ async def single_runs(directory: str, rounds: int) -> None:
                 f"{statistics.median(r['cpu_ms_per_step'] for r in results):>12.3f} "
                 f"{statistics.median(f[0] for f in floors):>14.3f} "
                 f"{statistics.median(f[0] - f[1] for f in floors):>9.3f} {ratio:>6.2f} "
-                f"{stored:>11.0f} {stored / floor_bytes:>13.2f} "
+                f"{stored:>11.0f} {floor_bytes:>11.0f} {stored / floor_bytes:>13.2f} "
                 f"{statistics.median(r['load_latest_ms'] for r in results):>15.3f}"
             )
 

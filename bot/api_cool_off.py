@@ -19,35 +19,37 @@ from bot.http_auth import CALLER, requires
 from bot.http_keys import RUNTIME
 from bot.json_views import voted_view
 from bot.requests import PersonRequest
-from runtime import Actor, AuditEvent, Permission
+from runtime import Actor, Approval, AuditEvent, Permission
 
 
 @requires("approvals:decide")
 async def cancel_cool_off(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    body = await parse_body(request, PersonRequest)
-    approval = await rt.queries.approval(request.match_info["approval_id"])
-    await rt.check(_actor(request, body.by), Permission.CANCEL_COOL_OFF, approval)
-    cancelled = await rt.cancel_cool_off(approval.id, by=body.by)
-    await _audit(request, "api_cool_off_cancelled", cancelled.run_id, cancelled.id, body.by)
+    approval, by = await _allowed(request, Permission.CANCEL_COOL_OFF)
+    cancelled = await rt.cancel_cool_off(approval.id, by=by)
+    await _audit(request, "api_cool_off_cancelled", cancelled.run_id, cancelled.id, by)
     return web.json_response(await voted_view(rt, cancelled))
 
 
 @requires("approvals:decide")
 async def undo(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
-    body = await parse_body(request, PersonRequest)
-    approval = await rt.queries.approval(request.match_info["approval_id"])
-    await rt.check(_actor(request, body.by), Permission.UNDO, approval)
-    report = await rt.undo(approval.id, by=body.by)
-    await _audit(request, "api_undo", approval.run_id, approval.id, body.by)
+    approval, by = await _allowed(request, Permission.UNDO)
+    report = await rt.undo(approval.id, by=by)
+    await _audit(request, "api_undo", approval.run_id, approval.id, by)
     undone = await rt.queries.approval(approval.id)
     return web.json_response(await voted_view(rt, undone) | {"undo": report.as_dict()})
 
 
-def _actor(request: web.Request, person: str) -> Actor:
-    caller = request[CALLER]
-    return Actor(token=caller.actor, scopes=caller.scopes, person=person)
+async def _allowed(request: web.Request, permission: Permission) -> tuple[Approval, str]:
+    """The body's person and the path's approval, once the permission table lets that
+    person (acting through this token) do `permission` to it; raises otherwise."""
+    rt, caller = request.app[RUNTIME], request[CALLER]
+    body = await parse_body(request, PersonRequest)
+    approval = await rt.queries.approval(request.match_info["approval_id"])
+    actor = Actor(token=caller.actor, scopes=caller.scopes, person=body.by)
+    await rt.check(actor, permission, approval)
+    return approval, body.by
 
 
 async def _audit(

@@ -57,6 +57,8 @@ STOP_REASONS: dict[str, str | None] = {
     "declined": None,  # said by its outcome, DECLINED
     "expired": None,  # said by its outcome, EXPIRED
     "tool_failed": "a tool failed",
+    "cool_off_cancelled": "a call was cancelled in its cool-off",
+    "undone": None,  # said by its outcome, UNDONE
 }
 """Why a run stopped, in words; None: its status says it already."""
 
@@ -125,12 +127,12 @@ def run_state(
     `rolled back`, `ready to resume` (`decided`: parked, with every approval decided),
     `dry run: done`. A run that answered says whether it did what was asked (`run_outcome`)."""
     outcome = run_outcome(status, stop_reason)
-    if outcome in (ROLLED_BACK, DECLINED, EXPIRED):
+    if outcome in (ROLLED_BACK, DECLINED, EXPIRED, UNDONE):
         text = outcome
     elif decided and status == RunStatus.WAITING_APPROVAL:
         text = READY_TO_RESUME
-    elif outcome == FAILED and status == RunStatus.DONE:
-        text = f"{FAILED} ({STOP_REASONS[stop_reason or '']})"
+    elif outcome in (FAILED, CANCELLED) and status == RunStatus.DONE:
+        text = f"{outcome} ({STOP_REASONS[stop_reason or '']})"
     else:
         why = STOP_REASONS.get(stop_reason or "", stop_reason)
         text = RUN_STATES.get(status, status) + (f" ({why})" if why and why != status else "")
@@ -238,9 +240,17 @@ DONE = RunStatus.DONE.value
 DECLINED = ApprovalState.DECLINED.value
 FAILED = RunStatus.FAILED.value
 CANCELLED = RunStatus.CANCELLED.value
-OUTCOMES = (DONE, DECLINED, FAILED, CANCELLED, ROLLED_BACK, EXPIRED)
-_ANSWERED_BUT = {"declined": DECLINED, "expired": EXPIRED, "tool_failed": FAILED}
-"""A run that answered without doing what was asked: its stop reason, and its outcome."""
+UNDONE = "undone"
+OUTCOMES = (DONE, DECLINED, FAILED, CANCELLED, ROLLED_BACK, EXPIRED, UNDONE)
+_ANSWERED_BUT = {
+    "declined": DECLINED,
+    "expired": EXPIRED,
+    "tool_failed": FAILED,
+    "cool_off_cancelled": CANCELLED,
+    "undone": UNDONE,
+}
+"""A run that answered without doing what was asked (or had it taken back after): its stop
+reason, and its outcome."""
 
 
 def run_outcome(status: str, stop_reason: str | None) -> str | None:
@@ -277,6 +287,9 @@ def _why_ended(run: Run, outcome: str, voice: Voice, declined: Approval | None) 
     if outcome == FAILED:
         why = run.error or STOP_REASONS.get(run.stop_reason or "") or run.stop_reason
         return voice.text(" ".join(why.split())) if why else None
+    if outcome == CANCELLED:  # by a person; in its cool-off, one call only
+        why = STOP_REASONS.get(run.stop_reason or "")
+        return voice.text(why) if why else None
     if outcome in (DECLINED, EXPIRED) and declined is not None:
         tool = voice.code(declined.tool)
         if outcome == EXPIRED:

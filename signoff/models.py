@@ -204,11 +204,12 @@ class RunSummary(Wire):
     dry_run: bool = False
     created_at: datetime
     updated_at: datetime
-    outcome: Literal["done", "declined", "failed", "cancelled", "rolled back", "expired"] | None = (
-        Field(
-            None,
-            description="how it ended (only `done` did what was asked); null while it has not",
-        )
+    outcome: (
+        Literal["done", "declined", "failed", "cancelled", "rolled back", "expired", "undone"]
+        | None
+    ) = Field(
+        None,
+        description="how it ended (only `done` did what was asked); null while it has not",
     )
 
 

@@ -20,6 +20,9 @@ from store.records import Approval, ApprovalState, RunStatus
 
 FINISHED = frozenset({RunStatus.DONE.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value})
 MASK = "[sensitive]"
+UNDONE = "undone"
+"""The stop reason of a run that ended, then had a call undone (`runtime.runs.StopReason`):
+its checkpoint keeps the status, and the run's end is told again."""
 
 
 def outbox(topic: str, subject_id: str, detail: dict[str, Any] | None = None) -> Stmt:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from store import announce, errors, rows, shared, spend
+from store import announce, errors, read_results, rows, shared, spend
 from store.base import Batch, Claim, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
@@ -373,7 +373,7 @@ def commit(
     check_batch(batch)
     run_id = batch.run_id
     cps = [rows.checkpoint_params(cp) for cp in batch.checkpoints]
-    finish = [rows.outcome_params(o) for o in batch.finish]
+    finish = read_results.outcome_params(batch)
     start = [(e, rows.effect_params(e)) for e in batch.start]
     request = [(a, rows.approval_params(a, test_now)) for a in batch.request]
     pages = [rows.page_params(p) for p in batch.pages]
@@ -392,7 +392,8 @@ def commit(
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for key in keys:  # and per key across lineages, which the arguments bind (after them)
             yield Stmt("lock_key", {"idempotency_key": key})
-        locked = yield from spend.lock(spend_locks)  # each limit's key a new approval counts on
+        # each limit's key a new approval counts on
+        locked = (yield from spend.lock(spend_locks)) if spend_locks else None
         for params in finish:
             yield from finish_effect(params)
         for change in batch.spend:
@@ -404,7 +405,8 @@ def commit(
             plan = batch.admit.get(approval.id)
             when = spend_now if spend_now is not None else locked
             yield from request_approval(committed, approval, params, plan, when)
-        yield from open_and_settle_pages(committed, pages, settle)
+        if pages or settle:
+            yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
         return committed
@@ -462,7 +464,7 @@ def _step_params(batch: Batch) -> dict[str, Any] | None:
         "updated_at": rows.ts(cps[-1].created_at),
     }
     params |= _columns("cp_", [rows.checkpoint_params(cp) for cp in cps])
-    params |= _columns("fin_", [rows.outcome_params(o) for o in batch.finish])
+    params |= _columns("fin_", read_results.outcome_params(batch))
     params |= _columns("st_", [rows.effect_params(e) for e in batch.start])
     params |= _columns("ev_", [rows.event_params(e) for e in batch.events])
     return params
@@ -486,7 +488,7 @@ _STEP_COLUMNS = {  # as `commit_step` unnests them
         "seq", "step", "snapshot", "status", "steps", "input_tokens", "output_tokens", "cost",
         "stop_reason", "error", "created_at", "messages", "cached_input_tokens",
     ),
-    "fin_": ("call_id", "status", "result", "error", "finished_at"),
+    "fin_": ("call_id", "status", "result", "error", "finished_at", "result_seq"),
     "st_": (
         "call_id", "lineage_id", "step", "tool", "reversibility", "compensator",
         "idempotency_key", "idempotent", "approval_id", "compensates", "started_at", "args",
@@ -567,6 +569,8 @@ def check_head(
         params = {"id": run_id, "status": cps[-1]["status"], "updated_at": cps[-1]["created_at"]}
         yield Stmt("set_run_status", params)
         yield from announce.run_status_changed(run_id, params["status"])
+    elif cps and cps[-1]["stop_reason"] == announce.UNDONE:  # a call of an ended run undone
+        yield from announce.run_status_changed(run_id, status)
 
 
 def finish_effect(params: dict[str, Any]) -> Body[None]:
@@ -582,6 +586,9 @@ def finish_effect(params: dict[str, Any]) -> Body[None]:
 
 
 def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -> Body[None]:
+    if effect.reversibility == Reversibility.READ:  # most starts: a read claims no key, so
+        yield Stmt("insert_effect", params)  # there is nothing under it to find or share
+        return
     prior, key = yield from claim_key(
         effect.lineage_id, effect.idempotency_key, effect.reversibility
     )

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from store import cool_off as cool_offs
-from store import core, envelopes, errors, learned, rows, shared, spend
+from store import core, envelopes, errors, learned, read_results, rows, shared, spend
 from store.base import (
     ANYONE,
     ApprovalPage,
@@ -188,6 +188,8 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
+        if not (batch.request or batch.spend):  # a step's batch: nothing in it is timed
+            return await self._write(core.commit(batch))
         make = core.commit(batch, test_now=self._judge_now(), spend_now=self._spend_now())
         return await self._write(make)
 
@@ -215,11 +217,20 @@ class SqlStore:
 
     async def get_effect(self, run_id: str, call_id: str) -> Effect:
         params = {"run_id": run_id, "call_id": call_id}
-        return rows.effect_from_row(await self._read_one("get_effect", params, "effect"))
+        found = await self._read_one("get_effect", params, "effect")
+        return (await self._effects(run_id, [found]))[0]
 
     async def list_effects(self, run_id: str) -> list[Effect]:
-        found = await self._read("list_effects", {"run_id": run_id})
-        return [rows.effect_from_row(row) for row in found]
+        return await self._effects(run_id, await self._read("list_effects", {"run_id": run_id}))
+
+    async def _effects(self, run_id: str, found: Sequence[Any]) -> list[Effect]:
+        """A run's effects from their rows, each read's result from its tool message where
+        the row keeps only where that is (`store.read_results`)."""
+        seqs = read_results.wanted(found)
+        if not seqs:
+            return [rows.effect_from_row(row) for row in found]
+        params = {"run_id": run_id, "seqs": json.dumps(seqs)}
+        return read_results.effects(found, await self._read("checkpoint_messages", params))
 
     async def find_effect(self, lineage_id: str, idempotency_key: str) -> Effect | None:
         params = {"lineage_id": lineage_id, "idempotency_key": idempotency_key}
@@ -356,8 +367,20 @@ class SqlStore:
             "link_nonce": link_nonce,
         }
         event_params = rows.event_params(event) if event else None
+        if event_params is not None and link_nonce is None and spend_amounts is None:
+            decided = await self._decide_at_once(params, event_params)
+            if decided is not None:
+                return Voted(decided, 0)
         approval, votes = await self._write(lambda: core.cast_vote(params, event_params))
         return Voted(approval, votes)
+
+    async def _decide_at_once(
+        self, params: dict[str, Any], event: dict[str, Any]
+    ) -> Approval | None:
+        """A decision that needs nothing but its row in one statement, where the dialect has
+        one (`decide_at_once`): the approval decided, or None, having written nothing, for
+        `cast_vote`'s body to decide (or say why not)."""
+        return None
 
     async def list_votes(self, approval_id: str) -> list[str]:
         found = await self._read("list_votes", {"approval_id": approval_id})

@@ -17,6 +17,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import words
 from bot.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
 from bot.slack import blocks as kit
 from bot.slack import cards, envelopes, escalation, page_cards, rule_notes, texts
@@ -316,9 +317,11 @@ class SlackDelivery(OncePoster):
         # After the cards' own news (posted, decided): the thread reads in the order it happened.
         if await self.queries.outbox_waiting_before(item.id, [a.id for a in approvals]):
             raise WaitsItsTurn(f"run {run.id}: its cards' updates go first; its note waits")
+        undone = words.outcome_of(run) == words.UNDONE  # told again, once a call was undone
+        mark = f"run-{words.UNDONE if undone else run.status.value}"
         for approval in approvals:
             await self.update_card(approval)  # the card says how the run ended, too
-            await self._thread_note(approval, note, item, f"run-{run.status.value}")
+            await self._thread_note(approval, note, item, mark)
 
     async def _run_news(self, item: OutboxItem) -> None:
         if item.topic == "run_finished":

@@ -8,20 +8,15 @@ alone and changes nothing; the card itself changes through the outbox."""
 
 from __future__ import annotations
 
-import logging
-from typing import Any
-
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import clicks, texts
 from bot.slack.actions import Action
+from bot.slack.answer_first import AnswerFirst, Body, clicked, tell
 from bot.slack.refusals import refusal
 from bot.tasks import Background
 from runtime import Actor, Permission, Runtime, errors
-
-log = logging.getLogger("signoff.slack")
-Body = dict[str, Any]
 
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
@@ -30,20 +25,14 @@ def register(app: AsyncApp, rt: Runtime, background: Background) -> None:
     app.action(Action.UNDO)(buttons.undo)
 
 
-class TakeBack:
-    def __init__(self, rt: Runtime, background: Background) -> None:
-        self.rt, self.background = rt, background
-
+class TakeBack(AnswerFirst):
     async def cancel(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
-        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        user, approval_id = clicked(body)
         try:
-            approval = await self.rt.queries.approval(approval_id)
-            await self.rt.check(Actor.of_person(user), Permission.CANCEL_COOL_OFF, approval)
-            await clicks.remember_card(self.rt.deliveries, body, "approval", approval_id)
+            await self._allowed(body, Permission.CANCEL_COOL_OFF)
             cancelled = await self.rt.cancel_cool_off(approval_id, by=user, resume=False)
         except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, texts.not_taken_back(refusal(exc)))
+            await self.refuse(ack, client, body, texts.not_taken_back(refusal(exc)))
             return
         await ack()
         if cancelled.run_id is not None:
@@ -51,31 +40,24 @@ class TakeBack:
             self.background.spawn(resume, name=f"resume {cancelled.run_id}")
 
     async def undo(self, ack: AsyncAck, body: Body, client: AsyncWebClient) -> None:
-        user, approval_id = body["user"]["id"], body["actions"][0]["value"]
+        user, approval_id = clicked(body)
         try:
-            approval = await self.rt.queries.approval(approval_id)
-            await self.rt.check(Actor.of_person(user), Permission.UNDO, approval)
-            await clicks.remember_card(self.rt.deliveries, body, "approval", approval_id)
+            await self._allowed(body, Permission.UNDO)
         except errors.SignoffRuntimeError as exc:
-            await ack()
-            self._tell(client, body, texts.not_taken_back(refusal(exc)))
+            await self.refuse(ack, client, body, texts.not_taken_back(refusal(exc)))
             return
         await ack()
         self.background.spawn(self._undo(client, body, approval_id, user), name="undo")
+
+    async def _allowed(self, body: Body, permission: Permission) -> None:
+        """Refuse (raise) unless the clicker may; remember the card the click came from."""
+        user, approval_id = clicked(body)
+        approval = await self.rt.queries.approval(approval_id)
+        await self.rt.check(Actor.of_person(user), permission, approval)
+        await clicks.remember_card(self.rt.deliveries, body, "approval", approval_id)
 
     async def _undo(self, client: AsyncWebClient, body: Body, approval_id: str, user: str) -> None:
         try:
             await self.rt.undo(approval_id, by=user)
         except errors.SignoffRuntimeError as exc:
-            await _tell(client, body, texts.not_taken_back(refusal(exc)))
-
-    def _tell(self, client: AsyncWebClient, body: Body, text: str) -> None:
-        self.background.spawn(_tell(client, body, text), name="ephemeral")
-
-
-async def _tell(client: AsyncWebClient, body: Body, text: str) -> None:
-    channel = (body.get("channel") or {}).get("id") or body["user"]["id"]
-    try:
-        await client.chat_postEphemeral(channel=channel, user=body["user"]["id"], text=text)
-    except Exception:
-        log.exception("could not tell %s: %s", body["user"]["id"], text)
+            await tell(client, body, texts.not_taken_back(refusal(exc)))

@@ -350,6 +350,7 @@ OUTCOME_ICONS = {
     words.CANCELLED: ":octagonal_sign:",
     words.ROLLED_BACK: ":leftwards_arrow_with_hook:",
     words.EXPIRED: ":hourglass:",
+    words.UNDONE: ":rewind:",
 }
 """One icon per way a run ends (`bot.words.OUTCOMES`); a check mark only for `done`."""
 

@@ -10,7 +10,9 @@ An undo is a compare-and-set too (`undone_by` set once, only before `undo_until`
 database's clock), taken under the run's lease; its compensation is the rollback's own
 (`rollback.compensate_all` of that one call id): the compensator runs as an effect of its
 own with its own idempotency key, the intent is audited first, and recovery finishes an
-undo a crash interrupted. Two clicks at once: one compensation, one refusal.
+undo a crash interrupted. Two clicks at once: one compensation, one refusal. A run that had
+ended done reads `undone` once its call is undone (a checkpoint on top, its status kept), so
+no surface shows it as done.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from collections.abc import Awaitable, Callable
 from runtime import errors, lookups
 from runtime.deps import Deps
 from runtime.history.rollback import RollbackReport, Undo, compensate_all, intent
-from store import Approval, AuditEvent, Effect, EffectStatus
+from runtime.runs import StopReason
+from store import Approval, AuditEvent, Batch, Checkpoint, Effect, EffectStatus, RunStatus
 
 
 async def cancel(
@@ -70,7 +73,28 @@ async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
             current = await lookups.approval(deps.store, approval_id)
             raise errors.TooLate(_not_undoable(current, effect), approval_id=approval_id)
         run = await deps.run(approval.run_id)
-        return await compensate_all(deps, run, only=only, by=by, intended=True)
+        report = await compensate_all(deps, run, only=only, by=by, intended=True)
+        await _mark_undone(deps, approval.run_id)
+        return report
+
+
+async def _mark_undone(deps: Deps, run_id: str) -> None:
+    """A run that ended done (it answered, nothing declined or failed) now reads `undone`."""
+    latest = await deps.store.load_state(run_id)
+    answered = latest.stop_reason in (None, StopReason.ANSWERED)
+    if latest.status != RunStatus.DONE or not answered:
+        return
+    checkpoint = Checkpoint(
+        run_id=run_id,
+        seq=latest.seq + 1,
+        step=latest.step,
+        status=latest.status,
+        usage=latest.usage,
+        stop_reason=StopReason.UNDONE,
+        created_at=deps.clock(),
+    )
+    owner, epoch = deps.worker_id, deps.epoch(run_id)
+    await deps.store.commit(Batch(run_id, owner=owner, epoch=epoch, checkpoints=[checkpoint]))
 
 
 async def _effect_of(deps: Deps, approval: Approval) -> Effect | None:

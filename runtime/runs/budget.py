@@ -27,6 +27,11 @@ class StopReason(StrEnum):
     """The run answered, but a call's approval expired undecided."""
     TOOL_FAILED = "tool_failed"
     """The run answered, but a tool it called failed (raised): the run's error says which."""
+    COOL_OFF_CANCELLED = "cool_off_cancelled"
+    """The run answered, but a call it asked for was cancelled in its cool-off: it never ran."""
+    UNDONE = "undone"
+    """The run ended, then a call it made was undone (its compensator ran): taken back. The
+    store tells the end again on it (`store.announce.UNDONE`)."""
 
 
 BUDGET_REASONS = frozenset(

@@ -1,6 +1,7 @@
 """How a run that answered ended: done, or not what was asked (a call declined or expired, or
-a tool that failed). The model's last word is not the judge: a run whose refund was declined,
-or whose `delete_customer` raised, answers politely all the same.
+cancelled in its cool-off, or a tool that failed). The model's last word is not the judge: a
+run whose refund was declined, or whose `delete_customer` raised, answers politely all the
+same.
 
 Each tool's latest call on the run's transcript decides (a failure the model retried with
 success does not count). The tool messages only point at candidates, cheaply, with no read
@@ -15,7 +16,7 @@ from typing import Any
 
 from runtime.runs import tool_log
 from runtime.runs.budget import StopReason
-from store import ApprovalState, EffectOutcome, EffectStatus, Message, Store
+from store import Approval, ApprovalState, EffectOutcome, EffectStatus, Message, Store
 from store import errors as store_errors
 
 
@@ -30,6 +31,7 @@ async def answered(
             latest[message.name] = message
     failed: list[str] = []
     declined: list[StopReason] = []
+    cancelled = False
     for tool, message in latest.items():
         said = _parsed(message.content)
         if said is None:
@@ -37,6 +39,8 @@ async def answered(
         if said.get("decision") == "declined":
             reason = await _declined(store, said.get("approval_id"))
             declined += [reason] if reason else []
+        elif said.get("decision") == "cancelled":
+            cancelled = cancelled or await _cancelled(store, said.get("approval_id"))
         elif "error" in said and "executed" not in said:
             error = await _failed(store, run_id, message.tool_call_id or "", unwritten)
             failed += [f"{tool}: {error}"] if error else []
@@ -46,12 +50,17 @@ async def answered(
         return StopReason.DECLINED, None
     if declined:
         return StopReason.EXPIRED, None
+    if cancelled:
+        return StopReason.COOL_OFF_CANCELLED, None
     return StopReason.ANSWERED, None
+
+
+_SAID = ('"error"', '"declined"', '"cancelled"')
 
 
 def _parsed(content: str) -> dict[str, Any] | None:
     """A tool message the runtime wrote for a failure or a decline (cheap test first)."""
-    if not content.startswith("{") or ('"error"' not in content and '"declined"' not in content):
+    if not content.startswith("{") or not any(w in content for w in _SAID):
         return None
     try:
         said = json.loads(content)
@@ -60,15 +69,25 @@ def _parsed(content: str) -> dict[str, Any] | None:
     return said if isinstance(said, dict) else None
 
 
-async def _declined(store: Store, approval_id: Any) -> StopReason | None:
-    """DECLINED or EXPIRED when the approval says so; a withdrawn one is asked again."""
+async def _approval(store: Store, approval_id: Any) -> Approval | None:
     if not isinstance(approval_id, str):
         return None
     try:
-        approval = await store.get_approval(approval_id)
+        return await store.get_approval(approval_id)
     except store_errors.NotFound:
         return None
-    if approval.state != ApprovalState.DECLINED or approval.withdrawn:
+
+
+async def _cancelled(store: Store, approval_id: Any) -> bool:
+    """Whether the approval's call was cancelled in its cool-off (it never ran)."""
+    approval = await _approval(store, approval_id)
+    return approval is not None and approval.cool_off == "cancelled"
+
+
+async def _declined(store: Store, approval_id: Any) -> StopReason | None:
+    """DECLINED or EXPIRED when the approval says so; a withdrawn one is asked again."""
+    approval = await _approval(store, approval_id)
+    if approval is None or approval.state != ApprovalState.DECLINED or approval.withdrawn:
         return None
     return StopReason.EXPIRED if approval.reason == "expired" else StopReason.DECLINED
 

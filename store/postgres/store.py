@@ -27,11 +27,11 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from store import core, errors, migration
+from store import core, errors, migration, rows
 from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
 from store.core import MakeBody, Stmt
 from store.postgres import lossless, sql
-from store.records import Effect
+from store.records import Approval, Effect
 from store.rows import Clock
 from store.sql_store import SqlStore
 
@@ -294,6 +294,26 @@ class PostgresStore(SqlStore):
                     return await conn.fetchval(query.sql, *args)  # prepared on one connection
             except _STEP_REFUSED:
                 return None
+
+    async def _decide_at_once(
+        self, params: dict[str, Any], event: dict[str, Any]
+    ) -> Approval | None:
+        query = Q["decide_at_once"]
+        args = query.args(params | {f"ev_{name}": value for name, value in event.items()})
+        with translate_errors():
+            for attempt in range(RETRIES):
+                try:
+                    if not self._pooled:
+                        row = await self._pool_().fetchrow(query.sql, *args)
+                    else:
+                        async with self._pool_().acquire() as conn, conn.transaction():
+                            row = await conn.fetchrow(query.sql, *args)
+                    return None if row is None else rows.approval_from_row(row)
+                except _RUN_AGAIN:
+                    if attempt == RETRIES - 1:
+                        raise
+                    await asyncio.sleep(0.005 * 2**attempt)
+        raise AssertionError("unreachable")
 
     async def _started(self, answer: str) -> Committed:
         """`start_step`'s answer as the body's: the calls it did not start, each with the

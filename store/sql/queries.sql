@@ -237,10 +237,11 @@ FROM runs WHERE id = :id
 -- locked row, the first checkpoint one past the latest seq, each finished effect in flight),
 -- then the checkpoints, the run's mirrored status (and the outbox row announcing its end, as
 -- `announce.run_status_changed` writes it, with its notification), the effects' outcomes
--- (and what a completed compensation undid), the reads' starts and the audit events. Every write waits
--- on the checks, and the last line divides by zero when one failed: the error aborts the
--- statement with everything it wrote, and the store runs the whole body instead, which says
--- why. A latest seq read before the row lock was granted can be stale; inserting at it
+-- (and what a completed compensation undid; a read's result kept as the seq of the
+-- checkpoint holding it, as `finish_effect` does), the reads' starts and the audit events.
+-- Every write waits on the checks, and the last line divides by zero when one failed: the
+-- error aborts the statement with everything it wrote, and the store runs the whole body
+-- instead, which says why. A latest seq read before the row lock was granted can be stale; inserting at it
 -- collides with the checkpoint that is there, which aborts the same way.
 WITH head AS MATERIALIZED (
     SELECT (:owner::text IS NULL OR lease_owner = :owner)
@@ -279,10 +280,13 @@ announced AS (
 ),
 finished AS (
     UPDATE effects e
-    SET status = f.status, result = f.result, error = f.error, finished_at = f.finished_at
+    SET status = f.status, error = f.error, finished_at = f.finished_at,
+        result = CASE WHEN e.reversibility = 'read' AND f.result_seq IS NOT NULL THEN NULL
+                      ELSE f.result END,
+        result_seq = CASE WHEN e.reversibility = 'read' THEN f.result_seq END
     FROM unnest(:fin_call_id::text[], :fin_status::text[], :fin_result::jsonb[],
-                :fin_error::text[], :fin_finished_at::timestamptz[])
-         AS f(call_id, status, result, error, finished_at)
+                :fin_error::text[], :fin_finished_at::timestamptz[], :fin_result_seq::int[])
+         AS f(call_id, status, result, error, finished_at, result_seq)
     WHERE e.run_id = :run_id AND e.call_id = f.call_id AND e.status IN ('started', 'in_doubt')
       AND (SELECT ok FROM checked)
     RETURNING e.call_id, e.status, e.compensates
@@ -440,10 +444,23 @@ VALUES (:run_id, :call_id, :lineage_id, :step, :tool, :reversibility, :compensat
         :idempotency_key, :idempotent, 'started', :approval_id, :compensates, :started_at,
         :args, :sensitive, :args_digest, :asked_digest)
 
--- finish_effect --
+-- finish_effect [sqlite] --
 -- Record how a started (or in-doubt, being retried) effect ended; says what it compensates.
-UPDATE effects SET status = :status, result = :result, error = :error,
-                   finished_at = :finished_at
+-- A read whose result the batch's checkpoint holds (`:result_seq`) keeps that seq, not a
+-- copy (`store.read_results`).
+UPDATE effects SET status = :status, error = :error, finished_at = :finished_at,
+                   result = CASE WHEN reversibility = 'read' AND :result_seq IS NOT NULL
+                                 THEN NULL ELSE :result END,
+                   result_seq = CASE WHEN reversibility = 'read' THEN :result_seq END
+WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
+RETURNING compensates
+
+-- finish_effect [postgres] --
+-- As SQLite's.
+UPDATE effects SET status = :status, error = :error, finished_at = :finished_at,
+                   result = CASE WHEN reversibility = 'read' AND :result_seq::int IS NOT NULL
+                                 THEN NULL ELSE :result::jsonb END,
+                   result_seq = CASE WHEN reversibility = 'read' THEN :result_seq::int END
 WHERE run_id = :run_id AND call_id = :call_id AND status IN ('started', 'in_doubt')
 RETURNING compensates
 
@@ -514,6 +531,18 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 -- list_effects --
 -- A run's effects in the order they started.
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
+
+-- checkpoint_messages [sqlite] --
+-- The messages of a run's checkpoints of these seqs (a JSON array), where its read effects'
+-- results are (`store.read_results`).
+SELECT seq, messages FROM checkpoints
+WHERE run_id = :run_id AND seq IN (SELECT value FROM json_each(:seqs))
+
+-- checkpoint_messages [postgres] --
+-- As SQLite's.
+SELECT seq, messages FROM checkpoints
+WHERE run_id = :run_id
+  AND seq = ANY (ARRAY(SELECT jsonb_array_elements_text(:seqs::jsonb)::int))
 
 -- insert_approval --
 -- Create an approval. Its deadline and first reminder are the database's time plus how far
@@ -690,6 +719,56 @@ WHERE (:state::text IS NULL OR state = :state)
   AND (:after_at::timestamptz IS NULL OR created_at > :after_at
        OR (created_at = :after_at AND id > :after_id::text))
 ORDER BY created_at, id LIMIT :limit
+
+-- decide_at_once [sqlite] --
+-- (None: SQLite runs `cast_vote`'s body; in one process there is no round trip to save.)
+
+-- decide_at_once [postgres] --
+-- A person's decision that needs nothing but its row, in one statement sent without BEGIN
+-- and COMMIT (one round trip, where `cast_vote`'s transaction takes eight): an approval or a
+-- decline that decides at once (no quorum to vote toward, no spend held by its rule), with
+-- what `decide_approval` writes beside it: the outbox row (notified at commit), the run made
+-- ready when none of its other approvals is pending and none waits out a cool-off, and the
+-- audit event. The compare-and-set is `decide_approval`'s. No row when it decided nothing
+-- (not pending, past the deadline it keeps to, a quorum, spend): the store then runs the
+-- body, which says why or does the rest.
+WITH decided AS (
+    UPDATE approvals
+    SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
+        approved_args = :approved_args, approved_digest = :approved_digest,
+        key_suffix = :key_suffix, question = :question, decided_for = :decided_for
+    WHERE id = :id AND state = 'pending'
+      AND (NOT :open_only OR deadline IS NULL OR deadline > {clock})
+      AND (:state::text <> 'approved' OR required_approvals <= 1)
+      AND (rule IS NULL OR (coalesce(jsonb_array_length(rule -> 'limits'), 0) = 0
+                            AND rule ->> 'envelope_id' IS NULL))
+    RETURNING *
+),
+queued AS (
+    INSERT INTO outbox (topic, subject_id, detail, created_at, next_attempt_at)
+    SELECT 'approval_decided', id, '{}'::jsonb, clock_timestamp(), clock_timestamp()
+    FROM decided
+    RETURNING topic
+),
+ready AS (
+    UPDATE runs SET ready_at = now()
+    FROM decided
+    WHERE runs.id = decided.run_id AND runs.status = 'waiting_approval'
+      AND runs.ready_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM approvals a
+                      WHERE a.run_id = runs.id
+                        AND ((a.state = 'pending' AND a.id <> decided.id)
+                             OR (a.cool_off = 'waiting' AND a.cool_off_until > now())))
+),
+audited AS (
+    INSERT INTO audit_events (at, actor, action, run_id, approval_id, detail)
+    SELECT :ev_at::timestamptz, :ev_actor::text, :ev_action::text, :ev_run_id::text,
+           :ev_approval_id::text, :ev_detail::jsonb
+    FROM decided
+)
+SELECT decided.*,
+       (SELECT count(pg_notify(left('signoff:' || current_schema(), 63), topic)) FROM queued)
+FROM decided
 
 -- decide_approval --
 -- Compare-and-set: decide an approval that is still pending (a timeout only once its deadline

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store import ApprovalState, Batch, Checkpoint, RunStatus, Store, errors
+from store import ApprovalState, AuditEvent, Batch, Checkpoint, RunStatus, Store, errors
 from store.base import Claim
 from tests.conftest import Clock as HandClock
 
 from .builders import Append, MakeApproval, MakeRun
+from .test_outbox import drain
 
 LEASE = timedelta(seconds=60)
 
@@ -102,6 +103,43 @@ async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready
     await store.decide_approval(second.id, ApprovalState.DECLINED, by="U1", at=now)
 
     assert await claim(store, "W2") == [(run.id, 2)]
+
+
+async def test_a_persons_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    """As above, by `cast_vote` with its audit event, as a click decides (on PostgreSQL one
+    statement, `decide_at_once`): each decision audited and announced once."""
+    run = await make_run()
+    await claim(store, "W1")
+    await append(run.id, status=RunStatus.WAITING_APPROVAL)
+    first, second = make_approval(run.id), make_approval(run.id)
+    await store.create_approval(first)
+    await store.create_approval(second)
+    await store.release_lease(run.id, "W1")
+
+    await person_decides(store, first.id, ApprovalState.APPROVED)
+    assert await claim(store, "W2") == []  # still waiting for the second
+    await person_decides(store, second.id, ApprovalState.DECLINED)
+
+    assert await claim(store, "W2") == [(run.id, 2)]
+    audit = [(e.approval_id, e.action) for e in await store.list_audit(run_id=run.id)]
+    assert audit.count((first.id, "approval_approved")) == 1
+    assert audit.count((second.id, "approval_declined")) == 1
+    decided = [subject for topic, subject in await drain(store) if topic == "approval_decided"]
+    assert sorted(decided) == sorted([first.id, second.id])
+
+
+async def person_decides(store: Store, approval_id: str, state: ApprovalState) -> None:
+    now = HandClock()()
+    event = AuditEvent(
+        action=f"approval_{state.value}",
+        actor="U1",
+        approval_id=approval_id,
+        run_id=(await store.get_approval(approval_id)).run_id,
+        at=now,
+    )
+    await store.cast_vote(approval_id, state, by="U1", at=now, event=event)
 
 
 async def test_a_ready_run_with_nothing_to_drive_leaves_the_queue_unclaimed(

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL
 
-from store import Checkpoint, Message, Run, open_store
+from store import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Checkpoint,
+    Message,
+    Run,
+    Store,
+    open_store,
+)
+from store.base import Voted
 from store.records import utcnow
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -81,6 +91,61 @@ async def test_creating_a_run_and_taking_and_giving_back_its_lease_are_one_round
     assert (made, taken, given_back, claimed) == (1, 1, 1, 1)
     assert epoch is not None
     assert (claim.run_id, claim.epoch) == ("r1", epoch + 1)
+
+
+DECISION = 1
+"""A person's decision that decides at once (no quorum, no spend held): one statement
+(`decide_at_once`: the compare-and-set, its outbox row, its run made ready, its audit event).
+It was a transaction of eight (BEGIN, the row locked, the set, the row read back, the outbox,
+the run, the event, COMMIT), the most of a click's round trips in a burst of them."""
+
+
+async def test_a_decision_at_once_is_one_round_trip_and_a_vote_toward_a_quorum_is_not(
+    pg_url: str,
+) -> None:
+    from pg_wire import WireCounter
+
+    async with WireCounter() as wire:
+        store = await open_store(wire.url(pg_url), pool_size=1)
+        try:
+            for run_id in ("warm", "r1", "r2"):
+                await store.create_run(*opened(run_id))
+            at_once, quorum, warm = (
+                Approval(
+                    id=f"a-{r}",
+                    run_id=r,
+                    call_id="c",
+                    tool="pay",
+                    args={},
+                    created_at=utcnow(),
+                    required_approvals=n,
+                )
+                for r, n in (("r1", 1), ("r2", 2), ("warm", 1))
+            )
+            for approval in (at_once, quorum, warm):
+                await store.create_approval(approval)
+            await decide(store, warm.id)  # its statement prepared
+            wire.reset()
+
+            decided = await decide(store, at_once.id)
+            one = wire.reset()
+            voted = await decide(store, quorum.id)
+            body = wire.reset()
+            events = [e.action for e in await store.list_audit(approval_id=at_once.id)]
+        finally:
+            await store.close()
+
+    assert (decided.approval.state, decided.votes, one) == (ApprovalState.APPROVED, 0, DECISION)
+    assert (voted.approval.state, voted.votes) == (ApprovalState.PENDING, 1)
+    assert body > 1  # the body's transaction
+    assert events.count("approval_approved") == 1
+
+
+async def decide(store: Store, approval_id: str) -> Voted:
+    """A person's approval with its audit event, as the runtime casts it."""
+    at = utcnow()
+    event = AuditEvent(action="approval_approved", actor="U1", approval_id=approval_id, at=at)
+    return await store.cast_vote(approval_id, ApprovalState.APPROVED, by="U1", at=at, event=event)
 
 
 async def test_the_counter_counts_each_statement_and_transaction() -> None:

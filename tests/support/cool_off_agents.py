@@ -47,3 +47,21 @@ seat_agent = Agent(
     model=ScriptedModel([tool_call("hold_seat", {"seat": "12A"}), "Done."]),
     tools=[hold_seat, release_seat],
 )
+
+
+book_seat = tool(
+    hold_seat.fn,
+    name="book_seat",
+    description="Book a seat for the customer.",
+    effect="reversible",
+    compensate="release_seat",
+    requires_approval=True,
+)
+"""`hold_seat` under its own name, so one policy file can give it an undo window while
+`hold_seat` has a cool-off."""
+
+booking_agent = Agent(
+    "booking-agent",
+    model=ScriptedModel([tool_call("book_seat", {"seat": "14C"}), "Done."]),
+    tools=[book_seat, release_seat],
+)

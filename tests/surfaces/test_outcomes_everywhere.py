@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from support import SUPPORT
 from support.helpers import SIGNOFF, run_text
+from support.run_outcomes import CHECK, card_saying, first_card, thread_note
 from support.slack_harness import (
     APPROVALS,
     BOB,
@@ -32,7 +33,6 @@ from support.slack_harness import (
     submission,
 )
 
-CHECK = ":white_check_mark:"
 AGENTS = {
     "SIGNOFF_AGENTS": "examples.refund_agent:agent,outcome_agents:crm",
     "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
@@ -163,34 +163,6 @@ def approve_a_delete_that_raises(fake: FakeSlackProcess, server: SlackServer) ->
     assert status == 200
     server.wait_until(lambda: server.run(FAILED)["status"] == "done")
     return card
-
-
-def first_card(fake: FakeSlackProcess, run_id: str) -> dict[str, Any] | None:
-    cards = [c for c in fake.cards() if c["metadata"]["event_payload"].get("run_id") == run_id]
-    return cards[0] if cards else None
-
-
-def thread_note(
-    fake: FakeSlackProcess, server: SlackServer, card: dict[str, Any], run_id: str
-) -> str:
-    """The note under the card that says how the run ended."""
-    return str(
-        server.wait_until(
-            lambda: next(
-                (
-                    m["text"]
-                    for m in fake.replies(APPROVALS, card["ts"])
-                    if f"Run `{run_id}`" in m["text"]
-                ),
-                None,
-            )
-        )
-    )
-
-
-def card_saying(fake: FakeSlackProcess, card: dict[str, Any], note: str) -> dict[str, Any] | None:
-    now = next(c for c in fake.cards() if c["ts"] == card["ts"])
-    return now if note in json.dumps(now["blocks"], ensure_ascii=False) else None
 
 
 def requester_home(fake: FakeSlackProcess, server: SlackServer) -> str:

@@ -1,0 +1,120 @@
+"""Taken back, said so everywhere (issues 40.1, 42.6): against a real `signoff serve` and the
+local fake Slack, a run whose approved `hold_seat` was cancelled in its cool-off, and one
+whose `book_seat` ran and was then undone, each answered "Done." all the same; neither reads
+as done, nor shows a check mark, in the card's thread, on the card, in `signoff runs show`,
+in the console's run or in the API's run view."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import SUPPORT
+from support.cool_off_agents import SEATS, provider_calls
+from support.helpers import SIGNOFF, run_text
+from support.run_outcomes import CHECK, card_saying, first_card, thread_note
+from support.slack_harness import (
+    APPROVALS,
+    BOB,
+    FakeSlackProcess,
+    SlackServer,
+    card_click,
+    environment,
+    start_server,
+)
+
+from bot.slack.actions import Action
+
+CANCELLED, UNDONE = "seat-cancelled", "seat-undone"
+POLICY = f"""
+[policies.tools.hold_seat]
+channel = "{APPROVALS}"
+approvers = ["{BOB}"]
+cool_off = "1h"
+
+[policies.tools.book_seat]
+channel = "{APPROVALS}"
+approvers = ["{BOB}"]
+undo_for = "1h"
+"""
+OUTCOMES = {CANCELLED: "cancelled", UNDONE: "undone"}
+
+
+@pytest.fixture
+def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv(SEATS, str(tmp_path / "seats.log"))
+    return {
+        "SIGNOFF_AGENTS": "cool_off_agents:seat_agent,cool_off_agents:booking_agent",
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+        SEATS: str(tmp_path / "seats.log"),
+    }
+
+
+@pytest.fixture
+def server(tmp_path: Path, world: Path, fake: FakeSlackProcess, agents: dict[str, str]) -> Any:
+    with start_server(tmp_path, world, fake.base_url, extra=agents, policy=POLICY) as running:
+        yield running
+
+
+def test_a_call_cancelled_in_its_cool_off_or_undone_is_no_run_done_on_any_surface(
+    tmp_path: Path,
+    world: Path,
+    fake: FakeSlackProcess,
+    server: SlackServer,
+    agents: dict[str, str],
+) -> None:
+    cards = {
+        CANCELLED: approve_then(fake, server, CANCELLED, "seat-agent", Action.CANCEL_COOL_OFF),
+        UNDONE: approve_then(fake, server, UNDONE, "booking-agent", Action.UNDO),
+    }
+    # 12A never ran; 14C ran, then was released (the undo runs after the click's ack)
+    server.wait_until(lambda: provider_calls() == ["hold 14C", "release 14C"])
+
+    env = environment(tmp_path, world, 0, fake.base_url) | agents
+    for run_id, outcome in OUTCOMES.items():
+        note = server.wait_until(lambda run_id=run_id: ended_note(fake, server, cards, run_id))
+        assert CHECK not in note
+        server.wait_until(lambda run_id=run_id, note=note: card_saying(fake, cards[run_id], note))
+
+        shown = run_text([SIGNOFF, "runs", "show", run_id], cwd=tmp_path, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert re.search(rf"│ status +│ {outcome}\b", shown.stdout), shown.stdout
+
+        view = server.run(run_id)
+        assert view["outcome"] == outcome, view
+        status, console = server.api("GET", f"/v1/console/runs/{run_id}")
+        assert status == 200, console
+        assert console["run"]["outcome"] == outcome
+        assert console["timeline"][-1]["outcome"] == outcome
+
+
+def approve_then(
+    fake: FakeSlackProcess, server: SlackServer, run_id: str, agent: str, then: Action
+) -> dict[str, Any]:
+    """Start `agent`, approve its card as Bob, then click `then` (Cancel or Undo) once the
+    card offers it; the card."""
+    server.start_run(run_id, "Hold a seat", agent=agent)
+    card = server.wait_until(lambda: first_card(fake, run_id))
+    status, _, _ = server.slack(card_click(Action.APPROVE.value, card, user=BOB))
+    assert status == 200
+    server.wait_until(lambda: offering(fake, card, then))
+    status, _, _ = server.slack(card_click(then.value, card, user=BOB))
+    assert status == 200
+    server.wait_until(lambda: server.run(run_id)["status"] == "done")
+    return card
+
+
+def offering(fake: FakeSlackProcess, card: dict[str, Any], action: Action) -> bool:
+    now = next(c for c in fake.cards() if c["ts"] == card["ts"])
+    return action.value in str(now["blocks"])
+
+
+def ended_note(
+    fake: FakeSlackProcess, server: SlackServer, cards: dict[str, Any], run_id: str
+) -> str | None:
+    """The thread's latest note on how the run ended, once it names the outcome."""
+    note = thread_note(fake, server, cards[run_id], run_id)
+    return note if f": {OUTCOMES[run_id]}" in note else None
