@@ -194,9 +194,12 @@ class Tool:
     def business_id(self, args: dict[str, Any]) -> str | None:
         return None if self.business_key is None else str(self.business_key(args))
 
-    async def invoke(self, args: dict[str, Any], ctx: ToolContext) -> Any:
+    async def invoke(self, args: dict[str, Any], ctx: ToolContext | None) -> Any:
         """Run the tool within its timeout; sync tools run in a worker thread, unless they
-        said they do not block (`blocking=False`): then they run on the loop, no timeout."""
+        said they do not block (`blocking=False`): then they run on the loop, no timeout.
+        `ctx` may be None only for a tool that does not take one (`takes_ctx`)."""
+        if self.takes_ctx and ctx is None:
+            raise ValueError(f"tool {self.name!r} takes a context and was given none")
         kwargs = dict(args, ctx=ctx) if self.takes_ctx else args
         if self.on_loop:
             return to_jsonable_python(self.fn(**kwargs), fallback=repr)

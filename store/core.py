@@ -396,7 +396,8 @@ def commit(
             yield Stmt("lock_lineage", {"lineage_id": lineage_id})
         for key in keys:  # and per key across lineages, which the arguments bind (after them)
             yield Stmt("lock_key", {"idempotency_key": key})
-        locked = yield from spend.lock(spend_locks)  # each limit's key a new approval counts on
+        # each limit's key a new approval counts on
+        locked = (yield from spend.lock(spend_locks)) if spend_locks else None
         for params in finish:
             yield from finish_effect(params)
         for change in batch.spend:
@@ -408,7 +409,8 @@ def commit(
             plan = batch.admit.get(approval.id)
             when = spend_now if spend_now is not None else locked
             yield from request_approval(committed, approval, params, plan, when)
-        yield from open_and_settle_pages(committed, pages, settle)
+        if pages or settle:
+            yield from open_and_settle_pages(committed, pages, settle)
         if events:
             yield Stmt("insert_event", events, "many")
         return committed
@@ -588,6 +590,9 @@ def finish_effect(params: dict[str, Any]) -> Body[None]:
 
 
 def start_effect(committed: Committed, effect: Effect, params: dict[str, Any]) -> Body[None]:
+    if effect.reversibility == Reversibility.READ:  # most starts: a read claims no key, so
+        yield Stmt("insert_effect", params)  # there is nothing under it to find or share
+        return
     prior, key = yield from claim_key(
         effect.lineage_id, effect.idempotency_key, effect.reversibility
     )

@@ -53,20 +53,20 @@ def wanted(found: Sequence[rows.Row]) -> list[int]:
 
 def effects(found: Sequence[rows.Row], checkpoints: Sequence[Sequence[Any]]) -> list[Effect]:
     """Effects from their rows, each result read from its checkpoint's tool message where the
-    row keeps only the seq; `checkpoints` are (seq, messages) rows that include those seqs."""
+    row keeps only the seq; `checkpoints` are the (seq, messages) rows of those seqs."""
     needed = set(wanted(found))
     messages = {seq: _tool_contents(text) for seq, text in checkpoints if seq in needed}
     read = []
     for row in found:
-        effect = rows.effect_from_row(row)
         seq = row[NEEDED]
-        if seq is not None:
-            try:
-                content = messages[seq][effect.call_id]
-            except KeyError as exc:
-                raise rows.unreadable("Effect", exc) from exc
-            effect = effect.model_copy(update={"result": json.loads(content)})
-        read.append(effect)
+        if seq is None:
+            read.append(rows.effect_from_row(row))
+            continue
+        try:
+            content = messages[seq][row["call_id"]]
+        except KeyError as exc:
+            raise rows.unreadable("Effect", exc) from exc
+        read.append(rows.effect_from_row(row, result=json.loads(content)))
     return read
 
 

@@ -188,6 +188,8 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
+        if not (batch.request or batch.spend):  # a step's batch: nothing in it is timed
+            return await self._write(core.commit(batch))
         make = core.commit(batch, test_now=self._judge_now(), spend_now=self._spend_now())
         return await self._write(make)
 
@@ -227,7 +229,7 @@ class SqlStore:
         seqs = read_results.wanted(found)
         if not seqs:
             return [rows.effect_from_row(row) for row in found]
-        params = {"run_id": run_id, "first": seqs[0], "last": seqs[-1]}
+        params = {"run_id": run_id, "seqs": json.dumps(seqs)}
         return read_results.effects(found, await self._read("checkpoint_messages", params))
 
     async def find_effect(self, lineage_id: str, idempotency_key: str) -> Effect | None:

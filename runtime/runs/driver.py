@@ -66,10 +66,14 @@ class Driver:
         self.used_ids: set[str] = set()
         self.earlier_effects: dict[str, Effect] = {}
         self.earlier_approvals: dict[str, Approval] = {}
+        self.task: asyncio.Task[object] | None = None
+        """The task driving the run: each step's model call runs in it (taken once, not per
+        step: in Python 3.11 `asyncio.current_task` costs a system call)."""
 
     async def drive(self) -> bool:
         """Drive until the run finishes, parks or is taken away; True if this driver ended it."""
         session = self.session
+        self.task = asyncio.current_task()
         try:
             session.deps.aside.check()
             await self._load_used_ids()
@@ -145,7 +149,7 @@ class Driver:
         session = self.session
         aside, run_id = session.deps.aside, session.run.id
         aside.check()
-        task = asyncio.current_task()
+        task = self.task
         if task is not None:
             aside.asking[run_id] = task
         try:
@@ -201,10 +205,15 @@ class Driver:
         session, journal, execution = self.session, self.session.journal, self.execution
         gated = self.gate.approvals.gated
         plans = [plan(call, session.agent, session.run, gated) for call in calls]
-        ids = [p.call.id for p in plans]
-        effects = {} if fresh else _pick(self.earlier_effects, ids)
-        approvals = {} if fresh else _pick(self.earlier_approvals, ids)
-        prior = await self.gate.request(plans, effects, approvals)
+        if fresh:  # nothing is written for these calls yet
+            effects: dict[str, Effect] = {}
+            approvals: dict[str, Approval] = {}
+        else:
+            ids = [p.call.id for p in plans]
+            effects = _pick(self.earlier_effects, ids)
+            approvals = _pick(self.earlier_approvals, ids)
+        asks = any(p.needs_approval for p in plans)  # a read step asks no one: no gate to pass
+        prior = await self.gate.request(plans, effects, approvals) if asks else {}
         for planned in plans:
             call = planned.call
             if call.id in effects:

@@ -6,7 +6,6 @@ re-run only by an idempotent tool; otherwise a person is paged."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -228,12 +227,16 @@ class Execution:
         await session.stop(RunStatus.FAILED, StopReason.CONFLICT, error=why, pages=[page])
 
     async def _run_tool(self, tool: Tool, effect: Effect, *, attempt: int) -> bool:
-        ctx = self._context(tool, effect, attempt)
+        ctx = self._context(tool, effect, attempt) if tool.takes_ctx else None
         began = time.monotonic()
         keeper = self.session.deps.keeper
         try:
-            with keeper.running(tool) if keeper else contextlib.nullcontext():
+            watched = keeper.running(tool) if keeper is not None else None
+            try:
                 value = await tool.invoke(effect.args, ctx)
+            finally:
+                if keeper is not None:
+                    keeper.ran(watched)
         except ToolTimeout as exc:
             self._observe(tool, "failed" if not tool.mutating else "in_doubt", began)
             if not tool.mutating:

@@ -20,7 +20,7 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from types import CodeType, FrameType
 
@@ -80,18 +80,19 @@ class LeaseKeeper:
                 )
                 self._thread.start()
 
-    @contextlib.contextmanager
-    def running(self, tool: Tool) -> Iterator[None]:
+    def running(self, tool: Tool) -> CodeType | None:
         """`tool` runs on the loop now: what a blocked loop is blamed on when its code is on
-        the loop thread's stack."""
+        the loop thread's stack. Returns what to give `ran` once it is done (None: a tool
+        that runs in a thread, nothing to note). A pair of calls, not a context manager: it
+        is on every step's path, and a generator-based one costs more than the note."""
         code = getattr(tool.fn, "__code__", None)
-        if code is None or not (tool.is_async or tool.on_loop):
-            yield
-            return
+        if not isinstance(code, CodeType) or not (tool.is_async or tool.on_loop):
+            return None
         self._tools[code] = tool.name
-        try:
-            yield
-        finally:
+        return code
+
+    def ran(self, code: CodeType | None) -> None:
+        if code is not None:
             self._tools.pop(code, None)
 
     # the thread

@@ -532,12 +532,17 @@ SELECT * FROM effects WHERE run_id = :run_id AND call_id = :call_id
 -- A run's effects in the order they started.
 SELECT * FROM effects WHERE run_id = :run_id ORDER BY id
 
--- checkpoint_messages --
--- The messages of a run's checkpoints from seq :first to :last, where its read effects'
+-- checkpoint_messages [sqlite] --
+-- The messages of a run's checkpoints of these seqs (a JSON array), where its read effects'
 -- results are (`store.read_results`).
 SELECT seq, messages FROM checkpoints
-WHERE run_id = :run_id AND seq BETWEEN :first AND :last
-ORDER BY seq
+WHERE run_id = :run_id AND seq IN (SELECT value FROM json_each(:seqs))
+
+-- checkpoint_messages [postgres] --
+-- As SQLite's.
+SELECT seq, messages FROM checkpoints
+WHERE run_id = :run_id
+  AND seq = ANY (ARRAY(SELECT jsonb_array_elements_text(:seqs::jsonb)::int))
 
 -- insert_approval --
 -- Create an approval. Its deadline and first reminder are the database's time plus how far

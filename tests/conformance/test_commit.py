@@ -13,6 +13,7 @@ from store import (
     Batch,
     Committed,
     Effect,
+    Reversibility,
     RunStatus,
     Store,
     Usage,
@@ -259,6 +260,44 @@ async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
         Batch(run_id=run.id, owner="W1", epoch=new, checkpoints=[checkpoint(run.id, 1, clock())])
     )
     assert (await store.load_state(run.id)).seq == 1
+
+
+async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alone(
+    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+) -> None:
+    """Read steps of many runs are written together (on SQLite, one group-commit
+    transaction): each batch's lease epoch is still checked for its own run, so the one
+    from a superseded epoch is refused, checkpoint and read effect alike, and its
+    neighbours are written."""
+    runs = [await make_run() for _ in range(4)]
+    epochs = []
+    for run in runs:
+        epoch = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+        assert epoch is not None
+        epochs.append(epoch)
+    stale = runs[1]  # the same worker id took this one again: the first epoch is fenced off
+    taken = await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
+    assert taken == epochs[1] + 1
+    batches = [
+        Batch(
+            run_id=run.id,
+            owner="W1",
+            epoch=epoch,
+            checkpoints=[checkpoint(run.id, 1, clock())],
+            start=[make_effect(run.id, tool="lookup", reversibility=Reversibility.READ)],
+        )
+        for run, epoch in zip(runs, epochs, strict=True)
+    ]
+
+    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
+
+    assert isinstance(outcomes[1], errors.LeaseLost)
+    assert [o for i, o in enumerate(outcomes) if i != 1] == [Committed()] * 3
+    assert len(await store.history(stale.id)) == 1
+    assert await store.list_effects(stale.id) == []
+    for run in (r for r in runs if r is not stale):
+        assert (await store.load_state(run.id)).seq == 1
+        assert [e.tool for e in await store.list_effects(run.id)] == ["lookup"]
 
 
 # helpers
