@@ -81,6 +81,8 @@ class Batch:
     - `checkpoints`: appended in order; the first seq must be exactly one past the latest
       (compare-and-set on history) and each next one past it.
     - `finish`: effects that ended; refused with `Conflict` unless `started` or `in_doubt`.
+      A read's result that a checkpoint of the batch holds as its tool message is stored
+      once, there, and read back from it (`store.read_results`).
     - `start`: effects about to execute. An effect whose idempotency key already `completed`
       in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
       A completed effect that was since compensated no longer counts: doing it again is a new
