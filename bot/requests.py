@@ -27,6 +27,12 @@ from runtime.limits import (
 from runtime.records import Budget
 
 
+def _slack_user_id(by: str) -> str:
+    if not re.fullmatch(SLACK_USER_ID, by):
+        raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
+    return by
+
+
 def _small_args(args: Any) -> Any:
     """Checked before pydantic walks the value (mode="before"), so a hostile depth never
     reaches a recursive validator or encoder."""
@@ -74,12 +80,7 @@ class PersonRequest(BaseModel):
 
     by: str = Field(description="the acting human's Slack user id (an approver of it)")
 
-    @field_validator("by")
-    @classmethod
-    def _slack_user(cls, by: str) -> str:
-        if not re.fullmatch(SLACK_USER_ID, by):
-            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
-        return by
+    _by = field_validator("by")(_slack_user_id)
 
 
 class DecisionRequest(BaseModel):
@@ -101,12 +102,7 @@ class DecisionRequest(BaseModel):
 
     _args = field_validator("args", mode="before")(_small_args)
 
-    @field_validator("by")
-    @classmethod
-    def _slack_user(cls, by: str) -> str:
-        if not re.fullmatch(SLACK_USER_ID, by):
-            raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
-        return by
+    _by = field_validator("by")(_slack_user_id)
 
     @model_validator(mode="after")
     def _question_said(self) -> DecisionRequest:
@@ -138,12 +134,6 @@ class CancelRequest(BaseModel):
             "nothing."
         ),
     )
-
-
-def _slack_user_id(by: str) -> str:
-    if not re.fullmatch(SLACK_USER_ID, by):
-        raise ValueError(f"{by[:80]!r} is not a Slack user id (U… or W…)")
-    return by
 
 
 class EnvelopeRequest(BaseModel):

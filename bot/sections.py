@@ -2,7 +2,9 @@
 environment variable, its default and its checks (`setting(...)`), and the API's tokens.
 
 `bot.settings` puts the sections together, reads them from the file and the environment
-and says where a mistake is; this module only declares them.
+and says where a mistake is; this module only declares them. The database's section, and the
+`setting(...)` and `Section` every section is made of, live in `bot.settings_source`, which
+needs nothing else (a read command builds that section alone).
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from datetime import timedelta
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -25,13 +26,15 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import PydanticUndefined
 from pydantic_settings import (
     NoDecode,
 )
 
 from bot.callback_policy import parse_allowed
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
+from bot.settings_source import DatabaseSettings as DatabaseSettings
+from bot.settings_source import Section as Section
+from bot.settings_source import setting as setting
 from runtime.approvals import Duration
 from runtime.models import ModelConfig, Price
 from runtime.spend import EnvelopesConfig, LimitConfig, SpendConfig, check_names
@@ -103,39 +106,6 @@ def comma_separated(value: Any) -> Any:
 
 CommaList = Annotated[list[str], NoDecode, BeforeValidator(comma_separated)]
 """A list setting the environment may give as one comma-separated string."""
-
-
-def setting(
-    key: str, default: Any = PydanticUndefined, *, env: str | None = None, **rules: Any
-) -> Any:
-    """A setting named `key` in signoff.toml (at its top level) and read from the environment
-    variable `env` (`SIGNOFF_<KEY>` unless given); within its section it may also be named by
-    its field name. The variable comes first: it wins over the file."""
-    choices = AliasChoices(env or f"SIGNOFF_{key.upper()}", key)
-    return Field(default, validation_alias=choices, **rules)
-
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class DatabaseSettings(Section):
-    url: str = setting("database_url", "sqlite:///signoff.db")
-    synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] | None = setting(
-        "synchronous", None, env="SIGNOFF_SQLITE_SYNCHRONOUS"
-    )
-    """SQLite only; None: the URL's `?synchronous=`, else FULL."""
-    pool_size: int | None = setting("database_pool_size", None, ge=1, le=1000)
-    """PostgreSQL: connections this process may hold open at once (None: the URL's
-    `?pool_size=`, else 10)."""
-
-    def store_options(self) -> dict[str, Any]:
-        """The settings that belong to the configured backend only."""
-        if self.url.startswith("sqlite"):
-            return {} if self.synchronous is None else {"synchronous": self.synchronous}
-        if self.url.startswith(("postgres:", "postgresql:")):
-            return {} if self.pool_size is None else {"pool_size": self.pool_size}
-        return {}
 
 
 class RuntimeSettings(Section):

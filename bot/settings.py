@@ -11,12 +11,10 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
 from pydantic import (
-    AliasChoices,
     Field,
     PrivateAttr,
     SecretStr,
@@ -44,12 +42,10 @@ from bot.sections import (
     WebSettings,
     WorkerSettings,
 )
-
-DEFAULT_CONFIG = "signoff.toml"
-
-
-class ConfigError(Exception):
-    """The configuration is invalid; the message says where and why."""
+from bot.settings_source import DEFAULT_CONFIG as DEFAULT_CONFIG
+from bot.settings_source import ConfigError as ConfigError
+from bot.settings_source import config_path as config_path
+from bot.settings_source import into_sections, names_of, read_config, variables_of
 
 
 def check_token_secrets(settings: Settings) -> None:
@@ -99,25 +95,7 @@ class Settings(BaseSettings):
     def _into_sections(cls, data: Any) -> Any:
         """Top-level keys (the file's, or `Settings(database_url=...)`) into their sections;
         a setting the environment gives keeps the environment's value."""
-        if not isinstance(data, dict):
-            return data
-        data = dict(data)
-        for section, model in SECTIONS.items():
-            given = data.get(section, {})
-            if not isinstance(given, dict):
-                continue  # a section model given whole
-            given = dict(given)
-            for name, (variable, key) in names_of(model).items():
-                if key in data and key != section:
-                    value = data.pop(key)
-                    if not given.keys() & {variable, name}:
-                        given[key] = value
-                if variable in given:  # only one name may reach the model
-                    given.pop(name, None)
-                    given.pop(key, None)
-            if given:
-                data[section] = given
-        return data
+        return into_sections(data, SECTIONS)
 
     @classmethod
     def settings_customise_sources(
@@ -153,17 +131,6 @@ SECTIONS: dict[str, type[Section]] = {
 }
 
 
-def names_of(model: type[Section]) -> dict[str, tuple[str, str]]:
-    """Each field's environment variable and file key (its `setting(...)` aliases)."""
-    found: dict[str, tuple[str, str]] = {}
-    for name, info in model.model_fields.items():
-        alias = info.validation_alias
-        assert isinstance(alias, AliasChoices), f"{model.__name__}.{name} is not a setting()"
-        variable, key = (str(choice) for choice in alias.choices)
-        found[name] = (variable, key)
-    return found
-
-
 class GivenSections(PydanticBaseSettingsSource):
     """`Settings(...)`'s arguments (the file's values among them), a section given as a model
     read as the fields it set: the environment then still wins field by field, instead of
@@ -190,23 +157,18 @@ class SectionVariables(EnvSettingsSource):
     def __call__(self) -> dict[str, Any]:
         data: dict[str, dict[str, Any]] = {}
         for section, model in SECTIONS.items():
-            for name, (variable, _) in names_of(model).items():
-                raw = self.env_vars.get(self._apply_case_sensitive(variable))
-                if raw is None:
-                    continue
-                info = model.model_fields[name]
+
+            def decode(name: str, raw: str, model: type[Section] = model) -> Any:
                 try:
-                    value = self.prepare_field_value(name, info, raw, False)
+                    return self.prepare_field_value(name, model.model_fields[name], raw, False)
                 except ValueError as exc:
+                    variable = names_of(model)[name][0]
                     why = f"{variable}: not the JSON this setting needs ({exc})"
                     raise SettingsError(why) from None
-                # keyed by the variable, so a validation error names it
-                data.setdefault(section, {})[variable] = value
+
+            if found := variables_of(model, self.env_vars, decode):
+                data[section] = found
         return data
-
-
-def config_path(explicit: str | Path | None = None) -> Path:
-    return Path(explicit or os.environ.get("SIGNOFF_CONFIG") or DEFAULT_CONFIG)
 
 
 def where(settings: Settings, loc: tuple[str, ...]) -> str:
@@ -224,15 +186,7 @@ def load_settings(path: str | Path | None = None) -> Settings:
     The default `signoff.toml` may be absent; a file named by `--config` or `SIGNOFF_CONFIG`
     must exist.
     """
-    named = path or os.environ.get("SIGNOFF_CONFIG")
-    file = config_path(path)
-    if named and not file.exists():
-        raise ConfigError(f"{file}: no such configuration file")
-    text = file.read_text("utf-8") if file.exists() else ""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{file}: {exc}") from None
+    file, text, data = read_config(path)
     try:
         settings = Settings(**data)
     except ValidationError as exc:

@@ -1,36 +1,43 @@
-"""Durable state and nothing else: records, one Store interface, and its backends."""
+"""Durable state and nothing else: records, one Store interface, and its backends.
+
+The records and the `Store` interface are imported from their modules when first used (PEP
+562): a process that only needs a database URL's path or `open_store` (a CLI command before
+it reads) does not build every record's model; the backend it opens imports them.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
 from store import errors
-from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, PageSettlement, Store
-from store.records import (
-    TERMINAL_STATUSES,
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Budget,
-    Checkpoint,
-    Delivery,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Fact,
-    Message,
-    Page,
-    Reversibility,
-    Run,
-    RunState,
-    RunStatus,
-    ToolCall,
-    Usage,
-)
+
+if TYPE_CHECKING:
+    from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, PageSettlement, Store
+    from store.records import (
+        TERMINAL_STATUSES,
+        Approval,
+        ApprovalState,
+        AuditEvent,
+        Budget,
+        Checkpoint,
+        Delivery,
+        Effect,
+        EffectOutcome,
+        EffectStatus,
+        Fact,
+        Message,
+        Page,
+        Reversibility,
+        Run,
+        RunState,
+        RunStatus,
+        ToolCall,
+        Usage,
+    )
 
 __all__ = [
     "DEFAULT_PROTECTED_FACTS",
@@ -61,6 +68,26 @@ __all__ = [
     "open_store",
     "sqlite_path",
 ]
+
+
+_BASE = ("DEFAULT_PROTECTED_FACTS", "Batch", "Committed", "PageSettlement", "Store")
+_HERE = ("errors", "open_store", "sqlite_path")
+_HOME = {n: "store.base" if n in _BASE else "store.records" for n in __all__ if n not in _HERE}
+
+
+def __getattr__(name: str) -> Any:
+    """A record or the `Store` interface, from its module on first use."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module 'store' has no attribute {name!r}")
+    # `__import__`, not `importlib.import_module`: `-X importtime` then names the module
+    value = getattr(__import__(home, fromlist=[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 SQLITE_URL_OPTIONS: dict[str, type] = {"synchronous": str, "busy_timeout_ms": int}

@@ -165,7 +165,7 @@ def list_runs(
 
     async def work(r: Reader) -> Any:
         found = await r.queries.runs(status, limit=limit)
-        return found, await decided_runs(r.queries, found), r.settings.database.url
+        return found, await decided_runs(r.queries, found), r.database.url
 
     found, decided, url = with_reader(ctx, work)
     if as_json:

@@ -12,6 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +22,7 @@ from bot.cli.base import CONFIG_ERROR, Failure, options
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from bot.settings_source import DatabaseSettings
     from bot.wiring import Process
     from runtime import Database, Queries
 
@@ -50,25 +52,41 @@ def with_process(
 
 @dataclass(frozen=True)
 class Reader:
-    """What a command that only reads works with: the settings (people's names, the
-    database's label) and the runtime's queries. No agent, engine or scheduler is loaded."""
+    """What a command that only reads works with: the database's settings and the runtime's
+    queries; the other settings (people's names need Slack's, masks the policies) are read
+    when the command first asks for them. No agent, engine or scheduler is loaded."""
 
-    settings: Settings
+    database: DatabaseSettings
     queries: Queries
+    config: str | None = None
+    """The configuration file named on the command line, if any."""
+
+    @cached_property
+    def settings(self) -> Settings:
+        from bot.settings import load_settings
+
+        return load_settings(self.config)
 
 
 def with_reader(ctx: typer.Context, work: Callable[[Reader], Awaitable[T]]) -> T:
-    """Run `work` on the configured database's queries, then close it."""
+    """Run `work` on the configured database's queries, then close it. Only the database's
+    settings are read first (`bot.settings_source.database_settings`): a read starts
+    without building every setting."""
+    import asyncio  # not at the top: `--help` does without it
+
     from runtime import Database
 
-    async def run(settings: Settings) -> T:
-        database = await Database.open(settings.database.url, **settings.database.store_options())
+    async def run(settings: DatabaseSettings) -> T:
+        database = await Database.open(settings.url, **settings.store_options())
         try:
-            return await work(Reader(settings, database.queries))
+            return await work(Reader(settings, database.queries, options(ctx).config))
         finally:
             await database.close()
 
-    return _enter(ctx, run, creates=False)
+    with refusals():
+        settings = load_database(ctx)
+        require_database(settings.url)
+        return asyncio.run(run(settings))
 
 
 def with_database(ctx: typer.Context, work: Callable[[Database], Awaitable[T]]) -> T:
@@ -102,26 +120,59 @@ def load(ctx: typer.Context) -> Settings:
     from bot.settings import load_settings
 
     settings = load_settings(options(ctx).config)
-    if options(ctx).verbose:
-        typer.echo(f"database: {database_label(settings.database.url)}", err=True)
+    _say_database(ctx, settings.database.url)
     return settings
+
+
+def load_database(ctx: typer.Context) -> DatabaseSettings:
+    """The database's settings alone, read by the same rules; with `-v`, says which."""
+    settings = database_of(options(ctx).config)
+    _say_database(ctx, settings.url)
+    return settings
+
+
+def database_of(config: str | None) -> DatabaseSettings:
+    """The database's settings alone (`bot.settings_source`); one with a mistake is refused
+    by the full settings, which name the file's line."""
+    from bot.settings_source import database_settings
+
+    settings = database_settings(config)
+    if settings is None:
+        from bot.settings import load_settings
+
+        return load_settings(config).database
+    return settings
+
+
+def _say_database(ctx: typer.Context, url: str) -> None:
+    if options(ctx).verbose:
+        typer.echo(f"database: {database_label(url)}", err=True)
 
 
 @contextmanager
 def refusals() -> Iterator[None]:
     """Errors of the settings, the database and the runtime, as one-line refusals; the
     settings' exit with CONFIG_ERROR, whichever command read them."""
-    from bot.settings import ConfigError
-    from bot.settle import refusal_text
-    from runtime.errors import SignoffRuntimeError
-    from runtime.records import StoreError
+    from bot.settings_source import ConfigError
 
     try:
         yield
     except ConfigError as exc:
+        from bot.settle import refusal_text
+
         raise Failure(refusal_text(exc), code=CONFIG_ERROR) from None
-    except (SignoffRuntimeError, StoreError, OSError) as exc:
-        raise Failure(refusal_text(exc)) from None
+    except (Failure, typer.Exit):
+        raise
+    except Exception as exc:
+        # the runtime's and the store's errors are imported only once one is raised (a
+        # command that raised one has loaded them; one that did not never needs them)
+        from bot.settle import refusal_text
+        from runtime.errors import SignoffRuntimeError
+        from runtime.records import StoreError
+
+        if isinstance(exc, SignoffRuntimeError | StoreError | OSError):
+            raise Failure(refusal_text(exc)) from None
+        raise
 
 
 def database_file(url: str) -> Path | None:

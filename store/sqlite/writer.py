@@ -221,12 +221,10 @@ class GroupCommitWriter:
             if outcomes is None:  # one job failed: run them again, each in its own savepoint
                 conn.execute("BEGIN IMMEDIATE")
                 outcomes = [_run_in_savepoint(conn, job) for job in jobs]
-            self._seal(conn)
-            conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
+        self._seal_and_commit(conn)
         return outcomes
 
     def _commit_one(self, conn: sqlite3.Connection, job: Job) -> list[Outcome]:
@@ -234,25 +232,24 @@ class GroupCommitWriter:
         try:
             result = job(conn)
         except Exception as exc:
-            if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full)
-                conn.execute("ROLLBACK")
+            _roll_back(conn)
             return [(False, exc)]
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _roll_back(conn)
             raise
-        try:
-            self._seal(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        self._seal_and_commit(conn)
         return [(True, result)]
 
-    def _seal(self, conn: sqlite3.Connection) -> None:
-        if self.seal is not None:
-            self.seal(conn)
+    def _seal_and_commit(self, conn: sqlite3.Connection) -> None:
+        """Seal the open transaction (`seal`, when set) and commit it; roll it back if either
+        fails."""
+        try:
+            if self.seal is not None:
+                self.seal(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            _roll_back(conn)
+            raise
 
     def _settled_by_thread(self, batch: list[Queued], done: asyncio.Future[Any]) -> None:
         error = done.exception()
@@ -315,3 +312,8 @@ def _run_in_savepoint(conn: sqlite3.Connection, job: Job) -> Outcome:
         return False, exc
     conn.execute("RELEASE job")
     return True, result
+
+
+def _roll_back(conn: sqlite3.Connection) -> None:
+    if conn.in_transaction:  # SQLite may have rolled back already (I/O error, full)
+        conn.execute("ROLLBACK")

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.migration_support import dialect_of, execute, is_sqlite, store_before
 from support.pg_support import database_url
 
 from store import Batch, Checkpoint, Effect, Reversibility, Run, migration, open_store
@@ -32,40 +32,11 @@ async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[s
         yield url
 
 
-def is_sqlite(url: str) -> bool:
-    return url.startswith("sqlite")
-
-
-async def execute(url: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-    """A statement on the database itself (`?` placeholders), as another program runs it."""
-    if is_sqlite(url):
-        import sqlite3
-
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-            found = conn.execute(statement, args).fetchall()
-        conn.close()
-        return found
-    import asyncpg
-
-    parts = statement.split("?")
-    numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], 1))
-    conn = await asyncpg.connect(url)  # its search_path names the test's schema
-    try:
-        return [tuple(row) for row in await conn.fetch(numbered, *args)]
-    finally:
-        await conn.close()
-
-
 async def test_existing_effects_keep_their_digests_as_raw_bytes(
     url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    every = migration.migrations
-    dialect = "sqlite" if is_sqlite(url) else "postgres"
-    version = next(m.version for m in every(dialect) if m.name == "compact_digests")
-    with monkeypatch.context() as before:
-        before.setattr(migration, "migrations", lambda d: every(d)[: version - 1])
-        async with open_store(url) as store:
-            assert await store.schema_version() == version - 1
+    async with store_before(url, "compact_digests", monkeypatch):
+        pass
     now, args = (1.7e9, '{"order_id":"o-1","amount_cents":2500}')
     false = "0" if is_sqlite(url) else "false"
     await execute(
@@ -95,7 +66,7 @@ async def test_existing_effects_keep_their_digests_as_raw_bytes(
         )
 
     async with open_store(url) as store:
-        assert await store.schema_version() == migration.latest_version(dialect)
+        assert await store.schema_version() == migration.latest_version(dialect_of(url))
         effects = {e.call_id: e for e in await store.list_effects("r1")}
         conflict = await store.conflicting_effect("key-c2", ASKED_DIGEST)
         same = await store.conflicting_effect("key-c2", DIGEST)

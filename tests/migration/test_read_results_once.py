@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.migration_support import dialect_of, execute, is_sqlite, store_before
 from support.pg_support import database_url
 
 from runtime import Agent, Budget, Runtime, ScriptedModel, tool, tool_call
@@ -35,30 +36,6 @@ async def url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[s
         yield url
 
 
-def is_sqlite(url: str) -> bool:
-    return url.startswith("sqlite")
-
-
-async def execute(url: str, statement: str, *args: Any) -> list[tuple[Any, ...]]:
-    """A statement on the database itself (`?` placeholders), as another program runs it."""
-    if is_sqlite(url):
-        import sqlite3
-
-        with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
-            found = conn.execute(statement, args).fetchall()
-        conn.close()
-        return found
-    import asyncpg
-
-    parts = statement.split("?")
-    numbered = parts[0] + "".join(f"${i}{part}" for i, part in enumerate(parts[1:], 1))
-    conn = await asyncpg.connect(url)  # its search_path names the test's schema
-    try:
-        return [tuple(row) for row in await conn.fetch(numbered, *args)]
-    finally:
-        await conn.close()
-
-
 def transcript() -> list[Message]:
     calls = tuple(ToolCall(id=call, name="lookup") for call, *_ in ROWS)
     told = [
@@ -72,15 +49,9 @@ def transcript() -> list[Message]:
 async def at_version_before(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A database one migration short of `read_results_once`, with a run and its effects
     written as a Signoff before it wrote them: each result in its row."""
-    every = migration.migrations
-    dialect = "sqlite" if is_sqlite(url) else "postgres"
-    version = next(m.version for m in every(dialect) if m.name == "read_results_once")
-    with monkeypatch.context() as before:
-        before.setattr(migration, "migrations", lambda d: every(d)[: version - 1])
-        async with open_store(url) as store:
-            assert await store.schema_version() == version - 1
-            opening = Checkpoint.opening("r1", [Message(role="user", content="look")])
-            await store.create_run(Run(id="r1", agent="a", task="t", lineage_id="r1"), opening)
+    async with store_before(url, "read_results_once", monkeypatch) as store:
+        opening = Checkpoint.opening("r1", [Message(role="user", content="look")])
+        await store.create_run(Run(id="r1", agent="a", task="t", lineage_id="r1"), opening)
     sqlite = is_sqlite(url)
     now = "?" if sqlite else "to_timestamp(?)"
     false = "0" if sqlite else "false"
@@ -116,8 +87,7 @@ async def test_existing_reads_keep_their_result_once_and_read_back_the_same(
     await at_version_before(url, monkeypatch)
 
     async with open_store(url) as store:
-        dialect = "sqlite" if is_sqlite(url) else "postgres"
-        assert await store.schema_version() == migration.latest_version(dialect)
+        assert await store.schema_version() == migration.latest_version(dialect_of(url))
         listed = {e.call_id: e.result for e in await store.list_effects("r1")}
         one = {call: (await store.get_effect("r1", call)).result for call in BEFORE}
 

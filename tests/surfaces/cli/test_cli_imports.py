@@ -1,9 +1,12 @@
 """A command imports what it uses: `signoff --help` loads no database, runtime, server,
 model code, event loop or logging; the read commands no server, engine, PostgreSQL driver,
-CEL or signing; `policy check` no server and no database. Each command runs in a fresh
-interpreter (the console script's own `main`), which then lists the modules it imported.
-And typer reads every command's annotations on every start, so they are objects, not strings
-to evaluate (`from __future__ import annotations` stays out of the command modules)."""
+CEL or signing, and `runs list` not every setting either (only the database's: no
+pydantic-settings, no section but the database's); `policy check` no server and no database.
+A module a command must not import, imported first (a synthetic breach), fails the check.
+Each command runs in a fresh interpreter (the console script's own `main`), which then lists
+the modules it imported. And typer reads every command's annotations on every start, so
+they are objects, not strings to evaluate (`from __future__ import annotations` stays out
+of the command modules)."""
 
 from __future__ import annotations
 
@@ -43,6 +46,9 @@ DRIVING = ("asyncpg", "celpy", "apscheduler", "runtime.engine", "bot.wiring")
 """The PostgreSQL driver, the rules' CEL, the scheduler and the engine that drives runs."""
 SIGNING = ("cryptography", "runtime.signing")
 """Receipts' and anchors' signatures: loaded by the commands that sign or verify."""
+SETTINGS = ("pydantic_settings", "bot.settings", "bot.sections", "bot.policy_ids")
+"""Every setting and its section's models: a command that needs only the database's
+settings reads them alone (`bot.settings_source`)."""
 DATABASE = ("store.sqlite", "aiosqlite", "asyncpg", "runtime.database")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "signoff.toml"
 
@@ -52,8 +58,10 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
     return fresh_cli(tmp_path, monkeypatch)
 
 
-def imported(cli: Cli, *args: str) -> set[str]:
-    done = run_text([sys.executable, "-c", PROBE, *args], cwd=cli.cwd, env=cli.env)
+def imported(cli: Cli, *args: str, first: str = "") -> set[str]:
+    """The modules the command imported; `first`: a module the probe imports before it."""
+    probe = f"import {first}\n{PROBE}" if first else PROBE
+    done = run_text([sys.executable, "-c", probe, *args], cwd=cli.cwd, env=cli.env)
     assert done.returncode == 0, done.stderr
     return set(done.stderr.split())
 
@@ -71,18 +79,43 @@ def test_help_imports_no_database_runtime_or_server(cli: Cli) -> None:
     assert loaded(modules, (*heavy, "asyncio", "bot.logs", "signoff")) == []
 
 
-@pytest.mark.parametrize(
-    "command",
-    [("runs", "list"), ("approvals", "list"), ("pages", "list"), ("runs", "show", "r1")],
-    ids=" ".join,
-)
+READS: dict[tuple[str, ...], tuple[str, ...]] = {
+    ("runs", "list"): (*SERVER, *DRIVING, *SIGNING, *SETTINGS),
+    ("approvals", "list"): (*SERVER, *DRIVING, *SIGNING),
+    ("pages", "list"): (*SERVER, *DRIVING, *SIGNING),
+    ("runs", "show", "r1"): (*SERVER, *DRIVING, *SIGNING),
+}
+"""Each read command and what it must not import (people's names and result masks need
+the other settings: `approvals list`, `pages list` and `runs show` read them all)."""
+
+
+def check_read(cli: Cli, command: tuple[str, ...], first: str = "") -> list[str]:
+    """What the read command imported that it must not."""
+    modules = imported(cli, *command, first=first)
+    assert "store.sqlite.store" in modules  # it did read the database
+    return loaded(modules, READS[command])
+
+
+@pytest.mark.parametrize("command", READS, ids=" ".join)
 def test_a_read_imports_no_server_engine_driver_or_cel(cli: Cli, command: tuple[str, ...]) -> None:
     parked(cli)
 
-    modules = imported(cli, *command)
+    assert check_read(cli, command) == []
 
-    assert "store.sqlite.store" in modules  # it did read the database
-    assert loaded(modules, (*SERVER, *DRIVING, *SIGNING)) == []
+
+@pytest.mark.parametrize(
+    ("command", "breach"),
+    [(("runs", "list"), "bot.settings"), (("approvals", "list"), "celpy")],
+    ids=["runs list, every setting", "approvals list, CEL"],
+)
+def test_a_read_that_imports_what_it_must_not_fails_the_check(
+    cli: Cli, command: tuple[str, ...], breach: str
+) -> None:
+    parked(cli)
+
+    found = check_read(cli, command, first=breach)
+
+    assert breach in found
 
 
 def test_policy_check_imports_no_server_or_database(cli: Cli) -> None:
