@@ -10,17 +10,18 @@ import asyncio
 import json
 import os
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from support import spend_agents
 from support.helpers import SIGNOFF
 from support.pg_support import database_url
+from support.serve_workers import Worker
 
 from runtime import Runtime
 from store import ApprovalState, RunStatus, open_store
-from tests.crash.test_limits_crash import Worker, wait_settled
+from tests.crash.test_limits_crash import wait_settled
 
 SUPPORT = Path(__file__).parent.parent / "support"
 RUNS = 30
@@ -36,14 +37,6 @@ approvers = ["U0APPROVER", "U0LEAD"]
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     async for url in database_url(request.param, tmp_path, "signoff_envelopes"):
         yield url
-
-
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.kill()
 
 
 def signoff(env: dict[str, str], where: Path, *args: str) -> subprocess.CompletedProcess[str]:
