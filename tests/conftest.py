@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from _pytest import nodes
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.serve_workers import Worker
 from support.slack_harness import FakeSlackProcess
 
 from runtime import Agent, Runtime
@@ -185,3 +186,12 @@ def make_runtime(store: Store) -> Callable[..., Runtime]:
         return Runtime(store, agents, **options)
 
     return make
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    """`signoff serve` workers the test starts (append them): killed at its end."""
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.kill()
