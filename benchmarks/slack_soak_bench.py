@@ -1,6 +1,7 @@
 """Slack delivery benchmark: Web API calls per card draining a backlog, and a soak under faults.
 
     python benchmarks/slack_soak_bench.py [--backlog 3000] [--phases 10] [--per-phase 6] [--seed 28]
+        [--late 8 14]
 
 `signoff serve` runs as a real process (SQLite file) against the local fake Slack in another
 process, as in the end-to-end tests.
@@ -125,7 +126,14 @@ def drain(directory: Path, world: Path, backlog: int) -> dict[str, Any]:
         fake.stop()
 
 
-def soak(directory: Path, world: Path, phases: int, per_phase: int, seed: int) -> dict[str, Any]:
+def soak(
+    directory: Path,
+    world: Path,
+    phases: int,
+    per_phase: int,
+    seed: int,
+    late: tuple[float, float] = LATE,
+) -> dict[str, Any]:
     rng = random.Random(seed)
     fake = FakeSlackProcess(directory)
     db = directory / "signoff.db"
@@ -134,7 +142,7 @@ def soak(directory: Path, world: Path, phases: int, per_phase: int, seed: int) -
         server = start_server(directory, world, fake.base_url, extra=QUICK)
         kills = 0
         for phase in range(phases):
-            faults(fake, rng, late=LATE)
+            faults(fake, rng, late=late)
             last_faults = time.monotonic()
             batch = [f"soak-{phase}-{i}" for i in range(per_phase)]
             asyncio.run(request_all(server.base, batch))
@@ -146,9 +154,9 @@ def soak(directory: Path, world: Path, phases: int, per_phase: int, seed: int) -
         restarted = time.monotonic()
         try:
             first = wait(lambda: converged(fake, db, ids), server, "one visible card each")
-            # The last hung posts land up to LATE[1] s after they were sent: converged only
+            # The last hung posts land up to late[1] s after they were sent: converged only
             # once they have, and the reconciler has removed them.
-            time.sleep(max(0.0, last_faults + LATE[1] + 1 - time.monotonic()))
+            time.sleep(max(0.0, last_faults + late[1] + 1 - time.monotonic()))
             wait(lambda: converged(fake, db, ids), server, "one visible card each, again")
             seconds = time.monotonic() - restarted
             time.sleep(1.0)
@@ -182,6 +190,14 @@ def main() -> None:
     parser.add_argument("--phases", type=int, default=10)
     parser.add_argument("--per-phase", type=int, default=6)
     parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument(
+        "--late",
+        type=float,
+        nargs=2,
+        default=LATE,
+        metavar=("MIN", "MAX"),
+        help="seconds after which a hung post lands (the tests wait less)",
+    )
     parser.add_argument("--dir", default=None, help="where to put the database files")
     args = parser.parse_args()
     with (
@@ -195,7 +211,12 @@ def main() -> None:
                 f"{drained['seconds']:.1f} s, " + report_calls(drained["calls"], drained["cards"])
             )
         soaked = soak(
-            Path(second), Path(second) / "world.db", args.phases, args.per_phase, args.seed
+            Path(second),
+            Path(second) / "world.db",
+            args.phases,
+            args.per_phase,
+            args.seed,
+            tuple(args.late),
         )
     print(
         f"soak (seed {args.seed}): {soaked['cards']} cards, {soaked['kills']} SIGKILLs; "

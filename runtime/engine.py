@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from runtime import errors, permissions
+from runtime import collector, errors, permissions
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.approvals import askers, authority, delegation, paging, remote
@@ -97,6 +97,7 @@ class Runtime:
         """`config_digest`: the digest of the configuration this process runs, recorded on
         each approval it asks (and, by `signoff serve`, in the workers table). `access`: who
         reads every run and who handles pages, for the permission table."""
+        collector.pace_for_driving()
         self.store = store
         self.agents = _by_name(agents)
         self.worker_id = worker_id or f"{socket.gethostname()}-{os.getpid()}"

@@ -10,7 +10,7 @@ Each method says what it guarantees."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -81,6 +81,8 @@ class Batch:
     - `checkpoints`: appended in order; the first seq must be exactly one past the latest
       (compare-and-set on history) and each next one past it.
     - `finish`: effects that ended; refused with `Conflict` unless `started` or `in_doubt`.
+      A read's result that a checkpoint of the batch holds as its tool message is stored
+      once, there, and read back from it (`store.read_results`).
     - `start`: effects about to execute. An effect whose idempotency key already `completed`
       in the lineage is not started; the earlier effect is returned in `Committed.preempted`.
       A completed effect that was since compensated no longer counts: doing it again is a new
@@ -167,6 +169,17 @@ class Claim:
     run_id: str
     epoch: int
     lapsed_owner: str | None = None
+
+
+class Claims(list[Claim]):
+    """What one claim took; `more`: it took as many ready runs as its limit allowed (some
+    perhaps with nothing to drive, which left the queue unclaimed), so more may wait. When
+    not, the queue held no other ready run at that moment: a worker with room left need not
+    ask again until it is woken."""
+
+    def __init__(self, claims: Iterable[Claim] = (), *, more: bool = False) -> None:
+        super().__init__(claims)
+        self.more = more
 
 
 @dataclass(frozen=True, slots=True)
@@ -752,9 +765,7 @@ class Store(Protocol):
 
     # the run queue: a run that needs a driver and has none is ready in the database, and
     # any worker with room claims it by taking its lease
-    async def claim_runs(
-        self, owner: str, *, limit: int, until: datetime, now: datetime
-    ) -> list[Claim]:
+    async def claim_runs(self, owner: str, *, limit: int, until: datetime, now: datetime) -> Claims:
         """Take the leases of up to `limit` of the oldest ready runs no live lease holds and
         no other worker is claiming at this moment. `SchemaTooNew`, taking none, once the
         database's schema is newer than `known_schema` (the worker must step aside)."""

@@ -24,7 +24,7 @@ from itertools import pairwise
 from typing import Any, TypeVar
 
 from store import announce, errors, read_results, rows, shared, spend
-from store.base import Batch, Claim, Committed
+from store.base import Batch, Claim, Claims, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
 from store.body import MakeBody as MakeBody
@@ -82,7 +82,7 @@ def create_run(
         yield Stmt("notify_run_ready", {})
 
 
-def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
+def claim_runs(params: dict[str, Any]) -> Body[Claims]:
     """The run queue's claim: the ready runs this worker took the leases of, with their
     epochs (its first write for each carries it, as after `acquire_lease`). A ready run with
     nothing to drive leaves the queue unclaimed. `SchemaTooNew`, claiming nothing, once the
@@ -91,11 +91,15 @@ def claim_runs(params: dict[str, Any]) -> Body[list[Claim]]:
     lapsed = dict((yield Stmt("lapsed_ready_runs", params, "all")) or ())
     found = yield Stmt("claim_runs", params, "all", alone=True)
     check_answered_schema(found, params)
-    return [
-        Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
-        for row in found
-        if row[1] is not None
-    ]
+    taken = [row for row in found if row[0] is not None]  # PostgreSQL's schema-only row: none
+    return Claims(
+        (
+            Claim(row[0], int(row[1]), row[2] or lapsed.get(row[0]))
+            for row in taken
+            if row[1] is not None
+        ),
+        more=len(taken) >= params["limit"],
+    )
 
 
 def claim_outbox(params: dict[str, Any]) -> Body[list[Any]]:

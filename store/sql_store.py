@@ -21,7 +21,7 @@ from store.base import (
     ANYONE,
     ApprovalPage,
     Batch,
-    Claim,
+    Claims,
     Committed,
     OperationalCounts,
     Voted,
@@ -872,9 +872,7 @@ class SqlStore:
 
     # the run queue: claims are leases, so like leases they are not synced on their own
 
-    async def claim_runs(
-        self, owner: str, *, limit: int, until: datetime, now: datetime
-    ) -> list[Claim]:
+    async def claim_runs(self, owner: str, *, limit: int, until: datetime, now: datetime) -> Claims:
         params = {"owner": owner, "limit": limit, "known_schema": self.known_schema}
         params |= _lease_times(now, until)
         return await self._write(lambda: core.claim_runs(params), durable=False)

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest import nodes
 from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.serve_workers import Worker
 from support.slack_harness import FakeSlackProcess
 
 from runtime import Agent, Runtime
@@ -43,10 +45,37 @@ SIGNOFF_TABLES = (
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The `slow` tests (fleets of processes killed and frozen on timers) share one xdist
-    group: one worker runs them one after another, beside the other worker's light tests."""
+    group: one worker runs them one after another, beside the other worker's light tests.
+    Being the largest group, it is handed out first (xdist's loadscope reorder), so its long
+    tests start at once instead of trailing at the end."""
     for item in items:
         if item.get_closest_marker("slow") is not None:
             item.add_marker(pytest.mark.xdist_group("slow"))
+
+
+class GroupSuffix:
+    """xdist tells its controller a test's group by appending `@group` to the test's id, in
+    the worker's `pytest_collection_modifyitems`, by setting `item._nodeid`; pytest 9.2 reads
+    the id from `item._id` instead, so the suffix is lost and `--dist loadgroup` groups
+    nothing, silently (pytest-dev/pytest-xdist#1386): the `slow` tests ran two at a time.
+    This puts the suffix where pytest reads it, after xdist's hook, wherever it is missing."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if not getattr(config.option, "loadgroup", False):  # set in xdist workers only
+            return
+        for item in items:
+            groups = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+            suffix = "@" + "_".join(groups)
+            if groups and not item.nodeid.endswith(suffix):
+                item._id = nodes.NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(nodes.Node, "id"):  # pytest 9.2 and later: structured ids
+        config.pluginmanager.register(GroupSuffix(), "signoff-xdist-group-suffix")
 
 
 def store_url(backend: str, tmp_path: Path) -> str:
@@ -157,3 +186,12 @@ def make_runtime(store: Store) -> Callable[..., Runtime]:
         return Runtime(store, agents, **options)
 
     return make
+
+
+@pytest.fixture
+def workers() -> Iterator[list[Worker]]:
+    """`signoff serve` workers the test starts (append them): killed at its end."""
+    started: list[Worker] = []
+    yield started
+    for worker in started:
+        worker.kill()

@@ -26,7 +26,11 @@ class DecisionWaiters(NullNotifier):
         event = asyncio.Event()
         self._events[approval_id].add(event)
         try:
-            await asyncio.wait_for(event.wait(), seconds)
+            # Not `asyncio.wait_for`: on Python 3.11 a cancel in the loop turn the decision
+            # lands in is swallowed, and the waiter (an HTTP long poll) goes on as if not
+            # cancelled (as the run queue did: issue 44.4).
+            async with asyncio.timeout(seconds):
+                await event.wait()
         except TimeoutError:
             pass
         finally:

@@ -140,7 +140,7 @@ class RunQueue:
             taken = [c for c in claimed if c.lapsed_owner not in (None, self.deps.worker_id)]
             if taken:  # their workers died or froze holding them
                 self.deps.telemetry.leases_taken_over(len(taken))
-            if not claimed:
+            if not claimed.more:  # it took every ready run: asking again would find none
                 return
 
     async def _drive(self, run_id: str, epoch: int) -> None:

@@ -19,8 +19,25 @@ def event(approval: Approval, action: str, clock: Clock, actor: str = "w1") -> A
     )
 
 
+async def actions_of(store: Store, approval: Approval) -> list[str]:
+    """The audit trail's actions on `approval`, oldest first."""
+    events = await store.list_events(run_id=approval.run_id)
+    return [e.action for e in events if e.approval_id == approval.id]
+
+
 async def approved(store: Store, pending: Approval, clock: Clock) -> Approval:
     return await store.decide_approval(pending.id, ApprovalState.APPROVED, by="U1", at=clock())
+
+
+async def begun(
+    store: Store, pending: Approval, clock: Clock, *, cool_off: int | None, undo: int | None
+) -> tuple[Approval, AuditEvent]:
+    """`pending` approved, its cool-off (or straight its undo window) begun; and the event
+    that began it."""
+    approval = await approved(store, pending, clock)
+    started = event(approval, "cool_off_started", clock)
+    await store.advance_cool_off(approval.id, cool_off=cool_off, undo=undo, event=started)
+    return approval, started
 
 
 async def test_a_cool_off_begins_once_and_ends_by_the_stores_clock(
@@ -43,20 +60,14 @@ async def test_a_cool_off_begins_once_and_ends_by_the_stores_clock(
     assert ran.cool_off == "ran"
     assert ran.undo_until == clock() + timedelta(hours=1)
     assert await store.cool_offs_ended() == []
-    actions = [
-        e.action
-        for e in await store.list_events(run_id=approval.run_id)
-        if e.approval_id == approval.id
-    ]
+    actions = await actions_of(store, approval)
     assert actions.count("cool_off_started") == 1
 
 
 async def test_a_cancel_and_the_claim_at_the_end_have_one_winner(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    approval = await approved(store, pending, clock)
-    started = event(approval, "cool_off_started", clock)
-    await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
+    approval, started = await begun(store, pending, clock, cool_off=60, undo=None)
     clock.advance(seconds=60)  # the cool-off ends as the cancel lands
 
     claimed, cancelled = await asyncio.gather(
@@ -73,9 +84,7 @@ async def test_a_cancel_and_the_claim_at_the_end_have_one_winner(
 async def test_a_cancel_after_the_claim_changes_nothing(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    approval = await approved(store, pending, clock)
-    started = event(approval, "cool_off_started", clock)
-    await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
+    approval, started = await begun(store, pending, clock, cool_off=60, undo=None)
     clock.advance(seconds=61)
     assert (
         await store.advance_cool_off(approval.id, cool_off=60, undo=None, event=started)
@@ -88,9 +97,7 @@ async def test_a_cancel_after_the_claim_changes_nothing(
 async def test_an_undo_is_claimed_once_and_only_within_its_window(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    approval = await approved(store, pending, clock)
-    started = event(approval, "cool_off_started", clock)
-    await store.advance_cool_off(approval.id, cool_off=None, undo=60, event=started)
+    approval, _ = await begun(store, pending, clock, cool_off=None, undo=60)
     undo = event(approval, "undo_requested", clock, "U2")
 
     claims = await asyncio.gather(
@@ -101,20 +108,14 @@ async def test_an_undo_is_claimed_once_and_only_within_its_window(
     undone = await store.get_approval(approval.id)
     assert undone.undone_by in {"U2", "U3", "U4", "U5"}
     assert undone.undone_at == clock()
-    actions = [
-        e.action
-        for e in await store.list_events(run_id=approval.run_id)
-        if e.approval_id == approval.id
-    ]
+    actions = await actions_of(store, approval)
     assert actions.count("undo_requested") == 1
 
 
 async def test_an_undo_after_its_window_is_refused(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
-    approval = await approved(store, pending, clock)
-    started = event(approval, "cool_off_started", clock)
-    await store.advance_cool_off(approval.id, cool_off=None, undo=60, event=started)
+    approval, _ = await begun(store, pending, clock, cool_off=None, undo=60)
     clock.advance(seconds=60)
 
     assert not await store.claim_undo(approval.id, by="U2", events=[event(approval, "u", clock)])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from store import ApprovalState, AuditEvent, Batch, Checkpoint, RunStatus, Store, errors
-from store.base import Claim
+from store.base import Claims
 from tests.conftest import Clock as HandClock
 
 from .builders import Append, MakeApproval, MakeRun
@@ -16,7 +16,7 @@ from .test_outbox import drain
 LEASE = timedelta(seconds=60)
 
 
-async def claims(store: Store, owner: str, limit: int = 10) -> list[Claim]:
+async def claims(store: Store, owner: str, limit: int = 10) -> Claims:
     now = HandClock()()
     return await store.claim_runs(owner, limit=limit, until=now + LEASE, now=now)
 
@@ -39,6 +39,25 @@ async def test_new_runs_are_claimed_oldest_first_within_the_limit_and_once(
     assert await claim(store, "W3") == []
     assert [(await store.get_run(r.id)).lease_owner for r in runs] == ["W1", "W1", "W2"]
     assert await store.ready_runs() == (0, None)
+
+
+async def test_a_claim_says_whether_more_ready_runs_may_wait(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    """A claim that took fewer runs than its limit found the queue empty: the run queue
+    asks no more until woken (one statement a pass, not two)."""
+    ready = [await make_run() for _ in range(3)]
+    parked = await make_run()  # ready, with nothing to drive: it leaves the queue unclaimed
+    await append(parked.id, status=RunStatus.WAITING_APPROVAL)
+    await store.create_approval(make_approval(parked.id))
+
+    full = await claims(store, "W1", limit=2)
+    rest = await claims(store, "W1", limit=5)
+    empty = await claims(store, "W1", limit=5)
+
+    assert ([c.run_id for c in full], full.more) == ([ready[0].id, ready[1].id], True)
+    assert ([c.run_id for c in rest], rest.more) == ([ready[2].id], False)
+    assert (list(empty), empty.more) == ([], False)
 
 
 async def test_a_claimed_lease_fences_like_an_acquired_one(store: Store, make_run: MakeRun) -> None:

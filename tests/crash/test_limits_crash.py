@@ -8,101 +8,30 @@ twice, nothing held by a refund that did not happen)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
-import signal
-import subprocess
 import time
-import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from support import spend_agents
-from support.helpers import SIGNOFF, free_port
 from support.pg_support import database_url
+from support.serve_workers import Worker, worker_env
 
 from runtime import Runtime
 from runtime.spend.config import SpendConfig
 from store import ApprovalState, RunStatus, open_store
 
-SUPPORT = Path(__file__).parent.parent / "support"
 RUNS = 200
 LIMIT = 500_000  # cents: $5,000 per customer in 30 days
 KILLS = 6
-CONFIG = f"""
-agents = ["spend_agents:agent"]
-
-[policies.default]
-approvers = ["U0APPROVER"]
-
-[policies.tools.issue_refund]
-[[policies.tools.issue_refund.rules]]
-when = "args.amount_cents <= 10000"
-auto_approve = true
-
-[policies.tools.refund_leads]
-approvers = ["U0LEAD"]
-
-[limits.per_customer]
-tools = ["issue_refund"]
-key = "args.customer_id"
-amount = "args.amount_cents"
-max = {LIMIT}
-window = "30d"
-ask = "refund_leads"
-"""
+CONFIG = spend_agents.limits_config(LIMIT)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
 async def database(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[str]:
     async for url in database_url(request.param, tmp_path, "signoff_limits"):
         yield url
-
-
-class Worker:
-    def __init__(self, name: str, env: dict[str, str], where: Path) -> None:
-        self.name, self.env, self.where = name, env | {"SIGNOFF_WORKER_ID": name}, where
-        self.process: subprocess.Popen[bytes] | None = None
-        self.log = where / f"{name}.log"
-
-    def start(self, *, wait: bool = True) -> None:
-        port = str(free_port())
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [SIGNOFF, "serve"],
-                env=self.env | {"SIGNOFF_PORT": port},
-                cwd=self.where,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        if wait:
-            self.wait_up(port)
-
-    def wait_up(self, port: str) -> None:
-        assert self.process is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"{self.name} not up: {self.log.read_text()[-3000:]}")
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait()
-
-
-@pytest.fixture
-def workers() -> Iterator[list[Worker]]:
-    started: list[Worker] = []
-    yield started
-    for worker in started:
-        worker.kill()
 
 
 async def create_runs(url: str) -> dict[str, int]:
@@ -151,18 +80,7 @@ async def test_two_workers_killed_again_and_again_never_refund_past_the_limit(
 ) -> None:
     (tmp_path / "signoff.toml").write_text(CONFIG)
     amounts = await create_runs(database)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
-    env |= {
-        "SIGNOFF_DATABASE_URL": database,
-        "SIGNOFF_API_ONLY": "true",
-        "SIGNOFF_API_TOKEN": "t0ken",
-        "SIGNOFF_WORKER_POLL_SECONDS": "0.2",
-        "SIGNOFF_LEASE_TTL": "2",
-        "SIGNOFF_WORLD_DB": str(world),
-        "SIGNOFF_SPEND_TOOL_DELAY": "0.05",
-        "SIGNOFF_WORKER_CAPACITY": "8",
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), env.get("PYTHONPATH", "")]),
-    }
+    env = worker_env(database, world, SIGNOFF_LEASE_TTL="2")
     workers += [Worker("worker-a", env, tmp_path), Worker("worker-b", env, tmp_path)]
     for worker in workers:
         worker.start()

@@ -295,6 +295,7 @@ def test_every_query_has_a_description_and_only_row_locks_are_empty() -> None:
         "claim_schema",  # PostgreSQL's claim answers the schema's version, SQLite's cannot
         "hold_leases_still",  # SQLite migrates in a transaction no other process writes in
         "notify_schema_changed",  # a wake-up for other processes, which one machine lacks
+        "decide_at_once",  # a decision in one round trip, which one SQLite process has no need of
     }
 
 

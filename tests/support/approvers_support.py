@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .dev_page import wait_for
 from .helpers import AUTH, SIGNOFF, TOKEN, clean_env, free_port
 
 CLIENT_ID, CLIENT_SECRET = "signoff-page", "page-client-secret"
@@ -214,3 +215,15 @@ def sign_in(clients: Clients, base: str, email: str) -> Any:
     landed = client.get(back.headers["location"])
     assert landed.status_code == 303, landed.text
     return client
+
+
+def browser_sign_in(browser: Any, base: str, email: str) -> None:
+    """Open the page, follow it to the provider, type the person in, come back signed in."""
+    from selenium.webdriver.common.by import By
+
+    wait = wait_for(browser)
+    browser.get(base + "/approvals")
+    field = wait.until(lambda d: d.find_element(By.NAME, "sub"))
+    field.send_keys(email)
+    field.submit()
+    wait.until(lambda d: d.find_elements(By.ID, "person"))

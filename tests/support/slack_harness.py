@@ -356,6 +356,15 @@ def card_click(action: str, card: dict[str, Any], *, user: str) -> bytes:
     return button(action, approval_id_of(card), user=user, ts=card["ts"])
 
 
+def told_on_click(
+    server: SlackServer, fake: FakeSlackProcess, action: str, card: dict[str, Any], *, user: str
+) -> str:
+    """What `user` is first told, privately, once they clicked `action` on `card`."""
+    status, _, _ = server.slack(card_click(action, card, user=user))
+    assert status == 200
+    return str(server.wait_until(lambda: fake.told(user))[0]["text"])
+
+
 def open_home(server: SlackServer, user: str) -> None:
     """`user` opens the app's Home tab: the signed event Slack sends, answered 200."""
     event = {

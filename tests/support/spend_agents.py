@@ -20,6 +20,33 @@ from typing import Any
 from runtime import Agent, Display, ScriptedModel, ToolContext, tool, tool_call
 from store import Message
 
+
+def limits_config(max_cents: int) -> str:
+    """A `signoff.toml` for this agent: refunds up to $100 approved at once, each customer's
+    refunds limited to `max_cents` in 30 days, past which `refund_leads` (U0LEAD) decides."""
+    return f"""
+agents = ["spend_agents:agent"]
+
+[policies.default]
+approvers = ["U0APPROVER"]
+
+[[policies.tools.issue_refund.rules]]
+when = "args.amount_cents <= 10000"
+auto_approve = true
+
+[policies.tools.refund_leads]
+approvers = ["U0LEAD"]
+
+[limits.per_customer]
+tools = ["issue_refund"]
+key = "args.customer_id"
+amount = "args.amount_cents"
+max = {max_cents}
+window = "30d"
+ask = "refund_leads"
+"""
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS payments (
     idempotency_key TEXT PRIMARY KEY,

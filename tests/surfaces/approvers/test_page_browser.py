@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, PageServer, page_server, wait_until
+from support.approvers_support import (
+    BOB,
+    BOB_MAIL,
+    PageServer,
+    browser_sign_in,
+    page_server,
+    wait_until,
+)
 from support.dev_page import wait_for
 from support.dev_support import NEEDS_CHROMIUM, chromium, requested_urls
 
@@ -33,18 +40,6 @@ def browser(tmp_path: Path) -> Iterator[Any]:
     driver = chromium(tmp_path)
     yield driver
     driver.quit()
-
-
-def browser_sign_in(browser: Any, base: str, email: str) -> None:
-    """Open the page, follow it to the provider, type the person in, come back signed in."""
-    from selenium.webdriver.common.by import By
-
-    wait = wait_for(browser)
-    browser.get(base + "/approvals")
-    field = wait.until(lambda d: d.find_element(By.NAME, "sub"))
-    field.send_keys(email)
-    field.submit()
-    wait.until(lambda d: d.find_elements(By.ID, "person"))
 
 
 def test_sign_in_approve_and_decline_in_the_browser(

@@ -19,6 +19,7 @@ from support.approvers_support import (
     BOB_MAIL,
     PageServer,
     ask,
+    browser_sign_in,
     page_server,
     wait_until,
 )
@@ -89,17 +90,6 @@ def big_refund(n: int) -> dict[str, object]:
     return {"order_id": f"o{n}", "amount_cents": 5_000_000 + n}
 
 
-def sign_in(browser: Any, base: str, email: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    wait = wait_for(browser)
-    browser.get(base + "/approvals")
-    field = wait.until(lambda d: d.find_element(By.NAME, "sub"))
-    field.send_keys(email)
-    field.submit()
-    wait.until(lambda d: d.find_elements(By.ID, "person"))
-
-
 def register(browser: Any, base: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -132,10 +122,10 @@ def test_register_approve_replay_and_someone_elses_passkey(
     assert "passkey" in str(said)
     assert server.approval(first)["state"] == "pending"
 
-    sign_in(browser, server.base, ANN_MAIL)
+    browser_sign_in(browser, server.base, ANN_MAIL)
     register(browser, server.base)
     browser.find_element(By.ID, "sign-out").click()
-    sign_in(browser, server.base, BOB_MAIL)
+    browser_sign_in(browser, server.base, BOB_MAIL)
     register(browser, server.base)
     anns = passkey_of(tmp_path, "U0ANN")
     assert anns != passkey_of(tmp_path, BOB)

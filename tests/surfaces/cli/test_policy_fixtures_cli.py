@@ -16,27 +16,7 @@ from runtime import Policies, Runtime
 from store import open_store
 
 SUPPORT = Path(__file__).parents[2] / "support"
-CONFIG = """
-agents = ["spend_agents:agent"]
-
-[policies.default]
-approvers = ["U0APPROVER"]
-
-[[policies.tools.issue_refund.rules]]
-when = "args.amount_cents <= 10000"
-auto_approve = true
-
-[policies.tools.refund_leads]
-approvers = ["U0LEAD"]
-
-[limits.per_customer]
-tools = ["issue_refund"]
-key = "args.customer_id"
-amount = "args.amount_cents"
-max = 50000
-window = "30d"
-ask = "refund_leads"
-"""
+CONFIG = spend_agents.limits_config(50_000)
 FIXTURES = """
 [[calls]]
 name = "a small refund is approved at once"

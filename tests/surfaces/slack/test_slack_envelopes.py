@@ -28,6 +28,7 @@ from support.slack_harness import (
     slash_text,
     start_server,
     submission,
+    told_on_click,
 )
 
 SUPPORT = Path(__file__).parent.parent.parent / "support"
@@ -132,10 +133,9 @@ def test_a_budget_from_a_card_approves_refunds_like_it_until_it_is_used_up(
     assert "approve_envelope" in buttons_of(card)
 
     # Someone who may not hand out budgets: refused, and the refund still waits.
-    status, _, _ = server.slack(button("approve_envelope", approval_id, user=EVE, ts=card["ts"]))
-    assert status == 200
-    told = server.wait_until(lambda: fake.told(EVE))
-    assert "may not hand out envelopes" in told[0]["text"]
+    assert "may not hand out envelopes" in told_on_click(
+        server, fake, "approve_envelope", card, user=EVE
+    )
     assert server.run("first")["status"] == "waiting_approval"
 
     status, _, seconds = server.slack(

@@ -28,6 +28,7 @@ from support.slack_harness import (
     slash_text,
     start_server,
     submission,
+    told_on_click,
 )
 
 CONFIG = (
@@ -67,10 +68,9 @@ def test_approve_similar_makes_a_rule_that_approves_the_next_one_until_revoked(
     assert "approve_similar" in buttons_of(card)
 
     # Someone who may not write rules: refused, and the approval still waits.
-    status, _, _ = server.slack(button("approve_similar", approval_id, user=EVE, ts=card["ts"]))
-    assert status == 200
-    told = server.wait_until(lambda: fake.told(EVE))
-    assert "may not write approval rules" in told[0]["text"]
+    assert "may not write approval rules" in told_on_click(
+        server, fake, "approve_similar", card, user=EVE
+    )
     assert status_of(server, "first") == "waiting_approval"
 
     status, _, seconds = server.slack(
