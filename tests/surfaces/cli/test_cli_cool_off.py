@@ -92,7 +92,8 @@ def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
         done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
         return done.returncode, done.stdout + done.stderr
 
-    assert signoff("runs", "start", "booking-agent", "Book 14C", "--requested-by", "U0RILEY")[0] == 0
+    started = signoff("runs", "start", "booking-agent", "Book 14C", "--requested-by", "U0RILEY")
+    assert started[0] == 0, started[1]
     approval_id = json.loads(signoff("approvals", "list", "--json")[1])[0]["id"]
     assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
     assert "undo until" in signoff("approvals", "list")[1]
@@ -100,7 +101,8 @@ def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
     code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
     assert code == 0, said
     assert f"approval {approval_id} undone by U0BOB" in said
-    assert "compensated" in said and "book_seat" in said
+    assert "compensated" in said
+    assert "book_seat" in said
     assert "'compensated':" not in said  # not a dict's repr
     assert "undone by U0BOB" in signoff("approvals", "list")[1]
     assert seats.read_text().splitlines() == ["hold 14C", "release 14C"]
