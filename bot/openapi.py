@@ -149,12 +149,10 @@ def _paths() -> Json:
             ),
         },
         "/v1/approvals/{approval_id}": {
-            "get": _op(
+            "get": _on_approval(
                 "getApproval",
                 "An approval and who decided it",
                 READ_APPROVALS,
-                params=[approval_id],
-                ok={"200": "Approval"},
             ),
         },
         "/v1/approvals/{approval_id}/wait": {
@@ -177,42 +175,34 @@ def _paths() -> Json:
             ),
         },
         "/v1/approvals/{approval_id}/decision": {
-            "post": _op(
+            "post": _on_approval(
                 "decide",
                 "A human's decision, under the policy's rules",
                 ["approvals:decide"],
-                params=[approval_id],
                 body="DecisionRequest",
-                ok={"200": "Approval"},
             ),
         },
         "/v1/approvals/{approval_id}/withdraw": {
-            "post": _op(
+            "post": _on_approval(
                 "withdraw",
                 "The asker stopped waiting: withdraw its approval (only the token that asked)",
                 ["approvals:request"],
-                params=[approval_id],
-                ok={"200": "Approval"},
             ),
         },
         "/v1/approvals/{approval_id}/cancel-cool-off": {
-            "post": _op(
+            "post": _on_approval(
                 "cancelCoolOff",
                 "Cancel an approved call in its cool-off (an approver of it, `by`): it never runs",
                 ["approvals:decide"],
-                params=[approval_id],
                 body="PersonRequest",
-                ok={"200": "Approval"},
             ),
         },
         "/v1/approvals/{approval_id}/undo": {
-            "post": _op(
+            "post": _on_approval(
                 "undoApprovedCall",
                 "Undo the call an approval let run, once, within its policy's undo_for",
                 ["approvals:decide"],
-                params=[approval_id],
                 body="PersonRequest",
-                ok={"200": "Approval"},
             ),
         },
         "/v1/openapi.json": {
@@ -343,6 +333,14 @@ def _links(operation_id: str) -> Json:
         name: {"operationId": target, "parameters": {param: "$response.body#/id"}}
         for name, (target, param) in LINKS.get(operation_id, {}).items()
     }
+
+
+def _on_approval(
+    operation_id: str, summary: str, scopes: list[str], body: str | None = None
+) -> Json:
+    """An operation on one approval (by its id in the path) that answers with the approval."""
+    params = [_path_param("approval_id")]
+    return _op(operation_id, summary, scopes, params=params, body=body, ok={"200": "Approval"})
 
 
 def _op(

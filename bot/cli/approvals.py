@@ -56,7 +56,7 @@ def list_approvals(
             await r.queries.run(run_id)  # an unknown run is refused, not an empty list
         found = await r.queries.approvals(run_id=run_id, state="pending" if pending else None)
         votes = await r.queries.quorum_votes(found)
-        return found, votes, await people.of(r.settings, found, chain(*votes.values()))
+        return found, votes, await people.of(r.slack, found, chain(*votes.values()))
 
     found, votes, names = with_reader(ctx, work)
     people.show(names)
@@ -133,7 +133,7 @@ def decide(
             run = await rt.get(run.id)
             decided = await rt.queries.approval(decided.id)  # its cool-off began as it resumed
         votes = await p.runtime.queries.quorum_votes([decided])
-        names = await people.of(p.settings, [decided, run], votes.get(decided.id, []))
+        names = await people.of(p.settings.slack, [decided, run], votes.get(decided.id, []))
         return decided, run, resumed, votes, names
 
     decided, run, resumed, votes, names = with_process(ctx, work)

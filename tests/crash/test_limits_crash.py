@@ -8,7 +8,6 @@ twice, nothing held by a refund that did not happen)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import random
 import time
 from collections.abc import AsyncIterator
@@ -17,13 +16,12 @@ from pathlib import Path
 import pytest
 from support import spend_agents
 from support.pg_support import database_url
-from support.serve_workers import Worker
+from support.serve_workers import Worker, worker_env
 
 from runtime import Runtime
 from runtime.spend.config import SpendConfig
 from store import ApprovalState, RunStatus, open_store
 
-SUPPORT = Path(__file__).parent.parent / "support"
 RUNS = 200
 LIMIT = 500_000  # cents: $5,000 per customer in 30 days
 KILLS = 6
@@ -82,18 +80,7 @@ async def test_two_workers_killed_again_and_again_never_refund_past_the_limit(
 ) -> None:
     (tmp_path / "signoff.toml").write_text(CONFIG)
     amounts = await create_runs(database)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
-    env |= {
-        "SIGNOFF_DATABASE_URL": database,
-        "SIGNOFF_API_ONLY": "true",
-        "SIGNOFF_API_TOKEN": "t0ken",
-        "SIGNOFF_WORKER_POLL_SECONDS": "0.2",
-        "SIGNOFF_LEASE_TTL": "2",
-        "SIGNOFF_WORLD_DB": str(world),
-        "SIGNOFF_SPEND_TOOL_DELAY": "0.05",
-        "SIGNOFF_WORKER_CAPACITY": "8",
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), env.get("PYTHONPATH", "")]),
-    }
+    env = worker_env(database, world, SIGNOFF_LEASE_TTL="2")
     workers += [Worker("worker-a", env, tmp_path), Worker("worker-b", env, tmp_path)]
     for worker in workers:
         worker.start()

@@ -3,13 +3,32 @@ one database; the `workers` fixture (tests/conftest.py) kills whatever is left a
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
 import urllib.request
 from pathlib import Path
 
-from .helpers import SIGNOFF, free_port
+from . import SUPPORT
+from .helpers import SIGNOFF, clean_env, free_port
+
+
+def worker_env(database: str, world: Path, **more: str) -> dict[str, str]:
+    """The environment of an API-only worker on `database` running the spend agent (its tools
+    slowed a little, so kills land mid-flight) against the outside world `world`."""
+    env = clean_env("SIGNOFF_", "SLACK_")
+    return env | {
+        "SIGNOFF_DATABASE_URL": database,
+        "SIGNOFF_API_ONLY": "true",
+        "SIGNOFF_API_TOKEN": "t0ken",
+        "SIGNOFF_WORKER_POLL_SECONDS": "0.2",
+        "SIGNOFF_WORLD_DB": str(world),
+        "SIGNOFF_SPEND_TOOL_DELAY": "0.05",
+        "SIGNOFF_WORKER_CAPACITY": "8",
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), env.get("PYTHONPATH", "")]),
+        **more,
+    }
 
 
 class Worker:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,13 +16,12 @@ import pytest
 from support import spend_agents
 from support.helpers import SIGNOFF
 from support.pg_support import database_url
-from support.serve_workers import Worker
+from support.serve_workers import Worker, worker_env
 
 from runtime import Runtime
 from store import ApprovalState, RunStatus, open_store
 from tests.crash.test_limits_crash import wait_settled
 
-SUPPORT = Path(__file__).parent.parent / "support"
 RUNS = 30
 CONFIG = """
 agents = ["spend_agents:agent"]
@@ -58,17 +56,7 @@ async def test_two_workers_use_one_budget_exactly(
     database: str, tmp_path: Path, world: Path, workers: list[Worker]
 ) -> None:
     (tmp_path / "signoff.toml").write_text(CONFIG)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
-    env |= {
-        "SIGNOFF_DATABASE_URL": database,
-        "SIGNOFF_API_ONLY": "true",
-        "SIGNOFF_API_TOKEN": "t0ken",
-        "SIGNOFF_WORKER_POLL_SECONDS": "0.2",
-        "SIGNOFF_WORLD_DB": str(world),
-        "SIGNOFF_SPEND_TOOL_DELAY": "0.05",
-        "SIGNOFF_WORKER_CAPACITY": "8",
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), env.get("PYTHONPATH", "")]),
-    }
+    env = worker_env(database, world)
     await create_runs(database)
     made = signoff(
         env, tmp_path, "envelopes", "create", "issue_refund", "--when", "true",

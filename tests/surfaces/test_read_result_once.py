@@ -20,6 +20,8 @@ import pytest
 from support.helpers import SIGNOFF
 from support.slack_harness import FakeSlackProcess, SlackServer, start_server
 
+# one worker runs the module, so its one waiting run (a server and the fake Slack) is built once
+pytestmark = pytest.mark.xdist_group("read-result-once")
 RUN = "lookup-1"
 ORDER = "4471"
 

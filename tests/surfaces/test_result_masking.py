@@ -33,6 +33,8 @@ from support.slack_harness import (
 from store import open_store
 from store.records import AuditEvent
 
+# one worker runs the module, so its one finished run (a server and the fake Slack) is built once
+pytestmark = pytest.mark.xdist_group("result-masking")
 RUN = "issue-1"
 MASK = "[sensitive]"
 POLICY = f"""

@@ -27,6 +27,9 @@ from runtime import Runtime
 from store import Store, open_store
 from store.records import utcnow
 
+# one worker runs the module, so the prepared database is built once
+pytestmark = pytest.mark.xdist_group("cli")
+
 
 @dataclass
 class Cli:
