@@ -23,7 +23,7 @@ from bot.cli.base import (
     say,
     show,
 )
-from bot.cli.session import Reader, with_process, with_reader
+from bot.cli.session import Reader, database_label, with_process, with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
@@ -56,9 +56,15 @@ def list_approvals(
             await r.queries.run(run_id)  # an unknown run is refused, not an empty list
         found = await r.queries.approvals(run_id=run_id, state="pending" if pending else None)
         votes = await r.queries.quorum_votes(found)
-        return found, votes, await people.of(r.slack, found, chain(*votes.values()))
+        names = await people.of(r.slack, found, chain(*votes.values()))
+        return found, votes, names, r.database.url
 
-    found, votes, names = with_reader(ctx, work)
+    found, votes, names, url = with_reader(ctx, work)
+    if not found and not as_json:  # as `runs list` says it: an empty table reads as broken
+        which = "pending approvals" if pending else "approvals"
+        of_run = f" of run {run_id}" if run_id is not None else ""
+        say(views.inert(f"no {which}{of_run} in {database_label(url)}"))
+        return
     people.show(names)
     show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
 

@@ -64,6 +64,18 @@ def test_a_missing_database_beside_signoff_devs_says_where_its_runs_are(cli: Cli
     assert not cli.db.exists()
 
 
+def test_an_empty_approvals_list_says_so_and_where(cli: Cli) -> None:
+    assert cli("db", "migrate").code == 0
+
+    listed = cli("approvals", "list")
+    pending = cli("approvals", "list", "--pending")
+
+    assert listed.code == 0, listed.err
+    assert listed.out.strip() == f"no approvals in {cli.db}"
+    assert pending.out.strip() == f"no pending approvals in {cli.db}"
+    assert cli("approvals", "list", "--json").json() == []
+
+
 def test_verbose_and_the_list_footer_name_the_database_and_times_say_utc(cli: Cli) -> None:
     parked(cli)
 
