@@ -131,6 +131,7 @@ def decide(
             await rt.after_decision(decided, resume=resumed)  # callbacks; resume if loaded
         if run is not None and resumed:
             run = await rt.get(run.id)
+            decided = await rt.queries.approval(decided.id)  # its cool-off began as it resumed
         votes = await p.runtime.queries.quorum_votes([decided])
         names = await people.of(p.settings.slack, [decided, run], votes.get(decided.id, []))
         return decided, run, resumed, votes, names
@@ -163,6 +164,8 @@ def tell_decided(
         line = f"recorded: {views.quorum_text(decided, voters)}; waits for {more} more approver(s)"
     elif run is None:
         return
+    elif decided.cool_off == "waiting":
+        line = cool_off_line(decided, run)
     elif resumed:
         line = f"run {run.id} is now {views.run_status(run)} at step {run.step}"
     else:
@@ -172,6 +175,17 @@ def tell_decided(
         typer.echo(views.inert(line).plain, err=True)
     else:
         say(views.inert(line))
+
+
+def cool_off_line(decided: "Approval", run: "Run") -> str:
+    """What an approval in its cool-off waits for, and what runs the call after it."""
+    from bot import views
+
+    return (
+        f"approved: the call waits out its cool-off until {views.when(decided.cool_off_until)} "
+        f"UTC (`signoff approvals cancel-cool-off {decided.id} --by <approver>` stops it "
+        f"meanwhile); then `signoff serve` runs it, or `signoff runs resume {run.id}`"
+    )
 
 
 async def check_edit_here(rt: "Runtime", approval_id: str) -> None:
