@@ -207,5 +207,17 @@ def require_database(url: str) -> None:
     if file is not None and not file.exists():
         raise Failure(
             f"no database at {file} (SIGNOFF_DATABASE_URL, or database_url in signoff.toml); "
-            "`signoff runs start` or `signoff db migrate` creates one"
+            f"`signoff runs start` or `signoff db migrate` creates one{_dev_hint(file)}"
         )
+
+
+def _dev_hint(file: Path) -> str:
+    """Where `signoff dev`'s runs are, when its database sits beside the one missing: a
+    second terminal without the line `signoff dev` prints looks in ./signoff.db instead."""
+    dev = file.with_name("signoff-dev.db")
+    if dev == file or not dev.exists():
+        return ""
+    return (
+        f"; the runs of `signoff dev` are in {dev}: paste the `export "
+        "SIGNOFF_DATABASE_URL=…` line it prints"
+    )
