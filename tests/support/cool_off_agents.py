@@ -65,3 +65,13 @@ booking_agent = Agent(
     model=ScriptedModel([tool_call("book_seat", {"seat": "14C"}), "Done."]),
     tools=[book_seat, release_seat],
 )
+
+
+two_seats_agent = Agent(
+    "two-seats-agent",
+    model=ScriptedModel(
+        [tool_call("book_seat", {"seat": "14C"}), tool_call("book_seat", {"seat": "14D"}), "Done."]
+    ),
+    tools=[book_seat, release_seat],
+)
+"""Books two seats, one approval each: the first can be undone while the second waits."""

@@ -28,7 +28,7 @@ from support.slack_harness import (
 
 from bot.slack.actions import Action
 
-CANCELLED, UNDONE = "seat-cancelled", "seat-undone"
+CANCELLED, UNDONE, GOING = "seat-cancelled", "seat-undone", "seat-undone-going"
 POLICY = f"""
 [policies.tools.hold_seat]
 channel = "{APPROVALS}"
@@ -40,14 +40,15 @@ channel = "{APPROVALS}"
 approvers = ["{BOB}"]
 undo_for = "1h"
 """
-OUTCOMES = {CANCELLED: "cancelled", UNDONE: "undone"}
+OUTCOMES = {CANCELLED: "cancelled", UNDONE: "undone", GOING: "undone"}
 
 
 @pytest.fixture
 def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setenv(SEATS, str(tmp_path / "seats.log"))
     return {
-        "SIGNOFF_AGENTS": "cool_off_agents:seat_agent,cool_off_agents:booking_agent",
+        "SIGNOFF_AGENTS": "cool_off_agents:seat_agent,cool_off_agents:booking_agent,"
+        "cool_off_agents:two_seats_agent",
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
         SEATS: str(tmp_path / "seats.log"),
     }
@@ -74,21 +75,65 @@ def test_a_call_cancelled_in_its_cool_off_or_undone_is_no_run_done_on_any_surfac
     server.wait_until(lambda: provider_calls() == ["hold 14C", "release 14C"])
 
     env = environment(tmp_path, world, 0, fake.base_url) | agents
-    for run_id, outcome in OUTCOMES.items():
-        note = server.wait_until(lambda run_id=run_id: ended_note(fake, server, cards, run_id))
-        assert CHECK not in note
-        server.wait_until(lambda run_id=run_id, note=note: card_saying(fake, cards[run_id], note))
+    for run_id in (CANCELLED, UNDONE):
+        reads_taken_back(tmp_path, fake, server, env, cards, run_id)
 
-        shown = run_text([SIGNOFF, "runs", "show", run_id], cwd=tmp_path, env=env)
-        assert shown.returncode == 0, shown.stderr
-        assert re.search(rf"│ status +│ {outcome}\b", shown.stdout), shown.stdout
 
-        view = server.run(run_id)
-        assert view["outcome"] == outcome, view
-        status, console = server.api("GET", f"/v1/console/runs/{run_id}")
-        assert status == 200, console
-        assert console["run"]["outcome"] == outcome
-        assert console["timeline"][-1]["outcome"] == outcome
+def test_a_call_undone_while_its_run_goes_on_leaves_no_run_done_on_any_surface(
+    tmp_path: Path,
+    world: Path,
+    fake: FakeSlackProcess,
+    server: SlackServer,
+    agents: dict[str, str],
+) -> None:
+    """14C is booked, then undone while the run waits on 14D's approval; 14D is approved and
+    the run answers "Done.": it ended after the undo, and reads undone all the same."""
+    server.start_run(GOING, "Book two seats", agent="two-seats-agent")
+    first = server.wait_until(lambda: first_card(fake, GOING))
+    status, _, _ = server.slack(card_click(Action.APPROVE.value, first, user=BOB))
+    assert status == 200
+    second = server.wait_until(lambda: nth_card(fake, GOING, 1))
+    assert server.run(GOING)["status"] == "waiting_approval"
+    server.wait_until(lambda: offering(fake, first, Action.UNDO))
+    status, _, _ = server.slack(card_click(Action.UNDO.value, first, user=BOB))
+    assert status == 200
+    server.wait_until(lambda: provider_calls() == ["hold 14C", "release 14C"])
+    assert server.run(GOING)["status"] == "waiting_approval"  # going on: not marked yet
+
+    status, _, _ = server.slack(card_click(Action.APPROVE.value, second, user=BOB))
+    assert status == 200
+    server.wait_until(lambda: server.run(GOING)["status"] == "done")
+    assert provider_calls() == ["hold 14C", "release 14C", "hold 14D"]
+
+    env = environment(tmp_path, world, 0, fake.base_url) | agents
+    reads_taken_back(tmp_path, fake, server, env, {GOING: first}, GOING)
+
+
+def reads_taken_back(
+    tmp_path: Path,
+    fake: FakeSlackProcess,
+    server: SlackServer,
+    env: dict[str, str],
+    cards: dict[str, Any],
+    run_id: str,
+) -> None:
+    """The run reads its outcome, not done, in the thread, on the card, in the CLI, the
+    console and the API."""
+    outcome = OUTCOMES[run_id]
+    note = server.wait_until(lambda: ended_note(fake, server, cards, run_id))
+    assert CHECK not in note
+    server.wait_until(lambda: card_saying(fake, cards[run_id], note))
+
+    shown = run_text([SIGNOFF, "runs", "show", run_id], cwd=tmp_path, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert re.search(rf"│ status +│ {outcome}\b", shown.stdout), shown.stdout
+
+    view = server.run(run_id)
+    assert view["outcome"] == outcome, view
+    status, console = server.api("GET", f"/v1/console/runs/{run_id}")
+    assert status == 200, console
+    assert console["run"]["outcome"] == outcome
+    assert console["timeline"][-1]["outcome"] == outcome
 
 
 def approve_then(
@@ -107,6 +152,12 @@ def approve_then(
     assert status == 200
     server.wait_until(lambda: server.run(run_id)["status"] == "done")
     return card
+
+
+def nth_card(fake: FakeSlackProcess, run_id: str, n: int) -> dict[str, Any] | None:
+    """The run's `n`th card (0 first), once posted."""
+    cards = [c for c in fake.cards() if c["metadata"]["event_payload"].get("run_id") == run_id]
+    return cards[n] if len(cards) > n else None
 
 
 def offering(fake: FakeSlackProcess, card: dict[str, Any], action: Action) -> bool:
