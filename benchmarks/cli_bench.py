@@ -1,6 +1,6 @@
 """CLI benchmark: how long a `signoff` command takes, from exec to exit, and what it imports.
 
-    python benchmarks/cli_bench.py [--rounds 21] [--runs 20] [--top 8]
+    python benchmarks/cli_bench.py [--rounds 21] [--runs 20] [--top 8] [--stages] [--against TREE]
 
 Each round runs, one after the other, `python -c pass` (the floor: starting the interpreter
 this venv uses) and each command, so whatever the machine drifts by touches all of them
@@ -16,7 +16,15 @@ and the reads within 0.2 s of it, a decision within 0.5 s in all; on a loaded ma
 CPU time is the steadier figure, as the wall time waits for a core), the machine's load
 average, and then, from one run of each command under `python -X importtime`, the modules it
 imported first that took longest (cumulative milliseconds; the measured time is a little
-inflated by the measuring).
+inflated by the measuring; a module a package loads on first use through
+`importlib.import_module` is counted in the module that asked for the name). Last, where
+`runs list`'s CPU time goes (`--stages`): processes that each do one step more of what the
+command does (start typer and the command tree; load pydantic and typer's coercion; read the
+database's settings; load the runtime's database door with the records and the SQLite
+backend; open the database and run the command's queries; the command itself, which adds
+parsing, rich's table and printing), interleaved as above; each step's cost is the difference
+of its median from the one before. With `--against TREE`, every command also runs on the
+code in TREE (an older checkout, put first on PYTHONPATH), in the same rounds, interleaved.
 """
 
 from __future__ import annotations
@@ -83,6 +91,87 @@ def commands(pending: list[str]) -> dict[str, Callable[[], list[str]]]:
     }
 
 
+STAGES = {
+    "typer and the command tree (--help)": "",
+    "pydantic and typer's coercion": "import bot.cli, typer._adapters",
+    "the database's settings": "from bot.settings_source import database_settings as d; d()",
+    "records, store, SQLite backend": "from runtime import Database; import store.sqlite",
+    "open, list runs, their approvals": """
+import asyncio
+async def read():
+    database = await Database.open(d().url)
+    for run in await database.queries.runs(None, limit=50):
+        await database.queries.approvals(run_id=run.id, state="pending")
+    await database.close()
+asyncio.run(read())""",
+}
+"""Each step of `runs list` after the interpreter's start, as code run after the steps before."""
+
+
+def stages() -> dict[str, Callable[[], list[str]]]:
+    """Processes that each do one step more of `runs list` (the first is `--help`, the last
+    the command itself)."""
+    found: dict[str, Callable[[], list[str]]] = {}
+    code = ""
+    for name, step in STAGES.items():
+        code += step + "\n"
+        argv = [SIGNOFF, "--help"] if not step else [sys.executable, "-c", code]
+        found[name] = lambda argv=argv: argv
+    found["parsing, rich's table, printing (runs list)"] = lambda: [SIGNOFF, "runs", "list"]
+    return found
+
+
+def timed(
+    argvs: dict[str, Callable[[], list[str]]],
+    env: dict[str, str],
+    cwd: str,
+    rounds: int,
+    envs: dict[str, dict[str, str]] | None = None,
+) -> tuple[dict[str, list[tuple[float, float]]], list[float]]:
+    """Each command's (wall, CPU) per round, the rounds interleaved; the load averages seen.
+    `envs`: a command's own environment, in place of `env`."""
+    envs = envs or {}
+    for name, argv in argvs.items():  # the bytecode caches, written once
+        wall(argv(), envs.get(name, env), cwd)
+    loads = [os.getloadavg()[0]]
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in argvs}
+    for _ in range(rounds):
+        for name, argv in argvs.items():
+            times[name].append(wall(argv(), envs.get(name, env), cwd))
+        loads.append(os.getloadavg()[0])
+    return times, loads
+
+
+def against(
+    argvs: dict[str, Callable[[], list[str]]], env: dict[str, str], tree: str
+) -> tuple[dict[str, Callable[[], list[str]]], dict[str, dict[str, str]]]:
+    """The commands, each also on the code in `tree` (named with " (before)")."""
+    older = env | {"PYTHONPATH": os.pathsep.join(filter(None, [tree, env.get("PYTHONPATH")]))}
+    both: dict[str, Callable[[], list[str]]] = {}
+    envs = {}
+    for name, argv in argvs.items():
+        both[name] = argv
+        if name != "python -c pass":
+            both[f"{name} (before)"] = argv
+            envs[f"{name} (before)"] = older
+    return both, envs
+
+
+def print_stages(env: dict[str, str], cwd: str, rounds: int) -> None:
+    argvs = {"python -c pass": lambda: [sys.executable, "-c", "pass"], **stages()}
+    times, loads = timed(argvs, env, cwd, rounds)
+    print(
+        f"where runs list's CPU goes: median of {rounds} interleaved rounds "
+        f"(load average {min(loads):.1f}-{max(loads):.1f}), seconds:"
+    )
+    before = None
+    for name, measured in times.items():
+        cpu = statistics.median(m[1] for m in measured)
+        step = "" if before is None else f"+{cpu - before:.3f}"
+        print(f"  {cpu:7.3f} {step:>7}  {name}")
+        before = cpu
+
+
 def top_imports(argv: list[str], env: dict[str, str], cwd: str, top: int) -> list[str]:
     """The `top` modules the command imported first (not by another module), by cumulative
     import time, from one run under `-X importtime`."""
@@ -107,6 +196,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=21)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--top", type=int, default=8, help="top importers shown per command")
+    parser.add_argument("--stages", action="store_true", help="where runs list's time goes")
+    parser.add_argument("--against", metavar="TREE", help="an older checkout, run beside")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as home:
         url = f"sqlite:///{home}/signoff.db"
@@ -114,21 +205,17 @@ def main() -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
         env |= {"SIGNOFF_DATABASE_URL": url, "SIGNOFF_WORLD_DB": f"{home}/world.db"}
         os.environ["SIGNOFF_WORLD_DB"] = env["SIGNOFF_WORLD_DB"]
-        pending = asyncio.run(fill(url, max(options.runs, options.rounds + 3)))
-        argvs = commands(pending)
-        for argv in argvs.values():  # the bytecode caches, written once
-            wall(argv(), env, home)
-        loads = [os.getloadavg()[0]]
-        times: dict[str, list[tuple[float, float]]] = {name: [] for name in argvs}
-        for _ in range(options.rounds):
-            for name, argv in argvs.items():
-                times[name].append(wall(argv(), env, home))
-            loads.append(os.getloadavg()[0])
+        needed = (options.rounds + 2) * (2 if options.against else 1)
+        pending = asyncio.run(fill(url, max(options.runs, needed)))
+        argvs, envs = commands(pending), {}
+        if options.against:
+            argvs, envs = against(argvs, env, options.against)
+        times, loads = timed(argvs, env, home, options.rounds, envs)
         print(
             f"median of {options.rounds} interleaved rounds "
             f"(load average {min(loads):.1f}-{max(loads):.1f}), seconds:"
         )
-        print(f"  {'':<25} {'wall':>6} {'above floor':>12} {'CPU':>7} {'above floor':>12}")
+        print(f"  {'':<34} {'wall':>6} {'above floor':>12} {'CPU':>7} {'above floor':>12}")
         floor = [statistics.median(m) for m in zip(*times["python -c pass"], strict=True)]
         for name, measured in times.items():
             median = [statistics.median(m) for m in zip(*measured, strict=True)]
@@ -136,13 +223,15 @@ def main() -> None:
                 f"+{m - f:.3f}" if name != "python -c pass" else ""
                 for m, f in zip(median, floor, strict=True)
             ]
-            print(f"  {name:<25} {median[0]:6.3f} {above[0]:>12} {median[1]:7.3f} {above[1]:>12}")
+            print(f"  {name:<34} {median[0]:6.3f} {above[0]:>12} {median[1]:7.3f} {above[1]:>12}")
         print("top importers (cumulative ms, one run of each under -X importtime):")
         for name, argv in argvs.items():
-            if name != "python -c pass":
+            if name != "python -c pass" and not name.endswith("(before)"):
                 print(f"  {name}")
                 for line in top_imports(argv(), env, home, options.top):
                     print(f"    {line}")
+        if options.stages:
+            print_stages(env, home, options.rounds)
 
 
 if __name__ == "__main__":

@@ -44,11 +44,11 @@ import logging
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
 
 from aiohttp import web
 
 from bot import words
+from bot.api_audit import audited
 from bot.api_body import parse_body as _body
 from bot.api_cool_off import add_cool_off_routes
 from bot.api_deliveries import add_deliveries_route
@@ -75,7 +75,7 @@ from bot.requests import (
 from bot.sections import ApiToken
 from bot.tasks import Background
 from runtime import Actor, Permission, Runtime, errors
-from runtime.records import ApprovalState, AuditEvent
+from runtime.records import ApprovalState
 
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_AUDIT_PAGE = 10_000
@@ -95,7 +95,7 @@ async def start_run(request: web.Request) -> web.Response:
         requested_by=body.requested_by,
     )
     if created:
-        await _audit(request, "api_run_started", run_id=run.id, agent=run.agent)
+        await audited(request, "api_run_started", run_id=run.id, agent=run.agent)
     # A new run starts (in this worker, or the next one with room); an existing one is driven
     # on if it was left mid-flight.
     request.app[BACKGROUND].spawn(rt.dispatch(run.id, new=created), name=f"drive {run.id}")
@@ -172,7 +172,7 @@ async def request_approval(request: web.Request) -> web.Response:
         requester_token=request[CALLER].actor,
     )
     if created:
-        await _audit(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
+        await audited(request, "api_approval_requested", approval_id=approval.id, tool=body.tool)
     return web.json_response(approval_view(approval), status=201 if created else 200)
 
 
@@ -206,7 +206,7 @@ async def decide(request: web.Request) -> web.Response:
         again = await rt.queries.approval(request.match_info["approval_id"])
         view = await voted_view(rt, again)
         return web.json_response(view | {"already_voted": True, "note": str(exc)})
-    await _audit(
+    await audited(
         request,
         "api_decision",
         run_id=approval.run_id,
@@ -233,7 +233,7 @@ async def withdraw(request: web.Request) -> web.Response:
         reason=words.AGENT_STOPPED_WAITING,
     )
     if withdrawn:
-        await _audit(request, "api_approval_withdrawn", approval_id=approval.id)
+        await audited(request, "api_approval_withdrawn", approval_id=approval.id)
     return web.json_response(await voted_view(rt, approval))
 
 
@@ -290,29 +290,6 @@ def _limit(text: str | None) -> int:
     if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_AUDIT_PAGE:
         raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
     return int(text)
-
-
-async def _audit(
-    request: web.Request,
-    action: str,
-    *,
-    run_id: str | None = None,
-    approval_id: str | None = None,
-    **detail: Any,
-) -> None:
-    """One audit event naming the token the request came with."""
-    rt = request.app[RUNTIME]
-    caller = request[CALLER]
-    await rt.record_event(
-        AuditEvent(
-            action=action,
-            actor=caller.actor,
-            run_id=run_id,
-            approval_id=approval_id,
-            detail={"token": caller.name, **detail},
-            at=rt.clock(),
-        )
-    )
 
 
 def add_routes(app: web.Application) -> None:

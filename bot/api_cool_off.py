@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from bot.api_audit import audited
 from bot.api_body import parse_body
 from bot.http_auth import CALLER, requires
 from bot.http_keys import RUNTIME
 from bot.json_views import voted_view
 from bot.requests import PersonRequest
-from runtime import Actor, Approval, AuditEvent, Permission
+from runtime import Actor, Approval, Permission
 
 
 @requires("approvals:decide")
@@ -27,7 +28,9 @@ async def cancel_cool_off(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     approval, by = await _allowed(request, Permission.CANCEL_COOL_OFF)
     cancelled = await rt.cancel_cool_off(approval.id, by=by)
-    await _audit(request, "api_cool_off_cancelled", cancelled.run_id, cancelled.id, by)
+    await audited(
+        request, "api_cool_off_cancelled", run_id=cancelled.run_id, approval_id=cancelled.id, by=by
+    )
     return web.json_response(await voted_view(rt, cancelled))
 
 
@@ -36,7 +39,7 @@ async def undo(request: web.Request) -> web.Response:
     rt = request.app[RUNTIME]
     approval, by = await _allowed(request, Permission.UNDO)
     report = await rt.undo(approval.id, by=by)
-    await _audit(request, "api_undo", approval.run_id, approval.id, by)
+    await audited(request, "api_undo", run_id=approval.run_id, approval_id=approval.id, by=by)
     undone = await rt.queries.approval(approval.id)
     return web.json_response(await voted_view(rt, undone) | {"undo": report.as_dict()})
 
@@ -50,21 +53,6 @@ async def _allowed(request: web.Request, permission: Permission) -> tuple[Approv
     actor = Actor(token=caller.actor, scopes=caller.scopes, person=body.by)
     await rt.check(actor, permission, approval)
     return approval, body.by
-
-
-async def _audit(
-    request: web.Request, action: str, run_id: str | None, approval_id: str, by: str
-) -> None:
-    rt, caller = request.app[RUNTIME], request[CALLER]
-    event = AuditEvent(
-        action=action,
-        actor=caller.actor,
-        run_id=run_id,
-        approval_id=approval_id,
-        detail={"token": caller.name, "by": by},
-        at=rt.clock(),
-    )
-    await rt.record_event(event)
 
 
 def add_cool_off_routes(app: web.Application) -> None:

@@ -19,13 +19,14 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.api_audit import audited
 from bot.api_body import parse_body
-from bot.http_auth import CALLER, requires
+from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.requests import EnvelopeChangeRequest, EnvelopeRequest
 from runtime import Runtime, spend
-from runtime.records import AuditEvent, Envelope
+from runtime.records import Envelope
 
 LIST_LIMIT = 100
 
@@ -113,12 +114,7 @@ async def revoke_envelope(request: web.Request) -> web.Response:
 
 async def _audit(request: web.Request, envelope: Envelope, what: str, by: str) -> None:
     """The token the change came through, beside the person's own event."""
-    rt = request.app[RUNTIME]
-    caller = request[CALLER]
-    detail = {"token": caller.name, "envelope_id": envelope.id, "what": what, "by": by}
-    await rt.record_event(
-        AuditEvent(action="api_envelope", actor=caller.actor, detail=detail, at=rt.clock())
-    )
+    await audited(request, "api_envelope", envelope_id=envelope.id, what=what, by=by)
 
 
 def add_envelope_routes(app: web.Application) -> None:

@@ -3,8 +3,8 @@ environment variable, its default and its checks (`setting(...)`), and the API's
 
 `bot.settings` puts the sections together, reads them from the file and the environment
 and says where a mistake is; this module only declares them. The database's section, and the
-`setting(...)` and `Section` every section is made of, live in `bot.settings_source`, which
-needs nothing else (a read command builds that section alone).
+`setting(...)` and `Section` every section is made of, live in `bot.settings_source`, and
+Slack's in `bot.settings_slack`: a read command builds those alone, without the others.
 """
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from datetime import timedelta
 from typing import Annotated, Any, Literal, Self, get_args
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -26,16 +24,14 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import (
-    NoDecode,
-)
 
 from bot.callback_policy import parse_allowed
 from bot.policy_ids import SlackLearnedRules, SlackPolicies
+from bot.settings_slack import CommaList as CommaList
+from bot.settings_slack import SlackSettings as SlackSettings
 from bot.settings_source import DatabaseSettings as DatabaseSettings
 from bot.settings_source import Section as Section
 from bot.settings_source import setting as setting
-from runtime.approvals import Duration
 from runtime.models import ModelConfig, Price
 from runtime.spend import EnvelopesConfig, LimitConfig, SpendConfig, check_names
 
@@ -97,17 +93,6 @@ class ApiToken(BaseModel):
         return self._digest
 
 
-def comma_separated(value: Any) -> Any:
-    """SIGNOFF_AGENTS="pkg.mod:agent,other:agent" (the file gives a list)."""
-    if isinstance(value, str):
-        return [path.strip() for path in value.split(",") if path.strip()]
-    return value
-
-
-CommaList = Annotated[list[str], NoDecode, BeforeValidator(comma_separated)]
-"""A list setting the environment may give as one comma-separated string."""
-
-
 class RuntimeSettings(Section):
     agents: CommaList = setting("agents", default_factory=lambda: ["examples.refund_agent:agent"])
     policies: SlackPolicies = setting("policies", default_factory=SlackPolicies)
@@ -165,42 +150,6 @@ class ApiSettings(Section):
     @classmethod
     def _hosts(cls, value: list[str]) -> list[str]:
         parse_allowed(value)
-        return value
-
-
-READER_ID = re.compile(r"[UWSCG][A-Z0-9]{2,}")
-
-
-class SlackSettings(Section):
-    bot_token: SecretStr | None = setting("slack_bot_token", None, env="SLACK_BOT_TOKEN")
-    signing_secret: SecretStr | None = setting(
-        "slack_signing_secret", None, env="SLACK_SIGNING_SECRET"
-    )
-    app_token: SecretStr | None = setting("slack_app_token", None, env="SLACK_APP_TOKEN")
-    api_url: str | None = setting("slack_api_url", None, env="SLACK_API_URL")
-    approvals_channel: str | None = setting("approvals_channel", None)
-    oncall_channel: str | None = setting("oncall_channel", None)
-    page_resolvers: CommaList = setting("page_resolvers", default_factory=list)
-    """Slack user ids who may settle an in-doubt page from its card ("It happened" / "It did
-    not happen"); none: the card offers only Acknowledge, and the CLI or API settles it."""
-    page_remind_every: Duration = setting("page_remind_every", timedelta(hours=1))
-    """How often a page nobody acknowledged is announced again, in its thread."""
-    readers: CommaList = setting("slack_readers", default_factory=list)
-    """Who may read every run with `/runs` and in the dev console, besides a run's requester,
-    approvers and on-call: Slack user ids, user-group ids (S…) and channel ids (C…, anyone
-    asking in it); see `bot.readers`."""
-    home_publish_per_minute: float = setting("home_publish_per_minute", 80.0, gt=0)
-    """App Home publishes a minute at most (Slack allows `views.publish` 100+ a minute)."""
-
-    @field_validator("readers")
-    @classmethod
-    def _reader_ids(cls, value: list[str]) -> list[str]:
-        wrong = [i for i in value if not READER_ID.fullmatch(i)]
-        if wrong:
-            raise ValueError(
-                f"readers are Slack ids (U…/W… users, S… user groups, C…/G… channels), "
-                f"not {', '.join(map(repr, wrong))}"
-            )
         return value
 
 

@@ -3,10 +3,10 @@
 environment variable, its file key, its field name), and the one precedence: the
 environment, then the file, then the default.
 
-`bot.settings` builds every section from these with pydantic-settings; `database_settings`
-builds the database's section alone from the same file, the same environment and the same
-rules, for a command that needs nothing else (a CLI read: it starts without pydantic-settings
-and without the other sections' models). Only pydantic is imported here.
+`bot.settings` builds every section from these with pydantic-settings; `section_settings`
+builds one section alone from the same file, the same environment and the same rules, for a
+command that needs nothing else (a CLI read needs the database's, and Slack's to name people:
+it starts without the other sections' models). Only pydantic is imported here.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticUndefined
@@ -129,20 +129,30 @@ def variables_of(
     return found
 
 
-def database_settings(path: str | Path | None = None) -> DatabaseSettings | None:
-    """The database's section as the full settings would read it (the same file, variables
-    and precedence), without reading the others; None when it has a mistake, which the full
+SectionT = TypeVar("SectionT", bound=Section)
+
+
+def section_settings(
+    path: str | Path | None, section: str, model: type[SectionT]
+) -> SectionT | None:
+    """One section as the full settings would read it (the same file, variables and
+    precedence), without reading the others; None when it has a mistake, which the full
     settings report (they say where it is). A mistake in another section is left to the
-    commands that use that section."""
+    commands that use that section. For sections whose settings are text, numbers and
+    comma-separated lists (the database's, Slack's): the environment gives them as they are,
+    as pydantic-settings does (it decodes JSON only for tables and lists of other kinds)."""
     _, _, data = read_config(path)
-    file_section = data.get("database", {})
+    file_section = data.get(section, {})
     if not isinstance(file_section, dict):
         return None
-    # The database's fields are plain text and numbers: the environment gives them as they
-    # are (pydantic-settings decodes JSON only for tables and lists).
-    given = file_section | variables_of(DatabaseSettings, os.environ, lambda _, raw: raw)
-    section = into_sections({**data, "database": given}, {"database": DatabaseSettings})
+    given = file_section | variables_of(model, os.environ, lambda _, raw: raw)
+    found = into_sections({**data, section: given}, {section: model})
     try:
-        return DatabaseSettings.model_validate(section.get("database", {}))
+        return model.model_validate(found.get(section, {}))
     except ValidationError:
         return None
+
+
+def database_settings(path: str | Path | None = None) -> DatabaseSettings | None:
+    """The database's section alone (`section_settings`)."""
+    return section_settings(path, "database", DatabaseSettings)

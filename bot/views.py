@@ -113,6 +113,18 @@ def duplicate_note(approval: Approval) -> str:
     return f"; possible duplicate of run {approval.duplicate_of}" if approval.duplicate_of else ""
 
 
+def take_back_note(approval: Approval) -> str:
+    """Where an approved call of a cool-off or undo policy is: "; cool-off until …" (it runs
+    then), "; cool-off cancelled by …", "; undo until …" or "; undone by …" (issue 42.6)."""
+    if approval.undone_by:
+        return f"; undone by {person(approval.undone_by)}"
+    if approval.cool_off == "cancelled":
+        return f"; cool-off cancelled by {person(approval.cool_off_by or '?')}"
+    if approval.cool_off == "waiting":
+        return f"; cool-off until {when(approval.cool_off_until)} UTC"
+    return f"; undo until {when(approval.undo_until)} UTC" if approval.undo_until else ""
+
+
 def rule_text(approval: Approval) -> str:
     """Which approval rule it was made under ("rule 3: amount over $200 → 2 approvals …")."""
     return approval.rule.summary if approval.rule else ""
@@ -240,7 +252,7 @@ def approvals_table(approvals: Sequence[Approval], votes: Votes) -> Table:
         table.add_row(
             inert(a.id),
             inert(call_text(a)),
-            inert(approval_state(a, votes) + duplicate_note(a)),
+            inert(approval_state(a, votes) + take_back_note(a) + duplicate_note(a)),
             inert(a.run_id or "-"),
             inert(person(a.decided_by) if a.decided_by else ""),
             inert(a.reason or "", 60),

@@ -23,7 +23,7 @@ from bot.cli.base import (
     say,
     show,
 )
-from bot.cli.session import Reader, with_process, with_reader
+from bot.cli.session import Reader, database_label, with_process, with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
@@ -56,9 +56,15 @@ def list_approvals(
             await r.queries.run(run_id)  # an unknown run is refused, not an empty list
         found = await r.queries.approvals(run_id=run_id, state="pending" if pending else None)
         votes = await r.queries.quorum_votes(found)
-        return found, votes, await people.of(r.settings, found, chain(*votes.values()))
+        names = await people.of(r.slack, found, chain(*votes.values()))
+        return found, votes, names, r.database.url
 
-    found, votes, names = with_reader(ctx, work)
+    found, votes, names, url = with_reader(ctx, work)
+    if not found and not as_json:  # as `runs list` says it: an empty table reads as broken
+        which = "pending approvals" if pending else "approvals"
+        of_run = f" of run {run_id}" if run_id is not None else ""
+        say(views.inert(f"no {which}{of_run} in {database_label(url)}"))
+        return
     people.show(names)
     show(dumped(found), as_json=as_json, table=views.approvals_table(found, votes))
 
@@ -131,8 +137,9 @@ def decide(
             await rt.after_decision(decided, resume=resumed)  # callbacks; resume if loaded
         if run is not None and resumed:
             run = await rt.get(run.id)
+            decided = await rt.queries.approval(decided.id)  # its cool-off began as it resumed
         votes = await p.runtime.queries.quorum_votes([decided])
-        names = await people.of(p.settings, [decided, run], votes.get(decided.id, []))
+        names = await people.of(p.settings.slack, [decided, run], votes.get(decided.id, []))
         return decided, run, resumed, votes, names
 
     decided, run, resumed, votes, names = with_process(ctx, work)
@@ -163,6 +170,8 @@ def tell_decided(
         line = f"recorded: {views.quorum_text(decided, voters)}; waits for {more} more approver(s)"
     elif run is None:
         return
+    elif decided.cool_off == "waiting":
+        line = cool_off_line(decided, run)
     elif resumed:
         line = f"run {run.id} is now {views.run_status(run)} at step {run.step}"
     else:
@@ -172,6 +181,17 @@ def tell_decided(
         typer.echo(views.inert(line).plain, err=True)
     else:
         say(views.inert(line))
+
+
+def cool_off_line(decided: "Approval", run: "Run") -> str:
+    """What an approval in its cool-off waits for, and what runs the call after it."""
+    from bot import views
+
+    return (
+        f"approved: the call waits out its cool-off until {views.when(decided.cool_off_until)} "
+        f"UTC (`signoff approvals cancel-cool-off {decided.id} --by <approver>` stops it "
+        f"meanwhile); then `signoff serve` runs it, or `signoff runs resume {run.id}`"
+    )
 
 
 async def check_edit_here(rt: "Runtime", approval_id: str) -> None:

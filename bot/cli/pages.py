@@ -25,7 +25,7 @@ def list_pages(
 
     async def work(r: Reader) -> Any:
         found = await r.queries.pages(open_only=not all_pages)
-        return found, await people.of(r.settings, found)
+        return found, await people.of(r.slack, found)
 
     found, names = with_reader(ctx, work)
     people.show(names)
@@ -54,7 +54,7 @@ def acknowledge(
         found = await p.runtime.queries.page(page_id)
         await p.runtime.check(OPERATOR.acting_for(by), Permission.ACKNOWLEDGE, found)
         page = await p.runtime.acknowledge_page(page_id, by=by)
-        return page, await people.of(p.settings, [page])
+        return page, await people.of(p.settings.slack, [page])
 
     page, names = with_process(ctx, work, agents=False)
     people.show(names)

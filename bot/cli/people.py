@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.settings import Settings
+    from bot.settings_slack import SlackSettings
 
 LOOKUP_WITHIN = 5.0
 """Seconds the names of one command's people may take; past that the ids are printed."""
@@ -22,11 +22,9 @@ def mentioned(records: Iterable[object], voters: Iterable[str] = ()) -> list[str
     return list(dict.fromkeys([*(p for p in found if isinstance(p, str) and p), *voters]))
 
 
-async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
+async def names(slack: SlackSettings, users: Iterable[str]) -> dict[str, str]:
     """Display names by id of those Slack knows; none without a bot token."""
-    from bot.settings import secret
-
-    token = secret(settings.slack.bot_token)
+    token = slack.bot_token.get_secret_value() if slack.bot_token is not None else None
     wanted = list(users)
     if not token or not wanted:
         return {}
@@ -35,7 +33,7 @@ async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
     from bot.directory import web_client
     from bot.people import SlackPeople
 
-    client = web_client(token, base_url=settings.slack.api_url, idempotent_only=True, timeout=2)
+    client = web_client(token, base_url=slack.api_url, idempotent_only=True, timeout=2)
     try:
         found = await asyncio.wait_for(SlackPeople(client).names(wanted), LOOKUP_WITHIN)
     except TimeoutError:
@@ -44,10 +42,10 @@ async def names(settings: Settings, users: Iterable[str]) -> dict[str, str]:
 
 
 async def of(
-    settings: Settings, records: Iterable[object], voters: Iterable[str] = ()
+    slack: SlackSettings, records: Iterable[object], voters: Iterable[str] = ()
 ) -> dict[str, str]:
     """The names of the people these records name (who asked, decided, acknowledged, voted)."""
-    return await names(settings, mentioned(records, voters))
+    return await names(slack, mentioned(records, voters))
 
 
 def show(found: dict[str, str]) -> None:

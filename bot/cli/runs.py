@@ -199,7 +199,7 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
         approvals = await r.queries.approvals(run_id=run_id)
         votes = await r.queries.quorum_votes(approvals)
         effects = await r.queries.effects(run_id)
-        names = await people.of(r.settings, [run, *approvals], chain(*votes.values()))
+        names = await people.of(r.slack, [run, *approvals], chain(*votes.values()))
         masks = ResultMasks(r.settings.runtime.policies)
         return run, approvals, masks.effects(effects), votes, names
 

@@ -22,6 +22,7 @@ from bot.cli.base import CONFIG_ERROR, Failure, options
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from bot.settings_slack import SlackSettings
     from bot.settings_source import DatabaseSettings
     from bot.wiring import Process
     from runtime import Database, Queries
@@ -53,8 +54,9 @@ def with_process(
 @dataclass(frozen=True)
 class Reader:
     """What a command that only reads works with: the database's settings and the runtime's
-    queries; the other settings (people's names need Slack's, masks the policies) are read
-    when the command first asks for them. No agent, engine or scheduler is loaded."""
+    queries; Slack's settings (people's names) and the others (result masks need the
+    policies) are read when the command first asks for them. No agent, engine or scheduler
+    is loaded."""
 
     database: DatabaseSettings
     queries: Queries
@@ -66,6 +68,14 @@ class Reader:
         from bot.settings import load_settings
 
         return load_settings(self.config)
+
+    @cached_property
+    def slack(self) -> SlackSettings:
+        from bot.settings_slack import SlackSettings
+        from bot.settings_source import section_settings
+
+        found = section_settings(self.config, "slack", SlackSettings)
+        return found if found is not None else self.settings.slack  # refused, with its line
 
 
 def with_reader(ctx: typer.Context, work: Callable[[Reader], Awaitable[T]]) -> T:
@@ -197,5 +207,17 @@ def require_database(url: str) -> None:
     if file is not None and not file.exists():
         raise Failure(
             f"no database at {file} (SIGNOFF_DATABASE_URL, or database_url in signoff.toml); "
-            "`signoff runs start` or `signoff db migrate` creates one"
+            f"`signoff runs start` or `signoff db migrate` creates one{_dev_hint(file)}"
         )
+
+
+def _dev_hint(file: Path) -> str:
+    """Where `signoff dev`'s runs are, when its database sits beside the one missing: a
+    second terminal without the line `signoff dev` prints looks in ./signoff.db instead."""
+    dev = file.with_name("signoff-dev.db")
+    if dev == file or not dev.exists():
+        return ""
+    return (
+        f"; the runs of `signoff dev` are in {dev}: paste the `export "
+        "SIGNOFF_DATABASE_URL=…` line it prints"
+    )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from bot.cli.approvals import approvals
-from bot.cli.base import JsonFlag, check_user_id, show
+from bot.cli.base import JsonFlag, check_user_id, say, show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:
@@ -34,10 +34,25 @@ def cancel_cool_off(
         found = await rt.queries.approval(approval_id)
         await rt.check(OPERATOR.acting_for(by), Permission.CANCEL_COOL_OFF, found)
         loaded = found.run_id is not None and (await rt.get(found.run_id)).agent in rt.agents
-        return await rt.cancel_cool_off(approval_id, by=by, resume=loaded)
+        cancelled = await rt.cancel_cool_off(approval_id, by=by, resume=loaded)
+        run = await rt.get(found.run_id) if found.run_id is not None else None
+        return cancelled, run, loaded
 
-    cancelled = with_process(ctx, work)
-    show(cancelled.shown().model_dump(mode="json"), as_json=as_json)
+    cancelled, run, loaded = with_process(ctx, work)
+    from bot import views, words
+
+    show(
+        cancelled.shown().model_dump(mode="json"),
+        as_json=as_json,
+        table=views.approvals_table([cancelled], {}),
+    )
+    if not as_json and run is not None:
+        after = (
+            f"run {run.id} is now {views.run_status(run)} at step {run.step}"
+            if loaded
+            else f"run {run.id} goes on without it: {words.how_to_resume(run.id, run.agent)}"
+        )
+        say(views.inert(f"the call never runs; {after}"))
 
 
 @approvals.command("undo")
@@ -53,7 +68,13 @@ def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag 
         rt = p.runtime
         found = await rt.queries.approval(approval_id)
         await rt.check(OPERATOR.acting_for(by), Permission.UNDO, found)
-        return await rt.undo(approval_id, by=by)
+        report = await rt.undo(approval_id, by=by)
+        return report, await rt.queries.effects(report.run_id)
 
-    report = with_process(ctx, work)
-    show(report.as_dict(), as_json=as_json)
+    report, effects = with_process(ctx, work)
+    from bot import views
+
+    data = report.as_dict()
+    table = views.rollback_table(data, effects)
+    table.title = f"approval {approval_id} undone by {views.person(by)}"
+    show(data, as_json=as_json, table=table)

@@ -11,8 +11,10 @@ database's clock), taken under the run's lease; its compensation is the rollback
 (`rollback.compensate_all` of that one call id): the compensator runs as an effect of its
 own with its own idempotency key, the intent is audited first, and recovery finishes an
 undo a crash interrupted. Two clicks at once: one compensation, one refusal. A run that had
-ended done reads `undone` once its call is undone (a checkpoint on top, its status kept), so
-no surface shows it as done.
+ended done reads `undone` once its call is undone (a checkpoint on top, its status kept, in
+the transaction that ends the undo, so recovery finishes both or neither), and one still going
+when its call was undone reads `undone` when it ends (`runtime.runs.verdict`): no surface
+shows it as done.
 """
 
 from __future__ import annotations
@@ -22,8 +24,7 @@ from collections.abc import Awaitable, Callable
 from runtime import errors, lookups
 from runtime.deps import Deps
 from runtime.history.rollback import RollbackReport, Undo, compensate_all, intent
-from runtime.runs import StopReason
-from store import Approval, AuditEvent, Batch, Checkpoint, Effect, EffectStatus, RunStatus
+from store import Approval, AuditEvent, Effect, EffectStatus
 
 
 async def cancel(
@@ -68,33 +69,13 @@ async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
             detail={"call_id": approval.call_id, "tool": approval.tool},
         )
         only = [approval.call_id]
-        started = intent(deps, approval.run_id, Undo(by), to_step=0, restore=False, only=only)
+        undo = Undo(by, undoes=approval.id)
+        started = intent(deps, approval.run_id, undo, to_step=0, restore=False, only=only)
         if not await deps.store.claim_undo(approval.id, by=by, events=[event, started]):
             current = await lookups.approval(deps.store, approval_id)
             raise errors.TooLate(_not_undoable(current, effect), approval_id=approval_id)
         run = await deps.run(approval.run_id)
-        report = await compensate_all(deps, run, only=only, by=by, intended=True)
-        await _mark_undone(deps, approval.run_id)
-        return report
-
-
-async def _mark_undone(deps: Deps, run_id: str) -> None:
-    """A run that ended done (it answered, nothing declined or failed) now reads `undone`."""
-    latest = await deps.store.load_state(run_id)
-    answered = latest.stop_reason in (None, StopReason.ANSWERED)
-    if latest.status != RunStatus.DONE or not answered:
-        return
-    checkpoint = Checkpoint(
-        run_id=run_id,
-        seq=latest.seq + 1,
-        step=latest.step,
-        status=latest.status,
-        usage=latest.usage,
-        stop_reason=StopReason.UNDONE,
-        created_at=deps.clock(),
-    )
-    owner, epoch = deps.worker_id, deps.epoch(run_id)
-    await deps.store.commit(Batch(run_id, owner=owner, epoch=epoch, checkpoints=[checkpoint]))
+        return await compensate_all(deps, run, only=only, by=by, intended=True, undoes=approval.id)
 
 
 async def _effect_of(deps: Deps, approval: Approval) -> Effect | None:

@@ -20,7 +20,7 @@ from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals import new_page, post_page
 from runtime.deps import Deps
-from runtime.history import shared, timetravel
+from runtime.history import shared, timetravel, undone_mark
 from runtime.history.undo_log import unfinished
 from runtime.ports import Withdrawals
 from runtime.runs import StopReason, compensation_key
@@ -127,13 +127,16 @@ async def compensate_all(
     by: str | None = None,
     compensate_shared: bool = False,
     intended: bool = False,
+    undoes: str | None = None,
 ) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects (or `only` these calls, those a
     cancel asked to undo once they end); its state stays as it ended. An effect other runs
     rely on is paged, not compensated, unless whoever asked said so (`compensate_shared`).
-    `intended`: the caller committed the `intent` already (with its own claim)."""
+    `intended`: the caller committed the `intent` already (with its own claim).
+    `undoes`: the approval whose call a person undoes (`cool_off.undo`); a run that ended
+    done then reads `undone`, in the same transaction as the undo's end."""
     agent = _agent_of(deps, run)
-    undo = Undo(by or deps.worker_id, compensate_shared)
+    undo = Undo(by or deps.worker_id, compensate_shared, undoes)
     async with deps.lease(run.id):
         if not intended:
             await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
@@ -145,8 +148,15 @@ async def compensate_all(
             at=deps.clock(),
             detail=report.as_dict(),
         )
+        mark = await undone_mark.checkpoint(deps, run.id) if undoes else None
         await deps.store.commit(
-            Batch(run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), events=[event])
+            Batch(
+                run_id=run.id,
+                owner=deps.worker_id,
+                epoch=deps.epoch(run.id),
+                checkpoints=[mark] if mark else [],
+                events=[event],
+            )
         )
     return report
 
@@ -168,7 +178,10 @@ async def finish_interrupted(
             )
         only = intent.detail.get("calls")
         run = await deps.run(run_id)
-        return await compensate_all(deps, run, only=only, by=intent.actor, compensate_shared=allow)
+        undoes = intent.detail.get(undone_mark.MARKS)  # a person's undo of one approved call
+        return await compensate_all(
+            deps, run, only=only, by=intent.actor, compensate_shared=allow, undoes=undoes
+        )
 
 
 def _agent_of(deps: Deps, run: Run) -> Agent:
@@ -192,6 +205,8 @@ class Undo:
 
     by: str
     compensate_shared: bool = False
+    undoes: str | None = None
+    """The approval whose call a person undoes (`cool_off.undo`): its run is marked `undone`."""
 
 
 def intent(
@@ -207,6 +222,8 @@ def intent(
     detail: dict[str, Any] = {"to_step": to_step, "restore": restore}
     if only is not None:
         detail["calls"] = list(only)
+    if undo.undoes is not None:
+        detail[undone_mark.MARKS] = undo.undoes
     if undo.compensate_shared:
         detail["compensate_shared"] = True
     return AuditEvent(

@@ -1,7 +1,7 @@
 """How a run that answered ended: done, or not what was asked (a call declined or expired, or
 cancelled in its cool-off, or a tool that failed). The model's last word is not the judge: a
 run whose refund was declined, or whose `delete_customer` raised, answers politely all the
-same.
+same; so does one a call of which a person undid while it was still going (`undone`).
 
 Each tool's latest call on the run's transcript decides (a failure the model retried with
 success does not count). The tool messages only point at candidates, cheaply, with no read
@@ -46,13 +46,19 @@ async def answered(
             failed += [f"{tool}: {error}"] if error else []
     if failed:
         return StopReason.TOOL_FAILED, "; ".join(failed)
+    reason = _not_done(declined, cancelled)
+    if reason is None and latest and await _undone(store, run_id):
+        reason = StopReason.UNDONE
+    return reason or StopReason.ANSWERED, None
+
+
+def _not_done(declined: Sequence[StopReason], cancelled: bool) -> StopReason | None:
+    """Declined before expired before cancelled in its cool-off; None if none of these."""
     if StopReason.DECLINED in declined:
-        return StopReason.DECLINED, None
+        return StopReason.DECLINED
     if declined:
-        return StopReason.EXPIRED, None
-    if cancelled:
-        return StopReason.COOL_OFF_CANCELLED, None
-    return StopReason.ANSWERED, None
+        return StopReason.EXPIRED
+    return StopReason.COOL_OFF_CANCELLED if cancelled else None
 
 
 _SAID = ('"error"', '"declined"', '"cancelled"')
@@ -82,6 +88,13 @@ async def _cancelled(store: Store, approval_id: Any) -> bool:
     """Whether the approval's call was cancelled in its cool-off (it never ran)."""
     approval = await _approval(store, approval_id)
     return approval is not None and approval.cool_off == "cancelled"
+
+
+async def _undone(store: Store, run_id: str) -> bool:
+    """Whether a person undid a call of this run while it was still going (issue 42.6): its
+    tool message reads as a result, so only the approvals tell (one read, for a run that
+    called tools). One undone after the run ended is marked by the undo itself."""
+    return any(a.undone_by is not None for a in await store.list_approvals(run_id=run_id))
 
 
 async def _declined(store: Store, approval_id: Any) -> StopReason | None:

@@ -34,7 +34,10 @@ SMALLEST = {
     "metrics_bench.py": (["--small", "10", "--factor", "2", "--rounds", "2"], "large / small"),
     "approvals_bench.py": (["--runs", "5", "--pending", "100"], "RSS growth"),
     "backtest_bench.py": (["--events", "400", "--rounds", "1"], "per new approval"),
-    "cli_bench.py": (["--rounds", "1", "--runs", "2"], "signoff runs list"),
+    "cli_bench.py": (  # this tree against itself
+        ["--rounds", "1", "--runs", "2", "--top", "1", "--stages", "--against", str(ROOT)],
+        "where runs list's CPU goes",
+    ),
     "modal_bench.py": (["--events", "400", "--rounds", "1"], "views.open"),
     "ab_bench.py": (  # this tree against itself
         ["--old", str(ROOT), "--rounds", "1", "--runs", "2", "--steps", "3"],

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cool_off_agents import SEATS, provider_calls, seat_agent
+from support.cool_off_agents import SEATS, hold_seat, provider_calls, release_seat, seat_agent
 
-from runtime import Policies, Policy, Runtime, errors
-from runtime.history import RollbackReport, cool_off
-from store import ApprovalState, RunStatus, open_store
+from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, errors, tool_call
+from runtime.history import RollbackReport, cool_off, rollback
+from store import ApprovalState, EffectStatus, RunStatus, open_store
 
 REQUESTER, APPROVER, OTHER = "U_REQUESTER", "U_APPROVER", "U_OTHER"
 
@@ -218,3 +218,77 @@ async def test_an_undo_that_dies_right_after_its_claim_is_finished_by_recovery(
     finally:
         await second.close()
     assert provider_calls() == ["hold 12A", "release 12A"]
+
+
+async def test_an_undo_that_dies_after_compensating_is_marked_undone_by_recovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compensation ran and its result is recorded; the worker dies before the undo's
+    end. Recovery finishes it: the run that ended done reads `undone` once, and the seat is
+    released once (the compensation is not run again)."""
+    url = f"sqlite:///{tmp_path / 'undo.db'}"
+    first = await open_store(url)
+    rt = Runtime(first, [seat_agent], policies=policies(undo_for="1h"), worker_id="w1")
+    run_id, approval_id = await approved(rt)
+    assert (await rt.get(run_id)).stop_reason == "answered"
+
+    undo_after = rollback._undo_after
+
+    async def dies(*args: Any, **kwargs: Any) -> RollbackReport:
+        await undo_after(*args, **kwargs)
+        raise SystemExit("the worker died after the compensation, before the undo's end")
+
+    monkeypatch.setattr(rollback, "_undo_after", dies)
+    with pytest.raises(SystemExit):
+        await rt.undo(approval_id, by=APPROVER)
+    await first.close()
+    monkeypatch.setattr(rollback, "_undo_after", undo_after)
+    assert provider_calls() == ["hold 12A", "release 12A"]
+
+    second = await open_store(url)
+    try:
+        fresh = Runtime(second, [seat_agent], policies=policies(undo_for="1h"), worker_id="w2")
+        assert (await fresh.get(run_id)).stop_reason == "answered"  # not marked before
+        assert await fresh.recover() == [run_id]
+        assert await fresh.recover() == []
+        run = await fresh.get(run_id)
+        assert (run.status, run.stop_reason) == (RunStatus.DONE, "undone")
+        marks = [c.stop_reason for c in await fresh.history(run_id)]
+        assert marks.count("undone") == 1
+        actions = [e.action for e in await second.list_events(run_id=run_id)]
+        assert actions.count("compensate") == 1
+        releases = [e for e in await second.list_effects(run_id) if e.compensates]
+        assert [e.status for e in releases] == [EffectStatus.COMPLETED]
+    finally:
+        await second.close()
+    assert provider_calls() == ["hold 12A", "release 12A"]
+
+
+two_seats = Agent(
+    "seat-agent",
+    model=ScriptedModel(
+        [tool_call("hold_seat", {"seat": "12A"}), tool_call("hold_seat", {"seat": "12B"}), "Done."]
+    ),
+    tools=[hold_seat, release_seat],
+)
+
+
+async def test_a_call_undone_while_its_run_goes_on_makes_the_run_end_undone(
+    make_runtime: Callable[..., Runtime],
+) -> None:
+    """12A is held, then undone while the run waits on its second hold's approval: when the
+    run answers "Done." it reads `undone`, not done."""
+    rt = make_runtime([two_seats], policies=policies(undo_for="1h"))
+    run_id, first = await approved(rt)
+    assert (await rt.get(run_id)).status == RunStatus.WAITING_APPROVAL
+    await rt.undo(first, by=OTHER)
+    assert (await rt.get(run_id)).status == RunStatus.WAITING_APPROVAL  # not marked: going on
+    (second,) = [a for a in await rt.approvals(run_id) if a.id != first]
+
+    await rt.decide(second.id, "approved", by=APPROVER)
+
+    run = await rt.get(run_id)
+    assert (run.status, run.stop_reason) == (RunStatus.DONE, "undone")
+    assert provider_calls() == ["hold 12A", "release 12A", "hold 12B"]
+    marks = [c.stop_reason for c in await rt.history(run_id)]
+    assert marks.count("undone") == 1

@@ -101,6 +101,8 @@ def approve_then(
     status, _, _ = server.slack(card_click(Action.APPROVE.value, card, user=BOB))
     assert status == 200
     server.wait_until(lambda: offering(fake, card, then))
+    if then == Action.UNDO:  # offered once the call is claimed; undoable once it completed
+        server.wait_until(lambda: server.run(run_id)["status"] == "done")
     status, _, _ = server.slack(card_click(then.value, card, user=BOB))
     assert status == 200
     server.wait_until(lambda: server.run(run_id)["status"] == "done")

@@ -1,7 +1,9 @@
 """`signoff approvals cancel-cool-off` and `signoff approvals undo` (issue 42.6), each a real
 `signoff` process on one SQLite file: someone who is not an approver is refused (exit 1,
 nothing changed); an approver cancels the call in its cool-off (the seat provider never hears
-of it); a second cancel, and an undo of a call that never ran, are too late."""
+of it); a second cancel, and an undo of a call that never ran, are too late. Each says what
+happened for a person (a table and a line, never a dict's repr); an undo of a call that ran
+compensates it once."""
 
 from __future__ import annotations
 
@@ -39,16 +41,24 @@ def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
     code, listed = signoff("approvals", "list", "--json")
     assert code == 0, listed
     approval_id = json.loads(listed)[0]["id"]
-    assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
+    code, said = signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")
+    assert code == 0, said
+    assert "approved: the call waits out its cool-off until" in said  # not "waiting_approval"
+    assert f"signoff approvals cancel-cool-off {approval_id} --by" in said
+    assert "cool-off until" in signoff("approvals", "list")[1]
 
     code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0EVE")
     assert code == 1
     assert "U0EVE may not cancel cool off approval" in said
     assert "nothing changed" in said
 
-    code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0BOB", "--json")
+    code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0BOB")
     assert code == 0, said
-    assert json.loads(said)["cool_off"] == "cancelled"
+    assert "cool-off cancelled by U0BOB" in said  # a table and a line, not a dict's repr
+    assert "the call never runs; run" in said
+    assert "'cool_off':" not in said
+    listed = json.loads(signoff("approvals", "list", "--json")[1])
+    assert listed[0]["cool_off"] == "cancelled"
     assert not seats.exists()  # the seat provider never heard of the call
 
     code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0BOB")
@@ -58,3 +68,41 @@ def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
     assert code == 1
     assert "has not run" in said
     assert not seats.exists()
+
+
+UNDO_CONFIG = """\
+agents = ["cool_off_agents:booking_agent"]
+[policies.default]
+approvers = ["U0BOB"]
+[policies.tools.book_seat]
+undo_for = "1h"
+"""
+
+
+def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
+    (tmp_path / "signoff.toml").write_text(UNDO_CONFIG, "utf-8")
+    seats = tmp_path / "seats.log"
+    env = clean_env("SIGNOFF_", "SLACK_") | {
+        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
+        "SIGNOFF_TEST_SEATS": str(seats),
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+    def signoff(*argv: str) -> tuple[int, str]:
+        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+
+    started = signoff("runs", "start", "booking-agent", "Book 14C", "--requested-by", "U0RILEY")
+    assert started[0] == 0, started[1]
+    approval_id = json.loads(signoff("approvals", "list", "--json")[1])[0]["id"]
+    assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
+    assert "undo until" in signoff("approvals", "list")[1]
+
+    code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
+    assert code == 0, said
+    assert f"approval {approval_id} undone by U0BOB" in said
+    assert "compensated" in said
+    assert "book_seat" in said
+    assert "'compensated':" not in said  # not a dict's repr
+    assert "undone by U0BOB" in signoff("approvals", "list")[1]
+    assert seats.read_text().splitlines() == ["hold 14C", "release 14C"]

@@ -1,9 +1,10 @@
-"""A read command builds only the database's settings (`bot.settings_source.database_settings`),
-and they are the full settings' database, case by case: the environment, `signoff.toml` at its
-top level or in its `[database]` table, both (the environment wins), a file named by
-SIGNOFF_CONFIG or `--config`, the defaults. In process for every case, and through the real
-command (`signoff -v runs list` names the database it read) for each source; a mistake in the
-database's settings is refused as the full settings refuse it, naming the file's line."""
+"""A read command builds only the database's settings (`bot.settings_source`), and Slack's
+when it names people, and they are the full settings' sections, case by case: the
+environment, `signoff.toml` at its top level or in the section's table, both (the
+environment wins), a file named by SIGNOFF_CONFIG or `--config`, the defaults. In process
+for every case, and through the real command (`signoff -v runs list` names the database it
+read) for each source; a mistake in the database's settings is refused as the full settings
+refuse it, naming the file's line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 from bot.cli.session import database_label, database_of
 from bot.settings import load_settings
-from bot.settings_source import ConfigError, DatabaseSettings, database_settings
+from bot.settings_slack import SlackSettings
+from bot.settings_source import ConfigError, DatabaseSettings, database_settings, section_settings
 
 from .test_cli_decide import fresh_cli, parked
 
@@ -37,15 +39,53 @@ CASES = {
 }
 
 
+SLACK_CASES = {
+    "defaults": ({}, ""),
+    "environment": (
+        {
+            "SLACK_BOT_TOKEN": "xoxb-env",
+            "SLACK_API_URL": "http://127.0.0.1:9/api/",
+            "SIGNOFF_SLACK_READERS": "U0AMY, C0OPS",
+            "SIGNOFF_PAGE_REMIND_EVERY": "2h",
+            "SIGNOFF_HOME_PUBLISH_PER_MINUTE": "12.5",
+        },
+        "",
+    ),
+    "file, top level": (
+        {},
+        'slack_bot_token = "xoxb-file"\napprovals_channel = "C0APPROVE"\n'
+        'page_resolvers = ["U0ONE", "U0TWO"]',
+    ),
+    "file, its table": ({}, '[slack]\nbot_token = "xoxb-t"\nreaders = ["S0GROUP"]'),
+    "environment over file": (
+        {"SLACK_BOT_TOKEN": "xoxb-env", "SIGNOFF_PAGE_RESOLVERS": "U0ENV"},
+        'slack_bot_token = "xoxb-file"\n[slack]\npage_resolvers = ["U0FILE"]',
+    ),
+}
+"""Slack's section, read alone to name people: text, durations, numbers and the
+comma-separated lists the environment gives as one string."""
+VARIABLES = {"SIGNOFF_CONFIG"} | {
+    v for env, _ in [*CASES.values(), *SLACK_CASES.values()] for v in env
+}
+
+
 @pytest.fixture(autouse=True)
 def no_settings_in_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DATABASE_URL", "SQLITE_SYNCHRONOUS", "DATABASE_POOL_SIZE", "CONFIG"):
-        monkeypatch.delenv(f"SIGNOFF_{name}", raising=False)
+    for variable in VARIABLES | {"SIGNOFF_DATABASE_POOL_SIZE", "SIGNOFF_SQLITE_SYNCHRONOUS"}:
+        monkeypatch.delenv(variable, raising=False)
+        monkeypatch.delenv(variable.lower(), raising=False)
 
 
-def _case(name: str, folder: Path, monkeypatch: pytest.MonkeyPatch, *, named: bool) -> str | None:
+def _case(
+    name: str,
+    folder: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    named: bool,
+    cases: dict[str, tuple[dict[str, str], str]] = CASES,
+) -> str | None:
     """The case's environment set and its file written; the path to pass, if `named`."""
-    env, text = CASES[name]
+    env, text = cases[name]
     for variable, value in env.items():
         monkeypatch.setenv(variable, value)
     file = folder / ("custom.toml" if named else "signoff.toml")
@@ -65,6 +105,20 @@ def test_the_database_section_alone_is_the_full_settings_database(
 
     assert isinstance(alone, DatabaseSettings)
     assert alone == load_settings(path).database == database_of(path)
+
+
+@pytest.mark.parametrize("named", [False, True], ids=["signoff.toml", "--config"])
+@pytest.mark.parametrize("name", SLACK_CASES)
+def test_the_slack_section_alone_is_the_full_settings_slack(
+    name: str, named: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _case(name, tmp_path, monkeypatch, named=named, cases=SLACK_CASES)
+
+    alone = section_settings(path, "slack", SlackSettings)
+
+    assert isinstance(alone, SlackSettings)
+    assert alone == load_settings(path).slack
+    assert name == "defaults" or alone != SlackSettings()  # the case did set something
 
 
 def test_signoff_config_names_the_file_for_both(

@@ -49,6 +49,33 @@ def test_a_command_on_a_missing_database_names_it_and_creates_nothing(
     assert list(cli.cwd.iterdir()) == []
 
 
+def test_a_missing_database_beside_signoff_devs_says_where_its_runs_are(cli: Cli) -> None:
+    """A second terminal that missed the export line `signoff dev` printed looks in
+    ./signoff.db: the error points at signoff-dev.db beside it."""
+    assert "signoff dev" not in cli("runs", "list").refused()
+    dev = cli.db.with_name("signoff-dev.db")
+    dev.write_bytes(b"")
+
+    reason = cli("runs", "list").refused()
+
+    assert f"no database at {cli.db}" in reason
+    assert f"the runs of `signoff dev` are in {dev}" in reason
+    assert "export SIGNOFF_DATABASE_URL=" in reason
+    assert not cli.db.exists()
+
+
+def test_an_empty_approvals_list_says_so_and_where(cli: Cli) -> None:
+    assert cli("db", "migrate").code == 0
+
+    listed = cli("approvals", "list")
+    pending = cli("approvals", "list", "--pending")
+
+    assert listed.code == 0, listed.err
+    assert listed.out.strip() == f"no approvals in {cli.db}"
+    assert pending.out.strip() == f"no pending approvals in {cli.db}"
+    assert cli("approvals", "list", "--json").json() == []
+
+
 def test_verbose_and_the_list_footer_name_the_database_and_times_say_utc(cli: Cli) -> None:
     parked(cli)
 
