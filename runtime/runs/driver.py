@@ -109,7 +109,11 @@ class Driver:
         session = self.session
         journal = session.journal
         reason, error = await verdict.answered(
-            session.deps.store, session.run.id, journal.transcript, journal.finished
+            session.deps.store,
+            session.run.id,
+            journal.transcript,
+            journal.finished,
+            asked=journal.asked,
         )
         await session.stop(RunStatus.DONE, reason, error=error)
 

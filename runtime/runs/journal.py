@@ -107,6 +107,9 @@ class Journal:
         """Calls that hold part of a limit or an envelope: how each ends settles or gives
         back what it holds, in the transaction that records the end."""
         self.spend: list[SpendChange] = []
+        self.asked = False
+        """Whether any call of the run has an approval (made or loaded by this driver): only
+        then can a person have undone one of its calls, which its verdict must read."""
 
     # what the driver queues
 
@@ -133,7 +136,8 @@ class Journal:
                 self.spend.append(SpendChange(outcome.call_id, "release", "failed"))
 
     def track(self, approval: Approval) -> None:
-        """Note a call whose approval holds part of a limit or an envelope."""
+        """Note a call's approval, and whether it holds part of a limit or an envelope."""
+        self.asked = True
         match = approval.rule
         if approval.call_id and match is not None and (match.limits or match.envelope_id):
             self.spending.add(approval.call_id)

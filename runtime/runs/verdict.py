@@ -21,10 +21,16 @@ from store import errors as store_errors
 
 
 async def answered(
-    store: Store, run_id: str, messages: Sequence[Message], unwritten: Sequence[EffectOutcome]
+    store: Store,
+    run_id: str,
+    messages: Sequence[Message],
+    unwritten: Sequence[EffectOutcome],
+    *,
+    asked: bool,
 ) -> tuple[StopReason, str | None]:
     """The stop reason of a run that answered, and the error when a tool failed.
-    `unwritten`: outcomes of effects that ride in the run's last write (a read's)."""
+    `unwritten`: outcomes of effects that ride in the run's last write (a read's); `asked`:
+    whether any of its calls has an approval (a run with none costs no read of them)."""
     latest: dict[str, Message] = {}
     for message in messages:
         if message.role == "tool" and message.name and message.tool_call_id:
@@ -47,7 +53,7 @@ async def answered(
     if failed:
         return StopReason.TOOL_FAILED, "; ".join(failed)
     reason = _not_done(declined, cancelled)
-    if reason is None and latest and await _undone(store, run_id):
+    if reason is None and asked and await _undone(store, run_id):
         reason = StopReason.UNDONE
     return reason or StopReason.ANSWERED, None
 
@@ -93,7 +99,7 @@ async def _cancelled(store: Store, approval_id: Any) -> bool:
 async def _undone(store: Store, run_id: str) -> bool:
     """Whether a person undid a call of this run while it was still going (issue 42.6): its
     tool message reads as a result, so only the approvals tell (one read, for a run that
-    called tools). One undone after the run ended is marked by the undo itself."""
+    asked any). One undone after the run ended is marked by the undo itself."""
     return any(a.undone_by is not None for a in await store.list_approvals(run_id=run_id))
 
 
