@@ -146,7 +146,8 @@ class PostgresStore(SqlStore):
         self._listen_at = listen_at
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
-        self._together = together.Together(self._decisions)
+        self._deciding = together.Together(self._decisions)
+        self._stepping = together.Together(self._steps)
 
     async def open(self, *, migrate: bool = True) -> PostgresStore:
         try:
@@ -287,6 +288,8 @@ class PostgresStore(SqlStore):
         failed, a collision or a deadlock aborted it, all of which the body reports or retries."""
         query = Q[step.name]
         args = query.args(step.params)
+        if step.name == "commit_step":  # its effect's outcome may take the audit chain's lock
+            return await self._stepping.write(step.params["run_id"], args)
         with translate_errors():
             try:
                 if not self._pooled:
@@ -296,26 +299,43 @@ class PostgresStore(SqlStore):
             except _STEP_REFUSED:
                 return None
 
+    async def _steps(self, batch: Sequence[Sequence[Any]]) -> list[Any]:
+        """`commit_step` for the steps of several runs in one transaction (`together`), each
+        one's answer; one alone is one round trip, as it always was, and None when refused.
+        A batch one of them refused raises, and is tried again one by one."""
+        query = Q["commit_step"]
+        with translate_errors():
+            if len(batch) > 1:
+                async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                    return [row[0] for row in await conn.fetchmany(query.sql, batch)]
+            try:
+                async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                    return [await conn.fetchval(query.sql, *batch[0])]
+            except _STEP_REFUSED:
+                return [None]
+
     async def _decide_at_once(
         self, params: dict[str, Any], event: dict[str, Any]
     ) -> Approval | None:
         query = Q["decide_at_once"]
         args = query.args(params | {f"ev_{name}": value for name, value in event.items()})
-        row = await self._together.decide(params["id"], args)
+        row = await self._deciding.write(params["id"], args)
         return None if row is None else rows.approval_from_row(row)
 
     async def _decisions(self, batch: Sequence[Sequence[Any]]) -> list[Any]:
-        """`decide_at_once` for each of a batch in one transaction (`together`): the rows of
-        those it decided. One alone is one round trip, as it always was."""
+        """`decide_at_once` for each of a batch in one transaction (`together`): the row of
+        each it decided, None for each it did not. One alone is one round trip, as it
+        always was."""
         query = Q["decide_at_once"]
+        at = query.names.index("id")
         with translate_errors():
             for attempt in range(RETRIES):
                 try:
                     async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
                         if len(batch) > 1:
-                            return list(await conn.fetchmany(query.sql, batch))
-                        row = await conn.fetchrow(query.sql, *batch[0])
-                        return [] if row is None else [row]
+                            found = {r["id"]: r for r in await conn.fetchmany(query.sql, batch)}
+                            return [found.get(args[at]) for args in batch]
+                        return [await conn.fetchrow(query.sql, *batch[0])]
                 except _RUN_AGAIN:
                     if attempt == RETRIES - 1:
                         raise

@@ -1,4 +1,4 @@
-"""Decisions that arrive together commit together (issue 44.4).
+"""Writes that arrive together commit together (issue 44.4): decisions, and steps' commits.
 
 Every decision writes an audit event, and the audit chain numbers events in commit order
 under one lock held from the event's commit-time trigger to the end of its commit, the
@@ -9,10 +9,13 @@ that arrive wait for it and then go together: each still its own `decide_at_once
 statement, with its own compare-and-set, but all in one pipeline that commits once (the
 extended protocol's one implicit transaction up to its Sync: all or nothing), one turn of
 the lock and one flush. A decision that finds no write under way goes at once, alone.
+A resumed run's step commits its effect's outcome, whose `effect_completed` event takes the
+same lock: the steps of different runs (`commit_step`, each with its own lease and seq
+checks) go together the same way.
 
-An approval is in a write at most once: a second decision of it waits for the next write,
-where its compare-and-set sees the first and decides nothing. A write of several that
-fails is tried again one by one, so one decision's error is its own.
+A subject (an approval, a run) is in a write at most once: a second write of it waits for
+the next, where its own checks see the first. A write of several that fails (one step's
+check refused it, a deadlock) is tried again one by one, so each answer is its own.
 """
 
 from __future__ import annotations
@@ -22,10 +25,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 Send = Callable[[Sequence[Sequence[Any]]], Awaitable[list[Any]]]
-"""Write these decisions' statements in one transaction; the rows of those decided."""
+"""Write these statements in one transaction: each one's answer, in order."""
 
 MOST = 64
-"""Decisions in one write at most."""
+"""Statements in one write at most."""
 
 
 class Together:
@@ -34,11 +37,10 @@ class Together:
         self._waiting: list[tuple[str, Sequence[Any], asyncio.Future[Any]]] = []
         self._writer: asyncio.Task[None] | None = None
 
-    async def decide(self, approval_id: str, args: Sequence[Any]) -> Any:
-        """The row of the approval decided, or None when its compare-and-set decided
-        nothing (the caller then runs the body, which says why)."""
+    async def write(self, subject: str, args: Sequence[Any]) -> Any:
+        """The statement's answer once it committed (what `send` answers for it)."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._waiting.append((approval_id, args, future))
+        self._waiting.append((subject, args, future))
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write())
         return await future
@@ -56,10 +58,9 @@ class Together:
                         continue
                     await asyncio.gather(*(self._alone(entry) for entry in batch))
                     continue
-                decided = {row["id"]: row for row in found}
-                for approval_id, _, future in batch:
+                for (_, _, future), answer in zip(batch, found, strict=True):
                     if not future.done():
-                        future.set_result(decided.get(approval_id))
+                        future.set_result(answer)
         except BaseException:  # cancelled (the loop ends): nobody is left waiting forever
             for _, _, future in (*batch, *self._waiting):
                 future.cancel()
@@ -89,7 +90,7 @@ class Together:
             _fail(future, exc)
         else:
             if not future.done():
-                future.set_result(found[0] if found else None)
+                future.set_result(found[0])
 
 
 def _fail(future: asyncio.Future[Any], exc: Exception) -> None:

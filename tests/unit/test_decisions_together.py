@@ -25,15 +25,15 @@ class Writes:
         await self.gate.wait()
         if any("fail" in args for args in batch):
             raise RuntimeError("refused")
-        return [{"id": args[0]} for args in batch if args[0] not in self.lost]
+        return [None if args[0] in self.lost else {"id": args[0]} for args in batch]
 
 
 async def test_the_decisions_that_arrive_during_a_write_go_together_in_the_next() -> None:
     writes = Writes(lost=("c",))
     together = Together(writes.send)
-    first = asyncio.ensure_future(together.decide("a", ["a"]))
+    first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
-    rest = [asyncio.ensure_future(together.decide(i, [i])) for i in ("b", "c", "d")]
+    rest = [asyncio.ensure_future(together.write(i, [i])) for i in ("b", "c", "d")]
     await asyncio.sleep(0)
     writes.gate.set()
 
@@ -46,9 +46,9 @@ async def test_the_decisions_that_arrive_during_a_write_go_together_in_the_next(
 async def test_an_approval_is_in_a_write_once_and_its_second_decision_waits_for_the_next() -> None:
     writes = Writes()
     together = Together(writes.send)
-    first = asyncio.ensure_future(together.decide("a", ["a"]))
+    first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
-    rest = [asyncio.ensure_future(together.decide(i, [i])) for i in ("b", "b", "c")]
+    rest = [asyncio.ensure_future(together.write(i, [i])) for i in ("b", "b", "c")]
     await asyncio.sleep(0)
     writes.gate.set()
 
@@ -60,10 +60,10 @@ async def test_an_approval_is_in_a_write_once_and_its_second_decision_waits_for_
 async def test_a_write_of_several_that_fails_is_tried_one_by_one() -> None:
     writes = Writes()
     together = Together(writes.send)
-    first = asyncio.ensure_future(together.decide("a", ["a"]))
+    first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
-    good = asyncio.ensure_future(together.decide("b", ["b"]))
-    bad = asyncio.ensure_future(together.decide("c", ["c", "fail"]))
+    good = asyncio.ensure_future(together.write("b", ["b"]))
+    bad = asyncio.ensure_future(together.write("c", ["c", "fail"]))
     await asyncio.sleep(0)
     writes.gate.set()
 
@@ -77,9 +77,9 @@ async def test_a_write_of_several_that_fails_is_tried_one_by_one() -> None:
 async def test_a_write_cancelled_leaves_nobody_waiting() -> None:
     writes = Writes()
     together = Together(writes.send)
-    first = asyncio.ensure_future(together.decide("a", ["a"]))
+    first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
-    second = asyncio.ensure_future(together.decide("b", ["b"]))
+    second = asyncio.ensure_future(together.write("b", ["b"]))
     await asyncio.sleep(0)
     assert together._writer is not None
     together._writer.cancel()
