@@ -68,12 +68,14 @@ async def rollback(
     *,
     by: str,
     compensate_shared: bool = False,
+    intended: bool = False,
 ) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot.
 
     Rolling back again to the step the run was rolled back to does nothing, and says so. An
     effect other runs rely on is compensated only with `compensate_shared`; without it the
-    rollback is refused (`SharedEffect`, naming them) and changes nothing."""
+    rollback is refused (`SharedEffect`, naming them) and changes nothing. `intended`: its
+    intent is committed already (recovery finishing it)."""
     run = await deps.run(run_id)
     agent = _agent_of(deps, run)
     if to_step > run.step:
@@ -89,7 +91,8 @@ async def rollback(
         await shared.refuse(deps, run, agent, to_step)
     undo = Undo(by, compensate_shared)
     async with deps.lease(run_id):
-        await _intend(deps, run_id, undo, to_step=to_step, restore=True)
+        if not intended:
+            await _intend(deps, run_id, undo, to_step=to_step, restore=True)
         report = await _undo_after(deps, run, agent, to_step, undo, at_step=to_step)
         await approvals.withdraw(run_id, by=by, reason="run rolled back")
         latest = await deps.store.load_state(run_id)
@@ -165,7 +168,8 @@ async def finish_interrupted(
     deps: Deps, approvals: Withdrawals, run_id: str
 ) -> RollbackReport | None:
     """Run again the rollback (or saga) that died before it ended (inside an undo or between
-    two); each effect is still compensated once. None if no undo of this run is unfinished."""
+    two) under the intent it wrote, not a second one; each effect is still compensated once.
+    None if no undo of this run is unfinished."""
     intent = await unfinished(deps.store, run_id)
     if intent is None:
         return None
@@ -174,13 +178,25 @@ async def finish_interrupted(
         if intent.detail.get("restore"):
             to_step = int(intent.detail["to_step"])
             return await rollback(
-                deps, approvals, run_id, to_step, by=intent.actor, compensate_shared=allow
+                deps,
+                approvals,
+                run_id,
+                to_step,
+                by=intent.actor,
+                compensate_shared=allow,
+                intended=True,
             )
         only = intent.detail.get("calls")
         run = await deps.run(run_id)
         undoes = intent.detail.get(undone_mark.MARKS)  # a person's undo of one approved call
         return await compensate_all(
-            deps, run, only=only, by=intent.actor, compensate_shared=allow, undoes=undoes
+            deps,
+            run,
+            only=only,
+            by=intent.actor,
+            compensate_shared=allow,
+            intended=True,
+            undoes=undoes,
         )
 
 
