@@ -10,6 +10,7 @@ sentence of the app is here, so the words can be read and changed in one place.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from bot import words
 
@@ -468,9 +469,11 @@ def run_summary(agent: str, status: str, step: int) -> str:
     return f"*Status:* {status} · *step* {step} · *agent* {agent}"
 
 
-def status_text(status: str, stop_reason: str | None, *, decided: bool = False) -> str:
+def status_text(
+    status: str, stop_reason: str | None, *, decided: bool = False, cooling: datetime | None = None
+) -> str:
     """Plain text: the vocabulary's word for a run's state (`bot.words`)."""
-    return words.run_state(status, stop_reason, decided=decided)
+    return words.run_state(status, stop_reason, decided=decided, cooling=cooling)
 
 
 RESUME_HOW = f"{words.READY_TO_RESUME}: every approval is decided; {words.how_to_resume()}."

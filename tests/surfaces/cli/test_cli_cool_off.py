@@ -46,6 +46,10 @@ def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
     assert "approved: the call waits out its cool-off until" in said  # not "waiting_approval"
     assert f"signoff approvals cancel-cool-off {approval_id} --by" in said
     assert "cool-off until" in signoff("approvals", "list")[1]
+    run_id = json.loads(signoff("runs", "list", "--json")[1])[0]["id"]
+    for shown in (signoff("runs", "show", run_id)[1], signoff("runs", "list")[1]):
+        assert "ready to resume" not in shown  # nothing may resume it until the cool-off ends
+        assert "waits out its cool-off until" in " ".join(shown.split()), shown
 
     code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0EVE")
     assert code == 1
