@@ -119,6 +119,12 @@ def take_back_note(approval: Approval) -> str:
     then), "; cool-off cancelled by …", "; undo until …" or "; undone by …" (issue 42.6)."""
     if approval.undone_by:
         return f"; undone by {person(approval.undone_by)}"
+    if approval.undoing_by:
+        return f"; being undone by {person(approval.undoing_by)}"
+    if approval.undo_error:
+        return f"; undo failed: {approval.undo_error}"
+    if approval.ran_outcome in ("failed", "in_doubt"):
+        return f"; ran: {words.EFFECT_STATES[approval.ran_outcome]}, nothing to undo"
     if approval.cool_off == "cancelled":
         return f"; cool-off cancelled by {person(approval.cool_off_by or '?')}"
     if approval.cool_off == "waiting":

@@ -238,6 +238,23 @@ def undo_until(at: str) -> str:
     return f":leftwards_arrow_with_hook: Ran. An approver may undo it until {at}"
 
 
+RUNNING_NO_UNDO_YET = ":gear: Running: Undo is offered once it has completed"
+RAN_AND_FAILED = ":x: Ran and failed: nothing was done, so there is nothing to undo"
+RAN_IN_DOUBT = (
+    ":warning: Ran, but whether it happened is in doubt: on-call was paged; it cannot be "
+    "undone blind"
+)
+
+
+def undoing(by: str) -> str:
+    return f":leftwards_arrow_with_hook: Being undone by {by}"
+
+
+def undo_failed(why: str) -> str:
+    """An undo whose compensation failed: the call is not undone (an approver may retry)."""
+    return f":x: Undo failed: {why}. It is not undone"
+
+
 def undone(by: str, at: str | None) -> str:
     return _at(f":leftwards_arrow_with_hook: Undone by {by}", at)
 
