@@ -102,6 +102,21 @@ def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
     assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
     assert "undo until" in signoff("approvals", "list")[1]
 
+    down = Path(f"{seats}.down")  # the seat provider is down: the release fails
+    down.touch()
+    code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
+    assert code == 1, said
+    flat = " ".join(said.split())
+    assert f"approval {approval_id} is not undone" in flat
+    assert "the seat provider is down" in flat
+    assert f"approval {approval_id} undone by" not in flat
+    listed = " ".join(signoff("approvals", "list")[1].split())
+    assert "undo failed" in listed
+    assert "undone by" not in listed
+    assert json.loads(signoff("approvals", "list", "--json")[1])[0]["undone_by"] is None
+    assert seats.read_text().splitlines() == ["hold 14C"]
+    down.unlink()  # back: the undo is tried again
+
     code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
     assert code == 0, said
     assert f"approval {approval_id} undone by U0BOB" in said
