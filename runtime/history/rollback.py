@@ -159,7 +159,7 @@ async def compensate_all(
             at=deps.clock(),
             detail=report.as_dict(),
         )
-        ended = undone_mark.ended(undoes, report)
+        ended = undone_mark.ended(undoes, report.paged, report.failed)
         mark = await undone_mark.checkpoint(deps, run.id) if ended and not ended.error else None
         await deps.store.commit(
             Batch(
