@@ -731,7 +731,8 @@ ORDER BY created_at, id LIMIT :limit
 -- ready when none of its other approvals is pending and none waits out a cool-off, and the
 -- audit event. The compare-and-set is `decide_approval`'s. No row when it decided nothing
 -- (not pending, past the deadline it keeps to, a quorum, spend): the store then runs the
--- body, which says why or does the rest.
+-- body, which says why or does the rest. Decisions that arrive while one is written go
+-- together, a statement each in one transaction (`store.postgres.together`).
 WITH decided AS (
     UPDATE approvals
     SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
