@@ -48,10 +48,6 @@ Q = sql.load()
 RETRIES = 5
 HEALTH_TIMEOUT = 2.0  # seconds a readiness probe waits for the server
 POOL_MODES = ("session", "transaction")
-NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
-"""The channel every outbox row notifies at commit (its topic as the payload): one per
-schema, named as the outbox trigger names it."""
-
 IDLE_IN_TRANSACTION = {"idle_in_transaction_session_timeout": "10s"}
 """A worker frozen (SIGSTOP, a stalled VM) in the middle of a transaction would hold its
 runs' rows locked for as long as it stays frozen, and its runs would never flow to another
@@ -364,7 +360,9 @@ class PostgresStore(SqlStore):
         """Call `callback(topic)` for each outbox row any process commits (a decision, a new
         approval and its deadline, a page, a finished run); returns the function that stops.
         On a dedicated connection, opened again if it is lost (meanwhile the polls cover)."""
-        listener = _Listener(self._listen_url, callback)
+        from store.postgres.listener import Listener  # after asyncpg's import is checked
+
+        listener = Listener(self._listen_url, callback)
         await listener.connect()
         return listener.stop
 
@@ -479,40 +477,3 @@ async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
         return await conn.fetchrow(query.sql, *args)
     status = await conn.execute(query.sql, *args)
     return int(status.rsplit(" ", 1)[-1]) if stmt.fetch == "count" else None
-
-
-class _Listener:
-    """One LISTEN connection that reconnects (every second until it can) when it drops."""
-
-    def __init__(self, url: str, callback: Callable[[str], None]) -> None:
-        self.url, self.callback = url, callback
-        self.conn: asyncpg.Connection | None = None
-        self.stopped = False
-        self.retry: asyncio.Task[None] | None = None
-
-    async def connect(self) -> None:
-        conn = await asyncpg.connect(self.url)
-        channel = await conn.fetchval(NOTIFY_CHANNEL)
-        await conn.add_listener(channel, lambda _c, _p, _ch, topic: self.callback(topic))
-        conn.add_termination_listener(lambda _c: self._lost())
-        self.conn = conn
-
-    def _lost(self) -> None:
-        if not self.stopped and (self.retry is None or self.retry.done()):
-            self.retry = asyncio.get_running_loop().create_task(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        while not self.stopped:
-            await asyncio.sleep(1.0)
-            try:
-                await self.connect()
-                return
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                continue
-
-    async def stop(self) -> None:
-        self.stopped = True
-        if self.retry is not None:
-            self.retry.cancel()
-        if self.conn is not None and not self.conn.is_closed():
-            await self.conn.close()
