@@ -2,7 +2,7 @@
 run's next model call.
 
     python benchmarks/resume_bench.py [--runs 200] [--rounds 3] [--poll 10] [--capacity 32]
-        [--url postgresql://postgres@127.0.0.1:5432/test]
+        [--warm 0] [--url postgresql://postgres@127.0.0.1:5432/test]
 
 `--runs` runs park on one approval each (an irreversible tool). Then every decision is made
 at once, as a burst of clicks reaches `signoff serve`: `Runtime.decide(..., resume=False)`
@@ -14,6 +14,10 @@ decision would have without a wake (up to `--poll` seconds, `worker_poll_seconds
 
 - SQLite (the default): one process, whose queue (`capacity` runs at once, as `serve`'s
   `worker_capacity`) is woken in-process by each decision.
+- `--warm N`: first N more runs are decided and resumed, untimed, as a `serve` that has run
+  a while has done: its pooled connections open, their statements prepared and the
+  server's caches for them filled. Without it, the burst meets the connections cold, as
+  it does after five idle minutes (asyncpg closes a connection idle that long).
 - `--url postgresql://...`: the decisions are made through a second store and runtime with
   no queue (another `serve` process, as far as the database can tell), so the worker's queue
   hears of them only through LISTEN/NOTIFY (the decision's outbox row notifies at commit).
@@ -28,7 +32,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
 from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
@@ -92,9 +96,9 @@ class Phases:
     """Timestamps of each run's way from click to model call, by run id (`perf_counter`).
 
     click: just before `decide`; durable: `decide` returned (the decision committed); heard:
-    the worker learned of it (SQLite: the in-process wake; PostgreSQL: the k-th
-    `approval_decided` NOTIFY the worker's listener received, paired with the k-th decision
-    to commit, as a NOTIFY names its topic and not its run); claimed: the queue's claim that
+    the worker learned of it (SQLite: the in-process wake; PostgreSQL: the
+    `approval_decided` NOTIFY the worker's listener received nearest its `durable`, as a
+    NOTIFY names its topic and not its run); claimed: the queue's claim that
     took the run returned (its lease taken in that statement); leased: its driver adopted
     the lease; called: its model was called again."""
 
@@ -113,10 +117,14 @@ class Phases:
         self.at[name].setdefault(run_id, time.perf_counter())
 
     def pair_notifications(self) -> None:
-        """PostgreSQL: the k-th NOTIFY heard belongs to the k-th decision made durable."""
-        order = sorted(self.at["durable"], key=self.at["durable"].__getitem__)
-        for run_id, heard in zip(order, sorted(self.notified), strict=False):
-            self.at["heard"][run_id] = heard
+        """PostgreSQL: a decision's NOTIFY is the one heard nearest its `durable`, after its
+        click (decisions that commit together notify once: a transaction's identical
+        notifications are one)."""
+        for run_id, durable in self.at["durable"].items():
+            click = self.at["click"][run_id]
+            heard = [n for n in self.notified if n >= click]
+            if heard:
+                self.at["heard"][run_id] = min(heard, key=lambda n: abs(n - durable))
 
     def spans(self) -> dict[str, list[float]]:
         """Each phase's durations over the runs, sorted, seconds."""
@@ -191,15 +199,15 @@ def instrument(worker: Runtime, queue: RunQueue, phases: Phases) -> None:
 
 
 async def one_round(
-    url: str, runs: int, poll: float, capacity: int, *, body: bool = False
+    url: str, runs: int, poll: float, capacity: int, *, body: bool = False, warm: int = 0
 ) -> Phases:
     resumed_at.clear()
     everyone.clear()
-    everyone[runs] = asyncio.Event()
+    everyone[warm] = asyncio.Event()
     phases = Phases()
     store = await open_store(url)
     worker = Runtime(store, [AGENT], worker_id="worker")
-    for i in range(runs):  # parked before the queue runs: each waits on its approval
+    for i in range(warm + runs):  # parked before the queue runs: each waits on its approval
         await worker.start("payer", f"task {i}", run_id=f"r{i}", requested_by="U0REQ")
     queue = worker.serve_queue(capacity=capacity, poll=poll)
     instrument(worker, queue, phases)
@@ -225,14 +233,19 @@ async def one_round(
             deciders._decide_at_once = by_transaction  # type: ignore[attr-defined]
         decider = Runtime(deciders, [AGENT], worker_id="decider")
     pending = await decider.approvals(state=ApprovalState.PENDING)
-    if len(pending) != runs:
+    if len(pending) != warm + runs:
         raise SystemExit("every run must park on its approval")
+    if warm:
+        await warm_up(decider, worker, queue, [a.id for a in pending[:warm]], poll)
+        pending = pending[warm:]
+        phases.__init__()  # type: ignore[misc]
+        resumed_at.clear()
+    everyone.clear()
+    everyone[runs] = asyncio.Event()
 
     async def click(approval_id: str, run_id: str) -> None:
         phases.mark("click", run_id)
-        approval = await decider.decide(approval_id, "approved", by="U0BOSS", resume=False)
-        phases.mark("durable", run_id)
-        await decider.after_decision(approval, resume=decider is worker)
+        await decide(decider, approval_id, worker, durable=lambda: phases.mark("durable", run_id))
 
     cpu, server = time.process_time(), server_ticks()
     await asyncio.gather(*(click(a.id, a.run_id or "") for a in pending))
@@ -247,6 +260,27 @@ async def one_round(
     if deciders is not None:
         await deciders.close()
     return phases
+
+
+async def warm_up(
+    decider: Runtime, worker: Runtime, queue: RunQueue, approval_ids: list[str], poll: float
+) -> None:
+    """Untimed decisions and their resumes, as a `serve` that has run a while has made:
+    every pooled connection opened, its statements prepared and its caches filled. Their
+    drives end (checkpoint, lease given back) before the burst."""
+    await asyncio.gather(*(decide(decider, a, worker) for a in approval_ids))
+    await asyncio.wait_for(everyone[len(approval_ids)].wait(), poll + 60)
+    await asyncio.gather(*queue.driving.values(), return_exceptions=True)
+
+
+async def decide(
+    decider: Runtime, approval_id: str, worker: Runtime, durable: Callable[[], None] = lambda: None
+) -> None:
+    """One click as the Slack listener makes it: the decision recorded (what it awaits before
+    its ack), then what it runs after; `durable` is called in between."""
+    approval = await decider.decide(approval_id, "approved", by="U0BOSS", resume=False)
+    durable()
+    await decider.after_decision(approval, resume=decider is worker)
 
 
 STATEMENT, TRANSACTION = "one statement", "transaction"
@@ -315,6 +349,12 @@ async def main() -> None:
     parser.add_argument("--capacity", type=int, default=32, help="runs the worker drives at once")
     parser.add_argument("--url", default="sqlite", help="postgresql://... (default: SQLite)")
     parser.add_argument(
+        "--warm",
+        type=int,
+        default=0,
+        help="first decide this many more runs, untimed, as a serve that has run a while",
+    )
+    parser.add_argument(
         "--reference", action="store_true", help="interleave rounds deciding by the transaction"
     )
     args = parser.parse_args()
@@ -324,7 +364,8 @@ async def main() -> None:
         modes = [WRITER]
     print(
         f"{backend}: {args.runs} decisions at once, decide -> next model call, ms "
-        f"(capacity {args.capacity}, load average {os.getloadavg()[0]:.1f})"
+        f"(capacity {args.capacity}, warmed by {args.warm}, "
+        f"load average {os.getloadavg()[0]:.1f})"
     )
     print(f"{'round':>5} {'p50':>8} {'p99':>8} {'max':>8}  decided by")
     tallies = {mode: Tally() for mode in modes}
@@ -334,7 +375,12 @@ async def main() -> None:
                 url = await fresh(args.url, directory, number)
                 try:
                     phases = await one_round(
-                        url, args.runs, args.poll, args.capacity, body=mode == TRANSACTION
+                        url,
+                        args.runs,
+                        args.poll,
+                        args.capacity,
+                        body=mode == TRANSACTION,
+                        warm=args.warm,
                     )
                 finally:
                     await drop(url)

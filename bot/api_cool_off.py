@@ -41,7 +41,11 @@ async def undo(request: web.Request) -> web.Response:
     report = await rt.undo(approval.id, by=by)
     await audited(request, "api_undo", run_id=approval.run_id, approval_id=approval.id, by=by)
     undone = await rt.queries.approval(approval.id)
-    return web.json_response(await voted_view(rt, undone) | {"undo": report.as_dict()})
+    body = await voted_view(rt, undone) | {"undo": report.as_dict()}
+    if undone.undo_error is not None:  # the compensator failed: not undone; on-call paged
+        error = f"approval {approval.id} is not undone: {undone.undo_error}"
+        return web.json_response(body | {"error": error}, status=502)
+    return web.json_response(body)
 
 
 async def _allowed(request: web.Request, permission: Permission) -> tuple[Approval, str]:

@@ -198,11 +198,13 @@ def _paths() -> Json:
             ),
         },
         "/v1/approvals/{approval_id}/undo": {
-            "post": _on_approval(
-                "undoApprovedCall",
-                "Undo the call an approval let run, once, within its policy's undo_for",
-                ["approvals:decide"],
-                body="PersonRequest",
+            "post": _undo_failed(
+                _on_approval(
+                    "undoApprovedCall",
+                    "Undo the call an approval let run, once, within its policy's undo_for",
+                    ["approvals:decide"],
+                    body="PersonRequest",
+                )
             ),
         },
         "/v1/openapi.json": {
@@ -341,6 +343,16 @@ def _on_approval(
     """An operation on one approval (by its id in the path) that answers with the approval."""
     params = [_path_param("approval_id")]
     return _op(operation_id, summary, scopes, params=params, body=body, ok={"200": "Approval"})
+
+
+def _undo_failed(op: Json) -> Json:
+    """An undo whose compensator failed answers 502: not undone, and why."""
+    why = (
+        "the compensator failed or ended in doubt: the call is not undone (`error` and the "
+        "approval's `undo_error` say why), on-call was paged; undo it again once it is fixed"
+    )
+    op["responses"]["502"] = _response("Error", why)
+    return op
 
 
 def _op(

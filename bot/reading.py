@@ -147,9 +147,19 @@ def cool_off_lines(approval: Approval) -> list[str]:
         return []
     if approval.undone_by is not None:
         return [f"undone by {approval.undone_by} at {at(approval.undone_at)}"]
-    if approval.undo_until is not None:
-        return [f"may be undone until {at(approval.undo_until)}"]
-    return []
+    if approval.undoing_by is not None:
+        return [f"being undone by {approval.undoing_by}"]
+    lines = [f"undo failed: {approval.undo_error}; not undone"] if approval.undo_error else []
+    if approval.ran_outcome is None and approval.undo_seconds:
+        lines.append("running: Undo is offered once it has completed")
+    elif approval.ran_outcome in ("failed", "in_doubt"):
+        lines.append(f"it {_ENDED[approval.ran_outcome]}: nothing to undo")
+    elif approval.undo_until is not None:
+        lines.append(f"may be undone until {at(approval.undo_until)}")
+    return lines
+
+
+_ENDED = {"failed": "failed", "in_doubt": "is in doubt (on-call was paged)"}
 
 
 def limit_lines(approval: Approval) -> list[str]:

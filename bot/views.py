@@ -81,10 +81,11 @@ status_text = words.run_state
 """A status for people, in the vocabulary's words (`bot.words.run_state`)."""
 
 
-def run_status(run: Run, *, decided: bool = False) -> str:
+def run_status(run: Run, *, decided: bool = False, cooling: datetime | None = None) -> str:
     """The stored status, told as it is: a parked run whose approvals are all decided is
-    ready to resume (`decided`), and a dry-run fork says so."""
-    return words.state_of_run(run, decided=decided)
+    ready to resume (`decided`), unless a call waits out its cool-off (until `cooling`), and
+    a dry-run fork says so."""
+    return words.state_of_run(run, decided=decided, cooling=cooling)
 
 
 def usage_text(run: Run) -> str:
@@ -118,6 +119,12 @@ def take_back_note(approval: Approval) -> str:
     then), "; cool-off cancelled by …", "; undo until …" or "; undone by …" (issue 42.6)."""
     if approval.undone_by:
         return f"; undone by {person(approval.undone_by)}"
+    if approval.undoing_by:
+        return f"; being undone by {person(approval.undoing_by)}"
+    if approval.undo_error:
+        return f"; undo failed: {approval.undo_error}"
+    if approval.ran_outcome in ("failed", "in_doubt"):
+        return f"; ran: {words.EFFECT_STATES[approval.ran_outcome]}, nothing to undo"
     if approval.cool_off == "cancelled":
         return f"; cool-off cancelled by {person(approval.cool_off_by or '?')}"
     if approval.cool_off == "waiting":
@@ -142,9 +149,14 @@ def _id_column(table: Table, name: str, ids: Sequence[str | None]) -> None:
 
 
 def runs_table(
-    runs: Sequence[Run], *, decided: Collection[str] = (), caption: str | None = None
+    runs: Sequence[Run],
+    *,
+    decided: Collection[str] = (),
+    cooling: Mapping[str, datetime] | None = None,
+    caption: str | None = None,
 ) -> Table:
-    """`decided`: ids of parked runs whose approvals are all decided."""
+    """`decided`: ids of parked runs whose approvals are all decided; `cooling`: when the
+    call a parked run waits on ends its cool-off, by run id."""
     table = Table(caption=caption)
     _id_column(table, "run", [r.id for r in runs])
     for name in ("agent", "status", "step", "task", "created (UTC)"):
@@ -153,7 +165,7 @@ def runs_table(
         table.add_row(
             inert(run.id),
             inert(run.agent),
-            run_status(run, decided=run.id in decided),
+            run_status(run, decided=run.id in decided, cooling=(cooling or {}).get(run.id)),
             str(run.step),
             inert(run.task, 40),
             when(run.created_at),
@@ -173,7 +185,8 @@ def run_table(
     table.add_row("run", inert(run.id))
     table.add_row("agent", inert(run.agent))
     table.add_row("task", inert(run.task, 500))
-    table.add_row("status", run_status(run, decided=decided))
+    cooling = words.cool_off_end(approvals)
+    table.add_row("status", run_status(run, decided=decided, cooling=cooling))
     if run.error:
         table.add_row("error", inert(run.error, 500))
     table.add_row("step", str(run.step))

@@ -9,7 +9,8 @@ by surface (a Slack mention, a name in a modal, an id in a terminal). A surface 
 `Voice` that writes those, and these functions say the rest. A state's word is the stored
 name where one exists (what `/runs list STATUS` and the CLI's filters take), except where
 the stored name would say the wrong thing: a run restored by a rollback is "rolled back",
-not "failed"; a parked run whose approvals are all decided is "ready to resume".
+not "failed"; a parked run whose approvals are all decided is "ready to resume", unless an
+approved call waits out its cool-off, which it says with the time the call runs.
 """
 
 from __future__ import annotations
@@ -121,14 +122,23 @@ COMPENSATED = "compensated"
 
 
 def run_state(
-    status: str, stop_reason: str | None = None, *, decided: bool = False, dry_run: bool = False
+    status: str,
+    stop_reason: str | None = None,
+    *,
+    decided: bool = False,
+    dry_run: bool = False,
+    cooling: datetime | None = None,
 ) -> str:
     """A run's state in one word or a few: `done`, `declined`, `failed (out of steps)`,
     `rolled back`, `ready to resume` (`decided`: parked, with every approval decided),
-    `dry run: done`. A run that answered says whether it did what was asked (`run_outcome`)."""
+    `dry run: done`; parked while an approved call waits out its cool-off until `cooling`,
+    it says so (nothing resumes it before). A run that answered says whether it did what was
+    asked (`run_outcome`)."""
     outcome = run_outcome(status, stop_reason)
     if outcome in (ROLLED_BACK, DECLINED, EXPIRED, UNDONE):
         text = outcome
+    elif cooling is not None and status == RunStatus.WAITING_APPROVAL:
+        text = cooling_off(cooling)
     elif decided and status == RunStatus.WAITING_APPROVAL:
         text = READY_TO_RESUME
     elif outcome in (FAILED, CANCELLED) and status == RunStatus.DONE:
@@ -139,8 +149,22 @@ def run_state(
     return f"dry run: {text}" if dry_run else text
 
 
-def state_of_run(run: Run, *, decided: bool = False) -> str:
-    return run_state(run.status.value, run.stop_reason, decided=decided, dry_run=run.dry_run)
+def state_of_run(run: Run, *, decided: bool = False, cooling: datetime | None = None) -> str:
+    return run_state(
+        run.status.value, run.stop_reason, decided=decided, dry_run=run.dry_run, cooling=cooling
+    )
+
+
+def cooling_off(until: datetime) -> str:
+    """A parked run whose approved call waits out its cool-off (issue 42.6)."""
+    return f"the call waits out its cool-off until {until.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def cool_off_end(approvals: Sequence[Approval]) -> datetime | None:
+    """When the first approved call of these still waiting out its cool-off runs (None: none
+    waits)."""
+    ends = [a.cool_off_until for a in approvals if a.cool_off == "waiting" and a.cool_off_until]
+    return min(ends, default=None)
 
 
 def approval_state(approval: Approval) -> str:

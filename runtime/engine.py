@@ -622,8 +622,10 @@ class Runtime:
 
     async def undo(self, approval_id: str, *, by: str) -> RollbackReport:
         """`by` undoes the call an approval let run, through its tool's compensator, once and
-        within its policy's `undo_for`: the rollback of that one effect (audited). `TooLate`
-        otherwise, changing nothing. Surfaces check `Permission.UNDO` first."""
+        within its policy's `undo_for` once its effect completed: the rollback of that one
+        effect (audited). `TooLate` otherwise, changing nothing. A compensation that fails is
+        in the report's `failed` and the approval's `undo_error` (not undone; on-call paged;
+        it may be tried again). Surfaces check `Permission.UNDO` first."""
         return await cool_off.undo(self._deps, approval_id, by=by)
 
     # what the surfaces (CLI, Slack, HTTP) call besides the above

@@ -29,6 +29,7 @@ from store.records import (
     Effect,
     EffectOutcome,
     EffectReuse,
+    EffectStatus,
     Envelope,
     Fact,
     LearnedRule,
@@ -100,6 +101,9 @@ class Batch:
       (`Committed.admitted`) and what it holds.
     - `spend`: what the effects that ended do to the holds of their calls (settled, given
       back), and what a finished run's calls that never ran give back (`store.spend`).
+    - `ended_calls`: the approvals (under `cool_off` or `undo_for`) whose call's effect ends
+      in this batch: a completed one opens its undo window (`store.undo_ends`).
+    - `undo_ended`: a person's undo of an approved call ends in this batch, undone or failed.
 
     Every record in the batch must belong to `run_id`.
     """
@@ -116,6 +120,25 @@ class Batch:
     events: Sequence[AuditEvent] = ()
     admit: Mapping[str, SpendPlan] = field(default_factory=dict)
     spend: Sequence[SpendChange] = ()
+    ended_calls: Sequence[CallEnded] = ()
+    undo_ended: UndoEnded | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnded:
+    """The effect of a call an approval let run (under `cool_off` or `undo_for`) ended."""
+
+    approval_id: str
+    status: EffectStatus
+
+
+@dataclass(frozen=True, slots=True)
+class UndoEnded:
+    """A person's undo of the call an approval let run ended: undone (`error` None), or
+    failed, and why (its claim is released, so a person may try again)."""
+
+    approval_id: str
+    error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,8 +25,8 @@ def advance(
         if started:
             yield announce.outbox("approval_waiting", params["id"], {"why": "cool_off"})
             yield from insert_event(event)
-    claim = params | {"has_undo": undo is not None, "undo_seconds": undo or 0.0}
-    if (yield Stmt("claim_cool_off", claim, "count")):  # the card loses Cancel, gains Undo
+    claim = params | {"undo_seconds": undo}
+    if (yield Stmt("claim_cool_off", claim, "count")):  # the card loses Cancel (Undo: later)
         yield announce.outbox("approval_waiting", params["id"], {"why": "ran"})
     row = yield Stmt("get_approval", {"id": params["id"]}, "one")
     return rows.approval_from_row(row)
@@ -42,11 +42,11 @@ def cancel(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
 
 
 def claim_undo(params: dict[str, Any], events: Sequence[AuditEvent]) -> Body[bool]:
-    """A person undoes the call that ran: True for the one click that may (the window open,
-    nobody before)."""
+    """A person undoes the call that ran: True for the one click that may (its effect
+    completed, the window open, nobody undoing it or before)."""
     if not (yield Stmt("claim_undo", params, "count")):
         return False
-    yield announce.outbox("approval_waiting", params["id"], {"why": "undone"})
+    yield announce.outbox("approval_waiting", params["id"], {"why": "undoing"})
     for event in events:
         yield from insert_event(event)
     return True

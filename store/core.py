@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any, TypeVar
 
-from store import announce, errors, read_results, rows, shared, spend
+from store import announce, errors, read_results, rows, shared, spend, undo_ends
 from store.base import Batch, Claim, Claims, Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
@@ -400,6 +400,7 @@ def commit(
         locked = (yield from spend.lock(spend_locks)) if spend_locks else None
         for params in finish:
             yield from finish_effect(params)
+        yield from undo_ends.ends(batch, test_now)
         for change in batch.spend:
             yield from spend.change(run_id, change, test_now)
         committed = Committed()
@@ -455,6 +456,8 @@ def _step_params(batch: Batch) -> dict[str, Any] | None:
     writes (approvals, pages, no checkpoint, or seqs the body refuses)."""
     cps = batch.checkpoints
     if batch.request or batch.pages or batch.settle_pages or batch.spend or not cps:
+        return None
+    if batch.ended_calls or batch.undo_ended:
         return None
     if any(b.seq != a.seq + 1 for a, b in pairwise(cps)):
         return None  # the body refuses it (Conflict)

@@ -562,11 +562,23 @@ class Approval(Record):
     `cancelled` by `cool_off_by` (it never runs). None: no cool-off, or not reached yet."""
     cool_off_until: datetime | None = None
     cool_off_by: str | None = None
+    undo_seconds: float | None = None
+    """How long the call may be undone once its effect completed (the policy's `undo_for`,
+    kept when the call is claimed to run)."""
+    ran_outcome: Literal["completed", "failed", "in_doubt"] | None = None
+    """How the effect of the call that ran ended, recorded with its result (None: running,
+    or it made none). Only a completed one opens the undo window."""
     undo_until: datetime | None = None
-    """Until when the call that ran may be undone through its compensator (None: never)."""
+    """Until when the call that ran may be undone through its compensator (None: never, or
+    not yet: the window opens when its effect completed)."""
+    undoing_by: str | None = None
+    """Who is undoing the call right now: claimed, its compensation not ended yet."""
+    undo_error: str | None = None
+    """Why the last undo failed (its compensation raised or ended in doubt; on-call was
+    paged): the call is not undone, and an approver may try again within the window."""
     undone_by: str | None = None
-    """Who undid the call that ran (once): its compensation is the rollback of that one
-    effect."""
+    """Who undid the call that ran (once its compensation completed): its compensation is
+    the rollback of that one effect."""
     undone_at: datetime | None = None
 
     resume_state: str | None = Field(None, exclude=True, repr=False)

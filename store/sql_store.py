@@ -188,7 +188,8 @@ class SqlStore:
     # history
 
     async def commit(self, batch: Batch) -> Committed:
-        if not (batch.request or batch.spend):  # a step's batch: nothing in it is timed
+        timed = batch.request or batch.spend or batch.ended_calls or batch.undo_ended
+        if not timed:  # a step's batch: nothing in it is timed
             return await self._write(core.commit(batch))
         make = core.commit(batch, test_now=self._judge_now(), spend_now=self._spend_now())
         return await self._write(make)

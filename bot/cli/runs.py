@@ -27,6 +27,8 @@ from bot.cli.base import (
 from bot.cli.session import Reader, database_label, with_process, with_reader
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from bot.wiring import Process
     from runtime import Queries, Runtime
     from runtime.records import Approval, Checkpoint, Effect, Run
@@ -165,9 +167,9 @@ def list_runs(
 
     async def work(r: Reader) -> Any:
         found = await r.queries.runs(status, limit=limit)
-        return found, await decided_runs(r.queries, found), r.database.url
+        return found, await parked_runs(r.queries, found), r.database.url
 
-    found, decided, url = with_reader(ctx, work)
+    found, (decided, cooling), url = with_reader(ctx, work)
     if as_json:
         show(dumped(found), as_json=True)
         return
@@ -177,15 +179,27 @@ def list_runs(
     if not found:
         say(f"no runs {where}")
         return
-    say(views.runs_table(found, decided=decided, caption=f"{len(found)} run(s) {where}"))
+    caption = f"{len(found)} run(s) {where}"
+    say(views.runs_table(found, decided=decided, cooling=cooling, caption=caption))
 
 
-async def decided_runs(queries: "Queries", runs: "Sequence[Run]") -> set[str]:
-    """The parked runs among `runs` with no approval pending: ready to resume."""
-    parked = [run.id for run in runs if run.status == "waiting_approval"]
-    return {
-        run_id for run_id in parked if not await queries.approvals(run_id=run_id, state="pending")
-    }
+async def parked_runs(
+    queries: "Queries", runs: "Sequence[Run]"
+) -> tuple[set[str], dict[str, "datetime"]]:
+    """The parked runs among `runs` with no approval pending (ready to resume), and when the
+    call each of those waiting out a cool-off waits on runs."""
+    from bot import words
+
+    decided, cooling = set(), {}
+    for run in runs:
+        if run.status != "waiting_approval":
+            continue
+        approvals = await queries.approvals(run_id=run.id)
+        if all(a.state != "pending" for a in approvals):
+            decided.add(run.id)
+        if (end := words.cool_off_end(approvals)) is not None:
+            cooling[run.id] = end
+    return decided, cooling
 
 
 @runs.command("show")

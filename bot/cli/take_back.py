@@ -69,12 +69,18 @@ def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag 
         found = await rt.queries.approval(approval_id)
         await rt.check(OPERATOR.acting_for(by), Permission.UNDO, found)
         report = await rt.undo(approval_id, by=by)
-        return report, await rt.queries.effects(report.run_id)
+        after = await rt.queries.approval(approval_id)
+        return report, await rt.queries.effects(report.run_id), after.undo_error
 
-    report, effects = with_process(ctx, work)
+    report, effects, failed = with_process(ctx, work)
     from bot import views
 
     data = report.as_dict()
     table = views.rollback_table(data, effects)
-    table.title = f"approval {approval_id} undone by {views.person(by)}"
+    title = f"undo of approval {approval_id} by {views.person(by)} FAILED" if failed else None
+    table.title = title or f"approval {approval_id} undone by {views.person(by)}"
     show(data, as_json=as_json, table=table)
+    if failed:  # the compensator failed: on-call was paged, and the undo may be tried again
+        line = f"error: approval {approval_id} is not undone: {failed} (undo it again once fixed)"
+        typer.echo(views.inert(line).plain, err=True)
+        raise typer.Exit(1)

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from bot import reading
+from bot import reading, words
 from bot.console import rules, timeline
 from bot.http_auth import CALLER, error, requires
 from bot.http_errors import BadRequest
@@ -96,7 +96,9 @@ async def show_run(request: web.Request) -> web.Response:
     ids = [run.requested_by, *(a.decided_by for a in approvals)]
     ids += [p.acknowledged_by for p in pages]
     body = {
-        "run": timeline.run_summary(run, rt.clock(), decided=decided),
+        "run": timeline.run_summary(
+            run, rt.clock(), decided=decided, cooling=words.cool_off_end(approvals)
+        ),
         "view": await run_view(rt, run),
         "budget": timeline.budget_view(run),
         "timeline": rows,

@@ -28,15 +28,18 @@ from runtime.records import (
 View = dict[str, Any]
 
 
-def run_summary(run: Run, now: datetime, *, decided: bool = False) -> View:
+def run_summary(
+    run: Run, now: datetime, *, decided: bool = False, cooling: datetime | None = None
+) -> View:
     """One line of the runs list: status (and its words: `label`), why it stopped, what it
-    cost, how old it is. `decided`: parked with every approval decided (ready to resume)."""
+    cost, how old it is. `decided`: parked with every approval decided (ready to resume);
+    `cooling`: when the approved call it waits on ends its cool-off."""
     return {
         "id": run.id,
         "agent": run.agent,
         "task": run.task,
         "status": run.status.value,
-        "label": words.state_of_run(run, decided=decided),
+        "label": words.state_of_run(run, decided=decided, cooling=cooling),
         "outcome": words.outcome_of(run),
         "stop_reason": run.stop_reason,
         "stop_words": words.STOP_REASONS.get(run.stop_reason or "", run.stop_reason),

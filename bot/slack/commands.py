@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import readers
+from bot import readers, words
 from bot.readers import not_a_reader
 from bot.reading import displays
 from bot.slack import blocks as kit
@@ -90,9 +90,16 @@ async def _about_run(rt: Runtime, verb: str, run_id: str, *, user: str) -> dict[
     approvals = await rt.approvals(run_id, state=ApprovalState.PENDING)
     pages = await rt.queries.pages(run_id=run_id)
     decided = run.status == RunStatus.WAITING_APPROVAL and not approvals
+    cooling = words.cool_off_end(await rt.approvals(run_id)) if decided else None
     calls = await rt.call_trail(run_id)
     return replies.run_status(
-        run, approvals, pages, calls=calls, decided=decided, displays=displays(rt)
+        run,
+        approvals,
+        pages,
+        calls=calls,
+        decided=decided,
+        displays=displays(rt),
+        cooling=cooling,
     )
 
 

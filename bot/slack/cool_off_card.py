@@ -1,6 +1,8 @@
 """What an approved call's card says after its decision under a policy's `cool_off` and
-`undo_for` (issue 42.6): "Runs in 4m" with Cancel while it waits, who cancelled it, Undo
-while its undo window is open, who undid it. Pure: blocks from the approval and now."""
+`undo_for` (issue 42.6): "Runs in 4m" with Cancel while it waits, who cancelled it, that it
+is running (Undo is offered only once its effect completed), that it failed or is in doubt
+(nothing to undo), Undo while its undo window is open, that an undo is under way or failed
+(and why: Undo again), who undid it. Pure: blocks from the approval and now."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import math
 from datetime import datetime
 
 from bot.slack import blocks as kit
-from bot.slack import texts
+from bot.slack import escape, texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.records import Approval
@@ -34,14 +36,30 @@ def cool_off_blocks(approval: Approval, now: datetime | None) -> list[Block]:
     if approval.undone_by is not None:
         at = kit.date(approval.undone_at) if approval.undone_at else None
         return [kit.context(texts.undone(kit.mention(approval.undone_by), at))]
+    if approval.undoing_by is not None:
+        return [kit.context(texts.undoing(kit.mention(approval.undoing_by)))]
+    if approval.ran_outcome != "completed":
+        return _not_undoable(approval)
     undo_until = approval.undo_until
+    error = approval.undo_error
+    said = [kit.context(texts.undo_failed(escape.mrkdwn(error, limit=1500)))] if error else []
     if undo_until is None or (now is not None and now >= undo_until):
-        return []
+        return said
     undo = kit.button(texts.UNDO, Action.UNDO, approval.id, style="danger")
     return [
+        *said,
         kit.context(texts.undo_until(kit.date(undo_until))),
         kit.actions(COOL_OFF_BLOCK + approval.id, [undo]),
     ]
+
+
+def _not_undoable(approval: Approval) -> list[Block]:
+    """A call still running, or whose effect failed or is in doubt: no Undo, and why."""
+    if approval.ran_outcome is None:
+        return [kit.context(texts.RUNNING_NO_UNDO_YET)] if approval.undo_seconds else []
+    if approval.ran_outcome == "failed":
+        return [kit.context(texts.RAN_AND_FAILED)]
+    return [kit.context(texts.RAN_IN_DOUBT)]
 
 
 def _minutes(until: datetime, now: datetime | None) -> int | None:

@@ -147,12 +147,15 @@ def run_status(
     calls: Sequence[CallTrail] = (),
     decided: bool = False,
     displays: Displays = NO_DISPLAYS,
+    cooling: datetime | None = None,
 ) -> dict[str, Any]:
     """Status, step, usage against the budget, stop reason, decided calls (proposed ->
     approved -> executed), pending approvals, open pages. `decided`: the run is parked with
-    every approval decided (ready to resume), which the reply says, with how."""
-    blocks = [kit.header(texts.run_title(run.id)), kit.section(_overview(run, decided))]
-    if decided:
+    every approval decided (ready to resume), which the reply says, with how; unless an
+    approved call waits out its cool-off until `cooling` (the reply says that instead)."""
+    overview = _overview(run, decided, cooling)
+    blocks = [kit.header(texts.run_title(run.id)), kit.section(overview)]
+    if decided and cooling is None:
         how = escape.mrkdwn(words.how_to_resume(run.id), limit=LINE_TEXT * 2)
         ready = texts.ready_to_resume(escape.code(run.id, limit=ID_TEXT), how)
         blocks.append(kit.context(ready))
@@ -178,14 +181,14 @@ def run_status(
             ]
         blocks += _more(len(pending) - MAX_STATUS_APPROVALS)
     blocks += _open_pages(pages, MAX_STATUS_PAGES)
-    status = texts.status_text(run.status.value, run.stop_reason, decided=decided)
+    status = texts.status_text(run.status.value, run.stop_reason, decided=decided, cooling=cooling)
     fallback = texts.run_now(escape.code(run.id, limit=ID_TEXT), escape.mrkdwn(status), run.step)
     return kit.ephemeral(fallback, blocks)
 
 
-def _overview(run: Run, decided: bool = False) -> str:
-    status = texts.status_text(run.status.value, run.stop_reason, decided=decided)
-    status = escape.mrkdwn(status, limit=NAME_TEXT)
+def _overview(run: Run, decided: bool = False, cooling: datetime | None = None) -> str:
+    status = texts.status_text(run.status.value, run.stop_reason, decided=decided, cooling=cooling)
+    status = escape.mrkdwn(status, limit=LINE_TEXT)
     lines = [
         texts.run_summary(escape.mrkdwn(run.agent, limit=NAME_TEXT), status, run.step),
         texts.task(escape.mrkdwn(flat(run.task), limit=TASK_TEXT)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import clicks, texts
+from bot.slack import clicks, escape, texts
 from bot.slack.actions import Action
 from bot.slack.answer_first import AnswerFirst, Body, clicked, tell
 from bot.slack.refusals import refusal
@@ -61,3 +61,8 @@ class TakeBack(AnswerFirst):
             await self.rt.undo(approval_id, by=user)
         except errors.SignoffRuntimeError as exc:
             await tell(client, body, texts.not_taken_back(refusal(exc)))
+            return
+        after = await self.rt.queries.approval(approval_id)
+        if after.undo_error is not None:  # the card says so too, with Undo to try again
+            why = escape.mrkdwn(after.undo_error, limit=1500)
+            await tell(client, body, texts.not_taken_back(texts.undo_failed(why)))

@@ -10,6 +10,7 @@ sentence of the app is here, so the words can be read and changed in one place.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from bot import words
 
@@ -235,6 +236,23 @@ def cool_off_cancelled(by: str) -> str:
 
 def undo_until(at: str) -> str:
     return f":leftwards_arrow_with_hook: Ran. An approver may undo it until {at}"
+
+
+RUNNING_NO_UNDO_YET = ":gear: Running: Undo is offered once it has completed"
+RAN_AND_FAILED = ":x: Ran and failed: nothing was done, so there is nothing to undo"
+RAN_IN_DOUBT = (
+    ":warning: Ran, but whether it happened is in doubt: on-call was paged; it cannot be "
+    "undone blind"
+)
+
+
+def undoing(by: str) -> str:
+    return f":leftwards_arrow_with_hook: Being undone by {by}"
+
+
+def undo_failed(why: str) -> str:
+    """An undo whose compensation failed: the call is not undone (an approver may retry)."""
+    return f":x: Undo failed: {why}. It is not undone"
 
 
 def undone(by: str, at: str | None) -> str:
@@ -468,9 +486,11 @@ def run_summary(agent: str, status: str, step: int) -> str:
     return f"*Status:* {status} · *step* {step} · *agent* {agent}"
 
 
-def status_text(status: str, stop_reason: str | None, *, decided: bool = False) -> str:
+def status_text(
+    status: str, stop_reason: str | None, *, decided: bool = False, cooling: datetime | None = None
+) -> str:
     """Plain text: the vocabulary's word for a run's state (`bot.words`)."""
-    return words.run_state(status, stop_reason, decided=decided)
+    return words.run_state(status, stop_reason, decided=decided, cooling=cooling)
 
 
 RESUME_HOW = f"{words.READY_TO_RESUME}: every approval is decided; {words.how_to_resume()}."

@@ -6,15 +6,19 @@ database's clock), so a cancel that lands as the cool-off ends either wins, and 
 runs, or loses, and the call runs: never both. The run then resumes and reads the cancel as
 the call's result.
 
-An undo is a compare-and-set too (`undone_by` set once, only before `undo_until` by the
-database's clock), taken under the run's lease; its compensation is the rollback's own
-(`rollback.compensate_all` of that one call id): the compensator runs as an effect of its
-own with its own idempotency key, the intent is audited first, and recovery finishes an
-undo a crash interrupted. Two clicks at once: one compensation, one refusal. A run that had
-ended done reads `undone` once its call is undone (a checkpoint on top, its status kept, in
-the transaction that ends the undo, so recovery finishes both or neither), and one still going
-when its call was undone reads `undone` when it ends (`runtime.runs.verdict`): no surface
-shows it as done.
+Undo is offered once the call's effect completed: its end, recorded with its result, opens
+the window (`undo_until`); a call whose effect failed or is in doubt has nothing to undo.
+An undo is a compare-and-set too (`undoing_by`, only while the window is open by the
+database's clock and nobody undoes it), taken under the run's lease; its compensation is
+the rollback's own (`rollback.compensate_all` of that one call id): the compensator runs as
+an effect of its own with its own idempotency key, the intent is audited first, and recovery
+finishes an undo a crash interrupted. Two clicks at once: one compensation, one refusal. It
+ends with the compensation: undone (`undone_by`) when it completed, else failed
+(`undo_error`, on-call paged), and a person may try again: the compensator runs again under
+the same key, so it never undoes twice. A run that had ended done reads `undone` once its
+call is undone (a checkpoint on top, its status kept, in the transaction that ends the
+undo, so recovery finishes both or neither), and one still going when its call was undone
+reads `undone` when it ends (`runtime.runs.verdict`): no surface shows it as done.
 """
 
 from __future__ import annotations
@@ -54,7 +58,9 @@ async def cancel(
 async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
     """`by` undoes the call the approval let run, through its tool's compensator, once and
     within the policy's `undo_for`. `TooLate` (nothing changed) otherwise; `RunBusy` if
-    another worker drives the run right now (nothing changed: try again)."""
+    another worker drives the run right now (nothing changed: try again). A compensation
+    that fails is in the report's `failed` (and on the approval's `undo_error`): the call is
+    not undone, on-call was paged, and `by` may try again."""
     approval = await lookups.approval(deps.store, approval_id)
     effect = await _effect_of(deps, approval)
     if approval.run_id is None or approval.call_id is None or effect is None:
@@ -75,7 +81,9 @@ async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
             current = await lookups.approval(deps.store, approval_id)
             raise errors.TooLate(_not_undoable(current, effect), approval_id=approval_id)
         run = await deps.run(approval.run_id)
-        return await compensate_all(deps, run, only=only, by=by, intended=True, undoes=approval.id)
+        return await compensate_all(
+            deps, run, only=only, by=by, intended=True, undoes=approval.id, retry=True
+        )
 
 
 async def _effect_of(deps: Deps, approval: Approval) -> Effect | None:
@@ -104,6 +112,14 @@ def _not_undoable(approval: Approval, effect: Effect | None) -> str:
     if approval.undone_by is not None:
         when = f" at {approval.undone_at:%Y-%m-%d %H:%M:%S} UTC" if approval.undone_at else ""
         why = f"it was undone already by {approval.undone_by}{when}"
+    elif approval.undoing_by is not None:
+        why = f"{approval.undoing_by} is undoing it right now"
+    elif approval.cool_off == "ran" and approval.ran_outcome is None:
+        why = "its call is still running; Undo is offered once its effect completed"
+    elif approval.ran_outcome == "failed":
+        why = "its call failed, so there is nothing to undo"
+    elif approval.ran_outcome == "in_doubt":
+        why = "its call's outcome is in doubt (on-call was paged), so it cannot be undone blind"
     elif approval.cool_off != "ran" or effect is None:
         why = "its call has not run (or did not complete), so there is nothing to undo"
     elif approval.undo_until is None:

@@ -12,6 +12,7 @@ an undo can end (compensated, paged, in doubt) is handled where it happens.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -52,6 +53,10 @@ class RollbackReport:
     skipped: list[str] = field(default_factory=list)
     nothing_to_do: str | None = None
     """Why nothing was done: the run was rolled back to this step already."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """By call id, why an effect was not compensated though it was meant to be (its
+    compensation raised or ended in doubt, it was in doubt itself, other runs rely on it):
+    each is among `paged`."""
     shared: dict[str, list[str]] = field(default_factory=dict)
     """By call id, the other runs that relied on an effect compensated (or, not allowed to
     be, paged): each was paged for and noted (`runtime.history.shared`)."""
@@ -68,12 +73,14 @@ async def rollback(
     *,
     by: str,
     compensate_shared: bool = False,
+    intended: bool = False,
 ) -> RollbackReport:
     """Compensate everything after `to_step`, then restore that step's state as a new snapshot.
 
     Rolling back again to the step the run was rolled back to does nothing, and says so. An
     effect other runs rely on is compensated only with `compensate_shared`; without it the
-    rollback is refused (`SharedEffect`, naming them) and changes nothing."""
+    rollback is refused (`SharedEffect`, naming them) and changes nothing. `intended`: its
+    intent is committed already (recovery finishing it)."""
     run = await deps.run(run_id)
     agent = _agent_of(deps, run)
     if to_step > run.step:
@@ -89,7 +96,8 @@ async def rollback(
         await shared.refuse(deps, run, agent, to_step)
     undo = Undo(by, compensate_shared)
     async with deps.lease(run_id):
-        await _intend(deps, run_id, undo, to_step=to_step, restore=True)
+        if not intended:
+            await _intend(deps, run_id, undo, to_step=to_step, restore=True)
         report = await _undo_after(deps, run, agent, to_step, undo, at_step=to_step)
         await approvals.withdraw(run_id, by=by, reason="run rolled back")
         latest = await deps.store.load_state(run_id)
@@ -128,15 +136,18 @@ async def compensate_all(
     compensate_shared: bool = False,
     intended: bool = False,
     undoes: str | None = None,
+    retry: bool = False,
 ) -> RollbackReport:
     """The saga of an abandoned run: undo all its effects (or `only` these calls, those a
     cancel asked to undo once they end); its state stays as it ended. An effect other runs
     rely on is paged, not compensated, unless whoever asked said so (`compensate_shared`).
     `intended`: the caller committed the `intent` already (with its own claim).
-    `undoes`: the approval whose call a person undoes (`cool_off.undo`); a run that ended
-    done then reads `undone`, in the same transaction as the undo's end."""
+    `undoes`: the approval whose call a person undoes (`cool_off.undo`): its undo ends in
+    the same transaction as the compensation's end, undone (and a run that ended done reads
+    `undone`) or failed (and the approval says why). `retry`: a compensation that failed
+    before runs again, under the same idempotency key (a person asked once more)."""
     agent = _agent_of(deps, run)
-    undo = Undo(by or deps.worker_id, compensate_shared, undoes)
+    undo = Undo(by or deps.worker_id, compensate_shared, undoes, retry)
     async with deps.lease(run.id):
         if not intended:
             await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
@@ -148,7 +159,8 @@ async def compensate_all(
             at=deps.clock(),
             detail=report.as_dict(),
         )
-        mark = await undone_mark.checkpoint(deps, run.id) if undoes else None
+        ended = undone_mark.ended(undoes, report.paged, report.failed)
+        mark = await undone_mark.checkpoint(deps, run.id) if ended and not ended.error else None
         await deps.store.commit(
             Batch(
                 run_id=run.id,
@@ -156,6 +168,7 @@ async def compensate_all(
                 epoch=deps.epoch(run.id),
                 checkpoints=[mark] if mark else [],
                 events=[event],
+                undo_ended=ended,
             )
         )
     return report
@@ -165,7 +178,8 @@ async def finish_interrupted(
     deps: Deps, approvals: Withdrawals, run_id: str
 ) -> RollbackReport | None:
     """Run again the rollback (or saga) that died before it ended (inside an undo or between
-    two); each effect is still compensated once. None if no undo of this run is unfinished."""
+    two) under the intent it wrote, not a second one; each effect is still compensated once.
+    None if no undo of this run is unfinished."""
     intent = await unfinished(deps.store, run_id)
     if intent is None:
         return None
@@ -174,13 +188,25 @@ async def finish_interrupted(
         if intent.detail.get("restore"):
             to_step = int(intent.detail["to_step"])
             return await rollback(
-                deps, approvals, run_id, to_step, by=intent.actor, compensate_shared=allow
+                deps,
+                approvals,
+                run_id,
+                to_step,
+                by=intent.actor,
+                compensate_shared=allow,
+                intended=True,
             )
         only = intent.detail.get("calls")
         run = await deps.run(run_id)
         undoes = intent.detail.get(undone_mark.MARKS)  # a person's undo of one approved call
         return await compensate_all(
-            deps, run, only=only, by=intent.actor, compensate_shared=allow, undoes=undoes
+            deps,
+            run,
+            only=only,
+            by=intent.actor,
+            compensate_shared=allow,
+            intended=True,
+            undoes=undoes,
         )
 
 
@@ -207,6 +233,8 @@ class Undo:
     compensate_shared: bool = False
     undoes: str | None = None
     """The approval whose call a person undoes (`cool_off.undo`): its run is marked `undone`."""
+    retry: bool = False
+    """Run again a compensation that failed before (same idempotency key): a person asked."""
 
 
 def intent(
@@ -265,7 +293,8 @@ async def _undo_after(
     latest = await deps.store.load_state(run.id)
     on_timeline = {call.id for message in latest.messages for call in message.tool_calls}
     effects = await deps.store.list_effects(run.id)
-    done = {e.compensates: e for e in effects if e.compensates is not None}
+    done = {e.compensates: e for e in effects if e.compensates is not None}  # the latest
+    tries = Counter(e.compensates for e in effects if e.compensates is not None)
     for effect in reversed(effects):
         if effect.step <= step or effect.call_id not in on_timeline:
             continue
@@ -277,9 +306,16 @@ async def _undo_after(
         if relying and not undo.compensate_shared and effect.compensated_by is None:
             await shared.kept(deps, run, effect, relying)  # appeared after the check
             report.paged.append(effect.call_id)
+            report.failed[effect.call_id] = f"other runs rely on {effect.tool}; it was kept"
             continue
-        outcome = await _undo(deps, run, agent, effect, done.get(effect.call_id), at_step)
+        earlier = done.get(effect.call_id)
+        if undo.retry and earlier is not None and earlier.status == EffectStatus.FAILED:
+            earlier = None  # a new attempt, under the same key: the tool dedupes it
+        attempt = tries[effect.call_id] + 1 if earlier is None else 0
+        outcome, why = await _undo(deps, run, agent, effect, earlier, at_step, attempt)
         getattr(report, outcome).append(effect.call_id)
+        if why is not None:
+            report.failed[effect.call_id] = why
         if relying and outcome == "compensated":
             undone_by = effect.compensated_by or f"undo:{effect.call_id}"
             await shared.undone(deps, run, effect, relying, by=undo.by, undo=undone_by)
@@ -287,53 +323,52 @@ async def _undo_after(
 
 
 async def _undo(
-    deps: Deps, run: Run, agent: Agent, effect: Effect, earlier: Effect | None, at_step: int
-) -> str:
-    """Undo one effect; returns the report bucket it belongs in."""
+    deps: Deps,
+    run: Run,
+    agent: Agent,
+    effect: Effect,
+    earlier: Effect | None,
+    at_step: int,
+    attempt: int,
+) -> tuple[str, str | None]:
+    """Undo one effect: the report bucket it belongs in, and why it was not undone (paged)."""
     if effect.reversibility == Reversibility.READ or effect.status == EffectStatus.FAILED:
-        return "skipped"
+        return "skipped", None
     if effect.compensated_by is not None:
-        return "compensated"
+        return "compensated", None
     if effect.status != EffectStatus.COMPLETED:
-        await _page(
-            deps,
-            run,
-            effect,
-            "in_doubt",
-            f"{effect.tool} may or may not have happened; it cannot be rolled back blind",
-        )
-        return "paged"
+        why = f"{effect.tool} may or may not have happened; it cannot be rolled back blind"
+        await _page(deps, run, effect, "in_doubt", why)
+        return "paged", why
     undo = agent.tools.get(effect.compensator or "")
     if effect.reversibility != Reversibility.REVERSIBLE or undo is None:
-        await _page(
-            deps,
-            run,
-            effect,
-            "uncompensatable",
-            f"{effect.tool} is irreversible; undo it by hand if it must be undone",
-        )
-        return "paged"
-    problem = await _compensate(deps, run, undo, effect, earlier, at_step)
+        why = f"{effect.tool} is irreversible; undo it by hand if it must be undone"
+        await _page(deps, run, effect, "uncompensatable", why)
+        return "paged", why
+    problem = await _compensate(deps, run, undo, effect, earlier, at_step, attempt)
     if problem is None:
-        return "compensated"
-    await _page(
-        deps,
-        run,
-        effect,
-        "compensation_failed",
-        f"{undo.name} failed to undo {effect.tool}: {problem}",
-    )
-    return "paged"
+        return "compensated", None
+    why = f"{undo.name} failed to undo {effect.tool}: {problem}"
+    await _page(deps, run, effect, "compensation_failed", why)
+    return "paged", why
 
 
 async def _compensate(
-    deps: Deps, run: Run, undo: Tool, effect: Effect, earlier: Effect | None, at_step: int
+    deps: Deps,
+    run: Run,
+    undo: Tool,
+    effect: Effect,
+    earlier: Effect | None,
+    at_step: int,
+    attempt: int,
 ) -> str | None:
-    """Run the compensator as its own effect; None on success, else what went wrong."""
+    """Run the compensator as its own effect; None on success, else what went wrong.
+    `attempt`: the how-manyth compensation of this effect a new one is (each its own call
+    id, all under the one idempotency key)."""
     args = {k: v for k, v in effect.args.items() if k in undo.parameter_names}
     compensation = earlier or Effect(
         run_id=run.id,
-        call_id=f"undo:{effect.call_id}",
+        call_id=f"undo:{effect.call_id}" + (f"#{attempt}" if attempt > 1 else ""),
         lineage_id=run.lineage_id,
         step=at_step,
         tool=undo.name,

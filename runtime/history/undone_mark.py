@@ -5,13 +5,28 @@ compensation finished on a run that still reads done."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from runtime.deps import Deps
 from runtime.runs import StopReason
 from store import Checkpoint, RunStatus
+from store.base import UndoEnded
 
 MARKS = "approval_id"
 """The key in an undo's intent (`undo_started` detail) naming the approval whose call it
 undoes: only such an undo marks its run."""
+
+
+def ended(undoes: str | None, paged: Sequence[str], failed: Mapping[str, str]) -> UndoEnded | None:
+    """How a person's undo of the approval `undoes` ended (None: no person's undo): undone
+    when no effect of its call was `paged` instead of compensated, else failed, saying why
+    (`failed`, by call id)."""
+    if undoes is None:
+        return None
+    if not paged:
+        return UndoEnded(undoes)
+    why = "; ".join(failed.get(call, f"{call} was not compensated") for call in paged)
+    return UndoEnded(undoes, error=f"{why}; on-call was paged")
 
 
 async def checkpoint(deps: Deps, run_id: str) -> Checkpoint | None:

@@ -93,6 +93,7 @@ class Execution:
                 event=event,
             )
             if current.cool_off == "ran":
+                session.journal.track(current)  # its effect's end opens the undo window
                 return None
             if current.cool_off == "cancelled":
                 session.journal.add(results.cool_off_cancelled(plan.call.id, tool.name, current))

@@ -39,6 +39,7 @@ from store import (
     Usage,
     errors,
 )
+from store.base import CallEnded
 from store.spend import SpendChange, SpendPlan
 
 log = logging.getLogger("signoff.journal")
@@ -110,6 +111,9 @@ class Journal:
         self.asked = False
         """Whether any call of the run has an approval (made or loaded by this driver): only
         then can a person have undone one of its calls, which its verdict must read."""
+        self.ending: dict[str, str] = {}
+        """By call id, the approval (under `cool_off` or `undo_for`) that let the call run and
+        waits for its effect's end: recorded with it, it opens the undo window."""
 
     # what the driver queues
 
@@ -141,6 +145,16 @@ class Journal:
         match = approval.rule
         if approval.call_id and match is not None and (match.limits or match.envelope_id):
             self.spending.add(approval.call_id)
+        if approval.call_id and approval.cool_off == "ran" and approval.ran_outcome is None:
+            self.ending[approval.call_id] = approval.id
+
+    def _ended_calls(self) -> tuple[CallEnded, ...]:
+        """The approvals whose call's effect ends with the outcomes queued."""
+        return tuple(
+            CallEnded(self.ending[o.call_id], o.status)
+            for o in self.finished
+            if o.call_id in self.ending
+        )
 
     def event(self, action: str, **detail: Any) -> None:
         self.events.append(
@@ -216,6 +230,7 @@ class Journal:
             events=tuple(self.events),
             admit=admit or {},
             spend=tuple(spend),
+            ended_calls=self._ended_calls(),
         )
         try:
             committed = await self._commit(batch)
@@ -232,6 +247,8 @@ class Journal:
         self.status = status
         self.messages.extend(self.unsaved[: taken[0]])
         del self.unsaved[: taken[0]]
+        for outcome in self.finished[: taken[1]]:
+            self.ending.pop(outcome.call_id, None)
         del self.finished[: taken[1]]
         del self.events[: taken[2]]
         del self.spend[: taken[3]]
@@ -384,6 +401,7 @@ class Journal:
             checkpoints=[checkpoint],
             finish=tuple(self.finished),
             spend=tuple(self.spend),
+            ended_calls=self._ended_calls(),
         )
         try:
             await self.store.commit(batch)

@@ -22,7 +22,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -30,7 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from store import core, errors, migration, rows
 from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
 from store.core import MakeBody, Stmt
-from store.postgres import lossless, sql
+from store.postgres import lossless, sql, together
 from store.records import Approval, Effect
 from store.rows import Clock
 from store.sql_store import SqlStore
@@ -48,10 +48,6 @@ Q = sql.load()
 RETRIES = 5
 HEALTH_TIMEOUT = 2.0  # seconds a readiness probe waits for the server
 POOL_MODES = ("session", "transaction")
-NOTIFY_CHANNEL = "SELECT left('signoff:' || current_schema(), 63)"
-"""The channel every outbox row notifies at commit (its topic as the payload): one per
-schema, named as the outbox trigger names it."""
-
 IDLE_IN_TRANSACTION = {"idle_in_transaction_session_timeout": "10s"}
 """A worker frozen (SIGSTOP, a stalled VM) in the middle of a transaction would hold its
 runs' rows locked for as long as it stays frozen, and its runs would never flow to another
@@ -146,6 +142,8 @@ class PostgresStore(SqlStore):
         self._listen_at = listen_at
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
+        self._deciding = together.Together(self._decisions)
+        self._stepping = together.Together(self._steps)
 
     async def open(self, *, migrate: bool = True) -> PostgresStore:
         try:
@@ -286,6 +284,8 @@ class PostgresStore(SqlStore):
         failed, a collision or a deadlock aborted it, all of which the body reports or retries."""
         query = Q[step.name]
         args = query.args(step.params)
+        if step.name == "commit_step":  # its effect's outcome may take the audit chain's lock
+            return await self._stepping.write(step.params["run_id"], args)
         with translate_errors():
             try:
                 if not self._pooled:
@@ -295,20 +295,43 @@ class PostgresStore(SqlStore):
             except _STEP_REFUSED:
                 return None
 
+    async def _steps(self, batch: Sequence[Sequence[Any]]) -> list[Any]:
+        """`commit_step` for the steps of several runs in one transaction (`together`), each
+        one's answer; one alone is one round trip, as it always was, and None when refused.
+        A batch one of them refused raises, and is tried again one by one."""
+        query = Q["commit_step"]
+        with translate_errors():
+            if len(batch) > 1:
+                async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                    return [row[0] for row in await conn.fetchmany(query.sql, batch)]
+            try:
+                async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                    return [await conn.fetchval(query.sql, *batch[0])]
+            except _STEP_REFUSED:
+                return [None]
+
     async def _decide_at_once(
         self, params: dict[str, Any], event: dict[str, Any]
     ) -> Approval | None:
         query = Q["decide_at_once"]
         args = query.args(params | {f"ev_{name}": value for name, value in event.items()})
+        row = await self._deciding.write(params["id"], args)
+        return None if row is None else rows.approval_from_row(row)
+
+    async def _decisions(self, batch: Sequence[Sequence[Any]]) -> list[Any]:
+        """`decide_at_once` for each of a batch in one transaction (`together`): the row of
+        each it decided, None for each it did not. One alone is one round trip, as it
+        always was."""
+        query = Q["decide_at_once"]
+        at = query.names.index("id")
         with translate_errors():
             for attempt in range(RETRIES):
                 try:
-                    if not self._pooled:
-                        row = await self._pool_().fetchrow(query.sql, *args)
-                    else:
-                        async with self._pool_().acquire() as conn, conn.transaction():
-                            row = await conn.fetchrow(query.sql, *args)
-                    return None if row is None else rows.approval_from_row(row)
+                    async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                        if len(batch) > 1:
+                            found = {r["id"]: r for r in await conn.fetchmany(query.sql, batch)}
+                            return [found.get(args[at]) for args in batch]
+                        return [await conn.fetchrow(query.sql, *batch[0])]
                 except _RUN_AGAIN:
                     if attempt == RETRIES - 1:
                         raise
@@ -337,9 +360,19 @@ class PostgresStore(SqlStore):
         """Call `callback(topic)` for each outbox row any process commits (a decision, a new
         approval and its deadline, a page, a finished run); returns the function that stops.
         On a dedicated connection, opened again if it is lost (meanwhile the polls cover)."""
-        listener = _Listener(self._listen_url, callback)
+        from store.postgres.listener import Listener  # after asyncpg's import is checked
+
+        listener = Listener(self._listen_url, callback)
         await listener.connect()
         return listener.stop
+
+
+def _transaction(
+    conn: asyncpg.Connection, pooled: bool
+) -> contextlib.AbstractAsyncContextManager[Any]:
+    """Behind a transaction-mode pooler, a statement's prepare and execute meet one server
+    connection only inside a transaction; else the statements commit by themselves."""
+    return conn.transaction() if pooled else contextlib.nullcontext()
 
 
 def check_pool_mode(url: str, pool_mode: str, listen_at: str | None) -> None:
@@ -444,40 +477,3 @@ async def _execute(conn: asyncpg.Connection, stmt: Stmt) -> Any:
         return await conn.fetchrow(query.sql, *args)
     status = await conn.execute(query.sql, *args)
     return int(status.rsplit(" ", 1)[-1]) if stmt.fetch == "count" else None
-
-
-class _Listener:
-    """One LISTEN connection that reconnects (every second until it can) when it drops."""
-
-    def __init__(self, url: str, callback: Callable[[str], None]) -> None:
-        self.url, self.callback = url, callback
-        self.conn: asyncpg.Connection | None = None
-        self.stopped = False
-        self.retry: asyncio.Task[None] | None = None
-
-    async def connect(self) -> None:
-        conn = await asyncpg.connect(self.url)
-        channel = await conn.fetchval(NOTIFY_CHANNEL)
-        await conn.add_listener(channel, lambda _c, _p, _ch, topic: self.callback(topic))
-        conn.add_termination_listener(lambda _c: self._lost())
-        self.conn = conn
-
-    def _lost(self) -> None:
-        if not self.stopped and (self.retry is None or self.retry.done()):
-            self.retry = asyncio.get_running_loop().create_task(self._reconnect())
-
-    async def _reconnect(self) -> None:
-        while not self.stopped:
-            await asyncio.sleep(1.0)
-            try:
-                await self.connect()
-                return
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                continue
-
-    async def stop(self) -> None:
-        self.stopped = True
-        if self.retry is not None:
-            self.retry.cancel()
-        if self.conn is not None and not self.conn.is_closed():
-            await self.conn.close()

@@ -731,7 +731,8 @@ ORDER BY created_at, id LIMIT :limit
 -- ready when none of its other approvals is pending and none waits out a cool-off, and the
 -- audit event. The compare-and-set is `decide_approval`'s. No row when it decided nothing
 -- (not pending, past the deadline it keeps to, a quorum, spend): the store then runs the
--- body, which says why or does the rest.
+-- body, which says why or does the rest. Decisions that arrive while one is written go
+-- together, a statement each in one transaction (`store.postgres.together`).
 WITH decided AS (
     UPDATE approvals
     SET state = :state, decided_by = :decided_by, decided_at = :decided_at, reason = :reason,
@@ -1833,10 +1834,10 @@ WHERE id = :id AND state = 'approved' AND cool_off IS NULL
 
 -- claim_cool_off --
 -- Compare-and-set: the approved call runs now. Its cool-off, if any, ended by the store's
--- clock and nobody cancelled it; its undo window (:undo_seconds; NULL: none) begins. One
+-- clock and nobody cancelled it; its undo window's length is kept (:undo_seconds; NULL:
+-- none), and the window opens once its effect completed (`record_ran_outcome`). One
 -- statement, so a cancel that lands as the cool-off ends either wins or loses, whole.
-UPDATE approvals SET cool_off = 'ran',
-    undo_until = CASE WHEN :has_undo THEN {seconds_from_clock(:undo_seconds)} END
+UPDATE approvals SET cool_off = 'ran', undo_seconds = :undo_seconds
 WHERE id = :id AND state = 'approved'
   AND (cool_off IS NULL OR (cool_off = 'waiting' AND cool_off_until <= {clock}))
 
@@ -1846,10 +1847,32 @@ UPDATE approvals SET cool_off = 'cancelled', cool_off_by = :by
 WHERE id = :id AND cool_off = 'waiting'
 
 -- claim_undo --
--- Compare-and-set: a person undoes the call an approval let run: once, and only within its
--- undo window by the store's clock.
-UPDATE approvals SET undone_by = :by, undone_at = {clock}
-WHERE id = :id AND cool_off = 'ran' AND undone_by IS NULL AND undo_until > {clock}
+-- Compare-and-set: a person undoes the call an approval let run: only once its effect
+-- completed, within its undo window by the store's clock, while nobody else undoes it and
+-- nobody did. It reads undone only when the compensation ended well (`finish_undo`).
+UPDATE approvals SET undoing_by = :by
+WHERE id = :id AND cool_off = 'ran' AND ran_outcome = 'completed' AND undone_by IS NULL
+  AND undoing_by IS NULL AND undo_until > {clock}
+
+-- record_ran_outcome --
+-- Compare-and-set, once: how the effect of the call an approval let run ended, with its
+-- result. A completed one opens the undo window (`undo_seconds` from now by the store's
+-- clock); a failed or in-doubt one leaves nothing to undo.
+UPDATE approvals SET ran_outcome = :status,
+    undo_until = CASE WHEN :status = 'completed' THEN {seconds_from_clock(undo_seconds)} END
+WHERE id = :id AND cool_off = 'ran' AND ran_outcome IS NULL
+
+-- finish_undo --
+-- The undo a person claimed compensated the call: it reads undone, by them, now.
+UPDATE approvals SET undone_by = undoing_by, undone_at = {clock}, undoing_by = NULL,
+    undo_error = NULL
+WHERE id = :id AND undoing_by IS NOT NULL
+
+-- fail_undo --
+-- The undo a person claimed did not compensate the call (on-call was paged): why, and the
+-- claim released, so an approver may try again within the window.
+UPDATE approvals SET undo_error = :error, undoing_by = NULL
+WHERE id = :id AND undoing_by IS NOT NULL
 
 -- cool_offs_ended --
 -- Runs parked on an approved call whose cool-off ended by the store's clock: to resume.

@@ -266,7 +266,9 @@ async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alon
     store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
 ) -> None:
     """Read steps of many runs are written together (on SQLite, one group-commit
-    transaction): each batch's lease epoch is still checked for its own run, so the one
+    transaction; on PostgreSQL, their `commit_step` statements in one transaction,
+    `store.postgres.together`, tried again one by one when one is refused): each batch's
+    lease epoch is still checked for its own run, so the one
     from a superseded epoch is refused, checkpoint and read effect alike, and its
     neighbours are written."""
     runs = [await make_run() for _ in range(4)]

@@ -4,6 +4,7 @@ parked run nothing pending makes it ready; requeueing finds the runs nobody driv
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from store import ApprovalState, AuditEvent, Batch, Checkpoint, RunStatus, Store, errors
@@ -225,3 +226,38 @@ async def test_a_decided_run_is_made_ready_by_its_id_alone(
     assert (await store.ready_runs())[0] == 1
     assert await claim(store, "W2") == [(decided.id, 2)]
     assert await store.requeue_runs() == 1  # `other` was left for the scan
+
+
+async def test_clicks_at_once_each_decide_once_and_leave_their_runs_ready(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    """A burst of clicks (on PostgreSQL, the decisions that arrive while one is written go
+    together in one transaction, `store.postgres.together`): each approval decided once,
+    audited and announced once; a second decision of one approval loses; a run whose two
+    approvals were decided together is ready, and so is every other."""
+    runs = [await make_run() for _ in range(6)]
+    await claim(store, "W1")
+    approvals = []
+    for run in runs:
+        await append(run.id, status=RunStatus.WAITING_APPROVAL)
+        approvals.append(make_approval(run.id))
+    approvals.append(make_approval(runs[0].id))  # the first run waits on two
+    for approval in approvals:
+        await store.create_approval(approval)
+    for run in runs:
+        await store.release_lease(run.id, "W1")
+
+    clicks = [person_decides(store, a.id, ApprovalState.APPROVED) for a in approvals]
+    twice = person_decides(store, approvals[3].id, ApprovalState.DECLINED)
+    found = await asyncio.gather(*clicks, twice, return_exceptions=True)
+
+    lost = [f for f in found if isinstance(f, BaseException)]
+    assert len(lost) == 1, found
+    assert isinstance(lost[0], errors.AlreadyDecided), found
+    assert sorted(await claim(store, "W2")) == sorted((run.id, 2) for run in runs)
+    audit = [(e.approval_id, e.action) for e in await store.list_audit()]
+    decided = [subject for topic, subject in await drain(store) if topic == "approval_decided"]
+    for approval in approvals:
+        verdicts = audit.count((approval.id, "approval_approved"))
+        assert verdicts + audit.count((approval.id, "approval_declined")) == 1
+        assert decided.count(approval.id) == 1

@@ -43,6 +43,8 @@ async def test_rollback_killed_between_two_undos_is_finished_by_recovery(
     run = await rt.get(run_id)
     assert (run.step, run.stop_reason) == (0, "rolled_back")
     assert (await file_store.load_state(run_id)).messages == (await rt.state_at(run_id, 0)).messages
+    actions = [e.action for e in await file_store.list_events(run_id=run_id)]
+    assert actions.count("undo_started") == 1  # recovery finishes the intent, not a new one
     history = await rt.history(run_id)
     assert await rt.recover() == []
     assert await rt.history(run_id) == history

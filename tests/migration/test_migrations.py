@@ -37,6 +37,7 @@ SHARED_SOURCES = (
     "envelopes.py",
     "shared.py",
     "cool_off.py",
+    "undo_ends.py",
 )
 """The write logic and the Store methods every SQL backend runs (named queries, no SQL)."""
 NO_OP = "-- (None: "

@@ -215,6 +215,8 @@ async def test_an_undo_that_dies_right_after_its_claim_is_finished_by_recovery(
         assert await fresh.recover() == [run_id]
         assert await fresh.recover() == []
         assert (await fresh.queries.approval(approval_id)).undone_by == APPROVER
+        actions = [e.action for e in await second.list_events(run_id=run_id)]
+        assert actions.count("undo_started") == 1  # recovery finishes the intent, not a new one
     finally:
         await second.close()
     assert provider_calls() == ["hold 12A", "release 12A"]
@@ -257,6 +259,7 @@ async def test_an_undo_that_dies_after_compensating_is_marked_undone_by_recovery
         assert marks.count("undone") == 1
         actions = [e.action for e in await second.list_events(run_id=run_id)]
         assert actions.count("compensate") == 1
+        assert actions.count("undo_started") == 1
         releases = [e for e in await second.list_effects(run_id) if e.compensates]
         assert [e.status for e in releases] == [EffectStatus.COMPLETED]
     finally:

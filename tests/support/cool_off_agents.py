@@ -12,6 +12,8 @@ from typing import Any
 from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
 
 SEATS = "SIGNOFF_TEST_SEATS"
+DOWN = ".down"
+"""While a file named as the seats log plus this exists, releasing a seat fails."""
 
 
 def provider_calls() -> list[str]:
@@ -38,6 +40,8 @@ def hold_seat(seat: str, *, ctx: ToolContext) -> dict[str, Any]:
 
 @tool(description="Release a held seat.", effect="irreversible", requires_approval=False)
 def release_seat(seat: str, *, ctx: ToolContext) -> dict[str, Any]:
+    if Path(os.environ[SEATS] + DOWN).exists():
+        raise RuntimeError("the seat provider is down")
     _provider(f"release {seat}")
     return {"released": seat}
 

@@ -42,6 +42,28 @@ class Slack:
         answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
         return answer.status, answer.body, time.monotonic() - started
 
+    async def slash(self, text: str, *, user: str = BOB) -> str:
+        """A `/runs` command, signed: the body of its answer (the ephemeral reply)."""
+        fields = {
+            "command": "/runs",
+            "text": text,
+            "user_id": user,
+            "channel_id": CHANNEL,
+            "team_id": "T0SIGNOFF",
+            "response_url": "http://127.0.0.1:9/response",
+            "trigger_id": trigger(),
+        }
+        raw = urllib.parse.urlencode(fields).encode()
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": "application/x-www-form-urlencoded",
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
+        }
+        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+        assert answer.status == 200, answer.body
+        return answer.body
+
     async def send_event(self, event: dict[str, Any]) -> int:
         """An Events API callback (`app_home_opened`, ...), signed; its status."""
         envelope = {

@@ -131,7 +131,13 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         update={"cool_off": "waiting", "cool_off_until": AT + timedelta(minutes=5)}
     )
     yield "card in its cool-off", cards.approval_message(cooling, run(), now=AT)
-    ran = decided().model_copy(update={"cool_off": "ran", "undo_until": AT + timedelta(hours=1)})
+    ran = decided().model_copy(
+        update={
+            "cool_off": "ran",
+            "ran_outcome": "completed",
+            "undo_until": AT + timedelta(hours=1),
+        }
+    )
     yield "card in its undo window", cards.approval_message(ran, run(), now=AT)
     for shown in pages:
         yield f"page {shown.reason}", page_cards.page_message(shown, run(), allow_resolve=True)

@@ -46,6 +46,10 @@ def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
     assert "approved: the call waits out its cool-off until" in said  # not "waiting_approval"
     assert f"signoff approvals cancel-cool-off {approval_id} --by" in said
     assert "cool-off until" in signoff("approvals", "list")[1]
+    run_id = json.loads(signoff("runs", "list", "--json")[1])[0]["id"]
+    for shown in (signoff("runs", "show", run_id)[1], signoff("runs", "list")[1]):
+        assert "ready to resume" not in shown  # nothing may resume it until the cool-off ends
+        assert "waits out its cool-off until" in " ".join(shown.split()), shown
 
     code, said = signoff("approvals", "cancel-cool-off", approval_id, "--by", "U0EVE")
     assert code == 1
@@ -97,6 +101,21 @@ def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
     approval_id = json.loads(signoff("approvals", "list", "--json")[1])[0]["id"]
     assert signoff("approvals", "decide", approval_id, "approve", "--by", "U0BOB")[0] == 0
     assert "undo until" in signoff("approvals", "list")[1]
+
+    down = Path(f"{seats}.down")  # the seat provider is down: the release fails
+    down.touch()
+    code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
+    assert code == 1, said
+    flat = " ".join(said.split())
+    assert f"approval {approval_id} is not undone" in flat
+    assert "the seat provider is down" in flat
+    assert f"approval {approval_id} undone by" not in flat
+    listed = " ".join(signoff("approvals", "list")[1].split())
+    assert "undo failed" in listed
+    assert "undone by" not in listed
+    assert json.loads(signoff("approvals", "list", "--json")[1])[0]["undone_by"] is None
+    assert seats.read_text().splitlines() == ["hold 14C"]
+    down.unlink()  # back: the undo is tried again
 
     code, said = signoff("approvals", "undo", approval_id, "--by", "U0BOB")
     assert code == 0, said

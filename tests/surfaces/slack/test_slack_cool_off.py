@@ -85,6 +85,9 @@ async def test_cancel_from_the_card_runs_nothing(cooling: tuple[Runtime, Slack])
     assert buttons(card) == [Action.CANCEL_COOL_OFF.value]
     assert "Runs in 4m (<!date^" in text_of(card)
     assert "unless an approver cancels it" in text_of(card)
+    status_reply = await slack.slash(f"status {run_id}")
+    assert "ready to resume" not in status_reply  # nothing resumes it before the cool-off ends
+    assert "the call waits out its cool-off until" in status_reply
 
     status, _, _ = await slack.send(click(approval_id, Action.CANCEL_COOL_OFF.value, user=EVE))
     await slack.background.drain()
