@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from runtime.deliveries import Deliveries
 from runtime.queries import Queries
-from runtime.runs import ClockSkew
 from store import Store, migration, open_store
 
 
@@ -44,15 +43,23 @@ class Migrated:
 
 if TYPE_CHECKING:
     from runtime.agent import Agent
+    from runtime.deliveries import Deliveries
     from runtime.engine import Runtime
     from runtime.notifier import Notifier
+    from runtime.runs import ClockSkew
 
 
 class Database:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.queries = Queries(store)
-        self.deliveries = Deliveries(store)
+
+    @cached_property
+    def deliveries(self) -> Deliveries:
+        """The delivery bookkeeping, loaded when a sender first asks (a read never does)."""
+        from runtime.deliveries import Deliveries
+
+        return Deliveries(self._store)
 
     @classmethod
     async def open(cls, url: str, *, migrate: bool = True, **options: Any) -> Database:
@@ -104,6 +111,8 @@ class Database:
         report: Callable[[float], None] | None = None,
     ) -> ClockSkew:
         """How far `clock` is from the database's, measured when asked."""
+        from runtime.runs import ClockSkew
+
         return ClockSkew(self._store, clock, unready_at=unready_at, report=report)
 
     async def close(self) -> None:

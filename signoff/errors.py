@@ -10,9 +10,10 @@ SignoffError
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from signoff.models import Approval
+if TYPE_CHECKING:  # the models load with the client, not with an error class
+    from signoff.models import Approval
 
 
 class SignoffError(Exception):

@@ -16,14 +16,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import urllib.request
 from collections.abc import Mapping
-from typing import Any
-
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from typing import TYPE_CHECKING, Any
 
 from signoff.errors import SignoffError
+
+if TYPE_CHECKING:  # cryptography and urllib load when a receipt is checked or keys fetched
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 RECEIPT_TYPE = "signoff.approval_receipt"
 
@@ -46,6 +45,8 @@ def _unb64url(text: str) -> bytes:
 
 
 def _public_keys(jwks: Mapping[str, Any]) -> dict[str, Ed25519PublicKey]:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     keys = {}
     for jwk in jwks.get("keys", []):
         if jwk.get("kty") == "OKP" and jwk.get("crv") == "Ed25519" and "kid" in jwk:
@@ -56,6 +57,8 @@ def _public_keys(jwks: Mapping[str, Any]) -> dict[str, Ed25519PublicKey]:
 def check_signature(document: Mapping[str, Any], jwks: Mapping[str, Any]) -> str:
     """The key id that signed `document` (a receipt or an audit anchor); `BadReceipt` unless
     its signature verifies with that key of the JWKS."""
+    from cryptography.exceptions import InvalidSignature
+
     signature = document.get("signature")
     if not isinstance(signature, Mapping) or not isinstance(signature.get("value"), str):
         raise BadReceipt("it carries no signature")
@@ -107,6 +110,8 @@ def verify(
 def fetch_keys(url: str, *, timeout: float = 10.0) -> dict[str, Any]:
     """Signoff's JWKS from its `/v1/keys` URL (a provider caches it; a key id it does not
     know means fetch again: Signoff rotated its key)."""
+    import urllib.request
+
     with urllib.request.urlopen(url, timeout=timeout) as response:
         keys: dict[str, Any] = json.loads(response.read())
     return keys

@@ -4,9 +4,12 @@ The durable records: immutable pydantic models, one per table.
 
 Timestamps are timezone-aware UTC datetimes; the backends store them as epoch seconds.
 
-One model per table, each with its fields said."""
+One model per table, each with its fields said.
 
-from __future__ import annotations
+Each model's validator is built when it is first used (`defer_build`), and the annotations
+are objects rather than strings pydantic would evaluate: a process builds the models it
+uses, not all of them, so a CLI read starts sooner (docs/benchmarks.md, issue 44.1). A method
+that names its own class quotes it."""
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -82,7 +85,11 @@ def _with_digest(data: Any) -> Any:
 
 
 class Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+
+
+DEFERRED = ConfigDict(defer_build=True)
+"""A module-level adapter's: built on first use, like the models."""
 
 
 class ToolCall(Record):
@@ -99,7 +106,7 @@ class Message(Record):
     name: str | None = None
 
 
-MESSAGES = TypeAdapter(tuple[Message, ...])
+MESSAGES = TypeAdapter(tuple[Message, ...], config=DEFERRED)
 
 
 class Usage(Record):
@@ -112,10 +119,10 @@ class Usage(Record):
     """Of `input_tokens`, those the provider read from its prompt cache (billed at its cached
     rate, which `cost` already used)."""
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return self.plus(other)
 
-    def plus(self, other: Usage, *, steps: int = 0) -> Usage:
+    def plus(self, other: "Usage", *, steps: int = 0) -> "Usage":
         """This usage and `other`'s, and `steps` more steps, in one record."""
         return Usage(
             steps=self.steps + other.steps + steps,
@@ -187,7 +194,7 @@ class Checkpoint(Record):
         *,
         status: RunStatus = RunStatus.RUNNING,
         created_at: datetime | None = None,
-    ) -> Checkpoint:
+    ) -> "Checkpoint":
         """A run's first checkpoint: a snapshot of its opening transcript at seq 0, step 0."""
         return cls(
             run_id=run_id,
@@ -274,7 +281,7 @@ class Effect(Record):
     def shown_args(self) -> dict[str, Any]:
         return masked(self.args, self.sensitive)
 
-    def shown(self) -> Effect:
+    def shown(self) -> "Effect":
         """The effect as people and logs may see it (sensitive arguments masked)."""
         return self.model_copy(update={"args": self.shown_args}) if self.sensitive else self
 
@@ -409,7 +416,7 @@ class Authority(Record):
         rule: str | None = None,
         config_digest: str | None = None,
         filled: bool = False,
-    ) -> Authority:
+    ) -> "Authority":
         return cls(
             policy=policy,
             rule=rule,
@@ -595,7 +602,7 @@ class Approval(Record):
     def shown_approved_args(self) -> dict[str, Any] | None:
         return None if self.approved_args is None else masked(self.approved_args, self.sensitive)
 
-    def shown(self) -> Approval:
+    def shown(self) -> "Approval":
         """The approval as people and logs may see it (sensitive arguments masked)."""
         if not self.sensitive:
             return self
@@ -627,7 +634,7 @@ class Fact(Record):
     updated_at: datetime = Field(default_factory=utcnow)
 
 
-FACTS = TypeAdapter(list[Fact])
+FACTS = TypeAdapter(list[Fact], config=DEFERRED)
 
 
 class EffectReuse(Record):

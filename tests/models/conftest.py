@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-import anthropic._base_client
-import openai._base_client
 import pytest
 from aiohttp.test_utils import TestServer
 
@@ -22,6 +20,11 @@ PROVIDERS = ["openai", "anthropic"]
 
 @pytest.fixture(autouse=True)
 def provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The SDKs are imported here, not at the top: importing them costs every pytest process
+    # seconds at collection, also where no hosted-model test is run.
+    import anthropic._base_client
+    import openai._base_client
+
     for name in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

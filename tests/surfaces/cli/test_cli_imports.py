@@ -1,7 +1,9 @@
 """A command imports what it uses: `signoff --help` loads no database, runtime, server,
 model code, event loop or logging; the read commands no server, engine, PostgreSQL driver,
-CEL or signing, and `runs list` not every setting either (only the database's: no
-pydantic-settings, no section but the database's); `policy check` no server and no database.
+CEL, signing, delivery bookkeeping, assembled process or example agents, and `runs list`
+not every setting either (only the database's: no pydantic-settings, no section but the
+database's, not Slack's); `policy check` no server, no database, and not the client's models
+or cryptography the example's receipts module loads only to check a receipt.
 A module a command must not import, imported first (a synthetic breach), fails the check.
 Each command runs in a fresh interpreter (the console script's own `main`), which then lists
 the modules it imported. And typer reads every command's annotations on every start, so
@@ -52,6 +54,9 @@ Slack's to name people), which it reads alone (`bot.settings_source`)."""
 SETTINGS = ("pydantic_settings", *SECTIONS)
 """The above and pydantic-settings (Slack's section needs it; the database's does not)."""
 DATABASE = ("store.sqlite", "aiosqlite", "asyncpg", "runtime.database")
+SENDING = ("runtime.deliveries", "bot.wiring", "examples")
+"""What only a process that delivers or drives runs needs: the outbox's and callbacks'
+bookkeeping, the assembled process, the example agents and their world."""
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "signoff.toml"
 
 
@@ -82,10 +87,10 @@ def test_help_imports_no_database_runtime_or_server(cli: Cli) -> None:
 
 
 READS: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("runs", "list"): (*SERVER, *DRIVING, *SIGNING, *SETTINGS),
-    ("approvals", "list"): (*SERVER, *DRIVING, *SIGNING, *SECTIONS),
-    ("pages", "list"): (*SERVER, *DRIVING, *SIGNING, *SECTIONS),
-    ("runs", "show", "r1"): (*SERVER, *DRIVING, *SIGNING),
+    ("runs", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SETTINGS, "bot.settings_slack"),
+    ("approvals", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS),
+    ("pages", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS),
+    ("runs", "show", "r1"): (*SERVER, *DRIVING, *SIGNING, *SENDING),
 }
 """Each read command and what it must not import (`runs show` masks results by the
 policies, so it reads every setting)."""
@@ -111,8 +116,16 @@ def test_a_read_imports_no_server_engine_driver_or_cel(cli: Cli, command: tuple[
         (("runs", "list"), "bot.settings"),
         (("approvals", "list"), "bot.sections"),
         (("pages", "list"), "celpy"),
+        (("runs", "list"), "runtime.deliveries"),
+        (("runs", "show", "r1"), "slack_bolt"),
     ],
-    ids=["runs list, every setting", "approvals list, every section", "pages list, CEL"],
+    ids=[
+        "runs list, every setting",
+        "approvals list, every section",
+        "pages list, CEL",
+        "runs list, deliveries",
+        "runs show, Slack's app",
+    ],
 )
 def test_a_read_that_imports_what_it_must_not_fails_the_check(
     cli: Cli, command: tuple[str, ...], breach: str
@@ -132,7 +145,9 @@ def test_policy_check_imports_no_server_or_database(cli: Cli) -> None:
     modules = imported(cli, *check, "--requested-by", "U0ASKER")
 
     assert "celpy" in modules  # it did evaluate the rules
-    assert loaded(modules, (*SERVER, *DATABASE, "signoff.client")) == []
+    assert "examples.world" in modules  # and load the example's agents
+    client = ("signoff.client", "signoff.models", "cryptography")  # not the example's receipts'
+    assert loaded(modules, (*SERVER, *DATABASE, *client)) == []
 
 
 def callbacks(group: typer.Typer) -> Iterator[Callable[..., Any]]:
