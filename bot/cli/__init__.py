@@ -108,8 +108,8 @@ def dev(
     import logging
     from pathlib import Path
 
-    from bot.dev import run_dev
     from bot.dev.project import find
+    from bot.dev.serve import run_dev
 
     with refusals():  # a project that cannot load starts nothing
         project = find(config or options(ctx).config)

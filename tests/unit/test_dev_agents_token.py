@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from bot.dev import AGENTS_TOKEN, _kept_token, dev_settings
+from bot.dev.serve import AGENTS_TOKEN, _kept_token, dev_settings
 
 
 def settings(tmp_path: Path, agent_token: str | None) -> object:
