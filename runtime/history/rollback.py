@@ -54,9 +54,9 @@ class RollbackReport:
     nothing_to_do: str | None = None
     """Why nothing was done: the run was rolled back to this step already."""
     failed: dict[str, str] = field(default_factory=dict)
-    """By call id, why an effect was not compensated though it was meant to be (its
-    compensation raised or ended in doubt, it was in doubt itself, other runs rely on it):
-    each is among `paged`."""
+    """By call id, why an effect was not compensated (it is irreversible or has no
+    compensator, its compensation raised or ended in doubt, it was in doubt itself, other
+    runs rely on it): each is among `paged`, and the audit's `rollback` event says why."""
     shared: dict[str, list[str]] = field(default_factory=dict)
     """By call id, the other runs that relied on an effect compensated (or, not allowed to
     be, paged): each was paged for and noted (`runtime.history.shared`)."""

@@ -209,6 +209,7 @@ async def test_the_export_of_a_scripted_scenario_is_the_expected_sequence(
             paged=["c2"],
             skipped=[],
             nothing_to_do=None,
+            failed={"c2": "wire_money is irreversible; undo it by hand if it must be undone"},
             shared={},
         ),
         event(
