@@ -154,10 +154,15 @@ def test_ctrl_c_in_a_blocking_wait_withdraws(live: LiveApi, tmp_path: Path) -> N
         assert process.stdout.readline().strip() == "waiting"
         wait_until(lambda: live.call(live.rt.queries.approval("ctrl-c")).waiter_until)
         process.send_signal(signal.SIGINT)
-        _, err = process.communicate(timeout=20)
+        try:
+            _, err = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()  # and say where it was stuck: its traceback, if it printed one
+            pytest.fail(f"still running 20 s after Ctrl-C; its stderr: {process.communicate()[1]}")
     finally:
         if process.poll() is None:
             process.kill()
+            process.communicate()  # reaped here, not warned about in a later test
     assert process.returncode != 0
     assert "KeyboardInterrupt" in err  # the caller's own interrupt, raised on as it was
     approval = live.call(live.rt.queries.approval("ctrl-c"))
