@@ -83,10 +83,10 @@ def test_a_retried_event_and_a_click_reaching_other_processes_are_handled_once(
             answers = list(pool.map(lambda server: server.slack(click)[0], (a, b)))
         assert answers == [200, 200]
         a.wait_until(lambda: _again(a, b, c) == 4)
-        a.wait_until(lambda: a.run("refund-4471")["status"] in ("done", "waiting_approval"))
-        status, decided = a.api(
-            "GET", f"/v1/approvals/{card['metadata']['event_payload']['approval_id']}"
-        )
+        # Slack is answered before the decision is written: wait for the decision itself
+        approval = f"/v1/approvals/{card['metadata']['event_payload']['approval_id']}"
+        a.wait_until(lambda: a.api("GET", approval)[1].get("decided_by"))
+        status, decided = a.api("GET", approval)
         assert status == 200, decided
         assert [v["by"] for v in decided["votes"]] in ([BOB], [])  # one vote, or a single decision
         assert decided["decided_by"] == BOB
