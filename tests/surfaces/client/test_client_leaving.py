@@ -119,8 +119,13 @@ def test_withdraw_on_purpose_and_a_decision_that_came_first(live: LiveApi) -> No
 
 BLOCKING = textwrap.dedent(
     """
+    import signal
     import sys
     from signoff import Client
+
+    # As in a terminal: a test run started in the background (`cmd &`) ignores SIGINT, and
+    # a child inherits that, so Python would never raise KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     client = Client()
     asked = client.request("delete_file", {"path": "/x"}, approval_id="ctrl-c")
