@@ -125,6 +125,9 @@ def test_register_approve_replay_and_someone_elses_passkey(
     browser_sign_in(browser, server.base, ANN_MAIL)
     register(browser, server.base)
     browser.find_element(By.ID, "sign-out").click()
+    # the sign-out must land before the next page is asked for, or that page still
+    # carries ann's session and never offers the provider's form
+    wait.until(lambda d: "/approvals/signin" in d.current_url)
     browser_sign_in(browser, server.base, BOB_MAIL)
     register(browser, server.base)
     anns = passkey_of(tmp_path, "U0ANN")
