@@ -14,8 +14,9 @@ it came through beside it (`api_envelope`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -96,20 +97,26 @@ async def get_envelope(request: web.Request) -> web.Response:
 
 @requires("approvals:decide")
 async def confirm_envelope(request: web.Request) -> web.Response:
-    rt = request.app[RUNTIME]
-    body = await parse_body(request, EnvelopeChangeRequest)
-    envelope = await rt.spend.confirm(request.match_info["envelope_id"], by=body.by)
-    await _audit(request, envelope, "confirmed", body.by)
-    return web.json_response(envelope_view(rt, envelope))
+    return await _change(request, request.app[RUNTIME].spend.confirm, "confirmed")
 
 
 @requires("approvals:decide")
 async def revoke_envelope(request: web.Request) -> web.Response:
-    rt = request.app[RUNTIME]
+    return await _change(request, request.app[RUNTIME].spend.revoke, "revoked")
+
+
+class _Change(Protocol):
+    """`rt.spend.confirm` or `rt.spend.revoke`."""
+
+    def __call__(self, envelope_id: str, *, by: str) -> Awaitable[Envelope]: ...
+
+
+async def _change(request: web.Request, change: _Change, what: str) -> web.Response:
+    """The envelope the path names, changed by the person the body names; audited."""
     body = await parse_body(request, EnvelopeChangeRequest)
-    envelope = await rt.spend.revoke(request.match_info["envelope_id"], by=body.by)
-    await _audit(request, envelope, "revoked", body.by)
-    return web.json_response(envelope_view(rt, envelope))
+    envelope = await change(request.match_info["envelope_id"], by=body.by)
+    await _audit(request, envelope, what, body.by)
+    return web.json_response(envelope_view(request.app[RUNTIME], envelope))
 
 
 async def _audit(request: web.Request, envelope: Envelope, what: str, by: str) -> None:

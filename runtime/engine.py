@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import os
 import socket
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -347,16 +347,8 @@ class Runtime:
         await self._deps.run(run_id)
         return await ending.in_flight(self._deps, run_id)
 
-    @staticmethod
-    def still_running(
-        run_id: str,
-        effects: Sequence[Effect],
-        *,
-        compensate: bool = False,
-        relying: Mapping[str, Sequence[str]] | None = None,
-    ) -> str | None:
-        """What a cancel answers, on every surface, while these effects are in flight."""
-        return ending.still_running(run_id, effects, compensate=compensate, relying=relying)
+    still_running = staticmethod(ending.still_running)
+    """What a cancel answers, on every surface, while these effects are in flight."""
 
     async def relying_on(self, effects: Iterable[Effect]) -> dict[str, builtins.list[str]]:
         """By call id, the other runs relying on these effects now (handed what they did):

@@ -39,14 +39,7 @@ async def cancel(
     approval = await lookups.approval(deps.store, approval_id)
     if approval.cool_off != "waiting":
         raise errors.TooLate(_not_cancellable(approval), approval_id=approval_id)
-    event = AuditEvent(
-        action="cool_off_cancelled",
-        actor=by,
-        run_id=approval.run_id,
-        approval_id=approval.id,
-        at=deps.clock(),
-        detail={"call_id": approval.call_id, "tool": approval.tool},
-    )
+    event = _event(deps, "cool_off_cancelled", approval, by)
     if not await deps.store.cancel_cool_off(approval.id, by=by, event=event):
         current = await lookups.approval(deps.store, approval_id)
         raise errors.TooLate(_not_cancellable(current), approval_id=approval_id)
@@ -66,14 +59,7 @@ async def undo(deps: Deps, approval_id: str, *, by: str) -> RollbackReport:
     if approval.run_id is None or approval.call_id is None or effect is None:
         raise errors.TooLate(_not_undoable(approval, effect), approval_id=approval_id)
     async with deps.locks.hold(approval.run_id), deps.lease(approval.run_id):
-        event = AuditEvent(
-            action="undo_requested",
-            actor=by,
-            run_id=approval.run_id,
-            approval_id=approval.id,
-            at=deps.clock(),
-            detail={"call_id": approval.call_id, "tool": approval.tool},
-        )
+        event = _event(deps, "undo_requested", approval, by)
         only = [approval.call_id]
         undo = Undo(by, undoes=approval.id)
         started = intent(deps, approval.run_id, undo, to_step=0, restore=False, only=only)
@@ -127,3 +113,15 @@ def _not_undoable(approval: Approval, effect: Effect | None) -> str:
     else:
         why = f"the undo window closed at {approval.undo_until:%Y-%m-%d %H:%M:%S} UTC"
     return f"{what} cannot be undone: {why}; nothing changed."
+
+
+def _event(deps: Deps, action: str, approval: Approval, by: str) -> AuditEvent:
+    """The audit event of `by` acting on the approved call (cancel, undo), now."""
+    return AuditEvent(
+        action=action,
+        actor=by,
+        run_id=approval.run_id,
+        approval_id=approval.id,
+        at=deps.clock(),
+        detail={"call_id": approval.call_id, "tool": approval.tool},
+    )

@@ -97,7 +97,7 @@ async def rollback(
     undo = Undo(by, compensate_shared)
     async with deps.lease(run_id):
         if not intended:
-            await _intend(deps, run_id, undo, to_step=to_step, restore=True)
+            await _intend(deps, run_id, intent(deps, run_id, undo, to_step=to_step, restore=True))
         report = await _undo_after(deps, run, agent, to_step, undo, at_step=to_step)
         await approvals.withdraw(run_id, by=by, reason="run rolled back")
         latest = await deps.store.load_state(run_id)
@@ -150,7 +150,8 @@ async def compensate_all(
     undo = Undo(by or deps.worker_id, compensate_shared, undoes, retry)
     async with deps.lease(run.id):
         if not intended:
-            await _intend(deps, run.id, undo, to_step=0, restore=False, only=only)
+            started = intent(deps, run.id, undo, to_step=0, restore=False, only=only)
+            await _intend(deps, run.id, started)
         report = await _undo_after(deps, run, agent, 0, undo, at_step=run.step, only=only)
         event = AuditEvent(
             action="compensate",
@@ -259,18 +260,9 @@ def intent(
     )
 
 
-async def _intend(
-    deps: Deps,
-    run_id: str,
-    undo: Undo,
-    *,
-    to_step: int,
-    restore: bool,
-    only: Sequence[str] | None = None,
-) -> None:
-    """Say what is being undone before undoing it: recovery finishes an interrupted undo,
-    with the same choice about shared effects."""
-    event = intent(deps, run_id, undo, to_step=to_step, restore=restore, only=only)
+async def _intend(deps: Deps, run_id: str, event: AuditEvent) -> None:
+    """Say what is being undone (`intent`) before undoing it: recovery finishes an
+    interrupted undo, with the same choice about shared effects."""
     await deps.store.commit(
         Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
     )

@@ -133,15 +133,7 @@ async def undone(
         f"{effect.tool} of run {run.id} was compensated ({undo}), by {by}'s explicit choice, "
         f"though {named(relying)} relied on it: what they did or told may no longer hold"
     )
-    page = new_page(
-        deps,
-        run_id=run.id,
-        call_id=effect.call_id,
-        tool=effect.tool,
-        reason="shared_undone",
-        detail=detail,
-    )
-    await post_page(deps, run, page)
+    await _page(deps, run, effect, "shared_undone", detail)
     marks = [
         (
             d.reuse,
@@ -170,12 +162,12 @@ async def kept(deps: Deps, run: Run, effect: Effect, relying: Sequence[Dependent
         f"{effect.tool} of run {run.id} was not compensated: {named(relying)} rely on it; "
         f"roll back with compensate_shared (CLI: --compensate-shared) to undo it all the same"
     )
+    await _page(deps, run, effect, "shared_kept", detail)
+
+
+async def _page(deps: Deps, run: Run, effect: Effect, reason: str, detail: str) -> None:
+    """Page on-call about `effect` of `run`, which other runs relied on."""
     page = new_page(
-        deps,
-        run_id=run.id,
-        call_id=effect.call_id,
-        tool=effect.tool,
-        reason="shared_kept",
-        detail=detail,
+        deps, run_id=run.id, call_id=effect.call_id, tool=effect.tool, reason=reason, detail=detail
     )
     await post_page(deps, run, page)

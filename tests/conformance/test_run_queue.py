@@ -7,7 +7,17 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from store import ApprovalState, AuditEvent, Batch, Checkpoint, RunStatus, Store, errors
+from store import (
+    Approval,
+    ApprovalState,
+    AuditEvent,
+    Batch,
+    Checkpoint,
+    Run,
+    RunStatus,
+    Store,
+    errors,
+)
 from store.base import Claims
 from tests.conftest import Clock as HandClock
 
@@ -106,9 +116,10 @@ async def test_a_lease_given_back_mid_run_puts_the_run_back_in_the_queue(
     assert await claim(store, "W3") == []
 
 
-async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
+async def parked_on_two(
     store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
-) -> None:
+) -> tuple[Run, Approval, Approval]:
+    """A run W1 claimed, parked on two pending approvals and let go of: out of the queue."""
     run = await make_run()
     await claim(store, "W1")
     await append(run.id, status=RunStatus.WAITING_APPROVAL)
@@ -116,6 +127,13 @@ async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready
     await store.create_approval(first)
     await store.create_approval(second)
     await store.release_lease(run.id, "W1")
+    return run, first, second
+
+
+async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready(
+    store: Store, make_run: MakeRun, append: Append, make_approval: MakeApproval
+) -> None:
+    run, first, second = await parked_on_two(store, make_run, append, make_approval)
     now = HandClock()()
 
     await store.decide_approval(first.id, ApprovalState.APPROVED, by="U1", at=now)
@@ -130,13 +148,7 @@ async def test_a_persons_decision_that_leaves_nothing_pending_makes_the_parked_r
 ) -> None:
     """As above, by `cast_vote` with its audit event, as a click decides (on PostgreSQL one
     statement, `decide_at_once`): each decision audited and announced once."""
-    run = await make_run()
-    await claim(store, "W1")
-    await append(run.id, status=RunStatus.WAITING_APPROVAL)
-    first, second = make_approval(run.id), make_approval(run.id)
-    await store.create_approval(first)
-    await store.create_approval(second)
-    await store.release_lease(run.id, "W1")
+    run, first, second = await parked_on_two(store, make_run, append, make_approval)
 
     await person_decides(store, first.id, ApprovalState.APPROVED)
     assert await claim(store, "W2") == []  # still waiting for the second

@@ -5,6 +5,7 @@ copy had changed or lost, and an event edited in the database is named."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -22,17 +23,26 @@ def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run_text([SIGNOFF, *args], cwd=tmp_path, env=env)
 
 
-@pytest.fixture
-def trail(tmp_path: Path) -> Path:
-    """A database with a decided refund's trail and a signing key."""
-    assert signoff(tmp_path, "receipts", "new-key", "key.pem").returncode == 0
+@pytest.fixture(scope="module")
+def decided_trail(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A database with a decided refund's trail and a signing key: four CLI commands, made
+    once for the module."""
+    folder = tmp_path_factory.mktemp("trail")
+    assert signoff(folder, "receipts", "new-key", "key.pem").returncode == 0
     started = signoff(
-        tmp_path, "runs", "start", "refund-agent", "Refund order 1004", "--requested-by", "U0REQ"
+        folder, "runs", "start", "refund-agent", "Refund order 1004", "--requested-by", "U0REQ"
     )
     assert started.returncode == 0, started.stderr
-    [approval] = json.loads(signoff(tmp_path, "approvals", "list", "--json").stdout)
-    decided = signoff(tmp_path, "approvals", "decide", approval["id"], "approved", "--by", "U0BOB")
+    [approval] = json.loads(signoff(folder, "approvals", "list", "--json").stdout)
+    decided = signoff(folder, "approvals", "decide", approval["id"], "approved", "--by", "U0BOB")
     assert decided.returncode == 0, decided.stderr
+    return folder
+
+
+@pytest.fixture
+def trail(decided_trail: Path, tmp_path: Path) -> Path:
+    """A copy of the decided trail of the test's own, to verify, export, edit and forge."""
+    shutil.copytree(decided_trail, tmp_path, dirs_exist_ok=True)
     return tmp_path
 
 

@@ -11,8 +11,19 @@ ALTER TABLE effects
     ALTER COLUMN asked_digest TYPE bytea USING
         CASE WHEN asked_digest LIKE 'sha256:%' THEN decode(substr(asked_digest, 8), 'hex') END;
 
--- `signoff_start_step` (migrations 0019, 0029) takes the digests as bytes; otherwise as it was.
-DROP FUNCTION signoff_start_step(
+-- `signoff_start_step` takes the digests as bytes. Its earlier forms (migrations 0019 and
+-- 0029, text digests) are dropped where an older Signoff left them; this is its one body.
+-- A step that starts mutating effects, in one round trip (docs/scale-out.md): what the
+-- transaction body of `store.core.commit` does for such a batch (the lease and seq checks,
+-- the checkpoints, the ledger's locks, the finished effects, each start's claim of its key,
+-- the audit events), as one function the store calls in a statement of its own. READ
+-- COMMITTED takes a snapshot for each statement in it, so the look-ups after the locks see
+-- what another claimer of the same key committed while this one waited, as the body's own
+-- statements do. A check that fails (or a case the body decides with what only Python knows)
+-- divides by zero, which aborts everything written; the store then runs the body, which says
+-- why. It returns the calls not started: each one's reason and the ledger row (its run and
+-- call) that stopped it, and the keys of those started under a later generation of theirs.
+DROP FUNCTION IF EXISTS signoff_start_step(
     text, text, bigint, int, text, timestamptz,
     int[], int[], bool[], text[], int[], bigint[], bigint[], float8[], text[], text[],
     timestamptz[], jsonb[], bigint[],

@@ -68,3 +68,22 @@ async def test_a_run_and_its_approval_show_the_limits_their_call_counted_against
     shown = await response.json()
     assert shown["limits"][0]["line"].endswith("after this refund — over limit per_customer")
     assert shown["envelope_id"] is None
+
+
+async def test_an_envelope_is_confirmed_and_revoked_over_http_by_the_verb_the_path_names(
+    make_api: Callable[..., Awaitable[Api]],
+) -> None:
+    api = await make_api(agents=[spend_agents.agent], policies=POLICIES, spend=SPEND)
+    body = {"tool": "issue_refund", "when": "true", "by": "U0APPROVER", "reason": "outage"}
+    made = await api.client.post("/v1/envelopes", json=body | {"max_calls": 3}, headers=AUTH)
+    assert made.status == 201, await made.text()
+    path = f"/v1/envelopes/{(await made.json())['id']}"
+
+    confirmed = await api.client.post(f"{path}/confirm", json={"by": "U0APPROVER"}, headers=AUTH)
+    revoked = await api.client.post(f"{path}/revoke", json={"by": "U0APPROVER"}, headers=AUTH)
+
+    assert confirmed.status >= 400, await confirmed.text()  # active already: nothing to confirm
+    assert "not proposed" in await confirmed.text()
+    assert revoked.status == 200, await revoked.text()
+    assert (await revoked.json())["revoked_by"] == "U0APPROVER"
+    assert (await revoked.json())["status"] == "revoked"

@@ -9,10 +9,33 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from support import SUPPORT
 from support.helpers import SIGNOFF, clean_env, run_text
+
+Signoff = Callable[..., tuple[int, str]]
+"""`signoff(*argv)`: a real `signoff` process's exit code and its output, stdout then stderr."""
+
+
+def seat_cli(tmp_path: Path, config: str) -> tuple[Signoff, Path]:
+    """`signoff` on a SQLite file in `tmp_path` with `config` (agents from tests/support), and
+    the seat provider's log, which exists once the provider heard of a call."""
+    (tmp_path / "signoff.toml").write_text(config, "utf-8")
+    seats = tmp_path / "seats.log"
+    env = clean_env("SIGNOFF_", "SLACK_") | {
+        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
+        "SIGNOFF_TEST_SEATS": str(seats),
+        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+    def signoff(*argv: str) -> tuple[int, str]:
+        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
+        return done.returncode, done.stdout + done.stderr
+
+    return signoff, seats
+
 
 CONFIG = """\
 agents = ["cool_off_agents:seat_agent"]
@@ -25,18 +48,7 @@ undo_for = "1h"
 
 
 def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
-    (tmp_path / "signoff.toml").write_text(CONFIG, "utf-8")
-    seats = tmp_path / "seats.log"
-    env = clean_env("SIGNOFF_", "SLACK_") | {
-        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
-        "SIGNOFF_TEST_SEATS": str(seats),
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-    }
-
-    def signoff(*argv: str) -> tuple[int, str]:
-        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
-        return done.returncode, done.stdout + done.stderr
-
+    signoff, seats = seat_cli(tmp_path, CONFIG)
     assert signoff("runs", "start", "seat-agent", "Hold 12A", "--requested-by", "U0RILEY")[0] == 0
     code, listed = signoff("approvals", "list", "--json")
     assert code == 0, listed
@@ -84,18 +96,7 @@ undo_for = "1h"
 
 
 def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
-    (tmp_path / "signoff.toml").write_text(UNDO_CONFIG, "utf-8")
-    seats = tmp_path / "seats.log"
-    env = clean_env("SIGNOFF_", "SLACK_") | {
-        "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
-        "SIGNOFF_TEST_SEATS": str(seats),
-        "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
-    }
-
-    def signoff(*argv: str) -> tuple[int, str]:
-        done = run_text([SIGNOFF, *argv], cwd=tmp_path, env=env, timeout=120)
-        return done.returncode, done.stdout + done.stderr
-
+    signoff, seats = seat_cli(tmp_path, UNDO_CONFIG)
     started = signoff("runs", "start", "booking-agent", "Book 14C", "--requested-by", "U0RILEY")
     assert started[0] == 0, started[1]
     approval_id = json.loads(signoff("approvals", "list", "--json")[1])[0]["id"]
