@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support.helpers import SIGNOFF, TOKEN, free_port
 from support.pg_support import migrate
+from support.serve_workers import wait_healthy
 
 from runtime import Runtime
 from store import RunStatus, open_store
@@ -40,15 +41,7 @@ class Worker:
         self.log = logs / f"{name}.log"
 
     def wait_up(self) -> None:
-        deadline = time.monotonic() + UP_WITHIN
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"{self.name} not up in {UP_WITHIN}s: {self.log.read_text()[-3000:]}")
+        wait_healthy(self.name, self.process, self.port, self.log, UP_WITHIN)
 
     def start_run(self, run_id: str) -> None:
         body = json.dumps({"agent": "queue-agent", "task": f"task {run_id}", "run_id": run_id})
