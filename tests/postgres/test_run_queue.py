@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from support.helpers import SIGNOFF, TOKEN, free_port
+from support.pg_support import migrate
 
 from runtime import Runtime
 from store import RunStatus, open_store
@@ -75,7 +76,7 @@ class Worker:
 
 @pytest.fixture
 def serve_env(pg_url: str, tmp_path: Path) -> dict[str, str]:
-    asyncio.run(_migrate(pg_url))
+    migrate(pg_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
     return env | {
         "SIGNOFF_DATABASE_URL": pg_url,
@@ -94,11 +95,6 @@ def workers(tmp_path: Path) -> Iterator[list[Worker]]:
     yield started
     for worker in started:
         worker.stop()
-
-
-async def _migrate(url: str) -> None:
-    async with open_store(url):
-        pass
 
 
 def calls(env: dict[str, str]) -> list[dict[str, object]]:
