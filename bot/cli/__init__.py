@@ -1,54 +1,84 @@
 """The `signoff` command line: serve, operate runs, decide approvals, handle pages, migrate.
 
 One module per command group (`runs`, `approvals`, `pages`, `db`, `policy`, `audit`,
-`envelopes`); `base`
-holds what they share and `session` opens the database for a command. Every command is one
-async operation entered with `asyncio.run`. Bad input and unknown ids exit non-zero with a
-one-line reason on stderr; `--json` prints machine-readable output. The store, the runtime
-and the server are imported only by the commands that use them, so `--help` and reads start quickly.
-The command modules keep their annotations as objects (no `from __future__ import
-annotations`): typer reads every command's on every start, and a string costs an `eval` each
-(docs/benchmarks.md, issue 44.1).
+`envelopes`, ...); `base` holds what they share and `session` opens the database for a
+command. Every command is one async operation entered with `asyncio.run`. Bad input and
+unknown ids exit non-zero with a one-line reason on stderr; `--json` prints machine-readable
+output. The store, the runtime and the server are imported only by the commands that use
+them, so `--help` and reads start quickly; a command in a group imports and builds that
+group alone (`GROUPS`). The command modules keep their annotations as objects (no `from
+__future__ import annotations`): typer reads every command's on every start, and a string
+costs an `eval` each (docs/benchmarks.md, issue 44.1).
 """
 
 import sys
+from importlib import import_module
 from typing import Annotated
 
 import typer
 
-from bot.cli import learned as _learned  # noqa: F401  (its commands join `policy`)
-from bot.cli import policy_runs as _policy_runs  # noqa: F401  (`policy test`, `backtest`)
-from bot.cli import stats as _stats  # noqa: F401  (`approvals stats`)
-from bot.cli import take_back as _take_back  # noqa: F401  (`approvals cancel-cool-off`, `undo`)
-from bot.cli.approvals import approvals
-from bot.cli.audit import audit
-from bot.cli.away import away
 from bot.cli.base import Failure, LogFormatChoice, Options, group, options
-from bot.cli.db import db
-from bot.cli.doctor import doctor
-from bot.cli.envelopes import envelopes
-from bot.cli.mcp import mcp
-from bot.cli.pages import pages
-from bot.cli.policy import policy
-from bot.cli.receipts import receipts
-from bot.cli.runs import runs
 from bot.cli.session import load, refusals
 
-app = group("Durable agent runs with human sign-off in Slack.")
-app.add_typer(runs, name="runs")
-app.add_typer(approvals, name="approvals")
-app.add_typer(pages, name="pages")
-app.add_typer(db, name="db")
-app.add_typer(policy, name="policy")
-app.add_typer(audit, name="audit")
-app.add_typer(receipts, name="receipts")
-app.add_typer(envelopes, name="envelopes")
-app.add_typer(away, name="away")
-app.command()(mcp)
-app.command()(doctor)
+GROUPS: dict[str, tuple[str, ...]] = {
+    "runs": ("bot.cli.runs",),
+    "approvals": ("bot.cli.approvals", "bot.cli.stats", "bot.cli.take_back"),
+    "pages": ("bot.cli.pages",),
+    "db": ("bot.cli.db",),
+    "policy": ("bot.cli.policy", "bot.cli.learned", "bot.cli.policy_runs"),
+    "audit": ("bot.cli.audit",),
+    "receipts": ("bot.cli.receipts",),
+    "envelopes": ("bot.cli.envelopes",),
+    "away": ("bot.cli.away",),
+}
+"""Each command group, in `--help`'s order: its module (whose `typer.Typer` has the group's
+name) first, then the modules that add commands to it, in the order they join."""
+TAKES_A_VALUE = ("--config", "--log-format")
+"""The options before the command that take a value as the next word."""
 
 
-@app.callback()
+def build(only: str | None = None) -> typer.Typer:
+    """The command tree; `only`: just that group under the main options (typer builds every
+    command of the tree on every start, so a group's command imports and builds no other)."""
+    app = group("Durable agent runs with human sign-off in Slack.")
+    app.callback()(main_options)
+    for name, modules in GROUPS.items():
+        if only is None or name == only:
+            app.add_typer(getattr(import_module(modules[0]), name), name=name)
+            for module in modules[1:]:
+                import_module(module)
+    if only is None:
+        from bot.cli.doctor import doctor
+        from bot.cli.mcp import mcp
+
+        for command in (mcp, doctor, serve, dev):
+            app.command()(command)
+    return app
+
+
+def invoked_group(args: list[str]) -> str | None:
+    """The group the command line names, if the main options before it are only those typer
+    parses the same way whatever the groups are (no `--help`, no `--`); else None."""
+    words = iter(args)
+    for word in words:
+        if word in ("--help", "--"):
+            return None
+        if word in TAKES_A_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in GROUPS else None
+    return None
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`app`: the whole command tree, built when first asked for (`main` builds only the
+    group it runs)."""
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    found = globals()["app"] = build()
+    return found
+
+
 def main_options(
     ctx: typer.Context,
     config: Annotated[
@@ -68,7 +98,6 @@ def main_options(
     ctx.obj = Options(config, verbose)
 
 
-@app.command()
 def serve(
     ctx: typer.Context,
     port: Annotated[
@@ -90,7 +119,6 @@ def serve(
         asyncio.run(serve_forever(settings))
 
 
-@app.command()
 def dev(
     ctx: typer.Context,
     port: Annotated[int, typer.Option(min=0, max=65535, help="Port on 127.0.0.1 (0: any).")] = 8000,
@@ -120,7 +148,7 @@ def dev(
 def main() -> None:
     """The console script: one line on stderr and a non-zero exit for any refusal."""
     try:
-        code = app(standalone_mode=False)
+        code = build(invoked_group(sys.argv[1:]))(standalone_mode=False)
     except typer.Abort:
         typer.echo("aborted", err=True)
         sys.exit(1)

@@ -5,8 +5,6 @@ process only if the run's agent is loaded here; otherwise the command says where
 resume (`signoff serve` recovers it, or `signoff runs resume`).
 """
 
-import json
-import math
 from itertools import chain
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -19,6 +17,7 @@ from bot.cli.base import (
     check_user_id,
     checked_as_api,
     dumped,
+    edited_args,
     group,
     say,
     show,
@@ -204,35 +203,3 @@ async def check_edit_here(rt: "Runtime", approval_id: str) -> None:
             f"--edit: run {run.id}'s agent {run.agent!r} is not loaded here, so the edited "
             "arguments cannot be checked; decide where it is loaded (SIGNOFF_AGENTS)"
         )
-
-
-def edited_args(text: str | None, flag: str = "--edit") -> dict[str, Any] | None:
-    """The JSON object given to `flag`, as strict as the HTTP API's JSON (no NaN, Infinity)."""
-    if text is None:
-        return None
-    from runtime.limits import MAX_DEPTH, plain_reason
-
-    try:
-        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
-    except json.JSONDecodeError as exc:
-        raise Failure(f"{flag}: not valid JSON: {exc.msg} at character {exc.pos}") from None
-    except RecursionError:
-        raise Failure(f"{flag}: nested deeper than the limit of {MAX_DEPTH} levels") from None
-    except ValueError as exc:
-        raise Failure(f"{flag}: {plain_reason(exc)}") from None
-    if not isinstance(value, dict):
-        raise Failure(
-            f"{flag}: give a JSON object of the tool's arguments, e.g. '{{\"amount\": 5}}'"
-        )
-    return value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number JSON allows")
-
-
-def _finite(literal: str) -> float:
-    value = float(literal)
-    if not math.isfinite(value):
-        raise ValueError(f"{literal[:40]} is too large for a number")
-    return value

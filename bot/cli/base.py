@@ -6,6 +6,8 @@ models load inside the commands that use them, so `signoff --help` starts fast.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import sys
 from collections.abc import Mapping, Sequence
@@ -155,3 +157,35 @@ def positive_age(flag: str, text: str, *, what: str = "duration", also: str = ""
             f"{flag} must be a positive {what} such as 30d" + (f", or {also}" if also else "")
         )
     return age
+
+
+def edited_args(text: str | None, flag: str = "--edit") -> dict[str, Any] | None:
+    """The JSON object given to `flag`, as strict as the HTTP API's JSON (no NaN, Infinity)."""
+    if text is None:
+        return None
+    from runtime.limits import MAX_DEPTH, plain_reason
+
+    try:
+        value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+    except json.JSONDecodeError as exc:
+        raise Failure(f"{flag}: not valid JSON: {exc.msg} at character {exc.pos}") from None
+    except RecursionError:
+        raise Failure(f"{flag}: nested deeper than the limit of {MAX_DEPTH} levels") from None
+    except ValueError as exc:
+        raise Failure(f"{flag}: {plain_reason(exc)}") from None
+    if not isinstance(value, dict):
+        raise Failure(
+            f"{flag}: give a JSON object of the tool's arguments, e.g. '{{\"amount\": 5}}'"
+        )
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):
+        raise ValueError(f"{literal[:40]} is too large for a number")
+    return value

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, check_user_id, say, show
+from bot.cli.base import Failure, JsonFlag, check_user_id, edited_args, say, show
 from bot.cli.policy import policy
 from bot.cli.session import with_process
 
@@ -168,8 +168,6 @@ def export(
 
 
 def _json_object(text: str) -> dict[str, Any]:
-    from bot.cli.approvals import edited_args
-
     return edited_args(text, flag="ARGS") or {}
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, check_user_id, group, say, show
+from bot.cli.base import Failure, JsonFlag, check_user_id, edited_args, group, say, show
 from bot.cli.session import load, refusals
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ def check(
     as_json: JsonFlag = False,
 ) -> None:
     """Which rule a call matches and what would happen; creates nothing."""
-    from bot.cli.approvals import edited_args
-
     arguments = edited_args(args, flag="ARGS") or {}
     if requested_by is not None:
         check_user_id("--requested-by", requested_by)

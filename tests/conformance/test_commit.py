@@ -13,6 +13,7 @@ from store import (
     Batch,
     Committed,
     Effect,
+    EffectStatus,
     Reversibility,
     RunStatus,
     Store,
@@ -300,6 +301,74 @@ async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alon
     for run in (r for r in runs if r is not stale):
         assert (await store.load_state(run.id)).seq == 1
         assert [e.tool for e in await store.list_effects(run.id)] == ["lookup"]
+
+
+async def test_a_stale_epoch_among_effects_started_together_is_refused_alone(
+    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+) -> None:
+    """Steps that start mutating effects, of many runs at once, are written together as
+    read steps are (on PostgreSQL, their `start_step` statements in one transaction, each
+    with its own lease, epoch and seq checks and its own lineage and key locks): the one
+    from a superseded epoch is refused, checkpoint and effect alike, and its neighbours'
+    effects are started, each once."""
+    runs = [await make_run() for _ in range(4)]
+    epochs = []
+    for run in runs:
+        epoch = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+        assert epoch is not None
+        epochs.append(epoch)
+    stale = runs[2]
+    assert await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
+    batches = [
+        Batch(
+            run_id=run.id,
+            owner="W1",
+            epoch=epoch,
+            checkpoints=[checkpoint(run.id, 1, clock())],
+            start=[make_effect(run.id)],
+        )
+        for run, epoch in zip(runs, epochs, strict=True)
+    ]
+
+    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
+
+    assert isinstance(outcomes[2], errors.LeaseLost)
+    assert [o for i, o in enumerate(outcomes) if i != 2] == [Committed()] * 3
+    assert len(await store.history(stale.id)) == 1
+    assert await store.list_effects(stale.id) == []
+    for run in (r for r in runs if r is not stale):
+        assert (await store.load_state(run.id)).seq == 1
+        assert [e.status for e in await store.list_effects(run.id)] == [EffectStatus.STARTED]
+
+
+async def test_one_key_with_other_args_started_by_two_runs_at_once_starts_once(
+    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+) -> None:
+    """Two runs of other lineages start the same idempotency key with other arguments at
+    once (on PostgreSQL, possibly in one transaction): the first written starts, and the
+    second sees it in flight and is told of the conflict, as if they had committed apart."""
+    runs = [await make_run() for _ in range(2)]
+    batches = []
+    for run, amount in zip(runs, (2500, 2000), strict=True):
+        epoch = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
+        args = {"order_id": "4471", "amount_cents": amount}
+        start = make_effect(run.id, idempotency_key="refund-4471", args=args)
+        batches.append(
+            Batch(
+                run_id=run.id,
+                owner="W1",
+                epoch=epoch,
+                checkpoints=[checkpoint(run.id, 1, clock())],
+                start=[start],
+            )
+        )
+
+    first, second = await asyncio.gather(*map(store.commit, batches))
+
+    assert (first.conflicts, first.preempted) == ({}, {})
+    (conflict,) = second.conflicts.values()
+    assert (conflict.run_id, conflict.status) == (runs[0].id, EffectStatus.STARTED)
+    assert await store.list_effects(runs[1].id) == []
 
 
 # helpers

@@ -3,7 +3,8 @@ model code, event loop or logging; the read commands no server, engine, PostgreS
 CEL, signing, delivery bookkeeping, assembled process or example agents, and `runs list`
 not every setting either (only the database's: no pydantic-settings, no section but the
 database's, not Slack's); `policy check` no server, no database, and not the client's models
-or cryptography the example's receipts module loads only to check a receipt.
+or cryptography the example's receipts module loads only to check a receipt. A command in
+a group imports and builds no other group's commands.
 A module a command must not import, imported first (a synthetic breach), fails the check.
 Each command runs in a fresh interpreter (the console script's own `main`), which then lists
 the modules it imported. And typer reads every command's annotations on every start, so
@@ -22,7 +23,7 @@ import pytest
 import typer
 from support.helpers import run_text
 
-from bot.cli import app
+from bot.cli import GROUPS, app
 
 from .test_cli import Cli
 from .test_cli_decide import fresh_cli, parked
@@ -57,6 +58,15 @@ DATABASE = ("store.sqlite", "aiosqlite", "asyncpg", "runtime.database")
 SENDING = ("runtime.deliveries", "bot.wiring", "examples")
 """What only a process that delivers or drives runs needs: the outbox's and callbacks'
 bookkeeping, the assembled process, the example agents and their world."""
+
+
+def other_groups(name: str) -> tuple[str, ...]:
+    """The command modules of every group but `name`, and of the commands outside a group:
+    a group's command builds only its own group's commands."""
+    others = (m for group, modules in GROUPS.items() if group != name for m in modules)
+    return (*others, "bot.cli.mcp", "bot.cli.doctor")
+
+
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "signoff.toml"
 
 
@@ -87,13 +97,19 @@ def test_help_imports_no_database_runtime_or_server(cli: Cli) -> None:
 
 
 READS: dict[tuple[str, ...], tuple[str, ...]] = {
-    ("runs", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SETTINGS, "bot.settings_slack"),
-    ("approvals", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS),
-    ("pages", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS),
-    ("runs", "show", "r1"): (*SERVER, *DRIVING, *SIGNING, *SENDING),
+    ("runs", "list"): (
+        *(*SERVER, *DRIVING, *SIGNING, *SENDING, *SETTINGS, "bot.settings_slack"),
+        *other_groups("runs"),
+    ),
+    ("approvals", "list"): (
+        *(*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS),
+        *other_groups("approvals"),
+    ),
+    ("pages", "list"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *SECTIONS, *other_groups("pages")),
+    ("runs", "show", "r1"): (*SERVER, *DRIVING, *SIGNING, *SENDING, *other_groups("runs")),
 }
 """Each read command and what it must not import (`runs show` masks results by the
-policies, so it reads every setting)."""
+policies, so it reads every setting), other groups' commands included."""
 
 
 def check_read(cli: Cli, command: tuple[str, ...], first: str = "") -> list[str]:
@@ -118,6 +134,8 @@ def test_a_read_imports_no_server_engine_driver_or_cel(cli: Cli, command: tuple[
         (("pages", "list"), "celpy"),
         (("runs", "list"), "runtime.deliveries"),
         (("runs", "show", "r1"), "slack_bolt"),
+        (("approvals", "list"), "bot.cli.policy"),
+        (("runs", "list"), "bot.cli.doctor"),
     ],
     ids=[
         "runs list, every setting",
@@ -125,6 +143,8 @@ def test_a_read_imports_no_server_engine_driver_or_cel(cli: Cli, command: tuple[
         "pages list, CEL",
         "runs list, deliveries",
         "runs show, Slack's app",
+        "approvals list, the policy group's commands",
+        "runs list, a command outside the groups",
     ],
 )
 def test_a_read_that_imports_what_it_must_not_fails_the_check(
@@ -147,7 +167,7 @@ def test_policy_check_imports_no_server_or_database(cli: Cli) -> None:
     assert "celpy" in modules  # it did evaluate the rules
     assert "examples.world" in modules  # and load the example's agents
     client = ("signoff.client", "signoff.models", "cryptography")  # not the example's receipts'
-    assert loaded(modules, (*SERVER, *DATABASE, *client)) == []
+    assert loaded(modules, (*SERVER, *DATABASE, *client, *other_groups("policy"))) == []
 
 
 def callbacks(group: typer.Typer) -> Iterator[Callable[..., Any]]:
