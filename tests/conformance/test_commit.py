@@ -198,9 +198,7 @@ async def test_commit_by_the_lease_holder_is_accepted(
     run = await make_run()
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
 
-    await store.commit(
-        Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-    )
+    await store.commit(_first_step_by_w1(run.id, clock))
 
     assert (await store.load_state(run.id)).seq == 1
 
@@ -211,9 +209,7 @@ async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
     run = await make_run()
 
     with pytest.raises(errors.LeaseLost):
-        await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-        )
+        await store.commit(_first_step_by_w1(run.id, clock))
 
     assert (await store.load_state(run.id)).seq == 0
 
@@ -226,9 +222,7 @@ async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
     assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=clock())
 
     with pytest.raises(errors.LeaseLost):
-        await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-        )
+        await store.commit(_first_step_by_w1(run.id, clock))
 
 
 async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
@@ -372,6 +366,11 @@ async def test_one_key_with_other_args_started_by_two_runs_at_once_starts_once(
 
 
 # helpers
+
+
+def _first_step_by_w1(run_id: str, clock: Clock) -> Batch:
+    """The run's first step, written by worker W1 (the lease decides whether it may)."""
+    return Batch(run_id=run_id, owner="W1", checkpoints=[checkpoint(run_id, 1, clock())])
 
 
 def _later(clock: Clock, seconds: float) -> datetime:
