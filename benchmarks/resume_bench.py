@@ -35,7 +35,9 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
+from approvals_bench import pay  # the same payer's one irreversible tool
+
+from runtime import Agent, Runtime, ScriptedModel, tool_call
 from runtime.runs.queue import RunQueue
 from runtime.runs.wakeups import RESUMES, Wakeups
 from store import ApprovalState, Message, Store, open_store
@@ -43,11 +45,6 @@ from store import ApprovalState, Message, Store, open_store
 resumed_at: dict[str, float] = {}
 everyone: dict[int, asyncio.Event] = {}
 """The round's expected count -> set when that many runs have resumed."""
-
-
-@tool(description="Pay out.", effect="irreversible")
-async def pay(amount: int) -> dict[str, int]:
-    return {"paid": amount}
 
 
 def policy(messages: Sequence[Message]) -> object:

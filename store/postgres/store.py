@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -143,7 +144,10 @@ class PostgresStore(SqlStore):
         self._listen_url = url if listen_at is None else listen_url(url, listen_at)
         self._pool: asyncpg.Pool | None = None
         self._deciding = together.Together(self._decisions)
-        self._stepping = together.Together(self._steps)
+        self._together = {
+            name: together.Together(functools.partial(self._steps, name))
+            for name in ("commit_step", "start_step")
+        }
 
     async def open(self, *, migrate: bool = True) -> PostgresStore:
         try:
@@ -282,24 +286,15 @@ class PostgresStore(SqlStore):
     async def _commit_step(self, step: Stmt) -> Any:
         """What the step's one statement answered, once it committed; None when a check
         failed, a collision or a deadlock aborted it, all of which the body reports or retries."""
-        query = Q[step.name]
-        args = query.args(step.params)
-        if step.name == "commit_step":  # its effect's outcome may take the audit chain's lock
-            return await self._stepping.write(step.params["run_id"], args)
-        with translate_errors():
-            try:
-                if not self._pooled:
-                    return await self._pool_().fetchval(query.sql, *args)
-                async with self._pool_().acquire() as conn, conn.transaction():
-                    return await conn.fetchval(query.sql, *args)  # prepared on one connection
-            except _STEP_REFUSED:
-                return None
+        args = Q[step.name].args(step.params)
+        return await self._together[step.name].write(step.params["run_id"], args)
 
-    async def _steps(self, batch: Sequence[Sequence[Any]]) -> list[Any]:
-        """`commit_step` for the steps of several runs in one transaction (`together`), each
-        one's answer; one alone is one round trip, as it always was, and None when refused.
-        A batch one of them refused raises, and is tried again one by one."""
-        query = Q["commit_step"]
+    async def _steps(self, name: str, batch: Sequence[Sequence[Any]]) -> list[Any]:
+        """`name` (`commit_step`, `start_step`) for the steps of several runs in one
+        transaction (`together`), each one's answer; one alone is one round trip, as it always
+        was, and None when refused. A batch one of them refused raises, and is tried again one
+        by one."""
+        query = Q[name]
         with translate_errors():
             if len(batch) > 1:
                 async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):

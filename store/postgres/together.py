@@ -11,7 +11,10 @@ extended protocol's one implicit transaction up to its Sync: all or nothing), on
 the lock and one flush. A decision that finds no write under way goes at once, alone.
 A resumed run's step commits its effect's outcome, whose `effect_completed` event takes the
 same lock: the steps of different runs (`commit_step`, each with its own lease and seq
-checks) go together the same way.
+checks) go together the same way. So do effects' starts (`start_step`, each with its own
+lease, epoch and seq checks and its own lineage and key locks), each a flushed commit alone:
+a batch holds its runs' locks to its one commit, and a batch that deadlocks with another
+process's writes is tried again one by one like any other that fails.
 
 A subject (an approval, a run) is in a write at most once: a second write of it waits for
 the next, where its own checks see the first. A write of several that fails (one step's

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from support.future_schema import known_with_future
 from support.helpers import SIGNOFF, TOKEN, clean_env, free_port
+from support.pg_support import migrate
 
 from examples import world
 from runtime.runs.aside import release
@@ -118,7 +119,7 @@ def wait(check: Callable[[], object], within: float, server: Server | None = Non
 def env(pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     """What both releases share: the migrated database, the world, the model's log. This
     process reads the database as the newer release does (before and after it migrates)."""
-    asyncio.run(_migrate(pg_url))
+    migrate(pg_url)
     monkeypatch.setattr(migration, "migrations", known_with_future(safe=True))
     world_db = tmp_path / "world.db"
     monkeypatch.setenv("SIGNOFF_WORLD_DB", str(world_db))  # the test reads the world too
@@ -151,11 +152,6 @@ def servers(tmp_path: Path) -> Iterator[Callable[..., Server]]:
     yield start
     for server in started:
         server.kill()
-
-
-async def _migrate(url: str) -> None:
-    async with open_store(url):
-        pass
 
 
 async def _statuses(url: str) -> dict[str, RunStatus]:

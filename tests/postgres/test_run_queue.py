@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from support.helpers import SIGNOFF, TOKEN, free_port
+from support.pg_support import migrate
+from support.serve_workers import wait_healthy
 
 from runtime import Runtime
 from store import RunStatus, open_store
@@ -39,15 +41,7 @@ class Worker:
         self.log = logs / f"{name}.log"
 
     def wait_up(self) -> None:
-        deadline = time.monotonic() + UP_WITHIN
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"{self.name} not up in {UP_WITHIN}s: {self.log.read_text()[-3000:]}")
+        wait_healthy(self.name, self.process, self.port, self.log, UP_WITHIN)
 
     def start_run(self, run_id: str) -> None:
         body = json.dumps({"agent": "queue-agent", "task": f"task {run_id}", "run_id": run_id})
@@ -75,7 +69,7 @@ class Worker:
 
 @pytest.fixture
 def serve_env(pg_url: str, tmp_path: Path) -> dict[str, str]:
-    asyncio.run(_migrate(pg_url))
+    migrate(pg_url)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNOFF_", "SLACK_"))}
     return env | {
         "SIGNOFF_DATABASE_URL": pg_url,
@@ -94,11 +88,6 @@ def workers(tmp_path: Path) -> Iterator[list[Worker]]:
     yield started
     for worker in started:
         worker.stop()
-
-
-async def _migrate(url: str) -> None:
-    async with open_store(url):
-        pass
 
 
 def calls(env: dict[str, str]) -> list[dict[str, object]]:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.pg_support import migrate
 from support.slack_harness import (
     APPROVALS,
     REQUESTER,
@@ -19,8 +20,6 @@ from support.slack_harness import (
     approval_id_of,
     start_server,
 )
-
-from store import open_store
 
 asyncpg = pytest.importorskip("asyncpg")
 pytestmark = pytest.mark.slow
@@ -34,7 +33,7 @@ LANDS_AFTER = 9.0
 def test_a_killed_workers_late_post_is_deleted_without_a_restart(
     pg_url: str, tmp_path: Path, world: Path, fake: FakeSlackProcess
 ) -> None:
-    asyncio.run(_migrate(pg_url))
+    migrate(pg_url)
     env = {"SIGNOFF_DATABASE_URL": pg_url, "SIGNOFF_OUTBOX_CLAIM_SECONDS": str(CLAIM)}
     workers = {
         name: start_server(tmp_path, world, fake.base_url, extra=env | {"SIGNOFF_WORKER_ID": name})
@@ -83,11 +82,6 @@ def _posting(fake: FakeSlackProcess) -> dict[str, object] | None:
         (c for c in fake.calls() if c["method"] == "chat.postMessage" and c["status"] == 0),
         None,
     )
-
-
-async def _migrate(url: str) -> None:
-    async with open_store(url):
-        pass
 
 
 async def _claimed_by(url: str, approval_id: str) -> str:

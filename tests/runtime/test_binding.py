@@ -24,7 +24,7 @@ from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
 from runtime.approvals.policy import Policies, Policy
-from store import ApprovalState, Store
+from store import Approval, ApprovalState, Store
 from store.digest import args_digest
 
 ORDER = "4471"  # no restocking fee: a refund, then an e-mail
@@ -52,16 +52,22 @@ async def refunded_by_a(rt: Runtime) -> str:
     return first
 
 
+async def asked_again_after_a(rt: Runtime) -> tuple[str, str, Approval]:
+    """Run A refunded $25 (`refunded_by_a`), then run C asks $20 for the same order: A, C and
+    C's approval, which names A's refund as its conflict."""
+    first = await refunded_by_a(rt)
+    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    [asked] = await rt.approvals(second)
+    return first, second, asked
+
+
 async def test_a_second_refund_for_another_amount_is_a_conflict_and_a_plain_approval_is_refused(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    first = await refunded_by_a(rt)
-
-    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
+    first, second, asked = await asked_again_after_a(rt)
 
     assert (await rt.get(second)).status == "waiting_approval"
-    [asked] = await rt.approvals(second)
     assert asked.conflict is not None
     assert (asked.conflict.run_id, asked.conflict.approved_by) == (first, "U0ALICE")
     assert asked.conflict.args["amount_cents"] == 2500
@@ -79,9 +85,7 @@ async def test_declining_the_conflict_ends_the_run_truthfully(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    await refunded_by_a(rt)
-    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
-    [asked] = await rt.approvals(second)
+    _, second, asked = await asked_again_after_a(rt)
 
     await rt.decide(asked.id, "declined", by="U0BOB", reason="already refunded")
 
@@ -95,9 +99,7 @@ async def test_approving_the_conflict_as_separate_makes_exactly_one_more_refund(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    first = await refunded_by_a(rt)
-    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
-    [asked] = await rt.approvals(second)
+    first, second, asked = await asked_again_after_a(rt)
 
     decided = await rt.decide(asked.id, "approved", by="U0BOB", separate=True)
 

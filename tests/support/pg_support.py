@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import os
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+
+from store import open_store
 
 HAVE_ASYNCPG = importlib.util.find_spec("asyncpg") is not None
 POSTGRES_URL = os.environ.get(
@@ -17,6 +20,16 @@ POSTGRES_URL = os.environ.get(
 
 def with_search_path(url: str, schema: str) -> str:
     return f"{url}{'&' if '?' in url else '?'}search_path={schema}"
+
+
+def migrate(url: str) -> None:
+    """Apply every migration to the database `url` names, from a test that runs no loop."""
+
+    async def opened() -> None:
+        async with open_store(url):
+            pass
+
+    asyncio.run(opened())
 
 
 async def postgres(statement: str, url: str = POSTGRES_URL) -> None:

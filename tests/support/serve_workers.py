@@ -31,6 +31,22 @@ def worker_env(database: str, world: Path, **more: str) -> dict[str, str]:
     }
 
 
+def wait_healthy(
+    name: str, process: subprocess.Popen[bytes], port: int | str, log: Path, within: float = 30
+) -> None:
+    """Until `signoff serve` (`process`, its output in `log`) answers /healthz on `port`; its
+    log's tail is the failure message if it dies or `within` seconds pass."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        assert process.poll() is None, log.read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"{name} not up in {within}s: {log.read_text()[-3000:]}")
+
+
 class Worker:
     """One `signoff serve` process, named `SIGNOFF_WORKER_ID`; its output in `NAME.log`."""
 
@@ -54,15 +70,7 @@ class Worker:
 
     def wait_up(self, port: str) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"{self.name} not up: {self.log.read_text()[-3000:]}")
+        wait_healthy(self.name, self.process, port, self.log)
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:

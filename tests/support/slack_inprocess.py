@@ -13,6 +13,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import trigger
@@ -42,6 +43,16 @@ class Slack:
         answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
         return answer.status, answer.body, time.monotonic() - started
 
+    async def signed(self, raw: bytes, content_type: str) -> BoltResponse:
+        """`raw` dispatched to the app as Slack sends it: signed now with the app's secret."""
+        stamp = str(int(time.time()))
+        headers = {
+            "Content-Type": content_type,
+            "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
+        }
+        return await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+
     async def slash(self, text: str, *, user: str = BOB) -> str:
         """A `/runs` command, signed: the body of its answer (the ephemeral reply)."""
         fields = {
@@ -54,13 +65,7 @@ class Slack:
             "trigger_id": trigger(),
         }
         raw = urllib.parse.urlencode(fields).encode()
-        stamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/x-www-form-urlencoded",
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
-        }
-        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+        answer = await self.signed(raw, "application/x-www-form-urlencoded")
         assert answer.status == 200, answer.body
         return answer.body
 
@@ -75,13 +80,7 @@ class Slack:
             "event": event,
         }
         raw = json.dumps(envelope).encode()
-        stamp = str(int(time.time()))
-        headers = {
-            "Content-Type": "application/json",
-            "X-Slack-Request-Timestamp": stamp,
-            "X-Slack-Signature": Signature(SECRET).sign(stamp, raw),
-        }
-        answer = await self.app.async_dispatch(AsyncBoltRequest(body=raw.decode(), headers=headers))
+        answer = await self.signed(raw, "application/json")
         return answer.status
 
 

@@ -28,16 +28,21 @@ class Writes:
         return [None if args[0] in self.lost else {"id": args[0]} for args in batch]
 
 
-async def test_the_decisions_that_arrive_during_a_write_go_together_in_the_next() -> None:
-    writes = Writes(lost=("c",))
+async def during_the_write_of_a(writes: Writes, *later: str) -> list[dict[str, Any] | None]:
+    """Decision "a" is being written when the `later` ones arrive; then the writes go through.
+    What each write returned, "a" first."""
     together = Together(writes.send)
     first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
-    rest = [asyncio.ensure_future(together.write(i, [i])) for i in ("b", "c", "d")]
+    rest = [asyncio.ensure_future(together.write(i, [i])) for i in later]
     await asyncio.sleep(0)
     writes.gate.set()
+    return list(await asyncio.gather(first, *rest))
 
-    found = await asyncio.gather(first, *rest)
+
+async def test_the_decisions_that_arrive_during_a_write_go_together_in_the_next() -> None:
+    writes = Writes(lost=("c",))
+    found = await during_the_write_of_a(writes, "b", "c", "d")
 
     assert writes.calls == [["a"], ["b", "c", "d"]]
     assert found == [{"id": "a"}, {"id": "b"}, None, {"id": "d"}]
@@ -45,14 +50,7 @@ async def test_the_decisions_that_arrive_during_a_write_go_together_in_the_next(
 
 async def test_an_approval_is_in_a_write_once_and_its_second_decision_waits_for_the_next() -> None:
     writes = Writes()
-    together = Together(writes.send)
-    first = asyncio.ensure_future(together.write("a", ["a"]))
-    await asyncio.sleep(0)
-    rest = [asyncio.ensure_future(together.write(i, [i])) for i in ("b", "b", "c")]
-    await asyncio.sleep(0)
-    writes.gate.set()
-
-    await asyncio.gather(first, *rest)
+    await during_the_write_of_a(writes, "b", "b", "c")
 
     assert writes.calls == [["a"], ["b", "c"], ["b"]]
 

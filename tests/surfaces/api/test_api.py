@@ -290,55 +290,47 @@ async def test_malformed_json_gets_400_and_changes_nothing(api: Api, data: bytes
     assert await api.counts() == (0, 0)
 
 
-@pytest.mark.parametrize(
-    ("body", "reason"),
-    [
-        ([], "body"),
-        (None, "body"),
-        ("refund", "body"),
-        ({"task": "Refund order 1"}, "agent"),
-        ({"agent": "refund-agent"}, "task"),
-        ({"agent": "refund-agent", "task": ""}, "task"),
-        ({"agent": "refund-agent", "task": "   "}, "task"),
-        ({"agent": "refund-agent", "task": "x" * 20_001}, "task"),
-        (REFUND | {"colour": "blue"}, "colour"),
-        (REFUND | {"run_id": "../../etc/passwd"}, "run_id"),
-        (REFUND | {"run_id": "has space"}, "run_id"),
-        (REFUND | {"run_id": ""}, "run_id"),
-        (REFUND | {"run_id": "x" * 129}, "run_id"),
-        (REFUND | {"run_id": 42}, "run_id"),
-        (REFUND | {"budget": {"max_steps": -1}}, "budget"),
-        (REFUND | {"budget": {"max_stepz": 3}}, "budget"),
-        ({"agent": ["refund-agent"], "task": "x"}, "agent"),
-    ],
-)
-async def test_bad_run_requests_get_400_with_a_reason_and_change_nothing(
-    api: Api, body: Any, reason: str
-) -> None:
-    status, answer = await post(api, "/v1/runs", body)
-    assert status == 400
-    assert reason in answer["error"]
-    assert await api.counts() == (0, 0)
+BAD_RUNS = [
+    ([], "body"),
+    (None, "body"),
+    ("refund", "body"),
+    ({"task": "Refund order 1"}, "agent"),
+    ({"agent": "refund-agent"}, "task"),
+    ({"agent": "refund-agent", "task": ""}, "task"),
+    ({"agent": "refund-agent", "task": "   "}, "task"),
+    ({"agent": "refund-agent", "task": "x" * 20_001}, "task"),
+    (REFUND | {"colour": "blue"}, "colour"),
+    (REFUND | {"run_id": "../../etc/passwd"}, "run_id"),
+    (REFUND | {"run_id": "has space"}, "run_id"),
+    (REFUND | {"run_id": ""}, "run_id"),
+    (REFUND | {"run_id": "x" * 129}, "run_id"),
+    (REFUND | {"run_id": 42}, "run_id"),
+    (REFUND | {"budget": {"max_steps": -1}}, "budget"),
+    (REFUND | {"budget": {"max_stepz": 3}}, "budget"),
+    ({"agent": ["refund-agent"], "task": "x"}, "agent"),
+]
+BAD_APPROVALS = [
+    ({"args": {}}, "tool"),
+    ({"tool": ""}, "tool"),
+    ({"tool": "x", "args": [1, 2]}, "args"),
+    ({"tool": "x", "callback_url": "not a url"}, "callback_url"),
+    ({"tool": "x", "callback_url": "ftp://example.com/hook"}, "callback_url"),
+    ({"tool": "x", "extra": 1}, "extra"),
+    ({"tool": "x", "requested_by": "U" * 65}, "requested_by"),
+    ({"tool": "x", "approval_id": "has space"}, "approval_id"),
+    ({"tool": "x", "approval_id": ""}, "approval_id"),
+]
 
 
 @pytest.mark.parametrize(
-    ("body", "reason"),
-    [
-        ({"args": {}}, "tool"),
-        ({"tool": ""}, "tool"),
-        ({"tool": "x", "args": [1, 2]}, "args"),
-        ({"tool": "x", "callback_url": "not a url"}, "callback_url"),
-        ({"tool": "x", "callback_url": "ftp://example.com/hook"}, "callback_url"),
-        ({"tool": "x", "extra": 1}, "extra"),
-        ({"tool": "x", "requested_by": "U" * 65}, "requested_by"),
-        ({"tool": "x", "approval_id": "has space"}, "approval_id"),
-        ({"tool": "x", "approval_id": ""}, "approval_id"),
-    ],
+    ("path", "body", "reason"),
+    [("/v1/runs", *case) for case in BAD_RUNS]
+    + [("/v1/approvals", *case) for case in BAD_APPROVALS],
 )
-async def test_bad_approval_requests_get_400_with_a_reason_and_change_nothing(
-    api: Api, body: Any, reason: str
+async def test_bad_requests_get_400_with_a_reason_and_change_nothing(
+    api: Api, path: str, body: Any, reason: str
 ) -> None:
-    status, answer = await post(api, "/v1/approvals", body)
+    status, answer = await post(api, path, body)
     assert status == 400
     assert reason in answer["error"]
     assert await api.counts() == (0, 0)

@@ -19,10 +19,12 @@ Signoff = Callable[..., tuple[int, str]]
 """`signoff(*argv)`: a real `signoff` process's exit code and its output, stdout then stderr."""
 
 
-def seat_cli(tmp_path: Path, config: str) -> tuple[Signoff, Path]:
-    """`signoff` on a SQLite file in `tmp_path` with `config` (agents from tests/support), and
-    the seat provider's log, which exists once the provider heard of a call."""
-    (tmp_path / "signoff.toml").write_text(config, "utf-8")
+def seat_cli(tmp_path: Path, agent: str, tool_policy: str) -> tuple[Signoff, Path]:
+    """`signoff` on a SQLite file in `tmp_path` running `agent` of
+    tests/support/cool_off_agents.py, U0BOB its approver and `tool_policy` its tool's table;
+    and the seat provider's log, which exists once the provider heard of a call."""
+    config = f'agents = ["cool_off_agents:{agent}"]\n[policies.default]\napprovers = ["U0BOB"]\n'
+    (tmp_path / "signoff.toml").write_text(config + tool_policy, "utf-8")
     seats = tmp_path / "seats.log"
     env = clean_env("SIGNOFF_", "SLACK_") | {
         "SIGNOFF_DATABASE_URL": f"sqlite:///{tmp_path / 'signoff.db'}",
@@ -37,18 +39,9 @@ def seat_cli(tmp_path: Path, config: str) -> tuple[Signoff, Path]:
     return signoff, seats
 
 
-CONFIG = """\
-agents = ["cool_off_agents:seat_agent"]
-[policies.default]
-approvers = ["U0BOB"]
-[policies.tools.hold_seat]
-cool_off = "1h"
-undo_for = "1h"
-"""
-
-
 def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
-    signoff, seats = seat_cli(tmp_path, CONFIG)
+    seat_policy = '[policies.tools.hold_seat]\ncool_off = "1h"\nundo_for = "1h"\n'
+    signoff, seats = seat_cli(tmp_path, "seat_agent", seat_policy)
     assert signoff("runs", "start", "seat-agent", "Hold 12A", "--requested-by", "U0RILEY")[0] == 0
     code, listed = signoff("approvals", "list", "--json")
     assert code == 0, listed
@@ -86,17 +79,10 @@ def test_cancel_and_undo_from_the_cli(tmp_path: Path) -> None:
     assert not seats.exists()
 
 
-UNDO_CONFIG = """\
-agents = ["cool_off_agents:booking_agent"]
-[policies.default]
-approvers = ["U0BOB"]
-[policies.tools.book_seat]
-undo_for = "1h"
-"""
-
-
 def test_undo_from_the_cli_tells_what_it_compensated(tmp_path: Path) -> None:
-    signoff, seats = seat_cli(tmp_path, UNDO_CONFIG)
+    signoff, seats = seat_cli(
+        tmp_path, "booking_agent", '[policies.tools.book_seat]\nundo_for = "1h"\n'
+    )
     started = signoff("runs", "start", "booking-agent", "Book 14C", "--requested-by", "U0RILEY")
     assert started[0] == 0, started[1]
     approval_id = json.loads(signoff("approvals", "list", "--json")[1])[0]["id"]
