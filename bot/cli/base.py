@@ -94,7 +94,18 @@ def console() -> Console:
     return Console(width=width, markup=False, emoji=False, highlight=False)
 
 
+REWRITTEN_BY_RICH = re.compile(r"[\t\a\b\v\f\r]")
+"""What rich changes in plain text: tabs (expanded by cell width) and the control codes it
+drops."""
+
+
 def say(renderable: RenderableType) -> None:
+    if isinstance(renderable, str) and not REWRITTEN_BY_RICH.search(renderable):
+        # as `console()` prints it (no markup, emoji or highlighting; soft wrap: no wrapping),
+        # without loading rich: about 100M instructions of a command that prints only text
+        sys.stdout.write(f"{renderable}\n")
+        sys.stdout.flush()
+        return
     console().print(renderable, soft_wrap=True)
 
 

@@ -15,6 +15,7 @@ from store import (
     Effect,
     EffectStatus,
     Reversibility,
+    Run,
     RunStatus,
     Store,
     Usage,
@@ -198,9 +199,7 @@ async def test_commit_by_the_lease_holder_is_accepted(
     run = await make_run()
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
 
-    await store.commit(
-        Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-    )
+    await store.commit(_first_step_by_w1(run.id, clock))
 
     assert (await store.load_state(run.id)).seq == 1
 
@@ -211,9 +210,7 @@ async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
     run = await make_run()
 
     with pytest.raises(errors.LeaseLost):
-        await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-        )
+        await store.commit(_first_step_by_w1(run.id, clock))
 
     assert (await store.load_state(run.id)).seq == 0
 
@@ -226,9 +223,7 @@ async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
     assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=clock())
 
     with pytest.raises(errors.LeaseLost):
-        await store.commit(
-            Batch(run_id=run.id, owner="W1", checkpoints=[checkpoint(run.id, 1, clock())])
-        )
+        await store.commit(_first_step_by_w1(run.id, clock))
 
 
 async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
@@ -273,11 +268,7 @@ async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alon
     from a superseded epoch is refused, checkpoint and read effect alike, and its
     neighbours are written."""
     runs = [await make_run() for _ in range(4)]
-    epochs = []
-    for run in runs:
-        epoch = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
-        assert epoch is not None
-        epochs.append(epoch)
+    epochs = [await _lease_to_w1(store, run.id, clock) for run in runs]
     stale = runs[1]  # the same worker id took this one again: the first epoch is fenced off
     taken = await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
     assert taken == epochs[1] + 1
@@ -292,12 +283,7 @@ async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alon
         for run, epoch in zip(runs, epochs, strict=True)
     ]
 
-    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
-
-    assert isinstance(outcomes[1], errors.LeaseLost)
-    assert [o for i, o in enumerate(outcomes) if i != 1] == [Committed()] * 3
-    assert len(await store.history(stale.id)) == 1
-    assert await store.list_effects(stale.id) == []
+    await _commit_together_all_but(store, batches, stale)
     for run in (r for r in runs if r is not stale):
         assert (await store.load_state(run.id)).seq == 1
         assert [e.tool for e in await store.list_effects(run.id)] == ["lookup"]
@@ -312,11 +298,7 @@ async def test_a_stale_epoch_among_effects_started_together_is_refused_alone(
     from a superseded epoch is refused, checkpoint and effect alike, and its neighbours'
     effects are started, each once."""
     runs = [await make_run() for _ in range(4)]
-    epochs = []
-    for run in runs:
-        epoch = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
-        assert epoch is not None
-        epochs.append(epoch)
+    epochs = [await _lease_to_w1(store, run.id, clock) for run in runs]
     stale = runs[2]
     assert await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
     batches = [
@@ -330,12 +312,7 @@ async def test_a_stale_epoch_among_effects_started_together_is_refused_alone(
         for run, epoch in zip(runs, epochs, strict=True)
     ]
 
-    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
-
-    assert isinstance(outcomes[2], errors.LeaseLost)
-    assert [o for i, o in enumerate(outcomes) if i != 2] == [Committed()] * 3
-    assert len(await store.history(stale.id)) == 1
-    assert await store.list_effects(stale.id) == []
+    await _commit_together_all_but(store, batches, stale)
     for run in (r for r in runs if r is not stale):
         assert (await store.load_state(run.id)).seq == 1
         assert [e.status for e in await store.list_effects(run.id)] == [EffectStatus.STARTED]
@@ -372,6 +349,28 @@ async def test_one_key_with_other_args_started_by_two_runs_at_once_starts_once(
 
 
 # helpers
+
+
+async def _lease_to_w1(store: Store, run_id: str, clock: Clock) -> int:
+    """W1 takes the run's lease for a minute: its epoch."""
+    epoch = await store.acquire_lease(run_id, "W1", until=_later(clock, 60), now=clock())
+    assert epoch is not None
+    return epoch
+
+
+async def _commit_together_all_but(store: Store, batches: list[Batch], stale: Run) -> None:
+    """The batches committed at once: the stale run's alone is refused, writing nothing."""
+    outcomes = await asyncio.gather(*map(store.commit, batches), return_exceptions=True)
+    at = [batch.run_id for batch in batches].index(stale.id)
+    assert isinstance(outcomes[at], errors.LeaseLost)
+    assert [o for i, o in enumerate(outcomes) if i != at] == [Committed()] * (len(batches) - 1)
+    assert len(await store.history(stale.id)) == 1
+    assert await store.list_effects(stale.id) == []
+
+
+def _first_step_by_w1(run_id: str, clock: Clock) -> Batch:
+    """The run's first step, written by worker W1 (the lease decides whether it may)."""
+    return Batch(run_id=run_id, owner="W1", checkpoints=[checkpoint(run_id, 1, clock())])
 
 
 def _later(clock: Clock, seconds: float) -> datetime:
