@@ -4,6 +4,7 @@ and a worker without the run's lease cannot write."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
@@ -272,16 +273,12 @@ async def test_a_stale_epoch_among_read_steps_committed_together_is_refused_alon
     stale = runs[1]  # the same worker id took this one again: the first epoch is fenced off
     taken = await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
     assert taken == epochs[1] + 1
-    batches = [
-        Batch(
-            run_id=run.id,
-            owner="W1",
-            epoch=epoch,
-            checkpoints=[checkpoint(run.id, 1, clock())],
-            start=[make_effect(run.id, tool="lookup", reversibility=Reversibility.READ)],
-        )
-        for run, epoch in zip(runs, epochs, strict=True)
-    ]
+    batches = _first_steps_starting(
+        runs,
+        epochs,
+        clock,
+        lambda run_id: make_effect(run_id, tool="lookup", reversibility=Reversibility.READ),
+    )
 
     await _commit_together_all_but(store, batches, stale)
     for run in (r for r in runs if r is not stale):
@@ -301,16 +298,7 @@ async def test_a_stale_epoch_among_effects_started_together_is_refused_alone(
     epochs = [await _lease_to_w1(store, run.id, clock) for run in runs]
     stale = runs[2]
     assert await store.acquire_lease(stale.id, "W1", until=_later(clock, 60), now=clock())
-    batches = [
-        Batch(
-            run_id=run.id,
-            owner="W1",
-            epoch=epoch,
-            checkpoints=[checkpoint(run.id, 1, clock())],
-            start=[make_effect(run.id)],
-        )
-        for run, epoch in zip(runs, epochs, strict=True)
-    ]
+    batches = _first_steps_starting(runs, epochs, clock, make_effect)
 
     await _commit_together_all_but(store, batches, stale)
     for run in (r for r in runs if r is not stale):
@@ -366,6 +354,22 @@ async def _commit_together_all_but(store: Store, batches: list[Batch], stale: Ru
     assert [o for i, o in enumerate(outcomes) if i != at] == [Committed()] * (len(batches) - 1)
     assert len(await store.history(stale.id)) == 1
     assert await store.list_effects(stale.id) == []
+
+
+def _first_steps_starting(
+    runs: list[Run], epochs: list[int], clock: Clock, effect: Callable[[str], Effect]
+) -> list[Batch]:
+    """Each run's first step by W1 under its epoch, starting the effect made for it."""
+    return [
+        Batch(
+            run_id=run.id,
+            owner="W1",
+            epoch=epoch,
+            checkpoints=[checkpoint(run.id, 1, clock())],
+            start=[effect(run.id)],
+        )
+        for run, epoch in zip(runs, epochs, strict=True)
+    ]
 
 
 def _first_step_by_w1(run_id: str, clock: Clock) -> Batch:
