@@ -43,7 +43,8 @@ TOP = 12
 
 
 async def workload(path: str, runs: int, steps: int) -> dict[str, float]:
-    from runtime_bench import agent_for, lookup
+    from runtime_bench import agent_for
+    from runtime_bench import lookup
 
     from runtime import Runtime
     from store import open_store

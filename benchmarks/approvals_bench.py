@@ -24,8 +24,17 @@ import tracemalloc
 from collections.abc import Sequence
 from datetime import timedelta
 
-from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, tool, tool_call
-from store import Approval, ApprovalState, Message, open_store
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import Approval
+from store import ApprovalState
+from store import Message
+from store import open_store
 from store.records import utcnow
 
 resumed_at: dict[str, float] = {}

@@ -24,13 +24,20 @@ import statistics
 import tempfile
 import time
 from contextlib import closing
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
 from runtime.approvals.learned_rules import LearnedRulesConfig
-from store import Approval, open_store
+from store import Approval
+from store import open_store
 
 RULE = 'tool == "issue_refund" && args.currency == "EUR" && args.amount_cents <= 2500'
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -41,7 +41,9 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,19 +56,18 @@ REPO = Path(__file__).resolve().parents[1]
 # the end-to-end harness lives in tests/, which is not installed
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
-from support.helpers import SIGNOFF, free_port  # noqa: E402
-from support.slack_harness import (  # noqa: E402
-    BOB,
-    POLICY,
-    REQUESTER,
-    SIGNING_SECRET,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    environment,
-    slash,
-)
+from support.helpers import SIGNOFF  # noqa: E402
+from support.helpers import free_port  # noqa: E402
+from support.slack_harness import BOB  # noqa: E402
+from support.slack_harness import POLICY  # noqa: E402
+from support.slack_harness import REQUESTER  # noqa: E402
+from support.slack_harness import SIGNING_SECRET  # noqa: E402
+from support.slack_harness import FakeSlackProcess  # noqa: E402
+from support.slack_harness import SlackServer  # noqa: E402
+from support.slack_harness import approval_id_of  # noqa: E402
+from support.slack_harness import button  # noqa: E402
+from support.slack_harness import environment  # noqa: E402
+from support.slack_harness import slash  # noqa: E402
 
 from examples import world  # noqa: E402
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 
-from runtime_bench import agent_for, lookup
+from runtime_bench import agent_for
+from runtime_bench import lookup
 
 STEPS = int(os.environ.get("SIGNOFF_BENCH_STEPS", "40"))
 

@@ -40,15 +40,18 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
-from pg_cost import TICKS, postgres_cpu_seconds
-from postgres_bench import DEFAULT_URL, Schema
+from pg_cost import TICKS
+from pg_cost import postgres_cpu_seconds
+from postgres_bench import DEFAULT_URL
+from postgres_bench import Schema
 
 HERE = Path(__file__).parent
 TOKEN = "fleet-bench-token"

@@ -26,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from support.pg_support import postgres, with_search_path  # noqa: E402
+from support.pg_support import postgres  # noqa: E402
+from support.pg_support import with_search_path  # noqa: E402
 
 from tests.crash import test_freeze_soak as soak_test  # noqa: E402
 

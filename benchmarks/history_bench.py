@@ -29,11 +29,14 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
-from postgres_bench import DEFAULT_URL, Schema
-from runtime_bench import agent_for, lookup
+from postgres_bench import DEFAULT_URL
+from postgres_bench import Schema
+from runtime_bench import agent_for
+from runtime_bench import lookup
 
 from runtime import Runtime
-from store import Store, open_store
+from store import Store
+from store import open_store
 
 TEMPLATE = "template-run"
 CLONED = ("runs", "checkpoints", "effects", "audit_events")

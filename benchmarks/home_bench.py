@@ -26,13 +26,21 @@ import secrets
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import Awaitable
+from collections.abc import Callable
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
-from bot.slack.home import READ_LIMIT, RECENT, HomeTabs
+from bot.slack.home import READ_LIMIT
+from bot.slack.home import RECENT
+from bot.slack.home import HomeTabs
 from runtime import Runtime
 from runtime.approvals import StaticDirectory
-from store import Approval, ApprovalState, Store, open_store
+from store import Approval
+from store import ApprovalState
+from store import Store
+from store import open_store
 from store.records import Authority
 
 BOB, CAROL, OTHER, GROUP = "U0BOB", "U0CAROL", "U0OTHER", "S0FINANCE"

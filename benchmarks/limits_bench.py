@@ -27,7 +27,12 @@ import tempfile
 import time
 from typing import Any
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
 from runtime.runs import gate
 from runtime.spend.config import SpendConfig
 from store import open_store

@@ -23,7 +23,8 @@ import sqlite3
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
 import runtime_bench
 

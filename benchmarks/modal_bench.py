@@ -31,8 +31,15 @@ import urllib.request
 from pathlib import Path
 
 from backtest_bench import seed
-from bot_bench import Bench, running, signed
-from support.slack_harness import BOB, POLICY, REQUESTER, approval_id_of, button, slash
+from bot_bench import Bench
+from bot_bench import running
+from bot_bench import signed
+from support.slack_harness import BOB
+from support.slack_harness import POLICY
+from support.slack_harness import REQUESTER
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import slash
 
 SETTLE = 60.0
 

@@ -33,9 +33,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, TypedDict
+from typing import Annotated
+from typing import Any
+from typing import TypedDict
 
 TEXT = "t" * 300
 RESULT = {"rows": "r" * 480}
@@ -133,7 +136,9 @@ def measure_langgraph(path: str, runs: int, steps: int, timing: Timing) -> None:
     import asyncio
 
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph import END
+    from langgraph.graph import START
+    from langgraph.graph import StateGraph
 
     def model(state: State) -> dict[str, object]:
         if state["turn"] >= steps - 1:

@@ -22,8 +22,10 @@ import time
 from pathlib import Path
 
 from pg_wire import WireCounter
-from postgres_bench import DEFAULT_URL, Schema
-from runtime_bench import agent_for, lookup
+from postgres_bench import DEFAULT_URL
+from postgres_bench import Schema
+from runtime_bench import agent_for
+from runtime_bench import lookup
 
 from runtime import Runtime
 from store import open_store

@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import struct
 from types import TracebackType
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
 WAITS = {b"S", b"Q"}
 """Client messages the client then waits on: Sync and a simple Query."""

@@ -33,12 +33,23 @@ from collections.abc import Sequence
 from multiprocessing.synchronize import Event
 
 import asyncpg
-from runtime_bench import agent_for, lookup, record, signoff_run
-from workers_bench import sqlite_database, steps_per_second
+from runtime_bench import agent_for
+from runtime_bench import lookup
+from runtime_bench import record
+from runtime_bench import signoff_run
+from workers_bench import sqlite_database
+from workers_bench import steps_per_second
 
-from runtime import Agent, Reply, Runtime, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import Reply
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 from runtime.runs.wakeups import Wakeups
-from store import ApprovalState, Message, open_store
+from store import ApprovalState
+from store import Message
+from store import open_store
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

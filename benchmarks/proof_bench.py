@@ -31,14 +31,21 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.approvals import receipts
 from runtime.signing import Signer
-from store import Approval, ApprovalState, AuditEvent, Store, open_store
-from store.chain import content, link, seal
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Store
+from store import open_store
+from store.chain import content
+from store.chain import link
+from store.chain import seal
 from store.digest import args_digest
 
 AT = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
@@ -166,7 +173,9 @@ async def sink_throughput(events: int) -> dict[str, float]:
     to receivers on this machine that only count what arrives."""
     from aiohttp import web
 
-    from bot.audit_sink import AuditSink, HttpTransport, SyslogTransport
+    from bot.audit_sink import AuditSink
+    from bot.audit_sink import HttpTransport
+    from bot.audit_sink import SyslogTransport
     from runtime import Runtime
 
     found: dict[str, float] = {}

@@ -18,8 +18,10 @@ import statistics
 import time
 from collections.abc import Callable
 
-from store import open_store, queries
-from store.digest import args_digest, packed
+from store import open_store
+from store import queries
+from store.digest import args_digest
+from store.digest import packed
 from store.records import MESSAGES
 
 Q = queries.load("sqlite")

@@ -32,15 +32,25 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 
 from approvals_bench import pay  # the same payer's one irreversible tool
 
-from runtime import Agent, Runtime, ScriptedModel, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool_call
 from runtime.runs.queue import RunQueue
-from runtime.runs.wakeups import RESUMES, Wakeups
-from store import ApprovalState, Message, Store, open_store
+from runtime.runs.wakeups import RESUMES
+from runtime.runs.wakeups import Wakeups
+from store import ApprovalState
+from store import Message
+from store import Store
+from store import open_store
 
 resumed_at: dict[str, float] = {}
 everyone: dict[int, asyncio.Event] = {}

@@ -17,10 +17,14 @@ import itertools
 from dataclasses import dataclass
 
 from pg_wire import WireCounter
-from postgres_bench import DEFAULT_URL, Schema
-from runtime_bench import agent_for, lookup, record
+from postgres_bench import DEFAULT_URL
+from postgres_bench import Schema
+from runtime_bench import agent_for
+from runtime_bench import lookup
+from runtime_bench import record
 
-from runtime import Runtime, Tool
+from runtime import Runtime
+from runtime import Tool
 from store import open_store
 
 run_ids = itertools.count()

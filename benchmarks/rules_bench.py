@@ -25,9 +25,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from runtime.approvals.routing import route
-from runtime.approvals.rules import Facts, activation, holds, program
+from runtime.approvals.rules import Facts
+from runtime.approvals.rules import activation
+from runtime.approvals.rules import holds
+from runtime.approvals.rules import program
 from store import open_store
 
 RULES: list[dict[str, Any]] = [

@@ -30,8 +30,16 @@ import time
 from collections.abc import Sequence
 from itertools import count
 
-from runtime import Agent, Budget, Reply, Runtime, ScriptedModel, Tool, tool, tool_call
-from store import Message, open_store
+from runtime import Agent
+from runtime import Budget
+from runtime import Reply
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import Tool
+from runtime import tool
+from runtime import tool_call
+from store import Message
+from store import open_store
 
 TEXT = "t" * 300
 RESULT = {"rows": "r" * 480}

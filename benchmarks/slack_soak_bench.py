@@ -41,14 +41,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from support.helpers import TOKEN  # noqa: E402
-from support.slack_harness import (  # noqa: E402
-    APPROVALS,
-    REQUESTER,
-    FakeSlackProcess,
-    SlackServer,
-    start_server,
-)
-from surfaces.slack.test_slack_soak import converged, faults, recorded, visible  # noqa: E402
+from support.slack_harness import APPROVALS  # noqa: E402
+from support.slack_harness import REQUESTER  # noqa: E402
+from support.slack_harness import FakeSlackProcess  # noqa: E402
+from support.slack_harness import SlackServer  # noqa: E402
+from support.slack_harness import start_server  # noqa: E402
+from surfaces.slack.test_slack_soak import converged  # noqa: E402
+from surfaces.slack.test_slack_soak import faults  # noqa: E402
+from surfaces.slack.test_slack_soak import recorded  # noqa: E402
+from surfaces.slack.test_slack_soak import visible  # noqa: E402
 
 OPEN = {"SIGNOFF_API_RATE_PER_MINUTE": "100000000"}
 QUICK = OPEN | {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}

@@ -15,7 +15,8 @@ import os
 import tempfile
 import time
 
-from runtime_bench import agent_for, lookup
+from runtime_bench import agent_for
+from runtime_bench import lookup
 
 from runtime import Runtime
 from store import open_store

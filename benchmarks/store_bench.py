@@ -19,7 +19,13 @@ import statistics
 import tempfile
 import time
 
-from store import Batch, Checkpoint, Message, RunStatus, ToolCall, Usage, open_store
+from store import Batch
+from store import Checkpoint
+from store import Message
+from store import RunStatus
+from store import ToolCall
+from store import Usage
+from store import open_store
 from store.records import Run
 
 

@@ -23,7 +23,8 @@ from multiprocessing.process import BaseProcess
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 
-from runtime_bench import agent_for, lookup
+from runtime_bench import agent_for
+from runtime_bench import lookup
 
 from runtime import Runtime
 from store import open_store

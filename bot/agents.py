@@ -11,9 +11,13 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from bot.near import did_you_mean, near
-from bot.policy_ids import CHANNEL_ID, named_channels
-from bot.settings import ConfigError, Settings, where
+from bot.near import did_you_mean
+from bot.near import near
+from bot.policy_ids import CHANNEL_ID
+from bot.policy_ids import named_channels
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import where
 from runtime import Agent
 from runtime.errors import RuleError
 
@@ -79,7 +83,8 @@ def check_configured_rules(settings: Settings, agents: list[Agent]) -> None:
     """The rules and limits, checked against the agents' tools before any store is opened
     (or created): a bad rule or limit stops the command at its line and changes nothing."""
     from runtime.approvals import check_rules
-    from runtime.spend import check_limits, counted
+    from runtime.spend import check_limits
+    from runtime.spend import counted
 
     limits = settings.runtime.limits
     check_policy_tools(settings, agents)

@@ -43,7 +43,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from aiohttp import web
 
@@ -55,26 +56,39 @@ from bot.api_deliveries import add_deliveries_route
 from bot.api_envelopes import add_envelope_routes
 from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes
-from bot.api_receipts import add_key_route, add_receipt_routes
+from bot.api_receipts import add_key_route
+from bot.api_receipts import add_receipt_routes
 from bot.api_wait import add_wait_route
 from bot.aside import refuse_writes
-from bot.callback_policy import CallbackPolicy, CallbackRefused
-from bot.http_auth import CALLER, RateLimiter, authenticate, callers, requires
-from bot.http_errors import MAX_BODY, BadRequest, json_errors
-from bot.http_keys import BACKGROUND, RUNTIME
-from bot.json_views import approval_view, run_view, voted_view
-from bot.masking import ResultMasks, masked_events
+from bot.callback_policy import CallbackPolicy
+from bot.callback_policy import CallbackRefused
+from bot.http_auth import CALLER
+from bot.http_auth import RateLimiter
+from bot.http_auth import authenticate
+from bot.http_auth import callers
+from bot.http_auth import requires
+from bot.http_errors import MAX_BODY
+from bot.http_errors import BadRequest
+from bot.http_errors import json_errors
+from bot.http_keys import BACKGROUND
+from bot.http_keys import RUNTIME
+from bot.json_views import approval_view
+from bot.json_views import run_view
+from bot.json_views import voted_view
+from bot.masking import ResultMasks
+from bot.masking import masked_events
 from bot.openapi import add_document_route
-from bot.requests import (
-    ApprovalRequest,
-    CancelRequest,
-    DecisionRequest,
-    ResolveRequest,
-    RunRequest,
-)
+from bot.requests import ApprovalRequest
+from bot.requests import CancelRequest
+from bot.requests import DecisionRequest
+from bot.requests import ResolveRequest
+from bot.requests import RunRequest
 from bot.sections import ApiToken
 from bot.tasks import Background
-from runtime import Actor, Permission, Runtime, errors
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
+from runtime import errors
 from runtime.records import ApprovalState
 
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+from pydantic import ValidationError
 
 from bot.http_errors import BadRequest
-from runtime.limits import MAX_DEPTH, plain_reason
+from runtime.limits import MAX_DEPTH
+from runtime.limits import plain_reason
 
 M = TypeVar("M", bound=BaseModel)
 

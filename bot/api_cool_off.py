@@ -16,11 +16,14 @@ from aiohttp import web
 
 from bot.api_audit import audited
 from bot.api_body import parse_body
-from bot.http_auth import CALLER, requires
+from bot.http_auth import CALLER
+from bot.http_auth import requires
 from bot.http_keys import RUNTIME
 from bot.json_views import voted_view
 from bot.requests import PersonRequest
-from runtime import Actor, Approval, Permission
+from runtime import Actor
+from runtime import Approval
+from runtime import Permission
 
 
 @requires("approvals:decide")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 from aiohttp import web
 
@@ -25,8 +26,10 @@ from bot.api_body import parse_body
 from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
-from bot.requests import EnvelopeChangeRequest, EnvelopeRequest
-from runtime import Runtime, spend
+from bot.requests import EnvelopeChangeRequest
+from bot.requests import EnvelopeRequest
+from runtime import Runtime
+from runtime import spend
 from runtime.records import Envelope
 
 LIST_LIMIT = 100

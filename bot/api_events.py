@@ -19,11 +19,15 @@ import json
 
 from aiohttp import web
 
-from bot.api_wait import Timeouts, decision_view, rechecks, waited_on
+from bot.api_wait import Timeouts
+from bot.api_wait import decision_view
+from bot.api_wait import rechecks
+from bot.api_wait import waited_on
 from bot.http_auth import requires
 from bot.http_keys import RUNTIME
 from runtime import Runtime
-from runtime.records import Approval, ApprovalState
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 KEEPALIVE = 15.0
 STREAM = Timeouts(default=300, most=3600, digits=4)

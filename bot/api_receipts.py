@@ -16,7 +16,9 @@ from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.requests import ReceiptCheckRequest
 from bot.sections import Scope
-from signoff.receipts import BadReceipt, check_signature, verify
+from signoff.receipts import BadReceipt
+from signoff.receipts import check_signature
+from signoff.receipts import verify
 
 KEYS_PATH = "/v1/keys"
 READ_RECEIPTS: tuple[Scope, ...] = (

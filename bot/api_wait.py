@@ -26,7 +26,8 @@ from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.json_views import approval_view
 from runtime import Runtime
-from runtime.records import Approval, ApprovalState
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 RECHECK = 1.0
 

@@ -5,14 +5,17 @@ too, and its periodic jobs rest."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from bot import words
-from bot.http_auth import Handler, error
-from runtime.runs import RETRY_AFTER, Aside
+from bot.http_auth import Handler
+from bot.http_auth import error
+from runtime.runs import RETRY_AFTER
+from runtime.runs import Aside
 
 READS = frozenset({"GET", "HEAD", "OPTIONS"})
 KIND = "SchemaTooNew"

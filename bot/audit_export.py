@@ -10,13 +10,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 from rich.table import Table
 
-from bot.views import inert, when
+from bot.views import inert
+from bot.views import when
 from runtime.records import AuditEvent
 
 FIELDS = ("id", "at", "action", "actor", "run_id", "approval_id", "detail", "prev_hash", "hash")

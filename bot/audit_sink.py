@@ -27,15 +27,19 @@ import random
 import socket
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import UTC
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from bot import audit_export
 from bot.callbacks import sign
-from bot.masking import ResultMasks, masked_events
-from bot.metrics import AUDIT_SINK_DELIVERED, AUDIT_SINK_FAILURES, AUDIT_SINK_LAG
+from bot.masking import ResultMasks
+from bot.masking import masked_events
+from bot.metrics import AUDIT_SINK_DELIVERED
+from bot.metrics import AUDIT_SINK_FAILURES
+from bot.metrics import AUDIT_SINK_LAG
 from runtime import Runtime
 from runtime.history import SinkLease
 from runtime.records import AuditEvent

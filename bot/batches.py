@@ -7,12 +7,17 @@ makes a learned rule, whatever the person decided."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from bot import words
 from bot.tasks import Background
-from runtime import Decision, Runtime, errors
-from runtime.records import Approval, ApprovalState, DatabaseError
+from runtime import Decision
+from runtime import Runtime
+from runtime import errors
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import DatabaseError
 
 MAX_BATCH = 100
 """At most this many approvals in one batch (a Slack select holds 100 options)."""

@@ -17,7 +17,9 @@ import asyncio
 import ipaddress
 import re
 import socket
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 

@@ -27,22 +27,26 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 import aiohttp
-from aiohttp.abc import AbstractResolver, ResolveResult
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_result,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from aiohttp.abc import AbstractResolver
+from aiohttp.abc import ResolveResult
+from tenacity import AsyncRetrying
+from tenacity import RetryCallState
+from tenacity import retry_if_result
+from tenacity import stop_after_attempt
+from tenacity import wait_exponential_jitter
 
-from bot.callback_policy import CallbackPolicy, CallbackRefused
+from bot.callback_policy import CallbackPolicy
+from bot.callback_policy import CallbackRefused
 from bot.json_views import approval_view
 from bot.metrics import CALLBACK_FAILURES
 from bot.tasks import Background
 from runtime import NullNotifier
 from runtime.deliveries import Deliveries
-from runtime.records import Approval, AuditEvent, Delivery, Run, utcnow
+from runtime.records import Approval
+from runtime.records import AuditEvent
+from runtime.records import Delivery
+from runtime.records import Run
+from runtime.records import utcnow
 
 log = logging.getLogger("signoff.callbacks")
 MAX_DELAY = 30.0

@@ -16,14 +16,18 @@ import hmac
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from bot.sections import SCOPES, ApiToken, Scope
+from bot.sections import SCOPES
+from bot.sections import ApiToken
+from bot.sections import Scope
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LEGACY = "SIGNOFF_API_TOKEN"

@@ -10,11 +10,14 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.http_auth import Handler, error
+from bot.http_auth import Handler
+from bot.http_auth import error
 from bot.json_views import approval_view
 from runtime import errors
 from runtime import spend as budgets
-from runtime.records import Approval, DiskFull, UnreadableRecord
+from runtime.records import Approval
+from runtime.records import DiskFull
+from runtime.records import UnreadableRecord
 
 log = logging.getLogger("signoff.api")
 

@@ -9,7 +9,9 @@ from typing import Any
 from bot import words
 from bot.reading import limit_lines
 from runtime import Runtime
-from runtime.records import Approval, ApprovalState, Run
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Run
 
 APPROVAL_FIELDS = {
     "id",

@@ -16,10 +16,13 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Literal
 
-from bot.inert import flat, plain
+from bot.inert import flat
+from bot.inert import plain
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 LIBRARIES = ("apscheduler", "aiohttp.access", "slack_bolt", "slack_sdk")

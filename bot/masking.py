@@ -8,10 +8,17 @@ them whole, for the run's model and for replay."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Protocol
 
-from runtime.records import Approval, AuditEvent, Checkpoint, Effect, Message, masked
+from runtime.records import Approval
+from runtime.records import AuditEvent
+from runtime.records import Checkpoint
+from runtime.records import Effect
+from runtime.records import Message
+from runtime.records import masked
 from runtime.result_masks import ResultMasks as ResultMasks
 from runtime.result_masks import masked_fields as masked_fields
 

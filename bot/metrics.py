@@ -12,26 +12,39 @@ same however long the history grows.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from datetime import UTC, datetime
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
 
 from aiohttp import web
-from prometheus_client import (
-    REGISTRY,
-    CollectorRegistry,
-    Counter,
-    Gauge,
-    Histogram,
-    generate_latest,
-)
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client import REGISTRY
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter
+from prometheus_client import Gauge
+from prometheus_client import Histogram
+from prometheus_client import generate_latest
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 from runtime import NullNotifier
-from runtime.approvals import Policies, policy_of, slo_missed
-from runtime.queries import Counts, Queries
-from runtime.records import SYSTEM_ACTOR, Approval, LearnedRule, Page, Run, StoreError, Usage
+from runtime.approvals import Policies
+from runtime.approvals import policy_of
+from runtime.approvals import slo_missed
+from runtime.queries import Counts
+from runtime.queries import Queries
+from runtime.records import SYSTEM_ACTOR
+from runtime.records import Approval
+from runtime.records import LearnedRule
+from runtime.records import Page
+from runtime.records import Run
+from runtime.records import StoreError
+from runtime.records import Usage
 
 log = logging.getLogger("signoff.metrics")
 DURATIONS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)

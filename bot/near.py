@@ -6,9 +6,14 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Iterable
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated
+from typing import Any
+from typing import Union
+from typing import get_args
+from typing import get_origin
 
-from pydantic import AliasChoices, BaseModel
+from pydantic import AliasChoices
+from pydantic import BaseModel
 
 TYPO = 0.75
 """How alike (difflib's ratio) a name must be to a known one to count as that name typed

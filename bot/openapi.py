@@ -13,19 +13,18 @@ from typing import Any
 
 from aiohttp import web
 from pydantic import BaseModel
-from pydantic.json_schema import JsonSchemaMode, models_json_schema
+from pydantic.json_schema import JsonSchemaMode
+from pydantic.json_schema import models_json_schema
 
-from bot.requests import (
-    ApprovalRequest,
-    CancelRequest,
-    DecisionRequest,
-    EnvelopeChangeRequest,
-    EnvelopeRequest,
-    PersonRequest,
-    ReceiptCheckRequest,
-    ResolveRequest,
-    RunRequest,
-)
+from bot.requests import ApprovalRequest
+from bot.requests import CancelRequest
+from bot.requests import DecisionRequest
+from bot.requests import EnvelopeChangeRequest
+from bot.requests import EnvelopeRequest
+from bot.requests import PersonRequest
+from bot.requests import ReceiptCheckRequest
+from bot.requests import ResolveRequest
+from bot.requests import RunRequest
 from signoff import models
 
 REQUESTS: tuple[type[BaseModel], ...] = (

@@ -21,12 +21,17 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 
 from runtime.deliveries import Deliveries
-from runtime.records import Approval, OutboxItem, Page, Run
+from runtime.records import Approval
+from runtime.records import OutboxItem
+from runtime.records import Page
+from runtime.records import Run
 from runtime.scheduler import Timers
 
 log = logging.getLogger("signoff.outbox")

@@ -8,7 +8,8 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 
 import aiohttp
 from slack_sdk.errors import SlackApiError

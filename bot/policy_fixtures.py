@@ -30,15 +30,24 @@ import tomllib
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import ValidationError
 
-from bot.settings import ConfigError, Settings
-from runtime import Agent, Policies, ScriptedModel, tool_call
+from bot.settings import ConfigError
+from bot.settings import Settings
+from runtime import Agent
+from runtime import Policies
+from runtime import ScriptedModel
+from runtime import tool_call
 from runtime.approvals import PositiveDuration
 from runtime.database import Database
-from runtime.records import ApprovalState, utcnow
+from runtime.records import ApprovalState
+from runtime.records import utcnow
 from runtime.spend import SpendConfig
 from runtime.tools import Tool
 

@@ -7,11 +7,17 @@ refused at start-up at the line that names it."""
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator
+from pydantic import Field
+from pydantic import model_validator
 
-from runtime.approvals import LearnedRulesConfig, Policies, Policy, Rule
+from runtime.approvals import LearnedRulesConfig
+from runtime.approvals import Policies
+from runtime.approvals import Policy
+from runtime.approvals import Rule
 
 SLACK_APPROVER = re.compile(r"[UWS][A-Z0-9]{2,}")
 EMAIL_APPROVER = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runtime import Actor, Permission, Runtime
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
 from runtime.records import Run
 
 

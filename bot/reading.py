@@ -10,11 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 from urllib.parse import quote
 
-from runtime.display import Display, money_text
-from runtime.records import SENSITIVE_MASK, Approval
+from runtime.display import Display
+from runtime.display import money_text
+from runtime.records import SENSITIVE_MASK
+from runtime.records import Approval
 from runtime.spend import limit_line
 
 

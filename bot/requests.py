@@ -9,21 +9,25 @@ belongs to none: it imports no surface module, and the layers test keeps it that
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import HttpUrl
+from pydantic import field_validator
+from pydantic import model_validator
 
 from bot.policy_ids import SLACK_USER_ID
-from runtime.limits import (
-    ID_PATTERN,
-    MAX_AGENT,
-    MAX_REASON,
-    MAX_REQUESTER,
-    MAX_RESUME_STATE,
-    MAX_TASK,
-    MAX_TOOL,
-    check_args,
-)
+from runtime.limits import ID_PATTERN
+from runtime.limits import MAX_AGENT
+from runtime.limits import MAX_REASON
+from runtime.limits import MAX_REQUESTER
+from runtime.limits import MAX_RESUME_STATE
+from runtime.limits import MAX_TASK
+from runtime.limits import MAX_TOOL
+from runtime.limits import check_args
 from runtime.records import Budget
 
 

@@ -7,7 +7,9 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from runtime.approvals import Backtest, Policies, learned_rule_fields
+from runtime.approvals import Backtest
+from runtime.approvals import Policies
+from runtime.approvals import learned_rule_fields
 from runtime.records import LearnedRule
 
 

@@ -12,28 +12,35 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Annotated, Any, Literal, Self, get_args
+from typing import Annotated
+from typing import Any
+from typing import Literal
+from typing import Self
+from typing import get_args
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SecretStr,
-    StringConstraints,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import PrivateAttr
+from pydantic import SecretStr
+from pydantic import StringConstraints
+from pydantic import field_validator
+from pydantic import model_validator
 
 from bot.callback_policy import parse_allowed
-from bot.policy_ids import SlackLearnedRules, SlackPolicies
+from bot.policy_ids import SlackLearnedRules
+from bot.policy_ids import SlackPolicies
 from bot.settings_slack import CommaList as CommaList
 from bot.settings_slack import SlackSettings as SlackSettings
 from bot.settings_source import DatabaseSettings as DatabaseSettings
 from bot.settings_source import Section as Section
 from bot.settings_source import setting as setting
-from runtime.models import ModelConfig, Price
-from runtime.spend import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+from runtime.models import ModelConfig
+from runtime.models import Price
+from runtime.spend import EnvelopesConfig
+from runtime.spend import LimitConfig
+from runtime.spend import SpendConfig
+from runtime.spend import check_names
 
 Scope = Literal["runs:read", "runs:write", "approvals:request", "approvals:decide", "audit:read"]
 SCOPES: tuple[Scope, ...] = get_args(Scope)

@@ -10,36 +10,52 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
 from contextlib import suppress
 
 from aiohttp import web
 
-from bot import approvers, console, email, health
+from bot import approvers
+from bot import console
+from bot import email
+from bot import health
 from bot.agents import unguarded_warnings
 from bot.api import api_app
 from bot.aside import unless_aside
 from bot.callback_policy import CallbackPolicy
 from bot.logs import redact_secrets
-from bot.metrics import (
-    CLOCK_SKEW,
-    QUEUE_CAPACITY,
-    QUEUE_DRIVING,
-    RUNS_CLAIMED,
-    MetricsNotifier,
-    PrometheusTelemetry,
-)
+from bot.metrics import CLOCK_SKEW
+from bot.metrics import QUEUE_CAPACITY
+from bot.metrics import QUEUE_DRIVING
+from bot.metrics import RUNS_CLAIMED
+from bot.metrics import MetricsNotifier
+from bot.metrics import PrometheusTelemetry
 from bot.outbox import OutboxNudge
 from bot.people import SlackPeople
-from bot.settings import ConfigError, Settings, check_token_secrets, secret
-from bot.slack import once, rule_notes
-from bot.slack.app import SlackSurface, check_slack_settings, slack_surface
-from bot.stopping import run_steps, stop_on_signals
-from bot.wiring import Process, assemble
-from bot.workers import ANNOUNCE_EVERY, Workers
-from runtime import Agent, FanOut, Notifier, Runtime
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import check_token_secrets
+from bot.settings import secret
+from bot.slack import once
+from bot.slack import rule_notes
+from bot.slack.app import SlackSurface
+from bot.slack.app import check_slack_settings
+from bot.slack.app import slack_surface
+from bot.stopping import run_steps
+from bot.stopping import stop_on_signals
+from bot.wiring import Process
+from bot.wiring import assemble
+from bot.workers import ANNOUNCE_EVERY
+from bot.workers import Workers
+from runtime import Agent
+from runtime import FanOut
+from runtime import Notifier
+from runtime import Runtime
 from runtime.approvals import open_policies
-from runtime.runs import RunQueue, Wakeups
+from runtime.runs import RunQueue
+from runtime.runs import Wakeups
 
 log = logging.getLogger("signoff.server")
 RECOVER_EVERY = 30.0
@@ -279,7 +295,9 @@ def _proof(settings: Settings, process: Process, stop: asyncio.Event) -> None:
     url = settings.proof.audit_sink_url
     if not url:
         return
-    from bot.audit_sink import AuditSink, describe, transport_for
+    from bot.audit_sink import AuditSink
+    from bot.audit_sink import describe
+    from bot.audit_sink import transport_for
     from bot.wiring import callback_secret
 
     signing = secret(settings.proof.audit_sink_secret) or callback_secret(settings)

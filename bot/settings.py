@@ -14,38 +14,36 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    Field,
-    PrivateAttr,
-    SecretStr,
-    ValidationError,
-    model_validator,
-)
+from pydantic import Field
+from pydantic import PrivateAttr
+from pydantic import SecretStr
+from pydantic import ValidationError
+from pydantic import model_validator
 from pydantic.fields import FieldInfo
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    SettingsError,
-)
+from pydantic_settings import BaseSettings
+from pydantic_settings import EnvSettingsSource
+from pydantic_settings import PydanticBaseSettingsSource
+from pydantic_settings import SettingsConfigDict
+from pydantic_settings import SettingsError
 
-from bot.near import did_you_mean, keys_at
-from bot.sections import (
-    ApiSettings,
-    DatabaseSettings,
-    EmailSettings,
-    ProofSettings,
-    RuntimeSettings,
-    Section,
-    SlackSettings,
-    WebSettings,
-    WorkerSettings,
-)
+from bot.near import did_you_mean
+from bot.near import keys_at
+from bot.sections import ApiSettings
+from bot.sections import DatabaseSettings
+from bot.sections import EmailSettings
+from bot.sections import ProofSettings
+from bot.sections import RuntimeSettings
+from bot.sections import Section
+from bot.sections import SlackSettings
+from bot.sections import WebSettings
+from bot.sections import WorkerSettings
 from bot.settings_source import DEFAULT_CONFIG as DEFAULT_CONFIG
 from bot.settings_source import ConfigError as ConfigError
 from bot.settings_source import config_path as config_path
-from bot.settings_source import into_sections, names_of, read_config, variables_of
+from bot.settings_source import into_sections
+from bot.settings_source import names_of
+from bot.settings_source import read_config
+from bot.settings_source import variables_of
 
 
 def check_token_secrets(settings: Settings) -> None:

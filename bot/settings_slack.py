@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
+from typing import Any
 
-from pydantic import BeforeValidator, SecretStr, field_validator
+from pydantic import BeforeValidator
+from pydantic import SecretStr
+from pydantic import field_validator
 from pydantic_settings import NoDecode
 
-from bot.settings_source import Section, setting
+from bot.settings_source import Section
+from bot.settings_source import setting
 from runtime.approvals import Duration
 
 

@@ -11,17 +11,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from bot.settings import ConfigError, Settings, secret
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import secret
 from runtime.errors import SigningKeyError
 from runtime.records import sqlite_path
-from runtime.signing import (
-    Signer,
-    create_key,
-    key_id,
-    load_private_key,
-    load_public_key,
-    private_key_from_pem,
-)
+from runtime.signing import Signer
+from runtime.signing import create_key
+from runtime.signing import key_id
+from runtime.signing import load_private_key
+from runtime.signing import load_public_key
+from runtime.signing import private_key_from_pem
 
 log = logging.getLogger("signoff.server")
 DEFAULT_KEY_FILE = "signoff-signing-key.pem"

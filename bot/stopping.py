@@ -18,7 +18,9 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 
 log = logging.getLogger("signoff.server")
 

@@ -9,9 +9,12 @@ Times are UTC, and every table that shows one says so.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 from contextvars import ContextVar
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
@@ -19,19 +22,18 @@ from rich.table import Table
 from rich.text import Text
 
 from bot import words
-from bot.inert import flat, plain
+from bot.inert import flat
+from bot.inert import plain
 from bot.reading import limit_lines
 from bot.settle import settle_commands
 from runtime.approvals import call_trail
-from runtime.records import (
-    Approval,
-    ApprovalState,
-    Checkpoint,
-    Effect,
-    Message,
-    Page,
-    Run,
-)
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Checkpoint
+from runtime.records import Effect
+from runtime.records import Message
+from runtime.records import Page
+from runtime.records import Run
 
 Votes = Mapping[str, Sequence[str]]
 """Who approved so far, by approval id, for approvals that need several approvers."""

@@ -9,19 +9,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from bot.agents import check_configured_rules, load_agents
+from bot.agents import check_configured_rules
+from bot.agents import load_agents
 from bot.callback_policy import CallbackPolicy
 from bot.config_digest import config_digest
-from bot.settings import ConfigError, Settings, secret
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import secret
 from bot.signing_keys import load_signer
 from bot.tasks import Background
-from runtime import Access, Agent, Database, Directory, FanOut, Notifier, NullNotifier, Runtime
+from runtime import Access
+from runtime import Agent
+from runtime import Database
+from runtime import Directory
+from runtime import FanOut
+from runtime import Notifier
+from runtime import NullNotifier
+from runtime import Runtime
 from runtime.deliveries import Deliveries
 from runtime.errors import DefinitionError
 from runtime.models import configure_models
-from runtime.records import Approval, Run
+from runtime.records import Approval
+from runtime.records import Run
 from runtime.runs import Telemetry
 from runtime.signing import Signer
 
@@ -142,7 +154,8 @@ def slack_directory(settings: Settings) -> Directory | None:
     token = secret(settings.slack.bot_token)
     if not token:
         return None
-    from bot.directory import SlackDirectory, web_client
+    from bot.directory import SlackDirectory
+    from bot.directory import web_client
 
     return SlackDirectory(web_client(token, base_url=settings.slack.api_url))
 

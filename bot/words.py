@@ -16,23 +16,25 @@ approved call waits out its cool-off, which it says with the time the call runs.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from runtime import errors
-from runtime.approvals import differences, said
-from runtime.records import (
-    Approval,
-    ApprovalState,
-    Effect,
-    EffectConflict,
-    EffectStatus,
-    Page,
-    Run,
-    RunStatus,
-)
+from runtime.approvals import differences
+from runtime.approvals import said
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Effect
+from runtime.records import EffectConflict
+from runtime.records import EffectStatus
+from runtime.records import Page
+from runtime.records import Run
+from runtime.records import RunStatus
 
 # states
 

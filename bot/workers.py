@@ -8,12 +8,14 @@ already asked; it changes what new approvals ask, which is why it is reported.""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
 from bot.config_digest import short
-from bot.metrics import CONFIG_DISAGREEMENT, CONFIG_INFO
+from bot.metrics import CONFIG_DISAGREEMENT
+from bot.metrics import CONFIG_INFO
 from runtime import Runtime
 from runtime.records import Worker
 

@@ -10,39 +10,53 @@ the approval desk."""
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
     from runtime import errors
     from runtime.agent import Agent
     from runtime.approvals.deciding import Decision
     from runtime.approvals.desk import ApprovalDesk
-    from runtime.approvals.policy import Directory, Policies, Policy, StaticDirectory
+    from runtime.approvals.policy import Directory
+    from runtime.approvals.policy import Policies
+    from runtime.approvals.policy import Policy
+    from runtime.approvals.policy import StaticDirectory
     from runtime.database import Database
     from runtime.display import Display
     from runtime.engine import Runtime
     from runtime.facts import FactStore
     from runtime.history.rollback import RollbackReport
-    from runtime.model import Model, ModelError, RateLimited, Reply, ScriptedModel, tool_call
-    from runtime.notifier import FanOut, Notifier, NullNotifier
-    from runtime.permissions import Access, Actor, Permission
+    from runtime.model import Model
+    from runtime.model import ModelError
+    from runtime.model import RateLimited
+    from runtime.model import Reply
+    from runtime.model import ScriptedModel
+    from runtime.model import tool_call
+    from runtime.notifier import FanOut
+    from runtime.notifier import Notifier
+    from runtime.notifier import NullNotifier
+    from runtime.permissions import Access
+    from runtime.permissions import Actor
+    from runtime.permissions import Permission
     from runtime.queries import Queries
-    from runtime.records import (
-        Approval,
-        ApprovalState,
-        AuditEvent,
-        Budget,
-        Checkpoint,
-        Effect,
-        EffectStatus,
-        Message,
-        Page,
-        Run,
-        RunStatus,
-        ToolCall,
-    )
+    from runtime.records import Approval
+    from runtime.records import ApprovalState
+    from runtime.records import AuditEvent
+    from runtime.records import Budget
+    from runtime.records import Checkpoint
+    from runtime.records import Effect
+    from runtime.records import EffectStatus
+    from runtime.records import Message
+    from runtime.records import Page
+    from runtime.records import Run
+    from runtime.records import RunStatus
+    from runtime.records import ToolCall
     from runtime.runs.budget import StopReason
-    from runtime.tools import Tool, ToolContext, ToolSpec, tool
+    from runtime.tools import Tool
+    from runtime.tools import ToolContext
+    from runtime.tools import ToolSpec
+    from runtime.tools import tool
 
 __all__ = [
     "Access",

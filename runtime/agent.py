@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Literal
 
 from runtime.errors import DefinitionError
 from runtime.model import Model
-from runtime.tools import Tool, ToolSpec
-from store import Budget, Reversibility
+from runtime.tools import Tool
+from runtime.tools import ToolSpec
+from store import Budget
+from store import Reversibility
 
 OnFailure = Literal["stop", "compensate"]
 

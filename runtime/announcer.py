@@ -7,8 +7,12 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from runtime.notifier import Notifier, safely
-from store import Approval, Page, Run, Store
+from runtime.notifier import Notifier
+from runtime.notifier import safely
+from store import Approval
+from store import Page
+from store import Run
+from store import Store
 from store import errors as store_errors
 
 log = logging.getLogger("signoff.runtime")

@@ -6,14 +6,18 @@ closing it. The store stays inside; no surface holds it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from runtime.queries import Queries
-from store import Store, migration, open_store
+from store import Store
+from store import migration
+from store import open_store
 
 
 @dataclass(frozen=True, slots=True)

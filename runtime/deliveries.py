@@ -10,7 +10,10 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from runtime.runs import Aside
-from store import Approval, AuditEvent, Store, errors
+from store import Approval
+from store import AuditEvent
+from store import Store
+from store import errors
 from store.records import OutboxItem
 
 

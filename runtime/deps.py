@@ -5,12 +5,15 @@ builds one; nothing below it needs the facade."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 
-from runtime import errors, lookups
+from runtime import errors
+from runtime import lookups
 from runtime.agent import Agent
 from runtime.announcer import Announcer
 from runtime.approvals.policy import Policies
@@ -18,13 +21,17 @@ from runtime.facts import FactStore
 from runtime.ports import LearnedRules
 from runtime.result_masks import ResultMasks
 from runtime.runs.aside import Aside
-from runtime.runs.lease import Lease, RunLocks, hold_lease
+from runtime.runs.lease import Lease
+from runtime.runs.lease import RunLocks
+from runtime.runs.lease import hold_lease
 from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Timers
 from runtime.signing import Signer
 from runtime.tools import Tool
-from store import Approval, Run, Store
+from store import Approval
+from store import Run
+from store import Store
 from store import errors as store_errors
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from decimal import Decimal
 
 from runtime.errors import DefinitionError

@@ -14,60 +14,96 @@ from __future__ import annotations
 import builtins
 import os
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
-from runtime import collector, errors, permissions
+from runtime import collector
+from runtime import errors
+from runtime import permissions
 from runtime.agent import Agent
 from runtime.announcer import Announcer
-from runtime.approvals import askers, authority, delegation, paging, remote
-from runtime.approvals.binding import CallTrail, call_trail
-from runtime.approvals.desk import ApprovalDesk, Decision
+from runtime.approvals import askers
+from runtime.approvals import authority
+from runtime.approvals import delegation
+from runtime.approvals import paging
+from runtime.approvals import remote
+from runtime.approvals.binding import CallTrail
+from runtime.approvals.binding import call_trail
+from runtime.approvals.desk import ApprovalDesk
+from runtime.approvals.desk import Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
-from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy, StaticDirectory
+from runtime.approvals.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import Directory
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from runtime.approvals.policy import StaticDirectory
 from runtime.approvals.routing import check_rules
 from runtime.approvals.rule_book import RuleBook
-from runtime.approvals.stats import ApprovalStats, approval_stats
+from runtime.approvals.stats import ApprovalStats
+from runtime.approvals.stats import approval_stats
 from runtime.approvals.waiting import DecisionWaiters
 from runtime.deliveries import Deliveries
 from runtime.deps import Deps
 from runtime.facts import FactStore
-from runtime.history import anchors, cool_off, inbox, listing, rollback, shared, timetravel
+from runtime.history import anchors
+from runtime.history import cool_off
+from runtime.history import inbox
+from runtime.history import listing
+from runtime.history import rollback
+from runtime.history import shared
+from runtime.history import timetravel
 from runtime.history.rollback import RollbackReport
 from runtime.history.sinks import SinkLease
-from runtime.notifier import FanOut, Notifier, NullNotifier
-from runtime.permissions import OPERATOR, Access, Actor, Permission, Permissions, Subject
+from runtime.notifier import FanOut
+from runtime.notifier import Notifier
+from runtime.notifier import NullNotifier
+from runtime.permissions import OPERATOR
+from runtime.permissions import Access
+from runtime.permissions import Actor
+from runtime.permissions import Permission
+from runtime.permissions import Permissions
+from runtime.permissions import Subject
 from runtime.queries import Queries
 from runtime.result_masks import ResultMasks
-from runtime.runs import creation, driving, ending, recovery
+from runtime.runs import creation
+from runtime.runs import driving
+from runtime.runs import ending
+from runtime.runs import recovery
 from runtime.runs.aside import Aside
 from runtime.runs.lease import RunLocks
 from runtime.runs.lease_keeper import LeaseKeeper
 from runtime.runs.queue import RunQueue
 from runtime.runs.resumability import check_resumable
-from runtime.runs.telemetry import NullTelemetry, Telemetry
+from runtime.runs.telemetry import NullTelemetry
+from runtime.runs.telemetry import Telemetry
 from runtime.scheduler import Scheduler
 from runtime.signing import Signer
-from runtime.spend.checks import check_limits, counted
+from runtime.spend.checks import check_limits
+from runtime.spend.checks import counted
 from runtime.spend.config import SpendConfig
 from runtime.spend.desk import SpendDesk
 from runtime.tools import Tool
-from store import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Budget,
-    Checkpoint,
-    Effect,
-    Message,
-    Page,
-    Run,
-    RunState,
-    RunStatus,
-    Store,
-)
-from store.records import AuditAnchor, Away, Passkey, Worker, utcnow
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Budget
+from store import Checkpoint
+from store import Effect
+from store import Message
+from store import Page
+from store import Run
+from store import RunState
+from store import RunStatus
+from store import Store
+from store.records import AuditAnchor
+from store.records import Away
+from store.records import Passkey
+from store.records import Worker
+from store.records import utcnow
 
 SubjectT = TypeVar("SubjectT", Run, Approval, Page)
 WORKER_SEEN_WITHIN = 180.0

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from store import Fact, Store, errors
+from store import Fact
+from store import Store
+from store import errors
 from store.base import refuse_protected
-from store.records import FACTS, utcnow
+from store.records import FACTS
+from store.records import utcnow
 
 _MISSING = object()
 

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 from runtime import errors
-from store import Approval, Page, Run, Store
+from store import Approval
+from store import Page
+from store import Run
+from store import Store
 from store import errors as store_errors
 
 

@@ -9,12 +9,18 @@ used for every turn.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Protocol
+from typing import runtime_checkable
 
 from runtime.tools import ToolSpec
-from store import Message, ToolCall, Usage
+from store import Message
+from store import ToolCall
+from store import Usage
 
 
 @dataclass(frozen=True, slots=True)

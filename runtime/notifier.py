@@ -11,7 +11,9 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
-from store import Approval, Page, Run
+from store import Approval
+from store import Page
+from store import Run
 
 log = logging.getLogger("signoff.notifier")
 

@@ -31,13 +31,23 @@ token with every scope (`OPERATOR`), for the person it names with `--by`.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
+from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 
-from runtime.approvals import Directory, Policy, delegated_for, may_decide, overdue
-from store import Approval, Page, Run
+from runtime.approvals import Directory
+from runtime.approvals import Policy
+from runtime.approvals import delegated_for
+from runtime.approvals import may_decide
+from runtime.approvals import overdue
+from store import Approval
+from store import Page
+from store import Run
 from store.records import Away
 
 Subject = Run | Approval | Page

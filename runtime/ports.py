@@ -6,10 +6,12 @@ new approvals pass through the learned rules as `LearnedRules` (`RuleBook`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 from runtime.approvals import Policy
-from store import Approval, Run
+from store import Approval
+from store import Run
 from store.spend import SpendPlan
 
 

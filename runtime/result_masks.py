@@ -6,11 +6,16 @@ store keeps every result whole, for the run's model and for replay."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from runtime.approvals import Policies
-from runtime.records import SENSITIVE_MASK, AuditEvent, Effect, Message
+from runtime.records import SENSITIVE_MASK
+from runtime.records import AuditEvent
+from runtime.records import Effect
+from runtime.records import Message
 
 
 def masked_fields(value: Any, fields: Sequence[str]) -> Any:

@@ -6,17 +6,21 @@ import asyncio
 import inspect
 import re
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
 import pydantic
 from pydantic_core import to_jsonable_python
 
 from runtime.display import Display
 from runtime.errors import DefinitionError
-from store import Effect, Reversibility
+from store import Effect
+from store import Reversibility
 
 if TYPE_CHECKING:
     from runtime.facts import FactStore

@@ -13,20 +13,23 @@ importing one module of the package (`signoff.receipts`) loads the client only i
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:
-    from signoff.client import AsyncClient, Client
+    from signoff.client import AsyncClient
+    from signoff.client import Client
     from signoff.decorator import requires_signoff
-    from signoff.errors import (
-        ApiError,
-        Declined,
-        NotApproved,
-        SignoffError,
-        TimedOut,
-        Unreachable,
-    )
-    from signoff.models import Approval, ApprovalList, Run, RunList
+    from signoff.errors import ApiError
+    from signoff.errors import Declined
+    from signoff.errors import NotApproved
+    from signoff.errors import SignoffError
+    from signoff.errors import TimedOut
+    from signoff.errors import Unreachable
+    from signoff.models import Approval
+    from signoff.models import ApprovalList
+    from signoff.models import Run
+    from signoff.models import RunList
 
 __all__ = [
     "ApiError",

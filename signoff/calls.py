@@ -8,14 +8,23 @@ import json
 import os
 import urllib.parse
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import Generic
+from typing import Literal
+from typing import TypeVar
 
 from pydantic import BaseModel
 
-from signoff.errors import ApiError, SignoffError
-from signoff.models import Approval, ApprovalList, Run, RunList
+from signoff.errors import ApiError
+from signoff.errors import SignoffError
+from signoff.models import Approval
+from signoff.models import ApprovalList
+from signoff.models import Run
+from signoff.models import RunList
 
 M = TypeVar("M", bound=BaseModel)
 Decision = Literal["approved", "declined", "asked"]

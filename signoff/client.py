@@ -22,34 +22,43 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from signoff.blocking import Client
-from signoff.calls import (
-    RETRIED,
-    Call,
-    Decision,
-    M,
-    Settings,
-    cancel_call,
-    decide_call,
-    decided_first,
-    get_call,
-    list_call,
-    parse,
-    request_call,
-    run_call,
-    runs_call,
-    same_decision,
-    start_call,
-    wait_call,
-    withdraw_call,
-)
-from signoff.errors import ApiError, SignoffError, Unreachable
-from signoff.leaving import LEAVE_TIMEOUT, Asked, leave_call, not_withdrawn, withdrawn
-from signoff.models import Approval, ApprovalList, Run, RunList
-from signoff.stream import MAX_STREAM, until_decided
+from signoff.calls import RETRIED
+from signoff.calls import Call
+from signoff.calls import Decision
+from signoff.calls import M
+from signoff.calls import Settings
+from signoff.calls import cancel_call
+from signoff.calls import decide_call
+from signoff.calls import decided_first
+from signoff.calls import get_call
+from signoff.calls import list_call
+from signoff.calls import parse
+from signoff.calls import request_call
+from signoff.calls import run_call
+from signoff.calls import runs_call
+from signoff.calls import same_decision
+from signoff.calls import start_call
+from signoff.calls import wait_call
+from signoff.calls import withdraw_call
+from signoff.errors import ApiError
+from signoff.errors import SignoffError
+from signoff.errors import Unreachable
+from signoff.leaving import LEAVE_TIMEOUT
+from signoff.leaving import Asked
+from signoff.leaving import leave_call
+from signoff.leaving import not_withdrawn
+from signoff.leaving import withdrawn
+from signoff.models import Approval
+from signoff.models import ApprovalList
+from signoff.models import Run
+from signoff.models import RunList
+from signoff.stream import MAX_STREAM
+from signoff.stream import until_decided
 
 __all__ = ["AsyncClient", "Client"]  # `Client`, the blocking twin, lives in signoff.blocking
 

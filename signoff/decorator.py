@@ -19,11 +19,18 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, ParamSpec, TypeVar
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Literal
+from typing import ParamSpec
+from typing import TypeVar
 
-from signoff.client import AsyncClient, Client
-from signoff.errors import Declined, TimedOut
+from signoff.client import AsyncClient
+from signoff.client import Client
+from signoff.errors import Declined
+from signoff.errors import TimedOut
 from signoff.models import Approval
 
 P = ParamSpec("P")

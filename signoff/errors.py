@@ -10,7 +10,8 @@ SignoffError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 if TYPE_CHECKING:  # the models load with the client, not with an error class
     from signoff.models import Approval

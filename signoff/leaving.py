@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 
-from signoff.calls import Call, withdraw_call
-from signoff.errors import ApiError, SignoffError
+from signoff.calls import Call
+from signoff.calls import withdraw_call
+from signoff.errors import ApiError
+from signoff.errors import SignoffError
 from signoff.models import Approval
 
 LEAVE_TIMEOUT = 5.0

@@ -18,7 +18,8 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 State = Literal["started", "done"]
 SCHEMA = """

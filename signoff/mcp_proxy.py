@@ -28,22 +28,31 @@ import contextlib
 import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import mcp.types as types
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-from mcp.server import Server, ServerRequestContext
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.server import Server
+from mcp.server import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from signoff.client import AsyncClient
 from signoff.errors import SignoffError
-from signoff.mcp_asking import Asking, StateRefused, state_of
-from signoff.mcp_ledger import Ledger, call_key
-from signoff.mcp_rules import Rule, Verdict, judge
+from signoff.mcp_asking import Asking
+from signoff.mcp_asking import StateRefused
+from signoff.mcp_asking import state_of
+from signoff.mcp_ledger import Ledger
+from signoff.mcp_ledger import call_key
+from signoff.mcp_rules import Rule
+from signoff.mcp_rules import Verdict
+from signoff.mcp_rules import judge
 from signoff.models import Approval
 
 log = logging.getLogger("signoff.mcp")

@@ -9,9 +9,12 @@ without breaking an older client.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
 ApprovalState = Literal["pending", "approved", "declined"]
 RunStatus = Literal["running", "waiting_approval", "done", "failed", "cancelled"]

@@ -17,7 +17,8 @@ import base64
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 from signoff.errors import SignoffError
 

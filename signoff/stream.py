@@ -10,7 +10,10 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from signoff.calls import Call, Settings, _segment, parse
+from signoff.calls import Call
+from signoff.calls import Settings
+from signoff.calls import _segment
+from signoff.calls import parse
 from signoff.errors import ApiError
 from signoff.models import Approval
 

@@ -7,37 +7,42 @@ it reads) does not build every record's model; the backend it opens imports them
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
+from collections.abc import Generator
 from datetime import datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode
+from typing import TYPE_CHECKING
+from typing import Any
+from urllib.parse import parse_qsl
+from urllib.parse import urlencode
 
 from store import errors
 
 if TYPE_CHECKING:
-    from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed, PageSettlement, Store
-    from store.records import (
-        TERMINAL_STATUSES,
-        Approval,
-        ApprovalState,
-        AuditEvent,
-        Budget,
-        Checkpoint,
-        Delivery,
-        Effect,
-        EffectOutcome,
-        EffectStatus,
-        Fact,
-        Message,
-        Page,
-        Reversibility,
-        Run,
-        RunState,
-        RunStatus,
-        ToolCall,
-        Usage,
-    )
+    from store.base import DEFAULT_PROTECTED_FACTS
+    from store.base import Batch
+    from store.base import Committed
+    from store.base import PageSettlement
+    from store.base import Store
+    from store.records import TERMINAL_STATUSES
+    from store.records import Approval
+    from store.records import ApprovalState
+    from store.records import AuditEvent
+    from store.records import Budget
+    from store.records import Checkpoint
+    from store.records import Delivery
+    from store.records import Effect
+    from store.records import EffectOutcome
+    from store.records import EffectStatus
+    from store.records import Fact
+    from store.records import Message
+    from store.records import Page
+    from store.records import Reversibility
+    from store.records import Run
+    from store.records import RunState
+    from store.records import RunStatus
+    from store.records import ToolCall
+    from store.records import Usage
 
 __all__ = [
     "DEFAULT_PROTECTED_FACTS",

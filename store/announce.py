@@ -15,8 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from store import rows
-from store.body import Body, Stmt
-from store.records import Approval, ApprovalState, RunStatus
+from store.body import Body
+from store.body import Stmt
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import RunStatus
 
 FINISHED = frozenset({RunStatus.DONE.value, RunStatus.FAILED.value, RunStatus.CANCELLED.value})
 MASK = "[sensitive]"

@@ -10,39 +10,45 @@ Each method says what it guarantees."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
+from typing import Protocol
+from typing import runtime_checkable
 
 from store import errors
 from store.migration import LeaseHolder
-from store.records import (
-    Approval,
-    ApprovalState,
-    AuditAnchor,
-    AuditEvent,
-    Authority,
-    Away,
-    Budget,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    EffectReuse,
-    EffectStatus,
-    Envelope,
-    Fact,
-    LearnedRule,
-    LimitState,
-    OutboxItem,
-    Page,
-    Passkey,
-    Run,
-    RunState,
-    RunStatus,
-    Worker,
-)
-from store.spend import SpendChange, SpendPlan
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import AuditAnchor
+from store.records import AuditEvent
+from store.records import Authority
+from store.records import Away
+from store.records import Budget
+from store.records import Checkpoint
+from store.records import Effect
+from store.records import EffectOutcome
+from store.records import EffectReuse
+from store.records import EffectStatus
+from store.records import Envelope
+from store.records import Fact
+from store.records import LearnedRule
+from store.records import LimitState
+from store.records import OutboxItem
+from store.records import Page
+from store.records import Passkey
+from store.records import Run
+from store.records import RunState
+from store.records import RunStatus
+from store.records import Worker
+from store.spend import SpendChange
+from store.spend import SpendPlan
 
 DEFAULT_PROTECTED_FACTS = frozenset({"is_admin", "price"})
 

@@ -7,9 +7,12 @@ aborts the transaction (`store.core` holds the bodies).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any
+from typing import Literal
+from typing import TypeVar
 
 T = TypeVar("T")
 Fetch = Literal["all", "one", "count", "none", "many"]

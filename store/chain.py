@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from decimal import Decimal
 from hashlib import sha256
 from typing import Any

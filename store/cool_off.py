@@ -5,12 +5,17 @@ the approval once."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from store import announce, rows
-from store.core import Body, Stmt, insert_event
-from store.records import Approval, AuditEvent
+from store import announce
+from store import rows
+from store.core import Body
+from store.core import Stmt
+from store.core import insert_event
+from store.records import Approval
+from store.records import AuditEvent
 
 Row = Mapping[str, Any]
 

@@ -21,27 +21,35 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
-from store import announce, errors, read_results, rows, shared, spend, undo_ends
-from store.base import Batch, Claim, Claims, Committed
+from store import announce
+from store import errors
+from store import read_results
+from store import rows
+from store import shared
+from store import spend
+from store import undo_ends
+from store.base import Batch
+from store.base import Claim
+from store.base import Claims
+from store.base import Committed
 from store.body import Body as Body
 from store.body import Fetch as Fetch
 from store.body import MakeBody as MakeBody
 from store.body import Stmt as Stmt
 from store.body import drive as drive
 from store.digest import packed
-from store.records import (
-    Approval,
-    ApprovalState,
-    AuditAnchor,
-    AuditEvent,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    Page,
-    Reversibility,
-)
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import AuditAnchor
+from store.records import AuditEvent
+from store.records import Checkpoint
+from store.records import Effect
+from store.records import EffectOutcome
+from store.records import Page
+from store.records import Reversibility
 
 T = TypeVar("T")
 

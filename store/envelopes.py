@@ -11,10 +11,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from store import announce, rows, spend
-from store.body import Body, Stmt
+from store import announce
+from store import rows
+from store import spend
+from store.body import Body
+from store.body import Stmt
 from store.core import insert_event
-from store.records import AuditEvent, Envelope
+from store.records import AuditEvent
+from store.records import Envelope
 
 Row = Mapping[str, Any]
 

@@ -12,8 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from store import rows
-from store.core import Body, Stmt, insert_event
-from store.records import AuditEvent, LearnedRule
+from store.core import Body
+from store.core import Stmt
+from store.core import insert_event
+from store.records import AuditEvent
+from store.records import LearnedRule
 
 Row = Mapping[str, Any]
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from store import rows
 from store.base import Batch
-from store.records import Effect, EffectStatus
+from store.records import Effect
+from store.records import EffectStatus
 
 NEEDED = "result_seq"
 """The effect row's column: the seq of the checkpoint whose tool message holds its result."""

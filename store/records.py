@@ -11,12 +11,19 @@ are objects rather than strings pydantic would evaluate: a process builds the mo
 uses, not all of them, so a CLI read starts sooner (docs/benchmarks.md, issue 44.1). A method
 that names its own class quotes it."""
 
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import TypeAdapter
+from pydantic import model_validator
 
 from store.digest import args_digest
 from store.limits import ID_PATTERN as ID_PATTERN  # ids chosen by clients; the limits live there

@@ -14,38 +14,46 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Generic, ParamSpec, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Generic
+from typing import ParamSpec
+from typing import TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import to_json
 
 from store import errors
-from store.digest import args_digest, packed, unpacked
-from store.records import (
-    MESSAGES,
-    Approval,
-    ApprovalState,
-    AuditAnchor,
-    AuditEvent,
-    Budget,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    EffectReuse,
-    Fact,
-    Message,
-    OutboxItem,
-    Page,
-    Passkey,
-    Record,
-    Run,
-    RunState,
-    Usage,
-    Worker,
-)
+from store.digest import args_digest
+from store.digest import packed
+from store.digest import unpacked
+from store.records import MESSAGES
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import AuditAnchor
+from store.records import AuditEvent
+from store.records import Budget
+from store.records import Checkpoint
+from store.records import Effect
+from store.records import EffectOutcome
+from store.records import EffectReuse
+from store.records import Fact
+from store.records import Message
+from store.records import OutboxItem
+from store.records import Page
+from store.records import Passkey
+from store.records import Record
+from store.records import Run
+from store.records import RunState
+from store.records import Usage
+from store.records import Worker
 
 Row = Mapping[str, Any]
 R = TypeVar("R", bound=Record)

@@ -10,10 +10,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from store import announce, rows
-from store.body import Body, Stmt
+from store import announce
+from store import rows
+from store.body import Body
+from store.body import Stmt
 from store.digest import packed
-from store.records import SYSTEM_ACTOR, AuditEvent, Effect, EffectReuse, Reversibility
+from store.records import SYSTEM_ACTOR
+from store.records import AuditEvent
+from store.records import Effect
+from store.records import EffectReuse
+from store.records import Reversibility
 
 
 def shared_effect(effect: Effect, key: str) -> Body[Effect | None]:

@@ -16,24 +16,28 @@ envelope's own row (`counter` = `envelope`, `key` its id).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 from zoneinfo import ZoneInfo
 
-from store import errors, rows
-from store.body import Body, Stmt
-from store.records import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    LimitState,
-    RuleMatch,
-    ShadowNote,
-    SpendWindow,
-)
+from store import errors
+from store import rows
+from store.body import Body
+from store.body import Stmt
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import AuditEvent
+from store.records import LimitState
+from store.records import RuleMatch
+from store.records import ShadowNote
+from store.records import SpendWindow
 
 ENVELOPE = "envelope"
 """The counter of a hold on an envelope (its key is the envelope's id)."""

@@ -11,49 +11,55 @@ It is the one table of what each method does.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import TypeVar
 
 from store import cool_off as cool_offs
-from store import core, envelopes, errors, learned, read_results, rows, shared, spend
-from store.base import (
-    ANYONE,
-    ApprovalPage,
-    Batch,
-    Claims,
-    Committed,
-    OperationalCounts,
-    Voted,
-    check_new_run,
-    refuse_protected,
-)
+from store import core
+from store import envelopes
+from store import errors
+from store import learned
+from store import read_results
+from store import rows
+from store import shared
+from store import spend
+from store.base import ANYONE
+from store.base import ApprovalPage
+from store.base import Batch
+from store.base import Claims
+from store.base import Committed
+from store.base import OperationalCounts
+from store.base import Voted
+from store.base import check_new_run
+from store.base import refuse_protected
 from store.core import MakeBody
 from store.digest import packed
-from store.records import (
-    Approval,
-    ApprovalState,
-    AuditAnchor,
-    AuditEvent,
-    Authority,
-    Away,
-    Budget,
-    Checkpoint,
-    Delivery,
-    Effect,
-    EffectReuse,
-    Envelope,
-    Fact,
-    LearnedRule,
-    LimitState,
-    OutboxItem,
-    Page,
-    Passkey,
-    Run,
-    RunState,
-    RunStatus,
-    Worker,
-)
+from store.records import Approval
+from store.records import ApprovalState
+from store.records import AuditAnchor
+from store.records import AuditEvent
+from store.records import Authority
+from store.records import Away
+from store.records import Budget
+from store.records import Checkpoint
+from store.records import Delivery
+from store.records import Effect
+from store.records import EffectReuse
+from store.records import Envelope
+from store.records import Fact
+from store.records import LearnedRule
+from store.records import LimitState
+from store.records import OutboxItem
+from store.records import Page
+from store.records import Passkey
+from store.records import Run
+from store.records import RunState
+from store.records import RunStatus
+from store.records import Worker
 
 T = TypeVar("T")
 Row = Mapping[str, Any]

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 from store import announce
-from store.base import Batch, CallEnded, UndoEnded
-from store.body import Body, Stmt
+from store.base import Batch
+from store.base import CallEnded
+from store.base import UndoEnded
+from store.body import Body
+from store.body import Stmt
 
 
 def ends(batch: Batch, test_now: float | None) -> Body[None]:

@@ -14,20 +14,31 @@ import inspect
 import os
 import secrets
 import sys
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Iterable
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _pytest import nodes
-from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres, with_search_path
+from support.pg_support import HAVE_ASYNCPG
+from support.pg_support import POSTGRES_URL
+from support.pg_support import postgres
+from support.pg_support import with_search_path
 from support.serve_workers import Worker
 from support.slack_harness import FakeSlackProcess
 
-from runtime import Agent, Runtime
-from store import Store, open_store
+from runtime import Agent
+from runtime import Runtime
+from store import Store
+from store import open_store
 
 STORE_BACKENDS = [
     "sqlite-file",

@@ -14,14 +14,18 @@ from aiohttp import web
 
 from bot import reading
 from bot.addresses import People
-from bot.approvers import away, confirm, routes
-from bot.approvers.context import APPROVERS, Approvers
+from bot.approvers import away
+from bot.approvers import confirm
+from bot.approvers import routes
+from bot.approvers.context import APPROVERS
+from bot.approvers.context import Approvers
 from bot.approvers.oidc import Provider
 from bot.approvers.passkeys import Passkeys
 from bot.approvers.session import Sessions
 from bot.decision_links import Links
 from bot.sections import WebSettings
-from bot.settings import ConfigError, secret
+from bot.settings import ConfigError
+from bot.settings import secret
 from bot.tasks import Background
 from runtime import Runtime
 

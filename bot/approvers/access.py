@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runtime import Runtime, errors
-from runtime.records import Approval, ApprovalState
+from runtime import Runtime
+from runtime import errors
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 READ_LIMIT = 200
 """Pending approvals read to find a person's: the oldest waiting first."""

@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
 
 from bot import words
 from bot.approvers import html
-from bot.approvers.routes import page, see_other, signed_in
+from bot.approvers.routes import page
+from bot.approvers.routes import see_other
+from bot.approvers.routes import signed_in
 from bot.approvers.session import check_csrf
-from runtime import Actor, errors
+from runtime import Actor
+from runtime import errors
 
 
 async def set_away(request: web.Request) -> web.StreamResponse:

@@ -5,10 +5,12 @@ refused are named). Plain HTML, no script."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from bot import batches, words
+from bot import batches
+from bot import words
 from bot.approvers import html
 from bot.approvers.context import Approvers
 from runtime.display import Display

@@ -18,11 +18,13 @@ from aiohttp import web
 
 from bot import words
 from bot.approvers import html
-from bot.approvers.context import APPROVERS, Approvers
+from bot.approvers.context import APPROVERS
+from bot.approvers.context import Approvers
 from bot.approvers.routes import page
 from bot.decision_links import Link
 from runtime import errors
-from runtime.records import Approval, ApprovalState
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 log = logging.getLogger("signoff.approvers")
 PATH = "/approvals/mail/{token}"

@@ -3,7 +3,8 @@ the sign-in provider, and where background work goes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from aiohttp import web
 

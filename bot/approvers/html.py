@@ -5,15 +5,23 @@ CSS: no script is needed to decide (the passkey step alone uses one)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
 from html import escape
 from typing import Any
 
-from bot import reading, words
+from bot import reading
+from bot import words
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState, Effect, Page
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Effect
+from runtime.records import Page
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f6f6f4;color:#1d1c1d}

@@ -68,12 +68,11 @@ class Passkeys:
         self.challenges = Challenges(rt)
 
     async def registration_options(self, person: str, email: str) -> str:
-        from webauthn import generate_registration_options, options_to_json
-        from webauthn.helpers.structs import (
-            AuthenticatorSelectionCriteria,
-            PublicKeyCredentialDescriptor,
-            ResidentKeyRequirement,
-        )
+        from webauthn import generate_registration_options
+        from webauthn import options_to_json
+        from webauthn.helpers.structs import AuthenticatorSelectionCriteria
+        from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+        from webauthn.helpers.structs import ResidentKeyRequirement
 
         known = [_b64_bytes(p.id) for p in await self.rt.passkeys(person)]
         options = generate_registration_options(
@@ -116,7 +115,8 @@ class Passkeys:
         return passkey
 
     async def approval_options(self, person: str, approval_id: str) -> str:
-        from webauthn import generate_authentication_options, options_to_json
+        from webauthn import generate_authentication_options
+        from webauthn import options_to_json
         from webauthn.helpers.structs import PublicKeyCredentialDescriptor
 
         theirs = await self.rt.passkeys(person)

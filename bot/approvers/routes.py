@@ -12,13 +12,20 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
-from bot.approvers import access, away_view, batch, html, stepup
-from bot.approvers.context import APPROVERS, Approvers
+from bot.approvers import access
+from bot.approvers import away_view
+from bot.approvers import batch
+from bot.approvers import html
+from bot.approvers import stepup
+from bot.approvers.context import APPROVERS
+from bot.approvers.context import Approvers
 from bot.approvers.oidc import SignInFailed
-from bot.approvers.session import Session, check_csrf
+from bot.approvers.session import Session
+from bot.approvers.session import check_csrf
 from runtime import errors
 from runtime.approvals import Decision
-from runtime.records import Approval, ApprovalState
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 log = logging.getLogger("signoff.approvers")
 RECENT = timedelta(days=14)

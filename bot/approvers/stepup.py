@@ -12,10 +12,13 @@ from aiohttp import web
 
 from bot import words
 from bot.approvers import html
-from bot.approvers.context import APPROVERS, Approvers
+from bot.approvers.context import APPROVERS
+from bot.approvers.context import Approvers
 from bot.approvers.passkey_js import SCRIPT
-from bot.approvers.passkeys import PasskeyRefused, Passkeys
-from bot.approvers.session import Session, check_csrf
+from bot.approvers.passkeys import PasskeyRefused
+from bot.approvers.passkeys import Passkeys
+from bot.approvers.session import Session
+from bot.approvers.session import check_csrf
 from runtime import errors
 from runtime.records import ApprovalState
 

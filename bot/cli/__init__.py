@@ -17,8 +17,13 @@ from typing import Annotated
 
 import typer
 
-from bot.cli.base import Failure, LogFormatChoice, Options, group, options
-from bot.cli.session import load, refusals
+from bot.cli.base import Failure
+from bot.cli.base import LogFormatChoice
+from bot.cli.base import Options
+from bot.cli.base import group
+from bot.cli.base import options
+from bot.cli.session import load
+from bot.cli.session import refusals
 
 GROUPS: dict[str, tuple[str, ...]] = {
     "runs": ("bot.cli.runs",),

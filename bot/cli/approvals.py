@@ -6,28 +6,33 @@ resume (`signoff serve` recovers it, or `signoff runs resume`).
 """
 
 from itertools import chain
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 from bot.cli import people
-from bot.cli.base import (
-    Failure,
-    JsonFlag,
-    check_user_id,
-    checked_as_api,
-    dumped,
-    edited_args,
-    group,
-    say,
-    show,
-)
-from bot.cli.session import Reader, database_label, with_process, with_reader
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import checked_as_api
+from bot.cli.base import dumped
+from bot.cli.base import edited_args
+from bot.cli.base import group
+from bot.cli.base import say
+from bot.cli.base import show
+from bot.cli.session import Reader
+from bot.cli.session import database_label
+from bot.cli.session import with_process
+from bot.cli.session import with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process
-    from runtime import Decision, Runtime
-    from runtime.records import Approval, Run
+    from runtime import Decision
+    from runtime import Runtime
+    from runtime.records import Approval
+    from runtime.records import Run
 
 approvals = group("Approvals, pending and decided.")
 DECISIONS: "dict[str, Decision]" = {
@@ -155,7 +160,8 @@ def tell_decided(
     as_json: bool,
 ) -> None:
     """The approval, then one line on what happens next (on stderr under --json)."""
-    from bot import views, words
+    from bot import views
+    from bot import words
 
     data = decided.shown().model_dump(mode="json") | {
         "votes": votes.get(decided.id, []),

@@ -11,24 +11,38 @@ event edited, deleted or reordered; `anchor` signs the chain's head now.
 
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import TextIO
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, group, options, positive_age, show
-from bot.cli.session import refusals, with_database, with_process
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import group
+from bot.cli.base import options
+from bot.cli.base import positive_age
+from bot.cli.base import show
+from bot.cli.session import refusals
+from bot.cli.session import with_database
+from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.masking import ResultMasks
     from bot.wiring import Process
-    from runtime import Database, Queries
+    from runtime import Database
+    from runtime import Queries
     from runtime.history import ChainReport
-    from runtime.records import AuditAnchor, AuditEvent
+    from runtime.records import AuditAnchor
+    from runtime.records import AuditEvent
 
 audit = group("The audit trail: every request, decision, execution, page and undo.")
 PAGE = 1000
@@ -245,9 +259,11 @@ def _verify_file(file: Path) -> "ChainReport":
 
 def _anchor_signatures(ctx: typer.Context, anchors: "list[AuditAnchor]", keys: Path | None) -> str:
     """Each signed anchor checked with the keys; a line saying how many, and any unsigned."""
-    from bot.cli.receipts import configured_keys, read_json
+    from bot.cli.receipts import configured_keys
+    from bot.cli.receipts import read_json
     from runtime.history import anchor_document
-    from signoff.receipts import BadReceipt, check_signature
+    from signoff.receipts import BadReceipt
+    from signoff.receipts import check_signature
 
     if not anchors:
         return ""

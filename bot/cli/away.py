@@ -2,11 +2,17 @@
 decides for them what names them directly (docs/approvers.md, "Away and delegates")."""
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, group, say, show
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import group
+from bot.cli.base import say
+from bot.cli.base import show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:

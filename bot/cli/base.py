@@ -10,18 +10,22 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
-    from rich.console import Console, RenderableType
+    from rich.console import Console
+    from rich.console import RenderableType
 
 
 REFUSED = 1
@@ -174,7 +178,8 @@ def edited_args(text: str | None, flag: str = "--edit") -> dict[str, Any] | None
     """The JSON object given to `flag`, as strict as the HTTP API's JSON (no NaN, Infinity)."""
     if text is None:
         return None
-    from runtime.limits import MAX_DEPTH, plain_reason
+    from runtime.limits import MAX_DEPTH
+    from runtime.limits import plain_reason
 
     try:
         value = json.loads(text, parse_constant=_no_constant, parse_float=_finite)

@@ -1,11 +1,15 @@
 """`signoff db ...`: the database itself."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
+from typing import Annotated
 
 import typer
 
-from bot.cli.base import JsonFlag, group, show
-from bot.cli.session import with_database, with_process
+from bot.cli.base import JsonFlag
+from bot.cli.base import group
+from bot.cli.base import show
+from bot.cli.session import with_database
+from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from runtime import Database

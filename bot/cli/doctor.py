@@ -5,11 +5,14 @@ command reads. It exits 1 when a live worker runs another digest than the others
 this file): approvals keep the authority they were asked under, but new ones ask as the
 worker that asks them is configured."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
 import typer
 
-from bot.cli.base import JsonFlag, say, show
+from bot.cli.base import JsonFlag
+from bot.cli.base import say
+from bot.cli.base import show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:

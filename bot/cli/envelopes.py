@@ -2,11 +2,16 @@
 these approved at once, up to an amount and/or a number of calls, until a time). Each acts
 through `Runtime.spend`, under the same checks as Slack and the HTTP API."""
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
+from typing import Annotated
 
 import typer
 
-from bot.cli.base import JsonFlag, check_user_id, checked_as_api, group, show
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import checked_as_api
+from bot.cli.base import group
+from bot.cli.base import show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:

@@ -1,13 +1,21 @@
 """`signoff policy propose|add|confirm|revoke|list|export`: approval rules people make from
 decisions ("approve + similar"), beside the file's. Each acts through `Runtime.rules`."""
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, check_user_id, edited_args, say, show
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import edited_args
+from bot.cli.base import say
+from bot.cli.base import show
 from bot.cli.policy import policy
 from bot.cli.session import with_process
 
@@ -136,7 +144,8 @@ _writer_command(
 @policy.command("list")
 def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """The file's rules and the learned ones, with author, expiry and uses."""
-    from bot.rule_views import all_rules, rule_line
+    from bot.rule_views import all_rules
+    from bot.rule_views import rule_line
 
     async def work(p: "Process") -> Any:
         learned = await p.runtime.rules.list()

@@ -52,7 +52,9 @@ def mcp(
 
     try:
         from signoff.errors import SignoffError
-        from signoff.mcp_proxy import open_proxy, serve_http, serve_stdio
+        from signoff.mcp_proxy import open_proxy
+        from signoff.mcp_proxy import serve_http
+        from signoff.mcp_proxy import serve_stdio
         from signoff.mcp_rules import load_rules
     except ImportError as exc:
         needed = f"signoff mcp needs the mcp extra: pip install 'signoff[mcp]' ({exc})"

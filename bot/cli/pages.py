@@ -1,12 +1,21 @@
 """`signoff pages ...`: effects a human must handle (in doubt, not undoable)."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 from bot.cli import people
-from bot.cli.base import JsonFlag, check_user_id, dumped, group, say, show
-from bot.cli.session import Reader, with_process, with_reader
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import dumped
+from bot.cli.base import group
+from bot.cli.base import say
+from bot.cli.base import show
+from bot.cli.session import Reader
+from bot.cli.session import with_process
+from bot.cli.session import with_reader
 
 if TYPE_CHECKING:
     from bot.wiring import Process

@@ -3,12 +3,21 @@ happen, from the configuration alone. It opens no database and creates nothing, 
 can test its policy file in CI (`--expect` makes a surprise exit non-zero)."""
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
-from bot.cli.base import Failure, JsonFlag, check_user_id, edited_args, group, say, show
-from bot.cli.session import load, refusals
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import edited_args
+from bot.cli.base import group
+from bot.cli.base import say
+from bot.cli.base import show
+from bot.cli.session import load
+from bot.cli.session import refusals
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -53,14 +62,13 @@ def _check(
 ) -> dict[str, Any]:
     """Check every rule as `serve` does at start-up, then route this one call, with its
     arguments as the rules see them (checked by the tool, defaults filled)."""
-    from bot.agents import (
-        check_channel_ids,
-        check_configured_rules,
-        load_agents,
-        unguarded_warnings,
-    )
+    from bot.agents import check_channel_ids
+    from bot.agents import check_configured_rules
+    from bot.agents import load_agents
+    from bot.agents import unguarded_warnings
     from bot.near import did_you_mean
-    from runtime.approvals import Facts, route
+    from runtime.approvals import Facts
+    from runtime.approvals import route
     from runtime.records import utcnow
     from runtime.tools import ToolArgumentError
 

@@ -4,13 +4,19 @@ requests replayed through this configuration's rules: run it with `--config` of 
 file; it lists what would have gone otherwise)."""
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
-from bot.cli.base import JsonFlag, say, show
+from bot.cli.base import JsonFlag
+from bot.cli.base import say
+from bot.cli.base import show
 from bot.cli.policy import policy
-from bot.cli.session import load, refusals, with_process
+from bot.cli.session import load
+from bot.cli.session import refusals
+from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.policy_fixtures import Outcome
@@ -28,7 +34,8 @@ def run_fixtures(
     import asyncio
 
     from bot import policy_fixtures
-    from bot.agents import check_configured_rules, load_agents
+    from bot.agents import check_configured_rules
+    from bot.agents import load_agents
 
     with refusals():
         settings = load(ctx)

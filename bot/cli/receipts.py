@@ -8,12 +8,17 @@ no server and no database.
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
-from bot.cli.base import Failure, group, options
-from bot.cli.session import refusals, with_process
+from bot.cli.base import Failure
+from bot.cli.base import group
+from bot.cli.base import options
+from bot.cli.session import refusals
+from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
@@ -60,7 +65,8 @@ def verify(
     ] = None,
 ) -> None:
     """Check a receipt's signature, and the call it approves."""
-    from signoff.receipts import BadReceipt, check_signature
+    from signoff.receipts import BadReceipt
+    from signoff.receipts import check_signature
     from signoff.receipts import verify as check
 
     receipt = read_json(file, "FILE")
@@ -109,7 +115,8 @@ def new_key(
     """Make a new Ed25519 signing key (to rotate: point signing_key_file at it and list the
     old file in retired_signing_keys)."""
     from runtime.errors import SigningKeyError
-    from runtime.signing import create_key, key_id
+    from runtime.signing import create_key
+    from runtime.signing import key_id
 
     try:
         made = create_key(file)

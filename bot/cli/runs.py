@@ -5,33 +5,40 @@ import math
 import re
 from collections.abc import Sequence
 from itertools import chain
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 from bot.cli import people
-from bot.cli.base import (
-    CompensateShared,
-    Failure,
-    JsonFlag,
-    RunId,
-    YesFlag,
-    check_user_id,
-    checked_as_api,
-    dumped,
-    group,
-    positive_age,
-    say,
-    show,
-)
-from bot.cli.session import Reader, database_label, with_process, with_reader
+from bot.cli.base import CompensateShared
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import RunId
+from bot.cli.base import YesFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import checked_as_api
+from bot.cli.base import dumped
+from bot.cli.base import group
+from bot.cli.base import positive_age
+from bot.cli.base import say
+from bot.cli.base import show
+from bot.cli.session import Reader
+from bot.cli.session import database_label
+from bot.cli.session import with_process
+from bot.cli.session import with_reader
 
 if TYPE_CHECKING:
     from datetime import datetime
 
     from bot.wiring import Process
-    from runtime import Queries, Runtime
-    from runtime.records import Approval, Checkpoint, Effect, Run
+    from runtime import Queries
+    from runtime import Runtime
+    from runtime.records import Approval
+    from runtime.records import Checkpoint
+    from runtime.records import Effect
+    from runtime.records import Run
 
 runs = group("Start, inspect and operate runs.")
 MAX_STEP = 2**31 - 1  # past what any run reaches, within what the database stores
@@ -57,7 +64,8 @@ def start(
 
     flags = {"task": "TASK", "requested_by": "--requested-by", "agent": "AGENT"}
     checked_as_api(RunRequest, flags, agent=agent, task=task, requested_by=requested_by)
-    from runtime.limits import ID_PATTERN, MAX_ID
+    from runtime.limits import ID_PATTERN
+    from runtime.limits import MAX_ID
 
     if run_id is not None and not re.fullmatch(ID_PATTERN, run_id):
         raise Failure(f"--run-id {run_id[:80]!r} is not 1-{MAX_ID} letters, digits or _ . : -")
@@ -236,7 +244,9 @@ def show_run(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> No
 def history(ctx: typer.Context, run_id: RunId, as_json: JsonFlag = False) -> None:
     """One line per checkpoint: step, status, cost, what was appended."""
     from bot import views
-    from bot.masking import ResultMasks, masked_history, sensitive_by_tool
+    from bot.masking import ResultMasks
+    from bot.masking import masked_history
+    from bot.masking import sensitive_by_tool
 
     async def work(p: "Process") -> "tuple[list[Checkpoint], list[Approval]]":
         found = await p.runtime.history(run_id)

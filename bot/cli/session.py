@@ -9,23 +9,31 @@ settings, the database and the runtime become one-line refusals.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import TypeVar
 
 import typer
 
-from bot.cli.base import CONFIG_ERROR, Failure, options
+from bot.cli.base import CONFIG_ERROR
+from bot.cli.base import Failure
+from bot.cli.base import options
 
 if TYPE_CHECKING:
     from bot.settings import Settings
     from bot.settings_slack import SlackSettings
     from bot.settings_source import DatabaseSettings
     from bot.wiring import Process
-    from runtime import Database, Queries
+    from runtime import Database
+    from runtime import Queries
 
 T = TypeVar("T")
 

@@ -1,11 +1,15 @@
 """`signoff approvals stats`: how long approvals wait for a person, over a window."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 from bot.cli.approvals import approvals
-from bot.cli.base import Failure, JsonFlag, show
+from bot.cli.base import Failure
+from bot.cli.base import JsonFlag
+from bot.cli.base import show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:

@@ -3,12 +3,17 @@ takes back what an approval let through, under the same permission table as Slac
 API (the CLI is the operator, acting for the person `--by` names). Too late is exit 1 with
 why, and nothing changes."""
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING
+from typing import Annotated
+from typing import Any
 
 import typer
 
 from bot.cli.approvals import approvals
-from bot.cli.base import JsonFlag, check_user_id, say, show
+from bot.cli.base import JsonFlag
+from bot.cli.base import check_user_id
+from bot.cli.base import say
+from bot.cli.base import show
 from bot.cli.session import with_process
 
 if TYPE_CHECKING:
@@ -39,7 +44,8 @@ def cancel_cool_off(
         return cancelled, run, loaded
 
     cancelled, run, loaded = with_process(ctx, work)
-    from bot import views, words
+    from bot import views
+    from bot import words
 
     show(
         cancelled.shown().model_dump(mode="json"),

@@ -12,20 +12,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 from aiohttp import web
 
-from bot import reading, words
-from bot.console import rules, timeline
-from bot.http_auth import CALLER, error, requires
+from bot import reading
+from bot import words
+from bot.console import rules
+from bot.console import timeline
+from bot.http_auth import CALLER
+from bot.http_auth import error
+from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.json_views import run_view
-from bot.masking import ResultMasks, masked_history, sensitive_by_tool
+from bot.masking import ResultMasks
+from bot.masking import masked_history
+from bot.masking import sensitive_by_tool
 from bot.readers import not_a_reader
-from runtime import Actor, Permission, Runtime, errors
-from runtime.records import Run, RunStatus
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
+from runtime import errors
+from runtime.records import Run
+from runtime.records import RunStatus
 
 log = logging.getLogger("signoff.console")
 READER_HEADER = "X-Signoff-Reader"

@@ -5,25 +5,28 @@ to a step would do before anyone confirms it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import reading, words
+from bot import reading
+from bot import words
 from runtime import Runtime
-from runtime.approvals import call_trail, differences, said
+from runtime.approvals import call_trail
+from runtime.approvals import differences
+from runtime.approvals import said
 from runtime.display import Display
-from runtime.records import (
-    Approval,
-    AuditEvent,
-    Checkpoint,
-    Effect,
-    EffectStatus,
-    Message,
-    Page,
-    Reversibility,
-    Run,
-)
+from runtime.records import Approval
+from runtime.records import AuditEvent
+from runtime.records import Checkpoint
+from runtime.records import Effect
+from runtime.records import EffectStatus
+from runtime.records import Message
+from runtime.records import Page
+from runtime.records import Reversibility
+from runtime.records import Run
 
 View = dict[str, Any]
 

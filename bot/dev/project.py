@@ -14,11 +14,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.agents import check_channel_ids, check_configured_rules, load_agents
+from bot.agents import check_channel_ids
+from bot.agents import check_configured_rules
+from bot.agents import load_agents
 from bot.dev import people
-from bot.policy_ids import SlackLearnedRules, SlackPolicies, SlackPolicy
+from bot.policy_ids import SlackLearnedRules
+from bot.policy_ids import SlackPolicies
+from bot.policy_ids import SlackPolicy
 from bot.sections import RuntimeSettings
-from bot.settings import config_path, load_settings
+from bot.settings import config_path
+from bot.settings import load_settings
 from runtime.agent import Agent
 from runtime.approvals import Policy
 

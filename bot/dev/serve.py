@@ -17,19 +17,28 @@ import os
 import secrets
 import shlex
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
 from pydantic import SecretStr
 
-from bot.dev import people, slack_state, workspace
-from bot.dev.project import Project, demo
+from bot.dev import people
+from bot.dev import slack_state
+from bot.dev import workspace
+from bot.dev.project import Project
+from bot.dev.project import demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.steplog import StepLog
 from bot.masking import ResultMasks
-from bot.sections import ApiSettings, ApiToken, DatabaseSettings, SlackSettings, WorkerSettings
-from bot.settings import ConfigError, Settings
+from bot.sections import ApiSettings
+from bot.sections import ApiToken
+from bot.sections import DatabaseSettings
+from bot.sections import SlackSettings
+from bot.sections import WorkerSettings
+from bot.settings import ConfigError
+from bot.settings import Settings
 from bot.wiring import Process
 
 log = logging.getLogger("signoff.dev")

@@ -13,7 +13,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bot.dev.slack.fake_web import Message, Version, Workspace
+from bot.dev.slack.fake_web import Message
+from bot.dev.slack.fake_web import Version
+from bot.dev.slack.fake_web import Workspace
 
 log = logging.getLogger("signoff.dev")
 CHANGING = (

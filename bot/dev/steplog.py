@@ -12,9 +12,14 @@ from collections.abc import Sequence
 from contextlib import suppress
 
 from bot import words
-from bot.masking import ResultMasks, masked_history, sensitive_by_tool
+from bot.masking import ResultMasks
+from bot.masking import masked_history
+from bot.masking import sensitive_by_tool
 from runtime.queries import Queries
-from runtime.records import Approval, Checkpoint, Effect, Message
+from runtime.records import Approval
+from runtime.records import Checkpoint
+from runtime.records import Effect
+from runtime.records import Message
 
 log = logging.getLogger("signoff.dev")
 EVERY = 0.5

@@ -14,7 +14,9 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,8 @@ from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
 
 from bot.dev import people
-from bot.dev.project import Project, demo
+from bot.dev.project import Project
+from bot.dev.project import demo
 from bot.dev.slack.fake import FakeSlack
 from bot.dev.slack.fake_web import Message
 from bot.dev.slack_state import Hub

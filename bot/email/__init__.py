@@ -15,10 +15,15 @@ from bot.addresses import People
 from bot.decision_links import Links
 from bot.email.sender import EmailDelivery
 from bot.email.smtp import Smtp
-from bot.outbox import OutboxNudge, OutboxSender
-from bot.settings import ConfigError, Settings, secret
+from bot.outbox import OutboxNudge
+from bot.outbox import OutboxSender
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import secret
 from runtime import Runtime
-from runtime.records import Approval, Page, Run
+from runtime.records import Approval
+from runtime.records import Page
+from runtime.records import Run
 
 __all__ = ["EmailNudge", "Links", "check_settings", "email_sender"]
 

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from email.message import EmailMessage
 from email.utils import make_msgid
 from html import escape
 from typing import Any
 
-from bot import reading, words
+from bot import reading
+from bot import words
 from runtime.display import Display
 from runtime.records import Approval
 

@@ -13,17 +13,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
 from bot.addresses import People
 from bot.decision_links import Links
 from bot.email import message
 from bot.email.smtp import Smtp
-from bot.outbox import Attempt, Undeliverable
+from bot.outbox import Attempt
+from bot.outbox import Undeliverable
 from runtime import Runtime
 from runtime.display import Display
 from runtime.queries import NOT_FOUND
-from runtime.records import Approval, ApprovalState, AuditEvent, OutboxItem
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import AuditEvent
+from runtime.records import OutboxItem
 
 log = logging.getLogger("signoff.email")
 ACTION = "email_attempt"

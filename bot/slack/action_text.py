@@ -15,7 +15,8 @@ from typing import Any
 
 from bot import reading
 from bot.inert import flat
-from bot.slack import escape, texts
+from bot.slack import escape
+from bot.slack import texts
 from runtime.display import Display
 from runtime.records import Approval
 

@@ -7,16 +7,21 @@ is refused changes nothing and is told to the person who clicked, privately.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import Any
+from typing import Protocol
+from typing import TypeVar
 
 from slack_bolt.async_app import AsyncAck
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Runtime, errors
-from runtime.records import Approval, ApprovalState
+from runtime import Runtime
+from runtime import errors
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]

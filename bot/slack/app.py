@@ -13,23 +13,29 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from aiohttp import web
-from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
+from slack_bolt.adapter.aiohttp import to_aiohttp_response
+from slack_bolt.adapter.aiohttp import to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
-from slack_bolt.logger.messages import (
-    warning_client_prioritized_and_token_skipped,
-    warning_token_skipped,
-)
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
+from slack_bolt.logger.messages import warning_token_skipped
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.directory import web_client
-from bot.outbox import OutboxNudge, OutboxSender, Timing
-from bot.settings import ConfigError, Settings, secret
-from bot.slack import inbound, listeners
+from bot.outbox import OutboxNudge
+from bot.outbox import OutboxSender
+from bot.outbox import Timing
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import secret
+from bot.slack import inbound
+from bot.slack import listeners
 from bot.slack.channels import configured
-from bot.slack.delivery import Channels, SlackDelivery
+from bot.slack.delivery import Channels
+from bot.slack.delivery import SlackDelivery
 from bot.slack.home import HomeTabs
-from bot.slack.link import SlackLink, socket_logger
+from bot.slack.link import SlackLink
+from bot.slack.link import socket_logger
 from bot.slack.once import Once
 from bot.slack.outcomes import Outcomes
 from bot.slack.page_reminders import PageReminders

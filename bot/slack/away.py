@@ -9,18 +9,24 @@ once the absence is recorded."""
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from datetime import UTC
+from datetime import datetime
+from typing import TYPE_CHECKING
+from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import words
-from bot.slack.actions import Action, Modal
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
 from bot.slack.away_view import away_modal
 from bot.tasks import Background
-from runtime import Actor, Runtime, errors
+from runtime import Actor
+from runtime import Runtime
+from runtime import errors
 
 if TYPE_CHECKING:  # bot.slack.home builds the Home (with `bot.slack.away_view`)
     from bot.slack.home import HomeTabs

@@ -4,11 +4,13 @@ listeners are `bot.slack.away`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 from bot.slack import blocks as kit
-from bot.slack.actions import Action, Modal
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from runtime.records import Away
 

@@ -8,21 +8,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot import batches, reading, words
-from bot.slack import action_text, commands, escape
+from bot import batches
+from bot import reading
+from bot import words
+from bot.slack import action_text
 from bot.slack import blocks as kit
-from bot.slack.actions import Action, Modal
+from bot.slack import commands
+from bot.slack import escape
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
 from bot.slack.posting import slack_error
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState
+from runtime.records import Approval
+from runtime.records import ApprovalState
 
 if TYPE_CHECKING:  # bot.slack.home builds the Home with this module's buttons
     from bot.slack.home import HomeTabs

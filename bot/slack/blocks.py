@@ -9,12 +9,15 @@ also be imported from here. Text handed to `md` and `section` must already be sa
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from bot.inert import flat
-from bot.slack import escape, texts
+from bot.slack import escape
+from bot.slack import texts
 
 Block = dict[str, Any]
 

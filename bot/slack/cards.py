@@ -9,29 +9,33 @@ part of a card keeps itself inside Block Kit's limits whatever the input.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import reading, words
+from bot import reading
+from bot import words
 from bot.inert import flat
 from bot.slack import blocks as kit
-from bot.slack import escape, texts
-from bot.slack.action_text import (
-    ARG_NAME,
-    ARG_VALUE,
-    SUMMARY_VALUE,
-    action_summary,
-    arg_fields,
-    shown_action,
-    value_text,
-)
+from bot.slack import escape
+from bot.slack import texts
+from bot.slack.action_text import ARG_NAME
+from bot.slack.action_text import ARG_VALUE
+from bot.slack.action_text import SUMMARY_VALUE
+from bot.slack.action_text import action_summary
+from bot.slack.action_text import arg_fields
+from bot.slack.action_text import shown_action
+from bot.slack.action_text import value_text
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from bot.slack.cool_off_card import cool_off_blocks
 from runtime.approvals import differences
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState, Checkpoint, Run
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Checkpoint
+from runtime.records import Run
 
 TASK_TEXT = 1000
 REASON_TEXT = 500

@@ -10,13 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot import readers, words
+from bot import readers
+from bot import words
 from bot.readers import not_a_reader
 from bot.reading import displays
 from bot.slack import blocks as kit
-from bot.slack import envelopes, escape, replies, similar
-from runtime import Actor, Permission, Runtime, errors
-from runtime.records import Approval, ApprovalState, Run, RunStatus
+from bot.slack import envelopes
+from bot.slack import escape
+from bot.slack import replies
+from bot.slack import similar
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
+from runtime import errors
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Run
+from runtime.records import RunStatus
 
 NOTE_TEXT = 450
 

@@ -10,7 +10,8 @@ import math
 from datetime import datetime
 
 from bot.slack import blocks as kit
-from bot.slack import escape, texts
+from bot.slack import escape
+from bot.slack import texts
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
 from runtime.records import Approval

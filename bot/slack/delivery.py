@@ -9,7 +9,8 @@ person fixes (a channel, a token) is retried, loudly, until they do.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -18,33 +19,44 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import words
-from bot.outbox import Attempt, Misconfigured, RetryAt, Timing, Undeliverable, WaitsItsTurn
+from bot.outbox import Attempt
+from bot.outbox import Misconfigured
+from bot.outbox import RetryAt
+from bot.outbox import Timing
+from bot.outbox import Undeliverable
+from bot.outbox import WaitsItsTurn
 from bot.slack import blocks as kit
-from bot.slack import cards, envelopes, escalation, page_cards, rule_notes, texts
+from bot.slack import cards
+from bot.slack import envelopes
+from bot.slack import escalation
+from bot.slack import page_cards
+from bot.slack import rule_notes
+from bot.slack import texts
 from bot.slack.outcomes import Outcomes
-from bot.slack.posting import (
-    ATTEMPT,
-    HINTS,
-    MISCONFIGURED,
-    PERMANENT,
-    UNNAMED_WAIT,
-    OncePoster,
-    slack_error,
-)
-from runtime.approvals import Policies, Policy, duration_text, policy_of, slo_missed
+from bot.slack.posting import ATTEMPT
+from bot.slack.posting import HINTS
+from bot.slack.posting import MISCONFIGURED
+from bot.slack.posting import PERMANENT
+from bot.slack.posting import UNNAMED_WAIT
+from bot.slack.posting import OncePoster
+from bot.slack.posting import slack_error
+from runtime.approvals import Policies
+from runtime.approvals import Policy
+from runtime.approvals import duration_text
+from runtime.approvals import policy_of
+from runtime.approvals import slo_missed
 from runtime.deliveries import Deliveries
 from runtime.display import Display
-from runtime.queries import NOT_FOUND, Queries
-from runtime.records import (
-    Approval,
-    ApprovalState,
-    Delivery,
-    Envelope,
-    LearnedRule,
-    OutboxItem,
-    Page,
-    Run,
-)
+from runtime.queries import NOT_FOUND
+from runtime.queries import Queries
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Delivery
+from runtime.records import Envelope
+from runtime.records import LearnedRule
+from runtime.records import OutboxItem
+from runtime.records import Page
+from runtime.records import Run
 from runtime.tools import Tool
 
 log = logging.getLogger("signoff.slack")

@@ -17,16 +17,22 @@ import shlex
 from datetime import datetime
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack import blocks as kit
-from bot.slack import escape, texts
-from bot.slack.actions import Action, Modal
-from bot.slack.answer_first import AnswerFirst, Body, value
+from bot.slack import escape
+from bot.slack import texts
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
+from bot.slack.answer_first import AnswerFirst
+from bot.slack.answer_first import Body
+from bot.slack.answer_first import value
 from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Runtime, errors
+from runtime import Runtime
+from runtime import errors
 from runtime import spend as budgets
 from runtime.records import Envelope
 

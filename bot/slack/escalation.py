@@ -6,7 +6,8 @@ act on them (`runtime.approvals.timers`)."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 
 from bot import words
 from bot.slack import blocks as kit

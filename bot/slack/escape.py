@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from bot.inert import BIDI, CONTROLS, PLAIN, flat
+from bot.inert import BIDI
+from bot.inert import CONTROLS
+from bot.inert import PLAIN
+from bot.inert import flat
 
 WORD_JOINER = "\u2060"
 

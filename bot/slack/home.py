@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from collections.abc import Iterable
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -24,11 +26,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import batches
 from bot.outbox import RetryAt
-from bot.slack import away_view, home_view
+from bot.slack import away_view
+from bot.slack import home_view
 from bot.slack.posting import slack_error
-from runtime import Actor, Permission, Runtime
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
 from runtime.approvals import Policy
-from runtime.records import Approval, ApprovalState, OutboxItem, Page, Run
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import OutboxItem
+from runtime.records import Page
+from runtime.records import Run
 
 SUBJECT = "home:"
 """Outbox subjects of Home rows: `home:U0BOB` (never an approval's, page's or run's id)."""

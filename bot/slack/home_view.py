@@ -3,17 +3,27 @@ their decisions; each row with its state and age (`bot.slack.home` chooses the r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping
+from collections.abc import Sequence
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 from bot import words
-from bot.slack import action_text, cards, escape, page_cards, texts
+from bot.slack import action_text
 from bot.slack import blocks as kit
+from bot.slack import cards
+from bot.slack import escape
+from bot.slack import page_cards
+from bot.slack import texts
 from bot.slack.actions import Action
-from bot.slack.away_view import Absence, away_blocks
+from bot.slack.away_view import Absence
+from bot.slack.away_view import away_blocks
 from bot.slack.blocks import Block
-from runtime.records import Approval, ApprovalState, Page, Run
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Page
+from runtime.records import Run
 
 SECTION = 10
 """Rows shown per section; the rest are counted."""

@@ -15,7 +15,8 @@ import json
 import time
 import urllib.parse
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from runtime.limits import nesting_depth

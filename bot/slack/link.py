@@ -15,8 +15,11 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import KW_ONLY, dataclass, field
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import aiohttp
@@ -27,7 +30,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.outbox import backoff
 from bot.settings import ConfigError
 from bot.slack.channels import check_channels
-from bot.slack.posting import MISCONFIGURED, slack_error
+from bot.slack.posting import MISCONFIGURED
+from bot.slack.posting import slack_error
 
 log = logging.getLogger("signoff.slack")
 

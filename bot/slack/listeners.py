@@ -21,41 +21,55 @@ import asyncio
 import contextlib
 import logging
 import re
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
+from typing import Any
+from typing import TypeVar
 
 import aiohttp
 from slack_bolt import BoltResponse
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.async_app import AsyncRespond
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.people import Names
 from bot.reading import displays
 from bot.requests import decision_refusal
-from bot.slack import (
-    away,
-    batch,
-    clicks,
-    commands,
-    envelopes,
-    inbound,
-    replies,
-    similar,
-    take_back,
-    texts,
-)
-from bot.slack.actions import Action, Modal
-from bot.slack.escape import WORD_JOINER, mrkdwn
+from bot.slack import away
+from bot.slack import batch
+from bot.slack import clicks
+from bot.slack import commands
+from bot.slack import envelopes
+from bot.slack import inbound
+from bot.slack import replies
+from bot.slack import similar
+from bot.slack import take_back
+from bot.slack import texts
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
+from bot.slack.escape import WORD_JOINER
+from bot.slack.escape import mrkdwn
 from bot.slack.home import HomeTabs
 from bot.slack.posting import slack_error
-from bot.slack.refusals import edit_refusal, refusal
+from bot.slack.refusals import edit_refusal
+from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Actor, Decision, Page, Permission, Runtime, errors
+from runtime import Actor
+from runtime import Decision
+from runtime import Page
+from runtime import Permission
+from runtime import Runtime
+from runtime import errors
 from runtime.display import Display
 from runtime.limits import MAX_DEPTH
-from runtime.records import Approval, ApprovalState, DatabaseError, StoreError
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import DatabaseError
+from runtime.records import StoreError
 
 log = logging.getLogger("signoff.slack")
 

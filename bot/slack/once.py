@@ -15,7 +15,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bot.slack.inbound import EVENT_WINDOW, SeenEvents
+from bot.slack.inbound import EVENT_WINDOW
+from bot.slack.inbound import SeenEvents
 from runtime.deliveries import Deliveries
 from runtime.records import StoreError
 

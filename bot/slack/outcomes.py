@@ -18,7 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.outbox import RetryAt, Timing
+from bot.outbox import RetryAt
+from bot.outbox import Timing
 
 UNKNOWN, NOT_SENT, POSTED = "unknown", "not_sent", "posted"
 

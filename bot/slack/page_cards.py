@@ -11,15 +11,21 @@ from __future__ import annotations
 from typing import Any
 
 from bot.inert import flat
-from bot.settle import IN_DOUBT, settle_commands
+from bot.settle import IN_DOUBT
+from bot.settle import settle_commands
 from bot.slack import blocks as kit
-from bot.slack import escape, texts
-from bot.slack.action_text import ARG_NAME, arg_fields
+from bot.slack import escape
+from bot.slack import texts
+from bot.slack.action_text import ARG_NAME
+from bot.slack.action_text import arg_fields
 from bot.slack.actions import Action
 from bot.slack.blocks import Block
-from bot.slack.cards import DETAIL_TEXT, REASON_TEXT, ident_code
+from bot.slack.cards import DETAIL_TEXT
+from bot.slack.cards import REASON_TEXT
+from bot.slack.cards import ident_code
 from runtime.display import Display
-from runtime.records import Page, Run
+from runtime.records import Page
+from runtime.records import Run
 
 
 def page_message(

@@ -6,7 +6,8 @@ once remind once), then wakes the sender."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
 from datetime import timedelta
 
 from runtime.deliveries import Deliveries

@@ -23,11 +23,15 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.outbox import Attempt, RetryAt
+from bot.outbox import Attempt
+from bot.outbox import RetryAt
 from bot.slack.outcomes import Outcomes
 from runtime.deliveries import Deliveries
 from runtime.queries import Queries
-from runtime.records import Approval, Delivery, OutboxItem, Page
+from runtime.records import Approval
+from runtime.records import Delivery
+from runtime.records import OutboxItem
+from runtime.records import Page
 
 log = logging.getLogger("signoff.slack")
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
+from dataclasses import field
 from decimal import Decimal
 from typing import Any
 
@@ -24,7 +26,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.slack import blocks as kit
 from bot.slack.delivery import SlackDelivery
 from bot.slack.outcomes import Outcomes
-from bot.slack.posting import delete_message, history, slack_error
+from bot.slack.posting import delete_message
+from bot.slack.posting import history
+from bot.slack.posting import slack_error
 from runtime.queries import NOT_FOUND
 from runtime.records import StoreError
 from runtime.scheduler import Timers

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from bot import words
 from bot.slack import blocks as kit
-from bot.slack.escape import code, mrkdwn
+from bot.slack.escape import code
+from bot.slack.escape import mrkdwn
 from runtime import errors
 from runtime.records import Approval
 

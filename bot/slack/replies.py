@@ -4,21 +4,32 @@ Each reply keeps itself inside Block Kit's limits whatever the runs hold."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from bot import reading, words
+from bot import reading
+from bot import words
 from bot.inert import flat
-from bot.slack import action_text, cards, escape, texts
+from bot.slack import action_text
 from bot.slack import blocks as kit
+from bot.slack import cards
+from bot.slack import escape
+from bot.slack import texts
 from bot.slack.actions import Modal
 from bot.slack.blocks import Block
 from bot.slack.home_view import age
 from runtime import Runtime
 from runtime.approvals import CallTrail
 from runtime.display import Display
-from runtime.records import Approval, ApprovalState, Checkpoint, Message, Page, Run
+from runtime.records import Approval
+from runtime.records import ApprovalState
+from runtime.records import Checkpoint
+from runtime.records import Message
+from runtime.records import Page
+from runtime.records import Run
 
 Displays = Mapping[str, Display]
 """How each loaded tool's arguments read, by tool name (`bot.reading.displays`)."""

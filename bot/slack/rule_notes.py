@@ -8,7 +8,8 @@ it. This module holds the schedule's two steps and the notes' texts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 
 from bot.slack import escape
 from runtime import Runtime

@@ -16,19 +16,33 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.rule_views import all_rules, backtest_notes, backtest_summary, rule_line
+from bot.rule_views import all_rules
+from bot.rule_views import backtest_notes
+from bot.rule_views import backtest_summary
+from bot.rule_views import rule_line
 from bot.slack import blocks as kit
-from bot.slack import escape, texts
-from bot.slack.actions import Action, Modal
-from bot.slack.answer_first import AnswerFirst, Body, tell, value
+from bot.slack import escape
+from bot.slack import texts
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
+from bot.slack.answer_first import AnswerFirst
+from bot.slack.answer_first import Body
+from bot.slack.answer_first import tell
+from bot.slack.answer_first import value
 from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Runtime, errors
-from runtime.approvals import Backtest, Draft, Hit, NeedsConfirmation, RuleNotFound
+from runtime import Runtime
+from runtime import errors
+from runtime.approvals import Backtest
+from runtime.approvals import Draft
+from runtime.approvals import Hit
+from runtime.approvals import NeedsConfirmation
+from runtime.approvals import RuleNotFound
 from runtime.records import LearnedRule
 
 log = logging.getLogger("signoff.slack")

@@ -8,15 +8,24 @@ alone and changes nothing; the card itself changes through the outbox."""
 
 from __future__ import annotations
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncAck
+from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack import clicks, escape, texts
+from bot.slack import clicks
+from bot.slack import escape
+from bot.slack import texts
 from bot.slack.actions import Action
-from bot.slack.answer_first import AnswerFirst, Body, clicked, tell
+from bot.slack.answer_first import AnswerFirst
+from bot.slack.answer_first import Body
+from bot.slack.answer_first import clicked
+from bot.slack.answer_first import tell
 from bot.slack.refusals import refusal
 from bot.tasks import Background
-from runtime import Actor, Permission, Runtime, errors
+from runtime import Actor
+from runtime import Permission
+from runtime import Runtime
+from runtime import errors
 
 
 def register(app: AsyncApp, rt: Runtime, background: Background) -> None:

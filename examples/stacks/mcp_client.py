@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 
 async def main() -> None:

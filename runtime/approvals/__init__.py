@@ -14,96 +14,63 @@ from runtime.exports import lazy
 
 if TYPE_CHECKING:
     from runtime.approvals.authority import policy_of
-    from runtime.approvals.binding import (
-        Bound,
-        CallTrail,
-        Unbound,
-        bind,
-        call_trail,
-        conflict_of,
-        conflict_text,
-        differences,
-        said,
-    )
-    from runtime.approvals.context import (
-        Context as CallContext,
-    )
-    from runtime.approvals.context import (
-        changes as context_changes,
-    )
-    from runtime.approvals.context import (
-        gather as gather_context,
-    )
-    from runtime.approvals.context import (
-        stated_reason,
-    )
+    from runtime.approvals.binding import Bound
+    from runtime.approvals.binding import CallTrail
+    from runtime.approvals.binding import Unbound
+    from runtime.approvals.binding import bind
+    from runtime.approvals.binding import call_trail
+    from runtime.approvals.binding import conflict_of
+    from runtime.approvals.binding import conflict_text
+    from runtime.approvals.binding import differences
+    from runtime.approvals.binding import said
+    from runtime.approvals.context import Context as CallContext
+    from runtime.approvals.context import changes as context_changes
+    from runtime.approvals.context import gather as gather_context
+    from runtime.approvals.context import stated_reason
     from runtime.approvals.deciding import Decision
     from runtime.approvals.delegation import principal as delegated_for
     from runtime.approvals.desk import ApprovalDesk
     from runtime.approvals.drafting import facts_of
-    from runtime.approvals.learned_rules import (
-        Backtest,
-        Draft,
-        Hit,
-        LearnedRulesConfig,
-        NeedsConfirmation,
-        RuleNotFound,
-    )
-    from runtime.approvals.learned_rules import (
-        as_toml as learned_rules_toml,
-    )
-    from runtime.approvals.learned_rules import (
-        fields as learned_rule_fields,
-    )
-    from runtime.approvals.naming import log_rule_decision, overdue
-    from runtime.approvals.paging import (
-        announce_new as announce_pages,
-    )
-    from runtime.approvals.paging import (
-        new_page,
-    )
-    from runtime.approvals.paging import (
-        page as post_page,
-    )
-    from runtime.approvals.policy import (
-        SYSTEM_ACTOR,
-        Directory,
-        Policies,
-        Policy,
-        StaticDirectory,
-        approved_at_once,
-        may_decide,
-        open_policies,
-    )
-    from runtime.approvals.policy_types import Duration, PositiveDuration, parse_duration
+    from runtime.approvals.learned_rules import Backtest
+    from runtime.approvals.learned_rules import Draft
+    from runtime.approvals.learned_rules import Hit
+    from runtime.approvals.learned_rules import LearnedRulesConfig
+    from runtime.approvals.learned_rules import NeedsConfirmation
+    from runtime.approvals.learned_rules import RuleNotFound
+    from runtime.approvals.learned_rules import as_toml as learned_rules_toml
+    from runtime.approvals.learned_rules import fields as learned_rule_fields
+    from runtime.approvals.naming import log_rule_decision
+    from runtime.approvals.naming import overdue
+    from runtime.approvals.paging import announce_new as announce_pages
+    from runtime.approvals.paging import new_page
+    from runtime.approvals.paging import page as post_page
+    from runtime.approvals.policy import SYSTEM_ACTOR
+    from runtime.approvals.policy import Directory
+    from runtime.approvals.policy import Policies
+    from runtime.approvals.policy import Policy
+    from runtime.approvals.policy import StaticDirectory
+    from runtime.approvals.policy import approved_at_once
+    from runtime.approvals.policy import may_decide
+    from runtime.approvals.policy import open_policies
+    from runtime.approvals.policy_types import Duration
+    from runtime.approvals.policy_types import PositiveDuration
+    from runtime.approvals.policy_types import parse_duration
     from runtime.approvals.receipts import ensure as ensure_receipt
-    from runtime.approvals.routing import (
-        Route,
-        asks_text,
-        check_rules,
-        restrictiveness,
-        route,
-        tool_arg_types,
-    )
-    from runtime.approvals.routing import (
-        snapshot as policy_snapshot,
-    )
+    from runtime.approvals.routing import Route
+    from runtime.approvals.routing import asks_text
+    from runtime.approvals.routing import check_rules
+    from runtime.approvals.routing import restrictiveness
+    from runtime.approvals.routing import route
+    from runtime.approvals.routing import snapshot as policy_snapshot
+    from runtime.approvals.routing import tool_arg_types
     from runtime.approvals.rule_check import check as check_rule
-    from runtime.approvals.rules import (
-        Facts,
-        Rule,
-        RuleEvaluationError,
-        RuleSyntaxError,
-    )
-    from runtime.approvals.rules import (
-        activation as rule_activation,
-    )
-    from runtime.approvals.rules import (
-        holds as rule_holds,
-    )
-    from runtime.approvals.rules import (
-        program as rule_program,
-    )
+    from runtime.approvals.rules import Facts
+    from runtime.approvals.rules import Rule
+    from runtime.approvals.rules import RuleEvaluationError
+    from runtime.approvals.rules import RuleSyntaxError
+    from runtime.approvals.rules import activation as rule_activation
+    from runtime.approvals.rules import holds as rule_holds
+    from runtime.approvals.rules import program as rule_program
     from runtime.approvals.slo import duration_text
     from runtime.approvals.slo import missed as slo_missed
 

@@ -19,7 +19,8 @@ from runtime.approvals.naming import decided_text
 from runtime.approvals.policy import SYSTEM_ACTOR
 from runtime.deps import Deps
 from runtime.permissions import asked_by
-from store import Approval, ApprovalState
+from store import Approval
+from store import ApprovalState
 
 MIN_GRACE = 2.0
 MAX_GRACE = 10.0

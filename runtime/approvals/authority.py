@@ -18,10 +18,16 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from runtime.approvals.policy import SYSTEM_ACTOR, Policies, Policy
-from runtime.approvals.routing import Route, snapshot
-from store import Approval, AuditEvent, Store
-from store.records import Authority, RuleMatch
+from runtime.approvals.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from runtime.approvals.routing import Route
+from runtime.approvals.routing import snapshot
+from store import Approval
+from store import AuditEvent
+from store import Store
+from store.records import Authority
+from store.records import RuleMatch
 
 log = logging.getLogger("signoff.approvals")
 

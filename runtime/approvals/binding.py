@@ -16,9 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from runtime.runs import separate_key
-from store import Approval, Effect
-from store.digest import args_digest, short
-from store.records import EffectConflict, masked
+from store import Approval
+from store import Effect
+from store.digest import args_digest
+from store.digest import short
+from store.records import EffectConflict
+from store.records import masked
 
 
 @dataclass(frozen=True, slots=True)

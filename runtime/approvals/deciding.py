@@ -7,22 +7,30 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 from runtime import errors
 from runtime.approvals import recording
-from runtime.approvals.binding import conflict_text, differences
+from runtime.approvals.binding import conflict_text
+from runtime.approvals.binding import differences
 from runtime.approvals.drafting import key_conflict
-from runtime.approvals.naming import about, decided_text, log_ids
-from runtime.approvals.policy import Directory, Policy
+from runtime.approvals.naming import about
+from runtime.approvals.naming import decided_text
+from runtime.approvals.naming import log_ids
+from runtime.approvals.policy import Directory
+from runtime.approvals.policy import Policy
 from runtime.deps import Deps
 from runtime.permissions import approver
 from runtime.tools import ToolArgumentError
-from store import Approval, ApprovalState, Store
+from store import Approval
+from store import ApprovalState
+from store import Store
 from store import errors as store_errors
 from store.base import Voted
 from store.digest import args_digest
-from store.records import SENSITIVE_MASK, masked
+from store.records import SENSITIVE_MASK
+from store.records import masked
 
 log = logging.getLogger("signoff.approvals")
 

@@ -20,7 +20,8 @@ from datetime import datetime
 
 from runtime import errors
 from runtime.approvals.policy import Policy
-from store import AuditEvent, Store
+from store import AuditEvent
+from store import Store
 from store.records import Away
 
 MAX_AWAY_DAYS = 366

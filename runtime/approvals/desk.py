@@ -15,20 +15,39 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from runtime import errors, lookups
-from runtime.approvals import authority, deciding, delegation, drafting, recording, timers
+from runtime import errors
+from runtime import lookups
+from runtime.approvals import authority
+from runtime.approvals import deciding
+from runtime.approvals import delegation
+from runtime.approvals import drafting
+from runtime.approvals import recording
+from runtime.approvals import timers
 from runtime.approvals.deciding import Decision
 from runtime.approvals.naming import overdue
-from runtime.approvals.policy import SYSTEM_ACTOR, Directory, Policies, Policy
-from runtime.approvals.routing import Route, decided_at_once, reads_limits, route
+from runtime.approvals.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import Directory
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from runtime.approvals.routing import Route
+from runtime.approvals.routing import decided_at_once
+from runtime.approvals.routing import reads_limits
+from runtime.approvals.routing import route
 from runtime.approvals.routing import unasked as unasked_route
 from runtime.deps import Deps
 from runtime.spend import SpendDesk
-from store import Approval, ApprovalState, Delivery, Run, Store
+from store import Approval
+from store import ApprovalState
+from store import Delivery
+from store import Run
+from store import Store
 from store import errors as store_errors
 from store.spend import SpendPlan
 

@@ -8,12 +8,15 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 
 from runtime.approvals.binding import conflict_of
 from runtime.approvals.policy import Policy
 from runtime.approvals.rules import Facts
-from store import Approval, Run, Store
+from store import Approval
+from store import Run
+from store import Store
 from store import errors as store_errors
 from store.records import EffectConflict
 

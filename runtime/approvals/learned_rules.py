@@ -12,16 +12,30 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Literal
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import datetime
+from datetime import timedelta
+from typing import Any
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import field_validator
+from pydantic import model_validator
 
 from runtime import errors
-from runtime.approvals.policy_types import Approvers, PositiveDuration
-from runtime.approvals.rules import Facts, RuleEvaluationError, activation, holds, program
+from runtime.approvals.policy_types import Approvers
+from runtime.approvals.policy_types import PositiveDuration
+from runtime.approvals.rules import Facts
+from runtime.approvals.rules import RuleEvaluationError
+from runtime.approvals.rules import activation
+from runtime.approvals.rules import holds
+from runtime.approvals.rules import program
 from store.records import LearnedRule
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -8,7 +8,8 @@ from datetime import datetime
 from typing import Any
 
 from runtime.approvals.policy import SYSTEM_ACTOR
-from store import Approval, ApprovalState
+from store import Approval
+from store import ApprovalState
 
 log = logging.getLogger("signoff.approvals")
 

@@ -7,7 +7,11 @@ from collections.abc import Sequence
 
 from runtime import errors
 from runtime.deps import Deps
-from store import AuditEvent, Batch, Committed, Page, Run
+from store import AuditEvent
+from store import Batch
+from store import Committed
+from store import Page
+from store import Run
 from store import errors as store_errors
 
 

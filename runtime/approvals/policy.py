@@ -7,14 +7,19 @@ when it loads policies (`bot.policy_ids`).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import model_validator
 
 from runtime.approvals.policy_types import Settings
 from runtime.approvals.policy_types import parse_duration as parse_duration  # its old home
 from runtime.approvals.rules import Rule
-from store import Approval, ApprovalState
+from store import Approval
+from store import ApprovalState
 from store.records import RuleMatch
 
 SYSTEM_ACTOR = "signoff"

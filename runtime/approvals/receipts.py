@@ -18,7 +18,9 @@ from typing import Any
 from runtime.approvals.shown import card_digest
 from runtime.runs import separate_key
 from runtime.signing import Signer
-from store import Approval, ApprovalState, Store
+from store import Approval
+from store import ApprovalState
+from store import Store
 from store import errors as store_errors
 
 RECEIPT_TYPE = "signoff.approval_receipt"

@@ -10,8 +10,14 @@ from typing import Any
 
 from runtime import errors
 from runtime.approvals.binding import differences
-from runtime.approvals.naming import about, decided_text, decision_text, log_ids
-from store import Approval, ApprovalState, AuditEvent, Store
+from runtime.approvals.naming import about
+from runtime.approvals.naming import decided_text
+from runtime.approvals.naming import decision_text
+from runtime.approvals.naming import log_ids
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Store
 from store import errors as store_errors
 from store.digest import args_digest
 from store.records import masked

@@ -12,7 +12,8 @@ from runtime.approvals.desk import ApprovalDesk
 from runtime.approvals.naming import log_rule_decision
 from runtime.deps import Deps
 from runtime.runs import canonical_json
-from store import Approval, ApprovalState
+from store import Approval
+from store import ApprovalState
 from store import errors as store_errors
 
 

@@ -12,7 +12,8 @@ answered). History limits are not counted again: a limit's own decisions stay as
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 

@@ -8,17 +8,30 @@ the most restrictive policy among the tool's, and the outcome says which rule fa
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from datetime import timedelta
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Literal
 
 from runtime import errors
-from runtime.approvals.policy import SYSTEM_ACTOR, Policies, Policy, under
-from runtime.approvals.rules import Facts, Rule, RuleEvaluationError, activation, holds
+from runtime.approvals.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from runtime.approvals.policy import under
+from runtime.approvals.rules import Facts
+from runtime.approvals.rules import Rule
+from runtime.approvals.rules import RuleEvaluationError
+from runtime.approvals.rules import activation
+from runtime.approvals.rules import holds
 from runtime.tools import Tool
-from store import Approval, ApprovalState
-from store.records import RuleMatch, ShadowNote
+from store import Approval
+from store import ApprovalState
+from store.records import RuleMatch
+from store.records import ShadowNote
 
 if TYPE_CHECKING:
     from runtime.agent import Agent

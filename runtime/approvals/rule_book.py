@@ -16,27 +16,38 @@ from __future__ import annotations
 import builtins
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from dataclasses import replace
+from datetime import datetime
+from datetime import timedelta
 
 from runtime.approvals import replay as replaying
-from runtime.approvals.learned_rules import (
-    Backtest,
-    Draft,
-    LearnedRulesConfig,
-    NeedsConfirmation,
-    Proposal,
-    RuleNotFound,
-    RuleRefused,
-    backtest,
-    suggest,
-)
-from runtime.approvals.policy import Directory, Policies, approved_at_once
-from runtime.approvals.rules import Facts, RuleEvaluationError, RuleSyntaxError, activation, holds
+from runtime.approvals.learned_rules import Backtest
+from runtime.approvals.learned_rules import Draft
+from runtime.approvals.learned_rules import LearnedRulesConfig
+from runtime.approvals.learned_rules import NeedsConfirmation
+from runtime.approvals.learned_rules import Proposal
+from runtime.approvals.learned_rules import RuleNotFound
+from runtime.approvals.learned_rules import RuleRefused
+from runtime.approvals.learned_rules import backtest
+from runtime.approvals.learned_rules import suggest
+from runtime.approvals.policy import Directory
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import approved_at_once
+from runtime.approvals.rules import Facts
+from runtime.approvals.rules import RuleEvaluationError
+from runtime.approvals.rules import RuleSyntaxError
+from runtime.approvals.rules import activation
+from runtime.approvals.rules import holds
 from runtime.tools import Tool
-from store import Approval, ApprovalState, AuditEvent, Run, Store
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Run
+from store import Store
 from store import errors as store_errors
-from store.records import LearnedRule, RuleMatch
+from store.records import LearnedRule
+from store.records import RuleMatch
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection
+from collections.abc import Iterator
+from collections.abc import Mapping
 from typing import Any
 
-from lark import Token, Tree
+from lark import Token
+from lark import Tree
 
 from runtime.approvals.rules import tree
 

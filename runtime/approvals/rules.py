@@ -13,11 +13,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import Any, Literal
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
+from typing import Any
+from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field
+from pydantic import field_validator
+from pydantic import model_validator
 
 from runtime.approvals.policy_types import Settings
 

@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 from store import Approval
-from store.digest import canonical_digest, canonical_json
+from store.digest import canonical_digest
+from store.digest import canonical_json
 
 
 def card_text(approval: Approval) -> str:

@@ -3,10 +3,12 @@ decided later than its policy wants. Pure functions; the surfaces say it, nothin
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 
 from runtime.approvals.policy import Policy
-from store import Approval, ApprovalState
+from store import Approval
+from store import ApprovalState
 
 
 def due_by(approval: Approval, policy: Policy) -> datetime | None:

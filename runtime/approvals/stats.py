@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
-from store import AuditEvent, Store
+from store import AuditEvent
+from store import Store
 
 PAGE = 5000
 _DECISIONS = ("approval_approved", "approval_declined")

@@ -12,9 +12,14 @@ from typing import Protocol
 
 from runtime import errors
 from runtime.announcer import Announcer
-from runtime.approvals.naming import about, log_ids, overdue
-from runtime.approvals.policy import SYSTEM_ACTOR, Policy
-from store import Approval, ApprovalState, Store
+from runtime.approvals.naming import about
+from runtime.approvals.naming import log_ids
+from runtime.approvals.naming import overdue
+from runtime.approvals.policy import SYSTEM_ACTOR
+from runtime.approvals.policy import Policy
+from store import Approval
+from store import ApprovalState
+from store import Store
 from store import errors as store_errors
 
 log = logging.getLogger("signoff.approvals")

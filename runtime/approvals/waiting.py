@@ -8,7 +8,8 @@ import asyncio
 from collections import defaultdict
 
 from runtime.notifier import NullNotifier
-from store import Approval, Run
+from store import Approval
+from store import Run
 
 
 class DecisionWaiters(NullNotifier):

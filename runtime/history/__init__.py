@@ -12,11 +12,14 @@ from runtime.exports import lazy
 
 if TYPE_CHECKING:
     from runtime.history.anchors import document as anchor_document
-    from runtime.history.audit_chain import ChainReport, check_anchors
+    from runtime.history.audit_chain import ChainReport
+    from runtime.history.audit_chain import check_anchors
     from runtime.history.audit_chain import walk as walk_chain
     from runtime.history.inbox import MAX_PAGE as INBOX_PAGE
-    from runtime.history.listing import approval_state, run_status
-    from runtime.history.rollback import RollbackReport, compensate_all
+    from runtime.history.listing import approval_state
+    from runtime.history.listing import run_status
+    from runtime.history.rollback import RollbackReport
+    from runtime.history.rollback import compensate_all
     from runtime.history.shared import refusal as shared_refusal
     from runtime.history.shared import shared as shared_effects
     from runtime.history.sinks import SinkLease

@@ -8,12 +8,16 @@ two hashes, so a copy verifies on its own.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Literal
 
 from store import AuditEvent
-from store.chain import GENESIS, content, link
+from store.chain import GENESIS
+from store.chain import content
+from store.chain import link
 from store.records import AuditAnchor
 
 Kind = Literal["edited", "deleted", "reordered", "anchor"]

@@ -23,12 +23,20 @@ reads `undone` when it ends (`runtime.runs.verdict`): no surface shows it as don
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
-from runtime import errors, lookups
+from runtime import errors
+from runtime import lookups
 from runtime.deps import Deps
-from runtime.history.rollback import RollbackReport, Undo, compensate_all, intent
-from store import Approval, AuditEvent, Effect, EffectStatus
+from runtime.history.rollback import RollbackReport
+from runtime.history.rollback import Undo
+from runtime.history.rollback import compensate_all
+from runtime.history.rollback import intent
+from store import Approval
+from store import AuditEvent
+from store import Effect
+from store import EffectStatus
 
 
 async def cancel(

@@ -12,13 +12,18 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from datetime import UTC
+from datetime import datetime
+from typing import Generic
+from typing import TypeVar
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history.listing import approval_state, run_status
-from store import Approval, Run, RunStatus
+from runtime.history.listing import approval_state
+from runtime.history.listing import run_status
+from store import Approval
+from store import Run
+from store import RunStatus
 
 T = TypeVar("T", Approval, Run)
 MAX_PAGE = 500

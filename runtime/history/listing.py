@@ -6,7 +6,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from runtime import errors
-from store import Approval, ApprovalState, Run, RunStatus
+from store import Approval
+from store import ApprovalState
+from store import Run
+from store import RunStatus
 
 if TYPE_CHECKING:  # the filters alone are read by `Queries`, which needs no engine
     from runtime.deps import Deps

@@ -14,29 +14,35 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import new_page, post_page
+from runtime.approvals import new_page
+from runtime.approvals import post_page
 from runtime.deps import Deps
-from runtime.history import shared, timetravel, undone_mark
+from runtime.history import shared
+from runtime.history import timetravel
+from runtime.history import undone_mark
 from runtime.history.undo_log import unfinished
 from runtime.ports import Withdrawals
-from runtime.runs import StopReason, compensation_key
-from runtime.tools import Tool, ToolContext, ToolTimeout
-from store import (
-    AuditEvent,
-    Batch,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Reversibility,
-    Run,
-    RunStatus,
-)
+from runtime.runs import StopReason
+from runtime.runs import compensation_key
+from runtime.tools import Tool
+from runtime.tools import ToolContext
+from runtime.tools import ToolTimeout
+from store import AuditEvent
+from store import Batch
+from store import Checkpoint
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Reversibility
+from store import Run
+from store import RunStatus
 from store import errors as store_errors
 from store.base import UNDO_STARTED
 from store.spend import SpendChange

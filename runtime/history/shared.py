@@ -10,14 +10,21 @@ event on its timeline and a note in its thread.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from runtime import errors
 from runtime.agent import Agent
-from runtime.approvals import new_page, post_page
+from runtime.approvals import new_page
+from runtime.approvals import post_page
 from runtime.deps import Deps
-from store import AuditEvent, Effect, EffectStatus, Reversibility, Run
+from store import AuditEvent
+from store import Effect
+from store import EffectStatus
+from store import Reversibility
+from store import Run
 from store import errors as store_errors
 from store.records import EffectReuse
 

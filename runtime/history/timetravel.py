@@ -10,25 +10,26 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
+from pydantic import ValidationError
 
 from runtime import errors
 from runtime.deps import Deps
 from runtime.history.undo_log import unfinished
 from runtime.model import identity
-from store import (
-    AuditEvent,
-    Checkpoint,
-    Effect,
-    EffectStatus,
-    Message,
-    Reversibility,
-    Run,
-    RunState,
-    RunStatus,
-)
+from store import AuditEvent
+from store import Checkpoint
+from store import Effect
+from store import EffectStatus
+from store import Message
+from store import Reversibility
+from store import Run
+from store import RunState
+from store import RunStatus
 from store import errors as store_errors
 
 log = logging.getLogger("signoff.timetravel")

@@ -3,8 +3,10 @@ written before anything is undone, and recovery finishes what it names."""
 
 from __future__ import annotations
 
-from store import AuditEvent, Store
-from store.base import UNDO_ENDED, UNDO_STARTED
+from store import AuditEvent
+from store import Store
+from store.base import UNDO_ENDED
+from store.base import UNDO_STARTED
 
 
 async def unfinished(store: Store, run_id: str) -> AuditEvent | None:

@@ -5,11 +5,13 @@ compensation finished on a run that still reads done."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 
 from runtime.deps import Deps
 from runtime.runs import StopReason
-from store import Checkpoint, RunStatus
+from store import Checkpoint
+from store import RunStatus
 from store.base import UndoEnded
 
 MARKS = "approval_id"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from runtime.models import translate_anthropic as translate
 from runtime.models.hosted import HostedModel
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
-from store import Message, ToolCall
+from store import Message
+from store import ToolCall
 
 DEFAULT_MAX_TOKENS = 4096
 """The Messages API requires a cap on the reply's length."""

@@ -8,14 +8,19 @@ missing package at start-up).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
 from runtime.errors import DefinitionError
 from runtime.models.pricing import Price
-from runtime.models.timeouts import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from runtime.models.timeouts import DEFAULT_MAX_RETRIES
+from runtime.models.timeouts import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:  # the adapters load with the first configured model: settings need none
     from runtime.agent import Agent

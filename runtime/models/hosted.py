@@ -9,16 +9,24 @@ import copy
 import importlib
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from functools import cached_property
 from types import ModuleType
 from typing import Any
 
-from runtime.model import ProviderError, Reply
-from runtime.models.pricing import Price, Tokens, estimated_prompt, usage
-from runtime.models.timeouts import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
+from runtime.model import ProviderError
+from runtime.model import Reply
+from runtime.models.pricing import Price
+from runtime.models.pricing import Tokens
+from runtime.models.pricing import estimated_prompt
+from runtime.models.pricing import usage
+from runtime.models.timeouts import DEFAULT_MAX_RETRIES
+from runtime.models.timeouts import DEFAULT_TIMEOUT
 from runtime.tools import ToolSpec
-from store import Message, ToolCall, Usage
+from store import Message
+from store import ToolCall
+from store import Usage
 
 
 class HostedModel:

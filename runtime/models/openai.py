@@ -8,14 +8,16 @@ run could not rebuild byte for byte.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from runtime.models import translate_openai as translate
 from runtime.models.hosted import HostedModel
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
-from store import Message, ToolCall
+from store import Message
+from store import ToolCall
 
 
 class OpenAIModel(HostedModel):

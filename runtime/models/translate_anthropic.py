@@ -9,13 +9,15 @@ is marked `is_error`. A request is a function of the transcript alone.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from runtime.models import readback
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
-from store import Message, ToolCall
+from store import Message
+from store import ToolCall
 
 Block = dict[str, Any]
 

@@ -7,14 +7,17 @@ fresh process sends byte for byte the request it would have sent.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
-from runtime.model import UNPARSED_ARGUMENTS, unparsed_arguments
+from runtime.model import UNPARSED_ARGUMENTS
+from runtime.model import unparsed_arguments
 from runtime.models import readback
 from runtime.models.pricing import Tokens
 from runtime.tools import ToolSpec
-from store import Message, ToolCall
+from store import Message
+from store import ToolCall
 
 
 def tools(specs: Sequence[ToolSpec]) -> list[dict[str, Any]]:

@@ -7,26 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+from typing import Any
 
-from runtime import errors, lookups
-from runtime.history import approval_state, run_status
-from runtime.queries.views import Counts, MetricsSnapshot, RunDetail
-from store import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Checkpoint,
-    Effect,
-    Page,
-    Run,
-    RunState,
-    RunStatus,
-    Store,
-)
+from runtime import errors
+from runtime import lookups
+from runtime.history import approval_state
+from runtime.history import run_status
+from runtime.queries.views import Counts
+from runtime.queries.views import MetricsSnapshot
+from runtime.queries.views import RunDetail
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Checkpoint
+from store import Effect
+from store import Page
+from store import Run
+from store import RunState
+from store import RunStatus
+from store import Store
 from store import errors as store_errors
 from store.base import ApprovalPage
-from store.records import AuditAnchor, Envelope, LearnedRule
+from store.records import AuditAnchor
+from store.records import Envelope
+from store.records import LearnedRule
 
 if TYPE_CHECKING:  # receipts and the audit chain load when asked for: a listing signs nothing
     from runtime.approvals import Directory
@@ -205,7 +210,8 @@ class Queries:
     async def audit_chain(self) -> ChainReport:
         """The audit trail's hash chain walked whole: the first event edited, deleted or
         moved, if any (`runtime.history.audit_chain`)."""
-        from runtime.history import check_anchors, walk_chain
+        from runtime.history import check_anchors
+        from runtime.history import walk_chain
 
         events: list[AuditEvent] = []
         while page := await self._store.list_audit(

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from store import Approval, Effect, Page, Run
+from store import Approval
+from store import Effect
+from store import Page
+from store import Run
 from store.base import OperationalCounts
 from store.records import LearnedRule
 

@@ -11,9 +11,13 @@ from typing import TYPE_CHECKING
 from runtime.exports import lazy
 
 if TYPE_CHECKING:
-    from runtime.runs.aside import RETRY_AFTER, Aside
-    from runtime.runs.budget import BUDGET_REASONS, StopReason
-    from runtime.runs.keys import canonical_json, compensation_key, separate_key
+    from runtime.runs.aside import RETRY_AFTER
+    from runtime.runs.aside import Aside
+    from runtime.runs.budget import BUDGET_REASONS
+    from runtime.runs.budget import StopReason
+    from runtime.runs.keys import canonical_json
+    from runtime.runs.keys import compensation_key
+    from runtime.runs.keys import separate_key
     from runtime.runs.queue import RunQueue
     from runtime.runs.skew import ClockSkew
     from runtime.runs.telemetry import Telemetry

@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
+from dataclasses import dataclass
+from dataclasses import field
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version
 
 log = logging.getLogger("signoff.upgrade")
 

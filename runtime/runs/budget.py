@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from store import Budget, Usage
+from store import Budget
+from store import Usage
 
 
 class StopReason(StrEnum):

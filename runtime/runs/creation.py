@@ -9,7 +9,10 @@ import uuid
 from runtime import errors
 from runtime.deps import Deps
 from runtime.model import identity
-from store import Budget, Checkpoint, Message, Run
+from store import Budget
+from store import Checkpoint
+from store import Message
+from store import Run
 from store import errors as store_errors
 from store.records import ID_PATTERN
 

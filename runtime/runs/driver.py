@@ -21,26 +21,28 @@ from runtime.agent import Agent
 from runtime.deps import Deps
 from runtime.model import Reply
 from runtime.ports import Approvals
-from runtime.runs import model_turn, results, verdict
+from runtime.runs import model_turn
+from runtime.runs import results
+from runtime.runs import verdict
 from runtime.runs.aside import SteppingAside
 from runtime.runs.budget import StopReason
 from runtime.runs.execution import Execution
 from runtime.runs.gate import Gate
-from runtime.runs.journal import Journal, Stopped
-from runtime.runs.planning import Plan, plan
+from runtime.runs.journal import Journal
+from runtime.runs.journal import Stopped
+from runtime.runs.planning import Plan
+from runtime.runs.planning import plan
 from runtime.runs.session import Session
 from runtime.runs.telemetry import set_log_step
-from store import (
-    Approval,
-    ApprovalState,
-    Effect,
-    Message,
-    Run,
-    RunState,
-    RunStatus,
-    ToolCall,
-    errors,
-)
+from store import Approval
+from store import ApprovalState
+from store import Effect
+from store import Message
+from store import Run
+from store import RunState
+from store import RunStatus
+from store import ToolCall
+from store import errors
 from store.records import pending_calls
 
 log = logging.getLogger("signoff.driver")

@@ -5,14 +5,13 @@ the run a decision unblocked."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
+from tenacity import AsyncRetrying
+from tenacity import retry_if_exception_type
+from tenacity import stop_after_attempt
+from tenacity import wait_exponential_jitter
 
 from runtime import errors
 from runtime.approvals import ensure_receipt
@@ -22,18 +21,16 @@ from runtime.ports import Approvals
 from runtime.runs import ending
 from runtime.runs.driver import Driver
 from runtime.runs.telemetry import log_context
-from store import (
-    TERMINAL_STATUSES,
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Batch,
-    Budget,
-    Checkpoint,
-    Run,
-    RunState,
-    RunStatus,
-)
+from store import TERMINAL_STATUSES
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import Budget
+from store import Checkpoint
+from store import Run
+from store import RunState
+from store import RunStatus
 
 log = logging.getLogger("signoff.runtime")
 

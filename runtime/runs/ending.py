@@ -5,26 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history import compensate_all, shared_effects, shared_refusal
+from runtime.history import compensate_all
+from runtime.history import shared_effects
+from runtime.history import shared_refusal
 from runtime.ports import Withdrawals
-from runtime.runs.budget import BUDGET_REASONS, StopReason
-from store import (
-    TERMINAL_STATUSES,
-    AuditEvent,
-    Batch,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    PageSettlement,
-    Run,
-    RunStatus,
-)
+from runtime.runs.budget import BUDGET_REASONS
+from runtime.runs.budget import StopReason
+from store import TERMINAL_STATUSES
+from store import AuditEvent
+from store import Batch
+from store import Checkpoint
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import PageSettlement
+from store import Run
+from store import RunStatus
 from store import errors as store_errors
 from store.spend import SpendChange
 

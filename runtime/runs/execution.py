@@ -13,22 +13,29 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from runtime.approvals import (
-    CallContext,
-    Unbound,
-    bind,
-    context_changes,
-    ensure_receipt,
-    gather_context,
-    post_page,
-)
-from runtime.runs import refusals, results, tool_log
+from runtime.approvals import CallContext
+from runtime.approvals import Unbound
+from runtime.approvals import bind
+from runtime.approvals import context_changes
+from runtime.approvals import ensure_receipt
+from runtime.approvals import gather_context
+from runtime.approvals import post_page
+from runtime.runs import refusals
+from runtime.runs import results
+from runtime.runs import tool_log
 from runtime.runs.budget import StopReason
 from runtime.runs.gate import Gate
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
-from runtime.tools import Tool, ToolContext, ToolTimeout
-from store import Approval, AuditEvent, Effect, EffectOutcome, EffectStatus, RunStatus
+from runtime.tools import Tool
+from runtime.tools import ToolContext
+from runtime.tools import ToolTimeout
+from store import Approval
+from store import AuditEvent
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import RunStatus
 
 log = logging.getLogger("signoff.driver")
 

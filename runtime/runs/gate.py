@@ -9,19 +9,22 @@ import asyncio
 import contextlib
 from collections.abc import Mapping
 
-from runtime.approvals import (
-    CallContext,
-    conflict_of,
-    gather_context,
-    log_rule_decision,
-    stated_reason,
-)
+from runtime.approvals import CallContext
+from runtime.approvals import conflict_of
+from runtime.approvals import gather_context
+from runtime.approvals import log_rule_decision
+from runtime.approvals import stated_reason
 from runtime.ports import Approvals
-from runtime.runs import results, shadow
+from runtime.runs import results
+from runtime.runs import shadow
 from runtime.runs.budget import StopReason
 from runtime.runs.planning import Plan
 from runtime.runs.session import Session
-from store import Approval, ApprovalState, Effect, RunStatus, errors
+from store import Approval
+from store import ApprovalState
+from store import Effect
+from store import RunStatus
+from store import errors
 
 
 class Gate:

@@ -12,35 +12,39 @@ Each way a write can fail (fenced off, collided, interrupted, a full disk) is ha
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from tenacity import AsyncRetrying, retry_if_exception, wait_exponential_jitter
+from tenacity import AsyncRetrying
+from tenacity import retry_if_exception
+from tenacity import wait_exponential_jitter
 
 from runtime.result_masks import ResultMasks
 from runtime.runs.lease import Lease
-from store import (
-    Approval,
-    AuditEvent,
-    Batch,
-    Checkpoint,
-    Committed,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Message,
-    Page,
-    Run,
-    RunState,
-    RunStatus,
-    Store,
-    Usage,
-    errors,
-)
+from store import Approval
+from store import AuditEvent
+from store import Batch
+from store import Checkpoint
+from store import Committed
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Message
+from store import Page
+from store import Run
+from store import RunState
+from store import RunStatus
+from store import Store
+from store import Usage
+from store import errors
 from store.base import CallEnded
-from store.spend import SpendChange, SpendPlan
+from store.spend import SpendChange
+from store.spend import SpendPlan
 
 log = logging.getLogger("signoff.journal")
 _ENDED = frozenset({"done", "failed", "cancelled"})

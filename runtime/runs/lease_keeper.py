@@ -21,8 +21,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from types import CodeType, FrameType
+from datetime import datetime
+from datetime import timedelta
+from types import CodeType
+from types import FrameType
 
 from runtime.runs.lease import Lease
 from runtime.runs.telemetry import Telemetry

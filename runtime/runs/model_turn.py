@@ -7,15 +7,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from functools import partial
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
+from tenacity import AsyncRetrying
+from tenacity import RetryCallState
+from tenacity import retry_if_exception_type
+from tenacity import stop_after_attempt
 
 from runtime.agent import Agent
-from runtime.model import ModelError, RateLimited, Reply, estimate
-from runtime.runs.budget import StopReason, exhausted, watches_usage, would_exceed
-from store import Budget, Message, Usage
+from runtime.model import ModelError
+from runtime.model import RateLimited
+from runtime.model import Reply
+from runtime.model import estimate
+from runtime.runs.budget import StopReason
+from runtime.runs.budget import exhausted
+from runtime.runs.budget import watches_usage
+from runtime.runs.budget import would_exceed
+from store import Budget
+from store import Message
+from store import Usage
 
 log = logging.getLogger("signoff.driver")
 

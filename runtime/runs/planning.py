@@ -10,9 +10,12 @@ from typing import Any
 
 from runtime.agent import Agent
 from runtime.model import unparsed_arguments
-from runtime.runs.keys import canonical_json, idempotency_key
-from runtime.tools import Tool, ToolArgumentError
-from store import Run, ToolCall
+from runtime.runs.keys import canonical_json
+from runtime.runs.keys import idempotency_key
+from runtime.tools import Tool
+from runtime.tools import ToolArgumentError
+from store import Run
+from store import ToolCall
 from store.digest import canonical_digest
 
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from datetime import timedelta
 
 from runtime.deps import Deps

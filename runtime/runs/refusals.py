@@ -5,9 +5,16 @@ was taken over. Each says why, and what a person should do."""
 
 from __future__ import annotations
 
-from runtime.approvals import Unbound, differences, new_page, said
+from runtime.approvals import Unbound
+from runtime.approvals import differences
+from runtime.approvals import new_page
+from runtime.approvals import said
 from runtime.deps import Deps
-from store import Approval, Effect, EffectOutcome, Page, ToolCall
+from store import Approval
+from store import Effect
+from store import EffectOutcome
+from store import Page
+from store import ToolCall
 from store.records import masked
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from store import Approval, Message
+from store import Approval
+from store import Message
 
 
 def _message(call_id: str, tool: str, content: Any) -> Message:

@@ -8,7 +8,9 @@ from runtime import errors
 from runtime.deps import Deps
 from runtime.history import unfinished_rollback
 from runtime.runs.ending import compensated
-from store import EffectStatus, Run, RunStatus
+from store import EffectStatus
+from store import Run
+from store import RunStatus
 
 
 async def check_resumable(deps: Deps, run: Run) -> None:

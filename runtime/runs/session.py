@@ -12,7 +12,9 @@ from runtime.approvals import announce_pages
 from runtime.deps import Deps
 from runtime.runs.budget import StopReason
 from runtime.runs.journal import Journal
-from store import Page, Run, RunStatus
+from store import Page
+from store import Run
+from store import RunStatus
 
 
 @dataclass(eq=False)

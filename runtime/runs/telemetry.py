@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 from store import Usage
 

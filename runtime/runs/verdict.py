@@ -16,7 +16,12 @@ from typing import Any
 
 from runtime.runs import tool_log
 from runtime.runs.budget import StopReason
-from store import Approval, ApprovalState, EffectOutcome, EffectStatus, Message, Store
+from store import Approval
+from store import ApprovalState
+from store import EffectOutcome
+from store import EffectStatus
+from store import Message
+from store import Store
 from store import errors as store_errors
 
 

@@ -16,12 +16,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
 from runtime.runs.queue import RunQueue
-from store import Run, Store
+from store import Run
+from store import Store
 from store.base import Listens
 
 log = logging.getLogger("signoff.wakeups")

@@ -11,18 +11,21 @@ from typing import TYPE_CHECKING
 from runtime.exports import lazy
 
 if TYPE_CHECKING:
-    from runtime.spend.checks import check_limits, counted
-    from runtime.spend.config import EnvelopesConfig, LimitConfig, SpendConfig, check_names
+    from runtime.spend.checks import check_limits
+    from runtime.spend.checks import counted
+    from runtime.spend.config import EnvelopesConfig
+    from runtime.spend.config import LimitConfig
+    from runtime.spend.config import SpendConfig
+    from runtime.spend.config import check_names
     from runtime.spend.desk import SpendDesk
-    from runtime.spend.envelopes import (
-        EnvelopeNotAllowed,
-        EnvelopeNotFound,
-        EnvelopeRefused,
-        budget,
-        currency_of,
-        lasting,
-    )
-    from runtime.spend.words import envelope_line, envelope_used
+    from runtime.spend.envelopes import EnvelopeNotAllowed
+    from runtime.spend.envelopes import EnvelopeNotFound
+    from runtime.spend.envelopes import EnvelopeRefused
+    from runtime.spend.envelopes import budget
+    from runtime.spend.envelopes import currency_of
+    from runtime.spend.envelopes import lasting
+    from runtime.spend.words import envelope_line
+    from runtime.spend.words import envelope_used
     from runtime.spend.words import line as limit_line
 
 __all__ = [

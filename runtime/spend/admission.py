@@ -15,23 +15,27 @@ each limit's key), so the decision and the amounts it holds are one atomic step.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from runtime.approvals import (
-    Policies,
-    Policy,
-    Route,
-    asks_text,
-    policy_snapshot,
-    restrictiveness,
-)
+from runtime.approvals import Policies
+from runtime.approvals import Policy
+from runtime.approvals import Route
+from runtime.approvals import asks_text
+from runtime.approvals import policy_snapshot
+from runtime.approvals import restrictiveness
 from runtime.spend import words
 from runtime.spend.config import LimitConfig
-from store import Approval, ApprovalState
-from store.records import LimitState, RuleMatch, ShadowNote
-from store.spend import Admission, EnvelopeTry
+from store import Approval
+from store import ApprovalState
+from store.records import LimitState
+from store.records import RuleMatch
+from store.records import ShadowNote
+from store.spend import Admission
+from store.spend import EnvelopeTry
 
 Redraft = Callable[[Approval, str, Route], Approval]
 

@@ -5,12 +5,14 @@ exists. A problem stops `serve` (and `policy check`) with the line it is on."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 
 from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals import Policies
-from runtime.spend.config import ALL, LimitConfig
+from runtime.spend.config import ALL
+from runtime.spend.config import LimitConfig
 
 Loc = tuple[str, ...]
 
@@ -31,7 +33,8 @@ def check_limits(
 def limit_problems(
     limits: Mapping[str, LimitConfig], policies: Policies, agents: list[Agent]
 ) -> list[tuple[Loc, str]]:
-    from runtime.approvals import check_rule, tool_arg_types
+    from runtime.approvals import check_rule
+    from runtime.approvals import tool_arg_types
 
     tools = {name: t for agent in agents for name, t in agent.tools.items()}
     found: list[tuple[Loc, str]] = []

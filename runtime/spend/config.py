@@ -15,11 +15,18 @@ import math
 import re
 from datetime import timedelta
 from typing import Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
+from zoneinfo import ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
+from pydantic import field_validator
+from pydantic import model_validator
 
-from runtime.approvals import PositiveDuration, parse_duration, rule_program
+from runtime.approvals import PositiveDuration
+from runtime.approvals import parse_duration
+from runtime.approvals import rule_program
 from store.records import SpendWindow
 
 BUCKETS = 30

@@ -14,8 +14,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.approvals import Facts, rule_activation, rule_program
-from runtime.spend.config import ALL, LimitConfig
+from runtime.approvals import Facts
+from runtime.approvals import rule_activation
+from runtime.approvals import rule_program
+from runtime.spend.config import ALL
+from runtime.spend.config import LimitConfig
 from store.records import LimitState
 
 MAX_KEY = 200

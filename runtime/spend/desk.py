@@ -13,29 +13,40 @@ from __future__ import annotations
 import builtins
 import logging
 import uuid
-from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
+from collections.abc import Callable
+from collections.abc import Mapping
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from runtime.approvals import (
-    Directory,
-    Facts,
-    LearnedRulesConfig,
-    Policies,
-    RuleSyntaxError,
-    facts_of,
-    may_decide,
-    rule_activation,
-)
-from runtime.spend import counting, envelopes
-from runtime.spend.admission import Admitting, Redraft, values
-from runtime.spend.config import EnvelopesConfig, LimitConfig
-from runtime.spend.envelopes import EnvelopeNotAllowed, EnvelopeNotFound, EnvelopeRefused
+from runtime.approvals import Directory
+from runtime.approvals import Facts
+from runtime.approvals import LearnedRulesConfig
+from runtime.approvals import Policies
+from runtime.approvals import RuleSyntaxError
+from runtime.approvals import facts_of
+from runtime.approvals import may_decide
+from runtime.approvals import rule_activation
+from runtime.spend import counting
+from runtime.spend import envelopes
+from runtime.spend.admission import Admitting
+from runtime.spend.admission import Redraft
+from runtime.spend.admission import values
+from runtime.spend.config import EnvelopesConfig
+from runtime.spend.config import LimitConfig
+from runtime.spend.envelopes import EnvelopeNotAllowed
+from runtime.spend.envelopes import EnvelopeNotFound
+from runtime.spend.envelopes import EnvelopeRefused
 from runtime.tools import Tool
-from store import Approval, AuditEvent, Run, Store
+from store import Approval
+from store import AuditEvent
+from store import Run
+from store import Store
 from store import errors as store_errors
-from store.records import Envelope, LimitState
-from store.spend import EnvelopeTry, SpendPlan
+from store.records import Envelope
+from store.records import LimitState
+from store.spend import EnvelopeTry
+from store.spend import SpendPlan
 
 log = logging.getLogger("signoff.spend")
 
@@ -307,7 +318,8 @@ class SpendDesk:
         return found
 
     def _check_expressions(self, tool: Tool, condition: str, amount: str | None) -> None:
-        from runtime.approvals import check_rule, tool_arg_types
+        from runtime.approvals import check_rule
+        from runtime.approvals import tool_arg_types
 
         types = tool_arg_types(tool)
         for expression in [condition, *([amount] if amount else [])]:

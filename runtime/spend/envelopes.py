@@ -11,21 +11,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import datetime, time, timedelta
-from decimal import Decimal, InvalidOperation
+from datetime import datetime
+from datetime import time
+from datetime import timedelta
+from decimal import Decimal
+from decimal import InvalidOperation
 from typing import Any
 
 from runtime import errors
-from runtime.approvals import (
-    RuleEvaluationError,
-    approved_at_once,
-    parse_duration,
-    rule_holds,
-)
-from runtime.display import NO_MINOR_UNIT, Display
-from runtime.spend.counting import CallValues, LimitEvaluationError
-from store import Approval, ApprovalState, AuditEvent
-from store.records import Envelope, RuleMatch
+from runtime.approvals import RuleEvaluationError
+from runtime.approvals import approved_at_once
+from runtime.approvals import parse_duration
+from runtime.approvals import rule_holds
+from runtime.display import NO_MINOR_UNIT
+from runtime.display import Display
+from runtime.spend.counting import CallValues
+from runtime.spend.counting import LimitEvaluationError
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store.records import Envelope
+from store.records import RuleMatch
 from store.spend import EnvelopeTry
 
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from runtime.display import money_text
-from store.records import Envelope, LimitState, SpendWindow
+from store.records import Envelope
+from store.records import LimitState
+from store.records import SpendWindow
 
 _UNITS = (("week", 604800), ("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1))
 

@@ -7,7 +7,8 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 from signoff.client import AsyncClient
 from signoff.errors import TimedOut

@@ -15,9 +15,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
+from langgraph.types import interrupt
 
-from signoff.adapters._gate import Gate, approval_id_for, denial, edited
+from signoff.adapters._gate import Gate
+from signoff.adapters._gate import approval_id_for
+from signoff.adapters._gate import denial
+from signoff.adapters._gate import edited
 from signoff.models import Approval
 
 SIGNOFF_KEY = "signoff"

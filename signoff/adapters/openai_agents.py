@@ -20,13 +20,18 @@ approved (its call with those is a new request).
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agents import Runner, RunState
+from agents import Runner
+from agents import RunState
 
-from signoff.adapters._gate import Gate, approval_id_for, denial, edited
+from signoff.adapters._gate import Gate
+from signoff.adapters._gate import approval_id_for
+from signoff.adapters._gate import denial
+from signoff.adapters._gate import edited
 from signoff.errors import SignoffError
 
 OnPause = Callable[[str, str], Awaitable[None]]

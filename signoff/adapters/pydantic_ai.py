@@ -12,9 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai import DeferredToolRequests
+from pydantic_ai import DeferredToolResults
+from pydantic_ai import ToolApproved
+from pydantic_ai import ToolDenied
 
-from signoff.adapters._gate import Gate, approval_id_for, denial, edited
+from signoff.adapters._gate import Gate
+from signoff.adapters._gate import approval_id_for
+from signoff.adapters._gate import denial
+from signoff.adapters._gate import edited
 
 
 async def sign_off(

@@ -23,16 +23,30 @@ import contextlib
 import functools
 import json
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
+from typing import TypeVar
+from urllib.parse import urlsplit
+from urllib.parse import urlunsplit
 
-from store import core, errors, migration, rows
-from store.base import DEFAULT_PROTECTED_FACTS, Batch, Committed
-from store.core import MakeBody, Stmt
-from store.postgres import lossless, sql, together
-from store.records import Approval, Effect
+from store import core
+from store import errors
+from store import migration
+from store import rows
+from store.base import DEFAULT_PROTECTED_FACTS
+from store.base import Batch
+from store.base import Committed
+from store.core import MakeBody
+from store.core import Stmt
+from store.postgres import lossless
+from store.postgres import sql
+from store.postgres import together
+from store.records import Approval
+from store.records import Effect
 from store.rows import Clock
 from store.sql_store import SqlStore
 

@@ -24,7 +24,9 @@ check refused it, a deadlock) is tried again one by one, so each answer is its o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 Send = Callable[[Sequence[Sequence[Any]]], Awaitable[list[Any]]]

@@ -8,7 +8,8 @@ import os
 import sqlite3
 from pathlib import Path
 
-from store import migration, queries
+from store import migration
+from store import queries
 
 Q = queries.load("sqlite")
 PROBE_TIMEOUT = 1.0  # seconds a locked database may keep the probe waiting

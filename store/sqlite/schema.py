@@ -6,7 +6,8 @@ import sqlite3
 import time
 from collections.abc import Iterator
 
-from store import migration, queries
+from store import migration
+from store import queries
 from store.digest import unhex
 
 Q = queries.load("sqlite")

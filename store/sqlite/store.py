@@ -15,20 +15,28 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, TypeVar
+from typing import Any
+from typing import Literal
+from typing import TypeVar
 
 import aiosqlite
 
-from store import chain, core, errors, migration, queries
+from store import chain
+from store import core
+from store import errors
+from store import migration
+from store import queries
 from store.base import DEFAULT_PROTECTED_FACTS
 from store.core import MakeBody
 from store.rows import Clock
 from store.sql_store import SqlStore
 from store.sqlite import health as sqlite_health
 from store.sqlite import schema as sqlite_schema
-from store.sqlite.writer import WAL_LIMIT, GroupCommitWriter
+from store.sqlite.writer import WAL_LIMIT
+from store.sqlite.writer import GroupCommitWriter
 
 T = TypeVar("T")
 Synchronous = Literal["OFF", "NORMAL", "FULL", "EXTRA"]

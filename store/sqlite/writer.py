@@ -29,9 +29,12 @@ import asyncio
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple, TypeVar
+from typing import Any
+from typing import NamedTuple
+from typing import TypeVar
 
 T = TypeVar("T")
 

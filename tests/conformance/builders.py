@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 from hypothesis import strategies as st
 
-from store import (
-    Approval,
-    Checkpoint,
-    Committed,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Message,
-    Page,
-    Run,
-    RunStatus,
-)
+from store import Approval
+from store import Checkpoint
+from store import Committed
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Message
+from store import Page
+from store import Run
+from store import RunStatus
 
 Clock = Callable[[], datetime]
 MakeRun = Callable[..., Awaitable[Run]]

@@ -6,29 +6,34 @@ adding one parameter to the `store` fixture in `tests/conftest.py`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 from itertools import count
 from typing import Any
 
 import pytest
 
-from store import (
-    Approval,
-    Batch,
-    Checkpoint,
-    Committed,
-    Effect,
-    Message,
-    Page,
-    Reversibility,
-    Run,
-    RunStatus,
-    Store,
-    Usage,
-)
+from store import Approval
+from store import Batch
+from store import Checkpoint
+from store import Committed
+from store import Effect
+from store import Message
+from store import Page
+from store import Reversibility
+from store import Run
+from store import RunStatus
+from store import Store
+from store import Usage
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakeOneOfEach, MakePage, MakeRun
+from .builders import Append
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeOneOfEach
+from .builders import MakePage
+from .builders import MakeRun
 
 
 @pytest.fixture

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 
-from store import Approval, ApprovalState, Delivery, Run, Store, errors
+from store import Approval
+from store import ApprovalState
+from store import Delivery
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Clock, MakeApproval
+from .builders import Clock
+from .builders import MakeApproval
 
 Create = Callable[..., Awaitable[Approval]]
 

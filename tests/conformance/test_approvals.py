@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
-from store import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Batch,
-    Delivery,
-    Run,
-    Store,
-    errors,
-)
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import Delivery
+from store import Run
+from store import Store
+from store import errors
 from store.base import Voted
 
-from .builders import Clock, MakeApproval, MakeRun
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeRun
 
 APPROVED, DECLINED, PENDING = ApprovalState.APPROVED, ApprovalState.DECLINED, ApprovalState.PENDING
 

@@ -9,9 +9,19 @@ from datetime import timedelta
 
 import pytest
 
-from store import ApprovalState, AuditEvent, Batch, EffectOutcome, EffectStatus, Run, Store
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import EffectOutcome
+from store import EffectStatus
+from store import Run
+from store import Store
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
+from .builders import Append
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeRun
 
 
 @pytest.mark.parametrize(

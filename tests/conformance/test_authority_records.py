@@ -3,10 +3,12 @@ one, and workers record the configuration digest they run; on every backend."""
 
 from __future__ import annotations
 
-from store import AuditEvent, Store
+from store import AuditEvent
+from store import Store
 from store.records import Authority
 
-from .builders import Clock, MakeApproval
+from .builders import Clock
+from .builders import MakeApproval
 
 ASKED = Authority.of("issue_refund", {"approvers": ["U0ALICE"]}, config_digest="sha256:a")
 FILLED = Authority.of("issue_refund", {"approvers": ["U0BOB"]}, filled=True)

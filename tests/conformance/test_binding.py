@@ -7,10 +7,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from store import ApprovalState, Batch, Effect, EffectOutcome, EffectStatus, Run, Store
+from store import ApprovalState
+from store import Batch
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Run
+from store import Store
 from store.digest import args_digest
 
-from .builders import Clock, MakeApproval, MakeEffect, MakeRun
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeRun
 
 KEY = "issue_refund-order-1001"
 ASKED_2500 = {"order_id": "1001", "amount_cents": 2500}

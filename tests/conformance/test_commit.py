@@ -5,34 +5,31 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
-from store import (
-    AuditEvent,
-    Batch,
-    Committed,
-    Effect,
-    EffectStatus,
-    Reversibility,
-    Run,
-    RunStatus,
-    Store,
-    Usage,
-    errors,
-)
+from store import AuditEvent
+from store import Batch
+from store import Committed
+from store import Effect
+from store import EffectStatus
+from store import Reversibility
+from store import Run
+from store import RunStatus
+from store import Store
+from store import Usage
+from store import errors
 
-from .builders import (
-    Append,
-    Clock,
-    MakeEffect,
-    MakeOneOfEach,
-    MakeRun,
-    checkpoint,
-    completed,
-    text,
-)
+from .builders import Append
+from .builders import Clock
+from .builders import MakeEffect
+from .builders import MakeOneOfEach
+from .builders import MakeRun
+from .builders import checkpoint
+from .builders import completed
+from .builders import text
 
 # the checkpoint
 

@@ -10,8 +10,15 @@ import asyncio
 from datetime import timedelta
 from typing import Any
 
-from store import Approval, ApprovalState, AuditEvent, Batch, EffectStatus, Run, Store
-from store.base import CallEnded, UndoEnded
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import EffectStatus
+from store import Run
+from store import Store
+from store.base import CallEnded
+from store.base import UndoEnded
 
 from .builders import Clock
 

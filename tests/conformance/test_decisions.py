@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from store import Approval, ApprovalState, AuditEvent, Run, Store, errors
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Clock, MakeApproval
+from .builders import Clock
+from .builders import MakeApproval
 
 APPROVED, DECLINED, PENDING = ApprovalState.APPROVED, ApprovalState.DECLINED, ApprovalState.PENDING
 

@@ -8,13 +8,26 @@ effect marks each run relying on it once."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
-from store import AuditEvent, Batch, Effect, EffectStatus, Reversibility, Run, Store
+from store import AuditEvent
+from store import Batch
+from store import Effect
+from store import EffectStatus
+from store import Reversibility
+from store import Run
+from store import Store
 from store.records import EffectReuse
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun, completed
+from .builders import Append
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeRun
+from .builders import completed
 
 KEY = "refund:4471:0"
 

@@ -7,19 +7,20 @@ from typing import Any
 
 import pytest
 
-from store import (
-    Batch,
-    Committed,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Reversibility,
-    Run,
-    Store,
-    errors,
-)
+from store import Batch
+from store import Committed
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Reversibility
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Append, Clock, MakeEffect, MakeRun
+from .builders import Append
+from .builders import Clock
+from .builders import MakeEffect
+from .builders import MakeRun
 
 
 def outcome(effect: Effect, status: EffectStatus, at: datetime, **fields: Any) -> EffectOutcome:

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from store import DEFAULT_PROTECTED_FACTS, Fact, Store, errors
+from store import DEFAULT_PROTECTED_FACTS
+from store import Fact
+from store import Store
+from store import errors
 
-from .builders import Clock, json_values
+from .builders import Clock
+from .builders import json_values
 
 JSON_VALUES = json_values(max_leaves=10)
 

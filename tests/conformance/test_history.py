@@ -6,19 +6,23 @@ from datetime import datetime
 
 import pytest
 
-from store import (
-    Batch,
-    Effect,
-    Message,
-    RunState,
-    RunStatus,
-    Store,
-    ToolCall,
-    Usage,
-    errors,
-)
+from store import Batch
+from store import Effect
+from store import Message
+from store import RunState
+from store import RunStatus
+from store import Store
+from store import ToolCall
+from store import Usage
+from store import errors
 
-from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, completed, text
+from .builders import Append
+from .builders import Clock
+from .builders import MakeEffect
+from .builders import MakeRun
+from .builders import checkpoint
+from .builders import completed
+from .builders import text
 
 
 def tool_turn(step: int) -> tuple[Message, Message]:

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
-from store import (
-    ApprovalState,
-    AuditEvent,
-    Batch,
-    EffectOutcome,
-    EffectStatus,
-    Run,
-    RunStatus,
-    Store,
-)
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import EffectOutcome
+from store import EffectStatus
+from store import Run
+from store import RunStatus
+from store import Store
 from tests.conftest import Clock as HandClock
 
-from .builders import Append, Clock, MakeApproval, MakeEffect, MakeRun
+from .builders import Append
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeRun
 
 MINUTE = timedelta(minutes=1)
 

@@ -11,9 +11,14 @@ from datetime import timedelta
 
 import pytest
 
-from store import Approval, ApprovalState, Run, Store, errors
+from store import Approval
+from store import ApprovalState
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Clock, MakeApproval
+from .builders import Clock
+from .builders import MakeApproval
 
 APPROVED, DECLINED = ApprovalState.APPROVED, ApprovalState.DECLINED
 

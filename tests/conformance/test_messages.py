@@ -5,12 +5,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from store import Batch, Checkpoint, Message, Run, RunStatus, Store, ToolCall
+from store import Batch
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import RunStatus
+from store import Store
+from store import ToolCall
 
-from .builders import Clock, MakeRun, json_values
+from .builders import Clock
+from .builders import MakeRun
+from .builders import json_values
 
 # The store is shared by the examples of one test; each example writes under a fresh run id.
 EXAMPLES = settings(

@@ -4,13 +4,24 @@ and rows go out in order per subject, once, to one sender at a time."""
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 
-from store import ApprovalState, Batch, PageSettlement, Run, RunStatus, Store, errors
+from store import ApprovalState
+from store import Batch
+from store import PageSettlement
+from store import Run
+from store import RunStatus
+from store import Store
+from store import errors
 
-from .builders import Append, MakeApproval, MakePage, checkpoint
+from .builders import Append
+from .builders import MakeApproval
+from .builders import MakePage
+from .builders import checkpoint
 
 
 def later(seconds: float = 60) -> datetime:

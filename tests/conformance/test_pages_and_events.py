@@ -7,9 +7,17 @@ from itertools import pairwise
 
 import pytest
 
-from store import AuditEvent, Batch, Delivery, Page, Run, Store, errors
+from store import AuditEvent
+from store import Batch
+from store import Delivery
+from store import Page
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Clock, MakePage, MakeRun
+from .builders import Clock
+from .builders import MakePage
+from .builders import MakeRun
 
 
 async def page_of(store: Store, run: Run, page: Page) -> Page:

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from store import ApprovalState, Run, RunStatus, Store
+from store import ApprovalState
+from store import Run
+from store import RunStatus
+from store import Store
 
-from .builders import Clock, MakeApproval, MakeRun
+from .builders import Clock
+from .builders import MakeApproval
+from .builders import MakeRun
 
 
 async def test_page_approvals_filters_and_pages_oldest_first(

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import ApprovalState, AuditEvent, Store
+from store import ApprovalState
+from store import AuditEvent
+from store import Store
 from store.records import Authority
 
-from .builders import Clock, MakeApproval
+from .builders import Clock
+from .builders import MakeApproval
 
 ME, OTHER, GROUP = "U0ME", "U0OTHER", "S0FINANCE"
 

@@ -3,13 +3,16 @@ at once keep one), and a pending approval takes none."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.approvals import receipts
 from runtime.signing import Signer
-from store import Approval, ApprovalState, Store
+from store import Approval
+from store import ApprovalState
+from store import Store
 
 
 async def test_the_first_receipt_stored_stays(store: Store) -> None:

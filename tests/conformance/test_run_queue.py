@@ -7,21 +7,21 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from store import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Batch,
-    Checkpoint,
-    Run,
-    RunStatus,
-    Store,
-    errors,
-)
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Batch
+from store import Checkpoint
+from store import Run
+from store import RunStatus
+from store import Store
+from store import errors
 from store.base import Claims
 from tests.conftest import Clock as HandClock
 
-from .builders import Append, MakeApproval, MakeRun
+from .builders import Append
+from .builders import MakeApproval
+from .builders import MakeRun
 from .test_outbox import drain
 
 LEASE = timedelta(seconds=60)

@@ -3,26 +3,30 @@
 from __future__ import annotations
 
 import inspect
-from datetime import datetime, timedelta
+from datetime import datetime
+from datetime import timedelta
 from typing import Protocol
 
 import pytest
 
-from store import (
-    TERMINAL_STATUSES,
-    AuditEvent,
-    Budget,
-    Checkpoint,
-    EffectOutcome,
-    EffectStatus,
-    Message,
-    RunStatus,
-    Store,
-    Usage,
-    errors,
-)
+from store import TERMINAL_STATUSES
+from store import AuditEvent
+from store import Budget
+from store import Checkpoint
+from store import EffectOutcome
+from store import EffectStatus
+from store import Message
+from store import RunStatus
+from store import Store
+from store import Usage
+from store import errors
 
-from .builders import Append, MakeApproval, MakeEffect, MakeOneOfEach, MakePage, MakeRun
+from .builders import Append
+from .builders import MakeApproval
+from .builders import MakeEffect
+from .builders import MakeOneOfEach
+from .builders import MakePage
+from .builders import MakeRun
 
 
 class MovableClock(Protocol):

@@ -11,9 +11,21 @@ from datetime import timedelta
 
 import pytest
 
-from store import Batch, Effect, EffectOutcome, EffectStatus, Reversibility, Run, Store, errors
+from store import Batch
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Reversibility
+from store import Run
+from store import Store
+from store import errors
 
-from .builders import Append, Clock, MakeEffect, MakeRun, checkpoint, completed
+from .builders import Append
+from .builders import Clock
+from .builders import MakeEffect
+from .builders import MakeRun
+from .builders import checkpoint
+from .builders import completed
 
 
 async def done(append: Append, effect: Effect, clock: Clock) -> Effect:

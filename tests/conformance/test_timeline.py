@@ -6,9 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from store import AuditEvent, Checkpoint, Message, Run, RunStatus, Store, errors
+from store import AuditEvent
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import RunStatus
+from store import Store
+from store import errors
 
-from .builders import Append, Clock, MakeRun, text
+from .builders import Append
+from .builders import Clock
+from .builders import MakeRun
+from .builders import text
 
 
 async def rolled_back_run(make_run: MakeRun, append: Append) -> Run:

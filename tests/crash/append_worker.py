@@ -12,22 +12,21 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
-from store import (
-    Batch,
-    Checkpoint,
-    Effect,
-    EffectOutcome,
-    EffectStatus,
-    Message,
-    Reversibility,
-    Run,
-    RunStatus,
-    Store,
-    errors,
-    open_store,
-)
+from store import Batch
+from store import Checkpoint
+from store import Effect
+from store import EffectOutcome
+from store import EffectStatus
+from store import Message
+from store import Reversibility
+from store import Run
+from store import RunStatus
+from store import Store
+from store import errors
+from store import open_store
 
 
 def expected_message(run_id: str, seq: int) -> Message:

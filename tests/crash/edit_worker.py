@@ -16,7 +16,8 @@ import sys
 
 from examples.refund_agent import agent
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from store import open_store
 
 RUN_ID = "run-edit"

@@ -29,14 +29,27 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from examples import refund_agent, world
-from runtime import Agent, Model, Reply, Runtime, ToolSpec, errors
-from store import Effect, EffectStatus, Message, Page, RunStatus, Store, open_store
+from examples import refund_agent
+from examples import world
+from runtime import Agent
+from runtime import Model
+from runtime import Reply
+from runtime import Runtime
+from runtime import ToolSpec
+from runtime import errors
+from store import Effect
+from store import EffectStatus
+from store import Message
+from store import Page
+from store import RunStatus
+from store import Store
+from store import open_store
 
 WORKER_ID = "crash-driver"
 AGENT = "refund-agent"

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import signal
 
-from store import Batch, Committed, Store
+from store import Batch
+from store import Committed
+from store import Store
 
 
 def write_ledger(variable: str, *fields: str) -> None:

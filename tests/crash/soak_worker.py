@@ -23,10 +23,20 @@ import sys
 import time
 from contextlib import closing
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from store import Batch, Committed, Store, errors, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
+from store import Batch
+from store import Committed
+from store import Store
+from store import errors
+from store import open_store
 
 LEASE = 1.0
 TOOL_SECONDS = 0.4

@@ -10,10 +10,15 @@ from pathlib import Path
 import pytest
 
 from runtime import Runtime
-from store import EffectStatus, RunStatus, Store
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 
-from .cancel_worker import CANCELLED_BY, ROOMS, ledger, saga_agent
+from .cancel_worker import CANCELLED_BY
 from .cancel_worker import LEDGER as LEDGER  # the ledger_file fixture (conftest.py) sets it
+from .cancel_worker import ROOMS
+from .cancel_worker import ledger
+from .cancel_worker import saga_agent
 from .worker_process import run_until_killed
 
 pytestmark = pytest.mark.slow

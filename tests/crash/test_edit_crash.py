@@ -16,7 +16,9 @@ from pathlib import Path
 from support.helpers import run_text
 
 from examples import world as outside
-from store import Approval, AuditEvent, open_store
+from store import Approval
+from store import AuditEvent
+from store import open_store
 from store.digest import args_digest
 
 WORKER = Path(__file__).with_name("edit_worker.py")

@@ -37,16 +37,22 @@ import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import pytest
 from support.pg_support import fresh_schema_fixture
 
 from runtime import Runtime
-from store import EffectStatus, RunStatus, Store, open_store
+from store import EffectStatus
+from store import RunStatus
+from store import Store
+from store import open_store
 
-from .soak_worker import AGENT, LEASE, agent
+from .soak_worker import AGENT
+from .soak_worker import LEASE
+from .soak_worker import agent
 
 pytestmark = pytest.mark.slow
 

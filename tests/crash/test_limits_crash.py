@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 from support import spend_agents
 from support.pg_support import database_url
-from support.serve_workers import Worker, worker_env
+from support.serve_workers import Worker
+from support.serve_workers import worker_env
 
 from runtime import Runtime
 from runtime.spend.config import SpendConfig
-from store import ApprovalState, RunStatus, open_store
+from store import ApprovalState
+from store import RunStatus
+from store import open_store
 
 RUNS = 200
 LIMIT = 500_000  # cents: $5,000 per customer in 30 days

@@ -25,15 +25,22 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.helpers import clean_env
 
-from examples import refund_agent, world
-from store import EffectStatus, Message, RunStatus, ToolCall, Usage, open_store
+from examples import refund_agent
+from examples import world
+from store import EffectStatus
+from store import Message
+from store import RunStatus
+from store import ToolCall
+from store import Usage
+from store import open_store
 
 pytestmark = pytest.mark.slow
 

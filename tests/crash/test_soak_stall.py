@@ -21,9 +21,15 @@ from pathlib import Path
 import pytest
 
 from runtime import Runtime
-from store import EffectStatus, RunStatus, Store, open_store
+from store import EffectStatus
+from store import RunStatus
+from store import Store
+from store import open_store
 
-from .soak_worker import AGENT, LEASE, agent, world
+from .soak_worker import AGENT
+from .soak_worker import LEASE
+from .soak_worker import agent
+from .soak_worker import world
 
 pytestmark = pytest.mark.slow
 

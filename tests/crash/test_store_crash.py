@@ -21,9 +21,12 @@ from pathlib import Path
 import pytest
 
 import store as store_package
-from store import EffectStatus, Store, open_store
+from store import EffectStatus
+from store import Store
+from store import open_store
 
-from .append_worker import call_id, expected_message
+from .append_worker import call_id
+from .append_worker import expected_message
 
 WORKER = Path(__file__).with_name("append_worker.py")
 TRIALS = 8

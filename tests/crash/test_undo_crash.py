@@ -9,10 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 from runtime import Runtime
-from store import EffectStatus, Store
+from store import EffectStatus
+from store import Store
 
 from .undo_worker import LEDGER as LEDGER  # the ledger_file fixture (conftest.py) sets it
-from .undo_worker import ROOMS, booking_agent, ledger
+from .undo_worker import ROOMS
+from .undo_worker import booking_agent
+from .undo_worker import ledger
 from .worker_process import run_until_killed
 
 WORKER = Path(__file__).with_name("undo_worker.py")

@@ -16,7 +16,12 @@ from typing import Any
 
 from crash import room_ledger
 from crash.room_ledger import die_after_first_undo
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import open_store
 
 ROOMS = ["red", "green", "blue"]

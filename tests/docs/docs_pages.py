@@ -15,10 +15,13 @@ import sys
 import time
 import tomllib
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
-from support.helpers import clean_env, free_port, run_text
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from support.helpers import run_text
-from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL
+from support.pg_support import HAVE_ASYNCPG
+from support.pg_support import POSTGRES_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"

@@ -20,25 +20,25 @@ import runtime
 import store
 from bot.cli import app
 from bot.policy_fixtures import load as load_fixtures
-from bot.settings import SECTIONS, load_settings, names_of
+from bot.settings import SECTIONS
+from bot.settings import load_settings
+from bot.settings import names_of
 from signoff.mcp_rules import load_rules
 
-from .docs_pages import (
-    LANGUAGES,
-    PAGES,
-    README,
-    ROOT,
-    SHELL,
-    Block,
-    Reader,
-    anchors,
-    blocks,
-    ci_test_command,
-    commands,
-    inline_code,
-    links,
-    prose,
-)
+from .docs_pages import LANGUAGES
+from .docs_pages import PAGES
+from .docs_pages import README
+from .docs_pages import ROOT
+from .docs_pages import SHELL
+from .docs_pages import Block
+from .docs_pages import Reader
+from .docs_pages import anchors
+from .docs_pages import blocks
+from .docs_pages import ci_test_command
+from .docs_pages import commands
+from .docs_pages import inline_code
+from .docs_pages import links
+from .docs_pages import prose
 
 ALL_BLOCKS = [block for page in PAGES for block in blocks(page)]
 RUNNABLE_PAGES = [

@@ -8,10 +8,19 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from support.migration_support import dialect_of, execute, is_sqlite, store_before
+from support.migration_support import dialect_of
+from support.migration_support import execute
+from support.migration_support import is_sqlite
+from support.migration_support import store_before
 from support.pg_support import database_url
 
-from store import Batch, Checkpoint, Effect, Reversibility, Run, migration, open_store
+from store import Batch
+from store import Checkpoint
+from store import Effect
+from store import Reversibility
+from store import Run
+from store import migration
+from store import open_store
 from store.digest import args_digest
 
 ARGS = {"order_id": "o-1", "amount_cents": 2500}

@@ -16,7 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from store import errors, migration, open_store, queries, schema
+from store import errors
+from store import migration
+from store import open_store
+from store import queries
+from store import schema
 from store.schema.compare import difference
 from store.sqlite import SqliteStore
 

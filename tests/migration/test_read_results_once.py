@@ -10,12 +10,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.migration_support import dialect_of, execute, is_sqlite, store_before
+from support.migration_support import dialect_of
+from support.migration_support import execute
+from support.migration_support import is_sqlite
+from support.migration_support import store_before
 from support.pg_support import database_url
 
-from runtime import Agent, Budget, Runtime, ScriptedModel, tool, tool_call
-from store import Checkpoint, Message, Run, ToolCall, migration, open_store
-from store.rows import dumps, messages_json
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import ToolCall
+from store import migration
+from store import open_store
+from store.rows import dumps
+from store.rows import messages_json
 
 RESULT = {"order_id": "o-1", "amount_cents": 2500, "items": [{"sku": "a", "n": 2}]}
 ROWS: list[tuple[str, str, str, Any, str | None]] = [

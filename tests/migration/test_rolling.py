@@ -8,14 +8,24 @@ more, and is told why."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from support.future_schema import known_with_future
-from support.pg_support import database_url, postgres
+from support.pg_support import database_url
+from support.pg_support import postgres
 
-from store import Approval, Batch, Checkpoint, Run, Store, errors, migration, open_store
+from store import Approval
+from store import Batch
+from store import Checkpoint
+from store import Run
+from store import Store
+from store import errors
+from store import migration
+from store import open_store
 
 OLD = "worker-old"
 LATER = {

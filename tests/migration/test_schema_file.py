@@ -6,7 +6,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from store import open_store, schema
+from store import open_store
+from store import schema
 from store.schema.compare import difference
 
 

@@ -8,7 +8,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runtime import Agent, ScriptedModel, ToolContext, tool
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
 
 PROMPT = "You look orders up and ship them."
 

@@ -4,16 +4,20 @@ retry logic, `Retry-After` included, is the SDK's own)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
 
-from runtime.models import AnthropicModel, OpenAIModel
+from runtime.models import AnthropicModel
+from runtime.models import OpenAIModel
 from runtime.models.hosted import HostedModel
 
-from .fake_provider import KEY, Brain, FakeProvider
+from .fake_provider import KEY
+from .fake_provider import Brain
+from .fake_provider import FakeProvider
 
 PROVIDERS = ["openai", "anthropic"]
 

@@ -10,13 +10,21 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, Budget, Runtime
-from runtime.models import Price, translate_anthropic, translate_openai
-from store import Message, RunStatus, Store, open_store
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime.models import Price
+from runtime.models import translate_anthropic
+from runtime.models import translate_openai
+from store import Message
+from store import RunStatus
+from store import Store
+from store import open_store
 
 from . import agents
 from .conftest import model_for
-from .fake_provider import Failure, Turn
+from .fake_provider import Failure
+from .fake_provider import Turn
 
 
 @pytest.fixture(autouse=True)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from support.helpers import run_text
 
-from runtime.models import AnthropicModel, OpenAIModel
-from runtime.models.config import ModelConfig, configure
+from runtime.models import AnthropicModel
+from runtime.models import OpenAIModel
+from runtime.models.config import ModelConfig
+from runtime.models.config import configure
 
 from . import agents
 

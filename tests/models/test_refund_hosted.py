@@ -14,10 +14,15 @@ import pytest
 
 from examples import refund_agent
 from examples import world as example_world
-from runtime import Agent, Runtime
-from runtime.models import Price, translate_anthropic, translate_openai
-from runtime.models.config import ModelConfig, configure
-from store import RunStatus, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime.models import Price
+from runtime.models import translate_anthropic
+from runtime.models import translate_openai
+from runtime.models.config import ModelConfig
+from runtime.models.config import configure
+from store import RunStatus
+from store import open_store
 
 from .conftest import OPENED
 from .fake_provider import Turn

@@ -17,13 +17,19 @@ from support.helpers import clean_env
 
 from bot.settings import load_settings
 from bot.wiring import assemble
-from runtime import Agent, Budget
-from runtime.models import OpenAIModel, Price
+from runtime import Agent
+from runtime import Budget
+from runtime.models import OpenAIModel
+from runtime.models import Price
 from runtime.models.config import configure
-from store import RunStatus, open_store
+from store import RunStatus
+from store import open_store
 
 from . import agents
-from .fake_provider import KEY, Failure, FakeProvider, Turn
+from .fake_provider import KEY
+from .fake_provider import Failure
+from .fake_provider import FakeProvider
+from .fake_provider import Turn
 
 ROOT = Path(__file__).parent.parent.parent
 _BESIDE_PYTHON = Path(sys.executable).with_name("signoff")

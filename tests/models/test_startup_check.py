@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.helpers import clean_env, run_text
+from support.helpers import clean_env
+from support.helpers import run_text
 
-from runtime.models import AnthropicModel, OpenAIModel
+from runtime.models import AnthropicModel
+from runtime.models import OpenAIModel
 
 from .test_restart import SIGNOFF
 

@@ -11,12 +11,18 @@ from typing import Any
 import pytest
 
 from runtime.model import UNPARSED_ARGUMENTS
-from runtime.models import AnthropicModel, OpenAIModel, Price
+from runtime.models import AnthropicModel
+from runtime.models import OpenAIModel
+from runtime.models import Price
 from runtime.models import translate_anthropic as anthropic_format
 from runtime.models import translate_openai as openai_format
-from runtime.models.pricing import Tokens, cost
+from runtime.models.pricing import Tokens
+from runtime.models.pricing import cost
 from runtime.runs import results
-from store import Approval, ApprovalState, Message, ToolCall
+from store import Approval
+from store import ApprovalState
+from store import Message
+from store import ToolCall
 from store.records import MESSAGES
 
 from . import agents

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
-from store import ApprovalState, errors, open_store
+from store import ApprovalState
+from store import errors
+from store import open_store
 
 
 async def main(url: str, approval_id: str, user: str) -> None:

@@ -20,8 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "crash"))
 import refund_driver
 
 from examples import refund_agent
-from runtime import Runtime, errors
-from store import RunStatus, open_store
+from runtime import Runtime
+from runtime import errors
+from store import RunStatus
+from store import open_store
 
 LEASE_TTL = 3.0
 POLL = 0.05

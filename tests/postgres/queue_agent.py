@@ -11,7 +11,13 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime import Agent, Budget, Reply, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Budget
+from runtime import Reply
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import Message
 
 STEPS = int(os.environ.get("SIGNOFF_QUEUE_STEPS", "5"))

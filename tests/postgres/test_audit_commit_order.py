@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 import asyncpg
 import pytest

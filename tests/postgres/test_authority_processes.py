@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF, run_text
-from support.slack_harness import (
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    card_click,
-    environment,
-    start_server,
-)
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import card_click
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 from examples import world as outside
 

@@ -8,25 +8,30 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from collections.abc import Callable
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from examples import refund_agent
-from runtime import (
-    Agent,
-    Policies,
-    Policy,
-    Runtime,
-    ScriptedModel,
-    ToolContext,
-    errors,
-    tool,
-    tool_call,
-)
-from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from store import ApprovalState
+from store import EffectStatus
+from store import RunStatus
+from store import Store
+from store import open_store
 
 RUNS = 4
 LEASE = 1.0

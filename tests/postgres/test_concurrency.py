@@ -7,12 +7,15 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
-from store import Approval, migration, open_store
+from store import Approval
+from store import migration
+from store import open_store
 
 HERE = Path(__file__).parent
 DECIDERS = 50

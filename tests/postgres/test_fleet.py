@@ -17,12 +17,17 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, free_port
-from support.slack_harness import FakeSlackProcess, approval_id_of, environment
+from support.helpers import SIGNOFF
+from support.helpers import free_port
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import approval_id_of
+from support.slack_harness import environment
 
 from examples import world
 from runtime import Runtime
-from store import EffectStatus, RunStatus, open_store
+from store import EffectStatus
+from store import RunStatus
+from store import open_store
 
 asyncpg = pytest.importorskip("asyncpg")
 

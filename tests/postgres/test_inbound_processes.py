@@ -11,14 +11,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from support.slack_harness import (
-    APP_TOKEN,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    card_click,
-    start_server,
-)
+from support.slack_harness import APP_TOKEN
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import card_click
+from support.slack_harness import start_server
 
 HANDLED_AGAIN = "again (retry"
 

@@ -16,17 +16,24 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import Finished, free_port
-from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL, postgres
+from support.helpers import Finished
+from support.helpers import free_port
+from support.pg_support import HAVE_ASYNCPG
+from support.pg_support import POSTGRES_URL
+from support.pg_support import postgres
 
 from examples import refund_agent
 from runtime import Runtime
 from runtime.runs.wakeups import Wakeups
-from store import ApprovalState, RunStatus, errors, open_store
+from store import ApprovalState
+from store import RunStatus
+from store import errors
+from store import open_store
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -127,7 +134,9 @@ async def test_the_pooler_hands_one_client_several_server_connections(
 async def test_runs_effects_and_wakeups_work_through_pgbouncer(
     pgbouncer: int, database: str
 ) -> None:
-    from runtime_bench import agent_for, lookup, record
+    from runtime_bench import agent_for
+    from runtime_bench import lookup
+    from runtime_bench import record
 
     url = through(pgbouncer, database)
     reads, writes = agent_for(4, lookup), agent_for(3, record)

@@ -24,19 +24,25 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.future_schema import known_with_future
-from support.helpers import SIGNOFF, TOKEN, clean_env, free_port
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import free_port
 from support.pg_support import migrate
 
 from examples import world
 from runtime.runs.aside import release
-from store import RunStatus, migration, open_store
+from store import RunStatus
+from store import migration
+from store import open_store
 
 asyncpg = pytest.importorskip("asyncpg")
 

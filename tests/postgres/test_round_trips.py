@@ -9,18 +9,17 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.pg_support import HAVE_ASYNCPG, POSTGRES_URL
+from support.pg_support import HAVE_ASYNCPG
+from support.pg_support import POSTGRES_URL
 
-from store import (
-    Approval,
-    ApprovalState,
-    AuditEvent,
-    Checkpoint,
-    Message,
-    Run,
-    Store,
-    open_store,
-)
+from store import Approval
+from store import ApprovalState
+from store import AuditEvent
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import Store
+from store import open_store
 from store.base import Voted
 from store.records import utcnow
 

@@ -17,12 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, TOKEN, free_port
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import free_port
 from support.pg_support import migrate
 from support.serve_workers import wait_healthy
 
 from runtime import Runtime
-from store import RunStatus, open_store
+from store import RunStatus
+from store import open_store
 
 asyncpg = pytest.importorskip("asyncpg")
 

@@ -4,9 +4,13 @@ refused."""
 from __future__ import annotations
 
 import pytest
-from support.pg_support import POSTGRES_URL, postgres, with_search_path
+from support.pg_support import POSTGRES_URL
+from support.pg_support import postgres
+from support.pg_support import with_search_path
 
-from store import errors, migration, open_store
+from store import errors
+from store import migration
+from store import open_store
 
 asyncpg = pytest.importorskip("asyncpg")
 

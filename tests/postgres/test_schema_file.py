@@ -8,7 +8,9 @@ import re
 import pytest
 from support.migration_support import store_before
 
-from store import migration, open_store, schema
+from store import migration
+from store import open_store
+from store import schema
 from store.schema.compare import difference
 
 asyncpg = pytest.importorskip("asyncpg")

@@ -13,13 +13,11 @@ from pathlib import Path
 
 import pytest
 from support.pg_support import migrate
-from support.slack_harness import (
-    APPROVALS,
-    REQUESTER,
-    FakeSlackProcess,
-    approval_id_of,
-    start_server,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import REQUESTER
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import approval_id_of
+from support.slack_harness import start_server
 
 asyncpg = pytest.importorskip("asyncpg")
 pytestmark = pytest.mark.slow

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,10 @@ from support.pg_support import postgres
 from examples import refund_agent
 from runtime import Runtime
 from runtime.runs.wakeups import Wakeups
-from store import Approval, ApprovalState, RunStatus, open_store
+from store import Approval
+from store import ApprovalState
+from store import RunStatus
+from store import open_store
 
 
 @pytest.mark.usefixtures("world")

@@ -23,7 +23,10 @@ from typing import Any
 from future_schema import install  # tests/support, on this process's path
 
 from examples import refund_agent
-from runtime import Agent, Reply, ScriptedModel, ToolSpec
+from runtime import Agent
+from runtime import Reply
+from runtime import ScriptedModel
+from runtime import ToolSpec
 from store import Message
 
 if future := os.environ.get("SIGNOFF_UPGRADE_FUTURE"):

@@ -7,8 +7,12 @@ at commit) is the one Python computes, for awkward values too."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +20,9 @@ import pytest
 from support.pg_support import HAVE_ASYNCPG
 
 from runtime.queries import Queries
-from store import AuditEvent, Store, open_store
+from store import AuditEvent
+from store import Store
+from store import open_store
 
 AT = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
 Edit = Callable[[str], Awaitable[None]]

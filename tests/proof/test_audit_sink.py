@@ -9,19 +9,25 @@ import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 from prometheus_client import REGISTRY
-from support.helpers import eventually, free_port
+from support.helpers import eventually
+from support.helpers import free_port
 
-from bot.audit_sink import AuditSink, HttpTransport, SyslogTransport
+from bot.audit_sink import AuditSink
+from bot.audit_sink import HttpTransport
+from bot.audit_sink import SyslogTransport
 from runtime import Runtime
 from signoff.webhooks import verify
-from store import AuditEvent, Store, open_store
+from store import AuditEvent
+from store import Store
+from store import open_store
 
 SECRET = "sink-secret"
 RFC5424 = re.compile(

@@ -11,7 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import run_text
 
 
 def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

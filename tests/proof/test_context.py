@@ -11,17 +11,15 @@ from typing import Any
 
 import pytest
 
-from runtime import (
-    Agent,
-    Policies,
-    Policy,
-    Reply,
-    Runtime,
-    ScriptedModel,
-    ToolContext,
-    tool,
-    tool_call,
-)
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Reply
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import Store
 
 ORDERS: dict[str, int] = {}

@@ -4,7 +4,8 @@ replay under another idempotency key fails, and a rotated key's receipts still v
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +14,15 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from runtime.approvals import receipts
 from runtime.errors import SigningKeyError
-from runtime.signing import Signer, create_key, load_private_key, load_public_key, public_pem
-from signoff.receipts import BadReceipt, verify
-from store import Approval, ApprovalState
+from runtime.signing import Signer
+from runtime.signing import create_key
+from runtime.signing import load_private_key
+from runtime.signing import load_public_key
+from runtime.signing import public_pem
+from signoff.receipts import BadReceipt
+from signoff.receipts import verify
+from store import Approval
+from store import ApprovalState
 from store.digest import args_digest
 
 ARGS = {"order_id": "4471", "amount_cents": 2500, "restocking_fee_cents": 0}

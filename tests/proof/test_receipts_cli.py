@@ -11,7 +11,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 
 def environment(tmp_path: Path, **more: str) -> dict[str, str]:

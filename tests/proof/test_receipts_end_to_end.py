@@ -14,7 +14,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from runtime.signing import Signer
 from signoff.receipts import verify
 

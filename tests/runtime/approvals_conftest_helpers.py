@@ -13,13 +13,24 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
-from store import Approval, Checkpoint, Message, Page, Run, RunStatus
+from store import Approval
+from store import Checkpoint
+from store import Message
+from store import Page
+from store import Run
+from store import RunStatus
 
 REQUESTER = "U_REQUESTER"
 APPROVER = "U_APPROVER"

@@ -11,7 +11,10 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime import Agent, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
 from store import Message
 

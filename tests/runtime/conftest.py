@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,8 @@ from support.helpers import run_text
 
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
-from store import Store, open_store
+from store import Store
+from store import open_store
 
 HERE = Path(__file__).parent
 WORKERS = HERE / "workers"

@@ -14,16 +14,32 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
+from typing import Protocol
 
-from examples import refund_agent, world
-from runtime import Agent, Budget, Model, Reply, ScriptedModel, Tool, ToolContext, tool, tool_call
+from examples import refund_agent
+from examples import world
+from runtime import Agent
+from runtime import Budget
+from runtime import Model
+from runtime import Reply
+from runtime import ScriptedModel
+from runtime import Tool
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
 from runtime.tools import ToolSpec
-from store import Approval, Message, Page, Run, Store
+from store import Approval
+from store import Message
+from store import Page
+from store import Run
+from store import Store
 
 DIE = "SIGNOFF_TEST_DIE"
 WORKER_ID = "doomed-worker"

@@ -7,17 +7,31 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tempfile
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from dataclasses import field
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from approvals_conftest_helpers import invocations, tool_messages, wire_agent
-from hypothesis import HealthCheck, given, settings
+from approvals_conftest_helpers import invocations
+from approvals_conftest_helpers import tool_messages
+from approvals_conftest_helpers import wire_agent
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from runtime import Policies, Policy, Runtime, errors
-from store import ApprovalState, EffectStatus, RunStatus, Store, open_store
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import errors
+from store import ApprovalState
+from store import EffectStatus
+from store import RunStatus
+from store import Store
+from store import open_store
 
 RUN_ID = "run-prop"
 WORKER = "prop-worker"

@@ -6,7 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
 from store import Store
 from tests.conftest import Clock
 

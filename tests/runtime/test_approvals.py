@@ -12,19 +12,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from approvals_conftest_helpers import (
-    APPROVER,
-    REQUESTER,
-    RecordingNotifier,
-    invocations,
-    tool_messages,
-    wire_agent,
-)
+from approvals_conftest_helpers import APPROVER
+from approvals_conftest_helpers import REQUESTER
+from approvals_conftest_helpers import RecordingNotifier
+from approvals_conftest_helpers import invocations
+from approvals_conftest_helpers import tool_messages
+from approvals_conftest_helpers import wire_agent
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Policies, Policy, Runtime, StaticDirectory, errors, tool_call
-from store import Approval, ApprovalState, EffectStatus, RunStatus, Store
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import StaticDirectory
+from runtime import errors
+from runtime import tool_call
+from store import Approval
+from store import ApprovalState
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 from store import errors as store_errors
 
 WIRE = tool_call("wire_money", {"account": "ACME", "amount_cents": 500})

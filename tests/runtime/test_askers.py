@@ -5,15 +5,20 @@ someone waits again; each change leaves an outbox row for the card."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 from bot import words
 from examples.refund_agent import agent as refund_agent
-from runtime import Runtime, errors
-from store import Approval, ApprovalState, Store
+from runtime import Runtime
+from runtime import errors
+from store import Approval
+from store import ApprovalState
+from store import Store
 from tests.conftest import Clock
 
 AGENT, OTHER = "token:refund-agent", "token:someone-else"

@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 
 from examples.refund_agent import agent as refund_agent
-from runtime import Policies, Policy, Runtime, errors
-from store import Approval, ApprovalState, Store
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import errors
+from store import Approval
+from store import ApprovalState
+from store import Store
 
 REQUESTER, ALICE, BOB = "U0REQ", "U0ALICE", "U0BOB"
 ONLY_ALICE = Policies(tools={"issue_refund": Policy(approvers=(ALICE,), allow_edit=True)})

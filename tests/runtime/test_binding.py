@@ -22,9 +22,18 @@ from support.pg_support import postgres
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from runtime.approvals.policy import Policies, Policy
-from store import Approval, ApprovalState, Store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from store import Approval
+from store import ApprovalState
+from store import Store
 from store.digest import args_digest
 
 ORDER = "4471"  # no restocking fee: a refund, then an e-mail

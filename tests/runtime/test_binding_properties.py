@@ -13,14 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from examples import world as outside
 from examples.refund_agent import agent as refund_agent
-from runtime import Runtime, errors
-from runtime.approvals.policy import Policies, Policy
-from store import ApprovalState, EffectStatus, Store, open_store
+from runtime import Runtime
+from runtime import errors
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from store import ApprovalState
+from store import EffectStatus
+from store import Store
+from store import open_store
 from store.digest import args_digest
 
 ORDERS = ["4471", "7"]  # neither has a restocking fee

@@ -20,7 +20,9 @@ from blocking_agents import exporter
 from support.pg_support import fresh_schema_fixture
 
 from runtime import Runtime
-from store import RunStatus, Store, open_store
+from store import RunStatus
+from store import Store
+from store import open_store
 
 HERE = Path(__file__).parent
 FOLLOWER = HERE / "workers" / "follow_worker.py"

@@ -6,18 +6,20 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from runtime_scenarios import (
-    WORKER_ID,
-    CountingModel,
-    OpenDb,
-    Worker,
-    counter_agent,
-    counting_policy,
-    wait_for_lapse,
-)
+from runtime_scenarios import WORKER_ID
+from runtime_scenarios import CountingModel
+from runtime_scenarios import OpenDb
+from runtime_scenarios import Worker
+from runtime_scenarios import counter_agent
+from runtime_scenarios import counting_policy
+from runtime_scenarios import wait_for_lapse
 
-from runtime import Budget, Runtime, ScriptedModel
-from store import EffectStatus, RunStatus, Store
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 from store.records import utcnow
 
 

@@ -7,16 +7,32 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cool_off_agents import SEATS, hold_seat, provider_calls, release_seat, seat_agent
+from support.cool_off_agents import SEATS
+from support.cool_off_agents import hold_seat
+from support.cool_off_agents import provider_calls
+from support.cool_off_agents import release_seat
+from support.cool_off_agents import seat_agent
 
-from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, errors, tool_call
-from runtime.history import RollbackReport, cool_off, rollback
-from store import ApprovalState, EffectStatus, RunStatus, open_store
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import errors
+from runtime import tool_call
+from runtime.history import RollbackReport
+from runtime.history import cool_off
+from runtime.history import rollback
+from store import ApprovalState
+from store import EffectStatus
+from store import RunStatus
+from store import open_store
 
 REQUESTER, APPROVER, OTHER = "U_REQUESTER", "U_APPROVER", "U_OTHER"
 

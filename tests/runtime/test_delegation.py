@@ -13,8 +13,15 @@ import pytest
 
 from bot.slack import cards
 from examples.refund_agent import agent as refund_agent
-from runtime import Actor, Permission, Policies, Policy, Runtime, StaticDirectory, errors
-from store import Approval, ApprovalState
+from runtime import Actor
+from runtime import Permission
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import StaticDirectory
+from runtime import errors
+from store import Approval
+from store import ApprovalState
 
 REQUESTER, ALICE, CAROL, DAN = "U0REQ", "U0ALICE", "U0CAROL", "U0DAN"
 DIRECT = Policies(tools={"issue_refund": Policy(approvers=(ALICE, "bob@example.com"))})

@@ -9,23 +9,26 @@ import json
 from datetime import timedelta
 
 import pytest
-from runtime_scenarios import (
-    BILLER_SCRIPT,
-    CUSTOMER,
-    INVOICE,
-    WORKER_ID,
-    CountingModel,
-    OpenDb,
-    RecordingNotifier,
-    Worker,
-    assert_well_formed,
-    biller_agent,
-    wait_for_lapse,
-)
+from runtime_scenarios import BILLER_SCRIPT
+from runtime_scenarios import CUSTOMER
+from runtime_scenarios import INVOICE
+from runtime_scenarios import WORKER_ID
+from runtime_scenarios import CountingModel
+from runtime_scenarios import OpenDb
+from runtime_scenarios import RecordingNotifier
+from runtime_scenarios import Worker
+from runtime_scenarios import assert_well_formed
+from runtime_scenarios import biller_agent
+from runtime_scenarios import wait_for_lapse
 
-from examples.world import emails, payments
-from runtime import Runtime, ScriptedModel, errors
-from store import EffectStatus, RunStatus, Store
+from examples.world import emails
+from examples.world import payments
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import errors
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 from store.records import utcnow
 
 RUN = "bill-7"

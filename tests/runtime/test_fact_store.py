@@ -8,8 +8,17 @@ from pathlib import Path
 import pytest
 from runtime_scenarios import OpenDb
 
-from runtime import Agent, FactStore, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from store import Fact, RunStatus, Store, errors
+from runtime import Agent
+from runtime import FactStore
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
+from store import Fact
+from store import RunStatus
+from store import Store
+from store import errors
 
 
 async def test_write_then_get(store: Store) -> None:

@@ -4,20 +4,27 @@ known backtest counts; making, the declined-needs-confirmation and two-person ca
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, tool
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
 from runtime.approvals.desk import Decision
-from runtime.approvals.learned_rules import (
-    LearnedRulesConfig,
-    NeedsConfirmation,
-    RuleRefused,
-    suggest,
-)
-from store import Approval, ApprovalState, Store
+from runtime.approvals.learned_rules import LearnedRulesConfig
+from runtime.approvals.learned_rules import NeedsConfirmation
+from runtime.approvals.learned_rules import RuleRefused
+from runtime.approvals.learned_rules import suggest
+from store import Approval
+from store import ApprovalState
+from store import Store
 from tests.conftest import Clock
 
 WRITERS = ("U0WRITER1", "U0WRITER2")

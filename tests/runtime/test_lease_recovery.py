@@ -9,30 +9,40 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TypeVar, cast
+from typing import TypeVar
+from typing import cast
 
 import pytest
-from runtime_scenarios import (
-    WORKER_ID,
-    CountingModel,
-    GatedModel,
-    MovableClock,
-    OpenDb,
-    Worker,
-    assert_well_formed,
-    counter_agent,
-    counting_policy,
-    wait_for_lapse,
-)
+from runtime_scenarios import WORKER_ID
+from runtime_scenarios import CountingModel
+from runtime_scenarios import GatedModel
+from runtime_scenarios import MovableClock
+from runtime_scenarios import OpenDb
+from runtime_scenarios import Worker
+from runtime_scenarios import assert_well_formed
+from runtime_scenarios import counter_agent
+from runtime_scenarios import counting_policy
+from runtime_scenarios import wait_for_lapse
 from support.frozen_store import FrozenRenewals
 
-from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from runtime.approvals.policy import Policies, Policy
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from runtime.records import SENSITIVE_MASK
-from store import EffectStatus, RunStatus, Store
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 from store.records import utcnow
 
 T = TypeVar("T")

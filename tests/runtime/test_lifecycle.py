@@ -7,9 +7,19 @@ from datetime import timedelta
 
 import pytest
 
-from runtime import Agent, Budget, Policies, Policy, Runtime, ScriptedModel, tool, tool_call
-from runtime.errors import ApprovalExpired, InvalidRequest, RunBusy
-from store import ApprovalState, Store
+from runtime import Agent
+from runtime import Budget
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from runtime.errors import ApprovalExpired
+from runtime.errors import InvalidRequest
+from runtime.errors import RunBusy
+from store import ApprovalState
+from store import Store
 
 DONE: list[str] = []
 

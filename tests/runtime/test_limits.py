@@ -11,12 +11,19 @@ from typing import Any
 
 import pytest
 from support import spend_agents
-from support.spend_agents import PER_CUSTOMER, refund, task
+from support.spend_agents import PER_CUSTOMER
+from support.spend_agents import refund
+from support.spend_agents import task
 
-from runtime import Policies, Runtime
+from runtime import Policies
+from runtime import Runtime
 from runtime.errors import EditRefused
 from runtime.spend.config import SpendConfig
-from store import Approval, ApprovalState, Batch, RunStatus, Store
+from store import Approval
+from store import ApprovalState
+from store import Batch
+from store import RunStatus
+from store import Store
 from store.spend import SpendChange
 from tests.conftest import Clock
 

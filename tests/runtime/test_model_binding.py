@@ -6,12 +6,19 @@ and in the audit)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
 from runtime.models.openai import OpenAIModel
 
 

@@ -3,11 +3,20 @@ stop reason `error` and the error text, and `resume` continues it."""
 
 from __future__ import annotations
 
-from runtime_scenarios import FlakyModel, OpenDb, assert_well_formed, counter_agent, counting_policy
+from runtime_scenarios import FlakyModel
+from runtime_scenarios import OpenDb
+from runtime_scenarios import assert_well_formed
+from runtime_scenarios import counter_agent
+from runtime_scenarios import counting_policy
 
-from runtime import Budget, ModelError, RateLimited, Runtime, ScriptedModel
+from runtime import Budget
+from runtime import ModelError
+from runtime import RateLimited
+from runtime import Runtime
+from runtime import ScriptedModel
 from runtime.runs.model_turn import MAX_RATE_LIMIT_RETRIES
-from store import RunStatus, Store
+from store import RunStatus
+from store import Store
 
 
 async def test_rate_limits_are_retried(store: Store) -> None:

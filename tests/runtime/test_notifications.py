@@ -5,10 +5,20 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime_scenarios import RecordingNotifier, counter_agent
+from runtime_scenarios import RecordingNotifier
+from runtime_scenarios import counter_agent
 
-from runtime import Agent, Budget, Runtime, ScriptedModel, tool, tool_call
-from store import Approval, Page, Run, RunStatus, Store
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import Approval
+from store import Page
+from store import Run
+from store import RunStatus
+from store import Store
 
 
 class BrokenNotifier:

@@ -7,16 +7,28 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
-from approvals_conftest_helpers import REQUESTER, wire_agent
+from approvals_conftest_helpers import REQUESTER
+from approvals_conftest_helpers import wire_agent
 
-from bot.outbox import Attempt, OutboxNudge, OutboxSender
+from bot.outbox import Attempt
+from bot.outbox import OutboxNudge
+from bot.outbox import OutboxSender
 from bot.slack.page_reminders import PageReminders
-from runtime import Policies, Policy, Runtime
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
 from runtime.scheduler import Scheduler
-from store import ApprovalState, Batch, Delivery, Page, RunStatus, Store
+from store import ApprovalState
+from store import Batch
+from store import Delivery
+from store import Page
+from store import RunStatus
+from store import Store
 from tests.conftest import Clock
 
 HOUR = 3600.0

@@ -12,9 +12,17 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, Message, Policies, Policy, Runtime, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import Message
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
-from store import RunStatus, Store
+from store import RunStatus
+from store import Store
 
 
 class CrmUnavailable(RuntimeError):

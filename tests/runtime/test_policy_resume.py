@@ -6,18 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from runtime_scenarios import (
-    WORKER_ID,
-    OpenDb,
-    Worker,
-    assert_well_formed,
-    order_with_fee,
-    refunder_agent,
-)
+from runtime_scenarios import WORKER_ID
+from runtime_scenarios import OpenDb
+from runtime_scenarios import Worker
+from runtime_scenarios import assert_well_formed
+from runtime_scenarios import order_with_fee
+from runtime_scenarios import refunder_agent
 
-from examples.world import emails, payments
-from runtime import Budget, Runtime
-from store import RunState, RunStatus, open_store
+from examples.world import emails
+from examples.world import payments
+from runtime import Budget
+from runtime import Runtime
+from store import RunState
+from store import RunStatus
+from store import open_store
 
 RUN_ID = "refund-run"
 

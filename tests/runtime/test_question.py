@@ -7,24 +7,30 @@ the lineage repeats, and asking needs the question."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from approvals_conftest_helpers import (
-    APPROVER,
-    REQUESTER,
-    RecordingNotifier,
-    invocations,
-    wire_money,
-)
+from approvals_conftest_helpers import APPROVER
+from approvals_conftest_helpers import REQUESTER
+from approvals_conftest_helpers import RecordingNotifier
+from approvals_conftest_helpers import invocations
+from approvals_conftest_helpers import wire_money
 
 from bot import words
 from bot.approvers import html
 from bot.slack import cards
-from runtime import Agent, Runtime, ScriptedModel, errors, tool_call
-from runtime.model import Entry, Reply
-from store import ApprovalState, Message, RunStatus
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import errors
+from runtime import tool_call
+from runtime.model import Entry
+from runtime.model import Reply
+from store import ApprovalState
+from store import Message
+from store import RunStatus
 
 ARGS = {"account": "ACME", "amount_cents": 250_000}
 QUESTION = "Why is this twice the invoice?"

@@ -10,7 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 from store import open_store
 
 released = asyncio.Event()

@@ -10,8 +10,11 @@ from pathlib import Path
 
 from support.helpers import Finished
 
-from runtime import Agent, Runtime, ScriptedModel
-from store import RunStatus, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from store import RunStatus
+from store import open_store
 
 AGENT = Agent("answers", model=ScriptedModel(lambda messages: "done"), tools=[])
 

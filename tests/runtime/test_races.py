@@ -7,9 +7,20 @@ from typing import Any
 
 import pytest
 
-from runtime import Agent, NullNotifier, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import NullNotifier
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from runtime.errors import InvalidRequest
-from store import Approval, ApprovalState, EffectStatus, Run, Store, errors
+from store import Approval
+from store import ApprovalState
+from store import EffectStatus
+from store import Run
+from store import Store
+from store import errors
 
 WIRED: list[tuple[str, str]] = []
 

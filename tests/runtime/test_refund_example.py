@@ -14,7 +14,8 @@ from examples import world as example_world
 from examples.refund_agent import _answer
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 
 ORDER_WITH_FEE = "1001"  # the example world charges a 500-cent restocking fee on it
 EDITABLE = Policy(allow_edit=True)

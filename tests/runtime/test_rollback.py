@@ -11,32 +11,43 @@ import os
 import random
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
-from approvals_conftest_helpers import (
-    APPROVER,
-    REQUESTER,
-    RecordingNotifier,
-    history_around_rollback,
-    hold,
-    invocations,
-    refund_run,
-    release,
-    reserve,
-    settled,
-    stock_agent,
-    tool_messages,
-    unhold,
-    wire_money,
-)
+from approvals_conftest_helpers import APPROVER
+from approvals_conftest_helpers import REQUESTER
+from approvals_conftest_helpers import RecordingNotifier
+from approvals_conftest_helpers import history_around_rollback
+from approvals_conftest_helpers import hold
+from approvals_conftest_helpers import invocations
+from approvals_conftest_helpers import refund_run
+from approvals_conftest_helpers import release
+from approvals_conftest_helpers import reserve
+from approvals_conftest_helpers import settled
+from approvals_conftest_helpers import stock_agent
+from approvals_conftest_helpers import tool_messages
+from approvals_conftest_helpers import unhold
+from approvals_conftest_helpers import wire_money
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from store import ApprovalState, Batch, Committed, EffectStatus, RunStatus, Store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from store import ApprovalState
+from store import Batch
+from store import Committed
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 from store import errors as store_errors
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,11 +11,22 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from store import ApprovalState, open_store
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from store import ApprovalState
+from store import open_store
 
 EXECUTED: list[dict[str, Any]] = []
 PEOPLE = ["U0CLERK", "U0LEAD1", "U0LEAD2", "U0LEAD3", "U0ASKER", "U0INTERN", "U0STRANGER"]

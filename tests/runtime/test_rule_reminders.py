@@ -9,20 +9,33 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from bot.dev.slack.fake import FakeSlack
 from bot.directory import web_client
-from bot.outbox import OutboxSender, Timing
-from bot.slack.delivery import Channels, SlackDelivery
+from bot.outbox import OutboxSender
+from bot.outbox import Timing
+from bot.slack.delivery import Channels
+from bot.slack.delivery import SlackDelivery
 from bot.slack.outcomes import Outcomes
-from bot.slack.rule_notes import note_uses, remind_expiring
+from bot.slack.rule_notes import note_uses
+from bot.slack.rule_notes import remind_expiring
 from bot.slack.similar import rule_modal
-from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool
-from runtime.approvals.learned_rules import Backtest, Hit, LearnedRulesConfig, Proposal
-from store import Store, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime.approvals.learned_rules import Backtest
+from runtime.approvals.learned_rules import Hit
+from runtime.approvals.learned_rules import LearnedRulesConfig
+from runtime.approvals.learned_rules import Proposal
+from store import Store
+from store import open_store
 from tests.conftest import Clock
 
 RULE = 'tool == "issue_refund" && args.amount_cents <= 2500'

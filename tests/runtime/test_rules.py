@@ -5,7 +5,9 @@ the rule it was created under when the rules change before the decision."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,19 @@ from typing import Any
 import pytest
 from approvals_conftest_helpers import RecordingNotifier
 
-from runtime import Agent, Policies, Runtime, ScriptedModel, ToolContext, errors, tool, tool_call
-from store import Approval, ApprovalState, RunStatus, Store, open_store
+from runtime import Agent
+from runtime import Policies
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
+from store import Approval
+from store import ApprovalState
+from store import RunStatus
+from store import Store
+from store import open_store
 
 PAID: list[dict[str, Any]] = []
 LEADS = ["U0LEAD1", "U0LEAD2", "U0LEAD3"]

@@ -7,12 +7,19 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from runtime_scenarios import CountingModel, OpenDb, assert_well_formed
+from runtime_scenarios import CountingModel
+from runtime_scenarios import OpenDb
+from runtime_scenarios import assert_well_formed
 
 from examples.refund_agent import charge
 from examples.world import payments
-from runtime import Agent, Budget, Runtime, ScriptedModel, tool_call
-from store import EffectStatus, RunStatus
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool_call
+from store import EffectStatus
+from store import RunStatus
 
 CHARGE = {"invoice_id": "INV-4471", "amount_cents": 500}
 SCRIPT = [

@@ -9,18 +9,27 @@ saga nobody asked to touch it pages instead."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from approvals_conftest_helpers import APPROVER, REQUESTER
+from approvals_conftest_helpers import APPROVER
+from approvals_conftest_helpers import REQUESTER
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Message, Runtime, ScriptedModel, errors, tool, tool_call
+from runtime import Agent
+from runtime import Message
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
-from store import RunStatus, Store
+from store import RunStatus
+from store import Store
 
 TASK = "Refund order E1"
 

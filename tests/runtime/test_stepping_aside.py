@@ -10,16 +10,27 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from support.future_schema import known_with_future
 
-from runtime import Agent, Reply, Runtime, tool_call
+from runtime import Agent
+from runtime import Reply
+from runtime import Runtime
+from runtime import tool_call
 from runtime.runs.aside import Aside
-from runtime.tools import ToolSpec, tool
-from store import Approval, ApprovalState, Message, RunStatus, migration, open_store
+from runtime.tools import ToolSpec
+from runtime.tools import tool
+from store import Approval
+from store import ApprovalState
+from store import Message
+from store import RunStatus
+from store import migration
+from store import open_store
 
 WORKER = "worker-old"
 

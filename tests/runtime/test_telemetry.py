@@ -6,13 +6,25 @@ worker's lease expired (not a parked run resumed, nor this worker's own run afte
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 
-from runtime_scenarios import CountingModel, counter_agent, counting_policy, wait_for_lapse
-from test_lease_recovery import driving_into_the_gate, finish
+from runtime_scenarios import CountingModel
+from runtime_scenarios import counter_agent
+from runtime_scenarios import counting_policy
+from runtime_scenarios import wait_for_lapse
+from test_lease_recovery import driving_into_the_gate
+from test_lease_recovery import finish
 
-from runtime import Agent, Budget, Runtime, ScriptedModel, ToolContext, tool, tool_call
-from store import Store, Usage
+from runtime import Agent
+from runtime import Budget
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
+from store import Store
+from store import Usage
 
 
 @dataclass

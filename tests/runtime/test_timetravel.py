@@ -5,30 +5,39 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from approvals_conftest_helpers import (
-    APPROVER,
-    RecordingNotifier,
-    history_around_rollback,
-    invocations,
-    notify,
-    quote,
-    refund_run,
-    release,
-    reserve,
-    tool_messages,
-    transcript_results,
-)
+from approvals_conftest_helpers import APPROVER
+from approvals_conftest_helpers import RecordingNotifier
+from approvals_conftest_helpers import history_around_rollback
+from approvals_conftest_helpers import invocations
+from approvals_conftest_helpers import notify
+from approvals_conftest_helpers import quote
+from approvals_conftest_helpers import refund_run
+from approvals_conftest_helpers import release
+from approvals_conftest_helpers import reserve
+from approvals_conftest_helpers import tool_messages
+from approvals_conftest_helpers import transcript_results
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Runtime, ScriptedModel, errors, tool, tool_call
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
-from store import AuditEvent, Message, Reversibility, RunStatus, Store, Usage
+from store import AuditEvent
+from store import Message
+from store import Reversibility
+from store import RunStatus
+from store import Store
+from store import Usage
 
 STEPS = 200
 

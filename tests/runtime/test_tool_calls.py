@@ -6,26 +6,29 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import pytest
-from runtime_scenarios import CountingModel, RecordingNotifier, assert_well_formed
+from runtime_scenarios import CountingModel
+from runtime_scenarios import RecordingNotifier
+from runtime_scenarios import assert_well_formed
 
-from runtime import (
-    Agent,
-    Message,
-    Runtime,
-    ScriptedModel,
-    Tool,
-    ToolContext,
-    errors,
-    tool,
-    tool_call,
-)
+from runtime import Agent
+from runtime import Message
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import Tool
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Entry
-from store import EffectStatus, RunStatus, Store
+from store import EffectStatus
+from store import RunStatus
+from store import Store
 
 
 def last_result(messages: Sequence[Message]) -> Any:

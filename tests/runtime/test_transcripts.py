@@ -6,20 +6,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runtime_scenarios import (
-    STAMPER_SCRIPT,
-    WORKER_ID,
-    OpenDb,
-    RecordingModel,
-    Worker,
-    assert_well_formed,
-    counter_agent,
-    counting_policy,
-    stamper_agent,
-)
+from runtime_scenarios import STAMPER_SCRIPT
+from runtime_scenarios import WORKER_ID
+from runtime_scenarios import OpenDb
+from runtime_scenarios import RecordingModel
+from runtime_scenarios import Worker
+from runtime_scenarios import assert_well_formed
+from runtime_scenarios import counter_agent
+from runtime_scenarios import counting_policy
+from runtime_scenarios import stamper_agent
 
-from runtime import Agent, Budget, Message, Runtime, ScriptedModel, ToolCall, tool, tool_call
-from store import Batch, Checkpoint, EffectStatus, Run, RunStatus
+from runtime import Agent
+from runtime import Budget
+from runtime import Message
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolCall
+from runtime import tool
+from runtime import tool_call
+from store import Batch
+from store import Checkpoint
+from store import EffectStatus
+from store import Run
+from store import RunStatus
 
 AWKWARD: dict[str, Any] = {
     "text": 'naïve ☃ "quoted" \\ back\nslash </tool> ]}, 𝄞 \u0000 end',

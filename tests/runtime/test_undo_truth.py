@@ -7,15 +7,20 @@ same idempotency key."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
-from support.undo_truth_agents import PROVIDER, holder
+from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import holder
 
 from bot.slack import cards
 from bot.slack.actions import Action
-from runtime import Policies, Policy, Runtime, errors
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import errors
 from store import RunStatus
 
 APPROVER = "U_APPROVER"

@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
-from store import EffectStatus, Store, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import EffectStatus
+from store import Store
+from store import open_store
 
 WORKER = Path(__file__).parent / "workers" / "coalesce_worker.py"
 

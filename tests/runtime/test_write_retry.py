@@ -7,12 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import pytest
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
-from store import Batch, Committed, EffectStatus, RunStatus, Store, errors
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import Batch
+from store import Committed
+from store import EffectStatus
+from store import RunStatus
+from store import Store
+from store import errors
 
 FULL_FOR = 1.0
 """Seconds the disk stays full once the first result write hits it."""

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 from signoff import AsyncClient
 from signoff.models import Approval as WireApproval
 from store import Approval
 
-from .helpers import TOKEN, Api
+from .helpers import TOKEN
+from .helpers import Api
 
 Decide = Callable[[Approval], tuple[str, dict[str, Any]]]
 

@@ -4,11 +4,14 @@ of the API's trust model (no test reaches a real resolver or the network)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Iterable
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestServer
 
 from bot.api import api_app
 from bot.callback_policy import CallbackPolicy
@@ -17,7 +20,8 @@ from bot.tasks import Background
 from runtime import Runtime
 from store import Store
 
-from .helpers import TOKEN, Api
+from .helpers import TOKEN
+from .helpers import Api
 from .openapi_check import watch
 
 

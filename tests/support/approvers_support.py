@@ -11,13 +11,18 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .dev_page import wait_for
-from .helpers import AUTH, SIGNOFF, TOKEN, clean_env, free_port
+from .helpers import AUTH
+from .helpers import SIGNOFF
+from .helpers import TOKEN
+from .helpers import clean_env
+from .helpers import free_port
 
 CLIENT_ID, CLIENT_SECRET = "signoff-page", "page-client-secret"
 SESSION_SECRET = "approvals-page-session-secret"

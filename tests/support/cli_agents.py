@@ -6,7 +6,10 @@ import asyncio
 import os
 from pathlib import Path
 
-from runtime import Agent, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 
 
 @tool(

@@ -10,13 +10,16 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .helpers import SIGNOFF, clean_env, free_port
+from .helpers import SIGNOFF
+from .helpers import clean_env
+from .helpers import free_port
 from .slack_harness import wait_while_alive
 
 CHROMIUM = "/usr/bin/chromium"

@@ -4,7 +4,8 @@ answer, hold it back)."""
 
 from __future__ import annotations
 
-from aiohttp import ClientSession, web
+from aiohttp import ClientSession
+from aiohttp import web
 
 from .helpers import free_port
 

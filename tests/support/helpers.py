@@ -10,18 +10,27 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from bot.tasks import Background
-from runtime import NullNotifier, Runtime
-from store import Approval, Page, Run, Store
+from runtime import NullNotifier
+from runtime import Runtime
+from store import Approval
+from store import Page
+from store import Run
+from store import Store
 from store.records import utcnow
 
 T = TypeVar("T")

@@ -6,19 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
+from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import Any
+from typing import TypeVar
 
 from aiohttp import web
 
 from bot.api import api_app
 from bot.tasks import Background
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Runtime
-from store import Store, open_store
+from runtime import Agent
+from runtime import Runtime
+from store import Store
+from store import open_store
 
-from .helpers import TOKEN, free_port
+from .helpers import TOKEN
+from .helpers import free_port
 from .openapi_check import watch
 
 T = TypeVar("T")

@@ -15,7 +15,8 @@ import sys
 from typing import Any
 
 import mcp
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import stdio_client
 
 
 async def main(target: str, mode: str, tool: str, args: dict[str, Any], proxy: list[str]) -> None:

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from store import Store, migration, open_store
+from store import Store
+from store import migration
+from store import open_store
 
 
 def is_sqlite(url: str) -> bool:

@@ -14,12 +14,16 @@ import json
 import os
 import sys
 
-from agents import Agent, function_tool, set_tracing_disabled
+from agents import Agent
+from agents import function_tool
+from agents import set_tracing_disabled
 
 from examples.stacks.openai_agents import Scripted
 from signoff import AsyncClient
 from signoff.adapters._gate import Gate
-from signoff.adapters.openai_agents import Paused, ask_signed_off, resume_when_decided
+from signoff.adapters.openai_agents import Paused
+from signoff.adapters.openai_agents import ask_signed_off
+from signoff.adapters.openai_agents import resume_when_decided
 
 
 @function_tool(needs_approval=True)

@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agents import ModelResponse, Usage, set_tracing_disabled
+from agents import ModelResponse
+from agents import Usage
+from agents import set_tracing_disabled
 from agents.models.interface import Model
-from openai.types.responses import (
-    ResponseFunctionToolCall,
-    ResponseOutputMessage,
-    ResponseOutputText,
-)
+from openai.types.responses import ResponseFunctionToolCall
+from openai.types.responses import ResponseOutputMessage
+from openai.types.responses import ResponseOutputText
 
 
 @pytest.fixture(autouse=True)

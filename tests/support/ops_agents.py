@@ -9,7 +9,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 
 CARD = "4111111111111111"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +18,14 @@ from pydantic import SecretStr
 from bot import approvers
 from bot.settings import WebSettings
 from bot.tasks import Background
-from runtime import Policies, Runtime
+from runtime import Policies
+from runtime import Runtime
 from store import open_store
 
-from .approvers_support import CLIENT_ID, CLIENT_SECRET, PEOPLE_MAP, SESSION_SECRET
+from .approvers_support import CLIENT_ID
+from .approvers_support import CLIENT_SECRET
+from .approvers_support import PEOPLE_MAP
+from .approvers_support import SESSION_SECRET
 from .helpers import free_port
 from .soft_passkey import SoftPasskey
 

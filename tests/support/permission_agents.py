@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 
-from runtime import Agent, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 
 
 @tool(description="Refund an order.", effect="irreversible", requires_approval=True)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from store import Checkpoint, Effect, Message, RunStatus
+from store import Checkpoint
+from store import Effect
+from store import Message
+from store import RunStatus
 
 
 def an_effect(**fields: Any) -> Effect:

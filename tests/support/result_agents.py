@@ -6,7 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime import Agent, ScriptedModel, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
 
 CARD_NUMBER = "5500998877665544"
 

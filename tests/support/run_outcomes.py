@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .slack_harness import APPROVALS, FakeSlackProcess, SlackServer
+from .slack_harness import APPROVALS
+from .slack_harness import FakeSlackProcess
+from .slack_harness import SlackServer
 
 CHECK = ":white_check_mark:"
 

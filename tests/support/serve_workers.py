@@ -11,7 +11,9 @@ import urllib.request
 from pathlib import Path
 
 from . import SUPPORT
-from .helpers import SIGNOFF, clean_env, free_port
+from .helpers import SIGNOFF
+from .helpers import clean_env
+from .helpers import free_port
 
 
 def worker_env(database: str, world: Path, **more: str) -> dict[str, str]:

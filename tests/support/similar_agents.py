@@ -7,7 +7,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import Message
 
 

@@ -18,7 +18,10 @@ from typing import Any
 from bot.dev.slack.fake_web import trigger
 from bot.slack.inbound import Signature
 
-from .helpers import SIGNOFF, TOKEN, clean_env, free_port
+from .helpers import SIGNOFF
+from .helpers import TOKEN
+from .helpers import clean_env
+from .helpers import free_port
 
 SIGNING_SECRET = "e2e-signing-secret"
 BOT_TOKEN = "xoxb-test"

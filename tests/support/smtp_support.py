@@ -4,7 +4,8 @@ it received, parsed."""
 from __future__ import annotations
 
 import re
-from email import message_from_bytes, policy
+from email import message_from_bytes
+from email import policy
 from email.message import EmailMessage
 from typing import Any
 

@@ -17,7 +17,12 @@ from collections.abc import Sequence
 from contextlib import closing
 from typing import Any
 
-from runtime import Agent, Display, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Display
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import Message
 
 

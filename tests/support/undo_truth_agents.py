@@ -6,10 +6,15 @@ in `PROVIDER.calls` with its idempotency key, so a test sees a compensation done
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from runtime import Agent, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 
 
 @dataclass

@@ -3,21 +3,32 @@ the refund agent acting on a throwaway world."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
-from support.helpers import TOKEN, Api
-from support.openapi_check import VIOLATIONS, watch
-from support.slack_harness import FakeSlackProcess, SlackServer, start_server
+from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestServer
+from support.helpers import TOKEN
+from support.helpers import Api
+from support.openapi_check import VIOLATIONS
+from support.openapi_check import watch
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import start_server
 
 from bot.api import api_app
 from bot.tasks import Background
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Runtime
-from store import Store, open_store
+from runtime import Agent
+from runtime import Runtime
+from store import Store
+from store import open_store
 
 
 @pytest.fixture

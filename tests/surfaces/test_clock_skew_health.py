@@ -6,19 +6,23 @@ same routes `signoff serve` mounts."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestServer
 from prometheus_client.parser import text_string_to_metric_families
 
 from bot import health
 from bot.metrics import CLOCK_SKEW
 from runtime.queries import Queries
 from runtime.runs.skew import ClockSkew
-from store import Store, open_store
+from store import Store
+from store import open_store
 
 LEASE = 30.0
 

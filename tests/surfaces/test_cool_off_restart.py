@@ -14,7 +14,11 @@ from contextlib import closing
 from pathlib import Path
 
 from support import SUPPORT
-from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 COOL_OFF = 10.0
 CONFIG = f"""\

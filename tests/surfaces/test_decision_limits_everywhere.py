@@ -10,11 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, SIGNOFF, clean_env, run_text
-from support.slack_inprocess import BOB, slack_app, submit
+from support.helpers import AUTH
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import run_text
+from support.slack_inprocess import BOB
+from support.slack_inprocess import slack_app
+from support.slack_inprocess import submit
 
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from store import Store
 
 POLICIES = Policies(default=Policy(approvers=(BOB,), allow_edit=True))

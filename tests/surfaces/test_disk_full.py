@@ -13,17 +13,25 @@ import os
 import sqlite3
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from aiohttp.test_utils import make_mocked_request
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
 from bot.health import Readiness
 from runtime.queries import Queries
-from store import Checkpoint, Message, Run, Store, errors
-from surfaces.api.test_api import REFUND, post
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import Store
+from store import errors
+from surfaces.api.test_api import REFUND
+from surfaces.api.test_api import post
 
 
 @pytest.fixture

@@ -16,10 +16,13 @@ import pytest
 from support import spend_agents
 from support.helpers import SIGNOFF
 from support.pg_support import database_url
-from support.serve_workers import Worker, worker_env
+from support.serve_workers import Worker
+from support.serve_workers import worker_env
 
 from runtime import Runtime
-from store import ApprovalState, RunStatus, open_store
+from store import ApprovalState
+from store import RunStatus
+from store import open_store
 from tests.crash.test_limits_crash import wait_settled
 
 RUNS = 30

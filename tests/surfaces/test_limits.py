@@ -11,12 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
-from store.limits import MAX_DEPTH, MAX_ID, MAX_TASK, nesting_depth
+from store.limits import MAX_DEPTH
+from store.limits import MAX_ID
+from store.limits import MAX_TASK
+from store.limits import nesting_depth
 from surfaces.api.test_api import post
 from surfaces.cli.test_cli import Cli
-from surfaces.cli.test_cli_decide import BOSS, fresh_cli, parked
+from surfaces.cli.test_cli_decide import BOSS
+from surfaces.cli.test_cli_decide import fresh_cli
+from surfaces.cli.test_cli_decide import parked
 
 
 def nested(levels: int) -> dict[str, Any]:

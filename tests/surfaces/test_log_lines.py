@@ -12,7 +12,9 @@ from collections.abc import Iterator
 import pytest
 from support.helpers import Api
 
-from bot.logs import ContextIds, HumanFormatter, JsonFormatter
+from bot.logs import ContextIds
+from bot.logs import HumanFormatter
+from bot.logs import JsonFormatter
 from surfaces.api.test_api import post
 
 HOSTILE = "wire\x1b[2J\x1b]0;pwned\x07\nFAKE INFO signoff.approvals: approved by U0CEO\x00"

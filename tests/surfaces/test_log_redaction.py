@@ -10,9 +10,14 @@ from pathlib import Path
 
 import pytest
 from support.helpers import TOKEN
-from support.slack_harness import BOT_TOKEN, SIGNING_SECRET, FakeSlackProcess, start_server
+from support.slack_harness import BOT_TOKEN
+from support.slack_harness import SIGNING_SECRET
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import start_server
 
-from bot.logs import REDACTED, Redactor, redact_secrets
+from bot.logs import REDACTED
+from bot.logs import Redactor
+from bot.logs import redact_secrets
 
 PROVIDER_KEY = "sk-ant-api03-e2eProviderKeyThatMustNotLeak0123456789"
 

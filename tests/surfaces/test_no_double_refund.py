@@ -18,13 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, SIGNOFF, Api, clean_env, run_text
+from support.helpers import AUTH
+from support.helpers import SIGNOFF
+from support.helpers import Api
+from support.helpers import clean_env
+from support.helpers import run_text
 
 from bot.slack.cards import approval_message
 from examples import world as example_world
 from runtime import Runtime
-from store import Store, errors
-from store.records import Checkpoint, Message, Run, utcnow
+from store import Store
+from store import errors
+from store.records import Checkpoint
+from store.records import Message
+from store.records import Run
+from store.records import utcnow
 from store.sqlite import SqliteStore
 
 TASK = "Refund order E1"

@@ -17,22 +17,23 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from support import SUPPORT
-from support.helpers import SIGNOFF, TOKEN, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import run_text
 from support.ops_agents import CARD
-from support.slack_harness import (
-    APP_TOKEN,
-    APPROVALS,
-    BOB,
-    BOT_TOKEN,
-    POLICY,
-    REQUESTER,
-    SIGNING_SECRET,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    start_server,
-)
+from support.slack_harness import APP_TOKEN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import BOT_TOKEN
+from support.slack_harness import POLICY
+from support.slack_harness import REQUESTER
+from support.slack_harness import SIGNING_SECRET
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import start_server
 
 HERE = SUPPORT
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]

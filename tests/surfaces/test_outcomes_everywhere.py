@@ -14,24 +14,26 @@ from typing import Any
 
 import pytest
 from support import SUPPORT
-from support.helpers import SIGNOFF, run_text
-from support.run_outcomes import CHECK, card_saying, first_card, thread_note
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    POLICY,
-    REQUESTER,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    card_click,
-    environment,
-    open_home,
-    slash,
-    start_server,
-    submission,
-)
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.run_outcomes import CHECK
+from support.run_outcomes import card_saying
+from support.run_outcomes import first_card
+from support.run_outcomes import thread_note
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import POLICY
+from support.slack_harness import REQUESTER
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import card_click
+from support.slack_harness import environment
+from support.slack_harness import open_home
+from support.slack_harness import slash
+from support.slack_harness import start_server
+from support.slack_harness import submission
 
 AGENTS = {
     "SIGNOFF_AGENTS": "examples.refund_agent:agent,outcome_agents:crm",

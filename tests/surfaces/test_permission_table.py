@@ -21,8 +21,11 @@ import json
 import os
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 
@@ -32,26 +35,31 @@ from aiohttp import web
 from slack_bolt.request.async_request import AsyncBoltRequest
 from support import SUPPORT
 from support.api_support import token
-from support.helpers import SIGNOFF, clean_env
-from support.permission_agents import asker, booker, doubter, holder
-from support.slack_inprocess import SECRET, Slack, click, slack_app
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.permission_agents import asker
+from support.permission_agents import booker
+from support.permission_agents import doubter
+from support.permission_agents import holder
+from support.slack_inprocess import SECRET
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
 
 from bot import console
 from bot.api import api_app
 from bot.slack.actions import Action
 from bot.slack.inbound import Signature
 from bot.tasks import Background
-from runtime import (
-    Access,
-    Actor,
-    Approval,
-    Page,
-    Permission,
-    Policies,
-    Policy,
-    Run,
-    Runtime,
-)
+from runtime import Access
+from runtime import Actor
+from runtime import Approval
+from runtime import Page
+from runtime import Permission
+from runtime import Policies
+from runtime import Policy
+from runtime import Run
+from runtime import Runtime
 from store import open_store
 
 RILEY, BOB, EVE, CAROL = "U0RILEY", "U0BOB", "U0EVE", "U0CAROL"

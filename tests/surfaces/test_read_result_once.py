@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 from support.helpers import SIGNOFF
-from support.slack_harness import FakeSlackProcess, SlackServer, start_server
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import start_server
 
 # one worker runs the module, so its one waiting run (a server and the fake Slack) is built once
 pytestmark = pytest.mark.xdist_group("read-result-once")

@@ -20,15 +20,13 @@ import pytest
 from support import SUPPORT
 from support.helpers import SIGNOFF
 from support.result_agents import CARD_NUMBER
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    card_click,
-    slash,
-    start_server,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import card_click
+from support.slack_harness import slash
+from support.slack_harness import start_server
 
 from store import open_store
 from store.records import AuditEvent

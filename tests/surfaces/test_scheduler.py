@@ -9,17 +9,27 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from support.helpers import Recorder, eventually
+from support.helpers import Recorder
+from support.helpers import eventually
 
 from examples import world
-from runtime import Policies, Policy, Runtime, StaticDirectory, errors
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import StaticDirectory
+from runtime import errors
 from runtime.scheduler import Scheduler
-from store import Approval, ApprovalState, RunStatus, Store, open_store
+from store import Approval
+from store import ApprovalState
+from store import RunStatus
+from store import Store
+from store import open_store
 from store.records import utcnow
 
 LATE = 2.0  # how late a timer may fire on a busy machine, in seconds

@@ -12,14 +12,21 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 import pytest
-from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 from bot.callbacks import sign
 from examples.refund_agent import agent as refund_agent

@@ -17,8 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, free_port
-from support.slack_harness import SlackServer, environment, slash, wait_while_alive
+from support.helpers import SIGNOFF
+from support.helpers import free_port
+from support.slack_harness import SlackServer
+from support.slack_harness import environment
+from support.slack_harness import slash
+from support.slack_harness import wait_while_alive
 
 pytestmark = pytest.mark.slow  # real processes, stopped by signals
 

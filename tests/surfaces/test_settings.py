@@ -12,9 +12,13 @@ import pytest
 
 from bot.agents import load_agents
 from bot.server import startup_warnings
-from bot.settings import ConfigError, Settings, check_token_secrets, load_settings
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import check_token_secrets
+from bot.settings import load_settings
 from examples.refund_agent import agent as refund_agent
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 
 GOOD = """\
 database_url = "sqlite:///from-file.db"

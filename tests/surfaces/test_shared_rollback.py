@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from support import SUPPORT
-from support.helpers import SIGNOFF, run_text
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    ONCALL,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    environment,
-    start_server,
-)
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import ONCALL
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 from examples import world as outside
 

@@ -13,18 +13,21 @@ from typing import Any
 
 import pytest
 from support import SUPPORT
-from support.cool_off_agents import SEATS, provider_calls
-from support.helpers import SIGNOFF, run_text
-from support.run_outcomes import CHECK, card_saying, first_card, thread_note
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    card_click,
-    environment,
-    start_server,
-)
+from support.cool_off_agents import SEATS
+from support.cool_off_agents import provider_calls
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.run_outcomes import CHECK
+from support.run_outcomes import card_saying
+from support.run_outcomes import first_card
+from support.run_outcomes import thread_note
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import card_click
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 from bot.slack.actions import Action
 

@@ -5,8 +5,11 @@ its real bolt App."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime, timedelta
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -19,26 +22,36 @@ from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
 from bot.policy_ids import SlackLearnedRules
 from bot.settings import Settings
-from bot.slack import away_view, batch, cards, envelopes, page_cards, replies, similar
-from bot.slack.actions import OPENS_MODAL, Action, Modal
+from bot.slack import away_view
+from bot.slack import batch
+from bot.slack import cards
+from bot.slack import envelopes
+from bot.slack import page_cards
+from bot.slack import replies
+from bot.slack import similar
+from bot.slack.actions import OPENS_MODAL
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
 from bot.slack.app import slack_surface
 from bot.slack.away_view import Absence
 from bot.slack.home_view import home_view
 from bot.tasks import Background
 from runtime import Runtime
-from runtime.approvals.learned_rules import Backtest, Proposal
-from store import (
-    Approval,
-    ApprovalState,
-    Checkpoint,
-    EffectStatus,
-    Message,
-    Page,
-    Run,
-    RunStatus,
-    open_store,
-)
-from store.records import Away, EffectConflict, Envelope, LearnedRule
+from runtime.approvals.learned_rules import Backtest
+from runtime.approvals.learned_rules import Proposal
+from store import Approval
+from store import ApprovalState
+from store import Checkpoint
+from store import EffectStatus
+from store import Message
+from store import Page
+from store import Run
+from store import RunStatus
+from store import open_store
+from store.records import Away
+from store.records import EffectConflict
+from store.records import Envelope
+from store.records import LearnedRule
 from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bot.addresses import People
-from bot.approvers import check_settings, html
+from bot.approvers import check_settings
+from bot.approvers import html
 from bot.sections import WebSettings
 from bot.settings import ConfigError
 from store import Approval

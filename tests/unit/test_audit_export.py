@@ -6,9 +6,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
-from bot.audit_export import csv_lines, jsonl, since_instant
+from bot.audit_export import csv_lines
+from bot.audit_export import jsonl
+from bot.audit_export import since_instant
 from store import AuditEvent
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

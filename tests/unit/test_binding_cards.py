@@ -5,13 +5,20 @@ the fields, the final card and the thread note; a possible duplicate says what d
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 from bot.slack import cards
-from store import ApprovalState, EffectStatus
+from store import ApprovalState
+from store import EffectStatus
 from store.records import EffectConflict
-from tests.unit.test_blocks import AT, assert_inert, assert_message, card, decided, make_approval
+from tests.unit.test_blocks import AT
+from tests.unit.test_blocks import assert_inert
+from tests.unit.test_blocks import assert_message
+from tests.unit.test_blocks import card
+from tests.unit.test_blocks import decided
+from tests.unit.test_blocks import make_approval
 
 EARLIER = EffectConflict(
     run_id="run-a",

@@ -3,22 +3,22 @@ approved -> executed; one approved as separate says so."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
-from support.records import a_checkpoint, an_effect
+from support.records import a_checkpoint
+from support.records import an_effect
 
 from bot.console import timeline
 from runtime.approvals.binding import call_trail
-from store import (
-    Approval,
-    ApprovalState,
-    Effect,
-    EffectStatus,
-    Message,
-    Reversibility,
-    RunStatus,
-    ToolCall,
-)
+from store import Approval
+from store import ApprovalState
+from store import Effect
+from store import EffectStatus
+from store import Message
+from store import Reversibility
+from store import RunStatus
+from store import ToolCall
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PROPOSED = {"order_id": "4471", "amount_cents": 2500}

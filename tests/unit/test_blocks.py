@@ -6,27 +6,30 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime, timedelta
+from collections.abc import Iterator
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from support.records import a_checkpoint
 
-from bot.slack import cards, page_cards, replies
+from bot.slack import cards
+from bot.slack import page_cards
+from bot.slack import replies
 from bot.slack.home_view import home_view
-from store import (
-    Approval,
-    ApprovalState,
-    Budget,
-    Checkpoint,
-    Message,
-    Page,
-    Run,
-    RunStatus,
-    ToolCall,
-    Usage,
-)
+from store import Approval
+from store import ApprovalState
+from store import Budget
+from store import Checkpoint
+from store import Message
+from store import Page
+from store import Run
+from store import RunStatus
+from store import ToolCall
+from store import Usage
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 AT_SLACK = "<!date^1796126400^{date_short_pretty} at {time}|2026-12-01 12:00 UTC>"

@@ -5,8 +5,12 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from runtime import Budget, StopReason
-from runtime.runs.budget import BUDGET_REASONS, exhausted, watches_usage, would_exceed
+from runtime import Budget
+from runtime import StopReason
+from runtime.runs.budget import BUDGET_REASONS
+from runtime.runs.budget import exhausted
+from runtime.runs.budget import watches_usage
+from runtime.runs.budget import would_exceed
 from store import Usage
 
 

@@ -12,7 +12,8 @@ import pytest
 from celpy.celparser import CELParser
 
 from runtime.approvals import cel_parser
-from runtime.approvals.rules import holds, program
+from runtime.approvals.rules import holds
+from runtime.approvals.rules import program
 
 TREE = celpy.CompiledRunner.tree_node_class
 

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.collector import CPYTHON_DEFAULT, DRIVING
+from runtime.collector import CPYTHON_DEFAULT
+from runtime.collector import DRIVING
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = """

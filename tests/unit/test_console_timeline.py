@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 from support.records import a_checkpoint
 
 from bot.console import timeline
 from bot.dev.steplog import describe
 from examples.refund_agent import _asked_cents
-from store import (
-    Approval,
-    ApprovalState,
-    Budget,
-    Checkpoint,
-    Effect,
-    EffectStatus,
-    Message,
-    Page,
-    Reversibility,
-    Run,
-    RunStatus,
-    ToolCall,
-    Usage,
-)
+from store import Approval
+from store import ApprovalState
+from store import Budget
+from store import Checkpoint
+from store import Effect
+from store import EffectStatus
+from store import Message
+from store import Page
+from store import Reversibility
+from store import Run
+from store import RunStatus
+from store import ToolCall
+from store import Usage
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

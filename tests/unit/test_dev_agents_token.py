@@ -6,7 +6,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from bot.dev.serve import AGENTS_TOKEN, _kept_token, dev_settings
+from bot.dev.serve import AGENTS_TOKEN
+from bot.dev.serve import _kept_token
+from bot.dev.serve import dev_settings
 
 
 def settings(tmp_path: Path, agent_token: str | None) -> object:

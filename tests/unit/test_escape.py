@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.inert import flat
-from bot.slack import escape, texts
+from bot.slack import escape
+from bot.slack import texts
 
 WJ = "\u2060"
 

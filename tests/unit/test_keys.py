@@ -3,7 +3,9 @@ lineage, or the tool's business identity."""
 
 from __future__ import annotations
 
-from runtime.runs.keys import canonical_json, compensation_key, idempotency_key
+from runtime.runs.keys import canonical_json
+from runtime.runs.keys import compensation_key
+from runtime.runs.keys import idempotency_key
 
 
 def test_canonical_json_ignores_key_order_and_spacing() -> None:

@@ -9,10 +9,14 @@ from typing import Any
 import pytest
 
 from bot.reading import limit_lines
-from bot.slack import cards, replies
+from bot.slack import cards
+from bot.slack import replies
 from runtime.spend import words
-from store import Approval, Run
-from store.records import LimitState, RuleMatch, SpendWindow
+from store import Approval
+from store import Run
+from store.records import LimitState
+from store.records import RuleMatch
+from store.records import SpendWindow
 
 THIRTY_DAYS = SpendWindow(seconds=30 * 86400, width=86400)
 

@@ -8,8 +8,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.logs import LIBRARIES, ContextIds, HumanFormatter, JsonFormatter, configure_logging
-from runtime.runs.telemetry import log_context, set_log_step
+from bot.logs import LIBRARIES
+from bot.logs import ContextIds
+from bot.logs import HumanFormatter
+from bot.logs import JsonFormatter
+from bot.logs import configure_logging
+from runtime.runs.telemetry import log_context
+from runtime.runs.telemetry import set_log_step
 
 NAMES = ("", "signoff", *LIBRARIES)
 

@@ -14,7 +14,8 @@ import jsonschema
 import pytest
 import yaml
 
-from bot.slack.actions import Action, Modal
+from bot.slack.actions import Action
+from bot.slack.actions import Modal
 from bot.slack.app import EVENTS_PATH
 
 ROOT = Path(__file__).parent.parent.parent

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from signoff.mcp_rules import Rule, judge, load_rules
+from signoff.mcp_rules import Rule
+from signoff.mcp_rules import judge
+from signoff.mcp_rules import load_rules
 
 
 class Annotations:

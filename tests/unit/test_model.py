@@ -7,8 +7,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from runtime import Message, ModelError, Reply, ScriptedModel, ToolCall, tool_call
-from runtime.model import Entry, ScriptExhausted
+from runtime import Message
+from runtime import ModelError
+from runtime import Reply
+from runtime import ScriptedModel
+from runtime import ToolCall
+from runtime import tool_call
+from runtime.model import Entry
+from runtime.model import ScriptExhausted
 
 SYSTEM = Message(role="system", content="s")
 USER = Message(role="user", content="task")

@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from bot.config_digest import config_digest
-from bot.near import HINT, did_you_mean, keys_at, near
+from bot.near import HINT
+from bot.near import did_you_mean
+from bot.near import keys_at
+from bot.near import near
 from bot.settings import Settings
 
 TOOLS = ["delete_customer", "find_customer", "issue_refund", "reverse_refund", "send"]

@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from bot.policy_ids import SlackPolicies
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 
 def test_the_runtime_takes_any_one_word_id() -> None:

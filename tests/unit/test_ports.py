@@ -22,7 +22,12 @@ import pytest
 
 import runtime
 
-from .test_layers import ROOT, _tree, import_graph, module_name, past_public_names, sub_packages
+from .test_layers import ROOT
+from .test_layers import _tree
+from .test_layers import import_graph
+from .test_layers import module_name
+from .test_layers import past_public_names
+from .test_layers import sub_packages
 
 DESK = "runtime.approvals.desk"
 DESK_CLASS = "ApprovalDesk"

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from store.postgres import lossless
-from store.postgres.sql import compile_query, load
+from store.postgres.sql import compile_query
+from store.postgres.sql import load
 
 
 def test_named_parameters_become_numbered_once_each_and_casts_stay() -> None:

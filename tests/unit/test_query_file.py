@@ -13,7 +13,8 @@ import pytest
 from support.helpers import run_text
 
 from store import queries
-from store.queries import QueryFileError, compile_file
+from store.queries import QueryFileError
+from store.queries import compile_file
 
 
 def one(body: str, name: str = "q") -> str:

@@ -9,9 +9,12 @@ import pytest
 from pydantic import ValidationError
 from support.records import an_effect
 
-from bot.masking import ResultMasks, masked_fields
+from bot.masking import ResultMasks
+from bot.masking import masked_fields
 from runtime.approvals.policy import Policies
-from runtime.records import AuditEvent, Message, Reversibility
+from runtime.records import AuditEvent
+from runtime.records import Message
+from runtime.records import Reversibility
 
 POLICIES = Policies.model_validate(
     {

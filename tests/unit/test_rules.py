@@ -4,7 +4,9 @@ literals; the history table shows what a rule decided."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 
 import pytest
 from pydantic import ValidationError
@@ -12,11 +14,16 @@ from rich.console import Console
 
 from bot import views
 from runtime.approvals.authority import asked
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from runtime.approvals.routing import route
 from runtime.approvals.rule_check import check
-from runtime.approvals.rules import Facts, Rule
-from store import Approval, ApprovalState, Checkpoint, RunStatus
+from runtime.approvals.rules import Facts
+from runtime.approvals.rules import Rule
+from store import Approval
+from store import ApprovalState
+from store import Checkpoint
+from store import RunStatus
 
 ARGS = {"amount_cents": "int", "order_id": "string", "items": ""}
 

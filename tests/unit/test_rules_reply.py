@@ -3,7 +3,8 @@ the rest escaped text, and nothing of the escaping shows through."""
 
 from __future__ import annotations
 
-from bot.slack import escape, similar
+from bot.slack import escape
+from bot.slack import similar
 
 ROW = {
     "source": "learned",

@@ -8,9 +8,12 @@ from typing import Any
 import pytest
 from support.records import an_effect
 
-from runtime import ToolContext, errors, tool
+from runtime import ToolContext
+from runtime import errors
+from runtime import tool
 from store import Approval
-from store.records import SENSITIVE_MASK, masked
+from store.records import SENSITIVE_MASK
+from store.records import masked
 
 
 def pay(order_id: str, card_number: str, cvc: str, *, ctx: ToolContext) -> dict[str, Any]:

@@ -13,8 +13,14 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
-from bot.sections import ApiSettings, SlackSettings
-from bot.settings import SECTIONS, ConfigError, Settings, load_settings, names_of, secret
+from bot.sections import ApiSettings
+from bot.sections import SlackSettings
+from bot.settings import SECTIONS
+from bot.settings import ConfigError
+from bot.settings import Settings
+from bot.settings import load_settings
+from bot.settings import names_of
+from bot.settings import secret
 
 HASH = "a" * 64
 TOKENS = {"ci": {"scopes": ["runs:read"], "sha256": HASH}}

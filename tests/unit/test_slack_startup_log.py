@@ -10,7 +10,8 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.slack.app import bolt_app, quiet_unused_token_notice
+from bot.slack.app import bolt_app
+from bot.slack.app import quiet_unused_token_notice
 
 
 def build_app() -> None:

@@ -4,10 +4,14 @@ to the reader thread, which waits, so the loop is never blocked and the read sti
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
 
-from store import Checkpoint, Message, Run, open_store
+from store import Checkpoint
+from store import Message
+from store import Run
+from store import open_store
 from store.sqlite import SqliteStore
 
 

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 from support.helpers import run_text
 
-from store import Approval, errors, open_store
+from store import Approval
+from store import errors
+from store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 EXITS_WITHIN = 10.0  # seconds; a hung process is killed at twice this
@@ -109,7 +111,10 @@ async def test_a_bad_url_is_refused_either_way() -> None:
 
 
 def test_a_backends_own_options_ride_in_its_url_and_the_rest_of_the_query_stays() -> None:
-    from store import POSTGRES_URL_OPTIONS, SQLITE_URL_OPTIONS, sqlite_path, url_options
+    from store import POSTGRES_URL_OPTIONS
+    from store import SQLITE_URL_OPTIONS
+    from store import sqlite_path
+    from store import url_options
 
     assert url_options(
         "sqlite:///s.db?synchronous=NORMAL&busy_timeout_ms=50", SQLITE_URL_OPTIONS

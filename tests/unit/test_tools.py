@@ -11,9 +11,14 @@ from typing import Any
 import pydantic
 import pytest
 
-from runtime import Agent, ScriptedModel, Tool, ToolContext, tool
+from runtime import Agent
+from runtime import ScriptedModel
+from runtime import Tool
+from runtime import ToolContext
+from runtime import tool
 from runtime.errors import DefinitionError
-from runtime.tools import ToolArgumentError, ToolTimeout
+from runtime.tools import ToolArgumentError
+from runtime.tools import ToolTimeout
 from store import Reversibility
 
 MODEL = ScriptedModel(["ok"])

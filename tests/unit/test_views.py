@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 
 from rich.console import Console
 
 from bot import views
-from store import Effect, Reversibility
+from store import Effect
+from store import Reversibility
 
 AT = datetime(2026, 11, 29, tzinfo=UTC)
 

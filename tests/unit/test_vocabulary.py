@@ -8,23 +8,35 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 
 import pytest
 from rich.console import Console
 
-from bot import reading, views, words
+from bot import reading
+from bot import views
+from bot import words
 from bot.console import timeline
 from bot.http_errors import refusal as api_refusal
 from bot.settle import refusal_text
-from bot.slack import action_text, cards, page_cards, replies
+from bot.slack import action_text
+from bot.slack import cards
+from bot.slack import page_cards
+from bot.slack import replies
 from bot.slack.home_view import home_view
 from bot.slack.refusals import refusal as slack_refusal
 from examples.refund_agent import issue_refund
-from runtime import Display, errors, tool
+from runtime import Display
+from runtime import errors
+from runtime import tool
 from runtime.errors import DefinitionError
-from store import Approval, ApprovalState, Page, Run, RunStatus
+from store import Approval
+from store import ApprovalState
+from store import Page
+from store import Run
+from store import RunStatus
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 ARGS = {"order_id": "4471", "amount_cents": 2500, "restocking_fee_cents": 0}

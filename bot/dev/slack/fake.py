@@ -17,23 +17,26 @@ import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import asdict
+from dataclasses import dataclass
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
-from bot.dev.slack.fake_socket import SocketHub, SocketModeError
-from bot.dev.slack.fake_web import (
-    APP_ID,
-    Args,
-    Ephemeral,
-    Message,
-    OpenedView,
-    SlackError,
-    Workspace,
-)
+from bot.dev.slack.fake_socket import SocketHub
+from bot.dev.slack.fake_socket import SocketModeError
+from bot.dev.slack.fake_web import APP_ID
+from bot.dev.slack.fake_web import Args
+from bot.dev.slack.fake_web import Ephemeral
+from bot.dev.slack.fake_web import Message
+from bot.dev.slack.fake_web import OpenedView
+from bot.dev.slack.fake_web import SlackError
+from bot.dev.slack.fake_web import Workspace
 
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 HTTP_ERRORS = {429: "ratelimited", 503: "service_unavailable"}

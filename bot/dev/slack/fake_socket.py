@@ -15,7 +15,8 @@ import json
 import uuid
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSMsgType
+from aiohttp import web
 
 RESPONSE_PAYLOAD_TYPES = ("slash_commands", "interactive")
 """Envelope types whose ack may carry a payload Slack shows (slash replies, view errors)."""

@@ -13,12 +13,18 @@ import base64
 import binascii
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
+from decimal import Decimal
+from decimal import InvalidOperation
 from typing import Any
 
-from bot.dev.slack.block_limits import block_errors, view_errors
+from bot.dev.slack.block_limits import block_errors
+from bot.dev.slack.block_limits import view_errors
 
 TEAM_ID = "T0SIGNOFF"
 APP_ID = "A0SIGNOFF"

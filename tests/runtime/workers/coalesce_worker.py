@@ -13,8 +13,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
-from store import Message, open_store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import Message
+from store import open_store
 
 LEDGER = Path(sys.argv[2])
 SCRIPT = [tool_call("peek", {"key": "a"}), tool_call("post", {"text": "hello"}), "done"]

@@ -14,7 +14,8 @@ import sys
 
 import runtime_scenarios as scenarios
 
-from runtime import Budget, Runtime
+from runtime import Budget
+from runtime import Runtime
 from store import open_store
 
 

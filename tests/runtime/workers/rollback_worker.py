@@ -23,10 +23,16 @@ import time
 from typing import Any
 
 import approvals_conftest_helpers
-from approvals_conftest_helpers import hold, record, reserve, stock_agent
+from approvals_conftest_helpers import hold
+from approvals_conftest_helpers import record
+from approvals_conftest_helpers import reserve
+from approvals_conftest_helpers import stock_agent
 
 from examples import refund_agent
-from runtime import Agent, Runtime, Tool, ToolContext
+from runtime import Agent
+from runtime import Runtime
+from runtime import Tool
+from runtime import ToolContext
 from store import open_store
 
 MODE = "plain"

@@ -6,18 +6,25 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
-from support.helpers import AUTH, TOKEN, Api, Recorder
+from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestServer
+from support.helpers import AUTH
+from support.helpers import TOKEN
+from support.helpers import Api
+from support.helpers import Recorder
 
 from bot.api import api_app
 from bot.tasks import Background
 from examples import world
 from examples.refund_agent import agent as refund_agent
-from runtime import Agent, Policies, Policy
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
 
 REFUND = {"agent": "refund-agent", "task": "Refund order 4471"}
 

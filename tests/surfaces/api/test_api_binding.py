@@ -5,14 +5,18 @@ executed; an edit that changes what the call acts on is a 400 that changes nothi
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
-from support.helpers import AUTH, Api, eventually
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
 
 from examples import world
 
-from .test_api_decisions import decide, done
+from .test_api_decisions import decide
+from .test_api_decisions import done
 
 MakeApi = Callable[..., Awaitable[Api]]
 
@@ -61,7 +65,8 @@ async def test_a_conflict_is_a_409_until_approved_as_separate(make_api: MakeApi)
 async def test_an_edit_shows_in_the_run_view_and_one_of_the_order_is_refused(
     make_api: MakeApi,
 ) -> None:
-    from runtime import Policies, Policy
+    from runtime import Policies
+    from runtime import Policy
 
     api = await make_api(policies=Policies(tools={"issue_refund": Policy(allow_edit=True)}))
     asked = await park(api, "run-e", 25)

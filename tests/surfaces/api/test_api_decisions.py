@@ -6,15 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Coroutine
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, Api, eventually
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
 
 from bot.tasks import Background
 from examples import world
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 from store import RunStatus
 
 REFUND = {"agent": "refund-agent", "task": "Refund order 4471"}

@@ -11,7 +11,8 @@ from typing import Any
 
 from aiohttp import ClientResponse
 from support.adapter_support import client_of
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
 from .test_api_wait import ask
 

@@ -3,14 +3,18 @@ that change nothing), and a run's view saying how it ended: its answer and its d
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, Api, eventually
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
 
 from examples import world
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 REFUND = {"agent": "refund-agent", "task": "Refund order 4471"}
 MakeApi = Callable[..., Awaitable[Api]]

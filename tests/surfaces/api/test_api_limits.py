@@ -4,11 +4,13 @@ refund past the limit waits under the limit's policy."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 from support import spend_agents
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
 from runtime import Policies
 from runtime.spend.config import SpendConfig

@@ -3,10 +3,12 @@ the server (valid, tampered, for other arguments)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
 from runtime.signing import Signer
 from signoff.receipts import verify

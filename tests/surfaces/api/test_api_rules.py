@@ -5,11 +5,14 @@ audit log name the rule."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, Api, Recorder
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import Recorder
 
 from runtime import Policies
 

@@ -5,13 +5,17 @@ approval keeps them whole, and a name that is not an argument is a 400 that crea
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
-from .test_api import get, post
+from .test_api import get
+from .test_api import post
 
 IBAN = "DE89370400440532013000"
 ASK = {

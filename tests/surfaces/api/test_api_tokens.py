@@ -7,20 +7,29 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.api_support import ApiServers, bearer, token
-from support.helpers import AUTH, Api, eventually
+from support.api_support import ApiServers
+from support.api_support import bearer
+from support.api_support import token
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
 
-from bot.http_auth import Caller, RateLimiter
+from bot.http_auth import Caller
+from bot.http_auth import RateLimiter
 from bot.server import api_warnings
-from bot.settings import Settings, load_settings
+from bot.settings import Settings
+from bot.settings import load_settings
 from examples import world
 from runtime import Runtime
-from store import RunStatus, Store
+from store import RunStatus
+from store import Store
 
 AGENT, DESK, AUDITOR, OLD = "agent-7f3b9c21e8", "desk-0c44a9d17b", "audit-5e2f8b6a90", "old-9a1c"
 TOKENS = {

@@ -5,13 +5,18 @@ answers 200 and the call reads undone, released once."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from collections.abc import Iterator
 
 import pytest
-from support.helpers import AUTH, Api
-from support.undo_truth_agents import PROVIDER, holder
+from support.helpers import AUTH
+from support.helpers import Api
+from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import holder
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 APPROVER = "U0BOB"
 

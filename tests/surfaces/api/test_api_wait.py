@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
 from runtime import Runtime
 

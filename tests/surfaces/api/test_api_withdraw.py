@@ -6,11 +6,14 @@ nobody is waiting for its answer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.api_support import ApiServers, bearer, token
+from support.api_support import ApiServers
+from support.api_support import bearer
+from support.api_support import token
 from support.helpers import Api
 
 from runtime import Runtime

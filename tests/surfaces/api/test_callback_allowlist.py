@@ -9,21 +9,31 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support.api_support import ApiServers, FakeDns, allowing
-from support.helpers import AUTH, Api, eventually
+from support.api_support import ApiServers
+from support.api_support import FakeDns
+from support.api_support import allowing
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
 
-from bot.callback_policy import CallbackPolicy, CallbackRefused, parse_allowed
-from bot.callbacks import CallbackNotifier, sign
+from bot.callback_policy import CallbackPolicy
+from bot.callback_policy import CallbackRefused
+from bot.callback_policy import parse_allowed
+from bot.callbacks import CallbackNotifier
+from bot.callbacks import sign
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.deliveries import Deliveries
-from store import Delivery, Store
+from store import Delivery
+from store import Store
 
 SECRET = "allowlist-callback-secret"
 SETTING = "callback_allowed_hosts (SIGNOFF_CALLBACK_ALLOWED_HOSTS)"

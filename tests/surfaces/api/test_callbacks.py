@@ -9,21 +9,33 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support.api_support import LOOPBACK, ApiServers
-from support.helpers import AUTH, Api, eventually, free_port
+from support.api_support import LOOPBACK
+from support.api_support import ApiServers
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
+from support.helpers import free_port
 
-from bot.callbacks import CallbackNotifier, sign
+from bot.callbacks import CallbackNotifier
+from bot.callbacks import sign
 from bot.tasks import Background
-from runtime import Policies, Policy, Runtime
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
 from runtime.deliveries import Deliveries
-from store import Delivery, Store, open_store
+from store import Delivery
+from store import Store
+from store import open_store
 
 SECRET = "callback-secret"
 

@@ -7,14 +7,21 @@ in-doubt page is settled over the API in one step from a fenced worker's late re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import cast
 
 from support.frozen_store import FrozenRenewals
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 
-from runtime import Agent, Runtime, ScriptedModel, tool, tool_call
-from store import EffectStatus, Store
+from runtime import Agent
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import tool
+from runtime import tool_call
+from store import EffectStatus
+from store import Store
 
 
 def slow_agent(entered: asyncio.Event, release: asyncio.Event) -> Agent:

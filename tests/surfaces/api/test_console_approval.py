@@ -18,7 +18,14 @@ from support.cool_off_agents import SEATS
 from bot import console
 from bot.api import api_app
 from bot.tasks import Background
-from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from runtime.model import Reply
 from store import open_store
 

@@ -14,15 +14,20 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck
+from hypothesis import Phase
+from hypothesis import given
+from hypothesis import settings
 from openapi_spec_validator import validate
 from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from schemathesis import checks
 from schemathesis.core.failures import FailureGroup
 from schemathesis.generation.stateful import run_state_machine_as_test
-from support.helpers import AUTH, Api
+from support.helpers import AUTH
+from support.helpers import Api
 from support.live_api import LiveApi
-from support.openapi_check import VIOLATIONS, problems
+from support.openapi_check import VIOLATIONS
+from support.openapi_check import problems
 
 from bot.openapi import document
 from examples import world

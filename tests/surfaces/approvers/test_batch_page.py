@@ -12,7 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, Clients, PageServer, ask, page_server, sign_in
+from support.approvers_support import BOB
+from support.approvers_support import BOB_MAIL
+from support.approvers_support import Clients
+from support.approvers_support import PageServer
+from support.approvers_support import ask
+from support.approvers_support import page_server
+from support.approvers_support import sign_in
 
 pytestmark = pytest.mark.slow  # real processes: the provider and `signoff serve`
 

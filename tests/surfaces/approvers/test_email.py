@@ -6,21 +6,24 @@ visible in the approval's deliveries), never the run."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from support.approvers_support import (
-    EVE_MAIL,
-    Clients,
-    PageServer,
-    csrf_of,
-    oidc_provider,
-    sign_in,
-    wait_until,
-)
+from support.approvers_support import EVE_MAIL
+from support.approvers_support import Clients
+from support.approvers_support import PageServer
+from support.approvers_support import csrf_of
+from support.approvers_support import oidc_provider
+from support.approvers_support import sign_in
+from support.approvers_support import wait_until
 from support.helpers import free_port
-from support.smtp_support import SmtpServer, config, links, parts
+from support.smtp_support import SmtpServer
+from support.smtp_support import config
+from support.smtp_support import links
+from support.smtp_support import parts
 
 pytestmark = pytest.mark.slow  # real processes: the provider and `signoff serve`
 

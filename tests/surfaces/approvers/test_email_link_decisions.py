@@ -12,9 +12,15 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.approvers_support import EVE_MAIL, PageServer, wait_until
+from support.approvers_support import EVE_MAIL
+from support.approvers_support import PageServer
+from support.approvers_support import wait_until
 from support.helpers import free_port
-from support.smtp_support import Inbox, SmtpServer, config, links, parts
+from support.smtp_support import Inbox
+from support.smtp_support import SmtpServer
+from support.smtp_support import config
+from support.smtp_support import links
+from support.smtp_support import parts
 
 pytestmark = pytest.mark.slow  # a real `signoff serve`
 

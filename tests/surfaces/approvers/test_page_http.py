@@ -9,18 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.approvers_support import (
-    BOB,
-    BOB_MAIL,
-    EVE_MAIL,
-    REQ_MAIL,
-    Clients,
-    PageServer,
-    csrf_of,
-    page_server,
-    sign_in,
-    wait_until,
-)
+from support.approvers_support import BOB
+from support.approvers_support import BOB_MAIL
+from support.approvers_support import EVE_MAIL
+from support.approvers_support import REQ_MAIL
+from support.approvers_support import Clients
+from support.approvers_support import PageServer
+from support.approvers_support import csrf_of
+from support.approvers_support import page_server
+from support.approvers_support import sign_in
+from support.approvers_support import wait_until
 
 pytestmark = pytest.mark.slow  # real processes: the provider and `signoff serve`
 

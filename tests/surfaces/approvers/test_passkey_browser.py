@@ -13,18 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.approvers_support import (
-    ANN_MAIL,
-    BOB,
-    BOB_MAIL,
-    PageServer,
-    ask,
-    browser_sign_in,
-    page_server,
-    wait_until,
-)
+from support.approvers_support import ANN_MAIL
+from support.approvers_support import BOB
+from support.approvers_support import BOB_MAIL
+from support.approvers_support import PageServer
+from support.approvers_support import ask
+from support.approvers_support import browser_sign_in
+from support.approvers_support import page_server
+from support.approvers_support import wait_until
 from support.dev_page import wait_for
-from support.dev_support import NEEDS_CHROMIUM, chromium
+from support.dev_support import NEEDS_CHROMIUM
+from support.dev_support import chromium
 
 pytestmark = [NEEDS_CHROMIUM, pytest.mark.slow]
 

@@ -14,12 +14,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, oidc_provider
-from support.passkey_pages import PageApp, approve, ceremony, csrf, page_apps, register, sign_in
-from support.pg_support import HAVE_ASYNCPG, fresh_schema
+from support.approvers_support import BOB
+from support.approvers_support import BOB_MAIL
+from support.approvers_support import oidc_provider
+from support.passkey_pages import PageApp
+from support.passkey_pages import approve
+from support.passkey_pages import ceremony
+from support.passkey_pages import csrf
+from support.passkey_pages import page_apps
+from support.passkey_pages import register
+from support.passkey_pages import sign_in
+from support.pg_support import HAVE_ASYNCPG
+from support.pg_support import fresh_schema
 from support.soft_passkey import SoftPasskey
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 pytestmark = pytest.mark.slow  # a real provider in its own process
 

@@ -13,9 +13,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import run_text
 
-from runtime import Agent, Policies, Policy, Runtime, ScriptedModel, ToolContext, tool, tool_call
+from runtime import Agent
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import ScriptedModel
+from runtime import ToolContext
+from runtime import tool
+from runtime import tool_call
 from store import Store
 from store.digest import args_digest
 

@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import run_text
 
 from examples import world
 from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
-from store import Store, open_store
+from store import Store
+from store import open_store
 from store.records import utcnow
 
 # one worker runs the module, so the prepared database is built once

@@ -13,7 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from support import SUPPORT
-from support.helpers import SIGNOFF, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import run_text
 
 Signoff = Callable[..., tuple[int, str]]
 """`signoff(*argv)`: a real `signoff` process's exit code and its output, stdout then stderr."""

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 from typing import TypeVar
@@ -24,7 +25,9 @@ from examples.refund_agent import agent as refund_agent
 from runtime import Runtime
 from store import open_store
 
-from .test_cli import Cli, Result, refunds
+from .test_cli import Cli
+from .test_cli import Result
+from .test_cli import refunds
 
 T = TypeVar("T")
 ELSEWHERE = {"SIGNOFF_AGENTS": "cli_agents:shipper"}

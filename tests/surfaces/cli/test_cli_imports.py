@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,12 @@ import pytest
 import typer
 from support.helpers import run_text
 
-from bot.cli import GROUPS, app
+from bot.cli import GROUPS
+from bot.cli import app
 
 from .test_cli import Cli
-from .test_cli_decide import fresh_cli, parked
+from .test_cli_decide import fresh_cli
+from .test_cli_decide import parked
 
 PROBE = """
 import sys

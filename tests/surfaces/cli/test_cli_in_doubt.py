@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 from support import SUPPORT
-from support.helpers import SIGNOFF, run_text
+from support.helpers import SIGNOFF
+from support.helpers import run_text
 
 
 def signoff(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from .test_cli import Cli
-from .test_cli_decide import decide, fresh_cli
+from .test_cli_decide import decide
+from .test_cli_decide import fresh_cli
 
 
 @pytest.fixture

@@ -13,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.session import database_label, database_of
+from bot.cli.session import database_label
+from bot.cli.session import database_of
 from bot.settings import load_settings
 from bot.settings_slack import SlackSettings
-from bot.settings_source import ConfigError, DatabaseSettings, database_settings, section_settings
+from bot.settings_source import ConfigError
+from bot.settings_source import DatabaseSettings
+from bot.settings_source import database_settings
+from bot.settings_source import section_settings
 
-from .test_cli_decide import fresh_cli, parked
+from .test_cli_decide import fresh_cli
+from .test_cli_decide import parked
 
 CASES = {
     "defaults": ({}, ""),

@@ -13,10 +13,15 @@ from bot.json_views import run_view
 from bot.settle import settle_commands
 from bot.views import pages_table
 from runtime import Runtime
-from store import Budget, Page, Run
+from store import Budget
+from store import Page
+from store import Run
 
 from .test_cli import Cli
-from .test_cli_decide import fresh_cli, in_process, parked, row
+from .test_cli_decide import fresh_cli
+from .test_cli_decide import in_process
+from .test_cli_decide import parked
+from .test_cli_decide import row
 
 
 @pytest.fixture

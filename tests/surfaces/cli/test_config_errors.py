@@ -13,7 +13,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support.helpers import SIGNOFF, clean_env
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
 
 AGENT = """
 from runtime import Agent, ScriptedModel, tool, tool_call

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.helpers import Done, signoff_in
+from support.helpers import Done
+from support.helpers import signoff_in
 
 ROOT = Path(__file__).parents[3]
 HEAD = """\

@@ -10,9 +10,11 @@ import json
 from pathlib import Path
 
 from support import spend_agents
-from support.helpers import Done, signoff_in
+from support.helpers import Done
+from support.helpers import signoff_in
 
-from runtime import Policies, Runtime
+from runtime import Policies
+from runtime import Runtime
 from store import open_store
 
 SUPPORT = Path(__file__).parents[2] / "support"

@@ -9,7 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from support.helpers import Done, signoff_in
+from support.helpers import Done
+from support.helpers import signoff_in
 
 ROOT = Path(__file__).parents[3]
 EXAMPLE = ROOT / "examples" / "signoff.toml"

@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.helpers import SIGNOFF, Done, clean_env, run_text
+from support.helpers import SIGNOFF
+from support.helpers import Done
+from support.helpers import clean_env
+from support.helpers import run_text
 
-from runtime import Policies, Runtime
+from runtime import Policies
+from runtime import Runtime
 from store import open_store
 from tests.support.similar_agents import agent
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from support.live_api import LiveApi
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 EDITABLE = Policies(default=Policy(allow_edit=True))
 

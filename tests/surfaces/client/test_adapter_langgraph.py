@@ -5,23 +5,34 @@ decisions land (by another graph instance, as another process would)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypedDict
+from collections.abc import Awaitable
+from collections.abc import Callable
+from typing import Any
+from typing import TypedDict
 
 import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from support.adapter_support import approve, approve_with, client_of, decline, human
+from langgraph.graph import END
+from langgraph.graph import START
+from langgraph.graph import StateGraph
+from support.adapter_support import approve
+from support.adapter_support import approve_with
+from support.adapter_support import client_of
+from support.adapter_support import decline
+from support.adapter_support import human
 from support.helpers import Api
 
 from examples.stacks.langgraph import Scripted  # reply k to a transcript of k model turns
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 from signoff.adapters._gate import Gate
-from signoff.adapters.langgraph import ask_signoff, resume_when_decided
+from signoff.adapters.langgraph import ask_signoff
+from signoff.adapters.langgraph import resume_when_decided
 
 MakeApi = Callable[..., Awaitable[Api]]
 CONFIG = {"configurable": {"thread_id": "thread-1"}}

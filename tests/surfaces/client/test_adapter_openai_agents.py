@@ -9,20 +9,34 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, Runner, function_tool
-from support.adapter_support import approve, approve_with, client_of, decline, human
-from support.helpers import AUTH, TOKEN, Api
-from support.openai_agents_support import Calls, no_tracing  # noqa: F401 (autouse)
+from agents import Agent
+from agents import Runner
+from agents import function_tool
+from support.adapter_support import approve
+from support.adapter_support import approve_with
+from support.adapter_support import client_of
+from support.adapter_support import decline
+from support.adapter_support import human
+from support.helpers import AUTH
+from support.helpers import TOKEN
+from support.helpers import Api
+from support.openai_agents_support import Calls
+from support.openai_agents_support import no_tracing  # noqa: F401 (autouse)
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 from signoff.adapters._gate import Gate
-from signoff.adapters.openai_agents import resume_signed_off, resume_when_decided, run_signed_off
-from signoff.errors import ApiError, SignoffError
+from signoff.adapters.openai_agents import resume_signed_off
+from signoff.adapters.openai_agents import resume_when_decided
+from signoff.adapters.openai_agents import run_signed_off
+from signoff.errors import ApiError
+from signoff.errors import SignoffError
 from store.limits import MAX_RESUME_STATE
 
 ROOT = Path(__file__).resolve().parents[3]

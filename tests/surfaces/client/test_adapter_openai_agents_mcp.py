@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,13 @@ import pytest
 from agents import Agent
 from agents.mcp import MCPServerStdio
 from support import SUPPORT
-from support.adapter_support import approve, client_of, decline, human
+from support.adapter_support import approve
+from support.adapter_support import client_of
+from support.adapter_support import decline
+from support.adapter_support import human
 from support.helpers import Api
-from support.openai_agents_support import Calls, no_tracing  # noqa: F401 (autouse)
+from support.openai_agents_support import Calls
+from support.openai_agents_support import no_tracing  # noqa: F401 (autouse)
 
 from signoff.adapters._gate import Gate
 from signoff.adapters.openai_agents import run_signed_off

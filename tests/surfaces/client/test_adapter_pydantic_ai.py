@@ -5,26 +5,33 @@ approvals and the decisions come back as `True`, `ToolApproved(override_args)` o
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, DeferredToolRequests
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    TextPart,
-    ToolCallPart,
-    ToolReturnPart,
-)
-from pydantic_ai.models.function import AgentInfo, FunctionModel
-from support.adapter_support import approve, approve_with, client_of, decline, human
+from pydantic_ai import Agent
+from pydantic_ai import DeferredToolRequests
+from pydantic_ai.messages import ModelMessage
+from pydantic_ai.messages import ModelRequest
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.messages import TextPart
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ToolReturnPart
+from pydantic_ai.models.function import AgentInfo
+from pydantic_ai.models.function import FunctionModel
+from support.adapter_support import approve
+from support.adapter_support import approve_with
+from support.adapter_support import client_of
+from support.adapter_support import decline
+from support.adapter_support import human
 from support.helpers import Api
 
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 from signoff.adapters._gate import Gate
-from signoff.adapters.pydantic_ai import run_signed_off, sign_off
+from signoff.adapters.pydantic_ai import run_signed_off
+from signoff.adapters.pydantic_ai import sign_off
 
 MakeApi = Callable[..., Awaitable[Api]]
 

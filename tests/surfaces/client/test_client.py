@@ -15,18 +15,19 @@ from typing import Any
 import pytest
 from aiohttp import web
 from support.front import Front
-from support.helpers import TOKEN, Api, eventually, free_port
+from support.helpers import TOKEN
+from support.helpers import Api
+from support.helpers import eventually
+from support.helpers import free_port
 from support.live_api import LiveApi
 
-from signoff import (
-    ApiError,
-    AsyncClient,
-    Client,
-    Declined,
-    TimedOut,
-    Unreachable,
-    requires_signoff,
-)
+from signoff import ApiError
+from signoff import AsyncClient
+from signoff import Client
+from signoff import Declined
+from signoff import TimedOut
+from signoff import Unreachable
+from signoff import requires_signoff
 
 
 @pytest.fixture

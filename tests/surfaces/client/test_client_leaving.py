@@ -20,11 +20,15 @@ from typing import Any
 import pytest
 from aiohttp import web
 from support.front import Front
-from support.helpers import TOKEN, Api, eventually
+from support.helpers import TOKEN
+from support.helpers import Api
+from support.helpers import eventually
 from support.live_api import LiveApi
 
 from runtime import errors
-from signoff import AsyncClient, Client, requires_signoff
+from signoff import AsyncClient
+from signoff import Client
+from signoff import requires_signoff
 
 STOPPED = "withdrawn: the agent stopped waiting"
 

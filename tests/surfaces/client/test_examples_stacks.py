@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.helpers import TOKEN, run_text
+from support.helpers import TOKEN
+from support.helpers import run_text
 from support.live_api import LiveApi
 
 ROOT = Path(__file__).parents[3]

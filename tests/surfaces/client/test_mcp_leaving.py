@@ -26,7 +26,8 @@ import signal
 import sys
 import textwrap
 from asyncio.subprocess import Process
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,19 +35,22 @@ from typing import Any
 import mcp
 import mcp.types as types
 import pytest
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import stdio_client
 from support import SUPPORT
-from support.helpers import SIGNOFF, TOKEN, free_port, listening
-from support.slack_harness import (
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    card_click,
-    start_server,
-)
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import free_port
+from support.helpers import listening
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import card_click
+from support.slack_harness import start_server
 
-from tests.docs.docs_pages import ROOT, blocks
+from tests.docs.docs_pages import ROOT
+from tests.docs.docs_pages import blocks
 
 DOWNSTREAM = SUPPORT / "mcp_downstream.py"
 CALLER = SUPPORT / "mcp_caller.py"

@@ -20,10 +20,13 @@ from typing import Any
 
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from support import SUPPORT
-from support.helpers import TOKEN, free_port, listening
+from support.helpers import TOKEN
+from support.helpers import free_port
+from support.helpers import listening
 from support.live_api import LiveApi
 
 from store import Approval

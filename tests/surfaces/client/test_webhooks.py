@@ -5,21 +5,30 @@ in the API's audit trail (the delivery history)."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
-from support.api_support import LOOPBACK, ApiServers
-from support.helpers import AUTH, Api, eventually, free_port
+from support.api_support import LOOPBACK
+from support.api_support import ApiServers
+from support.helpers import AUTH
+from support.helpers import Api
+from support.helpers import eventually
+from support.helpers import free_port
 
-from bot.callbacks import CallbackNotifier, sign
+from bot.callbacks import CallbackNotifier
+from bot.callbacks import sign
 from bot.tasks import Background
 from runtime import Runtime
 from runtime.deliveries import Deliveries
-from signoff.webhooks import BadSignature, verified, verify
+from signoff.webhooks import BadSignature
+from signoff.webhooks import verified
+from signoff.webhooks import verify
 from store import Store
 
 SECRET = "callback-secret"

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.dev_support import DevServer, chromium
+from support.dev_support import DevServer
+from support.dev_support import chromium
 
 
 @pytest.fixture

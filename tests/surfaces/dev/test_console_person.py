@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from support.dev_page import open_page, select_run, start_refund, wait_for
-from support.dev_support import (
-    APPROVER,
-    NEEDS_CHROMIUM,
-    OUTSIDER,
-    REQUESTER,
-    DevServer,
-)
+from support.dev_page import open_page
+from support.dev_page import select_run
+from support.dev_page import start_refund
+from support.dev_page import wait_for
+from support.dev_support import APPROVER
+from support.dev_support import NEEDS_CHROMIUM
+from support.dev_support import OUTSIDER
+from support.dev_support import REQUESTER
+from support.dev_support import DevServer
 
 pytestmark = NEEDS_CHROMIUM
 BUTTONS = "#cancel-run, #resume-run, .fork, .dry-fork, .rollback"

@@ -14,8 +14,18 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from support.dev_support import APPROVER, OUTSIDER, REQUESTER, DevServer, _send, card_button, click
-from support.helpers import SIGNOFF, TOKEN, clean_env, free_port, run_text
+from support.dev_support import APPROVER
+from support.dev_support import OUTSIDER
+from support.dev_support import REQUESTER
+from support.dev_support import DevServer
+from support.dev_support import _send
+from support.dev_support import card_button
+from support.dev_support import click
+from support.helpers import SIGNOFF
+from support.helpers import TOKEN
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 
 def _card(dev: DevServer, run_id: str) -> dict[str, Any] | None:

@@ -8,24 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from support.dev_page import (
-    button,
-    card,
-    card_text,
-    click,
-    open_page,
-    payments,
-    select_run,
-    start_refund,
-    wait_for,
-)
-from support.dev_support import (
-    APPROVER,
-    NEEDS_CHROMIUM,
-    REQUESTER,
-    DevServer,
-    requested_urls,
-)
+from support.dev_page import button
+from support.dev_page import card
+from support.dev_page import card_text
+from support.dev_page import click
+from support.dev_page import open_page
+from support.dev_page import payments
+from support.dev_page import select_run
+from support.dev_page import start_refund
+from support.dev_page import wait_for
+from support.dev_support import APPROVER
+from support.dev_support import NEEDS_CHROMIUM
+from support.dev_support import REQUESTER
+from support.dev_support import DevServer
+from support.dev_support import requested_urls
 
 pytestmark = NEEDS_CHROMIUM
 LOADED = "['navigation', 'resource'].flatMap(t => performance.getEntriesByType(t)).map(e => e.name)"

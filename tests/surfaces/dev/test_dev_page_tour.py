@@ -16,26 +16,22 @@ from typing import Any
 
 import pytest
 from support import SUPPORT
-from support.dev_page import (
-    button,
-    card_actions,
-    card_text,
-    click,
-    open_channel,
-    open_page,
-    payments,
-    runs_command,
-    select_run,
-    start_refund,
-    wait_for,
-)
-from support.dev_support import (
-    APPROVER,
-    NEEDS_CHROMIUM,
-    REQUESTER,
-    DevServer,
-    chromium,
-)
+from support.dev_page import button
+from support.dev_page import card_actions
+from support.dev_page import card_text
+from support.dev_page import click
+from support.dev_page import open_channel
+from support.dev_page import open_page
+from support.dev_page import payments
+from support.dev_page import runs_command
+from support.dev_page import select_run
+from support.dev_page import start_refund
+from support.dev_page import wait_for
+from support.dev_support import APPROVER
+from support.dev_support import NEEDS_CHROMIUM
+from support.dev_support import REQUESTER
+from support.dev_support import DevServer
+from support.dev_support import chromium
 
 from bot.slack.escape import WORD_JOINER
 

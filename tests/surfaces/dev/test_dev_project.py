@@ -15,15 +15,16 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from support.dev_support import (
-    APPROVER,
-    NEEDS_CHROMIUM,
-    REQUESTER,
-    DevServer,
-    chromium,
-    click,
-)
-from support.helpers import SIGNOFF, clean_env, free_port, run_text
+from support.dev_support import APPROVER
+from support.dev_support import NEEDS_CHROMIUM
+from support.dev_support import REQUESTER
+from support.dev_support import DevServer
+from support.dev_support import chromium
+from support.dev_support import click
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
 
 AGENT = """
 from runtime import Agent, ScriptedModel, tool, tool_call

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bot.directory import SlackDirectory, web_client
-from runtime import Policies, Policy, Runtime
+from bot.directory import SlackDirectory
+from bot.directory import web_client
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
 from runtime.errors import NotAnApprover
-from store import ApprovalState, Store
+from store import ApprovalState
+from store import Store
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "slack"
 RATELIMITED = json.loads((FIXTURES / "ratelimited.429.json").read_text())

@@ -10,16 +10,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from datetime import datetime
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_inprocess import Slack, click, slack_app
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
 
 from bot.dev.slack.fake_web import trigger
 from bot.slack.escape import WORD_JOINER
-from runtime import Actor, Policies, Policy, Runtime, errors
+from runtime import Actor
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from runtime import errors
 from store import open_store
 
 ALICE, CAROL, RILEY, EVE = "U0ALICE", "U0CAROL", "U0RILEY", "U0EVE"

@@ -14,14 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_harness import (
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    form,
-    open_home,
-    start_server,
-)
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import form
+from support.slack_harness import open_home
+from support.slack_harness import start_server
 
 from bot.dev.slack.fake_web import trigger
 

@@ -14,21 +14,20 @@ import json
 from pathlib import Path
 from typing import Any
 
-from support.helpers import SIGNOFF, run_text
-from support.slack_harness import (
-    ANN,
-    APPROVALS,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    buttons_of,
-    card_click,
-    environment,
-    slash,
-    submission,
-)
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.slack_harness import ANN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import buttons_of
+from support.slack_harness import card_click
+from support.slack_harness import environment
+from support.slack_harness import slash
+from support.slack_harness import submission
 
 from examples import world as outside
 

@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 from support.helpers import free_port
-from support.slack_harness import SIGNOFF, FakeSlackProcess, environment, start_server
+from support.slack_harness import SIGNOFF
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 POLICY_BY_NAME = """\
 [policies.tools.issue_refund]

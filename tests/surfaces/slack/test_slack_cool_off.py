@@ -13,13 +13,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.cool_off_agents import SEATS, provider_calls, seat_agent
-from support.slack_inprocess import BOB, Slack, click, slack_app
+from support.cool_off_agents import SEATS
+from support.cool_off_agents import provider_calls
+from support.cool_off_agents import seat_agent
+from support.slack_inprocess import BOB
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
 
 from bot.slack import cards
 from bot.slack.actions import Action
-from runtime import Policies, Policy, Runtime
-from store import RunStatus, open_store
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
+from store import RunStatus
+from store import open_store
 
 EVE = "U0EVE"
 

@@ -8,20 +8,21 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from support.helpers import SIGNOFF, clean_env, free_port, run_text
-from support.slack_harness import (
-    APP_TOKEN,
-    APPROVALS,
-    BOB,
-    ONCALL,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    card_click,
-    environment,
-    start_server,
-)
+from support.helpers import SIGNOFF
+from support.helpers import clean_env
+from support.helpers import free_port
+from support.helpers import run_text
+from support.slack_harness import APP_TOKEN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import ONCALL
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import card_click
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 

@@ -15,21 +15,19 @@ from typing import Any
 
 import pytest
 from support import spend_agents
-from support.slack_harness import (
-    ANN,
-    APPROVALS,
-    BOB,
-    EVE,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    buttons_of,
-    slash_text,
-    start_server,
-    submission,
-    told_on_click,
-)
+from support.slack_harness import ANN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import buttons_of
+from support.slack_harness import slash_text
+from support.slack_harness import start_server
+from support.slack_harness import submission
+from support.slack_harness import told_on_click
 
 SUPPORT = Path(__file__).parent.parent.parent / "support"
 CONFIG = f"""

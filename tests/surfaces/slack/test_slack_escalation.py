@@ -10,16 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_harness import (
-    ANN,
-    APPROVALS,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    slash,
-    start_server,
-)
+from support.slack_harness import ANN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import slash
+from support.slack_harness import start_server
 
 ONCALL_PERSON = "U0ONCALL"
 POLICY = f"""

@@ -14,16 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_harness import (
-    ANN,
-    BOB,
-    EVE,
-    FakeSlackProcess,
-    SlackServer,
-    form,
-    open_home,
-    start_server,
-)
+from support.slack_harness import ANN
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import form
+from support.slack_harness import open_home
+from support.slack_harness import start_server
 
 REQUESTERS = [f"U0R{n:02}" for n in range(25)]
 SECRET = "4242-4242-4242-4242"

@@ -13,12 +13,16 @@ from typing import Any
 
 import pytest
 from support.helpers import eventually
-from support.slack_inprocess import Slack, slack_app
+from support.slack_inprocess import Slack
+from support.slack_inprocess import slack_app
 
 from bot.batches import MAX_BATCH
-from bot.slack import home, home_view
+from bot.slack import home
+from bot.slack import home_view
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy, StaticDirectory
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
+from runtime.approvals.policy import StaticDirectory
 from store import Store
 
 BOB, EVE = "U0BOB", "U0EVE"

@@ -9,17 +9,15 @@ import json
 import time
 from typing import Any
 
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    EVE,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    button,
-    form,
-    submission,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import button
+from support.slack_harness import form
+from support.slack_harness import submission
 
 DEEP = "[" * 10_000 + "]" * 10_000
 

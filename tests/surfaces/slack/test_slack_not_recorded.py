@@ -12,15 +12,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from support.slack_inprocess import BOB, CHANNEL, Slack, click, slack_app, submit
+from support.slack_inprocess import BOB
+from support.slack_inprocess import CHANNEL
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
+from support.slack_inprocess import submit
 
 from bot.slack import listeners
 from runtime import Runtime
-from runtime.approvals.policy import Policies, Policy
+from runtime.approvals.policy import Policies
+from runtime.approvals.policy import Policy
 from store import Store
 from store import errors as store_errors
 

@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    REQUESTER,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    card_click,
-    start_server,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import REQUESTER
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import card_click
+from support.slack_harness import start_server
 
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 

@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.slack_harness import (
-    ANN,
-    APPROVALS,
-    BOB,
-    EVE,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    card_click,
-    open_home,
-    slash,
-    start_server,
-)
+from support.slack_harness import ANN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import card_click
+from support.slack_harness import open_home
+from support.slack_harness import slash
+from support.slack_harness import start_server
 
 LEADS = "S0LEADS"
 BOB_APPROVES = f'[policies.tools.issue_refund]\napprovers = ["{BOB}"]\n'

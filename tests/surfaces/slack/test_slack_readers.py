@@ -13,17 +13,15 @@ from typing import Any
 
 import pytest
 from support.helpers import TOKEN
-from support.slack_harness import (
-    ANN,
-    APPROVALS,
-    BOB,
-    EVE,
-    REQUESTER,
-    FakeSlackProcess,
-    SlackServer,
-    slash,
-    start_server,
-)
+from support.slack_harness import ANN
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import REQUESTER
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import slash
+from support.slack_harness import start_server
 
 ONCALL_PERSON, AUDITOR, OPS = "U0ONCALL", "U0AUDIT", "C0OPS"
 POLICY = f"""

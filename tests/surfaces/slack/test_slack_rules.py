@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from support.slack_harness import BOB, EVE, FakeSlackProcess, start_server
+from support.slack_harness import BOB
+from support.slack_harness import EVE
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import start_server
 
 RULE = f"""
 [policies.tools.issue_refund]

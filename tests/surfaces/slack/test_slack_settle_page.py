@@ -11,15 +11,14 @@ import os
 from pathlib import Path
 
 from support import SUPPORT
-from support.helpers import SIGNOFF, run_text
-from support.slack_harness import (
-    BOB,
-    ONCALL,
-    FakeSlackProcess,
-    button,
-    environment,
-    start_server,
-)
+from support.helpers import SIGNOFF
+from support.helpers import run_text
+from support.slack_harness import BOB
+from support.slack_harness import ONCALL
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import button
+from support.slack_harness import environment
+from support.slack_harness import start_server
 
 ON_CALL_PERSON = "U0ONCALL"
 HERE = SUPPORT

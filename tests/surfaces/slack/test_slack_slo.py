@@ -9,14 +9,12 @@ import json
 import urllib.request
 from pathlib import Path
 
-from support.slack_harness import (
-    APPROVALS,
-    BOB,
-    FakeSlackProcess,
-    SlackServer,
-    card_click,
-    start_server,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import BOB
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import card_click
+from support.slack_harness import start_server
 
 CONFIG = f"""
 [policies.tools.issue_refund]

@@ -14,14 +14,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from support.slack_harness import (
-    APPROVALS,
-    REQUESTER,
-    FakeSlackProcess,
-    SlackServer,
-    approval_id_of,
-    start_server,
-)
+from support.slack_harness import APPROVALS
+from support.slack_harness import REQUESTER
+from support.slack_harness import FakeSlackProcess
+from support.slack_harness import SlackServer
+from support.slack_harness import approval_id_of
+from support.slack_harness import start_server
 
 pytestmark = pytest.mark.slow
 

@@ -16,13 +16,23 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support.approvers_support import BOB, BOB_MAIL, oidc_provider
-from support.passkey_pages import PageApp, approve, csrf, page_apps, register, sign_in
-from support.slack_inprocess import Slack, click, slack_app
+from support.approvers_support import BOB
+from support.approvers_support import BOB_MAIL
+from support.approvers_support import oidc_provider
+from support.passkey_pages import PageApp
+from support.passkey_pages import approve
+from support.passkey_pages import csrf
+from support.passkey_pages import page_apps
+from support.passkey_pages import register
+from support.passkey_pages import sign_in
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
 from support.soft_passkey import SoftPasskey
 
 from bot.slack.escape import WORD_JOINER
-from runtime import Policies, Policy
+from runtime import Policies
+from runtime import Policy
 
 pytestmark = pytest.mark.slow  # a real provider in its own process
 

@@ -7,17 +7,24 @@ and why, with Undo to try again; the retry releases the seat once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support.slack_inprocess import BOB, Slack, click, slack_app
-from support.undo_truth_agents import PROVIDER, holder
+from support.slack_inprocess import BOB
+from support.slack_inprocess import Slack
+from support.slack_inprocess import click
+from support.slack_inprocess import slack_app
+from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import holder
 
 from bot.slack import cards
 from bot.slack.actions import Action
-from runtime import Policies, Policy, Runtime
+from runtime import Policies
+from runtime import Policy
+from runtime import Runtime
 from store import open_store
 
 
