@@ -739,14 +739,19 @@ async def test_timeout_declines_expired_and_the_model_is_told(
         await rt.decide(approval.id, "approved", by="U0BOSS")
 
 
+async def tick_twice_at_once(rt: Runtime, clock: Any) -> None:
+    """Two schedulers tick at the same moment, then one of them ticks again."""
+    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
+    await rt.desk.tick(clock())
+
+
 async def test_timeout_that_fires_twice_acts_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
     rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(hours=3)
 
-    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
-    await rt.desk.tick(clock())
+    await tick_twice_at_once(rt, clock)
 
     decisions = [e for e in await rt.store.list_events() if e.action in DECISIONS]
     assert [(e.action, e.actor, e.detail["reason"]) for e in decisions] == [
@@ -764,8 +769,7 @@ async def test_reminder_that_fires_twice_is_sent_once(
     rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(minutes=15)
 
-    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
-    await rt.desk.tick(clock())
+    await tick_twice_at_once(rt, clock)
 
     assert len(notifier.reminders) == 1
     assert (await rt.store.get_approval(approval.id)).reminders_sent == 1
