@@ -24,11 +24,9 @@ from rich.markup import escape
 from bot import views
 from examples import world
 from examples.refund_agent import agent
-from runtime import Runtime
-from runtime import errors
+from runtime import Runtime, errors
 from runtime.approvals import conflict_text
-from store import ApprovalState
-from store import open_store
+from store import ApprovalState, open_store
 
 REQUESTER, MANAGER = "U0REQUESTER", "U0MANAGER"
 

@@ -6,15 +6,9 @@
 
 import os
 
-from examples.refund_agent import charge
-from examples.refund_agent import issue_refund
-from examples.refund_agent import lookup_order
-from examples.refund_agent import reverse_refund
-from examples.refund_agent import send_email
-from runtime import Agent
-from runtime import Budget
-from runtime.models import AnthropicModel
-from runtime.models import OpenAIModel
+from examples.refund_agent import charge, issue_refund, lookup_order, reverse_refund, send_email
+from runtime import Agent, Budget
+from runtime.models import AnthropicModel, OpenAIModel
 
 PROMPT = """You handle refund requests. Look the order up, then refund its full amount with
 issue_refund, proposing the order's restocking fee (a human approves or declines the refund).

@@ -5,12 +5,7 @@ python -m examples.quickstart
 
 import asyncio
 
-from runtime import Agent
-from runtime import Runtime
-from runtime import ScriptedModel
-from runtime import ToolContext
-from runtime import tool
-from runtime import tool_call
+from runtime import Agent, Runtime, ScriptedModel, ToolContext, tool, tool_call
 from store import open_store
 
 

@@ -26,13 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from examples import world
-from runtime import Agent
-from runtime import Budget
-from runtime import Display
-from runtime import ScriptedModel
-from runtime import ToolContext
-from runtime import tool
-from runtime import tool_call
+from runtime import Agent, Budget, Display, ScriptedModel, ToolContext, tool, tool_call
 from runtime.model import Entry
 from store import Message
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from signoff import Declined
-from signoff import TimedOut
-from signoff import requires_signoff
+from signoff import Declined, TimedOut, requires_signoff
 
 
 @requires_signoff(timeout=600)

@@ -12,8 +12,7 @@ import uuid
 from pathlib import Path
 
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.stdio import stdio_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 
 
 async def main() -> None:

@@ -7,15 +7,13 @@ import asyncio
 import json
 from typing import Any
 
-from agents import Agent
-from agents import ModelResponse
-from agents import Usage
-from agents import function_tool
-from agents import set_tracing_disabled
+from agents import Agent, ModelResponse, Usage, function_tool, set_tracing_disabled
 from agents.models.interface import Model
-from openai.types.responses import ResponseFunctionToolCall
-from openai.types.responses import ResponseOutputMessage
-from openai.types.responses import ResponseOutputText
+from openai.types.responses import (
+    ResponseFunctionToolCall,
+    ResponseOutputMessage,
+    ResponseOutputText,
+)
 
 from signoff import AsyncClient
 from signoff.adapters._gate import Gate

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
-from pydantic_ai import Agent
-from pydantic_ai import DeferredToolRequests
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.messages import ModelRequest
-from pydantic_ai.messages import ModelResponse
-from pydantic_ai.messages import TextPart
-from pydantic_ai.messages import ToolCallPart
-from pydantic_ai.messages import ToolReturnPart
-from pydantic_ai.models.function import AgentInfo
-from pydantic_ai.models.function import FunctionModel
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from signoff import AsyncClient
 from signoff.adapters._gate import Gate

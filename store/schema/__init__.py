@@ -1,8 +1,9 @@
 """The current schema of each dialect, as a freshly migrated database reports it.
 
-`store/schema/<dialect>.sql` is this text, checked in, so a reader sees the tables, indexes,
-triggers and functions the migrations add up to without replaying them; a test migrates a
-fresh database and compares. Regenerate after adding a migration:
+`docs/schema/<dialect>.md` is a reference page holding this text, checked in, so a reader sees
+the tables, indexes, triggers and functions the migrations add up to without replaying them;
+a test migrates a fresh database and compares. It is generated, never edited, so it lives with
+the docs rather than beside the migrations it repeats. Regenerate after adding a migration:
 
     python -m store.schema sqlite --write
     python -m store.schema postgres --write [postgresql://...]
@@ -16,7 +17,6 @@ from __future__ import annotations
 import secrets
 import sqlite3
 import tempfile
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,18 @@ REGENERATE = "python -m store.schema {dialect} --write"
 
 
 def checked_in_path(dialect: str) -> Path:
-    return Path(str(files("store") / "schema" / f"{dialect}.sql"))
+    """The dialect's reference page in the repository's docs."""
+    return Path(__file__).resolve().parents[2] / "docs" / "schema" / f"{dialect}.md"
+
+
+def page(dialect: str, text: str) -> str:
+    """The reference page that shows `text`, a dialect's schema."""
+    return (
+        f"# The {dialect} schema\n\n"
+        f"What the migrations in `store/migrations/{dialect}/` add up to, objects sorted by "
+        "kind and name.\n\n"
+        f"```sql\n{text}```\n"
+    )
 
 
 def header(dialect: str) -> str:

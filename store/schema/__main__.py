@@ -1,4 +1,4 @@
-"""`python -m store.schema DIALECT [URL] [--write]`: print (or write to the checked-in file)
+"""`python -m store.schema DIALECT [URL] [--write]`: print (or write to the checked-in page)
 the schema a fresh database of DIALECT has after every migration."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "url", nargs="?", default=schema.DEFAULT_POSTGRES_URL, help="the PostgreSQL server"
     )
-    parser.add_argument("--write", action="store_true", help="write store/schema/<dialect>.sql")
+    parser.add_argument("--write", action="store_true", help="write docs/schema/<dialect>.md")
     args = parser.parse_args(argv)
     if args.dialect == "sqlite":
         text = asyncio.run(schema.fresh_sqlite_schema())
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         text = asyncio.run(schema.fresh_postgres_schema(args.url))
     if args.write:
         path = schema.checked_in_path(args.dialect)
-        path.write_text(text, "utf-8")
+        path.write_text(schema.page(args.dialect, text), "utf-8")
         print(f"wrote {path}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -1,4 +1,4 @@
-"""How a test says a freshly migrated database differs from the checked-in schema file."""
+"""How a test says a freshly migrated database differs from the checked-in schema page."""
 
 from __future__ import annotations
 
@@ -12,16 +12,17 @@ def difference(dialect: str, fresh: str) -> str | None:
     regenerates the file."""
     path = schema.checked_in_path(dialect)
     checked_in = path.read_text("utf-8") if path.exists() else ""
-    if fresh == checked_in:
+    fresh_page = schema.page(dialect, fresh)
+    if fresh_page == checked_in:
         return None
     diff = difflib.unified_diff(
         checked_in.splitlines(keepends=True),
-        fresh.splitlines(keepends=True),
-        fromfile=f"store/schema/{dialect}.sql (checked in)",
+        fresh_page.splitlines(keepends=True),
+        fromfile=f"docs/schema/{dialect}.md (checked in)",
         tofile=f"{dialect} database after every migration",
     )
     command = schema.REGENERATE.format(dialect=dialect)
     return (
-        f"store/schema/{dialect}.sql is not the schema the migrations build; if the "
+        f"docs/schema/{dialect}.md is not the schema the migrations build; if the "
         f"migrations are right, regenerate it with `{command}`\n" + "".join(diff)
     )

@@ -63,7 +63,7 @@ def schema_of(path: Path) -> str:
 
 
 def assert_checked_in_schema(path: Path) -> None:
-    """The file's schema is `store/schema/sqlite.sql`, the schema every migration builds."""
+    """The file's schema is the one `docs/schema/sqlite.md` shows, what every migration builds."""
     problem = difference("sqlite", schema_of(path))
     assert problem is None, problem
 

@@ -1,4 +1,4 @@
-"""The checked-in `store/schema/sqlite.sql` is the schema a fresh SQLite file has after every
+"""The checked-in `docs/schema/sqlite.md` shows the schema a fresh SQLite file has after every
 migration (the PostgreSQL twin is tests/postgres/test_schema_file.py)."""
 
 from __future__ import annotations

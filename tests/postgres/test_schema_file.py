@@ -1,4 +1,4 @@
-"""The checked-in `store/schema/postgres.sql` is the schema a fresh PostgreSQL schema has
+"""The checked-in `docs/schema/postgres.md` shows the schema a fresh PostgreSQL schema has
 after every migration."""
 
 from __future__ import annotations
