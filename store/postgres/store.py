@@ -212,11 +212,9 @@ class PostgresStore(SqlStore):
             )
 
     async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
-        """Apply pending migrations under an advisory lock: two processes at once apply each
-        migration once (the second waits, then finds nothing to do). Refused, changing
-        nothing (`UnsafeMigration`), while workers the migrations would leave behind hold
-        leases, unless `stop_the_world` takes their leases in the same transaction. Every
-        worker listening is told the schema moved."""
+        """Under an advisory lock: two processes at once apply each migration once (the
+        second waits, then finds nothing to do). Every worker listening is told the schema
+        moved."""
         with translate_errors():
             async with self._pool_().acquire() as conn, conn.transaction():
                 await conn.execute(Q["lock_migrations"].sql)
