@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from collections.abc import Callable
+from datetime import datetime
 from datetime import timedelta
 
 import pytest
@@ -82,6 +83,12 @@ async def test_next_due_at_is_none_when_nothing_is_scheduled(store: Store, creat
 # reminders and deadlines
 
 
+async def reminders(store: Store, approval_id: str) -> tuple[int, datetime | None, bool]:
+    """An approval's reminders as stored: how many were sent, when the next is, escalated?"""
+    got = await store.get_approval(approval_id)
+    return got.reminders_sent, got.next_reminder_at, got.escalated
+
+
 async def test_a_reminder_that_fires_twice_is_recorded_once(
     store: Store, create: Create, clock: Clock
 ) -> None:
@@ -96,8 +103,7 @@ async def test_a_reminder_that_fires_twice_is_recorded_once(
     ]
 
     assert fired == [True, False]
-    got = await store.get_approval(approval.id)
-    assert (got.reminders_sent, got.next_reminder_at, got.escalated) == (1, then, False)
+    assert await reminders(store, approval.id) == (1, then, False)
 
 
 async def test_the_next_reminder_is_recorded_after_the_first(
@@ -112,8 +118,7 @@ async def test_the_next_reminder_is_recorded_after_the_first(
         approval.id, reminders_sent=2, next_reminder_at=None, escalated=True
     )
 
-    got = await store.get_approval(approval.id)
-    assert (got.reminders_sent, got.next_reminder_at, got.escalated) == (2, None, True)
+    assert await reminders(store, approval.id) == (2, None, True)
 
 
 async def test_no_reminder_is_recorded_for_a_decided_approval(
