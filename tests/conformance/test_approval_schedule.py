@@ -13,7 +13,6 @@ from store import ApprovalState
 from store import Delivery
 from store import Run
 from store import Store
-from store import errors
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -201,11 +200,6 @@ async def test_a_message_learnt_from_a_click_is_kept_only_where_none_is_recorded
     assert got[posted.id] == ("C1", "1.5", Delivery.DELIVERED)
 
 
-async def test_set_message_of_unknown_approval_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.set_approval_message("nope", channel="C1", ts="1.0", delivery="delivered")
-
-
 async def test_an_unknown_delivery_status_is_refused_and_changes_nothing(
     store: Store, create: Create
 ) -> None:
@@ -234,8 +228,3 @@ async def test_undelivered_callbacks_are_decided_approvals_not_yet_called_back(
 
     assert await store.undelivered_callbacks() == []
     assert (await store.get_approval(waiting.id)).callback_status == Delivery.DELIVERED
-
-
-async def test_set_callback_status_of_unknown_approval_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.set_callback_status("nope", "delivered")

@@ -125,11 +125,6 @@ async def test_pending_is_not_a_decision(store: Store, pending: Approval, clock:
     assert await store.get_approval(pending.id) == pending
 
 
-async def test_deciding_an_unknown_approval_is_not_found(store: Store, clock: Clock) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.decide_approval("no-such-approval", APPROVED, by="U1", at=clock())
-
-
 async def test_a_deadline_decision_before_the_deadline_is_refused(
     store: Store, run: Run, make_approval: MakeApproval, clock: Clock
 ) -> None:
