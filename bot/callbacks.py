@@ -23,7 +23,9 @@ import json
 import logging
 import socket
 import time
+from dataclasses import KW_ONLY
 from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 
 import aiohttp
@@ -67,34 +69,24 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "v1=" + hmac.new(secret.encode(), base, hashlib.sha256).hexdigest()
 
 
+@dataclass(eq=False)
 class CallbackNotifier(NullNotifier):
     """Sends each decided approval to its callback URL, if it has one."""
 
-    def __init__(
-        self,
-        deliveries: Deliveries,
-        secret: str,
-        background: Background,
-        *,
-        attempts: int = 6,
-        first_delay: float = 0.5,
-        timeout: float = 10.0,
-        hand_over: bool = False,
-        policy: CallbackPolicy | None = None,
-    ) -> None:
-        """`hand_over`: a short-lived process (the CLI) leaves a callback it could not
-        deliver pending, for a server's periodic redelivery, instead of marking it failed.
-        `timeout` bounds each attempt; `policy` says where callbacks may go (by default only
-        to public https hosts)."""
-        self.deliveries = deliveries
-        self.secret = secret
-        self.background = background
-        self.hand_over = hand_over
-        self.attempts = attempts
-        self.first_delay = first_delay
-        self.timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=min(timeout, 5.0))
-        self.policy = policy or CallbackPolicy()
-        self._refusals_told: set[tuple[str, str]] = set()
+    deliveries: Deliveries
+    secret: str
+    background: Background
+    _: KW_ONLY
+    attempts: int = 6
+    first_delay: float = 0.5
+    timeout: float = 10.0
+    """Seconds each attempt may take."""
+    hand_over: bool = False
+    """Whether a short-lived process (the CLI) leaves a callback it could not deliver
+    pending, for a server's periodic redelivery, instead of marking it failed."""
+    policy: CallbackPolicy = field(default_factory=CallbackPolicy)
+    """Where callbacks may go (by default only to public https hosts)."""
+    _refusals_told: set[tuple[str, str]] = field(init=False, default_factory=set)
 
     async def approval_decided(self, approval: Approval, run: Run | None) -> None:
         if approval.callback_url and self._can_sign():
@@ -137,7 +129,8 @@ class CallbackNotifier(NullNotifier):
                 approval, state.attempt_number, state.outcome, state.upcoming_sleep
             )
 
-        async with aiohttp.ClientSession(timeout=self.timeout, connector=connector) as session:
+        timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=min(self.timeout, 5.0))
+        async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
             retrying = AsyncRetrying(
                 retry=retry_if_result(lambda attempt: bool(attempt.failure)),
                 stop=stop_after_attempt(self.attempts),

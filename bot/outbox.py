@@ -23,6 +23,7 @@ import random
 import time
 from collections.abc import Awaitable
 from collections.abc import Callable
+from dataclasses import KW_ONLY
 from dataclasses import dataclass
 from dataclasses import field
 from datetime import timedelta
@@ -121,42 +122,34 @@ POLL_JOB = "signoff-outbox-poll"
 RETRY_JOB = "signoff-outbox-retry-{}"
 
 
+@dataclass(eq=False)
 class OutboxSender:
-    def __init__(
-        self,
-        deliveries: Deliveries,
-        deliver: Deliver,
-        *,
-        owner: str,
-        timers: Timers,
-        batch: int = 50,
-        concurrency: int = 8,
-        poll_every: float = POLL_EVERY,
-        claim_for: timedelta = CLAIM_FOR,
-        jitter: Callable[[float, float], float] = random.uniform,
-        email: bool = False,
-    ) -> None:
-        self.deliveries = deliveries
-        self.email = email
-        """Whether this sender delivers the e-mail rows (`email_*`) rather than Slack's."""
-        self.poll_job = f"{POLL_JOB}-email" if email else POLL_JOB
-        self.deliver = deliver
-        self.owner = owner
-        self.timers = timers
-        """The runtime's scheduler: the poll and each row's next try run on it."""
-        self.batch = batch
-        self.concurrency = concurrency
-        self.poll_every = poll_every
-        self.claim_for = claim_for
-        self.jitter = jitter
-        self.timing = Timing(claim_for.total_seconds())
-        self._started = False
-        self._filling: asyncio.Task[None] | None = None
-        self._again = False
-        self._inflight: set[asyncio.Task[None]] = set()
-        self._failures: dict[int, int] = {}
-        """Failed tries per row in this process: the backoff doubles with these, not with the
-        row's claims (a kill, a lapse or a wait for an earlier try's outcome is no failure)."""
+    deliveries: Deliveries
+    deliver: Deliver
+    _: KW_ONLY
+    owner: str
+    timers: Timers
+    """The runtime's scheduler: the poll and each row's next try run on it."""
+    batch: int = 50
+    concurrency: int = 8
+    poll_every: float = POLL_EVERY
+    claim_for: timedelta = CLAIM_FOR
+    jitter: Callable[[float, float], float] = random.uniform
+    email: bool = False
+    """Whether this sender delivers the e-mail rows (`email_*`) rather than Slack's."""
+    poll_job: str = field(init=False)
+    timing: Timing = field(init=False)
+    _started: bool = field(init=False, default=False)
+    _filling: asyncio.Task[None] | None = field(init=False, default=None)
+    _again: bool = field(init=False, default=False)
+    _inflight: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+    _failures: dict[int, int] = field(init=False, default_factory=dict)
+    """Failed tries per row in this process: the backoff doubles with these, not with the
+    row's claims (a kill, a lapse or a wait for an earlier try's outcome is no failure)."""
+
+    def __post_init__(self) -> None:
+        self.poll_job = f"{POLL_JOB}-email" if self.email else POLL_JOB
+        self.timing = Timing(self.claim_for.total_seconds())
 
     def wake(self) -> None:
         """Something was just written, or a slot freed: look now instead of at the next poll."""

@@ -715,7 +715,11 @@ class Store(Protocol):
         rule grew from, detail `rule_id`, `since`, `until`) in the same transaction."""
         ...
 
-    async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]: ...
+    async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
+        """The newest `limit` requests for `tool` from the audit trail, newest first: each
+        request event's fields, with `decision`, `decided_by` and `decision_detail` (the
+        people's decision on it, None when there was none)."""
+        ...
 
     # limits over history and envelopes (store.spend, store.envelopes)
     async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
@@ -790,7 +794,10 @@ class Store(Protocol):
         """Extend `owner`'s lease (in `epoch`, if given); False if it is not held any more."""
         ...
 
-    async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None: ...
+    async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
+        """Give a lease back; a run it leaves running waits in the queue, and the idle
+        workers are woken where the dialect has other processes to wake."""
+        ...
 
     # the run queue: a run that needs a driver and has none is ready in the database, and
     # any worker with room claims it by taking its lease

@@ -373,6 +373,15 @@ def insert_event(event: AuditEvent) -> Body[None]:
     yield Stmt("insert_event", rows.event_params(event))
 
 
+def changed_with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:
+    """One compare-and-set (`stmt`, fetching its count) and, when it changed its row, its
+    audit event."""
+    changed = (yield stmt) == 1
+    if changed:
+        yield from insert_event(event)
+    return bool(changed)
+
+
 # the commit of a batch
 
 

@@ -16,6 +16,7 @@ from store import rows
 from store import spend
 from store.body import Body
 from store.body import Stmt
+from store.core import changed_with_event
 from store.core import insert_event
 from store.records import AuditEvent
 from store.records import Envelope
@@ -73,14 +74,14 @@ def create(envelope: Envelope, event: AuditEvent) -> Body[None]:
 
 def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
     """A second writer's confirmation: active from now, and its live message posted."""
-    if not (yield from _with_event(Stmt("confirm_envelope", params, "count"), event)):
+    if not (yield from changed_with_event(Stmt("confirm_envelope", params, "count"), event)):
         return False
     yield announce.outbox("envelope_opened", params["id"])
     return True
 
 
 def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
-    if not (yield from _with_event(Stmt("revoke_envelope", params, "count"), event)):
+    if not (yield from changed_with_event(Stmt("revoke_envelope", params, "count"), event)):
         return False
     yield from spend.envelope_changed(params["id"], params["test_now"], every=0)
     return True
@@ -120,10 +121,3 @@ def record_limits(
         yield from insert_event(event)
         changed.append(name)
     return changed
-
-
-def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:
-    changed = (yield stmt) == 1
-    if changed:
-        yield from insert_event(event)
-    return bool(changed)

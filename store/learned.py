@@ -14,6 +14,7 @@ from typing import Any
 from store import rows
 from store.core import Body
 from store.core import Stmt
+from store.core import changed_with_event
 from store.core import insert_event
 from store.records import AuditEvent
 from store.records import LearnedRule
@@ -60,11 +61,11 @@ def create(rule: LearnedRule, event: AuditEvent) -> Body[None]:
 
 
 def confirm(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
-    return (yield from _with_event(Stmt("confirm_learned_rule", params, "count"), event))
+    return (yield from changed_with_event(Stmt("confirm_learned_rule", params, "count"), event))
 
 
 def revoke(params: dict[str, Any], event: AuditEvent) -> Body[bool]:
-    return (yield from _with_event(Stmt("revoke_learned_rule", params, "count"), event))
+    return (yield from changed_with_event(Stmt("revoke_learned_rule", params, "count"), event))
 
 
 def mark_noted(params: dict[str, Any], detail: str) -> Body[bool]:
@@ -83,14 +84,6 @@ def mark_reminded(params: dict[str, Any]) -> Body[bool]:
     queued = {"id": params["id"], "detail": "{}", "test_now": params["test_now"]}
     yield Stmt("enqueue_rule_expiring", queued)
     return True
-
-
-def _with_event(stmt: Stmt, event: AuditEvent) -> Body[bool]:
-    """One compare-and-set and, when it changed the rule, its audit event."""
-    changed = (yield stmt) == 1
-    if changed:
-        yield from insert_event(event)
-    return bool(changed)
 
 
 def request_from_row(row: Row) -> dict[str, Any]:

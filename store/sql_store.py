@@ -775,17 +775,13 @@ class SqlStore:
         return await self._write(lambda: learned.mark_noted(params, detail))
 
     async def backtest_requests(self, tool: str, *, limit: int) -> list[dict[str, Any]]:
-        """The newest `limit` requests for `tool` from the audit trail, newest first: each
-        request event's fields, with `decision`, `decided_by` and `decision_detail` (the
-        people's decision on it, None when there was none)."""
         found = await self._read("backtest_requests", {"tool": tool, "limit": limit})
         return [learned.request_from_row(row) for row in found]
 
     # limits over history and envelopes (store.spend, store.envelopes)
 
     async def limit_usage(self, states: Sequence[LimitState]) -> list[tuple[int, int]]:
-        """What each limit's window holds now for its key (amount, calls), by the database's
-        clock: a few buckets each, however long the history."""
+        """Read from a few buckets per window, however long the history."""
         if not states:
             return []
         now = (await self.database_now()).timestamp()
@@ -794,7 +790,6 @@ class SqlStore:
         return [(s.used, s.calls) for s in spend.filled(keyed, found)]
 
     async def holds_of_run(self, run_id: str) -> list[dict[str, Any]]:
-        """What a run's calls hold and have not given back, oldest first."""
         found = await self._read("holds_of_run", {"run_id": run_id})
         return [_hold(row) for row in found]
 
@@ -872,8 +867,6 @@ class SqlStore:
         return await self._changed_one("renew_lease", params, durable=False)
 
     async def release_lease(self, run_id: str, owner: str, *, epoch: int | None = None) -> None:
-        """Give a lease back; a run it leaves running waits in the queue, and the statement
-        wakes the idle workers where the dialect has other processes to wake."""
         params = {"id": run_id, "owner": owner, "epoch": epoch}
         await self._one("release_lease", params, "one", durable=False)
 

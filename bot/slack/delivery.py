@@ -11,7 +11,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable
 from collections.abc import Callable
+from dataclasses import KW_ONLY
 from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
@@ -76,41 +78,28 @@ class Channels:
     """Where pages go."""
 
 
+@dataclass(eq=False)
 class SlackDelivery(OncePoster):
-    def __init__(  # noqa: PLR0913 - the delivery's collaborators, each a keyword
-        self,
-        client: AsyncWebClient,
-        queries: Queries,
-        deliveries: Deliveries,
-        *,
-        policies: Policies,
-        channels: Channels,
-        tool_of: ToolOf,
-        find_run: FindRun,
-        resolvable_pages: bool = False,
-        similar: bool = False,
-        outcomes: Outcomes | None = None,
-        clock: Callable[[], datetime],
-        after_row: AfterRow | None = None,
-        currency: Currency | None = None,
-    ) -> None:
-        self.clock = clock
-        """The runtime's clock: whether a card says its decision target was missed."""
-        self.after_row = after_row
-        self.currency = currency or (lambda tool, amount: None)
-        """The currency an envelope's amounts are in (`Runtime.spend.currency`)."""
-        self.resolvable_pages = resolvable_pages
-        """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
-        self.outcomes = outcomes or Outcomes(Timing())
-        self.self_removed = 0
-        self.client = client
-        self.queries = queries
-        self.deliveries = deliveries
-        self.policies = policies
-        self.channels = channels
-        self.tool_of = tool_of
-        self._run = find_run  # the run a record names, or None when it has none or is gone
-        self.similar = similar  # cards offer "Approve + similar…" (someone may write rules)
+    client: AsyncWebClient
+    queries: Queries
+    deliveries: Deliveries
+    _: KW_ONLY
+    policies: Policies
+    channels: Channels
+    tool_of: ToolOf
+    find_run: FindRun
+    """The run a record names, or None when it has none or is gone."""
+    resolvable_pages: bool = False
+    """Whether page cards carry "It happened" / "It did not happen" (someone may press)."""
+    similar: bool = False
+    """Whether cards offer "Approve + similar…" (someone may write rules)."""
+    outcomes: Outcomes = field(default_factory=lambda: Outcomes(Timing()))
+    clock: Callable[[], datetime]
+    """The runtime's clock: whether a card says its decision target was missed."""
+    after_row: AfterRow | None = None
+    currency: Currency | None = None
+    """The currency an envelope's amounts are in (`Runtime.spend.currency`)."""
+    self_removed: int = field(init=False, default=0)
 
     async def __call__(self, attempt: Attempt) -> None:
         item = attempt.item
@@ -182,7 +171,7 @@ class SlackDelivery(OncePoster):
 
     async def card(self, approval: Approval) -> dict[str, Any]:
         """The approval's card as it should look now."""
-        run = await self._run(approval.run_id)
+        run = await self.find_run(approval.run_id)
         policy = self._policy(approval)
         tool = await self.tool_of(approval)
         votes = await self.queries.votes(approval.id) if approval.required_approvals > 1 else []
@@ -285,7 +274,7 @@ class SlackDelivery(OncePoster):
             raise Misconfigured(
                 f"no on-call channel for page {page.id}: set SIGNOFF_ONCALL_CHANNEL, then restart"
             )
-        run = await self._run(page.run_id)
+        run = await self.find_run(page.run_id)
         message = await self._page_card(page, run)
         await self._post_once(item, channel, message, "page_id", page.id)
 
@@ -309,7 +298,7 @@ class SlackDelivery(OncePoster):
     async def update_page(self, page: Page) -> None:
         if not page.message_ts or not page.channel:
             return
-        run = await self._run(page.run_id)
+        run = await self.find_run(page.run_id)
         message = await self._page_card(page, run)
         await self.client.chat_update(
             channel=page.channel, ts=page.message_ts, text=message["text"], blocks=message["blocks"]
@@ -380,7 +369,7 @@ class SlackDelivery(OncePoster):
     async def envelope_news(self, envelope: Envelope, item: OutboxItem) -> None:
         """Post the envelope's live message once (its channel, else the approvals one), or
         draw it again as the envelope is now (its edits are rate-limited in the outbox)."""
-        currency = self.currency(envelope.tool, envelope.amount)
+        currency = self.currency(envelope.tool, envelope.amount) if self.currency else None
         message = envelopes.live_message(envelope, currency, self.clock())
         if envelope.channel and envelope.message_ts:
             await self.client.chat_update(

@@ -212,11 +212,9 @@ class PostgresStore(SqlStore):
             )
 
     async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
-        """Apply pending migrations under an advisory lock: two processes at once apply each
-        migration once (the second waits, then finds nothing to do). Refused, changing
-        nothing (`UnsafeMigration`), while workers the migrations would leave behind hold
-        leases, unless `stop_the_world` takes their leases in the same transaction. Every
-        worker listening is told the schema moved."""
+        """Under an advisory lock: two processes at once apply each migration once (the
+        second waits, then finds nothing to do). Every worker listening is told the schema
+        moved."""
         with translate_errors():
             async with self._pool_().acquire() as conn, conn.transaction():
                 await conn.execute(Q["lock_migrations"].sql)
@@ -271,18 +269,14 @@ class PostgresStore(SqlStore):
         return self._pool
 
     async def _write(self, make: MakeBody[T], *, durable: bool = True) -> T:
+        async def once() -> T:
+            async with self._pool_().acquire() as conn:
+                # behind a transaction-mode pooler a statement's prepare and execute
+                # meet one server connection only inside a transaction
+                return await _drive(conn, make, durable=durable, alone=not self._pooled)
+
         with translate_errors():
-            for attempt in range(RETRIES):
-                try:
-                    async with self._pool_().acquire() as conn:
-                        # behind a transaction-mode pooler a statement's prepare and execute
-                        # meet one server connection only inside a transaction
-                        return await _drive(conn, make, durable=durable, alone=not self._pooled)
-                except _RUN_AGAIN:
-                    if attempt == RETRIES - 1:
-                        raise
-                    await asyncio.sleep(0.005 * 2**attempt)
-        raise AssertionError("unreachable")
+            return await _run_again(once)
 
     async def commit(self, batch: Batch) -> Committed:
         """A step's write in one round trip (`core.step_statement`, `core.start_statement`);
@@ -333,19 +327,16 @@ class PostgresStore(SqlStore):
         always was."""
         query = Q["decide_at_once"]
         at = query.names.index("id")
+
+        async def once() -> list[Any]:
+            async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
+                if len(batch) > 1:
+                    found = {r["id"]: r for r in await conn.fetchmany(query.sql, batch)}
+                    return [found.get(args[at]) for args in batch]
+                return [await conn.fetchrow(query.sql, *batch[0])]
+
         with translate_errors():
-            for attempt in range(RETRIES):
-                try:
-                    async with self._pool_().acquire() as conn, _transaction(conn, self._pooled):
-                        if len(batch) > 1:
-                            found = {r["id"]: r for r in await conn.fetchmany(query.sql, batch)}
-                            return [found.get(args[at]) for args in batch]
-                        return [await conn.fetchrow(query.sql, *batch[0])]
-                except _RUN_AGAIN:
-                    if attempt == RETRIES - 1:
-                        raise
-                    await asyncio.sleep(0.005 * 2**attempt)
-        raise AssertionError("unreachable")
+            return await _run_again(once)
 
     async def _started(self, answer: str) -> Committed:
         """`start_step`'s answer as the body's: the calls it did not start, each with the
@@ -439,6 +430,17 @@ async def lease_holders(conn: asyncpg.Connection, version: int) -> list[migratio
     said = await conn.fetchval(Q["lease_schema_kept"].sql)
     query = Q["lease_holders"] if said else Q["lease_holders_unsaid"]
     return [migration.LeaseHolder(*row) for row in await conn.fetch(query.sql)]
+
+
+async def _run_again(once: Callable[[], Awaitable[T]]) -> T:
+    """What `once` (a whole transaction) returns, run again after a short backoff while the
+    server aborts it having changed nothing (`_RUN_AGAIN`), at most `RETRIES` times."""
+    for attempt in range(RETRIES - 1):
+        try:
+            return await once()
+        except _RUN_AGAIN:
+            await asyncio.sleep(0.005 * 2**attempt)
+    return await once()
 
 
 async def _drive(conn: asyncpg.Connection, make: MakeBody[T], *, durable: bool, alone: bool) -> T:

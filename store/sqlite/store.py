@@ -152,9 +152,7 @@ class SqliteStore(SqlStore):
         return await twin.open(migrate=False)
 
     async def migrate(self, *, stop_the_world: bool = False) -> tuple[int, int]:
-        """Apply pending migrations; return (version before, version after). Refused while
-        workers they would leave behind hold leases, unless `stop_the_world`
-        (`sqlite_schema.apply_migrations`)."""
+        """On the writer's connection, alone (`sqlite_schema.apply_migrations`)."""
         with translate_errors():
             versions = await self._writer.run_alone(
                 lambda conn: sqlite_schema.apply_migrations(conn, stop_the_world=stop_the_world)

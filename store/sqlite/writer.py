@@ -32,6 +32,9 @@ import sqlite3
 from collections.abc import Callable
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 from typing import NamedTuple
 from typing import TypeVar
@@ -60,39 +63,39 @@ WAL_LIMIT = 8 * 1024**2
 """Past this many bytes of WAL, the next batch checkpoints it and truncates it."""
 
 
+def _writer_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
+
+
+@dataclass(eq=False)
 class GroupCommitWriter:
-    def __init__(
-        self,
-        connect: Callable[[], sqlite3.Connection],
-        *,
-        busy_timeout_ms: int = 10_000,
-        inline: bool = True,
-        wal_path: str | None = None,
-        wal_limit: int = WAL_LIMIT,
-        synchronous: str = "FULL",
-    ) -> None:
-        self._connect = connect
-        self._synchronous = synchronous
-        self._busy_timeout_ms = busy_timeout_ms
-        self._inline = inline
-        self._wal_path = wal_path
-        self._wal_limit = wal_limit
-        self._truncate_due = False  # after a write failed for want of space (or on I/O)
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="signoff-writer")
-        self._conn: sqlite3.Connection | None = None
-        self._queue: list[Queued] = []
-        self._in_flight = False
-        self._idle = asyncio.Event()
+    connect: Callable[[], sqlite3.Connection]
+    _: KW_ONLY
+    busy_timeout_ms: int = 10_000
+    inline: bool = True
+    wal_path: str | None = None
+    wal_limit: int = WAL_LIMIT
+    synchronous: str = "FULL"
+    seal: Callable[[sqlite3.Connection], None] | None = field(init=False, default=None)
+    """Run in each transaction before it commits (`store.chain.seal`: the audit chain),
+    once the schema has what it needs."""
+    _truncate_due: bool = field(init=False, default=False)
+    """Set after a write failed for want of space (or on I/O)."""
+    _executor: ThreadPoolExecutor = field(init=False, default_factory=_writer_thread)
+    _conn: sqlite3.Connection | None = field(init=False, default=None)
+    _queue: list[Queued] = field(init=False, default_factory=list)
+    _in_flight: bool = field(init=False, default=False)
+    _idle: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    _commits: int = field(init=False, default=0)
+    _waits: bool = field(init=False, default=True)
+    """Whether the connection's busy timeout is on."""
+
+    def __post_init__(self) -> None:
         self._idle.set()
-        self._commits = 0
-        self._waits = True  # whether the connection's busy timeout is on
-        self.seal: Callable[[sqlite3.Connection], None] | None = None
-        """Run in each transaction before it commits (`store.chain.seal`: the audit chain),
-        once the schema has what it needs."""
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        self._conn = await loop.run_in_executor(self._executor, self._connect)
+        self._conn = await loop.run_in_executor(self._executor, self.connect)
 
     async def run(self, job: Callable[[sqlite3.Connection], T], *, durable: bool = True) -> T:
         """Run `job` inside the next group transaction and return what it returned."""
@@ -142,7 +145,7 @@ class GroupCommitWriter:
         synced = any(queued.durable for queued in batch)
         self._commits += 1
         checkpoint = self._commits % CHECKPOINT_EVERY == 0 or self._wal_too_big()
-        if self._inline and len(jobs) == 1 and not checkpoint and not self._truncate_due:
+        if self.inline and len(jobs) == 1 and not checkpoint and not self._truncate_due:
             try:
                 outcomes = self._try_inline(jobs, synced)
             except BaseException as exc:  # never leave a caller waiting
@@ -191,10 +194,10 @@ class GroupCommitWriter:
             self._truncate_due = busy != 0
 
     def _wal_too_big(self) -> bool:
-        if self._wal_path is None:
+        if self.wal_path is None:
             return False
         try:
-            return os.stat(self._wal_path).st_size > self._wal_limit
+            return os.stat(self.wal_path).st_size > self.wal_limit
         except OSError:
             return False
 
@@ -202,18 +205,18 @@ class GroupCommitWriter:
     def _syncing(self, conn: sqlite3.Connection, synced: bool) -> Iterator[None]:
         """A batch that need not be synced commits with `synchronous = OFF`, then the mode
         goes back to the store's own."""
-        if synced or self._synchronous == "OFF":
+        if synced or self.synchronous == "OFF":
             yield
             return
         conn.execute("PRAGMA synchronous = OFF")
         try:
             yield
         finally:
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
 
     def _set_waiting(self, conn: sqlite3.Connection, waits: bool) -> None:
         if waits != self._waits:
-            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms if waits else 0}")
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms if waits else 0}")
             self._waits = waits
 
     def _commit_open(self, conn: sqlite3.Connection, jobs: list[Job]) -> list[Outcome]:

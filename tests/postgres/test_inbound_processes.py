@@ -16,6 +16,7 @@ from support.slack_harness import BOB
 from support.slack_harness import FakeSlackProcess
 from support.slack_harness import SlackServer
 from support.slack_harness import card_click
+from support.slack_harness import home_opened
 from support.slack_harness import start_server
 
 HANDLED_AGAIN = "again (retry"
@@ -48,25 +49,14 @@ def test_a_retried_event_and_a_click_reaching_other_processes_are_handled_once(
             tmp_path / "c", world, fake, pg_url, SLACK_APP_TOKEN=APP_TOKEN, SLACK_SIGNING_SECRET=""
         ) as c,
     ):
-        event = {
-            "type": "event_callback",
-            "event_id": "Ev0TWICE",
-            "event_time": int(time.time()),
-            "event": {"type": "app_home_opened", "user": BOB, "channel": "D0BOB", "tab": "home"},
-        }
+        event = home_opened(BOB, "Ev0TWICE")
         body = json.dumps(event).encode()
         # the first delivery to A, Slack's retries to B and to A
         for server in (a, b, a):
             assert server.slack(body, content_type="application/json")[0] == 200
         a.wait_until(lambda: _publishes(fake))
         # and to C, over Socket Mode: acknowledged, not handled
-        ack = c.wait_until(
-            lambda: (
-                (got := fake.control("socket", {"type": "events_api", "payload": event}))
-                and "envelope_id" in got
-                and got
-            )
-        )
+        ack = c.wait_until(lambda: fake.socket_ack("events_api", event))
         assert ack["envelope_id"]
         a.wait_until(lambda: _again(a, b, c) == 3)
         time.sleep(1.0)

@@ -13,6 +13,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
+from runtime import Approval
 from runtime import Runtime
 from runtime.approvals.policy import Policies
 from runtime.approvals.policy import Policy
@@ -39,16 +40,27 @@ def provider_trusts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable
     return trust
 
 
-async def test_the_provider_verifies_the_receipt_before_paying(
-    make_runtime: Callable[..., Runtime],
-    world: Path,
-    signer: Signer,
-    provider_trusts: Callable[[Signer], None],
-) -> None:
+@pytest.fixture
+def trusted_signer(
+    world: Path, signer: Signer, provider_trusts: Callable[[Signer], None]
+) -> Signer:
+    """A signer whose keys the example world's payment provider trusts."""
     provider_trusts(signer)
-    rt = make_runtime([refund_agent], signer=signer)
+    return signer
+
+
+async def start_the_refund(rt: Runtime) -> tuple[str, Approval]:
+    """Start the refund of ORDER; return its run and the one approval it waits on."""
     run_id = await rt.start("refund-agent", f"Refund order {ORDER}", requested_by="U0REQ")
     [approval] = await rt.approvals(run_id)
+    return run_id, approval
+
+
+async def test_the_provider_verifies_the_receipt_before_paying(
+    make_runtime: Callable[..., Runtime], trusted_signer: Signer
+) -> None:
+    rt = make_runtime([refund_agent], signer=trusted_signer)
+    run_id, approval = await start_the_refund(rt)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -56,7 +68,7 @@ async def test_the_provider_verifies_the_receipt_before_paying(
     assert [p[0] for p in example_world.payments()] == ["refund"]
     stored = await rt.queries.approval(approval.id)
     assert stored.receipt is not None
-    assert verify(stored.receipt, signer.jwks(), args=approval.args)
+    assert verify(stored.receipt, trusted_signer.jwks(), args=approval.args)
     assert stored.receipt["idempotency_key"] == example_world.payments()[0][3]
     assert await rt.queries.receipt(approval.id) == stored.receipt
 
@@ -69,8 +81,7 @@ async def test_a_receipt_signed_by_another_key_is_refused_and_nothing_is_paid(
 ) -> None:
     provider_trusts(Signer(Ed25519PrivateKey.generate()))  # the provider knows another key
     rt = make_runtime([refund_agent], signer=signer)
-    run_id = await rt.start("refund-agent", f"Refund order {ORDER}", requested_by="U0REQ")
-    [approval] = await rt.approvals(run_id)
+    run_id, approval = await start_the_refund(rt)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -81,15 +92,10 @@ async def test_a_receipt_signed_by_another_key_is_refused_and_nothing_is_paid(
 
 
 async def test_without_a_receipt_the_trusting_provider_pays_nothing(
-    make_runtime: Callable[..., Runtime],
-    world: Path,
-    signer: Signer,
-    provider_trusts: Callable[[Signer], None],
+    make_runtime: Callable[..., Runtime], trusted_signer: Signer
 ) -> None:
-    provider_trusts(signer)
     rt = make_runtime([refund_agent])  # a runtime that signs nothing
-    run_id = await rt.start("refund-agent", f"Refund order {ORDER}", requested_by="U0REQ")
-    [approval] = await rt.approvals(run_id)
+    _, approval = await start_the_refund(rt)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -101,8 +107,7 @@ async def test_a_quorum_receipt_names_every_approver(
 ) -> None:
     two = Policies(tools={"issue_refund": Policy(required_approvals=2)})
     rt = make_runtime([refund_agent], signer=signer, policies=two)
-    run_id = await rt.start("refund-agent", f"Refund order {ORDER}", requested_by="U0REQ")
-    [approval] = await rt.approvals(run_id)
+    _, approval = await start_the_refund(rt)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
     assert await rt.queries.receipt(approval.id) is None  # still pending: nothing to sign

@@ -40,6 +40,11 @@ DECISIONS = ("approval_approved", "approval_declined")
 """Audit actions of a decision (the trail also has requests, executions, pages)."""
 
 
+def wire_policies(policy: Policy) -> Policies:
+    """The policies of a runtime whose one gated tool, `wire_money`, follows `policy`."""
+    return Policies(tools={"wire_money": policy})
+
+
 async def start_wire(
     rt: Runtime, *, run_id: str = "run-wire", requested_by: str = REQUESTER
 ) -> Approval:
@@ -108,7 +113,7 @@ async def test_approval_executes_the_call_once_and_the_run_finishes(
 async def test_edited_args_are_executed_and_all_three_versions_kept(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
-    policies = Policies(tools={"wire_money": Policy(allow_edit=True)})
+    policies = wire_policies(Policy(allow_edit=True))
     rt = make_runtime([wire_agent()], policies=policies)
     approval = await start_wire(rt)
 
@@ -136,7 +141,7 @@ async def test_edited_args_are_executed_and_all_three_versions_kept(
 async def test_invalid_edit_is_refused_and_changes_nothing(
     make_runtime: Callable[..., Runtime], world: Path, args: dict[str, Any]
 ) -> None:
-    policies = Policies(tools={"wire_money": Policy(allow_edit=True)})
+    policies = wire_policies(Policy(allow_edit=True))
     rt = make_runtime([wire_agent()], policies=policies)
     approval = await start_wire(rt)
     before = await snapshot(rt.store, approval.id)
@@ -250,9 +255,9 @@ async def test_second_decision_is_refused(
     assert len(invocations()) == 1
 
 
-APPROVERS = Policies(tools={"wire_money": Policy(approvers=("U0BOSS", "S0FINANCE"))})
+APPROVERS = wire_policies(Policy(approvers=("U0BOSS", "S0FINANCE")))
 FINANCE = StaticDirectory({"S0FINANCE": {"U0FIN1", "U0FIN2"}, "S0OTHER": {"U0STRANGER"}})
-REQUESTER_APPROVES = Policies(tools={"wire_money": Policy(approvers=("U0REQ", "U0BOSS"))})
+REQUESTER_APPROVES = wire_policies(Policy(approvers=("U0REQ", "U0BOSS")))
 
 
 @pytest.mark.parametrize(
@@ -290,7 +295,7 @@ async def test_a_decider_the_policy_forbids_is_refused_and_nothing_changes(
         (APPROVERS, "U0BOSS", "approved", 1),
         (APPROVERS, "U0FIN2", "declined", 0),
         (
-            Policies(tools={"wire_money": Policy(allow_self_approval=True)}),
+            wire_policies(Policy(allow_self_approval=True)),
             REQUESTER,
             "approved",
             1,
@@ -464,9 +469,7 @@ async def test_racing_decisions_settle_once(
 # quorum
 
 
-QUORUM = Policies(
-    tools={"wire_money": Policy(required_approvals=2, approvers=("U0ALICE", "U0BOB", "U0CAROL"))}
-)
+QUORUM = wire_policies(Policy(required_approvals=2, approvers=("U0ALICE", "U0BOB", "U0CAROL")))
 
 
 async def test_one_approval_of_two_keeps_it_pending(
@@ -588,7 +591,7 @@ async def test_twenty_people_voting_at_once_each_count_once(
 ) -> None:
     people = tuple(f"U0P{n:02d}" for n in range(20))
     policy = Policy(required_approvals=len(people), approvers=people)
-    rt = make_runtime([wire_agent()], policies=Policies(tools={"wire_money": policy}))
+    rt = make_runtime([wire_agent()], policies=wire_policies(policy))
     approval = await start_wire(rt)
 
     decided = await asyncio.gather(*(rt.decide(approval.id, "approved", by=u) for u in people))
@@ -624,16 +627,14 @@ async def test_quorum_votes_are_audited_with_each_voter(
 # reminders, escalation and timeouts (an injected clock, no sleeping)
 
 
-TIMED = Policies(
-    tools={
-        "wire_money": Policy(
-            approvers=("U0BOSS",),
-            remind_every="15m",
-            max_reminders=2,
-            escalate_to="S0ONCALL",
-            timeout="2h",
-        )
-    }
+TIMED = wire_policies(
+    Policy(
+        approvers=("U0BOSS",),
+        remind_every="15m",
+        max_reminders=2,
+        escalate_to="S0ONCALL",
+        timeout="2h",
+    )
 )
 ONCALL = StaticDirectory({"S0ONCALL": {"U0ONCALL"}})
 
@@ -653,12 +654,8 @@ async def timed_wire(
 async def test_reminders_come_at_the_right_times(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime(
-        [wire_agent()], policies=TIMED, directory=ONCALL, clock=clock, notifier=notifier
-    )
     start = clock()
-    approval = await start_wire(rt)
+    rt, notifier, approval = await timed_wire(make_runtime, clock)
     assert approval.next_reminder_at == start + timedelta(minutes=15)
     assert approval.deadline == start + timedelta(hours=2)
 
@@ -704,7 +701,7 @@ async def test_escalation_after_max_reminders_admits_the_escalation_group(
 async def test_no_reminders_beyond_max_without_an_escalation_group(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    policies = Policies(tools={"wire_money": Policy(remind_every="10m", max_reminders=2)})
+    policies = wire_policies(Policy(remind_every="10m", max_reminders=2))
     notifier = RecordingNotifier()
     rt = make_runtime([wire_agent()], policies=policies, clock=clock, notifier=notifier)
     approval = await start_wire(rt)
@@ -742,14 +739,19 @@ async def test_timeout_declines_expired_and_the_model_is_told(
         await rt.decide(approval.id, "approved", by="U0BOSS")
 
 
+async def tick_twice_at_once(rt: Runtime, clock: Any) -> None:
+    """Two schedulers tick at the same moment, then one of them ticks again."""
+    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
+    await rt.desk.tick(clock())
+
+
 async def test_timeout_that_fires_twice_acts_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
     rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(hours=3)
 
-    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
-    await rt.desk.tick(clock())
+    await tick_twice_at_once(rt, clock)
 
     decisions = [e for e in await rt.store.list_events() if e.action in DECISIONS]
     assert [(e.action, e.actor, e.detail["reason"]) for e in decisions] == [
@@ -767,19 +769,14 @@ async def test_reminder_that_fires_twice_is_sent_once(
     rt, notifier, approval = await timed_wire(make_runtime, clock)
     clock.advance(minutes=15)
 
-    await asyncio.gather(rt.desk.tick(clock()), rt.desk.tick(clock()))
-    await rt.desk.tick(clock())
+    await tick_twice_at_once(rt, clock)
 
     assert len(notifier.reminders) == 1
     assert (await rt.store.get_approval(approval.id)).reminders_sent == 1
 
 
-ESCALATE_ON_TIMEOUT = Policies(
-    tools={
-        "wire_money": Policy(
-            approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL"
-        )
-    }
+ESCALATE_ON_TIMEOUT = wire_policies(
+    Policy(approvers=("U0BOSS",), timeout="1h", on_timeout="escalate", escalate_to="S0ONCALL")
 )
 
 
@@ -808,17 +805,15 @@ async def test_on_timeout_escalate_keeps_the_approval_pending(
 async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    policies = Policies(
-        tools={
-            "wire_money": Policy(
-                approvers=("U0BOSS",),
-                remind_every="10m",
-                max_reminders=1,
-                escalate_to="S0ONCALL",
-                timeout="1h",
-                on_timeout="escalate",
-            )
-        }
+    policies = wire_policies(
+        Policy(
+            approvers=("U0BOSS",),
+            remind_every="10m",
+            max_reminders=1,
+            escalate_to="S0ONCALL",
+            timeout="1h",
+            on_timeout="escalate",
+        )
     )
     rt, notifier, approval = await timed_wire(make_runtime, clock, policies)
 
@@ -838,8 +833,7 @@ async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
 async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unticked(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    rt = make_runtime([wire_agent()], policies=ESCALATE_ON_TIMEOUT, directory=ONCALL, clock=clock)
-    approval = await start_wire(rt)
+    rt, _, approval = await timed_wire(make_runtime, clock, ESCALATE_ON_TIMEOUT)
     with pytest.raises(errors.NotAnApprover):
         await rt.decide(approval.id, "approved", by="U0ONCALL")  # not yet escalated
 
@@ -853,8 +847,7 @@ async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unti
 async def test_decision_racing_the_timeout_settles_once(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    rt = make_runtime([wire_agent()], policies=TIMED, directory=ONCALL, clock=clock)
-    approval = await start_wire(rt)
+    rt, _, approval = await timed_wire(make_runtime, clock)
     clock.advance(hours=2)
 
     outcomes = await asyncio.gather(
@@ -890,11 +883,8 @@ async def test_decided_approval_gets_no_reminders_and_never_expires(
 async def test_escalation_widens_an_open_policy_and_never_narrows_it(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
-    policies = Policies(
-        tools={"wire_money": Policy(remind_every="15m", max_reminders=1, escalate_to="S0ONCALL")}
-    )
-    rt = make_runtime([wire_agent()], policies=policies, directory=ONCALL, clock=clock)
-    approval = await start_wire(rt)
+    policies = wire_policies(Policy(remind_every="15m", max_reminders=1, escalate_to="S0ONCALL"))
+    rt, _, approval = await timed_wire(make_runtime, clock, policies)
     for _ in range(2):
         clock.advance(minutes=15)
         await rt.desk.tick(clock())

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Awaitable
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import field
 from datetime import timedelta
 from typing import TypeVar
 from typing import cast
@@ -28,6 +29,7 @@ from runtime_scenarios import counter_agent
 from runtime_scenarios import counting_policy
 from runtime_scenarios import wait_for_lapse
 from support.frozen_store import FrozenRenewals
+from support.wrapped_store import WrappedStore
 
 from runtime import Agent
 from runtime import Budget
@@ -576,15 +578,13 @@ async def test_a_late_results_sensitive_fields_are_masked_on_the_acted_late_page
     assert [e.detail["result"] for e in late] == [CARD]  # the audit keeps it whole
 
 
-class SlowRenewals:
+@dataclass(eq=False)
+class SlowRenewals(WrappedStore):
     """A store whose lease renewals take `delay` seconds, so a release can come mid-renewal."""
 
-    def __init__(self, store: Store, delay: float) -> None:
-        self.store, self.delay = store, delay
-        self.renewing = asyncio.Event()
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.store, name)
+    delay: float
+    renewing: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    """Set once a renewal has begun."""
 
     async def renew_lease(self, *args: object, **kwargs: object) -> bool:
         self.renewing.set()

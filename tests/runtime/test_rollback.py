@@ -13,6 +13,8 @@ import sys
 from collections import Counter
 from collections.abc import Awaitable
 from collections.abc import Callable
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 from typing import Any
 from typing import cast
@@ -32,6 +34,7 @@ from approvals_conftest_helpers import stock_agent
 from approvals_conftest_helpers import tool_messages
 from approvals_conftest_helpers import unhold
 from approvals_conftest_helpers import wire_money
+from support.wrapped_store import WrappedStore
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
@@ -601,15 +604,12 @@ async def test_rollback_refused_for_a_missing_agent_leaves_no_intent(
     assert reversals() == []
 
 
-class FailingBetweenUndos:
+@dataclass(eq=False)
+class FailingBetweenUndos(WrappedStore):
     """Wraps a store: the commit that starts the second compensation fails."""
 
-    def __init__(self, store: Store) -> None:
-        self.store = store
-        self.starts = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.store, name)
+    starts: int = field(init=False, default=0)
+    """Commits that started a compensation so far."""
 
     async def commit(self, batch: Batch) -> Committed:
         if any(e.compensates is not None for e in batch.start):

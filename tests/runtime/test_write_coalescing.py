@@ -6,15 +6,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
+from dataclasses import field
 from pathlib import Path
 
 import pytest
+from support.wrapped_store import WrappedStore
 
 from runtime import Agent
 from runtime import Runtime
 from runtime import ScriptedModel
 from runtime import tool
 from runtime import tool_call
+from store import Batch
+from store import Committed
 from store import EffectStatus
 from store import Store
 from store import open_store
@@ -22,19 +27,15 @@ from store import open_store
 WORKER = Path(__file__).parent / "workers" / "coalesce_worker.py"
 
 
-class CountingStore:
+@dataclass(eq=False)
+class CountingStore(WrappedStore):
     """Counts the transactions a runtime commits; everything else passes through."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.commits = 0
+    commits: int = field(init=False, default=0)
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._store, name)
-
-    async def commit(self, batch: object) -> object:
+    async def commit(self, batch: Batch) -> Committed:
         self.commits += 1
-        return await self._store.commit(batch)  # type: ignore[arg-type]
+        return await self.store.commit(batch)
 
 
 @tool(description="Read.", effect="read")

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from dataclasses import dataclass
+from dataclasses import field
 from typing import cast
 
 import pytest
+from support.wrapped_store import WrappedStore
 
 from runtime import Agent
 from runtime import Runtime
@@ -28,17 +30,14 @@ FULL_FOR = 1.0
 """Seconds the disk stays full once the first result write hits it."""
 
 
-class FillingDisk:
+@dataclass(eq=False)
+class FillingDisk(WrappedStore):
     """A store whose disk fills the first time a tool's result is written, for `FULL_FOR`
     seconds: every write in that window fails as a full disk does (nothing written)."""
 
-    def __init__(self, store: Store) -> None:
-        self._store = store
-        self.full_until: float | None = None
-        self.refused = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
+    full_until: float | None = field(init=False, default=None)
+    refused: int = field(init=False, default=0)
+    """Writes refused as a full disk refuses them."""
 
     async def commit(self, batch: Batch) -> Committed:
         now = time.monotonic()
@@ -47,7 +46,7 @@ class FillingDisk:
         if self.full_until is not None and now < self.full_until:
             self.refused += 1
             raise errors.DiskFull("the database's disk is full: nothing was written")
-        return await self._store.commit(batch)
+        return await self.store.commit(batch)
 
 
 @pytest.mark.parametrize("idempotent", [False, True], ids=["not-idempotent", "idempotent"])

@@ -305,6 +305,12 @@ class FakeSlackProcess:
         request.add_header("Content-Type", "application/json")
         return _send(request)[1]
 
+    def socket_ack(self, kind: str, payload: dict[str, Any]) -> dict[str, Any] | None:
+        """Deliver `payload` to the bot over Socket Mode as a `kind` envelope: the bot's
+        acknowledgement, or None when it did not acknowledge it."""
+        got = self.control("socket", {"type": kind, "payload": payload})
+        return got if got and "envelope_id" in got else None
+
     def messages(self, channel: str) -> list[dict[str, Any]]:
         return list(self._get("messages").get(channel, []))
 
@@ -368,9 +374,10 @@ def told_on_click(
     return str(server.wait_until(lambda: fake.told(user))[0]["text"])
 
 
-def open_home(server: SlackServer, user: str) -> None:
-    """`user` opens the app's Home tab: the signed event Slack sends, answered 200."""
-    event = {
+def home_opened(user: str, event_id: str | None = None) -> dict[str, Any]:
+    """The event Slack sends when `user` opens the app's Home tab: a new one, or with
+    `event_id` the one Slack retries."""
+    return {
         "type": "event_callback",
         "team_id": "T0SIGNOFF",
         "api_app_id": "A0SIGNOFF",
@@ -381,11 +388,16 @@ def open_home(server: SlackServer, user: str) -> None:
             "tab": "home",
             "event_ts": f"{time.time():.6f}",
         },
-        "event_id": f"Ev{time.monotonic_ns()}",
+        "event_id": event_id or f"Ev{time.monotonic_ns()}",
         "event_time": int(time.time()),
         "authorizations": [{"team_id": "T0SIGNOFF", "user_id": "U0SIGNOFF", "is_bot": True}],
     }
-    status, _, _ = server.slack(json.dumps(event).encode(), content_type="application/json")
+
+
+def open_home(server: SlackServer, user: str) -> None:
+    """`user` opens the app's Home tab: the signed event Slack sends, answered 200."""
+    body = json.dumps(home_opened(user)).encode()
+    status, _, _ = server.slack(body, content_type="application/json")
     assert status == 200
 
 

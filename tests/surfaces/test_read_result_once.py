@@ -18,9 +18,8 @@ from typing import Any
 
 import pytest
 from support.helpers import SIGNOFF
-from support.slack_harness import FakeSlackProcess
 from support.slack_harness import SlackServer
-from support.slack_harness import start_server
+from support.slack_served import serving
 
 # one worker runs the module, so its one waiting run (a server and the fake Slack) is built once
 pytestmark = pytest.mark.xdist_group("read-result-once")
@@ -38,16 +37,10 @@ class Waiting:
 def waiting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Waiting]:
     """A refund run that looked its order up and waits on the refund's approval."""
     folder = tmp_path_factory.mktemp("read-once")
-    fake = FakeSlackProcess(folder)
-    server = start_server(folder, folder / "world.db", fake.base_url)
-    try:
+    with serving(folder) as (server, _):
         server.start_run(RUN, f"Refund order {ORDER}")
         server.wait_until(lambda: server.run(RUN)["status"] == "waiting_approval")
         yield Waiting(folder, server)
-    finally:
-        if server.process.poll() is None:
-            server.stop()
-        fake.stop()
 
 
 def test_the_ledger_keeps_where_the_result_is_not_a_copy(waiting: Waiting) -> None:

@@ -26,7 +26,7 @@ from support.slack_harness import FakeSlackProcess
 from support.slack_harness import SlackServer
 from support.slack_harness import card_click
 from support.slack_harness import slash
-from support.slack_harness import start_server
+from support.slack_served import serving
 
 from store import open_store
 from store.records import AuditEvent
@@ -55,13 +55,11 @@ class Finished:
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
     """One run of the card issuer, approved in Slack, finished: the card was issued."""
     folder = tmp_path_factory.mktemp("masking")
-    fake = FakeSlackProcess(folder)
     extra = {
         "SIGNOFF_AGENTS": "result_agents:card_issuer",
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
     }
-    server = start_server(folder, folder / "world.db", fake.base_url, extra=extra, policy=POLICY)
-    try:
+    with serving(folder, extra=extra, policy=POLICY) as (server, fake):
         server.start_run(RUN, "Issue a card for B7", agent="card-issuer", accepted=(201,))
         card = server.wait_until(lambda: [c for c in fake.cards() if RUN in json.dumps(c)])[0]
         clicked = server.slack(card_click("approve", card, user=BOB))
@@ -69,10 +67,6 @@ def finished(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Finished]:
         server.wait_until(lambda: server.run(RUN)["status"] == "done")
         call_id = server.run(RUN)["calls"][0]["call_id"]
         yield Finished(folder, server, fake, call_id)
-    finally:
-        if server.process.poll() is None:
-            server.stop()
-        fake.stop()
 
 
 def test_the_store_keeps_the_result_whole_for_the_model(finished: Finished) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -57,40 +59,46 @@ def agents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Served:
+    """`signoff serve` with the seat agents and `POLICY`, its fake Slack, its folder, and the
+    environment the CLI reads the same database with."""
+
+    folder: Path
+    fake: FakeSlackProcess
+    server: SlackServer
+    env: dict[str, str]
+
+
 @pytest.fixture
-def server(tmp_path: Path, world: Path, fake: FakeSlackProcess, agents: dict[str, str]) -> Any:
+def served(
+    tmp_path: Path, world: Path, fake: FakeSlackProcess, agents: dict[str, str]
+) -> Iterator[Served]:
+    env = environment(tmp_path, world, 0, fake.base_url) | agents
     with start_server(tmp_path, world, fake.base_url, extra=agents, policy=POLICY) as running:
-        yield running
+        yield Served(tmp_path, fake, running, env)
 
 
 def test_a_call_cancelled_in_its_cool_off_or_undone_is_no_run_done_on_any_surface(
-    tmp_path: Path,
-    world: Path,
-    fake: FakeSlackProcess,
-    server: SlackServer,
-    agents: dict[str, str],
+    served: Served,
 ) -> None:
     cards = {
-        CANCELLED: approve_then(fake, server, CANCELLED, "seat-agent", Action.CANCEL_COOL_OFF),
-        UNDONE: approve_then(fake, server, UNDONE, "booking-agent", Action.UNDO),
+        CANCELLED: approve_then(served, CANCELLED, "seat-agent", Action.CANCEL_COOL_OFF),
+        UNDONE: approve_then(served, UNDONE, "booking-agent", Action.UNDO),
     }
     # 12A never ran; 14C ran, then was released (the undo runs after the click's ack)
-    server.wait_until(lambda: provider_calls() == ["hold 14C", "release 14C"])
+    served.server.wait_until(lambda: provider_calls() == ["hold 14C", "release 14C"])
 
-    env = environment(tmp_path, world, 0, fake.base_url) | agents
     for run_id in (CANCELLED, UNDONE):
-        reads_taken_back(tmp_path, fake, server, env, cards, run_id)
+        reads_taken_back(served, cards, run_id)
 
 
 def test_a_call_undone_while_its_run_goes_on_leaves_no_run_done_on_any_surface(
-    tmp_path: Path,
-    world: Path,
-    fake: FakeSlackProcess,
-    server: SlackServer,
-    agents: dict[str, str],
+    served: Served,
 ) -> None:
     """14C is booked, then undone while the run waits on 14D's approval; 14D is approved and
     the run answers "Done.": it ended after the undo, and reads undone all the same."""
+    fake, server = served.fake, served.server
     server.start_run(GOING, "Book two seats", agent="two-seats-agent")
     first = server.wait_until(lambda: first_card(fake, GOING))
     status, _, _ = server.slack(card_click(Action.APPROVE.value, first, user=BOB))
@@ -108,26 +116,19 @@ def test_a_call_undone_while_its_run_goes_on_leaves_no_run_done_on_any_surface(
     server.wait_until(lambda: server.run(GOING)["status"] == "done")
     assert provider_calls() == ["hold 14C", "release 14C", "hold 14D"]
 
-    env = environment(tmp_path, world, 0, fake.base_url) | agents
-    reads_taken_back(tmp_path, fake, server, env, {GOING: first}, GOING)
+    reads_taken_back(served, {GOING: first}, GOING)
 
 
-def reads_taken_back(
-    tmp_path: Path,
-    fake: FakeSlackProcess,
-    server: SlackServer,
-    env: dict[str, str],
-    cards: dict[str, Any],
-    run_id: str,
-) -> None:
+def reads_taken_back(served: Served, cards: dict[str, Any], run_id: str) -> None:
     """The run reads its outcome, not done, in the thread, on the card, in the CLI, the
     console and the API."""
+    fake, server = served.fake, served.server
     outcome = OUTCOMES[run_id]
     note = server.wait_until(lambda: ended_note(fake, server, cards, run_id))
     assert CHECK not in note
     server.wait_until(lambda: card_saying(fake, cards[run_id], note))
 
-    shown = run_text([SIGNOFF, "runs", "show", run_id], cwd=tmp_path, env=env)
+    shown = run_text([SIGNOFF, "runs", "show", run_id], cwd=served.folder, env=served.env)
     assert shown.returncode == 0, shown.stderr
     assert re.search(rf"│ status +│ {outcome}\b", shown.stdout), shown.stdout
 
@@ -139,11 +140,10 @@ def reads_taken_back(
     assert console["timeline"][-1]["outcome"] == outcome
 
 
-def approve_then(
-    fake: FakeSlackProcess, server: SlackServer, run_id: str, agent: str, then: Action
-) -> dict[str, Any]:
+def approve_then(served: Served, run_id: str, agent: str, then: Action) -> dict[str, Any]:
     """Start `agent`, approve its card as Bob, then click `then` (Cancel or Undo) once the
     card offers it; the card."""
+    fake, server = served.fake, served.server
     server.start_run(run_id, "Hold a seat", agent=agent)
     card = server.wait_until(lambda: first_card(fake, run_id))
     status, _, _ = server.slack(card_click(Action.APPROVE.value, card, user=BOB))

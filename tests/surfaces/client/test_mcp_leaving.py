@@ -47,7 +47,7 @@ from support.slack_harness import FakeSlackProcess
 from support.slack_harness import SlackServer
 from support.slack_harness import approval_id_of
 from support.slack_harness import card_click
-from support.slack_harness import start_server
+from support.slack_served import serving
 
 from tests.docs.docs_pages import ROOT
 from tests.docs.docs_pages import blocks
@@ -69,13 +69,8 @@ class Served:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    tmp = tmp_path_factory.mktemp("served")
-    fake = FakeSlackProcess(tmp)
-    try:
-        with start_server(tmp, tmp / "world.db", fake.base_url) as server:
-            yield Served(server, fake)
-    finally:
-        fake.stop()
+    with serving(tmp_path_factory.mktemp("served")) as (server, fake):
+        yield Served(server, fake)
 
 
 @dataclass

@@ -111,6 +111,15 @@ def text(result: Any) -> str:
     return " ".join(part.text for part in result.content)
 
 
+async def kill_during(proxied: Proxied, calling: asyncio.Task[Any], killed: list[int]) -> None:
+    """SIGKILL the proxy while `calling` is in it (its pid noted in `killed`), and let the
+    call fail as it will."""
+    killed.append(proxied.pid())
+    os.kill(killed[-1], signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        await calling
+
+
 async def test_the_proxy_lists_the_downstream_tools_with_their_annotations(setup: Setup) -> None:
     async with over_stdio(setup) as proxied:
         tools = {t.name: t for t in (await proxied.session.list_tools()).tools}
@@ -231,10 +240,7 @@ async def test_killed_while_waiting_then_approved_is_forwarded_once_after_a_rest
         async with over_stdio(setup) as proxied:
             calling = asyncio.create_task(proxied.session.call_tool("delete_file", {"path": "/k"}))
             pending = await setup.pending()
-            killed.append(proxied.pid())
-            os.kill(killed[0], signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                await calling
+            await kill_during(proxied, calling, killed)
     assert killed, "the proxy was not killed"
     await setup.decide(pending.id, "approved")  # lands while no proxy runs
     assert setup.touched() == []
@@ -261,10 +267,7 @@ async def test_killed_while_forwarding_is_in_doubt_and_never_forwarded_twice(
                 await asyncio.sleep(0.02)
             assert setup.touched()
             assert not calling.done()  # killed before its answer came back
-            killed.append(proxied.pid())
-            os.kill(killed[0], signal.SIGKILL)
-            with contextlib.suppress(Exception):
-                await calling
+            await kill_during(proxied, calling, killed)
     assert killed, "the proxy was not killed while forwarding"
     async with over_stdio(setup) as proxied:
         retried = await proxied.session.call_tool("slow_delete", {"path": "/s"})

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from support.slack_harness import SlackServer
 from support.slack_harness import form
 from support.slack_harness import open_home
 from support.slack_harness import start_server
+from support.slack_served import home_button
 
 from bot.dev.slack.fake_web import trigger
 
@@ -60,26 +60,8 @@ def batch_buttons(view: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def click_batch(server: SlackServer, tool: str) -> None:
-    payload = {
-        "type": "block_actions",
-        "user": {"id": BOB, "username": "bob", "team_id": "T0SIGNOFF"},
-        "api_app_id": "A0SIGNOFF",
-        "token": "legacy-verification-token",
-        "container": {"type": "view", "view_id": "V0HOME"},
-        "trigger_id": trigger(),
-        "team": {"id": "T0SIGNOFF", "domain": "signoff"},
-        "view": {"id": "V0HOME", "type": "home", "blocks": []},
-        "actions": [
-            {
-                "action_id": "batch",
-                "block_id": "batches",
-                "value": tool,
-                "type": "button",
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
-    status, _, _ = server.slack(form({"payload": json.dumps(payload)}))
+    click = home_button("batch", "batches", tool, user=BOB, trigger_id=trigger())
+    status, _, _ = server.slack(click)
     assert status == 200
 
 

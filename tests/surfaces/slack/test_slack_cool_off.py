@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -37,26 +38,28 @@ def seats(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(SEATS, str(tmp_path / "seats.log"))
 
 
-async def runtime_with(tmp_path: Path, **settings: Any) -> Runtime:
+@asynccontextmanager
+async def seat_slack(tmp_path: Path, **settings: Any) -> AsyncIterator[tuple[Runtime, Slack]]:
+    """The seat agent on the test's store, `hold_seat` approved by Bob under `settings`, and
+    the Slack app over it; the store closed on the way out."""
     store = await open_store(f"sqlite:///{tmp_path / 'signoff.db'}")
     policies = Policies(tools={"hold_seat": Policy(approvers=(BOB,), **settings)})
-    return Runtime(store, [seat_agent], policies=policies)
+    rt = Runtime(store, [seat_agent], policies=policies)
+    async with slack_app(rt) as slack:
+        yield rt, slack
+    await rt.store.close()
 
 
 @pytest.fixture
 async def cooling(tmp_path: Path) -> AsyncIterator[tuple[Runtime, Slack]]:
-    rt = await runtime_with(tmp_path, cool_off="5m")
-    async with slack_app(rt) as slack:
-        yield rt, slack
-    await rt.store.close()
+    async with seat_slack(tmp_path, cool_off="5m") as both:
+        yield both
 
 
 @pytest.fixture
 async def undoable(tmp_path: Path) -> AsyncIterator[tuple[Runtime, Slack]]:
-    rt = await runtime_with(tmp_path, undo_for="1h")
-    async with slack_app(rt) as slack:
-        yield rt, slack
-    await rt.store.close()
+    async with seat_slack(tmp_path, undo_for="1h") as both:
+        yield both
 
 
 async def approved_by_click(rt: Runtime, slack: Slack) -> tuple[str, str]:

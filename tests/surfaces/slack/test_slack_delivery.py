@@ -23,6 +23,7 @@ from support.slack_harness import button
 from support.slack_harness import card_click
 from support.slack_harness import environment
 from support.slack_harness import start_server
+from support.slack_served import over_socket
 
 QUICK = {"SIGNOFF_OUTBOX_CLAIM_SECONDS": "3"}
 
@@ -147,13 +148,7 @@ def test_the_approve_flow_over_socket_mode(
         [card] = server.wait_until(fake.cards)
         click = card_click("approve", card, user=BOB).decode()
         payload = json.loads(urllib.parse.parse_qs(click)["payload"][0])
-        ack = server.wait_until(
-            lambda: (
-                (a := fake.control("socket", {"type": "interactive", "payload": payload}))
-                and "envelope_id" in a
-                and a
-            ),
-        )
+        ack = over_socket(server, fake, "interactive", payload)
         assert ack["envelope_id"]
         server.wait_until(lambda: server.run("socket-1")["status"] == "done")
         # HTTP is off without a signing secret: /slack/events is not served.

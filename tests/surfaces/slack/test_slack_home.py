@@ -19,9 +19,9 @@ from support.slack_harness import BOB
 from support.slack_harness import EVE
 from support.slack_harness import FakeSlackProcess
 from support.slack_harness import SlackServer
-from support.slack_harness import form
 from support.slack_harness import open_home
 from support.slack_harness import start_server
+from support.slack_served import home_button
 
 REQUESTERS = [f"U0R{n:02}" for n in range(25)]
 SECRET = "4242-4242-4242-4242"
@@ -119,26 +119,8 @@ def test_a_refusal_from_a_home_button_is_shown_in_that_home(
     server: SlackServer, fake: FakeSlackProcess
 ) -> None:
     asked = ask(server, 1, BOB)
-    payload = {
-        "type": "block_actions",
-        "user": {"id": EVE, "username": "eve", "team_id": "T0SIGNOFF"},
-        "api_app_id": "A0SIGNOFF",
-        "token": "legacy-verification-token",
-        "container": {"type": "view", "view_id": "V0HOME"},
-        "trigger_id": "1.2.3",
-        "team": {"id": "T0SIGNOFF", "domain": "signoff"},
-        "view": {"id": "V0HOME", "type": "home", "blocks": []},
-        "actions": [
-            {
-                "action_id": "approve",
-                "block_id": f"approval:{asked}",
-                "value": asked,
-                "type": "button",
-                "action_ts": str(time.time()),
-            }
-        ],
-    }
-    status, _, _ = server.slack(form({"payload": json.dumps(payload)}))
+    click = home_button("approve", f"approval:{asked}", asked, user=EVE, trigger_id="1.2.3")
+    status, _, _ = server.slack(click)
     assert status == 200
 
     shown = server.wait_until(lambda: (h := homes(fake).get(EVE)) and ":warning:" in words(h) and h)

@@ -18,6 +18,7 @@ from support.slack_harness import approval_id_of
 from support.slack_harness import button
 from support.slack_harness import form
 from support.slack_harness import submission
+from support.slack_served import home_opened
 
 DEEP = "[" * 10_000 + "]" * 10_000
 
@@ -219,13 +220,7 @@ def test_an_expired_trigger_asks_the_person_to_click_again(
 def test_an_event_slack_retries_is_handled_once(
     server: SlackServer, fake: FakeSlackProcess
 ) -> None:
-    event = {
-        "type": "event_callback",
-        "event_id": "Ev0RETRIED",
-        "event_time": int(time.time()),
-        "event": {"type": "app_home_opened", "user": BOB, "channel": "D0BOB", "tab": "home"},
-    }
-    body = json.dumps(event).encode()
+    body = json.dumps(home_opened("Ev0RETRIED")).encode()
     for _ in range(3):  # the first delivery, then Slack's retries
         status, _, _ = server.slack(body, content_type="application/json")
         assert status == 200
