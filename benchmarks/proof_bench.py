@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC
 from datetime import datetime
+from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -68,15 +69,16 @@ INSERT = (
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
 DETAIL = {"tool": "issue_refund", "policy": "refunds", "call_id": "call-1", "args": ARGS}
-OLD_NUMBERING = """
-CREATE OR REPLACE FUNCTION signoff_audit_commit_seq() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_advisory_xact_lock(5424078192736240980);
-    UPDATE audit_events SET commit_seq = nextval('audit_commit_seq') WHERE id = new.id;
-    RETURN NULL;
-END;
-$$;
-"""
+MIGRATIONS = Path(__file__).resolve().parents[1] / "store" / "migrations" / "postgres"
+
+
+def old_numbering() -> str:
+    """The commit-order trigger function as migration 0016 made it, before the audit chain:
+    numbering only, no hashing."""
+    sql = (MIGRATIONS / "0016_audit_commit_order.sql").read_text("utf-8")
+    start = sql.index("CREATE FUNCTION signoff_audit_commit_seq()")
+    end = sql.index("$$;", start) + len("$$;")
+    return sql[start:end].replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
 
 
 def per_call_us(fn: Callable[[], object], calls: int) -> float:
@@ -153,7 +155,7 @@ async def postgres_chaining(url: str, rounds: int, events: int) -> dict[str, lis
         sep = "&" if "?" in url else "?"
         chained = await open_store(f"{url}{sep}search_path={schemas[0]}")
         plain = await open_store(f"{url}{sep}search_path={schemas[1]}")
-        await admin.execute(f"SET search_path = {schemas[1]}; {OLD_NUMBERING}")
+        await admin.execute(f"SET search_path = {schemas[1]}; {old_numbering()}")
         try:
             for _ in range(rounds):
                 found["chained"].append(await write_events(chained, events))

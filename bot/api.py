@@ -41,7 +41,6 @@ too).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from datetime import UTC
 from datetime import datetime
@@ -56,6 +55,7 @@ from bot.api_deliveries import add_deliveries_route
 from bot.api_envelopes import add_envelope_routes
 from bot.api_events import add_events_route
 from bot.api_inbox import add_list_routes
+from bot.api_inbox import page_limit
 from bot.api_receipts import add_key_route
 from bot.api_receipts import add_receipt_routes
 from bot.api_wait import add_wait_route
@@ -261,7 +261,7 @@ async def audit(request: web.Request) -> web.Response:
     if unknown:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
     since = _instant(query.get("since"))
-    limit = _limit(query.get("limit"))
+    limit = page_limit(query.get("limit"), default=1000, most=MAX_AUDIT_PAGE)
     rt = request.app[RUNTIME]
     masks = ResultMasks(rt.policies)
     chosen = await rt.queries.audit(
@@ -296,14 +296,6 @@ def _instant(text: str | None) -> datetime | None:
     except ValueError:
         raise BadRequest(f"since: {text[:60]!r} is not an ISO 8601 date and time") from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _limit(text: str | None) -> int:
-    if text is None:
-        return 1000
-    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= MAX_AUDIT_PAGE:
-        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {MAX_AUDIT_PAGE}")
-    return int(text)
 
 
 def add_routes(app: web.Application) -> None:

@@ -68,14 +68,16 @@ def _query(
         allowed = ", ".join(sorted(known))
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use {allowed})")
     chosen = {name: query.get(name) or None for name in filters}
-    return chosen, query.get("cursor") or None, _limit(query.get("limit"))
+    limit = page_limit(query.get("limit"), default=DEFAULT_PAGE, most=INBOX_PAGE)
+    return chosen, query.get("cursor") or None, limit
 
 
-def _limit(text: str | None) -> int:
+def page_limit(text: str | None, *, default: int, most: int) -> int:
+    """The `limit` query parameter: `default` when absent, else a number from 1 to `most`."""
     if text is None:
-        return DEFAULT_PAGE
-    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= INBOX_PAGE:
-        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {INBOX_PAGE}")
+        return default
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not 1 <= int(text) <= most:
+        raise BadRequest(f"limit: {text[:20]!r} is not a number from 1 to {most}")
     return int(text)
 
 

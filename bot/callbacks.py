@@ -74,7 +74,7 @@ class CallbackNotifier(NullNotifier):
     """Sends each decided approval to its callback URL, if it has one."""
 
     deliveries: Deliveries
-    secret: str
+    secret: str = field(repr=False)  # a repr in a log must not carry it
     background: Background
     _: KW_ONLY
     attempts: int = 6

@@ -39,8 +39,11 @@ def refused(kind: str, text: str, status: int) -> web.Response:
     )
 
 
-async def check(parts: Approvers, token: str) -> tuple[Link, Approval] | web.Response:
-    """The link and its approval, or the page saying why it cannot be taken."""
+async def check(request: web.Request) -> tuple[Approvers, Link, Approval] | web.Response:
+    """The approvers' parts, the link the path names and its approval, or the page saying why
+    the link cannot be taken."""
+    parts = request.app[APPROVERS]
+    token = request.match_info["token"]
     link = parts.links.read(token) if parts.links is not None else None
     if link is None:
         return refused("foreign", "It was not issued by this server, or was altered.", 403)
@@ -57,16 +60,14 @@ async def check(parts: Approvers, token: str) -> tuple[Link, Approval] | web.Res
     deadline = approval.deadline
     if deadline is not None and deadline <= parts.rt.clock():
         return refused("expired", f"The approval's deadline passed ({html.when(deadline)}).", 410)
-    return link, approval
+    return parts, link, approval
 
 
 async def show(request: web.Request) -> web.Response:
-    parts = request.app[APPROVERS]
-    found = await check(parts, request.match_info["token"])
+    found = await check(request)
     if isinstance(found, web.Response):
         return found
-    link, approval = found
-    return page(confirmation(parts, link, approval))
+    return page(confirmation(*found))
 
 
 def confirmation(parts: Approvers, link: Link, approval: Approval) -> str:
@@ -94,11 +95,10 @@ def confirmation(parts: Approvers, link: Link, approval: Approval) -> str:
 
 
 async def confirm(request: web.Request) -> web.Response:
-    parts = request.app[APPROVERS]
-    found = await check(parts, request.match_info["token"])
+    found = await check(request)
     if isinstance(found, web.Response):
         return found
-    link, approval = found
+    parts, link, approval = found
     form = await request.post()
     reason = form.get("reason")
     rt = parts.rt

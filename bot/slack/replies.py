@@ -56,13 +56,7 @@ def decline_modal(approval: Approval, display: Display | None = None) -> dict[st
     """Asks the decliner why; the reason is required and goes to the agent."""
     action = action_text.shown_action(approval, display)
     run = escape.code(approval.run_id, limit=ID_TEXT) if approval.run_id else None
-    reason = kit.text_input(
-        "reason",
-        texts.DECLINE_LABEL,
-        multiline=True,
-        placeholder=texts.DECLINE_PLACEHOLDER,
-        max_length=DECLINE_REASON,
-    )
+    reason = _written_answer("reason", texts.DECLINE_LABEL, texts.DECLINE_PLACEHOLDER)
     prompt = texts.decline_prompt(action, run)
     return _asking(
         Modal.DECLINE_REASON, approval, texts.DECLINE_TITLE, texts.DECLINE_SUBMIT, prompt, reason
@@ -91,16 +85,17 @@ def edit_modal(approval: Approval, display: Display | None = None) -> dict[str, 
 def ask_modal(approval: Approval, display: Display | None = None) -> dict[str, Any]:
     """Asks the approver's question; it goes back to the agent as the tool's result."""
     action = action_text.shown_action(approval, display)
-    question = kit.text_input(
-        "question",
-        texts.ASK_LABEL,
-        multiline=True,
-        placeholder=texts.ASK_PLACEHOLDER,
-        max_length=DECLINE_REASON,
-    )
+    question = _written_answer("question", texts.ASK_LABEL, texts.ASK_PLACEHOLDER)
     prompt = texts.ask_prompt(action)
     return _asking(
         Modal.ASK_QUESTION, approval, texts.ASK_TITLE, texts.ASK_SUBMIT, prompt, question
+    )
+
+
+def _written_answer(block_id: str, label: str, placeholder: str) -> Block:
+    """A free-text input for words that go back to the agent (a reason, a question)."""
+    return kit.text_input(
+        block_id, label, multiline=True, placeholder=placeholder, max_length=DECLINE_REASON
     )
 
 

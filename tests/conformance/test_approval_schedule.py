@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from collections.abc import Callable
+from datetime import datetime
 from datetime import timedelta
 
 import pytest
@@ -13,7 +14,6 @@ from store import ApprovalState
 from store import Delivery
 from store import Run
 from store import Store
-from store import errors
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -83,6 +83,12 @@ async def test_next_due_at_is_none_when_nothing_is_scheduled(store: Store, creat
 # reminders and deadlines
 
 
+async def reminders(store: Store, approval_id: str) -> tuple[int, datetime | None, bool]:
+    """An approval's reminders as stored: how many were sent, when the next is, escalated?"""
+    got = await store.get_approval(approval_id)
+    return got.reminders_sent, got.next_reminder_at, got.escalated
+
+
 async def test_a_reminder_that_fires_twice_is_recorded_once(
     store: Store, create: Create, clock: Clock
 ) -> None:
@@ -97,8 +103,7 @@ async def test_a_reminder_that_fires_twice_is_recorded_once(
     ]
 
     assert fired == [True, False]
-    got = await store.get_approval(approval.id)
-    assert (got.reminders_sent, got.next_reminder_at, got.escalated) == (1, then, False)
+    assert await reminders(store, approval.id) == (1, then, False)
 
 
 async def test_the_next_reminder_is_recorded_after_the_first(
@@ -113,8 +118,7 @@ async def test_the_next_reminder_is_recorded_after_the_first(
         approval.id, reminders_sent=2, next_reminder_at=None, escalated=True
     )
 
-    got = await store.get_approval(approval.id)
-    assert (got.reminders_sent, got.next_reminder_at, got.escalated) == (2, None, True)
+    assert await reminders(store, approval.id) == (2, None, True)
 
 
 async def test_no_reminder_is_recorded_for_a_decided_approval(
@@ -201,11 +205,6 @@ async def test_a_message_learnt_from_a_click_is_kept_only_where_none_is_recorded
     assert got[posted.id] == ("C1", "1.5", Delivery.DELIVERED)
 
 
-async def test_set_message_of_unknown_approval_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.set_approval_message("nope", channel="C1", ts="1.0", delivery="delivered")
-
-
 async def test_an_unknown_delivery_status_is_refused_and_changes_nothing(
     store: Store, create: Create
 ) -> None:
@@ -234,8 +233,3 @@ async def test_undelivered_callbacks_are_decided_approvals_not_yet_called_back(
 
     assert await store.undelivered_callbacks() == []
     assert (await store.get_approval(waiting.id)).callback_status == Delivery.DELIVERED
-
-
-async def test_set_callback_status_of_unknown_approval_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.set_callback_status("nope", "delivered")

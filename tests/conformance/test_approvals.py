@@ -96,11 +96,6 @@ async def test_create_approval_for_an_unknown_run_is_not_found(
         await store.create_approval(approval)
 
 
-async def test_get_unknown_approval_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.get_approval("no-such-approval")
-
-
 async def test_approvals_of_person_are_theirs_newest_first_since_a_time_at_most_a_limit(
     store: Store, make_approval: MakeApproval, clock: Clock
 ) -> None:

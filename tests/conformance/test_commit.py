@@ -91,11 +91,6 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     await _assert_absent(store, run.id, new_effect, approval.id, page.id)
 
 
-async def test_commit_to_unknown_run_is_not_found(store: Store, clock: Clock) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.commit(Batch(run_id="nope", checkpoints=[checkpoint("nope", 1, clock())]))
-
-
 async def test_several_checkpoints_in_one_batch_are_appended_in_order(
     store: Store, make_run: MakeRun, clock: Clock
 ) -> None:

@@ -125,35 +125,35 @@ async def test_pending_is_not_a_decision(store: Store, pending: Approval, clock:
     assert await store.get_approval(pending.id) == pending
 
 
-async def test_deciding_an_unknown_approval_is_not_found(store: Store, clock: Clock) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.decide_approval("no-such-approval", APPROVED, by="U1", at=clock())
+@pytest.fixture
+async def due_in_an_hour(
+    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+) -> Approval:
+    """A pending approval of `run` whose deadline is an hour away, written to the store."""
+    approval = make_approval(run.id, deadline=clock() + timedelta(hours=1))
+    await store.create_approval(approval)
+    return approval
 
 
 async def test_a_deadline_decision_before_the_deadline_is_refused(
-    store: Store, run: Run, make_approval: MakeApproval, clock: Clock
+    store: Store, due_in_an_hour: Approval, clock: Clock
 ) -> None:
-    approval = make_approval(run.id, deadline=clock() + timedelta(hours=1))
-    await store.create_approval(approval)
-
     with pytest.raises(errors.Conflict) as refused:
         await store.decide_approval(
-            approval.id, DECLINED, by="timeout", at=clock(), reason="expired", due_only=True
+            due_in_an_hour.id, DECLINED, by="timeout", at=clock(), reason="expired", due_only=True
         )
 
     assert not isinstance(refused.value, errors.AlreadyDecided)
-    assert await store.get_approval(approval.id) == approval
+    assert await store.get_approval(due_in_an_hour.id) == due_in_an_hour
 
 
 async def test_a_deadline_decision_after_the_deadline_is_taken(
-    store: Store, run: Run, make_approval: MakeApproval, clock: Any
+    store: Store, due_in_an_hour: Approval, clock: Any
 ) -> None:
-    approval = make_approval(run.id, deadline=clock() + timedelta(hours=1))
-    await store.create_approval(approval)
     later = clock.advance(hours=1, seconds=1)
 
     decided = await store.decide_approval(
-        approval.id, DECLINED, by="timeout", at=later, reason="expired", due_only=True
+        due_in_an_hour.id, DECLINED, by="timeout", at=later, reason="expired", due_only=True
     )
 
     assert (decided.state, decided.reason) == (DECLINED, "expired")

@@ -44,11 +44,6 @@ async def test_put_overwrites_value_source_and_time(store: Store, clock: Clock) 
     assert await store.list_facts() == [newer]
 
 
-async def test_get_unknown_fact_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.get_fact("no.such.key")
-
-
 async def test_list_facts_is_by_key(store: Store, clock: Clock) -> None:
     for key in ("b", "c", "a"):
         await store.put_fact(fact(key, key.upper(), "test", clock()))

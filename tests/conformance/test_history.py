@@ -134,15 +134,6 @@ async def test_load_state_at_a_point_that_does_not_exist_is_not_found(
         await store.load_state(run.id, **where)
 
 
-async def test_load_state_and_history_of_unknown_run_are_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.load_state("no-such-run")
-    with pytest.raises(errors.NotFound):
-        await store.load_state("no-such-run", step=0)
-    with pytest.raises(errors.NotFound):
-        await store.history("no-such-run")
-
-
 async def test_history_returns_every_checkpoint_in_order(
     store: Store, make_run: MakeRun, clock: Clock
 ) -> None:

@@ -62,11 +62,6 @@ async def test_a_pages_message_learnt_from_a_click_is_kept_only_where_none_is(
     assert (got.channel, got.message_ts, got.delivery) == ("C9", "3.25", Delivery.DELIVERED)
 
 
-async def test_get_unknown_page_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.get_page("no-such-page")
-
-
 async def test_list_pages_open_only_hides_acknowledged_ones(
     store: Store, run: Run, make_page: MakePage, clock: Clock
 ) -> None:
@@ -112,11 +107,6 @@ async def test_a_page_is_acknowledged_once(
     assert await store.get_page(page.id) == acked
 
 
-async def test_acknowledge_unknown_page_is_not_found(store: Store, clock: Clock) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.acknowledge_page("no-such-page", by="U1", at=clock())
-
-
 async def test_set_page_message_records_where_it_was_posted(
     store: Store, run: Run, make_page: MakePage
 ) -> None:
@@ -126,11 +116,6 @@ async def test_set_page_message_records_where_it_was_posted(
 
     got = await store.get_page(page.id)
     assert (got.channel, got.message_ts, got.delivery) == ("C-oncall", "1700.5", Delivery.DELIVERED)
-
-
-async def test_set_message_of_unknown_page_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.set_page_message("nope", channel="C1", ts="1.0", delivery="failed")
 
 
 async def test_an_unknown_page_delivery_status_is_refused_and_changes_nothing(

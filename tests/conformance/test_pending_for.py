@@ -4,7 +4,11 @@ at any backlog of other people's; on every backend."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from store import ApprovalState
 from store import AuditEvent
@@ -21,22 +25,26 @@ def asked(**settings: Any) -> Authority:
     return Authority.of("issue_refund", settings)
 
 
-async def ask(store: Store, make_approval: MakeApproval, clock: Clock, **fields: Any) -> str:
-    clock.advance(seconds=1)
-    approval = make_approval(**fields)
-    await store.create_approval(approval)
-    return approval.id
+Ask = Callable[..., Awaitable[str]]
 
 
-async def test_mine_come_first_behind_any_backlog_of_others(
-    store: Store, make_approval: MakeApproval, clock: Clock
-) -> None:
+@pytest.fixture
+def ask(store: Store, make_approval: MakeApproval, clock: Clock) -> Ask:
+    """Write a pending approval with `fields`, asked a second after the one before: its id."""
+
+    async def write(**fields: Any) -> str:
+        clock.advance(seconds=1)
+        approval = make_approval(**fields)
+        await store.create_approval(approval)
+        return approval.id
+
+    return write
+
+
+async def test_mine_come_first_behind_any_backlog_of_others(store: Store, ask: Ask) -> None:
     for _ in range(600):  # older, for another approver
-        await ask(store, make_approval, clock, authority=asked(approvers=[OTHER]))
-    mine = [
-        await ask(store, make_approval, clock, authority=asked(approvers=[OTHER, ME]))
-        for _ in range(5)
-    ]
+        await ask(authority=asked(approvers=[OTHER]))
+    mine = [await ask(authority=asked(approvers=[OTHER, ME])) for _ in range(5)]
     page = await store.pending_for(ME, limit=3)
     assert [a.id for a in page.approvals] == mine[:3]  # longest-waiting first
     assert page.waiting == 5
@@ -46,26 +54,16 @@ async def test_mine_come_first_behind_any_backlog_of_others(
     assert (await store.pending_for("U0NOBODY")).waiting == 0
 
 
-async def test_groups_anyone_escalation_and_self_approval(
-    store: Store, make_approval: MakeApproval, clock: Clock
-) -> None:
-    group = await ask(store, make_approval, clock, authority=asked(approvers=[GROUP]))
-    anyone = await ask(store, make_approval, clock, authority=asked(approvers=[]))
+async def test_groups_anyone_escalation_and_self_approval(store: Store, ask: Ask) -> None:
+    group = await ask(authority=asked(approvers=[GROUP]))
+    anyone = await ask(authority=asked(approvers=[]))
     escalated = await ask(
-        store,
-        make_approval,
-        clock,
         authority=asked(approvers=[OTHER], escalate_to=ME),
         escalated=True,
     )
-    later = await ask(
-        store, make_approval, clock, authority=asked(approvers=[OTHER], escalate_to=ME)
-    )
-    await ask(store, make_approval, clock, authority=asked(approvers=[ME]), requested_by=ME)
+    later = await ask(authority=asked(approvers=[OTHER], escalate_to=ME))
+    await ask(authority=asked(approvers=[ME]), requested_by=ME)
     own_ok = await ask(
-        store,
-        make_approval,
-        clock,
         authority=asked(approvers=[ME], allow_self_approval=True),
         requested_by=ME,
     )
@@ -81,12 +79,10 @@ async def test_groups_anyone_escalation_and_self_approval(
     assert [a.id for a in after.approvals] == [anyone, escalated, later, own_ok]
 
 
-async def test_decided_leave_and_filled_in_arrive(
-    store: Store, make_approval: MakeApproval, clock: Clock
-) -> None:
-    decided = await ask(store, make_approval, clock, authority=asked(approvers=[ME]))
-    old = await ask(store, make_approval, clock)  # asked before approvals carried authority
-    kept = await ask(store, make_approval, clock, authority=asked(approvers=[ME]))
+async def test_decided_leave_and_filled_in_arrive(store: Store, ask: Ask, clock: Clock) -> None:
+    decided = await ask(authority=asked(approvers=[ME]))
+    old = await ask()  # asked before approvals carried authority
+    kept = await ask(authority=asked(approvers=[ME]))
     await store.decide_approval(decided, ApprovalState.APPROVED, by=ME, at=clock())
     assert [a.id for a in (await store.pending_for(ME)).approvals] == [kept]
 

@@ -69,11 +69,6 @@ async def test_create_run_with_a_taken_id_is_refused_and_changes_nothing(
     assert await store.history(first.id) == before
 
 
-async def test_get_unknown_run_is_not_found(store: Store) -> None:
-    with pytest.raises(errors.NotFound):
-        await store.get_run("no-such-run")
-
-
 async def test_get_run_reports_step_usage_and_status_of_latest_checkpoint(
     store: Store, make_run: MakeRun, append: Append
 ) -> None:

@@ -66,26 +66,22 @@ async def test_creating_a_run_and_taking_and_giving_back_its_lease_are_one_round
 ) -> None:
     from pg_wire import WireCounter
 
-    async with WireCounter() as wire:
-        store = await open_store(wire.url(pg_url), pool_size=1)
-        try:
-            await store.create_run(*opened("warm"))  # its statements prepared
-            taken = await store.acquire_lease("warm", "w", until=utcnow(), now=utcnow())
-            await store.release_lease("warm", "w", epoch=taken)
-            await store.claim_runs("w", limit=1, until=utcnow(), now=utcnow())
-            wire.reset()
+    async with WireCounter() as wire, open_store(wire.url(pg_url), pool_size=1) as store:
+        await store.create_run(*opened("warm"))  # its statements prepared
+        taken = await store.acquire_lease("warm", "w", until=utcnow(), now=utcnow())
+        await store.release_lease("warm", "w", epoch=taken)
+        await store.claim_runs("w", limit=1, until=utcnow(), now=utcnow())
+        wire.reset()
 
-            await store.create_run(*opened("r1"))
-            made = wire.reset()
-            now = utcnow()
-            epoch = await store.acquire_lease("r1", "w", until=now + timedelta(30), now=now)
-            taken = wire.reset()
-            await store.release_lease("r1", "w", epoch=epoch)
-            given_back = wire.reset()
-            [claim] = await store.claim_runs("w", limit=5, until=now + timedelta(30), now=now)
-            claimed = wire.reset()
-        finally:
-            await store.close()
+        await store.create_run(*opened("r1"))
+        made = wire.reset()
+        now = utcnow()
+        epoch = await store.acquire_lease("r1", "w", until=now + timedelta(30), now=now)
+        taken = wire.reset()
+        await store.release_lease("r1", "w", epoch=epoch)
+        given_back = wire.reset()
+        [claim] = await store.claim_runs("w", limit=5, until=now + timedelta(30), now=now)
+        claimed = wire.reset()
 
     assert (made, taken, given_back, claimed) == (1, 1, 1, 1)
     assert epoch is not None
@@ -104,35 +100,31 @@ async def test_a_decision_at_once_is_one_round_trip_and_a_vote_toward_a_quorum_i
 ) -> None:
     from pg_wire import WireCounter
 
-    async with WireCounter() as wire:
-        store = await open_store(wire.url(pg_url), pool_size=1)
-        try:
-            for run_id in ("warm", "r1", "r2"):
-                await store.create_run(*opened(run_id))
-            at_once, quorum, warm = (
-                Approval(
-                    id=f"a-{r}",
-                    run_id=r,
-                    call_id="c",
-                    tool="pay",
-                    args={},
-                    created_at=utcnow(),
-                    required_approvals=n,
-                )
-                for r, n in (("r1", 1), ("r2", 2), ("warm", 1))
+    async with WireCounter() as wire, open_store(wire.url(pg_url), pool_size=1) as store:
+        for run_id in ("warm", "r1", "r2"):
+            await store.create_run(*opened(run_id))
+        at_once, quorum, warm = (
+            Approval(
+                id=f"a-{r}",
+                run_id=r,
+                call_id="c",
+                tool="pay",
+                args={},
+                created_at=utcnow(),
+                required_approvals=n,
             )
-            for approval in (at_once, quorum, warm):
-                await store.create_approval(approval)
-            await decide(store, warm.id)  # its statement prepared
-            wire.reset()
+            for r, n in (("r1", 1), ("r2", 2), ("warm", 1))
+        )
+        for approval in (at_once, quorum, warm):
+            await store.create_approval(approval)
+        await decide(store, warm.id)  # its statement prepared
+        wire.reset()
 
-            decided = await decide(store, at_once.id)
-            one = wire.reset()
-            voted = await decide(store, quorum.id)
-            body = wire.reset()
-            events = [e.action for e in await store.list_audit(approval_id=at_once.id)]
-        finally:
-            await store.close()
+        decided = await decide(store, at_once.id)
+        one = wire.reset()
+        voted = await decide(store, quorum.id)
+        body = wire.reset()
+        events = [e.action for e in await store.list_audit(approval_id=at_once.id)]
 
     assert (decided.approval.state, decided.votes, one) == (ApprovalState.APPROVED, 0, DECISION)
     assert (voted.approval.state, voted.votes) == (ApprovalState.PENDING, 1)

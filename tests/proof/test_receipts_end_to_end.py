@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.refunds import park_refund
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
-from runtime import Approval
 from runtime import Runtime
 from runtime.approvals.policy import Policies
 from runtime.approvals.policy import Policy
@@ -49,18 +49,11 @@ def trusted_signer(
     return signer
 
 
-async def start_the_refund(rt: Runtime) -> tuple[str, Approval]:
-    """Start the refund of ORDER; return its run and the one approval it waits on."""
-    run_id = await rt.start("refund-agent", f"Refund order {ORDER}", requested_by="U0REQ")
-    [approval] = await rt.approvals(run_id)
-    return run_id, approval
-
-
 async def test_the_provider_verifies_the_receipt_before_paying(
     make_runtime: Callable[..., Runtime], trusted_signer: Signer
 ) -> None:
     rt = make_runtime([refund_agent], signer=trusted_signer)
-    run_id, approval = await start_the_refund(rt)
+    run_id, approval = await park_refund(rt, ORDER)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -81,7 +74,7 @@ async def test_a_receipt_signed_by_another_key_is_refused_and_nothing_is_paid(
 ) -> None:
     provider_trusts(Signer(Ed25519PrivateKey.generate()))  # the provider knows another key
     rt = make_runtime([refund_agent], signer=signer)
-    run_id, approval = await start_the_refund(rt)
+    run_id, approval = await park_refund(rt, ORDER)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -95,7 +88,7 @@ async def test_without_a_receipt_the_trusting_provider_pays_nothing(
     make_runtime: Callable[..., Runtime], trusted_signer: Signer
 ) -> None:
     rt = make_runtime([refund_agent])  # a runtime that signs nothing
-    _, approval = await start_the_refund(rt)
+    _, approval = await park_refund(rt, ORDER)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
 
@@ -107,7 +100,7 @@ async def test_a_quorum_receipt_names_every_approver(
 ) -> None:
     two = Policies(tools={"issue_refund": Policy(required_approvals=2)})
     rt = make_runtime([refund_agent], signer=signer, policies=two)
-    _, approval = await start_the_refund(rt)
+    _, approval = await park_refund(rt, ORDER)
 
     await rt.decide(approval.id, "approved", by="U0BOB")
     assert await rt.queries.receipt(approval.id) is None  # still pending: nothing to sign

@@ -18,6 +18,7 @@ from approvals_conftest_helpers import RecordingNotifier
 from approvals_conftest_helpers import invocations
 from approvals_conftest_helpers import tool_messages
 from approvals_conftest_helpers import wire_agent
+from support.refunds import park_refund
 
 from examples import world as example_world
 from examples.refund_agent import agent as refund_agent
@@ -91,8 +92,7 @@ async def test_approval_executes_the_call_once_and_the_run_finishes(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
-    (approval,) = await rt.approvals(run_id)
+    run_id, approval = await park_refund(rt, "1001", requested_by=REQUESTER)
 
     decided = await rt.decide(approval.id, "approved", by=APPROVER)
 
@@ -177,8 +177,7 @@ async def test_declined_call_is_not_executed_and_the_model_is_told(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
-    (approval,) = await rt.approvals(run_id)
+    run_id, approval = await park_refund(rt, "1001", requested_by=REQUESTER)
 
     await rt.decide(approval.id, "declined", by=APPROVER, reason="customer already refunded")
 
@@ -324,8 +323,7 @@ async def test_self_approval_is_refused_under_the_default_policy(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await rt.start("refund-agent", "Refund order 1001", requested_by=REQUESTER)
-    (approval,) = await rt.approvals(run_id)
+    _, approval = await park_refund(rt, "1001", requested_by=REQUESTER)
 
     with pytest.raises(errors.SelfApproval):
         await rt.decide(approval.id, "approved", by=REQUESTER)

@@ -53,21 +53,25 @@ async def answer(rt: Runtime, run_id: str) -> str:
     return (await rt.store.load_state(run_id)).messages[-1].content
 
 
+async def ask(rt: Runtime, task: str, run_id: str) -> Approval:
+    """Start the refund agent on `task` as run `run_id`: the approval its refund waits on."""
+    await rt.start("refund-agent", task, run_id=run_id, requested_by="U0REQ")
+    [asked] = await rt.approvals(run_id)
+    return asked
+
+
 async def refunded_by_a(rt: Runtime) -> str:
-    first = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
-    [asked] = await rt.approvals(first)
+    asked = await ask(rt, ASK_25, "run-a")
     await rt.decide(asked.id, "approved", by="U0ALICE")
-    assert (await rt.get(first)).status == "done"
-    return first
+    assert (await rt.get("run-a")).status == "done"
+    return "run-a"
 
 
 async def asked_again_after_a(rt: Runtime) -> tuple[str, str, Approval]:
     """Run A refunded $25 (`refunded_by_a`), then run C asks $20 for the same order: A, C and
     C's approval, which names A's refund as its conflict."""
     first = await refunded_by_a(rt)
-    second = await rt.start("refund-agent", ASK_20, run_id="run-c", requested_by="U0REQ")
-    [asked] = await rt.approvals(second)
-    return first, second, asked
+    return first, "run-c", await ask(rt, ASK_20, "run-c")
 
 
 async def test_a_second_refund_for_another_amount_is_a_conflict_and_a_plain_approval_is_refused(
@@ -142,8 +146,7 @@ async def test_separate_is_refused_where_nothing_conflicts_and_on_a_decline(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await rt.start("refund-agent", ASK_25, run_id="run-a", requested_by="U0REQ")
-    [asked] = await rt.approvals(run_id)
+    asked = await ask(rt, ASK_25, "run-a")
 
     with pytest.raises(errors.InvalidRequest, match="nothing to be separate from"):
         await rt.decide(asked.id, "approved", by="U0BOB", separate=True)
@@ -158,8 +161,8 @@ async def test_an_edit_runs_the_edited_amount_and_keeps_both(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent], policies=EDITABLE)
-    run_id = await rt.start("refund-agent", ASK_25, run_id="run-e", requested_by="U0REQ")
-    [asked] = await rt.approvals(run_id)
+    run_id = "run-e"
+    asked = await ask(rt, ASK_25, run_id)
     edited = {**asked.args, "amount_cents": 2000}
 
     decided = await rt.decide(asked.id, "approved", by="U0BOB", args=edited)
@@ -193,8 +196,7 @@ async def test_an_edit_that_changes_what_the_call_acts_on_is_refused(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent], policies=EDITABLE)
-    run_id = await rt.start("refund-agent", ASK_25, run_id="run-e", requested_by="U0REQ")
-    [asked] = await rt.approvals(run_id)
+    asked = await ask(rt, ASK_25, "run-e")
 
     with pytest.raises(errors.EditRefused, match=r"changes what issue_refund acts on \(order_id"):
         await rt.decide(asked.id, "approved", by="U0BOB", args={**asked.args, "order_id": "1002"})
@@ -219,8 +221,8 @@ async def test_an_approval_whose_stored_args_were_changed_refuses_to_run_and_pag
     if store.url == "sqlite://:memory:":
         pytest.skip("nothing outside the process can change an in-memory database")
     rt = make_runtime([refund_agent], policies=EDITABLE)
-    run_id = await rt.start("refund-agent", ASK_25, run_id="run-t", requested_by="U0REQ")
-    [asked] = await rt.approvals(run_id)
+    run_id = "run-t"
+    asked = await ask(rt, ASK_25, run_id)
     edited = {**asked.args, "amount_cents": 2000}
     decided = await rt.decide(asked.id, "approved", by="U0BOB", args=edited, resume=False)
     forged = '{"order_id": "4471", "amount_cents": 4000, "restocking_fee_cents": 0}'
@@ -245,8 +247,8 @@ async def test_the_same_order_and_amount_again_is_the_same_refund(
     rt = make_runtime([refund_agent])
     await refunded_by_a(rt)
 
-    again = await rt.start("refund-agent", ASK_25, run_id="run-b", requested_by="U0REQ")
-    [asked] = await rt.approvals(again)
+    again = "run-b"
+    asked = await ask(rt, ASK_25, again)
     assert asked.conflict is None
     assert asked.duplicate_of == "run-a"
     await rt.decide(asked.id, "approved", by="U0BOB")

@@ -35,6 +35,20 @@ async def _asked(rt: Runtime, by: str = REQUESTER, run_id: str = "r-1") -> Appro
     return approval
 
 
+async def assert_refused(
+    rt: Runtime,
+    approval: Approval,
+    by: str,
+    refusal: type[Exception],
+    decision: str = "approved",
+    match: str | None = None,
+) -> None:
+    """`by` deciding `approval` is refused with `refusal`, and the approval stays pending."""
+    with pytest.raises(refusal, match=match):
+        await rt.decide(approval.id, decision, by=by, resume=False)
+    assert (await rt.queries.approval(approval.id)).state == ApprovalState.PENDING
+
+
 async def test_a_delegate_decides_for_the_away_person_and_the_record_says_so(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
@@ -69,16 +83,14 @@ async def test_a_delegate_may_not_approve_their_own_request(
     rt = make_runtime([refund_agent], policies=DIRECT)
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=CAROL)
     theirs = await _asked(rt, by=CAROL)
-    with pytest.raises(errors.SelfApproval, match="never approves their own request"):
-        await rt.decide(theirs.id, "approved", by=CAROL, resume=False)
+    await assert_refused(
+        rt, theirs, CAROL, errors.SelfApproval, match="never approves their own request"
+    )
     assert not await rt.may(Actor.of_person(CAROL), Permission.DECIDE, theirs)
-    assert (await rt.queries.approval(theirs.id)).state == ApprovalState.PENDING
     # nor may alice's delegate approve alice's own request for her
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=DAN)
     alices = await _asked(rt, by=ALICE, run_id="r-2")
-    with pytest.raises(errors.SelfApproval):
-        await rt.decide(alices.id, "approved", by=DAN, resume=False)
-    assert (await rt.queries.approval(alices.id)).state == ApprovalState.PENDING
+    await assert_refused(rt, alices, DAN, errors.SelfApproval)
 
 
 async def test_delegation_never_widens_a_policy_beyond_its_group(
@@ -87,10 +99,8 @@ async def test_delegation_never_widens_a_policy_beyond_its_group(
     rt = make_runtime([refund_agent], policies=GROUP, directory=LEADS)
     approval = await _asked(rt)
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=CAROL)
-    with pytest.raises(errors.NotAnApprover):
-        await rt.decide(approval.id, "approved", by=CAROL, resume=False)
+    await assert_refused(rt, approval, CAROL, errors.NotAnApprover)
     assert not await rt.may(Actor.of_person(CAROL), Permission.DECIDE, approval)
-    assert (await rt.queries.approval(approval.id)).state == ApprovalState.PENDING
     # a delegate inside the group decides as themselves, for nobody
     await rt.set_away(ALICE, until=rt.clock() + timedelta(days=1), delegate=DAN)
     decided = await rt.decide(approval.id, "approved", by=DAN, resume=False)
@@ -105,14 +115,11 @@ async def test_an_absence_that_is_over_or_ended_delegates_nothing(
     await rt.set_away(ALICE, until=rt.clock() + timedelta(hours=1), delegate=CAROL)
     clock.advance(hours=2)  # type: ignore[attr-defined]
     assert await rt.away() == []
-    with pytest.raises(errors.NotAnApprover):
-        await rt.decide(approval.id, "approved", by=CAROL, resume=False)
+    await assert_refused(rt, approval, CAROL, errors.NotAnApprover)
     await rt.set_away(ALICE, until=rt.clock() + timedelta(hours=1), delegate=CAROL)
     assert await rt.back(ALICE) is True
     assert await rt.back(ALICE) is False
-    with pytest.raises(errors.NotAnApprover):
-        await rt.decide(approval.id, "declined", by=CAROL, resume=False)
-    assert (await rt.queries.approval(approval.id)).state == ApprovalState.PENDING
+    await assert_refused(rt, approval, CAROL, errors.NotAnApprover, "declined")
 
 
 async def test_bad_absences_are_refused_and_change_nothing(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from support.refunds import park_refund
 
 from examples import world as example_world
 from examples.refund_agent import _answer
@@ -21,16 +22,11 @@ ORDER_WITH_FEE = "1001"  # the example world charges a 500-cent restocking fee o
 EDITABLE = Policy(allow_edit=True)
 
 
-async def park(rt: Runtime) -> str:
-    return await rt.start("refund-agent", f"Refund order {ORDER_WITH_FEE}", requested_by="U0REQ")
-
-
 async def test_the_fee_is_on_the_refunds_approval_and_charged_as_approved(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await park(rt)
-    [approval] = await rt.approvals(run_id)
+    _, approval = await park_refund(rt, ORDER_WITH_FEE)
 
     assert approval.args["restocking_fee_cents"] == 500
     await rt.decide(approval.id, "approved", by="U0BOB")
@@ -43,8 +39,7 @@ async def test_an_approver_who_waives_the_fee_means_no_charge(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent], policies=Policies(tools={"issue_refund": EDITABLE}))
-    run_id = await park(rt)
-    [approval] = await rt.approvals(run_id)
+    run_id, approval = await park_refund(rt, ORDER_WITH_FEE)
     waived = {**approval.args, "restocking_fee_cents": 0}
 
     await rt.decide(approval.id, "approved", by="U0BOB", args=waived)
@@ -70,8 +65,7 @@ async def test_a_request_and_a_run_end_each_leave_one_log_line(
 ) -> None:
     caplog.set_level(logging.INFO, logger="signoff")
     rt = make_runtime([refund_agent])
-    run_id = await park(rt)
-    [approval] = await rt.approvals(run_id)
+    run_id, approval = await park_refund(rt, ORDER_WITH_FEE)
     await rt.decide(approval.id, "approved", by="U0BOB")
 
     lines = [r.getMessage() for r in caplog.records]
@@ -83,8 +77,7 @@ async def test_a_dry_run_fork_tells_what_would_have_happened_not_a_decline(
     make_runtime: Callable[..., Runtime], world: Path
 ) -> None:
     rt = make_runtime([refund_agent])
-    run_id = await park(rt)
-    [approval] = await rt.approvals(run_id)
+    run_id, approval = await park_refund(rt, ORDER_WITH_FEE)
     await rt.decide(approval.id, "approved", by="U0BOB")
     payments, emails = example_world.payments(), example_world.emails()
 

@@ -17,6 +17,7 @@ from support.undo_truth_agents import holder
 
 from bot.slack import cards
 from bot.slack.actions import Action
+from runtime import Approval
 from runtime import Policies
 from runtime import Policy
 from runtime import Runtime
@@ -33,9 +34,14 @@ def provider() -> Iterator[None]:
     PROVIDER.reset()
 
 
-def runtime(make_runtime: Callable[..., Runtime]) -> Runtime:
+async def parked_hold(make_runtime: Callable[..., Runtime]) -> tuple[Runtime, str, Approval]:
+    """A runtime whose `hold` may be undone for an hour, and a run of it parked on holding
+    seat 9F: the runtime, the run and its approval."""
     policies = Policies(tools={"hold": Policy(approvers=(APPROVER,), undo_for="1h")})
-    return make_runtime([holder], policies=policies)
+    rt = make_runtime([holder], policies=policies)
+    run_id = await rt.start("holder", "Hold 9F", requested_by="U_REQ")
+    (approval,) = await rt.approvals(run_id)
+    return rt, run_id, approval
 
 
 def buttons(card: dict[str, object]) -> list[str]:
@@ -47,9 +53,7 @@ def buttons(card: dict[str, object]) -> list[str]:
 async def test_undo_is_offered_only_once_the_effect_completed(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    rt = runtime(make_runtime)
-    run_id = await rt.start("holder", "Hold 9F", requested_by="U_REQ")
-    (approval,) = await rt.approvals(run_id)
+    rt, run_id, approval = await parked_hold(make_runtime)
     PROVIDER.holding, PROVIDER.go = asyncio.Event(), asyncio.Event()
     deciding = asyncio.create_task(rt.decide(approval.id, "approved", by=APPROVER))
     await asyncio.wait_for(PROVIDER.holding.wait(), 10)
@@ -76,10 +80,8 @@ async def test_undo_is_offered_only_once_the_effect_completed(
 async def test_a_call_whose_effect_failed_offers_no_undo_and_says_why(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    rt = runtime(make_runtime)
+    rt, run_id, approval = await parked_hold(make_runtime)
     PROVIDER.hold_fails = True
-    run_id = await rt.start("holder", "Hold 9F", requested_by="U_REQ")
-    (approval,) = await rt.approvals(run_id)
     await rt.decide(approval.id, "approved", by=APPROVER)
 
     failed = await rt.queries.approval(approval.id)
@@ -94,9 +96,7 @@ async def test_a_call_whose_effect_failed_offers_no_undo_and_says_why(
 async def test_a_failed_compensation_is_not_undone_pages_and_may_be_retried_once(
     make_runtime: Callable[..., Runtime],
 ) -> None:
-    rt = runtime(make_runtime)
-    run_id = await rt.start("holder", "Hold 9F", requested_by="U_REQ")
-    (approval,) = await rt.approvals(run_id)
+    rt, run_id, approval = await parked_hold(make_runtime)
     await rt.decide(approval.id, "approved", by=APPROVER)
     assert (await rt.get(run_id)).stop_reason == "answered"
     PROVIDER.release_down = True

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
 import pytest
@@ -11,14 +13,15 @@ import pytest
 from store.postgres.together import Together
 
 
+@dataclass(eq=False)
 class Writes:
     """A fake of the store's write: each call's approval ids; a decision with `fail` in its
     arguments fails the write it is in; `lost` ids decide nothing."""
 
-    def __init__(self, lost: tuple[str, ...] = ()) -> None:
-        self.calls: list[list[str]] = []
-        self.lost = lost
-        self.gate = asyncio.Event()
+    lost: tuple[str, ...] = ()
+    calls: list[list[str]] = field(init=False, default_factory=list)
+    gate: asyncio.Event = field(init=False, default_factory=asyncio.Event)
+    """Set to let the writes through."""
 
     async def send(self, batch: Sequence[Sequence[Any]]) -> list[dict[str, str]]:
         self.calls.append([args[0] for args in batch])
@@ -28,12 +31,18 @@ class Writes:
         return [None if args[0] in self.lost else {"id": args[0]} for args in batch]
 
 
-async def during_the_write_of_a(writes: Writes, *later: str) -> list[dict[str, Any] | None]:
-    """Decision "a" is being written when the `later` ones arrive; then the writes go through.
-    What each write returned, "a" first."""
+async def writing_a(writes: Writes) -> tuple[Together, asyncio.Future[Any]]:
+    """Decisions written together through `writes`, decision "a" being written now."""
     together = Together(writes.send)
     first = asyncio.ensure_future(together.write("a", ["a"]))
     await asyncio.sleep(0)
+    return together, first
+
+
+async def during_the_write_of_a(writes: Writes, *later: str) -> list[dict[str, Any] | None]:
+    """Decision "a" is being written when the `later` ones arrive; then the writes go through.
+    What each write returned, "a" first."""
+    together, first = await writing_a(writes)
     rest = [asyncio.ensure_future(together.write(i, [i])) for i in later]
     await asyncio.sleep(0)
     writes.gate.set()
@@ -57,9 +66,7 @@ async def test_an_approval_is_in_a_write_once_and_its_second_decision_waits_for_
 
 async def test_a_write_of_several_that_fails_is_tried_one_by_one() -> None:
     writes = Writes()
-    together = Together(writes.send)
-    first = asyncio.ensure_future(together.write("a", ["a"]))
-    await asyncio.sleep(0)
+    together, first = await writing_a(writes)
     good = asyncio.ensure_future(together.write("b", ["b"]))
     bad = asyncio.ensure_future(together.write("c", ["c", "fail"]))
     await asyncio.sleep(0)
@@ -74,9 +81,7 @@ async def test_a_write_of_several_that_fails_is_tried_one_by_one() -> None:
 
 async def test_a_write_cancelled_leaves_nobody_waiting() -> None:
     writes = Writes()
-    together = Together(writes.send)
-    first = asyncio.ensure_future(together.write("a", ["a"]))
-    await asyncio.sleep(0)
+    together, first = await writing_a(writes)
     second = asyncio.ensure_future(together.write("b", ["b"]))
     await asyncio.sleep(0)
     assert together._writer is not None

@@ -59,18 +59,13 @@ STOPPED = "withdrawn: the agent stopped waiting"
 NOBODY = "nobody is waiting for this answer now"
 
 
-@dataclass(frozen=True)
-class Served:
-    """One `signoff serve` and its fake Slack for the module (they take seconds to start)."""
-
-    server: SlackServer
-    fake: FakeSlackProcess
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with serving(tmp_path_factory.mktemp("served")) as (server, fake):
-        yield Served(server, fake)
+def served(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[SlackServer, FakeSlackProcess]]:
+    """One `signoff serve` and its fake Slack for the module (they take seconds to start)."""
+    with serving(tmp_path_factory.mktemp("served")) as both:
+        yield both
 
 
 @dataclass
@@ -79,17 +74,10 @@ class Rig:
     proxy session (so its calls are its own approvals), and only the approvals and Slack
     replies that came after it started."""
 
-    served: Served
+    server: SlackServer
+    fake: FakeSlackProcess
     tmp: Path
     before: frozenset[str]
-
-    @property
-    def server(self) -> SlackServer:
-        return self.served.server
-
-    @property
-    def fake(self) -> FakeSlackProcess:
-        return self.served.fake
 
     def env(self) -> dict[str, str]:
         return dict(os.environ) | {
@@ -150,9 +138,10 @@ def all_approvals(server: SlackServer) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def rig(served: Served, tmp_path: Path) -> Rig:
-    before = frozenset(a["id"] for a in all_approvals(served.server))
-    return Rig(served, tmp_path, before)
+def rig(served: tuple[SlackServer, FakeSlackProcess], tmp_path: Path) -> Rig:
+    server, fake = served
+    before = frozenset(a["id"] for a in all_approvals(server))
+    return Rig(server, fake, tmp_path, before)
 
 
 def text(result: Any) -> str:

@@ -23,6 +23,7 @@ from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult
 from support import SUPPORT
 from support.helpers import TOKEN
 from support.helpers import free_port
@@ -73,6 +74,14 @@ class Setup:
             await asyncio.sleep(0.02)
         raise AssertionError("no approval was asked for")
 
+    async def asking(
+        self, proxied: Proxied, tool: str, arguments: dict[str, Any]
+    ) -> tuple[asyncio.Task[CallToolResult], Approval]:
+        """Call `tool` through the proxy without waiting for its answer: the call, and the
+        approval it waits on."""
+        calling = asyncio.create_task(proxied.session.call_tool(tool, arguments))
+        return calling, await self.pending()
+
     async def decide(self, approval_id: str, decision: str, **how: Any) -> None:
         work = self.live.rt.decide(approval_id, decision, by="U0BOSS", **how)  # type: ignore[arg-type]
         await asyncio.to_thread(self.live.call, work)
@@ -111,7 +120,9 @@ def text(result: Any) -> str:
     return " ".join(part.text for part in result.content)
 
 
-async def kill_during(proxied: Proxied, calling: asyncio.Task[Any], killed: list[int]) -> None:
+async def kill_during(
+    proxied: Proxied, calling: asyncio.Task[CallToolResult], killed: list[int]
+) -> None:
     """SIGKILL the proxy while `calling` is in it (its pid noted in `killed`), and let the
     call fail as it will."""
     killed.append(proxied.pid())
@@ -137,8 +148,7 @@ async def test_a_read_only_tool_is_forwarded_without_asking(setup: Setup) -> Non
 
 async def test_an_approved_call_is_forwarded_once_and_asking_again_replays(setup: Setup) -> None:
     async with over_stdio(setup, "--requested-by", "agent-7") as proxied:
-        calling = asyncio.create_task(proxied.session.call_tool("delete_file", {"path": "/x"}))
-        pending = await setup.pending()
+        calling, pending = await setup.asking(proxied, "delete_file", {"path": "/x"})
         assert (pending.tool, pending.args, pending.requested_by) == (
             "delete_file",
             {"path": "/x"},
@@ -156,10 +166,7 @@ async def test_an_approved_call_is_forwarded_once_and_asking_again_replays(setup
 
 async def test_an_edited_approval_forwards_the_edited_arguments(setup: Setup) -> None:
     async with over_stdio(setup) as proxied:
-        calling = asyncio.create_task(
-            proxied.session.call_tool("transfer", {"to": "acct-9", "amount": 500})
-        )
-        pending = await setup.pending()
+        calling, pending = await setup.asking(proxied, "transfer", {"to": "acct-9", "amount": 500})
         await setup.decide(pending.id, "approved", args={"to": "acct-9", "amount": 50})
         result = await calling
     assert text(result) == "sent 50 to acct-9"
@@ -170,8 +177,7 @@ async def test_a_declined_call_is_a_tool_error_with_the_reason_and_never_runs(
     setup: Setup,
 ) -> None:
     async with over_stdio(setup) as proxied:
-        calling = asyncio.create_task(proxied.session.call_tool("delete_file", {"path": "/"}))
-        pending = await setup.pending()
+        calling, pending = await setup.asking(proxied, "delete_file", {"path": "/"})
         await setup.decide(pending.id, "declined", reason="that is the root")
         result = await calling
         again = await proxied.session.call_tool("delete_file", {"path": "/"})
@@ -238,8 +244,7 @@ async def test_killed_while_waiting_then_approved_is_forwarded_once_after_a_rest
     killed: list[int] = []
     with contextlib.suppress(Exception):
         async with over_stdio(setup) as proxied:
-            calling = asyncio.create_task(proxied.session.call_tool("delete_file", {"path": "/k"}))
-            pending = await setup.pending()
+            calling, pending = await setup.asking(proxied, "delete_file", {"path": "/k"})
             await kill_during(proxied, calling, killed)
     assert killed, "the proxy was not killed"
     await setup.decide(pending.id, "approved")  # lands while no proxy runs
@@ -258,8 +263,7 @@ async def test_killed_while_forwarding_is_in_doubt_and_never_forwarded_twice(
     killed: list[int] = []
     with contextlib.suppress(Exception):
         async with over_stdio(setup) as proxied:
-            calling = asyncio.create_task(proxied.session.call_tool("slow_delete", {"path": "/s"}))
-            pending = await setup.pending()
+            calling, pending = await setup.asking(proxied, "slow_delete", {"path": "/s"})
             await setup.decide(pending.id, "approved")
             for _ in range(500):  # the downstream tool has run; its answer is not back yet
                 if setup.touched():
