@@ -155,7 +155,7 @@ class Runtime:
             store,
             clock,
             limits=limits,
-            envelopes=spend.envelopes,
+            config=spend.envelopes,
             policies=policies,
             learned=learned_rules,
             directory=directory,

@@ -19,6 +19,8 @@ from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Coroutine
 from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
@@ -56,27 +58,23 @@ __all__ = ["ApprovalDesk", "Decision"]
 log = logging.getLogger("signoff.approvals")
 
 
+@dataclass(eq=False)
 class ApprovalDesk:
-    def __init__(
-        self,
-        deps: Deps,
-        policies: Policies,
-        directory: Directory,
-        after_decision: Callable[[Approval, bool], Awaitable[None]],
-        spend: SpendDesk | None = None,
-    ) -> None:
-        """`after_decision(approval, resume)` runs once a decision is durable: tell the
-        notifier, resume the run it unblocks (unless `resume` is False). `spend`: the limits
-        and envelopes new approvals are admitted by."""
-        self.deps = deps
-        self.store: Store = deps.store
-        self.policies = policies
-        self.directory = directory
-        self.after_decision = after_decision
-        self.spend = spend
-        self.resume_run: Callable[[str], Coroutine[Any, Any, None]] | None = None
-        """Resumes a run whose cool-off ended (the facade's; None: recovery does)."""
-        self._resuming: set[asyncio.Task[None]] = set()
+    deps: Deps
+    policies: Policies
+    directory: Directory
+    after_decision: Callable[[Approval, bool], Awaitable[None]]
+    """`after_decision(approval, resume)` runs once a decision is durable: tell the
+    notifier, resume the run it unblocks (unless `resume` is False)."""
+    spend: SpendDesk | None = None
+    """The limits and envelopes new approvals are admitted by."""
+    store: Store = field(init=False)
+    resume_run: Callable[[str], Coroutine[Any, Any, None]] | None = field(init=False, default=None)
+    """Resumes a run whose cool-off ended (the facade's; None: recovery does)."""
+    _resuming: set[asyncio.Task[None]] = field(init=False, default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.store = self.deps.store
 
     # creating
 

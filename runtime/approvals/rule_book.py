@@ -58,22 +58,15 @@ class RuleUses:
     approvals: tuple[tuple[str, str | None, datetime], ...]
 
 
+@dataclass(eq=False)
 class RuleBook:
-    def __init__(
-        self,
-        store: Store,
-        clock: Callable[[], datetime],
-        config: LearnedRulesConfig,
-        directory: Directory,
-        tool: Callable[[str], Tool | None],
-    ) -> None:
-        """`tool(name)`: the registered tool of that name, if any (its arguments and whether
-        its effect can be compensated)."""
-        self.store = store
-        self.clock = clock
-        self.config = config
-        self.directory = directory
-        self.tool = tool
+    store: Store
+    clock: Callable[[], datetime]
+    config: LearnedRulesConfig
+    directory: Directory
+    tool: Callable[[str], Tool | None]
+    """`tool(name)`: the registered tool of that name, if any (its arguments and whether
+    its effect can be compensated)."""
 
     # who may write
 

@@ -16,7 +16,10 @@ from collections.abc import Awaitable
 from collections.abc import Callable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import KW_ONLY
+from dataclasses import InitVar
 from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from typing import Any
 
@@ -78,46 +81,45 @@ class Sealed:
     usage: Usage
 
 
+@dataclass(eq=False)
 class Journal:
-    def __init__(
-        self,
-        store: Store,
-        run: Run,
-        state: RunState,
-        *,
-        owner: str,
-        clock: Callable[[], datetime],
-        lease: Lease | None = None,
-        masks: ResultMasks | None = None,
-    ) -> None:
-        self.store = store
-        self.masks = masks
-        self.run = run
-        self.owner = owner
-        self.lease = lease
-        self.clock = clock
+    store: Store
+    run: Run
+    state: InitVar[RunState]
+    _: KW_ONLY
+    owner: str
+    clock: Callable[[], datetime]
+    lease: Lease | None = None
+    masks: ResultMasks | None = None
+    seq: int = field(init=False)
+    step: int = field(init=False)
+    usage: Usage = field(init=False)
+    status: RunStatus = field(init=False)
+    messages: list[Message] = field(init=False)
+    unsaved: list[Message] = field(init=False, default_factory=list)
+    finished: list[EffectOutcome] = field(init=False, default_factory=list)
+    events: list[AuditEvent] = field(init=False, default_factory=list)
+    sealed: list[Sealed] = field(init=False, default_factory=list)
+    """Complete steps queued but not written yet: each becomes a checkpoint of its own."""
+    unsafe: bool = field(init=False, default=False)
+    """Whether an unsaved outcome is of a tool that must not run twice."""
+    spending: set[str] = field(init=False, default_factory=set)
+    """Calls that hold part of a limit or an envelope: how each ends settles or gives
+    back what it holds, in the transaction that records the end."""
+    spend: list[SpendChange] = field(init=False, default_factory=list)
+    asked: bool = field(init=False, default=False)
+    """Whether any call of the run has an approval (made or loaded by this driver): only
+    then can a person have undone one of its calls, which its verdict must read."""
+    ending: dict[str, str] = field(init=False, default_factory=dict)
+    """By call id, the approval (under `cool_off` or `undo_for`) that let the call run and
+    waits for its effect's end: recorded with it, it opens the undo window."""
+
+    def __post_init__(self, state: RunState) -> None:
         self.seq = state.seq
         self.step = state.step
         self.usage = state.usage
         self.status = state.status
-        self.messages: list[Message] = list(state.messages)
-        self.unsaved: list[Message] = []
-        self.finished: list[EffectOutcome] = []
-        self.events: list[AuditEvent] = []
-        self.sealed: list[Sealed] = []
-        """Complete steps queued but not written yet: each becomes a checkpoint of its own."""
-        self.unsafe = False
-        """Whether an unsaved outcome is of a tool that must not run twice."""
-        self.spending: set[str] = set()
-        """Calls that hold part of a limit or an envelope: how each ends settles or gives
-        back what it holds, in the transaction that records the end."""
-        self.spend: list[SpendChange] = []
-        self.asked = False
-        """Whether any call of the run has an approval (made or loaded by this driver): only
-        then can a person have undone one of its calls, which its verdict must read."""
-        self.ending: dict[str, str] = {}
-        """By call id, the approval (under `cool_off` or `undo_for`) that let the call run and
-        waits for its effect's end: recorded with it, it opens the undo window."""
+        self.messages = list(state.messages)
 
     # what the driver queues
 

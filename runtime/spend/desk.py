@@ -15,6 +15,9 @@ import logging
 import uuid
 from collections.abc import Callable
 from collections.abc import Mapping
+from dataclasses import KW_ONLY
+from dataclasses import dataclass
+from dataclasses import field
 from datetime import datetime
 from datetime import timedelta
 from typing import Any
@@ -51,28 +54,21 @@ from store.spend import SpendPlan
 log = logging.getLogger("signoff.spend")
 
 
+@dataclass(eq=False)
 class SpendDesk:
-    def __init__(
-        self,
-        store: Store,
-        clock: Callable[[], datetime],
-        *,
-        limits: Mapping[str, LimitConfig],
-        envelopes: EnvelopesConfig,
-        policies: Policies,
-        learned: LearnedRulesConfig,
-        directory: Directory,
-        tool: Callable[[str], Tool | None],
-    ) -> None:
-        self.store = store
-        self.clock = clock
-        self.limits = dict(limits)
-        self.config = envelopes
-        self.policies = policies
-        self.learned = learned
-        self.directory = directory
-        self.tool = tool
-        self._recorded = False
+    store: Store
+    clock: Callable[[], datetime]
+    _: KW_ONLY
+    limits: Mapping[str, LimitConfig]
+    config: EnvelopesConfig
+    policies: Policies
+    learned: LearnedRulesConfig
+    directory: Directory
+    tool: Callable[[str], Tool | None]
+    _recorded: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.limits = dict(self.limits)
 
     # limits
 
