@@ -10,13 +10,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from support.similar_agents import issue_refund
+from support.similar_agents import reverse_refund
+from support.similar_agents import send_wire
 
 from runtime import Agent
 from runtime import Policies
 from runtime import Runtime
 from runtime import ScriptedModel
-from runtime import ToolContext
-from runtime import tool
 from runtime.approvals.desk import Decision
 from runtime.approvals.learned_rules import LearnedRulesConfig
 from runtime.approvals.learned_rules import NeedsConfirmation
@@ -28,25 +29,6 @@ from store import Store
 from tests.conftest import Clock
 
 WRITERS = ("U0WRITER1", "U0WRITER2")
-
-
-@tool(description="Refund an order.", effect="reversible", compensate="reverse_refund")
-async def issue_refund(
-    order_id: str, amount_cents: int, currency: str, *, ctx: ToolContext
-) -> dict[str, Any]:
-    return {"ok": True}
-
-
-@tool(description="Undo a refund.", effect="reversible", compensate="issue_refund")
-async def reverse_refund(
-    order_id: str, amount_cents: int, currency: str, *, ctx: ToolContext
-) -> dict[str, Any]:
-    return {"ok": True}
-
-
-@tool(description="Wire money out.", effect="irreversible")
-async def send_wire(account: str, amount_cents: int, *, ctx: ToolContext) -> dict[str, Any]:
-    return {"ok": True}
 
 
 def runtime(store: Store, clock: Clock, **config: Any) -> Runtime:
