@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -39,6 +40,18 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 _BESIDE_PYTHON = Path(sys.executable).with_name("signoff")
 SIGNOFF = str(_BESIDE_PYTHON) if _BESIDE_PYTHON.exists() else shutil.which("signoff") or "signoff"
 """The installed console script, preferably the one of the interpreter running the tests."""
+
+
+def terminate(process: subprocess.Popen[bytes], log: Path, within: float = 10) -> int:
+    """SIGTERM `process` and its exit code; killed, and the test failed with its `log`, if it
+    does not exit `within` seconds."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout=within)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise AssertionError(f"no exit within {within:g}s of SIGTERM:\n{log.read_text()}") from None
 
 
 def clean_env(*prefixes: str, drop: Sequence[str] = ()) -> dict[str, str]:

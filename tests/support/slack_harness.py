@@ -22,6 +22,7 @@ from .helpers import SIGNOFF
 from .helpers import TOKEN
 from .helpers import clean_env
 from .helpers import free_port
+from .helpers import terminate
 
 SIGNING_SECRET = "e2e-signing-secret"
 BOT_TOKEN = "xoxb-test"
@@ -115,14 +116,7 @@ class SlackServer:
             return False
 
     def stop(self) -> int:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            log = self.log.read_text()
-            raise AssertionError(f"no exit within 10s of SIGTERM:\n{log}") from None
+        return terminate(self.process, self.log)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
