@@ -185,9 +185,12 @@ async def test_in_doubt_resolved_as_not_happened_tells_the_model(store: Store) -
     assert_well_formed(state.messages)
 
 
-async def test_idempotent_tool_that_times_out_once_is_retried_with_the_same_key(
-    store: Store,
-) -> None:
+BOOK_12A = [tool_call("book", {"seat": "12A"}), "done"]
+
+
+def seat_booking(timeout: float, hangs_on: set[int]) -> tuple[Tool, list[tuple[str, int]]]:
+    """An idempotent `book` tool that hangs past its `timeout` on the attempts in `hangs_on`,
+    and the (idempotency key, attempt) of every call it gets."""
     seen: list[tuple[str, int]] = []
 
     @tool(
@@ -195,15 +198,22 @@ async def test_idempotent_tool_that_times_out_once_is_retried_with_the_same_key(
         effect="irreversible",
         requires_approval=False,
         idempotent=True,
-        timeout=0.2,
+        timeout=timeout,
     )
     async def book(seat: str, *, ctx: ToolContext) -> str:
         seen.append((ctx.idempotency_key, ctx.attempt))
-        if ctx.attempt == 1:
+        if ctx.attempt in hangs_on:
             await asyncio.sleep(30)
         return f"booked {seat}"
 
-    agent, _ = agent_with(book, script=[tool_call("book", {"seat": "12A"}), "done"])
+    return book, seen
+
+
+async def test_idempotent_tool_that_times_out_once_is_retried_with_the_same_key(
+    store: Store,
+) -> None:
+    book, seen = seat_booking(timeout=0.2, hangs_on={1})
+    agent, _ = agent_with(book, script=BOOK_12A)
     rt, run_id = await run_once(store, agent)
 
     assert (await rt.get(run_id)).status == RunStatus.DONE
@@ -214,24 +224,12 @@ async def test_idempotent_tool_that_times_out_once_is_retried_with_the_same_key(
 
 
 async def test_idempotent_tool_that_times_out_twice_pages(store: Store) -> None:
-    attempts: list[int] = []
-
-    @tool(
-        description="Book a seat.",
-        effect="irreversible",
-        requires_approval=False,
-        idempotent=True,
-        timeout=0.1,
-    )
-    async def book(seat: str, *, ctx: ToolContext) -> str:
-        attempts.append(ctx.attempt)
-        await asyncio.sleep(30)
-        return "never"
-
-    agent, _ = agent_with(book, script=[tool_call("book", {"seat": "12A"}), "done"])
+    book, seen = seat_booking(timeout=0.1, hangs_on={1, 2, 3})
+    agent, _ = agent_with(book, script=BOOK_12A)
     rt, run_id = await run_once(store, agent)
 
     run = await rt.get(run_id)
+    attempts = [attempt for _, attempt in seen]
     assert (run.status, run.stop_reason, attempts) == (RunStatus.FAILED, "in_doubt", [1, 2])
     assert len(await store.list_pages()) == 1
 
