@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import fresh_provider  # noqa: F401 (autouse)
 from support.undo_truth_agents import holder
 
 from bot.slack import cards
@@ -25,13 +25,6 @@ from runtime import errors
 from store import RunStatus
 
 APPROVER = "U_APPROVER"
-
-
-@pytest.fixture(autouse=True)
-def provider() -> Iterator[None]:
-    PROVIDER.reset()
-    yield
-    PROVIDER.reset()
 
 
 async def parked_hold(make_runtime: Callable[..., Runtime]) -> tuple[Runtime, str, Approval]:

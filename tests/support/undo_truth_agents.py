@@ -1,14 +1,18 @@
 """Agents whose approved call may be undone (issue 42.6), with a provider a test controls:
 its hold can be made to wait (so a test looks at the call while it runs), or to fail, and its
 release can be made to fail until the provider is back. Each call the provider received is
-in `PROVIDER.calls` with its idempotency key, so a test sees a compensation done twice."""
+in `PROVIDER.calls` with its idempotency key, so a test sees a compensation done twice.
+`fresh_provider` is an autouse fixture a test module takes by importing it."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
 from dataclasses import field
 from typing import Any
+
+import pytest
 
 from runtime import Agent
 from runtime import ScriptedModel
@@ -33,6 +37,14 @@ class Provider:
 
 
 PROVIDER = Provider()
+
+
+@pytest.fixture(autouse=True)
+def fresh_provider() -> Iterator[None]:
+    """The provider as new before and after each test of a module that imports this."""
+    PROVIDER.reset()
+    yield
+    PROVIDER.reset()
 
 
 @tool(
