@@ -34,10 +34,7 @@ from .builders import text
 # the checkpoint
 
 
-async def test_commit_appends_the_next_checkpoint(
-    store: Store, make_run: MakeRun, clock: Clock
-) -> None:
-    run = await make_run()
+async def test_commit_appends_the_next_checkpoint(store: Store, run: Run, clock: Clock) -> None:
     cp = checkpoint(run.id, 1, clock(), messages=(text("hello"),), usage=Usage(steps=1))
 
     assert await store.commit(Batch(run_id=run.id, checkpoints=[cp])) == Committed()
@@ -47,9 +44,8 @@ async def test_commit_appends_the_next_checkpoint(
 
 @pytest.mark.parametrize("seq", [0, 1, 3, 7], ids=["seq-0", "latest", "gap", "far"])
 async def test_commit_refuses_a_seq_other_than_latest_plus_one(
-    store: Store, make_run: MakeRun, append: Append, clock: Clock, seq: int
+    store: Store, run: Run, append: Append, clock: Clock, seq: int
 ) -> None:
-    run = await make_run()
     await append(run.id, [text("one")])  # latest is seq 1
     before = await store.history(run.id)
 
@@ -62,14 +58,13 @@ async def test_commit_refuses_a_seq_other_than_latest_plus_one(
 @pytest.mark.parametrize("seq", [1, 3], ids=["duplicate", "gap"])
 async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
     store: Store,
-    make_run: MakeRun,
+    run: Run,
     append: Append,
     make_effect: MakeEffect,
     one_of_each: MakeOneOfEach,
     clock: Clock,
     seq: int,
 ) -> None:
-    run = await make_run()
     in_flight = make_effect(run.id)
     await append(run.id, [text("one")], start=[in_flight])
     before = await _snapshot_of(store, run.id)
@@ -92,9 +87,8 @@ async def test_a_refused_checkpoint_writes_nothing_of_its_batch(
 
 
 async def test_several_checkpoints_in_one_batch_are_appended_in_order(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     results = checkpoint(run.id, 1, clock(), messages=(text("results"),))
     reply = checkpoint(run.id, 2, clock(), step=2, messages=(text("reply"),))
 
@@ -105,9 +99,8 @@ async def test_several_checkpoints_in_one_batch_are_appended_in_order(
 
 
 async def test_a_broken_chain_of_checkpoints_writes_none_of_them(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     first = checkpoint(run.id, 1, clock(), messages=(text("first"),))
     gap = checkpoint(run.id, 3, clock(), messages=(text("gap"),))
 
@@ -118,9 +111,8 @@ async def test_a_broken_chain_of_checkpoints_writes_none_of_them(
 
 
 async def test_two_concurrent_appends_of_one_seq_have_one_winner(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     batches = [
         Batch(run_id=run.id, checkpoints=[checkpoint(run.id, 1, clock(), messages=(text(w),))])
         for w in ("a", "b", "c", "d")
@@ -152,10 +144,8 @@ async def test_a_refused_commit_does_not_undo_a_concurrent_one(
 
 
 async def test_commit_mirrors_the_checkpoint_status_onto_the_run(
-    store: Store, make_run: MakeRun, append: Append
+    store: Store, run: Run, append: Append
 ) -> None:
-    run = await make_run()
-
     await append(run.id, status=RunStatus.FAILED)
 
     assert (await store.get_run(run.id)).status == RunStatus.FAILED
@@ -165,9 +155,8 @@ async def test_commit_mirrors_the_checkpoint_status_onto_the_run(
 
 
 async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothing(
-    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
-    run = await make_run()
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
     effect = make_effect(run.id)
     batch = Batch(
@@ -186,10 +175,7 @@ async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothin
     assert await store.list_events(run_id=run.id) == []
 
 
-async def test_commit_by_the_lease_holder_is_accepted(
-    store: Store, make_run: MakeRun, clock: Clock
-) -> None:
-    run = await make_run()
+async def test_commit_by_the_lease_holder_is_accepted(store: Store, run: Run, clock: Clock) -> None:
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
 
     await store.commit(_first_step_by_w1(run.id, clock))
@@ -198,10 +184,8 @@ async def test_commit_by_the_lease_holder_is_accepted(
 
 
 async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
-
     with pytest.raises(errors.LeaseLost):
         await store.commit(_first_step_by_w1(run.id, clock))
 
@@ -209,9 +193,8 @@ async def test_commit_with_an_owner_on_an_unleased_run_is_lease_lost(
 
 
 async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     assert await store.acquire_lease(run.id, "W1", until=_later(clock, -10), now=clock())
     assert await store.acquire_lease(run.id, "W2", until=_later(clock, 90), now=clock())
 
@@ -220,12 +203,11 @@ async def test_a_worker_whose_lease_was_taken_over_is_fenced_off(
 
 
 async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
-    store: Store, make_run: MakeRun, make_effect: MakeEffect, clock: Clock
+    store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
     """A worker restarted under the same id takes the lease again in a new epoch; the old
     process, frozen rather than dead, wakes up and writes with the epoch it held: refused,
     checkpoint, effect and event alike, in the one transaction."""
-    run = await make_run()
     old = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
     new = await store.acquire_lease(run.id, "W1", until=_later(clock, 60), now=clock())
     assert old is not None

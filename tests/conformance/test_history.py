@@ -9,6 +9,7 @@ import pytest
 from store import Batch
 from store import Effect
 from store import Message
+from store import Run
 from store import RunState
 from store import RunStatus
 from store import Store
@@ -73,9 +74,8 @@ async def test_load_state_by_seq_rebuilds_each_past_state(
 
 
 async def test_load_state_by_step_is_the_last_checkpoint_of_that_step(
-    store: Store, make_run: MakeRun, append: Append
+    store: Store, run: Run, append: Append
 ) -> None:
-    run = await make_run()
     await append(run.id, [text("decide")], step=1, usage=Usage(steps=1))
     await append(run.id, [text("result", "tool")], step=1, status=RunStatus.WAITING_APPROVAL)
     await append(run.id, [text("next")], step=2, usage=Usage(steps=2))
@@ -86,9 +86,8 @@ async def test_load_state_by_step_is_the_last_checkpoint_of_that_step(
 
 
 async def test_load_state_carries_status_usage_stop_reason_and_error(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     usage = Usage(steps=4, input_tokens=1234, output_tokens=567, cost=0.0891)
     cp = checkpoint(
         run.id, 1, clock(), status=RunStatus.FAILED, usage=usage, stop_reason="error", error="boom"
@@ -125,9 +124,8 @@ async def test_a_snapshot_restarts_the_transcript(
     "where", [{"seq": 5}, {"seq": -1}, {"step": 9}], ids=["seq-ahead", "seq-negative", "step"]
 )
 async def test_load_state_at_a_point_that_does_not_exist_is_not_found(
-    store: Store, make_run: MakeRun, append: Append, where: dict[str, int]
+    store: Store, run: Run, append: Append, where: dict[str, int]
 ) -> None:
-    run = await make_run()
     await append(run.id, [text("a")], step=1)
 
     with pytest.raises(errors.NotFound):
@@ -135,9 +133,8 @@ async def test_load_state_at_a_point_that_does_not_exist_is_not_found(
 
 
 async def test_history_returns_every_checkpoint_in_order(
-    store: Store, make_run: MakeRun, clock: Clock
+    store: Store, run: Run, clock: Clock
 ) -> None:
-    run = await make_run()
     committed = [(await store.history(run.id))[0]]
     for seq in range(1, 6):
         cp = checkpoint(

@@ -201,9 +201,8 @@ async def test_interrupted_undos_are_runs_whose_undo_began_and_never_ended(
 
 
 async def test_an_undo_that_died_between_two_compensations_is_found(
-    store: Store, make_run: MakeRun, append: Append, make_effect: MakeEffect, caller: Clock
+    store: Store, run: Run, append: Append, make_effect: MakeEffect, caller: Clock
 ) -> None:
-    run = await make_run()
     await store.record_event(undo_event(run.id))
     undo = make_effect(run.id, call_id="undo:c1", compensates="c1")
     await append(run.id, status=RunStatus.DONE, start=[undo])

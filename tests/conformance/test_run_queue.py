@@ -71,8 +71,7 @@ async def test_a_claim_says_whether_more_ready_runs_may_wait(
     assert (list(empty), empty.more) == ([], False)
 
 
-async def test_a_claimed_lease_fences_like_an_acquired_one(store: Store, make_run: MakeRun) -> None:
-    run = await make_run()
+async def test_a_claimed_lease_fences_like_an_acquired_one(store: Store, run: Run) -> None:
     [(_, epoch)] = await claim(store, "W1")
     checkpoint = Checkpoint(
         run_id=run.id, seq=1, step=1, status=RunStatus.RUNNING, created_at=run.created_at
@@ -89,10 +88,7 @@ async def test_a_claimed_lease_fences_like_an_acquired_one(store: Store, make_ru
     assert (await store.load_state(run.id)).seq == 1
 
 
-async def test_a_run_whose_lease_was_taken_leaves_the_queue(
-    store: Store, make_run: MakeRun
-) -> None:
-    run = await make_run()
+async def test_a_run_whose_lease_was_taken_leaves_the_queue(store: Store, run: Run) -> None:
     now = HandClock()()
     await store.acquire_lease(run.id, "W1", until=now + LEASE, now=now)
 
@@ -208,9 +204,8 @@ async def test_requeue_puts_back_the_runs_nobody_drives(
 
 
 async def test_a_worker_started_again_gives_its_old_leases_back_to_the_queue(
-    store: Store, make_run: MakeRun
+    store: Store, run: Run
 ) -> None:
-    run = await make_run()
     [(_, epoch)] = await claim(store, "W1")
 
     assert await store.release_own_leases("W1") == 1

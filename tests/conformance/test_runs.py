@@ -16,6 +16,7 @@ from store import Checkpoint
 from store import EffectOutcome
 from store import EffectStatus
 from store import Message
+from store import Run
 from store import RunStatus
 from store import Store
 from store import Usage
@@ -70,9 +71,8 @@ async def test_create_run_with_a_taken_id_is_refused_and_changes_nothing(
 
 
 async def test_get_run_reports_step_usage_and_status_of_latest_checkpoint(
-    store: Store, make_run: MakeRun, append: Append
+    store: Store, run: Run, append: Append
 ) -> None:
-    run = await make_run()
     usage = Usage(steps=2, input_tokens=300, output_tokens=40, cost=0.0125)
     await append(run.id, step=2, usage=usage, status=RunStatus.WAITING_APPROVAL)
 
@@ -201,12 +201,11 @@ async def test_prune_with_nothing_to_prune_returns_zero(
 
 async def test_prune_cascades_to_history_effects_approvals_and_pages(
     store: Store,
-    make_run: MakeRun,
+    run: Run,
     append: Append,
     one_of_each: MakeOneOfEach,
     clock: MovableClock,
 ) -> None:
-    run = await make_run()
     effect, approval, page = one_of_each(run.id)
     event = AuditEvent(action="decide", actor="U1", run_id=run.id, at=clock())
     await append(run.id, start=[effect], request=[approval], pages=[page], events=[event])

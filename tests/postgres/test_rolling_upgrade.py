@@ -235,16 +235,18 @@ def stepped_aside_at(server: Server) -> tuple[float, str]:
     return datetime.fromisoformat(said[0]["time"]).timestamp(), said[0]["message"]
 
 
-def older_worker_busy(
-    url: str, env: dict[str, str], servers: Callable[..., Server], gate: Path
+@pytest.fixture
+def older(
+    pg_url: str, env: dict[str, str], servers: Callable[..., Server], tmp_path: Path
 ) -> Server:
     """The worker of this release, up, with the PARKED orders parked on their approvals and
-    the MID_STEP ones mid-step (each model call waits for `gate`, which is gone): it holds
-    their leases."""
+    the MID_STEP ones mid-step (each model call waits for a gate file, which is gone): it
+    holds their leases."""
+    gate = tmp_path / "gate"
     older = servers("worker-old", env | {"SIGNOFF_UPGRADE_GATE": str(gate)})
     gate.touch()
     older.start_runs(PARKED)
-    wait(lambda: parked(url, PARKED), WITHIN, older)
+    wait(lambda: parked(pg_url, PARKED), WITHIN, older)
     gate.unlink()
     older.start_runs(MID_STEP)
     wait(lambda: waiting_at_the_gate(env, MID_STEP, "worker-old"), WITHIN, older)
@@ -253,9 +255,8 @@ def older_worker_busy(
 
 @pytest.mark.slow
 def test_an_older_worker_steps_aside_for_a_safe_migration_and_every_run_finishes_once(
-    pg_url: str, env: dict[str, str], servers: Callable[..., Server], tmp_path: Path
+    pg_url: str, env: dict[str, str], servers: Callable[..., Server], older: Server
 ) -> None:
-    older = older_worker_busy(pg_url, env, servers, tmp_path / "gate")
     known = asyncio.run(_schema_version(pg_url))
 
     newer = servers("worker-new", env | {"SIGNOFF_UPGRADE_FUTURE": "safe"})
@@ -292,9 +293,8 @@ def test_an_older_worker_steps_aside_for_a_safe_migration_and_every_run_finishes
 
 @pytest.mark.slow
 def test_an_unsafe_migration_waits_until_the_older_worker_stops_and_every_run_finishes_once(
-    pg_url: str, env: dict[str, str], servers: Callable[..., Server], tmp_path: Path
+    pg_url: str, env: dict[str, str], servers: Callable[..., Server], older: Server
 ) -> None:
-    older = older_worker_busy(pg_url, env, servers, tmp_path / "gate")
     known = asyncio.run(_schema_version(pg_url))
     newer_env = env | {"SIGNOFF_UPGRADE_FUTURE": "unsafe"}
 

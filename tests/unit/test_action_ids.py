@@ -42,16 +42,15 @@ from runtime.approvals.learned_rules import Proposal
 from store import Approval
 from store import ApprovalState
 from store import Checkpoint
-from store import EffectStatus
 from store import Message
 from store import Page
 from store import Run
 from store import RunStatus
 from store import open_store
 from store.records import Away
-from store.records import EffectConflict
 from store.records import Envelope
 from store.records import LearnedRule
+from tests.unit.test_binding_cards import EARLIER
 from tests.unit.test_blocks import make_approval
 
 AT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
@@ -89,15 +88,8 @@ def approval(**changes: Any) -> Approval:
 
 
 def conflicted() -> Approval:
-    earlier = EffectConflict(
-        run_id="order-4471",
-        call_id="call_0",
-        tool="issue_refund",
-        status=EffectStatus.COMPLETED,
-        args={"order_id": "4471", "amount_cents": 900},
-        digest="d" * 64,
-    )
-    return approval(id="apr_2", conflict=earlier)
+    """An approval whose refund another run already made (the binding cards' conflict)."""
+    return approval(id="apr_2", conflict=EARLIER)
 
 
 def decided() -> Approval:
