@@ -58,7 +58,7 @@ __all__ = ["ApprovalDesk", "Decision"]
 log = logging.getLogger("signoff.approvals")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class ApprovalDesk:
     deps: Deps
     policies: Policies

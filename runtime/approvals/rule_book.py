@@ -58,7 +58,7 @@ class RuleUses:
     approvals: tuple[tuple[str, str | None, datetime], ...]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class RuleBook:
     store: Store
     clock: Callable[[], datetime]

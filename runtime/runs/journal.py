@@ -81,7 +81,7 @@ class Sealed:
     usage: Usage
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Journal:
     store: Store
     run: Run

@@ -54,7 +54,7 @@ from store.spend import SpendPlan
 log = logging.getLogger("signoff.spend")
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class SpendDesk:
     store: Store
     clock: Callable[[], datetime]
