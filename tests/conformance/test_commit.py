@@ -154,6 +154,13 @@ async def test_commit_mirrors_the_checkpoint_status_onto_the_run(
 # lease fencing
 
 
+async def assert_wrote_nothing(store: Store, run_id: str) -> None:
+    """The run has only the checkpoint it opened with: no step, effect or audit event."""
+    assert len(await store.history(run_id)) == 1
+    assert await store.list_effects(run_id) == []
+    assert await store.list_events(run_id=run_id) == []
+
+
 async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothing(
     store: Store, run: Run, make_effect: MakeEffect, clock: Clock
 ) -> None:
@@ -170,9 +177,7 @@ async def test_commit_by_a_worker_without_the_lease_is_refused_and_writes_nothin
     with pytest.raises(errors.LeaseLost):
         await store.commit(batch)
 
-    assert len(await store.history(run.id)) == 1
-    assert await store.list_effects(run.id) == []
-    assert await store.list_events(run_id=run.id) == []
+    await assert_wrote_nothing(store, run.id)
 
 
 async def test_commit_by_the_lease_holder_is_accepted(store: Store, run: Run, clock: Clock) -> None:
@@ -224,9 +229,7 @@ async def test_a_write_from_an_older_epoch_of_the_same_worker_is_fenced_off(
     with pytest.raises(errors.LeaseLost, match="epoch"):
         await store.commit(stale)
 
-    assert len(await store.history(run.id)) == 1
-    assert await store.list_effects(run.id) == []
-    assert await store.list_events(run_id=run.id) == []
+    await assert_wrote_nothing(store, run.id)
     await store.commit(
         Batch(run_id=run.id, owner="W1", epoch=new, checkpoints=[checkpoint(run.id, 1, clock())])
     )
