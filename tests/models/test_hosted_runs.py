@@ -26,6 +26,9 @@ from .conftest import model_for
 from .fake_provider import Failure
 from .fake_provider import Turn
 
+LOOKUP_42 = Turn(calls=(("lookup", {"order_id": "42"}),))
+"""The model asks the tool to look order 42 up."""
+
 
 @pytest.fixture(autouse=True)
 def tool_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -72,9 +75,7 @@ async def run_on(
 async def test_a_tool_turn_then_a_final_answer(
     kind: str, serve: Callable[..., Any], db: str
 ) -> None:
-    fake, url = await serve(
-        scripted(Turn(calls=(("lookup", {"order_id": "42"}),)), Turn(text="It costs $12."))
-    )
+    fake, url = await serve(scripted(LOOKUP_42, Turn(text="It costs $12.")))
     async with open_store(db) as store:
         rt, run_id = await run_on(store, kind, url)
         run = await rt.get(run_id)
@@ -231,9 +232,7 @@ async def test_a_call_that_would_exceed_the_budget_is_not_made(
 async def test_the_second_call_is_refused_once_the_first_used_the_budget(
     kind: str, serve: Callable[..., Any], db: str
 ) -> None:
-    fake, url = await serve(
-        scripted(Turn(calls=(("lookup", {"order_id": "42"}),)), Turn(text="never"))
-    )
+    fake, url = await serve(scripted(LOOKUP_42, Turn(text="never")))
     async with open_store(db) as store:
         # Room for the first prompt as estimated; the provider counts more than the estimate
         # (it is a floor), so the first call's usage plus the next one's do not fit.
