@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import socket
 import subprocess
 import threading
@@ -27,6 +26,7 @@ from support.helpers import TOKEN
 from support.helpers import clean_env
 from support.helpers import free_port
 from support.helpers import run_text
+from support.helpers import terminate
 
 from bot.callbacks import sign
 from examples.refund_agent import agent as refund_agent
@@ -95,13 +95,7 @@ class Server:
 
     def stop(self) -> int:
         """SIGTERM, and the exit code (it must exit within a few seconds)."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=8)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"no exit within 8s of SIGTERM:\n{self.log.read_text()}") from None
+        return terminate(self.process, self.log, within=8)
 
 
 @pytest.fixture

@@ -7,25 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from collections.abc import Callable
-from collections.abc import Iterator
 
-import pytest
 from support.helpers import AUTH
 from support.helpers import Api
 from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import fresh_provider  # noqa: F401 (autouse)
 from support.undo_truth_agents import holder
 
 from runtime import Policies
 from runtime import Policy
 
 APPROVER = "U0BOB"
-
-
-@pytest.fixture(autouse=True)
-def provider() -> Iterator[None]:
-    PROVIDER.reset()
-    yield
-    PROVIDER.reset()
 
 
 async def test_a_failed_undo_answers_502_with_why_and_may_be_tried_again(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from support.slack_inprocess import Slack
 from support.slack_inprocess import click
 from support.slack_inprocess import slack_app
 from support.undo_truth_agents import PROVIDER
+from support.undo_truth_agents import fresh_provider  # noqa: F401 (autouse)
 from support.undo_truth_agents import holder
 
 from bot.slack import cards
@@ -26,13 +26,6 @@ from runtime import Policies
 from runtime import Policy
 from runtime import Runtime
 from store import open_store
-
-
-@pytest.fixture(autouse=True)
-def provider() -> Iterator[None]:
-    PROVIDER.reset()
-    yield
-    PROVIDER.reset()
 
 
 @pytest.fixture
