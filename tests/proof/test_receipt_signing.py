@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from support.records import an_approval
 
 from runtime.approvals import receipts
 from runtime.errors import SigningKeyError
@@ -29,20 +30,15 @@ ARGS = {"order_id": "4471", "amount_cents": 2500, "restocking_fee_cents": 0}
 
 
 def decided(**changes: Any) -> Approval:
+    """Approval "apr_123" (see `support.records`), approved by U0BOB."""
     fields: dict[str, Any] = {
-        "id": "ap_1",
-        "tool": "issue_refund",
         "args": ARGS,
-        "policy": "refunds",
-        "run_id": "run-1",
-        "call_id": "call-1",
         "idempotency_key": "refund:4471:0",
         "state": ApprovalState.APPROVED,
         "decided_by": "U0BOB",
         "decided_at": datetime(2026, 11, 29, 9, 5, tzinfo=UTC),
-        "requested_by": "U0REQ",
     }
-    return Approval(**(fields | changes))
+    return an_approval(**(fields | changes))
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 from support.records import a_checkpoint
+from support.records import a_page
+from support.records import a_run
+from support.records import an_approval
 
 from bot.slack import cards
 from bot.slack import page_cards
@@ -25,7 +28,6 @@ from store import ApprovalState
 from store import Budget
 from store import Checkpoint
 from store import Message
-from store import Page
 from store import Run
 from store import RunStatus
 from store import ToolCall
@@ -44,50 +46,24 @@ HUGE = "<@U666> " + "x" * 50_000
 
 
 def make_run(**changes: Any) -> Run:
+    """Run "order-4471" (see `support.records`), waiting at step 3 of 10 on an approval."""
     fields: dict[str, Any] = {
-        "id": "order-4471",
-        "agent": "refund-agent",
-        "task": "Refund order 4471 for the cracked blender jar",
-        "lineage_id": "order-4471",
-        "requested_by": "U0ASKER",
         "step": 3,
         "status": RunStatus.WAITING_APPROVAL,
         "stop_reason": "waiting_approval",
         "budget": Budget(max_steps=10, max_cost=1.0),
         "usage": Usage(steps=3, input_tokens=1200, output_tokens=300, cost=0.0123),
     }
-    return Run(**(fields | changes))
+    return a_run(**(fields | changes))
 
 
 def make_approval(**changes: Any) -> Approval:
-    fields: dict[str, Any] = {
-        "id": "apr_123",
-        "tool": "issue_refund",
-        "args": {"order_id": "4471", "amount_cents": 2500},
-        "policy": "refunds",
-        "run_id": "order-4471",
-        "call_id": "call_1",
-        "requested_by": "U0ASKER",
-        "deadline": AT,
-        "created_at": AT - timedelta(hours=2),
-    }
-    return Approval(**(fields | changes))
+    """Approval "apr_123" (see `support.records`), asked two hours before its deadline AT."""
+    return an_approval(**({"deadline": AT, "created_at": AT - timedelta(hours=2)} | changes))
 
 
 def decided(state: ApprovalState, **changes: Any) -> Approval:
     return make_approval(**({"state": state, "decided_by": "U0BOB", "decided_at": AT} | changes))
-
-
-def make_page(**changes: Any) -> Page:
-    fields: dict[str, Any] = {
-        "id": "pg_order-4471_call_2_in_doubt",
-        "reason": "in_doubt",
-        "run_id": "order-4471",
-        "call_id": "call_2",
-        "tool": "send_email",
-        "detail": "send_email may or may not have happened: timed out after 30s.",
-    }
-    return Page(**(fields | changes))
 
 
 def card(approval: Approval | None = None, **options: Any) -> dict[str, Any]:
@@ -582,7 +558,7 @@ def test_run_notes(changes: dict[str, Any], approvals: list[Approval], note: str
 
 
 def test_in_doubt_page_says_how_to_settle_it() -> None:
-    message = page_cards.page_message(make_page(), make_run(), args={"to": "customer@example.com"})
+    message = page_cards.page_message(a_page(), make_run(), args={"to": "customer@example.com"})
     header, body, fields, settle, context, actions = message["blocks"]
     assert header["text"]["text"] == "Needs a human: send_email in run order-4471"
     assert body["text"]["text"].startswith("*`send_email` may or may not have happened.*")
@@ -606,20 +582,20 @@ def test_in_doubt_page_says_how_to_settle_it() -> None:
 
 
 def test_page_can_offer_resolve_buttons() -> None:
-    message = page_cards.page_message(make_page(), None, allow_resolve=True)
+    message = page_cards.page_message(a_page(), None, allow_resolve=True)
     ids = [b["action_id"] for b in message["blocks"][-1]["elements"]]
     assert ids == ["acknowledge", "resolve_happened", "resolve_did_not_happen"]
 
 
 def test_uncompensatable_page_points_at_show() -> None:
-    page = make_page(reason="uncompensatable", detail="send_email is irreversible")
+    page = a_page(reason="uncompensatable", detail="send_email is irreversible")
     message = page_cards.page_message(page, make_run())
     assert "*To settle it:*\n```signoff runs show order-4471```" in mrkdwn_texts(message)
     assert "cannot be undone automatically" in message["blocks"][1]["text"]["text"]
 
 
 def test_acknowledged_page_has_no_button() -> None:
-    page = make_page(acknowledged_by="U0BOB", acknowledged_at=AT)
+    page = a_page(acknowledged_by="U0BOB", acknowledged_at=AT)
     message = page_cards.page_message(page, make_run())
     assert all(b["type"] != "actions" for b in message["blocks"])
     assert message["blocks"][-1]["elements"][0]["text"] == (
@@ -628,7 +604,7 @@ def test_acknowledged_page_has_no_button() -> None:
 
 
 def test_hostile_and_huge_page() -> None:
-    page = make_page(
+    page = a_page(
         id="pg_" + "p" * 200,
         call_id=HOSTILE + "c" * 5000,
         tool=HOSTILE,
@@ -639,7 +615,7 @@ def test_hostile_and_huge_page() -> None:
     assert_message(message)
     assert_inert(message)
     in_doubt = page_cards.page_message(
-        make_page(call_id=HOSTILE, detail=HUGE), make_run(task=HUGE), args=huge_args()
+        a_page(call_id=HOSTILE, detail=HUGE), make_run(task=HUGE), args=huge_args()
     )
     assert_message(in_doubt)
     assert_inert(in_doubt)
@@ -722,7 +698,7 @@ def test_not_found_and_refusal() -> None:
 
 
 def test_run_status() -> None:
-    page = make_page()
+    page = a_page()
     reply = replies.run_status(make_run(), [make_approval()], [page])
     assert_ephemeral(reply)
     overview = reply["blocks"][1]["text"]["text"]
@@ -739,7 +715,7 @@ def test_run_status() -> None:
 def test_run_status_with_huge_inputs() -> None:
     run = make_run(task=HUGE, error=HUGE, agent=HOSTILE)
     approvals = [make_approval(id=f"apr_{i}", args=huge_args(20)) for i in range(500)]
-    pages = [make_page(id=f"pg_{i}", detail=HUGE, tool=HOSTILE) for i in range(500)]
+    pages = [a_page(id=f"pg_{i}", detail=HUGE, tool=HOSTILE) for i in range(500)]
     reply = replies.run_status(run, approvals, pages)
     assert_ephemeral(reply)
     assert_inert(reply)
@@ -840,7 +816,7 @@ def test_home_view() -> None:
     asked = make_approval(created_at=NOW - timedelta(minutes=12))
     view = home(
         pending=[asked],
-        pages=[make_page()],
+        pages=[a_page()],
         requests=[make_approval(id="apr_mine", created_at=NOW - timedelta(hours=3))],
         decisions=[decided(ApprovalState.APPROVED, id="apr_0")],
         resolver=True,
@@ -859,7 +835,7 @@ def test_home_view() -> None:
 
 
 def test_a_page_has_settle_buttons_only_for_a_resolver() -> None:
-    view = home(pages=[make_page()], resolver=False)
+    view = home(pages=[a_page()], resolver=False)
     assert not [b for b in view["blocks"] if b["type"] == "actions"]
     assert any("opened" in t for t in mrkdwn_texts({"blocks": view["blocks"]}))
 
@@ -881,7 +857,7 @@ def test_home_view_with_huge_inputs() -> None:
         decided(ApprovalState.DECLINED, id=f"apr_d{i}", reason=HUGE, args=huge_args(5))
         for i in range(500)
     ]
-    pages = [make_page(id=f"pg_{i}", detail=HUGE) for i in range(500)]
+    pages = [a_page(id=f"pg_{i}", detail=HUGE) for i in range(500)]
     view = home(pending=approvals, requests=approvals, decisions=recent, pages=pages)
     assert_view(view)
     assert_inert({"blocks": view["blocks"]})

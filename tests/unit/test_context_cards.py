@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from support.records import an_approval
+
 from bot.slack import cards
 from store import Approval
 
@@ -13,16 +15,8 @@ ARGS = {"order_id": "4471", "amount_cents": 2500, "card": "4242"}
 
 
 def approval(**changes: Any) -> Approval:
-    fields: dict[str, Any] = {
-        "id": "apr_1",
-        "tool": "issue_refund",
-        "args": ARGS,
-        "run_id": "order-4471",
-        "call_id": "call_1",
-        "requested_by": "U0ASKER",
-        "sensitive": ("card",),
-    }
-    return Approval(**(fields | changes))
+    """Approval "apr_123" (see `support.records`) of a refund charged to a card, masked."""
+    return an_approval(**({"args": ARGS, "sensitive": ("card",)} | changes))
 
 
 def text_of(approval: Approval) -> str:

@@ -14,6 +14,9 @@ from typing import Any
 
 import pytest
 from rich.console import Console
+from support.records import a_page
+from support.records import a_run
+from support.records import an_approval
 
 from bot import reading
 from bot import views
@@ -43,34 +46,35 @@ ARGS = {"order_id": "4471", "amount_cents": 2500, "restocking_fee_cents": 0}
 
 
 def make_run(**changes: Any) -> Run:
-    fields: dict[str, Any] = {"id": "r1", "agent": "refund-agent", "task": "Refund 4471"}
-    return Run(**{"lineage_id": "r1", "step": 2, "created_at": AT, **fields, **changes})
+    fields: dict[str, Any] = {
+        "id": "r1",
+        "lineage_id": "r1",
+        "task": "Refund 4471",
+        "step": 2,
+        "created_at": AT,
+    }
+    return a_run(**(fields | changes))
 
 
 def make_approval(**changes: Any) -> Approval:
     fields: dict[str, Any] = {
         "id": "ap1",
-        "tool": "issue_refund",
         "args": ARGS,
         "run_id": "r1",
-        "call_id": "c1",
         "requested_by": "U0RILEY",
         "created_at": AT,
     }
-    return Approval(**(fields | changes))
+    return an_approval(**(fields | changes))
 
 
 def make_page(**changes: Any) -> Page:
     fields: dict[str, Any] = {
-        "id": "pg1",
         "run_id": "r1",
-        "call_id": "c1",
-        "tool": "send_email",
         "reason": "uncompensatable",
         "detail": "the e-mail was sent",
         "created_at": AT,
     }
-    return Page(**(fields | changes))
+    return a_page(**(fields | changes))
 
 
 RUNS = [
