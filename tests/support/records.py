@@ -40,16 +40,16 @@ def a_checkpoint(
 
 
 def a_run(**fields: Any) -> Run:
-    """Run "order-4471" of the refund agent (its own lineage), asked by U0ASKER, with `fields`
-    set."""
+    """Run "order-4471" of the refund agent, asked by U0ASKER, with `fields` set: its own
+    lineage unless `fields` names another."""
     defaults: dict[str, Any] = {
         "id": "order-4471",
         "agent": "refund-agent",
         "task": "Refund order 4471 for the cracked blender jar",
-        "lineage_id": "order-4471",
         "requested_by": "U0ASKER",
     }
-    return Run(**(defaults | fields))
+    run = defaults | fields
+    return Run(**({"lineage_id": run["id"]} | run))
 
 
 def an_approval(**fields: Any) -> Approval:

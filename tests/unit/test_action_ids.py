@@ -17,6 +17,7 @@ import pytest
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+from support.records import a_run
 
 from bot.dev.workspace import click_payload
 from bot.outbox import OutboxNudge
@@ -64,11 +65,9 @@ EVENT = "app_home_opened"
 
 
 def run() -> Run:
-    return Run(
-        id="order-4471",
-        agent="refund-agent",
+    """Run "order-4471" (see `support.records`) as riley asked for it, waiting at step 2."""
+    return a_run(
         task="Refund order 4471",
-        lineage_id="order-4471",
         requested_by="U0RILEY",
         step=2,
         status=RunStatus.WAITING_APPROVAL,

@@ -46,13 +46,7 @@ ARGS = {"order_id": "4471", "amount_cents": 2500, "restocking_fee_cents": 0}
 
 
 def make_run(**changes: Any) -> Run:
-    fields: dict[str, Any] = {
-        "id": "r1",
-        "lineage_id": "r1",
-        "task": "Refund 4471",
-        "step": 2,
-        "created_at": AT,
-    }
+    fields: dict[str, Any] = {"id": "r1", "task": "Refund 4471", "step": 2, "created_at": AT}
     return a_run(**(fields | changes))
 
 
