@@ -34,17 +34,11 @@ SignoffRuntimeError
 
 from __future__ import annotations
 
-from typing import Any
+from store.errors import DetailedError
 
 
-class SignoffRuntimeError(Exception):
+class SignoffRuntimeError(DetailedError):
     """The runtime refused or failed."""
-
-    def __init__(self, message: str | None = None, **details: Any) -> None:
-        self.details = details
-        for name, value in details.items():
-            setattr(self, name, value)
-        super().__init__(message or (self.__doc__ or "").strip())
 
 
 class DefinitionError(SignoffRuntimeError):

@@ -26,14 +26,19 @@ from __future__ import annotations
 from typing import Any
 
 
-class StoreError(Exception):
-    """The store failed."""
+class DetailedError(Exception):
+    """An error whose keyword details are attributes too, and whose message is its class's
+    docstring unless given: the base of the store's errors and the runtime's."""
 
     def __init__(self, message: str | None = None, **details: Any) -> None:
         self.details = details
         for name, value in details.items():
             setattr(self, name, value)
         super().__init__(message or (self.__doc__ or "").strip())
+
+
+class StoreError(DetailedError):
+    """The store failed."""
 
 
 class NotFound(StoreError):
