@@ -17,7 +17,7 @@ from bot.settings import secret
 from runtime.errors import SigningKeyError
 from runtime.records import sqlite_path
 from runtime.signing import Signer
-from runtime.signing import create_key
+from runtime.signing import key_at
 from runtime.signing import key_id
 from runtime.signing import load_private_key
 from runtime.signing import load_public_key
@@ -56,13 +56,13 @@ def load_signer(settings: Settings, *, create: bool = False) -> Signer | None:
         if proof.signing_key_file:
             return Signer(load_private_key(Path(proof.signing_key_file)), tuple(retired))
         path = default_key_path(settings)
-        if path.exists():
-            return Signer(load_private_key(path), tuple(retired))
         if not create:
-            return None
-        key = create_key(path)
+            return Signer(load_private_key(path), tuple(retired)) if path.exists() else None
+        key, made = key_at(path)
     except SigningKeyError as exc:
         raise ConfigError(str(exc)) from None
+    if not made:
+        return Signer(key, tuple(retired))
     log.warning(
         "no signing key was configured: created one at %s (key id %s); it signs receipts "
         "and audit anchors: back it up, and keep it as secret as the database",

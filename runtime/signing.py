@@ -12,6 +12,7 @@ import base64
 import hashlib
 import json
 import os
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,23 +115,59 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
 def create_key(path: Path) -> Ed25519PrivateKey:
     """A new key written to `path` (readable by its owner only); refuses to overwrite one."""
     key = Ed25519PrivateKey.generate()
-    pem = key.private_bytes(
+    if not _publish(path, _private_pem(key)):
+        raise SigningKeyError(f"{path}: a key is there already; it was not replaced")
+    return key
+
+
+def key_at(path: Path) -> tuple[Ed25519PrivateKey, bool]:
+    """The key in `path`, made there first if there is none (True: this call made it).
+    Processes starting together agree on one key: the first to publish wins, the others
+    load what it published."""
+    if not path.exists():
+        key = Ed25519PrivateKey.generate()
+        if _publish(path, _private_pem(key)):
+            return key, True
+    return load_private_key(path), False
+
+
+def _private_pem(key: Ed25519PrivateKey) -> bytes:
+    return key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
+
+
+def _publish(path: Path, pem: bytes) -> bool:
+    """Write `pem` to `path` unless a file is there (False). The key is written and synced
+    under a private name first and then linked into place, so a process reading `path` sees a
+    whole key or none, never the half another process is still writing."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(pem)
+            file.flush()
+            os.fsync(file.fileno())
+        os.link(draft, path)
     except FileExistsError:
-        raise SigningKeyError(f"{path}: a key is there already; it was not replaced") from None
+        return False
     except OSError as exc:
         raise SigningKeyError(f"{path}: cannot write the signing key: {exc.strerror}") from None
-    with os.fdopen(fd, "wb") as file:
-        file.write(pem)
-        file.flush()
-        os.fsync(file.fileno())
-    return key
+    finally:
+        draft.unlink(missing_ok=True)
+    _sync_directory(path.parent)
+    return True
+
+
+def _sync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def public_pem(key: Ed25519PublicKey) -> str:
