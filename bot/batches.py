@@ -79,3 +79,34 @@ async def decide(
         if decided.state != ApprovalState.PENDING:
             background.spawn(rt.after_decision(decided), name=f"after {decided.id}")
     return batch
+
+
+async def decide_and_say(
+    rt: Runtime,
+    ids: Iterable[str],
+    decision: str,
+    *,
+    tool: str,
+    by: str,
+    reason: str | None,
+    background: Background,
+) -> tuple[str, bool]:
+    """`decide`, for a surface that tells the person: what was decided and refused (or why
+    nothing could be, such as none chosen), and whether nothing was decided. `decision` is
+    the form's word, which the surface has checked to be approved or declined."""
+    try:
+        batch = await decide(
+            rt, ids, _decision(decision), tool=tool, by=by, reason=reason, background=background
+        )
+    except ValueError as exc:
+        return str(exc), True
+    return batch.summary(), not batch.decided
+
+
+def _decision(said: str) -> Decision:
+    """A batch approves or declines (it never asks)."""
+    if said == "approved":
+        return "approved"
+    if said == "declined":
+        return "declined"
+    raise ValueError(f"A batch is approved or declined, not {said[:40]!r}.")

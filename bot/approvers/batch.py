@@ -61,19 +61,9 @@ async def decide(parts: Approvers, person: str, form: Any) -> tuple[str, bool]:
     if decision == "declined" and reason is None:
         return "Say why you decline them, for the agent.", True
     ids = [v for v in form.getall("approval", []) if isinstance(v, str)]
-    try:
-        batch = await batches.decide(
-            parts.rt,
-            ids,
-            decision,  # type: ignore[arg-type]
-            tool=tool,
-            by=person,
-            reason=reason,
-            background=parts.background,
-        )
-    except ValueError as exc:
-        return str(exc), True
-    return batch.summary(), not batch.decided
+    return await batches.decide_and_say(
+        parts.rt, ids, decision, tool=tool, by=person, reason=reason, background=parts.background
+    )
 
 
 def _one(form: Any, name: str) -> str | None:

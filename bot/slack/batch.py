@@ -161,19 +161,9 @@ class BatchListeners:
         decision: str,
         reason: str | None,
     ) -> None:
-        try:
-            batch = await batches.decide(
-                self.rt,
-                chosen,
-                decision,  # type: ignore[arg-type]
-                tool=tool,
-                by=user,
-                reason=reason,
-                background=self.background,
-            )
-            said = batch.summary()
-        except ValueError as exc:
-            said = str(exc)
+        said, _ = await batches.decide_and_say(
+            self.rt, chosen, decision, tool=tool, by=user, reason=reason, background=self.background
+        )
         log.info("slack: a batch by %s: %s", user, said[:500])
         await self.homes.tell(client, user, escape.mrkdwn(said))
 

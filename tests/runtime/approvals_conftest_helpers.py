@@ -182,18 +182,6 @@ def notify(to: str, text: str, *, ctx: ToolContext) -> dict[str, Any]:
 # models and agents
 
 
-def transcript_results(messages: Sequence[Message]) -> dict[str, Any]:
-    """The latest result of each tool in a transcript, parsed from JSON."""
-    out: dict[str, Any] = {}
-    for m in messages:
-        if m.role == "tool" and m.name:
-            try:
-                out[m.name] = json.loads(m.content)
-            except json.JSONDecodeError:
-                out[m.name] = m.content
-    return out
-
-
 def tool_messages(messages: Sequence[Message], call_id: str) -> list[dict[str, Any]]:
     """The parsed tool results for one call id."""
     return [json.loads(m.content) for m in messages if m.tool_call_id == call_id]

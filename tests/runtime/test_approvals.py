@@ -649,6 +649,14 @@ async def timed_wire(
     return rt, notifier, await start_wire(rt)
 
 
+async def approved_wires_once(rt: Runtime, approval: Approval, by: str) -> Approval:
+    """`by` approves the parked wire; it is approved, and the money goes out once."""
+    decided = await rt.decide(approval.id, "approved", by=by)
+    assert decided.state == ApprovalState.APPROVED
+    assert len(invocations()) == 1
+    return decided
+
+
 async def test_reminders_come_at_the_right_times(
     make_runtime: Callable[..., Runtime], world: Path, clock: Any
 ) -> None:
@@ -691,9 +699,8 @@ async def test_escalation_after_max_reminders_admits_the_escalation_group(
     clock.advance(minutes=45)
     await rt.desk.tick(clock())
     assert len(notifier.reminders) == 3
-    decided = await rt.decide(approval.id, "approved", by="U0ONCALL")
+    decided = await approved_wires_once(rt, approval, by="U0ONCALL")
     assert decided.decided_by == "U0ONCALL"
-    assert len(invocations()) == 1
 
 
 async def test_no_reminders_beyond_max_without_an_escalation_group(
@@ -795,9 +802,7 @@ async def test_on_timeout_escalate_keeps_the_approval_pending(
     assert [esc for _, esc in notifier.reminders] == [True]
     assert (await rt.get("run-wire")).status == RunStatus.WAITING_APPROVAL
     assert invocations() == []
-    decided = await rt.decide(approval.id, "approved", by="U0ONCALL")
-    assert decided.state == ApprovalState.APPROVED
-    assert len(invocations()) == 1
+    await approved_wires_once(rt, approval, by="U0ONCALL")
 
 
 async def test_escalated_by_reminders_the_timeout_does_not_escalate_again(
@@ -836,10 +841,7 @@ async def test_past_an_escalating_deadline_the_escalation_target_may_decide_unti
         await rt.decide(approval.id, "approved", by="U0ONCALL")  # not yet escalated
 
     clock.advance(hours=2)  # no scheduler ticked: the server was down
-    decided = await rt.decide(approval.id, "approved", by="U0ONCALL")
-
-    assert decided.state == ApprovalState.APPROVED
-    assert len(invocations()) == 1
+    await approved_wires_once(rt, approval, by="U0ONCALL")
 
 
 async def test_decision_racing_the_timeout_settles_once(
@@ -888,10 +890,9 @@ async def test_escalation_widens_an_open_policy_and_never_narrows_it(
         await rt.desk.tick(clock())
     assert (await rt.store.get_approval(approval.id)).escalated is True
 
-    decided = await rt.decide(approval.id, "approved", by=APPROVER)
+    decided = await approved_wires_once(rt, approval, by=APPROVER)
 
     assert decided.decided_by == APPROVER
-    assert len(invocations()) == 1
 
 
 # crashes between a decision and the resumed run
@@ -934,7 +935,4 @@ async def test_quorum_votes_survive_a_restart(file_store: Store, world: Path) ->
     with pytest.raises(errors.AlreadyVoted):  # her vote from before the restart counts
         await restarted.decide(approval.id, "approved", by="U0ALICE")
     assert invocations() == []
-    decided = await restarted.decide(approval.id, "approved", by="U0BOB")
-
-    assert decided.state == ApprovalState.APPROVED
-    assert len(invocations()) == 1
+    await approved_wires_once(restarted, approval, by="U0BOB")

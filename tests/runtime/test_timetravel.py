@@ -21,9 +21,9 @@ from approvals_conftest_helpers import refund_run
 from approvals_conftest_helpers import release
 from approvals_conftest_helpers import reserve
 from approvals_conftest_helpers import tool_messages
-from approvals_conftest_helpers import transcript_results
 
 from examples import world as example_world
+from examples.refund_agent import _results as transcript_results
 from examples.refund_agent import agent as refund_agent
 from runtime import Agent
 from runtime import Runtime

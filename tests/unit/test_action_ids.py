@@ -200,16 +200,23 @@ def everything() -> Iterator[tuple[str, dict[str, Any]]]:
         id="rule_1",
         tool="issue_refund",
         condition="args.amount_cents <= 2500",
-        author=BOB,
-        reason="small refunds",
-        state="proposed",
-        needs_second=True,
-        created_at=AT,
-        expires_at=AT + timedelta(days=7),
+        **proposed_by_bob("small refunds", lasts=timedelta(days=7)),
     )
     yield "rule confirm", similar.confirm_request(rule)
     yield "/runs rules", similar.rules_reply([])
     yield from envelope_views()
+
+
+def proposed_by_bob(reason: str, lasts: timedelta) -> dict[str, Any]:
+    """A learned rule's or a budget's proposal: Bob's at AT, waiting for a second writer."""
+    return {
+        "author": BOB,
+        "reason": reason,
+        "state": "proposed",
+        "needs_second": True,
+        "created_at": AT,
+        "expires_at": AT + lasts,
+    }
 
 
 def envelope_views() -> Iterator[tuple[str, dict[str, Any]]]:
@@ -219,12 +226,7 @@ def envelope_views() -> Iterator[tuple[str, dict[str, Any]]]:
         condition="args.amount_cents <= 50000",
         amount="args.amount_cents",
         max_amount=200_000,
-        author=BOB,
-        reason="outage",
-        state="proposed",
-        needs_second=True,
-        created_at=AT,
-        expires_at=AT + timedelta(hours=8),
+        **proposed_by_bob("outage", lasts=timedelta(hours=8)),
     )
     yield "budget confirm", envelopes.confirm_request(budget)
     for state in ("active", "revoked"):

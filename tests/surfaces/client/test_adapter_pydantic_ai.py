@@ -12,13 +12,6 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai import DeferredToolRequests
-from pydantic_ai.messages import ModelMessage
-from pydantic_ai.messages import ModelRequest
-from pydantic_ai.messages import ModelResponse
-from pydantic_ai.messages import TextPart
-from pydantic_ai.messages import ToolCallPart
-from pydantic_ai.messages import ToolReturnPart
-from pydantic_ai.models.function import AgentInfo
 from pydantic_ai.models.function import FunctionModel
 from support.adapter_support import approve
 from support.adapter_support import approve_with
@@ -27,6 +20,7 @@ from support.adapter_support import decline
 from support.adapter_support import human
 from support.helpers import Api
 
+from examples.stacks.pydantic_ai import script  # refund_order 4471 for 2500 once, then tell
 from runtime import Policies
 from runtime import Policy
 from signoff.adapters._gate import Gate
@@ -36,27 +30,13 @@ from signoff.adapters.pydantic_ai import sign_off
 MakeApi = Callable[..., Awaitable[Api]]
 
 
-def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    """Ask for the refund once; then say what came back."""
-    returns = [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-    if not returns:
-        return ModelResponse(parts=[ToolCallPart("refund", {"order": "4471", "cents": 500})])
-    return ModelResponse(parts=[TextPart(f"outcome: {returns[-1].content}")])
-
-
 def refund_agent(done: list[dict[str, Any]]) -> Agent[None, str | DeferredToolRequests]:
     agent = Agent(FunctionModel(script), output_type=[str, DeferredToolRequests])
 
     @agent.tool_plain(requires_approval=True)
-    def refund(order: str, cents: int) -> str:
-        done.append({"order": order, "cents": cents})
-        return f"refunded {cents} on {order}"
+    def refund_order(order_id: str, cents: int) -> str:
+        done.append({"order_id": order_id, "cents": cents})
+        return f"refunded {cents} on {order_id}"
 
     return agent
 
@@ -70,25 +50,25 @@ async def test_an_approved_call_runs_as_proposed(api: Api) -> None:
     done: list[dict[str, Any]] = []
     async with client_of(api) as signoff, human(api, approve) as decided:
         result = await run_signed_off(refund_agent(done), "Refund 4471", gate=Gate(signoff))
-    assert result.output == "outcome: refunded 500 on 4471"
-    assert done == [{"order": "4471", "cents": 500}]
+    assert result.output == "Done. The tool said: refunded 2500 on 4471"
+    assert done == [{"order_id": "4471", "cents": 2500}]
     [approval] = decided
-    assert (approval.tool, approval.args) == ("refund", {"order": "4471", "cents": 500})
+    assert (approval.tool, approval.args) == ("refund_order", {"order_id": "4471", "cents": 2500})
 
 
 async def test_an_edited_approval_runs_with_the_edited_arguments(api: Api) -> None:
     done: list[dict[str, Any]] = []
     async with client_of(api) as signoff, human(api, approve_with(cents=50)):
         result = await run_signed_off(refund_agent(done), "Refund 4471", gate=Gate(signoff))
-    assert result.output == "outcome: refunded 50 on 4471"
-    assert done == [{"order": "4471", "cents": 50}]
+    assert result.output == "Done. The tool said: refunded 50 on 4471"
+    assert done == [{"order_id": "4471", "cents": 50}]
 
 
 async def test_a_declined_call_never_runs_and_the_model_reads_why(api: Api) -> None:
     done: list[dict[str, Any]] = []
     async with client_of(api) as signoff, human(api, decline("fraud risk")):
         result = await run_signed_off(refund_agent(done), "Refund 4471", gate=Gate(signoff))
-    assert "declined refund: fraud risk" in result.output
+    assert "declined refund_order: fraud risk" in result.output
     assert done == []
 
 
@@ -104,7 +84,7 @@ async def test_nobody_deciding_in_time_is_a_denial(api: Api) -> None:
         resumed = await agent.run(
             message_history=paused.all_messages(), deferred_tool_results=results
         )
-    assert "nobody approved refund in time" in resumed.output
+    assert "nobody approved refund_order in time" in resumed.output
     assert done == []
     [pending] = await api.rt.approvals(state="pending")
     assert pending.id.startswith("pai_r1")

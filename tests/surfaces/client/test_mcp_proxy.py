@@ -14,6 +14,8 @@ import re
 import signal
 import sys
 from collections.abc import AsyncIterator
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -120,15 +122,26 @@ def text(result: Any) -> str:
     return " ".join(part.text for part in result.content)
 
 
-async def kill_during(
-    proxied: Proxied, calling: asyncio.Task[CallToolResult], killed: list[int]
-) -> None:
-    """SIGKILL the proxy while `calling` is in it (its pid noted in `killed`), and let the
-    call fail as it will."""
-    killed.append(proxied.pid())
-    os.kill(killed[-1], signal.SIGKILL)
+async def kill_while_calling(
+    setup: Setup,
+    tool: str,
+    arguments: dict[str, Any],
+    meanwhile: Callable[[asyncio.Task[CallToolResult], Approval], Awaitable[None]] | None = None,
+) -> Approval:
+    """Call `tool` through a proxy and SIGKILL the proxy while the call is in it (once
+    `meanwhile`, if given, is done), letting the call fail as it will; the approval it waited on."""
+    killed: list[int] = []
     with contextlib.suppress(Exception):
-        await calling
+        async with over_stdio(setup) as proxied:
+            calling, pending = await setup.asking(proxied, tool, arguments)
+            if meanwhile is not None:
+                await meanwhile(calling, pending)
+            killed.append(proxied.pid())
+            os.kill(killed[-1], signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await calling
+    assert killed, f"the proxy was not killed while calling {tool}"
+    return pending
 
 
 async def test_the_proxy_lists_the_downstream_tools_with_their_annotations(setup: Setup) -> None:
@@ -241,12 +254,7 @@ async def test_with_signoff_unreachable_a_gated_call_never_runs(setup: Setup) ->
 async def test_killed_while_waiting_then_approved_is_forwarded_once_after_a_restart(
     setup: Setup,
 ) -> None:
-    killed: list[int] = []
-    with contextlib.suppress(Exception):
-        async with over_stdio(setup) as proxied:
-            calling, pending = await setup.asking(proxied, "delete_file", {"path": "/k"})
-            await kill_during(proxied, calling, killed)
-    assert killed, "the proxy was not killed"
+    pending = await kill_while_calling(setup, "delete_file", {"path": "/k"})
     await setup.decide(pending.id, "approved")  # lands while no proxy runs
     assert setup.touched() == []
     async with over_stdio(setup) as proxied:  # the client asks again, as after any crash
@@ -260,19 +268,17 @@ async def test_killed_while_waiting_then_approved_is_forwarded_once_after_a_rest
 async def test_killed_while_forwarding_is_in_doubt_and_never_forwarded_twice(
     setup: Setup,
 ) -> None:
-    killed: list[int] = []
-    with contextlib.suppress(Exception):
-        async with over_stdio(setup) as proxied:
-            calling, pending = await setup.asking(proxied, "slow_delete", {"path": "/s"})
-            await setup.decide(pending.id, "approved")
-            for _ in range(500):  # the downstream tool has run; its answer is not back yet
-                if setup.touched():
-                    break
-                await asyncio.sleep(0.02)
-            assert setup.touched()
-            assert not calling.done()  # killed before its answer came back
-            await kill_during(proxied, calling, killed)
-    assert killed, "the proxy was not killed while forwarding"
+
+    async def forwarded(calling: asyncio.Task[CallToolResult], pending: Approval) -> None:
+        await setup.decide(pending.id, "approved")
+        for _ in range(500):  # the downstream tool has run; its answer is not back yet
+            if setup.touched():
+                break
+            await asyncio.sleep(0.02)
+        assert setup.touched()
+        assert not calling.done()  # killed before its answer came back
+
+    await kill_while_calling(setup, "slow_delete", {"path": "/s"}, meanwhile=forwarded)
     async with over_stdio(setup) as proxied:
         retried = await proxied.session.call_tool("slow_delete", {"path": "/s"})
     assert retried.is_error
