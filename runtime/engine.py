@@ -12,6 +12,7 @@ history/ (listing, inbox, time travel, rollback). They share a
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import socket
 from collections.abc import Callable
@@ -340,13 +341,15 @@ class Runtime:
         limit: int = 100,
     ) -> inbox.Listed[Run]:
         """Runs newest first, a page at a time (`cursor` from the previous page)."""
-        return await inbox.page_runs(
-            self._deps,
-            status=status,
-            agent=agent,
-            requested_by=requested_by,
-            cursor=cursor,
-            limit=limit,
+        return await inbox.page(
+            functools.partial(
+                self.store.page_runs,
+                status=listing.run_status(status),
+                agent=agent,
+                requested_by=requested_by,
+            ),
+            cursor,
+            limit,
         )
 
     async def answer(self, run: Run) -> str | None:
@@ -458,14 +461,16 @@ class Runtime:
         limit: int = 100,
     ) -> inbox.Listed[Approval]:
         """Approvals oldest first, a page at a time: what waits, for an inbox or a client."""
-        return await inbox.page_approvals(
-            self._deps,
-            state=state,
-            run_id=run_id,
-            tool=tool,
-            requested_by=requested_by,
-            cursor=cursor,
-            limit=limit,
+        return await inbox.page(
+            functools.partial(
+                self.store.page_approvals,
+                state=listing.approval_state(state),
+                run_id=run_id,
+                tool=tool,
+                requested_by=requested_by,
+            ),
+            cursor,
+            limit,
         )
 
     async def wait_decided(self, approval_id: str, seconds: float) -> None:

@@ -14,11 +14,14 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
-from signoff.calls import RETRIED
+from pydantic import BaseModel
+
 from signoff.calls import Call
 from signoff.calls import Decision
 from signoff.calls import M
+from signoff.calls import Sent
 from signoff.calls import Settings
+from signoff.calls import attempted
 from signoff.calls import cancel_call
 from signoff.calls import decide_call
 from signoff.calls import decided_first
@@ -34,7 +37,6 @@ from signoff.calls import wait_call
 from signoff.calls import withdraw_call
 from signoff.errors import ApiError
 from signoff.errors import SignoffError
-from signoff.errors import Unreachable
 from signoff.leaving import Asked
 from signoff.leaving import leave_call
 from signoff.leaving import not_withdrawn
@@ -197,23 +199,18 @@ class Client:
             raise
 
     def send(self, call: Call[M]) -> M:
-        settings = self.settings
-        for attempt in range(settings.retries + 1):
-            last = attempt == settings.retries
+        for attempt in range(self.settings.retries + 1):
             try:
-                status, text, retry_after = self._once(call)
+                sent: Sent | OSError = self._once(call)
             except OSError as exc:
-                if last:
-                    raise Unreachable(f"{call.method} {call.path}: {exc}") from exc
-                time.sleep(settings.pause(attempt, None))
-                continue
-            if status in RETRIED and not last:
-                time.sleep(settings.pause(attempt, retry_after))
-                continue
-            return parse(call, status, text)
-        raise AssertionError("unreachable")
+                sent = exc
+            answer = attempted(call, self.settings, attempt, sent)
+            if isinstance(answer, BaseModel):
+                return answer
+            time.sleep(answer)
+        raise AssertionError("unreachable")  # the last attempt returned or raised
 
-    def _once(self, call: Call[Any]) -> tuple[int, str, str | None]:
+    def _once(self, call: Call[Any]) -> Sent:
         data = None if call.body is None else json.dumps(call.body).encode()
         headers = self.settings.headers()
         if data is not None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 
 from signoff.errors import ApiError
 from signoff.errors import SignoffError
+from signoff.errors import Unreachable
 from signoff.models import Approval
 from signoff.models import ApprovalList
 from signoff.models import Run
@@ -182,6 +183,26 @@ def parse(call: Call[M], status: int, text: str) -> M:
         body = data if isinstance(data, dict) else {}
         raise ApiError(status, str(body.get("error", text[:200])), body)
     return call.model.model_validate(data)
+
+
+Sent = tuple[int, str, str | None]
+"""What a transport got back for one attempt: the status, the body, `Retry-After`."""
+
+
+def attempted(call: Call[M], settings: Settings, attempt: int, sent: Sent | OSError) -> M | float:
+    """What one attempt at `call` (`sent`: its answer, or the connection's failure) comes to:
+    the parsed answer, or the seconds to pause before the next attempt (a connection failure,
+    429, 502-504, while attempts are left). The last attempt's failure to connect raises
+    `Unreachable`."""
+    last = attempt == settings.retries
+    if isinstance(sent, OSError):
+        if last:
+            raise Unreachable(f"{call.method} {call.path}: {sent}") from sent
+        return settings.pause(attempt, None)
+    status, text, retry_after = sent
+    if status in RETRIED and not last:
+        return settings.pause(attempt, retry_after)
+    return parse(call, status, text)
 
 
 def decided_first(exc: ApiError) -> Approval:

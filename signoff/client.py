@@ -26,12 +26,15 @@ from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from signoff.blocking import Client
-from signoff.calls import RETRIED
 from signoff.calls import Call
 from signoff.calls import Decision
 from signoff.calls import M
+from signoff.calls import Sent
 from signoff.calls import Settings
+from signoff.calls import attempted
 from signoff.calls import cancel_call
 from signoff.calls import decide_call
 from signoff.calls import decided_first
@@ -47,7 +50,6 @@ from signoff.calls import wait_call
 from signoff.calls import withdraw_call
 from signoff.errors import ApiError
 from signoff.errors import SignoffError
-from signoff.errors import Unreachable
 from signoff.leaving import LEAVE_TIMEOUT
 from signoff.leaving import Asked
 from signoff.leaving import leave_call
@@ -252,20 +254,15 @@ class AsyncClient:
 
     async def send(self, call: Call[M]) -> M:
         """Send with retries (connection failures, 429, 502-504) and parse the answer."""
-        settings = self.settings
-        for attempt in range(settings.retries + 1):
-            last = attempt == settings.retries
+        for attempt in range(self.settings.retries + 1):
             try:
-                status, text, retry_after = await self._once(call)
-            except (OSError, TimeoutError) as exc:
-                if last:
-                    raise Unreachable(f"{call.method} {call.path}: {exc}") from exc
-                await asyncio.sleep(settings.pause(attempt, None))
-                continue
-            if status in RETRIED and not last:
-                await asyncio.sleep(settings.pause(attempt, retry_after))
-                continue
-            return parse(call, status, text)
+                sent: Sent | OSError = await self._once(call)
+            except OSError as exc:  # TimeoutError too
+                sent = exc
+            answer = attempted(call, self.settings, attempt, sent)
+            if isinstance(answer, BaseModel):
+                return answer
+            await asyncio.sleep(answer)
         raise AssertionError("unreachable")  # the last attempt returned or raised
 
     def _open(self) -> Any:
@@ -275,7 +272,7 @@ class AsyncClient:
             self._session = aiohttp.ClientSession(headers=self.settings.headers())
         return self._session
 
-    async def _once(self, call: Call[Any]) -> tuple[int, str, str | None]:
+    async def _once(self, call: Call[Any]) -> Sent:
         import aiohttp  # only async users need it
 
         timeout = aiohttp.ClientTimeout(

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
+from dataclasses import KW_ONLY
 from dataclasses import dataclass
 from dataclasses import field
 from datetime import datetime
@@ -167,6 +168,36 @@ class Committed:
     new_pages: list[str] = field(default_factory=list)
     admitted: dict[str, Approval] = field(default_factory=dict)
     """By call id, the approval created for a call a spend plan decided (`Batch.admit`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ruling:
+    """What was decided on an approval, as the store records it (`Store.cast_vote`,
+    `Store.decide_approval`): approved or declined, by whom, when and why.
+
+    - `approved_args`: the arguments as an approver edited them; `approved_digest`: the
+      digest of what was approved (the edit, else the arguments shown), None for a decline.
+    - `key_suffix`: set when approved as a separate effect (the call is re-keyed).
+    - `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`).
+    - `question`: an approver's question back to the agent, recorded with a decline.
+    - `decided_for`: the person a delegate decides for (their vote, and the record says so).
+    """
+
+    state: ApprovalState
+    _: KW_ONLY
+    by: str
+    at: datetime
+    reason: str | None = None
+    approved_args: dict[str, Any] | None = None
+    approved_digest: str | None = None
+    key_suffix: str | None = None
+    spend_amounts: Mapping[str, int] | None = None
+    question: str | None = None
+    decided_for: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.state == ApprovalState.PENDING:
+            raise ValueError("a decision is approved or declined, never pending")
 
 
 @dataclass(frozen=True, slots=True)
@@ -392,35 +423,23 @@ class Store(Protocol):
         last (created_at, id)), at most `limit`, with how many wait from `after` on."""
         ...
 
-    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
+    async def cast_vote(
         self,
         approval_id: str,
-        state: ApprovalState,
+        ruling: Ruling,
         *,
-        by: str,
-        at: datetime,
-        reason: str | None = None,
-        approved_args: dict[str, Any] | None = None,
         open_only: bool = False,
         event: AuditEvent | None = None,
-        approved_digest: str | None = None,
-        key_suffix: str | None = None,
-        spend_amounts: Mapping[str, int] | None = None,
-        question: str | None = None,
-        decided_for: str | None = None,
         link_nonce: str | None = None,
     ) -> Voted:
-        """A person's decision, in one transaction (`question`: an approver's question back
-        to the agent, recorded with a decline; `link_nonce`: the e-mailed link it comes
+        """A person's decision, in one transaction (`link_nonce`: the e-mailed link it comes
         through, recorded as used in the same transaction, `LinkUsed` if it was already).
         On an approval that needs a quorum, an approval is a vote: recorded once per person
         (`AlreadyVoted`, with `votes`, for a second one), audited as a `vote` event, and
         deciding the approval (with `event`) once the quorum is reached. A decline, or an
         approval that needs one approver, decides at once, as `decide_approval` does.
         `AlreadyDecided` if it is no longer pending, `Expired` past its deadline with
-        `open_only`, and then nothing is written.
-        `spend_amounts`: by limit name, the amounts of an edited call (`store.spend.decided`).
-        `decided_for`: the person a delegate decides for (their vote, and the record says so)."""
+        `open_only`, and then nothing is written."""
         ...
 
     async def list_votes(self, approval_id: str) -> list[str]:
@@ -435,23 +454,15 @@ class Store(Protocol):
     async def decide_approval(
         self,
         approval_id: str,
-        state: ApprovalState,
+        ruling: Ruling,
         *,
-        by: str,
-        at: datetime,
-        reason: str | None = None,
-        approved_args: dict[str, Any] | None = None,
         due_only: bool = False,
         open_only: bool = False,
         event: AuditEvent | None = None,
-        approved_digest: str | None = None,
-        key_suffix: str | None = None,
-        spend_amounts: Mapping[str, int] | None = None,
     ) -> Approval:
-        """`due_only`: a timeout, refused (`Conflict`) before the deadline; `open_only`: a
-        person's decision, refused (`Expired`) after it. Both judged by the database's clock.
-        `approved_digest`: of what was approved (the edit, else the arguments shown);
-        `key_suffix`: set when approved as a separate effect."""
+        """Decide an approval by compare-and-set, with its audit `event`. `due_only`: a
+        timeout, refused (`Conflict`) before the deadline; `open_only`: a person's decision,
+        refused (`Expired`) after it. Both judged by the database's clock."""
         ...
 
     async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:

@@ -33,6 +33,7 @@ from store.base import Batch
 from store.base import Claims
 from store.base import Committed
 from store.base import OperationalCounts
+from store.base import Ruling
 from store.base import Voted
 from store.base import check_new_run
 from store.base import refuse_protected
@@ -336,45 +337,19 @@ class SqlStore:
         waiting = int(found[0]["waiting"]) if found else 0
         return ApprovalPage([rows.approval_from_row(row) for row in found], waiting)
 
-    async def cast_vote(  # noqa: PLR0913 - a keyword for each part of a decision
+    async def cast_vote(
         self,
         approval_id: str,
-        state: ApprovalState,
+        ruling: Ruling,
         *,
-        by: str,
-        at: datetime,
-        reason: str | None = None,
-        approved_args: dict[str, Any] | None = None,
         open_only: bool = False,
         event: AuditEvent | None = None,
-        approved_digest: str | None = None,
-        key_suffix: str | None = None,
-        spend_amounts: Mapping[str, int] | None = None,
-        question: str | None = None,
-        decided_for: str | None = None,
         link_nonce: str | None = None,
     ) -> Voted:
-        params = _decision_params(
-            approval_id,
-            state,
-            by=by,
-            at=at,
-            reason=reason,
-            approved_args=approved_args,
-            due_only=False,
-            open_only=open_only,
-            approved_digest=approved_digest,
-            key_suffix=key_suffix,
-            test_now=self._judge_now(),
-            decided_for=decided_for,
-        ) | {
-            "spend_amounts": spend_amounts,
-            "spend_now": self._spend_now(),
-            "question": question,
-            "link_nonce": link_nonce,
-        }
+        params = self._decision_params(approval_id, ruling, due_only=False, open_only=open_only)
+        params["link_nonce"] = link_nonce
         event_params = rows.event_params(event) if event else None
-        if event_params is not None and link_nonce is None and spend_amounts is None:
+        if event_params is not None and link_nonce is None and ruling.spend_amounts is None:
             decided = await self._decide_at_once(params, event_params)
             if decided is not None:
                 return Voted(decided, 0)
@@ -401,36 +376,39 @@ class SqlStore:
     async def decide_approval(
         self,
         approval_id: str,
-        state: ApprovalState,
+        ruling: Ruling,
         *,
-        by: str,
-        at: datetime,
-        reason: str | None = None,
-        approved_args: dict[str, Any] | None = None,
         due_only: bool = False,
         open_only: bool = False,
         event: AuditEvent | None = None,
-        approved_digest: str | None = None,
-        key_suffix: str | None = None,
-        spend_amounts: Mapping[str, int] | None = None,
     ) -> Approval:
-        params = _decision_params(
-            approval_id,
-            state,
-            by=by,
-            at=at,
-            reason=reason,
-            approved_args=approved_args,
-            due_only=due_only,
-            open_only=open_only,
-            approved_digest=approved_digest,
-            key_suffix=key_suffix,
-            test_now=self._judge_now(),
-        ) | {"spend_amounts": spend_amounts, "spend_now": self._spend_now()}
+        params = self._decision_params(approval_id, ruling, due_only=due_only, open_only=open_only)
         event_params = rows.event_params(event) if event else None
         return await self._write(
             lambda: core.decide_approval(params, event_params, timeout=due_only)
         )
+
+    def _decision_params(
+        self, approval_id: str, ruling: Ruling, *, due_only: bool, open_only: bool
+    ) -> dict[str, Any]:
+        """A decision's parameters, for `core.cast_vote` and `core.decide_approval`."""
+        return {
+            "id": approval_id,
+            "state": ApprovalState(ruling.state).value,
+            "decided_by": ruling.by,
+            "decided_at": rows.ts(ruling.at),
+            "reason": ruling.reason,
+            "approved_args": rows.maybe_dumps(ruling.approved_args),
+            "due_only": due_only,
+            "open_only": open_only,
+            "test_now": self._judge_now(),
+            "approved_digest": ruling.approved_digest,
+            "key_suffix": ruling.key_suffix,
+            "question": ruling.question,
+            "decided_for": ruling.decided_for,
+            "spend_amounts": ruling.spend_amounts,
+            "spend_now": self._spend_now(),
+        }
 
     async def approvals_without_authority(self, *, limit: int = 500) -> list[Approval]:
         found = await self._read("approvals_without_authority", {"limit": limit})
@@ -964,40 +942,6 @@ def _cursor(after: tuple[datetime, str] | None) -> dict[str, Any]:
     if after is None:
         return {"after_at": None, "after_id": None}
     return {"after_at": rows.ts(after[0]), "after_id": after[1]}
-
-
-def _decision_params(
-    approval_id: str,
-    state: ApprovalState,
-    *,
-    by: str,
-    at: datetime,
-    reason: str | None,
-    approved_args: dict[str, Any] | None,
-    due_only: bool,
-    open_only: bool,
-    approved_digest: str | None,
-    key_suffix: str | None,
-    test_now: float | None,
-    decided_for: str | None = None,
-) -> dict[str, Any]:
-    if state == ApprovalState.PENDING:
-        raise ValueError("a decision is approved or declined, never pending")
-    return {
-        "id": approval_id,
-        "state": ApprovalState(state).value,
-        "decided_by": by,
-        "decided_at": rows.ts(at),
-        "reason": reason,
-        "approved_args": rows.maybe_dumps(approved_args),
-        "due_only": due_only,
-        "open_only": open_only,
-        "test_now": test_now,
-        "approved_digest": approved_digest,
-        "key_suffix": key_suffix,
-        "question": None,
-        "decided_for": decided_for,
-    }
 
 
 def _hold(row: Row) -> dict[str, Any]:

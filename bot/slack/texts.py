@@ -348,13 +348,18 @@ def verdict_withdrawn(reason: str) -> str:
 
 
 def reminder(count: int, action: str, deadline: str | None) -> str:
-    until = f" It expires {deadline}." if deadline else ""
+    until = _expires_sentence(deadline)
     return f":alarm_clock: Reminder {count}: {action} still waits for a decision.{until}"
 
 
 def escalation(targets: str, action: str, since: str, deadline: str | None) -> str:
-    until = f" It expires {deadline}." if deadline else ""
+    until = _expires_sentence(deadline)
     return f":mega: {targets}: {action} has waited for a decision since {since}.{until}"
+
+
+def _expires_sentence(deadline: str | None) -> str:
+    """A reminder's or escalation's last sentence: when the approval expires, if it does."""
+    return f" It expires {deadline}." if deadline else ""
 
 
 def reminder_context(count: int, policy_name: str) -> str:
@@ -437,7 +442,8 @@ def page_reminder(tool: str, since: str) -> str:
 
 
 def page_fallback(tool: str, run: str | None, reason: str) -> str:
-    return f"Needs a human: {tool}" + (f" in run {run}" if run else "") + f" ({reason})"
+    """The header's words, with the page's reason."""
+    return f"{page_header(tool, run)} ({reason})"
 
 
 # /runs replies and the App Home
@@ -539,7 +545,7 @@ def pages_title(count: int) -> str:
 def pending_line(action: str, where: str | None, asker: str, deadline: str | None) -> str:
     parts = [action, *([f"run {where}"] if where else []), f"asked by {asker}"]
     if deadline:
-        parts.append(f"expires {deadline}")
+        parts.append(expires(deadline))
     return " · ".join(parts)
 
 

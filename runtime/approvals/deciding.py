@@ -27,6 +27,7 @@ from store import Approval
 from store import ApprovalState
 from store import Store
 from store import errors as store_errors
+from store.base import Ruling
 from store.base import Voted
 from store.digest import args_digest
 from store.records import SENSITIVE_MASK
@@ -53,6 +54,14 @@ def check_request(decision: str, by: str, reason: str | None = None) -> None:
         raise errors.InvalidRequest("a question needs its text (the reason)")
     if decision == ASKED and len(reason or "") > MAX_QUESTION:
         raise errors.InvalidRequest(f"a question is at most {MAX_QUESTION} characters")
+
+
+def answer(decision: Decision, reason: str | None) -> tuple[ApprovalState, str | None]:
+    """The state a person's answer records, and the question it carries: a question back to
+    the agent decides at once, as a decline carrying it."""
+    if decision == ASKED:
+        return ApprovalState.DECLINED, reason.strip() if reason else None
+    return ApprovalState(decision), None
 
 
 async def check_decider(
@@ -156,50 +165,17 @@ async def check_conflict(
 async def cast(
     store: Store,
     approval: Approval,
-    decision: Decision,
+    ruling: Ruling,
     *,
-    by: str,
-    reason: str | None,
-    at: datetime,
-    approved_args: dict[str, Any] | None,
     open_only: bool,
-    key_suffix: str | None,
-    spend_amounts: dict[str, int] | None = None,
-    decided_for: str | None = None,
     link_nonce: str | None = None,
 ) -> Voted:
     """Cast a checked decision: one store call, one transaction (a vote while a quorum
-    forms, the decision once it is reached or at once). A question decides at once, as a
-    decline carrying it."""
-    asked = decision == ASKED
-    state = ApprovalState.DECLINED if asked else ApprovalState(decision)
-    event = recording.decision_event(
-        approval,
-        state,
-        by=by,
-        reason=reason,
-        at=at,
-        approved_args=approved_args,
-        key_suffix=key_suffix,
-        asked=asked,
-        decided_for=decided_for,
-    )
+    forms, the decision once it is reached or at once)."""
+    event = recording.decision_event(approval, ruling)
     try:
         voted = await store.cast_vote(
-            approval.id,
-            state,
-            by=by,
-            at=at,
-            reason=reason,
-            approved_args=approved_args,
-            open_only=open_only,
-            event=event,
-            approved_digest=recording.approved_digest(approval, state, approved_args),
-            key_suffix=key_suffix,
-            spend_amounts=spend_amounts,
-            question=reason.strip() if asked and reason else None,
-            decided_for=decided_for,
-            link_nonce=link_nonce,
+            approval.id, ruling, open_only=open_only, event=event, link_nonce=link_nonce
         )
     except store_errors.LinkUsed as exc:
         raise errors.LinkUsed(str(exc), approval=approval) from None
@@ -212,9 +188,10 @@ async def cast(
     except store_errors.AlreadyVoted as exc:
         waits = approval.required_approvals - int(exc.details.get("votes", 0))
         raise errors.AlreadyVoted(
-            f"{by} already approved {approval.id}; it waits for {waits} more approver(s)", by=by
+            f"{ruling.by} already approved {approval.id}; it waits for {waits} more approver(s)",
+            by=ruling.by,
         ) from None
-    _log(voted, by)
+    _log(voted, ruling.by)
     return voted
 
 

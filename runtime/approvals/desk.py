@@ -51,6 +51,7 @@ from store import Delivery
 from store import Run
 from store import Store
 from store import errors as store_errors
+from store.base import Ruling
 from store.spend import SpendPlan
 
 __all__ = ["ApprovalDesk", "Decision"]
@@ -261,20 +262,23 @@ class ApprovalDesk:
         key_suffix = await deciding.check_conflict(
             self.store, approval, decision, approved_args, separate
         )
+        state, question = deciding.answer(decision, reason)
+        ruling = Ruling(
+            state,
+            by=by,
+            at=self.deps.clock(),
+            reason=reason,
+            approved_args=approved_args,
+            approved_digest=recording.approved_digest(approval, state, approved_args),
+            key_suffix=key_suffix,
+            spend_amounts=amounts,
+            question=question,
+            decided_for=decided_for,
+        )
+        open_only = policy.on_timeout == "decline"
         try:
             voted = await deciding.cast(
-                self.store,
-                approval,
-                decision,
-                by=by,
-                reason=reason,
-                at=self.deps.clock(),
-                approved_args=approved_args,
-                open_only=policy.on_timeout == "decline",
-                key_suffix=key_suffix,
-                spend_amounts=amounts,
-                decided_for=decided_for,
-                link_nonce=link_nonce,
+                self.store, approval, ruling, open_only=open_only, link_nonce=link_nonce
             )
         except errors.ApprovalExpired:  # past the deadline by the database's clock
             await self._expire(approval)

@@ -19,6 +19,7 @@ from store import ApprovalState
 from store import AuditEvent
 from store import Store
 from store import errors as store_errors
+from store.base import Ruling
 from store.digest import args_digest
 from store.records import masked
 
@@ -34,39 +35,28 @@ def approved_digest(
     return args_digest(approved_args if approved_args is not None else approval.args)
 
 
-def decision_event(
-    approval: Approval,
-    state: ApprovalState,
-    *,
-    by: str,
-    reason: str | None,
-    at: datetime,
-    approved_args: dict[str, Any] | None = None,
-    key_suffix: str | None = None,
-    asked: bool = False,
-    decided_for: str | None = None,
-) -> AuditEvent:
+def decision_event(approval: Approval, ruling: Ruling) -> AuditEvent:
     """The audit event of a decision (`approval_approved`, `approval_declined`), or of a
     question back to the agent (`approval_asked`, the question its reason); a delegate's
     says whom for (`for`)."""
-    digest = approved_digest(approval, state, approved_args)
+    asked = ruling.question is not None
     return AuditEvent(
-        action="approval_asked" if asked else f"approval_{state.value}",
-        actor=by,
+        action="approval_asked" if asked else f"approval_{ruling.state.value}",
+        actor=ruling.by,
         run_id=approval.run_id,
         approval_id=approval.id,
-        at=at,
+        at=ruling.at,
         detail={
-            "reason": reason,
+            "reason": ruling.reason,
             "tool": approval.tool,
             "policy": approval.policy,
             **(
-                {"approved_args": masked(approved_args, approval.sensitive)}
-                if approved_args
+                {"approved_args": masked(ruling.approved_args, approval.sensitive)}
+                if ruling.approved_args
                 else {}
             ),
-            **_binding_detail(approval, approved_args, digest, key_suffix),
-            **({"for": decided_for} if decided_for else {}),
+            **_binding_detail(approval, ruling),
+            **({"for": ruling.decided_for} if ruling.decided_for else {}),
         },
     )
 
@@ -83,18 +73,11 @@ async def record(
 ) -> Approval:
     """Compare-and-set the system's decision (an expiry, a withdrawal: it never edits or
     re-keys the call) with its audit event."""
-    event = decision_event(approval, state, by=by, reason=reason, at=at)
+    digest = approved_digest(approval, state, None)
+    ruling = Ruling(state, by=by, at=at, reason=reason, approved_digest=digest)
+    event = decision_event(approval, ruling)
     try:
-        return await store.decide_approval(
-            approval.id,
-            state,
-            by=by,
-            at=at,
-            reason=reason,
-            due_only=due_only,
-            event=event,
-            approved_digest=approved_digest(approval, state, None),
-        )
+        return await store.decide_approval(approval.id, ruling, due_only=due_only, event=event)
     except store_errors.AlreadyDecided as exc:
         raise already_decided(exc) from None
     except store_errors.Expired as exc:
@@ -112,33 +95,28 @@ def already_decided(exc: store_errors.AlreadyDecided) -> errors.AlreadyDecided:
     return errors.AlreadyDecided(text, approval=approval)
 
 
-def _binding_detail(
-    approval: Approval,
-    approved_args: dict[str, Any] | None,
-    approved_digest: str | None,
-    key_suffix: str | None,
-) -> dict[str, Any]:
+def _binding_detail(approval: Approval, ruling: Ruling) -> dict[str, Any]:
     """What the audit says of the call a decision binds: the digests shown and approved, each
     edited argument (proposed -> approved), and a choice to run it as a separate effect."""
-    if approved_digest is None:
+    if ruling.approved_digest is None:
         return {}
     # A digest of arguments with a secret in them could be matched by guessing: not shown.
     detail: dict[str, Any] = {}
     if not approval.sensitive:
-        detail |= {"args_digest": approval.shown_digest, "approved_digest": approved_digest}
-    if approved_args is not None:
+        detail |= {"args_digest": approval.shown_digest, "approved_digest": ruling.approved_digest}
+    if ruling.approved_args is not None:
         shown, approved = (
             masked(approval.args, approval.sensitive),
-            masked(approved_args, approval.sensitive),
+            masked(ruling.approved_args, approval.sensitive),
         )
         edits = {
             name: {"proposed": a, "approved": b} for name, a, b in differences(shown, approved)
         }
         if edits:
             detail["edited"] = edits
-    if key_suffix is not None:
+    if ruling.key_suffix is not None:
         detail["separate"] = {
-            "key_suffix": key_suffix,
+            "key_suffix": ruling.key_suffix,
             "conflict": approval.conflict and approval.conflict.model_dump(mode="json"),
         }
     return detail

@@ -11,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Awaitable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC
 from datetime import datetime
@@ -19,8 +21,6 @@ from typing import TypeVar
 
 from runtime import errors
 from runtime.deps import Deps
-from runtime.history.listing import approval_state
-from runtime.history.listing import run_status
 from store import Approval
 from store import Run
 from store import RunStatus
@@ -37,47 +37,13 @@ class Listed(Generic[T]):
     next_cursor: str | None
 
 
-async def page_approvals(
-    deps: Deps,
-    *,
-    state: str | None = None,
-    run_id: str | None = None,
-    tool: str | None = None,
-    requested_by: str | None = None,
-    cursor: str | None = None,
-    limit: int = 100,
-) -> Listed[Approval]:
-    """Approvals oldest first (what has waited longest comes first), each filter optional."""
+async def page(
+    fetch: Callable[..., Awaitable[list[T]]], cursor: str | None, limit: int
+) -> Listed[T]:
+    """One page of what `fetch` lists (a store's `page_approvals` or `page_runs`, its filters
+    bound): the records after `cursor`, at most `limit` of them."""
     _check_limit(limit)
-    found = await deps.store.page_approvals(
-        state=approval_state(state),
-        run_id=run_id,
-        tool=tool,
-        requested_by=requested_by,
-        after=decode_cursor(cursor),
-        limit=limit + 1,  # one more says whether there is a next page
-    )
-    return _listed(found, limit)
-
-
-async def page_runs(
-    deps: Deps,
-    *,
-    status: str | None = None,
-    agent: str | None = None,
-    requested_by: str | None = None,
-    cursor: str | None = None,
-    limit: int = 100,
-) -> Listed[Run]:
-    """Runs newest first, each filter optional."""
-    _check_limit(limit)
-    found = await deps.store.page_runs(
-        status=run_status(status),
-        agent=agent,
-        requested_by=requested_by,
-        after=decode_cursor(cursor),
-        limit=limit + 1,
-    )
+    found = await fetch(after=decode_cursor(cursor), limit=limit + 1)  # one more: a next page?
     return _listed(found, limit)
 
 

@@ -21,6 +21,7 @@ from dataclasses import field
 from datetime import datetime
 from datetime import timedelta
 from typing import Any
+from typing import Protocol
 
 from runtime.approvals import Directory
 from runtime.approvals import Facts
@@ -52,6 +53,14 @@ from store.spend import EnvelopeTry
 from store.spend import SpendPlan
 
 log = logging.getLogger("signoff.spend")
+
+
+class _Changing(Protocol):
+    """The store's confirmation or revocation of an envelope (compare-and-set)."""
+
+    async def __call__(
+        self, envelope_id: str, *, by: str, at: datetime, event: AuditEvent
+    ) -> bool: ...
 
 
 @dataclass(eq=False, repr=False)
@@ -247,13 +256,9 @@ class SpendDesk:
                 f"envelope {envelope_id} needs a second writer: someone else than its author "
                 f"{envelope.author} confirms it"
             )
-        now = self.clock()
-        event = envelopes.event("envelope_confirmed", by, envelope, now)
-        if not await self.store.confirm_envelope(envelope_id, by=by, at=now, event=event):
-            raise EnvelopeRefused(
-                f"envelope {envelope_id} is {(await self.get(envelope_id)).status(now)}"
-            )
-        return await self.get(envelope_id)
+        return await self._change(
+            envelope, "envelope_confirmed", by, self.store.confirm_envelope, "is {}"
+        )
 
     async def revoke(self, envelope_id: str, *, by: str) -> Envelope:
         """End an envelope now (its author or a rule-writer); calls then ask again."""
@@ -262,13 +267,21 @@ class SpendDesk:
             raise EnvelopeNotAllowed(
                 f"{by} may not revoke envelope {envelope_id}: its author or a rule-writer may"
             )
+        return await self._change(
+            envelope, "envelope_revoked", by, self.store.revoke_envelope, "has ended already ({})"
+        )
+
+    async def _change(
+        self, envelope: Envelope, kind: str, by: str, write: _Changing, refused: str
+    ) -> Envelope:
+        """Write a confirmation or revocation with its audit event `kind`, by compare-and-set;
+        refused when the envelope changed first (`refused` says how, given its status now)."""
         now = self.clock()
-        event = envelopes.event("envelope_revoked", by, envelope, now)
-        if not await self.store.revoke_envelope(envelope_id, by=by, at=now, event=event):
-            raise EnvelopeRefused(
-                f"envelope {envelope_id} has ended already ({envelope.status(now)})"
-            )
-        return await self.get(envelope_id)
+        event = envelopes.event(kind, by, envelope, now)
+        if not await write(envelope.id, by=by, at=now, event=event):
+            status = (await self.get(envelope.id)).status(now)
+            raise EnvelopeRefused(f"envelope {envelope.id} {refused.format(status)}")
+        return await self.get(envelope.id)
 
     async def end_expired(self) -> builtins.list[str]:
         """Announce, once each, the envelopes that expired: audited, their message edited."""

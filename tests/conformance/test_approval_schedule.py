@@ -14,6 +14,7 @@ from store import ApprovalState
 from store import Delivery
 from store import Run
 from store import Store
+from store.base import Ruling
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -48,7 +49,7 @@ async def test_due_approvals_are_pending_with_a_passed_deadline_or_reminder(
     await create(deadline=now + HOUR, next_reminder_at=now + HOUR / 2)  # not yet
     await create()  # never due
     decided = await create(deadline=now - HOUR)
-    await store.decide_approval(decided.id, ApprovalState.APPROVED, by="U1", at=now)
+    await store.decide_approval(decided.id, Ruling(ApprovalState.APPROVED, by="U1", at=now))
 
     due = await store.due_approvals()
 
@@ -69,7 +70,7 @@ async def test_next_due_at_is_the_earliest_pending_deadline_or_reminder(
     await create(deadline=now + 3 * HOUR, next_reminder_at=now + 2 * HOUR)
     await create(deadline=now + HOUR * 1.5)
     decided = await create(deadline=now + HOUR / 2)
-    await store.decide_approval(decided.id, ApprovalState.DECLINED, by="U1", at=now)
+    await store.decide_approval(decided.id, Ruling(ApprovalState.DECLINED, by="U1", at=now))
 
     assert await store.next_due_at() == now + HOUR * 1.5
 
@@ -125,7 +126,7 @@ async def test_no_reminder_is_recorded_for_a_decided_approval(
     store: Store, create: Create, clock: Clock
 ) -> None:
     approval = await create(next_reminder_at=clock())
-    await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U1", at=clock())
+    await store.decide_approval(approval.id, Ruling(ApprovalState.APPROVED, by="U1", at=clock()))
 
     assert not await store.record_reminder(
         approval.id, reminders_sent=1, next_reminder_at=None, escalated=False
@@ -161,7 +162,9 @@ async def test_extend_deadline_of_a_decided_approval_is_refused(
     store: Store, create: Create, clock: Clock
 ) -> None:
     approval = await create(deadline=clock())
-    await store.decide_approval(approval.id, ApprovalState.DECLINED, by="timeout", at=clock())
+    await store.decide_approval(
+        approval.id, Ruling(ApprovalState.DECLINED, by="timeout", at=clock())
+    )
 
     assert not await store.extend_deadline(approval.id, deadline=clock() + HOUR, expected=clock())
 
@@ -225,7 +228,7 @@ async def test_undelivered_callbacks_are_decided_approvals_not_yet_called_back(
     waiting = await create(callback_url=url, callback_status=Delivery.PENDING)
     await create(callback_url=url, callback_status=Delivery.PENDING)  # not decided yet
     await create()  # no callback
-    await store.decide_approval(waiting.id, ApprovalState.APPROVED, by="U1", at=clock())
+    await store.decide_approval(waiting.id, Ruling(ApprovalState.APPROVED, by="U1", at=clock()))
 
     assert [a.id for a in await store.undelivered_callbacks()] == [waiting.id]
 

@@ -17,6 +17,7 @@ from store import Delivery
 from store import Run
 from store import Store
 from store import errors
+from store.base import Ruling
 from store.base import Voted
 
 from .builders import Clock
@@ -70,7 +71,7 @@ async def test_an_approval_keeps_its_resume_state_through_its_decision(
 
     await store.create_approval(approval)
     decided = await store.decide_approval(
-        approval.id, APPROVED, by="U1", at=clock(), reason=None, approved_args=None
+        approval.id, Ruling(APPROVED, by="U1", at=clock(), reason=None, approved_args=None)
     )
 
     assert (await store.get_approval(approval.id)).resume_state == kept
@@ -332,7 +333,7 @@ async def test_a_vote_on_unknown_approval_is_not_found(
 async def _decide(
     store: Store, approval_id: str, state: ApprovalState, at: datetime, reason: str | None = None
 ) -> Approval:
-    return await store.decide_approval(approval_id, state, by="U9", at=at, reason=reason)
+    return await store.decide_approval(approval_id, Ruling(state, by="U9", at=at, reason=reason))
 
 
 async def _quorum(store: Store, run: Run, make_approval: MakeApproval, needed: int) -> Approval:
@@ -359,7 +360,10 @@ async def _vote(
         at=at,
     )
     return await store.cast_vote(
-        approval.id, state, by=by, at=at, reason="looks right", event=event, open_only=open_only
+        approval.id,
+        Ruling(state, by=by, at=at, reason="looks right"),
+        event=event,
+        open_only=open_only,
     )
 
 

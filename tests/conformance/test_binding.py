@@ -14,6 +14,7 @@ from store import EffectOutcome
 from store import EffectStatus
 from store import Run
 from store import Store
+from store.base import Ruling
 from store.digest import args_digest
 
 from .builders import Clock
@@ -132,7 +133,7 @@ async def test_a_decline_answers_only_a_call_with_the_same_args(
 ) -> None:
     declined = make_approval(run.id, idempotency_key=KEY, args=ASKED_2500)
     await store.create_approval(declined)
-    await store.decide_approval(declined.id, ApprovalState.DECLINED, by="U0B", at=clock())
+    await store.decide_approval(declined.id, Ruling(ApprovalState.DECLINED, by="U0B", at=clock()))
     same = make_approval(run.id, idempotency_key=KEY, args=ASKED_2500)
     other = make_approval(run.id, idempotency_key=KEY, args=ASKED_2000)
 
@@ -153,12 +154,14 @@ async def test_an_approval_keeps_the_digests_shown_and_approved_and_the_key_suff
 
     decided = await store.decide_approval(
         approval.id,
-        ApprovalState.APPROVED,
-        by="U0B",
-        at=clock(),
-        approved_args=ASKED_2000,
-        approved_digest=args_digest(ASKED_2000),
-        key_suffix=approval.id,
+        Ruling(
+            ApprovalState.APPROVED,
+            by="U0B",
+            at=clock(),
+            approved_args=ASKED_2000,
+            approved_digest=args_digest(ASKED_2000),
+            key_suffix=approval.id,
+        ),
     )
 
     assert decided.args_digest == args_digest(ASKED_2500)

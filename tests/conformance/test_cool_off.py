@@ -18,6 +18,7 @@ from store import EffectStatus
 from store import Run
 from store import Store
 from store.base import CallEnded
+from store.base import Ruling
 from store.base import UndoEnded
 
 from .builders import Clock
@@ -36,7 +37,9 @@ async def actions_of(store: Store, approval: Approval) -> list[str]:
 
 
 async def approved(store: Store, pending: Approval, clock: Clock) -> Approval:
-    return await store.decide_approval(pending.id, ApprovalState.APPROVED, by="U1", at=clock())
+    return await store.decide_approval(
+        pending.id, Ruling(ApprovalState.APPROVED, by="U1", at=clock())
+    )
 
 
 async def ended(store: Store, approval: Approval, status: EffectStatus) -> Approval:

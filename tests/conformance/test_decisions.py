@@ -15,6 +15,7 @@ from store import AuditEvent
 from store import Run
 from store import Store
 from store import errors
+from store.base import Ruling
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -34,7 +35,7 @@ async def test_approve_records_who_when_and_the_approved_args(
     edited = {"order_id": "4471", "amount_cents": 2000}
 
     decided = await store.decide_approval(
-        pending.id, APPROVED, by="U1", at=clock(), reason="ok", approved_args=edited
+        pending.id, Ruling(APPROVED, by="U1", at=clock(), reason="ok", approved_args=edited)
     )
 
     assert decided == pending.model_copy(
@@ -63,21 +64,20 @@ async def test_a_second_decision_is_refused_and_changes_nothing(
 ) -> None:
     decided = await store.decide_approval(
         pending.id,
-        first,
-        by="U1",
-        at=clock(),
-        reason="first",
+        Ruling(first, by="U1", at=clock(), reason="first"),
         event=decided_event(pending, "U1", clock()),
     )
 
     with pytest.raises(errors.AlreadyDecided) as refused:
         await store.decide_approval(
             pending.id,
-            second,
-            by="U2",
-            at=clock() + timedelta(minutes=5),
-            reason="second",
-            approved_args={"amount_cents": 1},
+            Ruling(
+                second,
+                by="U2",
+                at=clock() + timedelta(minutes=5),
+                reason="second",
+                approved_args={"amount_cents": 1},
+            ),
             event=decided_event(pending, "U2", clock()),
         )
 
@@ -90,8 +90,8 @@ async def test_approve_and_decline_at_once_have_exactly_one_winner(
     store: Store, pending: Approval, clock: Clock
 ) -> None:
     outcomes = await asyncio.gather(
-        store.decide_approval(pending.id, APPROVED, by="U1", at=clock()),
-        store.decide_approval(pending.id, DECLINED, by="U2", at=clock(), reason="no"),
+        store.decide_approval(pending.id, Ruling(APPROVED, by="U1", at=clock())),
+        store.decide_approval(pending.id, Ruling(DECLINED, by="U2", at=clock(), reason="no")),
         return_exceptions=True,
     )
 
@@ -104,9 +104,7 @@ async def test_many_concurrent_deciders_have_exactly_one_winner(
     deciders = [
         store.decide_approval(
             pending.id,
-            APPROVED if i % 2 else DECLINED,
-            by=f"U{i}",
-            at=clock(),
+            Ruling(APPROVED if i % 2 else DECLINED, by=f"U{i}", at=clock()),
             event=decided_event(pending, f"U{i}", clock()),
         )
         for i in range(24)
@@ -120,7 +118,7 @@ async def test_many_concurrent_deciders_have_exactly_one_winner(
 
 async def test_pending_is_not_a_decision(store: Store, pending: Approval, clock: Clock) -> None:
     with pytest.raises(ValueError, match="pending"):
-        await store.decide_approval(pending.id, PENDING, by="U1", at=clock())
+        await store.decide_approval(pending.id, Ruling(PENDING, by="U1", at=clock()))
 
     assert await store.get_approval(pending.id) == pending
 
@@ -140,7 +138,9 @@ async def test_a_deadline_decision_before_the_deadline_is_refused(
 ) -> None:
     with pytest.raises(errors.Conflict) as refused:
         await store.decide_approval(
-            due_in_an_hour.id, DECLINED, by="timeout", at=clock(), reason="expired", due_only=True
+            due_in_an_hour.id,
+            Ruling(DECLINED, by="timeout", at=clock(), reason="expired"),
+            due_only=True,
         )
 
     assert not isinstance(refused.value, errors.AlreadyDecided)
@@ -153,7 +153,7 @@ async def test_a_deadline_decision_after_the_deadline_is_taken(
     later = clock.advance(hours=1, seconds=1)
 
     decided = await store.decide_approval(
-        due_in_an_hour.id, DECLINED, by="timeout", at=later, reason="expired", due_only=True
+        due_in_an_hour.id, Ruling(DECLINED, by="timeout", at=later, reason="expired"), due_only=True
     )
 
     assert (decided.state, decided.reason) == (DECLINED, "expired")
@@ -171,7 +171,7 @@ async def test_a_decision_writes_its_audit_event(
         at=clock(),
     )
 
-    await store.decide_approval(pending.id, APPROVED, by="U1", at=clock(), event=event)
+    await store.decide_approval(pending.id, Ruling(APPROVED, by="U1", at=clock()), event=event)
 
     [written] = await decisions(store, pending.run_id)
     assert written.model_copy(update={"id": None, "prev_hash": None, "hash": None}) == event
@@ -189,7 +189,7 @@ async def decisions(store: Store, run_id: str | None) -> list[AuditEvent]:
 async def _decide(
     store: Store, approval_id: str, state: ApprovalState, at: datetime, reason: str | None = None
 ) -> Approval:
-    return await store.decide_approval(approval_id, state, by="U9", at=at, reason=reason)
+    return await store.decide_approval(approval_id, Ruling(state, by="U9", at=at, reason=reason))
 
 
 async def _assert_one_winner(

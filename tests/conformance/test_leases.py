@@ -16,6 +16,7 @@ from store import EffectStatus
 from store import Run
 from store import RunStatus
 from store import Store
+from store.base import Ruling
 from tests.conftest import Clock as HandClock
 
 from .builders import Append
@@ -165,7 +166,7 @@ async def test_runs_to_recover_are_the_runs_nobody_drives(
         approval = make_approval(parked.id)
         await store.create_approval(approval)
         if state is not None:
-            await store.decide_approval(approval.id, state, by="U1", at=now)
+            await store.decide_approval(approval.id, Ruling(state, by="U1", at=now))
     await append(finished.id, status=RunStatus.DONE)
 
     found = await store.runs_to_recover(now, owner="W1")

@@ -16,6 +16,7 @@ from store import ApprovalState
 from store import Run
 from store import Store
 from store import errors
+from store.base import Ruling
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -28,13 +29,15 @@ async def test_the_link_is_used_with_the_decision_and_refuses_a_second(
 ) -> None:
     assert await store.email_link_used("n1") is None
     decided = await store.cast_vote(
-        pending.id, APPROVED, by="eve@x.com", at=clock(), link_nonce="n1"
+        pending.id, Ruling(APPROVED, by="eve@x.com", at=clock()), link_nonce="n1"
     )
     assert decided.approval.state == APPROVED
     assert await store.email_link_used("n1") is not None
 
     with pytest.raises(errors.LinkUsed):
-        await store.cast_vote(pending.id, DECLINED, by="eve@x.com", at=clock(), link_nonce="n1")
+        await store.cast_vote(
+            pending.id, Ruling(DECLINED, by="eve@x.com", at=clock()), link_nonce="n1"
+        )
     assert await store.get_approval(pending.id) == decided.approval
 
 
@@ -46,7 +49,7 @@ async def test_a_decision_refused_in_its_transaction_leaves_the_link_unused(
     clock.advance(minutes=2)
     with pytest.raises(errors.Expired):
         await store.cast_vote(
-            late.id, APPROVED, by="eve@x.com", at=clock(), open_only=True, link_nonce="n2"
+            late.id, Ruling(APPROVED, by="eve@x.com", at=clock()), open_only=True, link_nonce="n2"
         )
     assert await store.email_link_used("n2") is None
     assert (await store.get_approval(late.id)).state == ApprovalState.PENDING
@@ -54,9 +57,11 @@ async def test_a_decision_refused_in_its_transaction_leaves_the_link_unused(
     # decided by someone else first: refused, and the link is still unused
     other = make_approval(run.id)
     await store.create_approval(other)
-    await store.cast_vote(other.id, APPROVED, by="U0BOB", at=clock())
+    await store.cast_vote(other.id, Ruling(APPROVED, by="U0BOB", at=clock()))
     with pytest.raises(errors.AlreadyDecided):
-        await store.cast_vote(other.id, DECLINED, by="eve@x.com", at=clock(), link_nonce="n3")
+        await store.cast_vote(
+            other.id, Ruling(DECLINED, by="eve@x.com", at=clock()), link_nonce="n3"
+        )
     assert await store.email_link_used("n3") is None
 
 
@@ -68,7 +73,9 @@ async def test_of_many_decisions_through_one_link_at_once_exactly_one_counts(
     await store.create_approval(approval)
     outcomes = await asyncio.gather(
         *(
-            store.cast_vote(approval.id, APPROVED, by="eve@x.com", at=clock(), link_nonce="n4")
+            store.cast_vote(
+                approval.id, Ruling(APPROVED, by="eve@x.com", at=clock()), link_nonce="n4"
+            )
             for _ in range(12)
         ),
         return_exceptions=True,

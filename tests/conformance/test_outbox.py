@@ -17,6 +17,7 @@ from store import Run
 from store import RunStatus
 from store import Store
 from store import errors
+from store.base import Ruling
 
 from .builders import Append
 from .builders import MakeApproval
@@ -58,11 +59,11 @@ async def test_a_decision_a_vote_and_a_reminder_each_leave_a_row(
 ) -> None:
     approval = make_approval(run.id, required_approvals=2)
     await store.create_approval(approval)
-    await store.cast_vote(approval.id, ApprovalState.APPROVED, by="U0ANN", at=later())
+    await store.cast_vote(approval.id, Ruling(ApprovalState.APPROVED, by="U0ANN", at=later()))
     await store.record_reminder(
         approval.id, reminders_sent=1, next_reminder_at=later(600), escalated=True
     )
-    await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U0BOB", at=later())
+    await store.decide_approval(approval.id, Ruling(ApprovalState.APPROVED, by="U0BOB", at=later()))
 
     assert await drain(store) == [
         ("approval_requested", approval.id),
@@ -100,11 +101,13 @@ async def test_a_failed_compare_and_set_leaves_no_row(
 ) -> None:
     approval = make_approval(run.id)
     await store.create_approval(approval)
-    await store.decide_approval(approval.id, ApprovalState.DECLINED, by="U0BOB", at=later())
+    await store.decide_approval(approval.id, Ruling(ApprovalState.DECLINED, by="U0BOB", at=later()))
     await drain(store)
 
     with pytest.raises(errors.AlreadyDecided):
-        await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U0EVE", at=later())
+        await store.decide_approval(
+            approval.id, Ruling(ApprovalState.APPROVED, by="U0EVE", at=later())
+        )
 
     assert await claim_all(store) == []
 
@@ -194,7 +197,7 @@ async def test_a_later_row_waits_for_an_earlier_unsent_one_of_its_subject(
     first, other = make_approval(run.id), make_approval(run.id)
     await store.create_approval(first)
     await store.create_approval(other)
-    await store.decide_approval(first.id, ApprovalState.APPROVED, by="U0BOB", at=later())
+    await store.decide_approval(first.id, Ruling(ApprovalState.APPROVED, by="U0BOB", at=later()))
 
     claimed = await store.claim_outbox("w1", now=later(), until=later(120), limit=10)
     assert [(i.topic, i.subject_id) for i in claimed] == [

@@ -9,6 +9,7 @@ from store import ApprovalState
 from store import Run
 from store import RunStatus
 from store import Store
+from store.base import Ruling
 
 from .builders import Clock
 from .builders import MakeApproval
@@ -27,7 +28,7 @@ async def test_page_approvals_filters_and_pages_oldest_first(
     ]
     for approval in reversed(made):
         await store.create_approval(approval)
-    await store.decide_approval("a4", ApprovalState.DECLINED, by="U1", at=clock())
+    await store.decide_approval("a4", Ruling(ApprovalState.DECLINED, by="U1", at=clock()))
 
     first = await store.page_approvals(limit=2)
     assert [a.id for a in first] == ["a1", "a2"]

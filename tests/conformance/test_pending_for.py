@@ -13,6 +13,7 @@ import pytest
 from store import ApprovalState
 from store import AuditEvent
 from store import Store
+from store.base import Ruling
 from store.records import Authority
 
 from .builders import Clock
@@ -83,7 +84,7 @@ async def test_decided_leave_and_filled_in_arrive(store: Store, ask: Ask, clock:
     decided = await ask(authority=asked(approvers=[ME]))
     old = await ask()  # asked before approvals carried authority
     kept = await ask(authority=asked(approvers=[ME]))
-    await store.decide_approval(decided, ApprovalState.APPROVED, by=ME, at=clock())
+    await store.decide_approval(decided, Ruling(ApprovalState.APPROVED, by=ME, at=clock()))
     assert [a.id for a in (await store.pending_for(ME)).approvals] == [kept]
 
     event = AuditEvent(action="authority_filled", actor="signoff", approval_id=old, at=clock())

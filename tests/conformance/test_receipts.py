@@ -13,6 +13,7 @@ from runtime.signing import Signer
 from store import Approval
 from store import ApprovalState
 from store import Store
+from store.base import Ruling
 
 
 async def test_the_first_receipt_stored_stays(store: Store) -> None:
@@ -20,7 +21,9 @@ async def test_the_first_receipt_stored_stays(store: Store) -> None:
     await store.create_approval(approval)
     assert (await store.set_receipt(approval.id, {"x": 1})).receipt is None  # pending: none
     at = datetime(2026, 11, 29, 9, 5, tzinfo=UTC)
-    decided = await store.decide_approval(approval.id, ApprovalState.APPROVED, by="U0BOB", at=at)
+    decided = await store.decide_approval(
+        approval.id, Ruling(ApprovalState.APPROVED, by="U0BOB", at=at)
+    )
     one, two = (Signer(Ed25519PrivateKey.generate()) for _ in range(2))
     first = one.sign(receipts.document(decided, []))
 

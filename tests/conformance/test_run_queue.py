@@ -17,6 +17,7 @@ from store import RunStatus
 from store import Store
 from store import errors
 from store.base import Claims
+from store.base import Ruling
 from tests.conftest import Clock as HandClock
 
 from .builders import Append
@@ -132,9 +133,9 @@ async def test_a_decision_that_leaves_nothing_pending_makes_the_parked_run_ready
     run, first, second = await parked_on_two(store, make_run, append, make_approval)
     now = HandClock()()
 
-    await store.decide_approval(first.id, ApprovalState.APPROVED, by="U1", at=now)
+    await store.decide_approval(first.id, Ruling(ApprovalState.APPROVED, by="U1", at=now))
     assert await claim(store, "W2") == []  # still waiting for the second
-    await store.decide_approval(second.id, ApprovalState.DECLINED, by="U1", at=now)
+    await store.decide_approval(second.id, Ruling(ApprovalState.DECLINED, by="U1", at=now))
 
     assert await claim(store, "W2") == [(run.id, 2)]
 
@@ -167,7 +168,7 @@ async def person_decides(store: Store, approval_id: str, state: ApprovalState) -
         run_id=(await store.get_approval(approval_id)).run_id,
         at=now,
     )
-    await store.cast_vote(approval_id, state, by="U1", at=now, event=event)
+    await store.cast_vote(approval_id, Ruling(state, by="U1", at=now), event=event)
 
 
 async def test_a_ready_run_with_nothing_to_drive_leaves_the_queue_unclaimed(

@@ -12,6 +12,7 @@ from store import ApprovalState
 from store import Batch
 from store import Store
 from store import errors
+from store.base import Ruling
 
 from .builders import Clock
 from .builders import checkpoint
@@ -26,7 +27,7 @@ UNKNOWN: dict[str, Callable[[Store, Clock], Awaitable[object]]] = {
     "a run's history": lambda store, clock: store.history("no-such-run"),
     "get an approval": lambda store, clock: store.get_approval("no-such-approval"),
     "decide an approval": lambda store, clock: store.decide_approval(
-        "no-such-approval", ApprovalState.APPROVED, by="U1", at=clock()
+        "no-such-approval", Ruling(ApprovalState.APPROVED, by="U1", at=clock())
     ),
     "set an approval's message": lambda store, clock: store.set_approval_message(
         "nope", channel="C1", ts="1.0", delivery="delivered"

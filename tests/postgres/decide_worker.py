@@ -15,6 +15,7 @@ from datetime import datetime
 from store import ApprovalState
 from store import errors
 from store import open_store
+from store.base import Ruling
 
 
 async def main(url: str, approval_id: str, user: str) -> None:
@@ -25,7 +26,7 @@ async def main(url: str, approval_id: str, user: str) -> None:
         await asyncio.to_thread(sys.stdin.readline)
         try:
             await store.decide_approval(
-                approval_id, ApprovalState.APPROVED, by=user, at=datetime.now(UTC)
+                approval_id, Ruling(ApprovalState.APPROVED, by=user, at=datetime.now(UTC))
             )
         except errors.Conflict as exc:
             print(f"lost {type(exc).__name__}", flush=True)

@@ -20,6 +20,7 @@ from store import Message
 from store import Run
 from store import Store
 from store import open_store
+from store.base import Ruling
 from store.base import Voted
 from store.records import utcnow
 
@@ -136,7 +137,9 @@ async def decide(store: Store, approval_id: str) -> Voted:
     """A person's approval with its audit event, as the runtime casts it."""
     at = utcnow()
     event = AuditEvent(action="approval_approved", actor="U1", approval_id=approval_id, at=at)
-    return await store.cast_vote(approval_id, ApprovalState.APPROVED, by="U1", at=at, event=event)
+    return await store.cast_vote(
+        approval_id, Ruling(ApprovalState.APPROVED, by="U1", at=at), event=event
+    )
 
 
 async def test_the_counter_counts_each_statement_and_transaction() -> None:
