@@ -50,6 +50,7 @@ from aiohttp import web
 from bot import words
 from bot.api_audit import audited
 from bot.api_body import parse_body as _body
+from bot.api_body import refuse_unknown
 from bot.api_cool_off import add_cool_off_routes
 from bot.api_deliveries import add_deliveries_route
 from bot.api_envelopes import add_envelope_routes
@@ -257,9 +258,7 @@ async def audit(request: web.Request) -> web.Response:
     UTC unless it says otherwise), at most `limit` (1000; up to 10000); `more` says whether
     there are further events (ask again with the last one's `at`)."""
     query = request.query
-    unknown = sorted(set(query) - {"run_id", "approval_id", "since", "limit"})
-    if unknown:
-        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
+    refuse_unknown(query, {"run_id", "approval_id", "since", "limit"})
     since = _instant(query.get("since"))
     limit = page_limit(query.get("limit"), default=1000, most=MAX_AUDIT_PAGE)
     rt = request.app[RUNTIME]

@@ -1,10 +1,13 @@
-"""Reading a JSON request body once, with the API's limits (depth, size, no NaN), into its
-request model: a malformed body is a 400 naming what is wrong."""
+"""Reading a request: its JSON body once, with the API's limits (depth, size, no NaN), into
+its request model, and its query parameters against those the endpoint reads: a malformed
+body or an unknown parameter is a 400 naming what is wrong."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
+from collections.abc import Mapping
 from typing import Any
 from typing import TypeVar
 
@@ -36,6 +39,17 @@ async def parse_body(request: web.Request, model: type[M]) -> M:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "body"
         raise BadRequest(f"{where}: {first['msg']}") from None
+
+
+def refuse_unknown(
+    query: Mapping[str, str], known: Collection[str], *, name_known: bool = False
+) -> None:
+    """A 400 naming each query parameter the endpoint does not read (and, with `name_known`,
+    those it does)."""
+    unknown = sorted(set(query) - set(known))
+    if unknown:
+        use = f" (use {', '.join(sorted(known))})" if name_known else ""
+        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}{use}")
 
 
 def _strict_json(text: str) -> Any:

@@ -23,8 +23,8 @@ from aiohttp import web
 
 from bot.api_audit import audited
 from bot.api_body import parse_body
+from bot.api_body import refuse_unknown
 from bot.http_auth import requires
-from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
 from bot.requests import EnvelopeChangeRequest
 from bot.requests import EnvelopeRequest
@@ -83,9 +83,7 @@ async def create_envelope(request: web.Request) -> web.Response:
 
 @requires("approvals:decide", "runs:read")
 async def list_envelopes(request: web.Request) -> web.Response:
-    unknown = sorted(set(request.query) - {"tool"})
-    if unknown:
-        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}")
+    refuse_unknown(request.query, {"tool"})
     rt = request.app[RUNTIME]
     found = await rt.spend.list(tool=request.query.get("tool") or None, limit=LIST_LIMIT)
     return web.json_response({"envelopes": [envelope_view(rt, e) for e in found]})

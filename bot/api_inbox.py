@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import words
+from bot.api_body import refuse_unknown
 from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
@@ -62,11 +63,7 @@ def run_summary(run: Run) -> dict[str, Any]:
 def _query(
     query: Mapping[str, str], filters: tuple[str, ...]
 ) -> tuple[dict[str, str | None], str | None, int]:
-    known = {*filters, "cursor", "limit"}
-    unknown = sorted(set(query) - known)
-    if unknown:
-        allowed = ", ".join(sorted(known))
-        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use {allowed})")
+    refuse_unknown(query, {*filters, "cursor", "limit"}, name_known=True)
     chosen = {name: query.get(name) or None for name in filters}
     limit = page_limit(query.get("limit"), default=DEFAULT_PAGE, most=INBOX_PAGE)
     return chosen, query.get("cursor") or None, limit

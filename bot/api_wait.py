@@ -21,6 +21,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.api_body import refuse_unknown
 from bot.http_auth import requires
 from bot.http_errors import BadRequest
 from bot.http_keys import RUNTIME
@@ -59,9 +60,7 @@ async def wait_for_decision(request: web.Request) -> web.Response:
 async def waited_on(request: web.Request, timeouts: Timeouts) -> tuple[Approval, float]:
     """The approval the request waits on (unknown: 404) and for how many seconds at most (its
     only query parameter, `timeout`)."""
-    unknown = sorted(set(request.query) - {"timeout"})
-    if unknown:
-        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)} (use timeout)")
+    refuse_unknown(request.query, {"timeout"}, name_known=True)
     seconds = _seconds(request.query.get("timeout"), timeouts)
     return await request.app[RUNTIME].queries.approval(request.match_info["approval_id"]), seconds
 

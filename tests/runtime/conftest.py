@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import runtime_scenarios as scenarios
+from approvals_conftest_helpers import RecordingNotifier
 from approvals_conftest_helpers import refund_run
 from support.helpers import run_text
 
@@ -68,7 +69,15 @@ def run_worker(db_url: str, world: Path) -> Callable[..., Any]:
 
 
 @pytest.fixture
-async def refund_done(make_runtime: Callable[..., Runtime], world: Path) -> tuple[Runtime, str]:
+def notifier() -> RecordingNotifier:
+    """What the test's runtime told the humans (`refund_done`'s runtime tells this one)."""
+    return RecordingNotifier()
+
+
+@pytest.fixture
+async def refund_done(
+    make_runtime: Callable[..., Runtime], world: Path, notifier: RecordingNotifier
+) -> tuple[Runtime, str]:
     """A runtime with the example refund agent, and a done run of it (`refund_run`)."""
-    rt = make_runtime([refund_agent])
+    rt = make_runtime([refund_agent], notifier=notifier)
     return rt, await refund_run(rt)

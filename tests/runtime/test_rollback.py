@@ -67,11 +67,9 @@ def reversals() -> list[tuple[str, str, int, str]]:
 
 
 async def test_rollback_compensates_the_refund_and_pages_email_and_charge(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str], notifier: RecordingNotifier
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime([refund_agent], notifier=notifier)
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
 
     report = await rt.rollback(run_id, to_step=0)
 

@@ -17,14 +17,12 @@ from approvals_conftest_helpers import history_around_rollback
 from approvals_conftest_helpers import invocations
 from approvals_conftest_helpers import notify
 from approvals_conftest_helpers import quote
-from approvals_conftest_helpers import refund_run
 from approvals_conftest_helpers import release
 from approvals_conftest_helpers import reserve
 from approvals_conftest_helpers import tool_messages
 
 from examples import world as example_world
 from examples.refund_agent import _results as transcript_results
-from examples.refund_agent import agent as refund_agent
 from runtime import Agent
 from runtime import Runtime
 from runtime import ScriptedModel
@@ -282,11 +280,9 @@ def smaller_order(messages: list[Message]) -> list[Message]:
 
 
 async def test_dry_run_fork_asks_no_human_for_approval(
-    make_runtime: Callable[..., Runtime], world: Path
+    refund_done: tuple[Runtime, str], notifier: RecordingNotifier
 ) -> None:
-    notifier = RecordingNotifier()
-    rt = make_runtime([refund_agent], notifier=notifier)
-    run_id = await refund_run(rt)
+    rt, run_id = refund_done
     payments, emails = example_world.payments(), example_world.emails()
 
     fork_id = await rt.fork(run_id, from_step=1, modify=smaller_order, dry_run=True)

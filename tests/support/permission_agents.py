@@ -1,6 +1,7 @@
 """Agents for the permission-table test, imported in the test's process and by the `signoff`
 subprocess (through SIGNOFF_AGENTS): one that asks for approval and parks, one whose courier
-hangs so its effect is in doubt and on-call is paged."""
+hangs so its effect is in doubt and on-call is paged. (Its calls waiting out a cool-off or
+in an undo window are `cool_off_agents`' seat and booking agents.)"""
 
 from __future__ import annotations
 
@@ -35,32 +36,4 @@ asker = Agent(
 )
 doubter = Agent(
     "doubter", model=ScriptedModel([tool_call("ship", {"parcel": "p1"}), "Shipped."]), tools=[ship]
-)
-
-
-@tool(description="Hold a seat.", effect="reversible", compensate="release", requires_approval=True)
-async def hold(seat: str) -> str:
-    return f"held {seat}"
-
-
-@tool(description="Book a room.", effect="reversible", compensate="release", requires_approval=True)
-async def book(seat: str) -> str:
-    return f"booked {seat}"
-
-
-@tool(description="Release a seat or a room.", effect="irreversible", requires_approval=False)
-async def release(seat: str) -> str:
-    return f"released {seat}"
-
-
-# Their policies (the test's): `hold` waits out a cool-off, `book` may be undone for a while.
-holder = Agent(
-    "holder",
-    model=ScriptedModel([tool_call("hold", {"seat": "s1"}), "Held."]),
-    tools=[hold, release],
-)
-booker = Agent(
-    "booker",
-    model=ScriptedModel([tool_call("book", {"seat": "r1"}), "Booked."]),
-    tools=[book, release],
 )

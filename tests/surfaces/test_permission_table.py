@@ -35,12 +35,13 @@ from aiohttp import web
 from slack_bolt.request.async_request import AsyncBoltRequest
 from support import SUPPORT
 from support.api_support import token
+from support.cool_off_agents import SEATS
+from support.cool_off_agents import booking_agent
+from support.cool_off_agents import seat_agent
 from support.helpers import SIGNOFF
 from support.helpers import clean_env
 from support.permission_agents import asker
-from support.permission_agents import booker
 from support.permission_agents import doubter
-from support.permission_agents import holder
 from support.slack_inprocess import SECRET
 from support.slack_inprocess import Slack
 from support.slack_inprocess import click
@@ -212,7 +213,12 @@ class World:
             "refund", {"order": "o9"}, requested_by=RILEY, requester_token="token:operator"
         )
         return Subjects(
-            run, approval, page, asked, await self._ran("holder"), await self._ran("booker")
+            run,
+            approval,
+            page,
+            asked,
+            await self._ran("seat-agent"),
+            await self._ran("booking-agent"),
         )
 
     async def _ran(self, agent: str) -> Approval:
@@ -240,15 +246,16 @@ class World:
 
 
 @pytest.fixture
-async def doors(tmp_path: Path) -> AsyncIterator[World]:
+async def doors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[World]:
+    monkeypatch.setenv(SEATS, str(tmp_path / "seats.log"))  # where the seat provider writes
     db_url = f"sqlite:///{tmp_path / 'signoff.db'}"
     store = await open_store(db_url)
     rt = Runtime(
         store,
-        [asker, doubter, holder, booker],
+        [asker, doubter, seat_agent, booking_agent],
         policies=Policies(
             default=Policy(approvers=(BOB,)),
-            tools={"hold": Policy(cool_off="1h"), "book": Policy(undo_for="1h")},
+            tools={"hold_seat": Policy(cool_off="1h"), "book_seat": Policy(undo_for="1h")},
         ),
         access=Access.of(resolvers=[CAROL]),
     )
@@ -266,9 +273,9 @@ async def doors(tmp_path: Path) -> AsyncIterator[World]:
     port = runner.addresses[0][1]
     (tmp_path / "signoff.toml").write_text(
         'agents = ["permission_agents:asker", "permission_agents:doubter", '
-        '"permission_agents:holder", "permission_agents:booker"]\n'
+        '"cool_off_agents:seat_agent", "cool_off_agents:booking_agent"]\n'
         '[policies.default]\napprovers = ["U0BOB"]\n'
-        '[policies.tools.hold]\ncool_off = "1h"\n[policies.tools.book]\nundo_for = "1h"\n'
+        '[policies.tools.hold_seat]\ncool_off = "1h"\n[policies.tools.book_seat]\nundo_for = "1h"\n'
     )
     async with aiohttp.ClientSession() as http, slack_app(rt) as slack:
         base = f"http://127.0.0.1:{port}"
@@ -437,6 +444,7 @@ async def cli_door(world: World, permission: Permission, persona: str) -> bool |
     env = clean_env("SIGNOFF_", "SLACK_") | {
         "SIGNOFF_DATABASE_URL": world.db_url,
         "SIGNOFF_PAGE_RESOLVERS": CAROL,
+        SEATS: os.environ[SEATS],
         "PYTHONPATH": os.pathsep.join([str(SUPPORT), os.environ.get("PYTHONPATH", "")]),
     }
     process = await asyncio.create_subprocess_exec(

@@ -533,9 +533,11 @@ def test_the_check_sees_an_upward_import(tmp_path: Path) -> None:
     assert "bot" in imported_packages(module)
 
 
-def test_an_upward_import_under_type_checking_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+# (the check on the tree, the tree's files, what the check finds in it), for
+# test_broken_trees
+BROKEN = [
+    pytest.param(
+        lambda root: upward_imports(import_graph(root)),
         {
             "store/__init__.py": "",
             "store/core.py": "from typing import TYPE_CHECKING\n"
@@ -543,14 +545,11 @@ def test_an_upward_import_under_type_checking_is_found(tmp_path: Path) -> None:
             "runtime/__init__.py": "",
             "runtime/agent.py": "from store import core\n",
         },
-    )
-
-    assert upward_imports(import_graph(root)) == {"store.core": ["runtime.agent"]}
-
-
-def test_a_type_hint_import_of_the_facade_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {"store.core": ["runtime.agent"]},
+        id="an upward import under type checking is found",
+    ),
+    pytest.param(
+        lambda root: facade_imports(import_graph(root)),
         {
             "runtime/__init__.py": "from runtime.engine import Runtime\n",
             "runtime/engine.py": "from runtime import driver\n",
@@ -559,17 +558,14 @@ def test_a_type_hint_import_of_the_facade_is_found(tmp_path: Path) -> None:
             "runtime/ending.py": "from runtime import Runtime\n",
             "runtime/fine.py": "from runtime import driver\n",
         },
-    )
-
-    assert facade_imports(import_graph(root)) == {
-        "runtime.driver": ["runtime.engine"],
-        "runtime.ending": ["runtime"],
-    }
-
-
-def test_a_cycle_through_a_third_module_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {
+            "runtime.driver": ["runtime.engine"],
+            "runtime.ending": ["runtime"],
+        },
+        id="a type hint import of the facade is found",
+    ),
+    pytest.param(
+        lambda root: cycles(import_graph(root)),
         {
             "runtime/__init__.py": "",
             "runtime/a.py": "from runtime import b\n",
@@ -578,14 +574,11 @@ def test_a_cycle_through_a_third_module_is_found(tmp_path: Path) -> None:
             "if TYPE_CHECKING:\n    import runtime.a\n",
             "runtime/d.py": "from runtime import a\n",
         },
-    )
-
-    assert cycles(import_graph(root)) == [["runtime.a", "runtime.b", "runtime.c"]]
-
-
-def test_a_surface_importing_the_store_is_found_wherever_it_does(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        [["runtime.a", "runtime.b", "runtime.c"]],
+        id="a cycle through a third module is found",
+    ),
+    pytest.param(
+        lambda root: store_imports(root),
         {
             "store/__init__.py": "class Store: ...\ndef open_store(url): ...\n",
             "store/limits.py": "MAX = 1\n",
@@ -597,32 +590,26 @@ def test_a_surface_importing_the_store_is_found_wherever_it_does(tmp_path: Path)
             "bot/named.py": "from runtime import Store\n",
             "bot/fine.py": "from runtime import Runtime\n",
         },
-    )
-
-    assert store_imports(root) == {
-        "bot.hints": ["store", "store.Store"],
-        "bot.late": ["store.limits"],
-        "bot.named": ["runtime.Store"],
-    }
-
-
-def test_a_surface_reaching_for_a_store_or_the_desk_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {
+            "bot.hints": ["store", "store.Store"],
+            "bot.late": ["store.limits"],
+            "bot.named": ["runtime.Store"],
+        },
+        id="a surface importing the store is found wherever it does",
+    ),
+    pytest.param(
+        lambda root: store_reaches(root),
         {
             "bot/__init__.py": "",
             "bot/api.py": "async def f(rt):\n    return await rt.store.get_run('r')\n",
             "bot/cli.py": "def f(rt):\n    return rt.desk.policies, rt.deps\n",
             "bot/fine.py": "async def f(rt):\n    return await rt.queries.run('r')\n",
         },
-    )
-
-    assert store_reaches(root) == {"bot.api": ["rt.store"], "bot.cli": ["rt.deps", "rt.desk"]}
-
-
-def test_a_surface_importing_a_private_name_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {"bot.api": ["rt.store"], "bot.cli": ["rt.deps", "rt.desk"]},
+        id="a surface reaching for a store or the desk is found",
+    ),
+    pytest.param(
+        lambda root: private_imports(root),
         {
             "bot/__init__.py": "",
             "bot/api.py": "def _run_view(): ...\ndef run_view(): ...\n",
@@ -632,17 +619,14 @@ def test_a_surface_importing_a_private_name_is_found(tmp_path: Path) -> None:
             "bot/console.py": "from bot.api import run_view\nfrom __future__ import annotations\n",
             "bot/own.py": "from typing import _SpecialForm\n",
         },
-    )
-
-    assert private_imports(root) == {
-        "bot.cli.near": ["bot.api._run_view"],
-        "bot.cli.runs": ["bot.api._run_view"],
-    }
-
-
-def test_a_runtime_module_handing_out_the_store_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {
+            "bot.cli.near": ["bot.api._run_view"],
+            "bot.cli.runs": ["bot.api._run_view"],
+        },
+        id="a surface importing a private name is found",
+    ),
+    pytest.param(
+        lambda root: store_handed_out(root),
         {
             "store/__init__.py": "class Store: ...\n",
             "runtime/__init__.py": "from runtime.engine import Runtime\n",
@@ -663,16 +647,11 @@ def test_a_runtime_module_handing_out_the_store_is_found(tmp_path: Path) -> None
             "bot/app.py": "from runtime import Runtime\nfrom runtime.queries import Queries\n"
             "from runtime.leaky import opened\nfrom runtime import port\n",
         },
-    )
-
-    assert store_handed_out(root) == {
-        "runtime.leaky": ["opened", "Holder.store", "Keeper.get", "Keeper.self.store"]
-    }
-
-
-def test_a_surface_importing_past_the_public_names_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {"runtime.leaky": ["opened", "Holder.store", "Keeper.get", "Keeper.self.store"]},
+        id="a runtime module handing out the store is found",
+    ),
+    pytest.param(
+        lambda root: past_public_names(root, ["bot", "examples"], sub_packages(root)),
         {
             "runtime/__init__.py": "",
             "runtime/approvals/__init__.py": "__all__ = ['Policy', 'call_trail']\n",
@@ -690,19 +669,16 @@ def test_a_surface_importing_past_the_public_names_is_found(tmp_path: Path) -> N
             "examples/demo.py": "from typing import TYPE_CHECKING\n"
             "if TYPE_CHECKING:\n    from runtime.approvals import policy\n",
         },
-    )
-
-    assert past_public_names(root, ["bot", "examples"], sub_packages(root)) == {
-        "bot.cli.runs": ["runtime.approvals.slo"],
-        "bot.health": ["runtime.approvals.policy.Policy"],
-        "bot.server": ["runtime.runs.queue"],
-        "examples.demo": ["runtime.approvals.policy"],
-    }
-
-
-def test_a_surface_leaning_on_another_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {
+            "bot.cli.runs": ["runtime.approvals.slo"],
+            "bot.health": ["runtime.approvals.policy.Policy"],
+            "bot.server": ["runtime.runs.queue"],
+            "examples.demo": ["runtime.approvals.policy"],
+        },
+        id="a surface importing past the public names is found",
+    ),
+    pytest.param(
+        lambda root: cross_surface_imports(import_graph(root)),
         {
             "bot/__init__.py": "",
             "bot/api.py": "from bot import api_views\n",
@@ -727,12 +703,13 @@ def test_a_surface_leaning_on_another_is_found(tmp_path: Path) -> None:
             "bot/outbox.py": "",
             "bot/dev/__init__.py": "from bot.slack import app\nfrom bot import api\n",
         },
-    )
-
-    assert cross_surface_imports(import_graph(root)) == {
-        "bot.cli.runs": ["bot.api_views"],
-        "bot.console.routes": ["bot.api", "bot.slack.cards"],
-        "bot.email.sender": ["bot.slack.outbox"],
-        "bot.logs": ["bot.slack.escape"],
-        "bot.requests": ["bot.slack.cards"],
-    }
+        {
+            "bot.cli.runs": ["bot.api_views"],
+            "bot.console.routes": ["bot.api", "bot.slack.cards"],
+            "bot.email.sender": ["bot.slack.outbox"],
+            "bot.logs": ["bot.slack.escape"],
+            "bot.requests": ["bot.slack.cards"],
+        },
+        id="a surface leaning on another is found",
+    ),
+]

@@ -180,9 +180,11 @@ def test_importing_a_public_name_loads_its_module_only(graph: dict[str, set[str]
 # the checks fail on trees that break them
 
 
-def test_a_loop_module_reaching_the_desk_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+# (the check on the tree, the tree's files, what the check finds in it), for
+# test_broken_trees
+BROKEN = [
+    pytest.param(
+        lambda root: loop_reaching_the_desk(import_graph(root, ("runtime",))),
         {
             "runtime/__init__.py": "",
             "runtime/engine.py": "from runtime.approvals.desk import ApprovalDesk\n",
@@ -198,18 +200,15 @@ def test_a_loop_module_reaching_the_desk_is_found(tmp_path: Path) -> None:
             "runtime/history/rollback.py": "from typing import TYPE_CHECKING\n"
             "if TYPE_CHECKING:\n    import runtime.approvals.desk\n",
         },
-    )
-
-    assert loop_reaching_the_desk(import_graph(root, ("runtime",))) == {
-        "runtime.history.rollback": ["runtime.history.rollback", DESK],
-        "runtime.runs.asks": ["runtime.runs.asks", "runtime.approvals.remote", DESK],
-        "runtime.runs.driver": ["runtime.runs.driver", DESK],
-    }
-
-
-def test_a_module_naming_the_desk_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        {
+            "runtime.history.rollback": ["runtime.history.rollback", DESK],
+            "runtime.runs.asks": ["runtime.runs.asks", "runtime.approvals.remote", DESK],
+            "runtime.runs.driver": ["runtime.runs.driver", DESK],
+        },
+        id="a loop module reaching the desk is found",
+    ),
+    pytest.param(
+        lambda root: desk_namers(root),
         {
             "runtime/__init__.py": "from runtime.approvals.desk import ApprovalDesk\n",
             "runtime/engine.py": "desk = ApprovalDesk()\n",
@@ -219,14 +218,11 @@ def test_a_module_naming_the_desk_is_found(tmp_path: Path) -> None:
             "runtime/scheduler.py": '"""Ticks through `ApprovalDesk.tick`."""\n',
             "runtime/deps.py": "from runtime.approvals.desk import ApprovalDesk as Desk\n",
         },
-    )
-
-    assert desk_namers(root) == ["runtime.deps", "runtime.runs.driving", "runtime.runs.ending"]
-
-
-def test_a_module_reaching_past_a_sub_package_s_public_names_is_found(tmp_path: Path) -> None:
-    root = _tree(
-        tmp_path,
+        ["runtime.deps", "runtime.runs.driving", "runtime.runs.ending"],
+        id="a module naming the desk is found",
+    ),
+    pytest.param(
+        lambda root: reaching_past_public_names(root),
         {
             "runtime/__init__.py": "from runtime.runs.keys import key\n",
             "runtime/engine.py": "from runtime.approvals.desk import ApprovalDesk\n",
@@ -246,16 +242,17 @@ def test_a_module_reaching_past_a_sub_package_s_public_names_is_found(tmp_path: 
             "runtime/spend/desk.py": "from runtime.approvals import Policy, bind\n",
             "runtime/spend/rules.py": "from runtime.approvals import rules\n",
         },
-    )
-
-    assert reaching_past_public_names(root) == {
-        "runtime.history.rollback": ["runtime.runs.keys.key"],
-        "runtime.ports": ["runtime.approvals.policy.Policy"],
-        "runtime.runs.asks": ["runtime.approvals.hidden"],
-        "runtime.runs.gate": ["runtime.approvals.binding.bind"],
-        "runtime.runs.late": ["runtime.approvals.paging"],
-        "runtime.spend.rules": ["runtime.approvals.rules"],
-    }
+        {
+            "runtime.history.rollback": ["runtime.runs.keys.key"],
+            "runtime.ports": ["runtime.approvals.policy.Policy"],
+            "runtime.runs.asks": ["runtime.approvals.hidden"],
+            "runtime.runs.gate": ["runtime.approvals.binding.bind"],
+            "runtime.runs.late": ["runtime.approvals.paging"],
+            "runtime.spend.rules": ["runtime.approvals.rules"],
+        },
+        id="a module reaching past a sub package s public names is found",
+    ),
+]
 
 
 def test_a_public_name_is_an_edge_to_its_module(tmp_path: Path) -> None:
