@@ -32,6 +32,7 @@ from signoff.calls import request_call
 from signoff.calls import run_call
 from signoff.calls import runs_call
 from signoff.calls import same_decision
+from signoff.calls import spans
 from signoff.calls import start_call
 from signoff.calls import wait_call
 from signoff.calls import withdraw_call
@@ -139,15 +140,11 @@ class Client:
             not_withdrawn(approval_id, exc)
 
     def _wait(self, approval_id: str, timeout: float | None) -> Approval:
-        until = None if timeout is None else time.monotonic() + timeout
-        while True:
-            poll = self.settings.long_poll
-            left = poll if until is None else min(poll, until - time.monotonic())
-            if left <= 0:
-                return self.get(approval_id)
+        for left in spans(timeout, self.settings.long_poll):
             approval = self.send(wait_call(approval_id, left))
             if approval.decided:
                 return approval
+        return self.get(approval_id)
 
     def decide(
         self,

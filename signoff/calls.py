@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import time
 import urllib.parse
 import uuid
+from collections.abc import Iterator
 from collections.abc import Mapping
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -183,6 +185,14 @@ def parse(call: Call[M], status: int, text: str) -> M:
         body = data if isinstance(data, dict) else {}
         raise ApiError(status, str(body.get("error", text[:200])), body)
     return call.model.model_validate(data)
+
+
+def spans(timeout: float | None, longest: float) -> Iterator[float]:
+    """The seconds each request of a wait may last: `longest`, the last one cut short where
+    `timeout` ends (None: on until decided). Each is reckoned when the one before returned."""
+    until = None if timeout is None else time.monotonic() + timeout
+    while (left := longest if until is None else min(longest, until - time.monotonic())) > 0:
+        yield left
 
 
 Sent = tuple[int, str, str | None]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -45,6 +44,7 @@ from signoff.calls import request_call
 from signoff.calls import run_call
 from signoff.calls import runs_call
 from signoff.calls import same_decision
+from signoff.calls import spans
 from signoff.calls import start_call
 from signoff.calls import wait_call
 from signoff.calls import withdraw_call
@@ -161,12 +161,7 @@ class AsyncClient:
         return approval
 
     async def _wait(self, approval_id: str, timeout: float | None, stream: bool) -> Approval:  # noqa: ASYNC109
-        until = None if timeout is None else time.monotonic() + timeout
-        longest = MAX_STREAM if stream else self.settings.long_poll
-        while True:
-            left = longest if until is None else min(longest, until - time.monotonic())
-            if left <= 0:
-                return await self.get(approval_id)
+        for left in spans(timeout, MAX_STREAM if stream else self.settings.long_poll):
             approval = await (
                 self._streamed(approval_id, left)
                 if stream
@@ -174,6 +169,7 @@ class AsyncClient:
             )
             if approval.decided:
                 return approval
+        return await self.get(approval_id)
 
     async def _leave(self, approval_id: str) -> None:
         """Withdraw for a caller that left, once, shielded from a second cancellation (the
