@@ -177,17 +177,23 @@ class EnvelopeChangeRequest(BaseModel):
     _by = field_validator("by")(_slack_user_id)
 
 
-def decision_refusal(**values: Any) -> tuple[str, str] | None:
-    """The field and the reason the HTTP API would refuse this decision for, or None: the one
-    check every surface (API, CLI, Slack) puts a decision through before recording it."""
+def refusal(request: type[BaseModel], /, **values: Any) -> tuple[str, str] | None:
+    """The field and the reason the HTTP API would refuse `values` for as a `request`
+    body, or None (its first refusal, as its 400 names it)."""
     from pydantic import ValidationError
 
     try:
-        DecisionRequest.model_validate(values)
+        request.model_validate(values)
     except ValidationError as exc:
         first = exc.errors()[0]
         return (str(first["loc"][0]) if first["loc"] else "", first["msg"])
     return None
+
+
+def decision_refusal(**values: Any) -> tuple[str, str] | None:
+    """The field and the reason the HTTP API would refuse this decision for, or None: the one
+    check every surface (API, CLI, Slack) puts a decision through before recording it."""
+    return refusal(DecisionRequest, **values)
 
 
 class ReceiptCheckRequest(BaseModel):

@@ -136,14 +136,12 @@ def _shown(record: BaseModel) -> BaseModel:
 def checked_as_api(model: type[BaseModel], flags: Mapping[str, str], **values: Any) -> None:
     """Refuse what the HTTP API would refuse in the same fields (`bot.requests`' models:
     lengths, user ids), naming the command-line option (`flags`: field -> option)."""
-    from pydantic import ValidationError
+    from bot.requests import refusal
 
-    try:
-        model.model_validate(values)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = str(first["loc"][0]) if first["loc"] else ""
-        raise Failure(f"{flags.get(field, field)}: {first['msg']}") from None
+    refused = refusal(model, **values)
+    if refused is not None:
+        field, why = refused
+        raise Failure(f"{flags.get(field, field)}: {why}")
 
 
 def check_user_id(flag: str, user: str) -> None:
