@@ -345,9 +345,7 @@ class ApprovalDesk:
         """Decline an approval as expired and refuse the decision, if its deadline passed by
         the database's clock; nothing if the store finds it not due yet."""
         try:
-            await self.record_decision(
-                approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", due_only=True
-            )
+            await self.decline_expired(approval)
         except store_errors.Conflict:
             return  # not due yet: this worker's clock runs ahead
         except errors.AlreadyDecided:
@@ -356,6 +354,13 @@ class ApprovalDesk:
             f"approval {approval.id} expired at {approval.deadline:%Y-%m-%d %H:%M:%S} UTC; "
             "it was declined as expired",
             approval=await self.get(approval.id),
+        )
+
+    async def decline_expired(self, approval: Approval) -> Approval:
+        """Decline an approval as expired (the scheduler at its deadline, or a decision that
+        came too late): `Conflict` unless its deadline passed by the database's clock."""
+        return await self.record_decision(
+            approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", due_only=True
         )
 
     async def withdraw(self, run_id: str, *, by: str, reason: str) -> None:

@@ -15,10 +15,8 @@ from runtime.announcer import Announcer
 from runtime.approvals.naming import about
 from runtime.approvals.naming import log_ids
 from runtime.approvals.naming import overdue
-from runtime.approvals.policy import SYSTEM_ACTOR
 from runtime.approvals.policy import Policy
 from store import Approval
-from store import ApprovalState
 from store import Store
 from store import errors as store_errors
 
@@ -26,21 +24,13 @@ log = logging.getLogger("signoff.approvals")
 
 
 class Deciding(Protocol):
-    """What the timers need of the desk: its store, an approval's policy, and settling."""
+    """What the timers need of the desk: its store, an approval's policy, and expiring it."""
 
     store: Store
 
     def policy_of(self, approval: Approval) -> Policy: ...
 
-    async def record_decision(
-        self,
-        approval: Approval,
-        state: ApprovalState,
-        *,
-        by: str,
-        reason: str | None,
-        due_only: bool = False,
-    ) -> Approval: ...
+    async def decline_expired(self, approval: Approval) -> Approval: ...
 
 
 async def tick(desk: Deciding, announcer: Announcer, now: datetime) -> datetime | None:
@@ -101,9 +91,7 @@ async def _deadline_passed(
         elif moved:
             log.info("%s: deadline passed; already escalated, still waiting", about(approval))
         return
-    await desk.record_decision(
-        approval, ApprovalState.DECLINED, by=SYSTEM_ACTOR, reason="expired", due_only=True
-    )
+    await desk.decline_expired(approval)
 
 
 async def _remind(

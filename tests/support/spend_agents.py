@@ -2,9 +2,9 @@
 `signoff` subprocesses through the configuration.
 
 Its task is the JSON call it makes (`{"tool": ..., "args": ...}`); it then answers. The tools
-write to a small outside world (`SIGNOFF_WORLD_DB`): a payment provider that refunds once
-per key, like Stripe, so what was really refunded is the sum of its rows. A refund of an
-order whose id starts with `fail` raises before the provider is called.
+pay through the example world's provider (`examples.world`, in `SIGNOFF_WORLD_DB`), which
+refunds once per key, like Stripe, so what was really refunded is the sum of its rows. A
+refund of an order whose id starts with `fail` raises before the provider is called.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sqlite3
 from collections.abc import Sequence
-from contextlib import closing
 from typing import Any
 
+from examples import world
 from runtime import Agent
 from runtime import Display
 from runtime import ScriptedModel
@@ -52,42 +51,20 @@ ask = "refund_leads"
 """
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS payments (
-    idempotency_key TEXT PRIMARY KEY,
-    kind            TEXT NOT NULL,
-    customer        TEXT NOT NULL,
-    amount_cents    INTEGER NOT NULL
-)
-"""
-
-
-def _connect() -> sqlite3.Connection:
-    conn = sqlite3.connect(os.environ["SIGNOFF_WORLD_DB"], timeout=30, isolation_level=None)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute(_SCHEMA)
-    return conn
-
-
 def pay(kind: str, customer: str, cents: int, key: str) -> dict[str, Any]:
-    with closing(_connect()) as conn:
-        conn.execute(
-            "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            (key, kind, customer, cents),
-        )
+    """A call to the example world's payment provider, the customer its reference."""
+    world.pay(kind, customer, cents, key)
     return {"kind": kind, "customer_id": customer, "amount_cents": cents}
 
 
 def refunded(customer: str | None = None) -> int:
     """What was really refunded (refunds less reversals), to one customer or to all."""
-    with closing(_connect()) as conn:
-        (total,) = conn.execute(
-            "SELECT coalesce(sum(CASE kind WHEN 'refund' THEN amount_cents"
-            " ELSE -amount_cents END), 0) FROM payments"
-            " WHERE kind IN ('refund', 'reversal') AND (? IS NULL OR customer = ?)",
-            (customer, customer),
-        ).fetchone()
-    return int(total)
+    sign = {"refund": 1, "reversal": -1}
+    return sum(
+        sign[kind] * cents
+        for kind, reference, cents, _ in world.payments()
+        if kind in sign and customer in (None, reference)
+    )
 
 
 MONEY = Display(money={"amount_cents": "USD"})
