@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from dataclasses import field
+from dataclasses import replace
 from datetime import datetime
 
 from runtime import errors
@@ -30,6 +31,8 @@ from runtime.scheduler import Timers
 from runtime.signing import Signer
 from runtime.tools import Tool
 from store import Approval
+from store import Batch
+from store import Committed
 from store import Run
 from store import Store
 from store import errors as store_errors
@@ -112,3 +115,9 @@ class Deps:
         """The epoch of the lease this process holds on the run (what its writes carry)."""
         lease = self.leases.get(run_id)
         return None if lease is None else lease.epoch
+
+    async def commit(self, batch: Batch) -> Committed:
+        """Write a batch of a run this process holds (`lease`), fenced by its lease: refused
+        (`LeaseLost`) once another worker took the run over, even under the same id."""
+        owned = replace(batch, owner=self.worker_id, epoch=self.epoch(batch.run_id))
+        return await self.store.commit(owned)

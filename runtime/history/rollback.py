@@ -121,15 +121,7 @@ async def rollback(
         event = AuditEvent(
             action="rollback", actor=by, run_id=run_id, at=deps.clock(), detail=report.as_dict()
         )
-        await deps.store.commit(
-            Batch(
-                run_id=run_id,
-                owner=deps.worker_id,
-                epoch=deps.epoch(run_id),
-                checkpoints=[restore],
-                events=[event],
-            )
-        )
+        await deps.commit(Batch(run_id=run_id, checkpoints=[restore], events=[event]))
     return report
 
 
@@ -168,11 +160,9 @@ async def compensate_all(
         )
         ended = undone_mark.ended(undoes, report.paged, report.failed)
         mark = await undone_mark.checkpoint(deps, run.id) if ended and not ended.error else None
-        await deps.store.commit(
+        await deps.commit(
             Batch(
                 run_id=run.id,
-                owner=deps.worker_id,
-                epoch=deps.epoch(run.id),
                 checkpoints=[mark] if mark else [],
                 events=[event],
                 undo_ended=ended,
@@ -269,9 +259,7 @@ def intent(
 async def _intend(deps: Deps, run_id: str, event: AuditEvent) -> None:
     """Say what is being undone (`intent`) before undoing it: recovery finishes an
     interrupted undo, with the same choice about shared effects."""
-    await deps.store.commit(
-        Batch(run_id=run_id, owner=deps.worker_id, epoch=deps.epoch(run_id), events=[event])
-    )
+    await deps.commit(Batch(run_id=run_id, events=[event]))
 
 
 async def _undo_after(
@@ -377,11 +365,7 @@ async def _compensate(
         started_at=deps.clock(),
     )
     if earlier is None:
-        committed = await deps.store.commit(
-            Batch(
-                run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), start=[compensation]
-            )
-        )
+        committed = await deps.commit(Batch(run_id=run.id, start=[compensation]))
         if compensation.call_id in committed.preempted:
             return None
     elif earlier.status == EffectStatus.COMPLETED:
@@ -394,11 +378,9 @@ async def _compensate(
         return "an earlier compensation was interrupted and the compensator is not idempotent"
     status, value, error = await _invoke(deps, undo, compensation, effect)
     try:
-        await deps.store.commit(
+        await deps.commit(
             Batch(
                 run_id=run.id,
-                owner=deps.worker_id,
-                epoch=deps.epoch(run.id),
                 finish=[
                     EffectOutcome(
                         run_id=run.id,
@@ -429,9 +411,7 @@ async def _mark_in_doubt(deps: Deps, run: Run, compensation: Effect) -> None:
         error="interrupted before its result was recorded",
         finished_at=deps.clock(),
     )
-    await deps.store.commit(
-        Batch(run_id=run.id, owner=deps.worker_id, epoch=deps.epoch(run.id), finish=[outcome])
-    )
+    await deps.commit(Batch(run_id=run.id, finish=[outcome]))
 
 
 async def _invoke(

@@ -140,15 +140,7 @@ async def _reopen(deps: Deps, run: Run, state: RunState) -> RunState:
         at=deps.clock(),
         detail={"was": state.stop_reason},
     )
-    await deps.store.commit(
-        Batch(
-            run_id=run.id,
-            owner=deps.worker_id,
-            epoch=deps.epoch(run.id),
-            checkpoints=[checkpoint],
-            events=[event],
-        )
-    )
+    await deps.commit(Batch(run_id=run.id, checkpoints=[checkpoint], events=[event]))
     return await deps.store.load_state(run.id)
 
 
