@@ -86,11 +86,11 @@ from bot.requests import ResolveRequest
 from bot.requests import RunRequest
 from bot.sections import ApiToken
 from bot.tasks import Background
+from bot.tasks import after_decision
 from runtime import Actor
 from runtime import Permission
 from runtime import Runtime
 from runtime import errors
-from runtime.records import ApprovalState
 
 CALLBACKS = web.AppKey("callbacks", CallbackPolicy)
 MAX_AUDIT_PAGE = 10_000
@@ -230,9 +230,7 @@ async def decide(request: web.Request) -> web.Response:
         decision=body.decision,
         state=approval.state.value,
     )
-    if approval.state != ApprovalState.PENDING:
-        work = rt.after_decision(approval)
-        request.app[BACKGROUND].spawn(work, name=f"after decision {approval.id}")
+    after_decision(request.app[BACKGROUND], rt, approval)
     return web.json_response(await voted_view(rt, approval))
 
 

@@ -12,11 +12,11 @@ from dataclasses import field
 
 from bot import words
 from bot.tasks import Background
+from bot.tasks import after_decision
 from runtime import Decision
 from runtime import Runtime
 from runtime import errors
 from runtime.records import Approval
-from runtime.records import ApprovalState
 from runtime.records import DatabaseError
 
 MAX_BATCH = 100
@@ -76,8 +76,7 @@ async def decide(
             batch.refused.append((approval_id, words.BATCH_NOT_RECORDED))
             continue
         batch.decided.append(decided)
-        if decided.state != ApprovalState.PENDING:
-            background.spawn(rt.after_decision(decided), name=f"after {decided.id}")
+        after_decision(background, rt, decided)
     return batch
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from typing import TYPE_CHECKING
 from typing import Any
+
+from runtime.records import ApprovalState
+
+if TYPE_CHECKING:
+    from runtime import Runtime
+    from runtime.records import Approval
 
 log = logging.getLogger("signoff.tasks")
 
@@ -39,3 +46,10 @@ class Background:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+def after_decision(background: Background, rt: Runtime, approval: Approval) -> None:
+    """What a decision sets going (`Runtime.after_decision`: its callbacks, its run resumed),
+    in the background, once the approval is decided: a vote short of its quorum waits."""
+    if approval.state != ApprovalState.PENDING:
+        background.spawn(rt.after_decision(approval), name=f"after decision {approval.id}")

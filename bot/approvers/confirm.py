@@ -22,6 +22,7 @@ from bot.approvers.context import APPROVERS
 from bot.approvers.context import Approvers
 from bot.approvers.routes import page
 from bot.decision_links import Link
+from bot.tasks import after_decision
 from runtime import errors
 from runtime.records import Approval
 from runtime.records import ApprovalState
@@ -119,10 +120,10 @@ async def confirm(request: web.Request) -> web.Response:
         body = html.notice(words.refusal(exc), refused=True) + "<p>Nothing changed.</p>"
         return page(body, status=400)
     log.info("%s decided approval %s by e-mail link", link.person, approval.id)
+    after_decision(parts.background, rt, decided)
     if decided.state == ApprovalState.PENDING:
         text = f"Your approval is counted; it waits for {decided.required_approvals} in all."
         return page(html.notice(text))
-    parts.background.spawn(rt.after_decision(decided), name=f"after decision {decided.id}")
     return page(f'<h2 id="decided">{html.esc(html.outcome(decided))}</h2><p>Thank you.</p>')
 
 

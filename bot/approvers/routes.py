@@ -22,6 +22,7 @@ from bot.approvers.context import Approvers
 from bot.approvers.oidc import SignInFailed
 from bot.approvers.session import Session
 from bot.approvers.session import check_csrf
+from bot.tasks import after_decision
 from runtime import errors
 from runtime.approvals import Decision
 from runtime.records import Approval
@@ -161,10 +162,8 @@ async def _decide(parts: Approvers, approval_id: str, person: str, form: Any) ->
         return words.refusal(exc), True
     except ValueError as exc:
         return str(exc), True
+    after_decision(parts.background, parts.rt, approval)
     if approval.state != ApprovalState.PENDING:
-        parts.background.spawn(
-            parts.rt.after_decision(approval), name=f"after decision {approval.id}"
-        )
         return html.outcome(approval), False
     return f"Your approval is counted; it waits for {approval.required_approvals} in all.", False
 

@@ -19,6 +19,7 @@ from bot.approvers.passkeys import PasskeyRefused
 from bot.approvers.passkeys import Passkeys
 from bot.approvers.session import Session
 from bot.approvers.session import check_csrf
+from bot.tasks import after_decision
 from runtime import errors
 from runtime.records import ApprovalState
 
@@ -91,8 +92,8 @@ async def approve(request: web.Request) -> web.Response:
         return _refused(str(exc))
     except (errors.DecisionRefused, errors.ApprovalNotFound, errors.InvalidRequest) as exc:
         return _refused(words.refusal(exc))
+    after_decision(parts.background, parts.rt, approval)
     if approval.state != ApprovalState.PENDING:
-        parts.background.spawn(parts.rt.after_decision(approval), name=f"after {approval.id}")
         return _ok(message=html.outcome(approval))
     return _ok(message=f"Your approval is counted; it waits for {approval.required_approvals}.")
 

@@ -18,10 +18,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.slack.refusals import refusal
 from bot.tasks import Background
+from bot.tasks import after_decision
 from runtime import Runtime
 from runtime import errors
 from runtime.records import Approval
-from runtime.records import ApprovalState
 
 log = logging.getLogger("signoff.slack")
 Body = dict[str, Any]
@@ -60,8 +60,7 @@ class AnswerFirst:
             await self.refuse(ack, client, body, refusal(exc))
             return None
         await ack()
-        if decided.state != ApprovalState.PENDING:
-            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
+        after_decision(self.background, self.rt, decided)
         return decided
 
     async def act(

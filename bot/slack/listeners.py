@@ -58,6 +58,7 @@ from bot.slack.posting import slack_error
 from bot.slack.refusals import edit_refusal
 from bot.slack.refusals import refusal
 from bot.tasks import Background
+from bot.tasks import after_decision
 from runtime import Actor
 from runtime import Decision
 from runtime import Page
@@ -67,7 +68,6 @@ from runtime import errors
 from runtime.display import Display
 from runtime.limits import MAX_DEPTH
 from runtime.records import Approval
-from runtime.records import ApprovalState
 from runtime.records import DatabaseError
 from runtime.records import StoreError
 
@@ -429,8 +429,8 @@ class Listeners:
 
     def _after(self, decided: Any) -> None:
         """Tell and resume after the ack; a vote short of its quorum waits for more."""
-        if isinstance(decided, Approval) and decided.state != ApprovalState.PENDING:
-            self.background.spawn(self.rt.after_decision(decided), name=f"after {decided.id}")
+        if isinstance(decided, Approval):
+            after_decision(self.background, self.rt, decided)
 
 
 def _problem(
