@@ -34,6 +34,8 @@ SignoffRuntimeError
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from store.errors import DetailedError
 
 
@@ -45,10 +47,21 @@ class DefinitionError(SignoffRuntimeError):
     """A tool or agent is defined wrongly."""
 
 
+Loc = tuple[str, ...]
+"""Where in the configuration a problem is: the names leading to it."""
+
+
 class RuleError(DefinitionError):
     """An approval rule cannot work for the tools it applies to.
 
     `problems` holds each as (where in the configuration, what is wrong)."""
+
+    @classmethod
+    def of(cls, problems: Sequence[tuple[Loc, str]]) -> RuleError:
+        """The error that says the first problem (and how many more), holding them all."""
+        (loc, first), more = problems[0], len(problems) - 1
+        also = f" (and {more} more)" if more else ""
+        return cls(f"{'.'.join(loc)}: {first}{also}", problems=problems)
 
 
 class UnknownAgent(SignoffRuntimeError):

@@ -27,6 +27,7 @@ from runtime.approvals.rules import Rule
 from runtime.approvals.rules import RuleEvaluationError
 from runtime.approvals.rules import activation
 from runtime.approvals.rules import holds
+from runtime.errors import Loc
 from runtime.tools import Tool
 from store import Approval
 from store import ApprovalState
@@ -211,8 +212,6 @@ def decided_at_once(approval: Approval, now: datetime) -> Approval:
 
 # checking at start-up
 
-Loc = tuple[str, ...]
-
 
 def check_rules(
     policies: Policies,
@@ -228,9 +227,7 @@ def check_rules(
     types = {name: tool_arg_types(t) for name, t in tools.items() if t.requires_approval}
     problems = rule_problems(policies, types, limits)
     if problems:
-        (loc, first), more = problems[0], len(problems) - 1
-        also = f" (and {more} more)" if more else ""
-        raise errors.RuleError(f"{'.'.join(loc)}: {first}{also}", problems=problems)
+        raise errors.RuleError.of(problems)
 
 
 def rule_problems(

@@ -11,10 +11,9 @@ from collections.abc import Mapping
 from runtime import errors
 from runtime.agent import Agent
 from runtime.approvals import Policies
+from runtime.errors import Loc
 from runtime.spend.config import ALL
 from runtime.spend.config import LimitConfig
-
-Loc = tuple[str, ...]
 
 
 def check_limits(
@@ -25,9 +24,7 @@ def check_limits(
         return
     problems = limit_problems(limits, policies, list(agents))
     if problems:
-        (loc, first), more = problems[0], len(problems) - 1
-        also = f" (and {more} more)" if more else ""
-        raise errors.RuleError(f"{'.'.join(loc)}: {first}{also}", problems=problems)
+        raise errors.RuleError.of(problems)
 
 
 def limit_problems(

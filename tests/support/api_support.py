@@ -24,6 +24,23 @@ from .helpers import TOKEN
 from .helpers import Api
 from .openapi_check import watch
 
+PAGE_SECRET = "test"
+TOKENS_TOML = f"""\
+api_rate_per_minute = 120
+callback_allowed_hosts = ["hooks.example.com", ".corp.example", "http://127.0.0.1"]
+
+[api_tokens.refund-agent]
+scopes = ["runs:write", "runs:read", "approvals:request"]
+secret_env = "REFUND_AGENT_TOKEN"
+
+[api_tokens.approvals-page]
+scopes = ["approvals:decide"]
+sha256 = "{hashlib.sha256(PAGE_SECRET.encode()).hexdigest()}"
+rate_per_minute = 30
+"""
+"""A `signoff.toml` with two API tokens: the agent's, its secret read from REFUND_AGENT_TOKEN,
+and the approvals page's, held as the hash of PAGE_SECRET."""
+
 
 def bearer(secret: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {secret}"}

@@ -9,6 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from support.api_support import TOKENS_TOML
 
 from bot.agents import load_agents
 from bot.server import startup_warnings
@@ -218,26 +219,12 @@ def test_escalating_on_timeout_without_anyone_to_escalate_to_is_refused(
 
 HASH = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"  # sha256("test")
 
-TOKENS = f"""\
-api_rate_per_minute = 120
-callback_allowed_hosts = ["hooks.example.com", ".corp.example", "http://127.0.0.1"]
-
-[api_tokens.refund-agent]
-scopes = ["runs:write", "runs:read", "approvals:request"]
-secret_env = "REFUND_AGENT_TOKEN"
-
-[api_tokens.approvals-page]
-scopes = ["approvals:decide"]
-sha256 = "{HASH}"
-rate_per_minute = 30
-"""
-
 
 def test_api_tokens_hold_a_hash_or_read_the_secret_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REFUND_AGENT_TOKEN", "agent-secret")
-    settings = load_settings(write(tmp_path, TOKENS))
+    settings = load_settings(write(tmp_path, TOKENS_TOML))
     agent, page = settings.api.tokens["refund-agent"], settings.api.tokens["approvals-page"]
     assert agent.scopes == {"runs:write", "runs:read", "approvals:request"}
     assert agent.digest == hashlib.sha256(b"agent-secret").digest()

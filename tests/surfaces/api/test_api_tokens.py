@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.api_support import PAGE_SECRET
+from support.api_support import TOKENS_TOML
 from support.api_support import ApiServers
 from support.api_support import bearer
 from support.api_support import token
@@ -301,31 +303,19 @@ async def test_the_legacy_token_still_has_every_scope(make_api: MakeApi) -> None
 async def test_tokens_from_settings_the_hash_or_the_environment(
     make_api: MakeApi, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SIGNOFF_TEST_DESK_TOKEN", DESK)
-    agent_hash = hashlib.sha256(AGENT.encode()).hexdigest()
+    monkeypatch.setenv("REFUND_AGENT_TOKEN", AGENT)
     config = tmp_path / "signoff.toml"
-    config.write_text(
-        f"""
-[api_tokens.refund-agent]
-scopes = ["runs:write", "runs:read", "approvals:request"]
-sha256 = "{agent_hash}"
-
-[api_tokens.approvals-page]
-scopes = ["approvals:decide"]
-secret_env = "SIGNOFF_TEST_DESK_TOKEN"
-""",
-        "utf-8",
-    )
+    config.write_text(TOKENS_TOML, "utf-8")
     settings = load_settings(config)
-    assert DESK not in repr(settings)
-    assert DESK not in str(settings.model_dump())
+    assert AGENT not in repr(settings)
+    assert AGENT not in str(settings.model_dump())
     api = await make_api(tokens=settings.api.tokens)
     body = {"tool": "wire_money", "approval_id": "a1"}
     assert (await call(api, AGENT, "POST", "/v1/approvals", body))[0] == 201
     decision = {"decision": "declined", "by": "U0BOSS", "reason": "no"}
-    status, answer = await call(api, DESK, "POST", "/v1/approvals/a1/decision", decision)
+    status, answer = await call(api, PAGE_SECRET, "POST", "/v1/approvals/a1/decision", decision)
     assert (status, answer["state"]) == (200, "declined")
-    assert (await call(api, DESK, "POST", "/v1/approvals", body))[0] == 403
+    assert (await call(api, PAGE_SECRET, "POST", "/v1/approvals", body))[0] == 403
 
 
 async def test_the_token_configuration_in_the_api_docs_loads_and_serves(
