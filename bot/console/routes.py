@@ -145,9 +145,7 @@ async def rollback(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
     await _checked(request, Permission.ROLLBACK, run_id)
     body = await _json(request)
-    shared = body.get("compensate_shared", False)
-    if not isinstance(shared, bool):
-        raise BadRequest("compensate_shared: true or false")
+    shared = _flag(body, "compensate_shared")
     step = _step(body.get("to_step"))
     report = await rt.rollback(run_id, step, by=_by(request), compensate_shared=shared)
     return web.json_response(report.as_dict())
@@ -158,9 +156,7 @@ async def fork(request: web.Request) -> web.Response:
     rt, run_id = request.app[RUNTIME], request.match_info["run_id"]
     await _checked(request, Permission.FORK, run_id)
     body = await _json(request)
-    step, dry_run = _step(body.get("from_step")), body.get("dry_run", False)
-    if not isinstance(dry_run, bool):
-        raise BadRequest("dry_run: true or false")
+    step, dry_run = _step(body.get("from_step")), _flag(body, "dry_run")
     happened = await rt.effects_after(run_id, step)
     new_id = await rt.fork(run_id, step, dry_run=dry_run, requested_by=_by(request))
     already = [{"tool": e.tool, "call_id": e.call_id, "step": e.step} for e in happened]
@@ -228,6 +224,14 @@ def _step(value: Any) -> int:
     if step < 0 or step > 2**31 - 1:
         raise BadRequest("a step is a whole number, 0 or more")
     return step
+
+
+def _flag(body: dict[str, Any], name: str) -> bool:
+    """A true-or-false field of the body (false without it)."""
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{name}: true or false")
+    return value
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
