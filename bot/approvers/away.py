@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC
 from datetime import datetime
-from typing import Any
 
 from aiohttp import web
 
@@ -22,12 +21,12 @@ from runtime import errors
 async def set_away(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
     form = await request.post()
-    check_csrf(session, _field(form, "csrf"))
-    delegate = _field(form, "delegate") or ""
+    check_csrf(session, html.posted(form, "csrf"))
+    delegate = html.posted(form, "delegate") or ""
     if "@" in delegate:
         delegate = parts.people.person_of(delegate)
     try:
-        until = _until(_field(form, "until") or "")
+        until = _until(html.posted(form, "until") or "")
         me = Actor.of_person(session.person)
         await parts.rt.set_away(session.person, until=until, delegate=delegate, by=me)
     except (ValueError, errors.InvalidRequest) as exc:
@@ -38,7 +37,7 @@ async def set_away(request: web.Request) -> web.StreamResponse:
 
 async def back(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
-    check_csrf(session, _field(await request.post(), "csrf"))
+    check_csrf(session, html.posted(await request.post(), "csrf"))
     await parts.rt.back(session.person, by=Actor.of_person(session.person))
     return see_other("/approvals")
 
@@ -49,11 +48,6 @@ def _until(text: str) -> datetime:
     except ValueError:
         raise ValueError(f"{text!r} is not a date and time") from None
     return found if found.tzinfo else found.replace(tzinfo=UTC)
-
-
-def _field(form: Any, name: str) -> str | None:
-    value = form.get(name)
-    return value if isinstance(value, str) else None
 
 
 def add_routes(app: web.Application) -> None:

@@ -53,9 +53,9 @@ def _form(tool: str, found: Sequence[Approval], display: Display | None, csrf: s
 async def decide(parts: Approvers, person: str, form: Any) -> tuple[str, bool]:
     """Decide the ticked approvals as `person`: what to say, and whether the whole batch
     was refused (nothing changed)."""
-    decision = _one(form, "decision")
-    tool = _one(form, "tool") or ""
-    reason = (_one(form, "reason") or "").strip() or None
+    decision = html.posted(form, "decision")
+    tool = html.posted(form, "tool") or ""
+    reason = (html.posted(form, "reason") or "").strip() or None
     if decision not in ("approved", "declined") or not tool:
         return "Choose Approve or Decline for the ticked requests.", True
     if decision == "declined" and reason is None:
@@ -64,8 +64,3 @@ async def decide(parts: Approvers, person: str, form: Any) -> tuple[str, bool]:
     return await batches.decide_and_say(
         parts.rt, ids, decision, tool=tool, by=person, reason=reason, background=parts.background
     )
-
-
-def _one(form: Any, name: str) -> str | None:
-    value = form.get(name)
-    return value if isinstance(value, str) else None

@@ -100,15 +100,14 @@ async def confirm(request: web.Request) -> web.Response:
     if isinstance(found, web.Response):
         return found
     parts, link, approval = found
-    form = await request.post()
-    reason = form.get("reason")
+    reason = html.posted(await request.post(), "reason")
     rt = parts.rt
     try:  # the link is spent in the decision's own transaction, or not at all
         decided = await rt.decide(
             approval.id,
             "approved" if link.decision == "approved" else "declined",
             by=link.person,
-            reason=reason.strip() or None if isinstance(reason, str) else None,
+            reason=(reason or "").strip() or None,
             resume=False,
             link_nonce=link.nonce,
         )

@@ -80,6 +80,12 @@ def hidden(name: str, value: str) -> str:
     return f'<input type="hidden" name="{esc(name)}" value="{esc(value)}">'
 
 
+def posted(form: Any, name: str) -> str | None:
+    """A text field of a posted form, or None (absent, or a file)."""
+    value = form.get(name)
+    return value if isinstance(value, str) else None
+
+
 @dataclass(frozen=True)
 class Card:
     """One approval as the page shows it, with what is read beside it."""

@@ -122,7 +122,7 @@ async def show(request: web.Request) -> web.Response:
 async def decide(request: web.Request) -> web.Response:
     parts, session = signed_in(request)
     form = await request.post()
-    check_csrf(session, _field(form, "csrf"))
+    check_csrf(session, html.posted(form, "csrf"))
     approval_id = request.match_info["approval_id"]
     note, refused = await _decide(parts, approval_id, session.person, form)
     approval = await _approval(parts, approval_id)
@@ -137,7 +137,7 @@ async def decide_batch(request: web.Request) -> web.Response:
     """Several approvals of one tool decided together (`bot.approvers.batch`)."""
     parts, session = signed_in(request)
     form = await request.post()
-    check_csrf(session, _field(form, "csrf"))
+    check_csrf(session, html.posted(form, "csrf"))
     note, refused = await batch.decide(parts, session.person, form)
     body = html.notice(note, refused=refused) + await listing(parts, session)
     return page(body, session=session, status=400 if refused else 200)
@@ -145,16 +145,16 @@ async def decide_batch(request: web.Request) -> web.Response:
 
 async def _decide(parts: Approvers, approval_id: str, person: str, form: Any) -> tuple[str, bool]:
     """Decide as `person`; what to say, and whether it was refused (nothing changed)."""
-    decision = DECISIONS.get(_field(form, "decision") or "")
+    decision = DECISIONS.get(html.posted(form, "decision") or "")
     if decision is None:
         return "Choose Approve, Decline or Ask.", True
     try:
-        args = _args(_field(form, "args"))
+        args = _args(html.posted(form, "args"))
         approval = await parts.rt.decide(
             approval_id,
             decision,
             by=person,
-            reason=_field(form, "reason") or None,
+            reason=html.posted(form, "reason") or None,
             args=args,
             resume=False,
         )
@@ -178,11 +178,6 @@ def _args(raw: str | None) -> dict[str, Any] | None:
     if not isinstance(args, dict):
         raise ValueError("The edited arguments must be a JSON object.")
     return args
-
-
-def _field(form: Any, name: str) -> str | None:
-    value = form.get(name)
-    return value if isinstance(value, str) else None
 
 
 async def _approval(parts: Approvers, approval_id: str) -> Approval | None:
@@ -242,7 +237,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
 
 async def logout(request: web.Request) -> web.StreamResponse:
     parts, session = signed_in(request)
-    check_csrf(session, _field(await request.post(), "csrf"))
+    check_csrf(session, html.posted(await request.post(), "csrf"))
     response = see_other("/approvals/signin")
     parts.sessions.end(response)
     return response
