@@ -18,6 +18,9 @@ from bot.cli.session import with_process
 
 if TYPE_CHECKING:
     from bot.wiring import Process
+    from runtime import Permission
+    from runtime import Runtime
+    from runtime.records import Approval
 
 ApprovalId = Annotated[str, typer.Argument(metavar="APPROVAL", help="The approval's id.")]
 By = Annotated[str, typer.Option(help="Slack user id of the approver who acts.")]
@@ -33,11 +36,9 @@ def cancel_cool_off(
 
     async def work(p: "Process") -> Any:
         from runtime import Permission
-        from runtime.permissions import OPERATOR
 
         rt = p.runtime
-        found = await rt.queries.approval(approval_id)
-        await rt.check(OPERATOR.acting_for(by), Permission.CANCEL_COOL_OFF, found)
+        found = await _allowed(rt, approval_id, by, Permission.CANCEL_COOL_OFF)
         loaded = found.run_id is not None and (await rt.get(found.run_id)).agent in rt.agents
         cancelled = await rt.cancel_cool_off(approval_id, by=by, resume=loaded)
         run = await rt.get(found.run_id) if found.run_id is not None else None
@@ -69,11 +70,9 @@ def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag 
 
     async def work(p: "Process") -> Any:
         from runtime import Permission
-        from runtime.permissions import OPERATOR
 
         rt = p.runtime
-        found = await rt.queries.approval(approval_id)
-        await rt.check(OPERATOR.acting_for(by), Permission.UNDO, found)
+        await _allowed(rt, approval_id, by, Permission.UNDO)
         report = await rt.undo(approval_id, by=by)
         after = await rt.queries.approval(approval_id)
         return report, await rt.queries.effects(report.run_id), after.undo_error
@@ -90,3 +89,15 @@ def undo(ctx: typer.Context, approval_id: ApprovalId, by: By, as_json: JsonFlag 
         line = f"error: approval {approval_id} is not undone: {failed} (undo it again once fixed)"
         typer.echo(views.inert(line).plain, err=True)
         raise typer.Exit(1)
+
+
+async def _allowed(
+    rt: "Runtime", approval_id: str, by: str, permission: "Permission"
+) -> "Approval":
+    """The approval, once the permission table lets the operator acting for `by` do
+    `permission` to it; raises otherwise."""
+    from runtime.permissions import OPERATOR
+
+    found = await rt.queries.approval(approval_id)
+    await rt.check(OPERATOR.acting_for(by), permission, found)
+    return found
