@@ -238,7 +238,7 @@ def tool(  # noqa: PLR0913 - one keyword per part of a tool's definition
     blocking: bool = True,
     display: Display | None = None,
     context: Callable[..., Any] | None = None,
-    context_timeout: float = 5.0,
+    context_timeout: float = DEFAULT_CONTEXT_TIMEOUT,
 ) -> Any:
     """Declare a tool. `effect` classifies it; irreversible tools need approval by default.
     Arguments named in `sensitive` are masked wherever the call is shown (Slack, the CLI, the
