@@ -121,8 +121,7 @@ async def confirm(request: web.Request) -> web.Response:
     log.info("%s decided approval %s by e-mail link", link.person, approval.id)
     after_decision(parts.background, rt, decided)
     if decided.state == ApprovalState.PENDING:
-        text = f"Your approval is counted; it waits for {decided.required_approvals} in all."
-        return page(html.notice(text))
+        return page(html.notice(html.counted(decided)))
     return page(f'<h2 id="decided">{html.esc(html.outcome(decided))}</h2><p>Thank you.</p>')
 
 

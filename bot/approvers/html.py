@@ -131,6 +131,11 @@ def card(view: Card, csrf: str, *, full: bool = False) -> str:
     return "".join(parts)
 
 
+def counted(approval: Approval) -> str:
+    """A vote recorded short of its quorum."""
+    return f"Your approval is counted; it waits for {approval.required_approvals} in all."
+
+
 def outcome(approval: Approval) -> str:
     state = words.approval_state(approval)
     by = f" by {approval.decided_by}" if approval.decided_by else ""

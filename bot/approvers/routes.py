@@ -165,7 +165,7 @@ async def _decide(parts: Approvers, approval_id: str, person: str, form: Any) ->
     after_decision(parts.background, parts.rt, approval)
     if approval.state != ApprovalState.PENDING:
         return html.outcome(approval), False
-    return f"Your approval is counted; it waits for {approval.required_approvals} in all.", False
+    return html.counted(approval), False
 
 
 def _args(raw: str | None) -> dict[str, Any] | None:
