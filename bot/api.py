@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from datetime import UTC
 from datetime import datetime
 
 from aiohttp import web
@@ -84,6 +83,7 @@ from bot.requests import CancelRequest
 from bot.requests import DecisionRequest
 from bot.requests import ResolveRequest
 from bot.requests import RunRequest
+from bot.requests import instant
 from bot.sections import ApiToken
 from bot.tasks import Background
 from bot.tasks import after_decision
@@ -289,10 +289,9 @@ def _instant(text: str | None) -> datetime | None:
         return None
     try:
         # A "+" left unescaped in a query string arrives as a space.
-        when = datetime.fromisoformat(text.replace(" ", "+"))
+        return instant(text.replace(" ", "+"))
     except ValueError:
         raise BadRequest(f"since: {text[:60]!r} is not an ISO 8601 date and time") from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def add_routes(app: web.Application) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.table import Table
 
+from bot.requests import instant
 from bot.views import inert
 from bot.views import when
 from runtime.records import AuditEvent
@@ -100,8 +101,7 @@ def since_instant(text: str, now: datetime, parse_age: Any) -> datetime:
     """`--since`: an age (`30d`, `12h`) back from `now`, or an ISO 8601 date and time (UTC
     unless it says otherwise)."""
     try:
-        moment = datetime.fromisoformat(text)
+        return instant(text)
     except ValueError:
         age: timedelta = parse_age(text)
         return now - age
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -9,6 +9,8 @@ belongs to none: it imports no surface module, and the layers test keeps it that
 from __future__ import annotations
 
 import re
+from datetime import UTC
+from datetime import datetime
 from typing import Any
 from typing import Literal
 
@@ -175,6 +177,16 @@ class EnvelopeChangeRequest(BaseModel):
     by: str = Field(description="the Slack user id acting")
 
     _by = field_validator("by")(_slack_user_id)
+
+
+def instant(text: str) -> datetime:
+    """An ISO 8601 date and time as a person or a query gives it, UTC unless it says
+    otherwise (ValueError, saying so, if it is not one)."""
+    try:
+        found = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a date and time") from None
+    return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
 def refusal(request: type[BaseModel], /, **values: Any) -> tuple[str, str] | None:

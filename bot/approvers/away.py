@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC
-from datetime import datetime
-
 from aiohttp import web
 
 from bot import words
@@ -14,6 +11,7 @@ from bot.approvers.routes import page
 from bot.approvers.routes import see_other
 from bot.approvers.routes import signed_in
 from bot.approvers.session import check_csrf
+from bot.requests import instant
 from runtime import Actor
 from runtime import errors
 
@@ -26,7 +24,7 @@ async def set_away(request: web.Request) -> web.StreamResponse:
     if "@" in delegate:
         delegate = parts.people.person_of(delegate)
     try:
-        until = _until(html.posted(form, "until") or "")
+        until = instant(html.posted(form, "until") or "")
         me = Actor.of_person(session.person)
         await parts.rt.set_away(session.person, until=until, delegate=delegate, by=me)
     except (ValueError, errors.InvalidRequest) as exc:
@@ -40,14 +38,6 @@ async def back(request: web.Request) -> web.StreamResponse:
     check_csrf(session, html.posted(await request.post(), "csrf"))
     await parts.rt.back(session.person, by=Actor.of_person(session.person))
     return see_other("/approvals")
-
-
-def _until(text: str) -> datetime:
-    try:
-        found = datetime.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a date and time") from None
-    return found if found.tzinfo else found.replace(tzinfo=UTC)
 
 
 def add_routes(app: web.Application) -> None:
