@@ -95,7 +95,7 @@ async def approve(request: web.Request) -> web.Response:
     after_decision(parts.background, parts.rt, approval)
     if approval.state != ApprovalState.PENDING:
         return _ok(message=html.outcome(approval))
-    return _ok(message=f"Your approval is counted; it waits for {approval.required_approvals}.")
+    return _ok(message=html.counted(approval))
 
 
 async def _ceremony(request: web.Request) -> tuple[Approvers, Session, Passkeys, dict[str, Any]]:

@@ -34,6 +34,9 @@ from runtime import Policy
 pytestmark = pytest.mark.slow  # a real provider in its own process
 
 STEP_UP = Policies(default=Policy(approvers=(BOB,), step_up="passkey"))
+QUORUM_STEP_UP = Policies(
+    default=Policy(approvers=(BOB, "U0ANN"), required_approvals=2, step_up="passkey")
+)
 BACKENDS = [
     "sqlite",
     pytest.param("postgres", marks=pytest.mark.skipif(not HAVE_ASYNCPG, reason="no asyncpg")),
@@ -132,3 +135,24 @@ async def test_an_answer_for_another_approval_is_refused_and_two_at_once_count_o
         )
         assert sorted(status for status, _ in both) == [200, 400], both
         assert await approvals_approved(second, one.id) == 1
+
+
+async def test_a_passkey_vote_short_of_its_quorum_says_what_it_waits_for(tmp_path: Path) -> None:
+    """The same sentence as the approvals page and the e-mailed link (`html.counted`)."""
+    db_url = f"sqlite:///{tmp_path / 'signoff.db'}"
+    with oidc_provider(tmp_path) as issuer:
+        async with page_apps(db_url, issuer, QUORUM_STEP_UP, count=1) as [app]:
+            passkey = SoftPasskey()
+            async with httpx.AsyncClient(timeout=30) as bob:
+                await sign_in(bob, app.base, BOB_MAIL)
+                token = await csrf(bob, app.base)
+                await register(bob, app.base, app.base, token, passkey, origin=app.base)
+                approval, _ = await app.rt.request_approval(
+                    "issue_refund", {"order_id": "o1"}, requested_by="U0REQ"
+                )
+                (status, said), _ = await approve(
+                    bob, app.base, app.base, token, passkey, approval.id, origin=app.base
+                )
+            assert status == 200, said
+            assert said["message"] == "Your approval is counted; it waits for 2 in all."
+            assert await app.rt.votes(approval.id) == [BOB]
