@@ -9,6 +9,8 @@ objects: nothing here formats it for a log, an error or an API answer.
 from __future__ import annotations
 
 import base64
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -142,32 +144,59 @@ def _private_pem(key: Ed25519PrivateKey) -> bytes:
 def _publish(path: Path, pem: bytes) -> bool:
     """Write `pem` to `path` unless a file is there (False). The key is written and synced
     under a private name first and then linked into place, so a process reading `path` sees a
-    whole key or none, never the half another process is still writing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    whole key or none, never the half another process is still writing. Where the filesystem
+    has no hard links (vfat, some network mounts) it is created in place, exclusively."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SigningKeyError(f"{path.parent}: cannot make the directory: {exc.strerror}") from None
     draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as file:
-            file.write(pem)
-            file.flush()
-            os.fsync(file.fileno())
-        os.link(draft, path)
+        _write_exclusive(draft, pem)
+        try:
+            os.link(draft, path)
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            _write_exclusive(path, pem)
     except FileExistsError:
         return False
     except OSError as exc:
         raise SigningKeyError(f"{path}: cannot write the signing key: {exc.strerror}") from None
     finally:
-        draft.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # none was made, or the filesystem is read-only
+            draft.unlink()
     _sync_directory(path.parent)
     return True
 
 
-def _sync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV}
+
+
+def _write_exclusive(path: Path, data: bytes) -> None:
+    """`data` in a new file readable by its owner only, synced; FileExistsError if one is
+    there. A write that fails (a full disk) takes the file away again."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+
+
+def _sync_directory(directory: Path) -> None:
+    """Make the new name durable, where the filesystem lets a directory be synced (the key is
+    in place either way)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def public_pem(key: Ed25519PublicKey) -> str:
