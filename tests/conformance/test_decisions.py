@@ -116,13 +116,6 @@ async def test_many_concurrent_deciders_have_exactly_one_winner(
     assert [e.actor for e in await decisions(store, pending.run_id)] == [winner.decided_by]
 
 
-async def test_pending_is_not_a_decision(store: Store, pending: Approval, clock: Clock) -> None:
-    with pytest.raises(ValueError, match="pending"):
-        await store.decide_approval(pending.id, Ruling(PENDING, by="U1", at=clock()))
-
-    assert await store.get_approval(pending.id) == pending
-
-
 @pytest.fixture
 async def due_in_an_hour(
     store: Store, run: Run, make_approval: MakeApproval, clock: Clock
